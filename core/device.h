@@ -1,0 +1,42 @@
+// Device: where a tensor's memory lives, a value such as cpu:0, cpu:1 or cuda:0.
+// Several CPU devices are real: DataParallel gives each its own worker thread.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace tandem {
+
+enum class DeviceType : int8_t { CPU, CUDA };
+
+inline constexpr DeviceType kCPU = DeviceType::CPU;
+inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+
+class Device {
+ public:
+  static constexpr int kMaxIndex = 1024;
+
+  Device(DeviceType type, int index = 0);
+  // "cpu", "cpu:1", "cuda", "cuda:0"; a missing index means 0.
+  Device(const std::string& spec);
+  Device(const char* spec) : Device(std::string(spec)) {}
+
+  DeviceType type() const { return type_; }
+  int index() const { return index_; }
+  bool is_cpu() const { return type_ == kCPU; }
+  bool is_cuda() const { return type_ == kCUDA; }
+  std::string str() const;
+
+  friend bool operator==(const Device& a, const Device& b) = default;
+  friend auto operator<=>(const Device& a, const Device& b) = default;
+
+ private:
+  DeviceType type_;
+  int16_t index_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Device& device);
+std::ostream& operator<<(std::ostream& out, DeviceType type);
+
+}  // namespace tandem

@@ -1,0 +1,254 @@
+// Tensor: a view (sizes, strides, storage offset, dtype) onto a Storage, shared by handle.
+// Copying a Tensor copies the handle, as in PyTorch; views (view, permute, narrow, ...) share
+// the storage and see each other's writes.
+//
+// The methods that only rearrange metadata are defined in core/tensor.cc. The ones that compute
+// or move data are declared here, so that a user writes x.exp() as in PyTorch, and defined in
+// kernels/tensor_methods.cc beside the ops they call: link //kernels (or //:tandem) to use them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/scalar.h"
+#include "core/shape.h"
+#include "core/storage.h"
+#include "core/tensor_options.h"
+
+namespace tandem {
+
+// Counts in-place writes to a storage's elements; views share it with their base.
+struct VersionCounter {
+  std::atomic<uint32_t> value{0};
+};
+
+struct TensorImpl {
+  Storage storage;
+  Shape sizes;
+  Shape strides;  // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = kFloat32;
+  std::shared_ptr<VersionCounter> version;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  // A tensor over `storage` with the given layout; `base` passes on its version counter (views).
+  static Tensor make(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype,
+                     const Tensor* base = nullptr);
+
+  bool defined() const { return impl_ != nullptr; }
+
+  // ---- metadata ----
+  const Shape& sizes() const { return impl().sizes; }
+  const Shape& shape() const { return impl().sizes; }
+  int64_t size(int64_t dim) const;
+  const Shape& strides() const { return impl().strides; }
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  int64_t numel() const;
+  DType dtype() const { return impl().dtype; }
+  DType scalar_type() const { return impl().dtype; }
+  Device device() const { return impl().storage.device(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_floating_point() const { return is_floating(dtype()); }
+  int64_t storage_offset() const { return impl().offset; }
+  size_t element_size() const { return tandem::element_size(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  bool is_contiguous() const;
+  const Storage& storage() const { return impl().storage; }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  std::string str() const;  // the printed form, as PyTorch prints it
+
+  // ---- raw access ----
+  void* data_ptr() const;
+  template <typename T>
+  T* data_ptr() const {
+    TD_CHECK(dtype_of<T> == dtype(), "data_ptr<", dtype_name(dtype_of<T>), ">: the tensor has dtype ", dtype());
+    return static_cast<T*>(data_ptr());
+  }
+  // The single element as a Scalar or as T; the tensor must hold exactly one element.
+  Scalar item() const;
+  template <typename T>
+  T item() const {
+    return item().to<T>();
+  }
+
+  // ---- identity and versions ----
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  bool is_alias_of(const Tensor& other) const { return storage().is_same(other.storage()); }
+  uint32_t version() const { return impl().version->value.load(); }
+  void bump_version() const { impl().version->value.fetch_add(1); }
+
+  // ---- views: no data moves ----
+  Tensor view(IntList sizes) const;
+  Tensor view_as(const Tensor& other) const { return view(other.sizes()); }
+  Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset = std::nullopt) const;
+  Tensor permute(IntList dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor expand(IntList sizes) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor unflatten(int64_t dim, IntList sizes) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split_with_sizes(IntList split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+
+  // ---- copies and conversions (kernels/) ----
+  Tensor reshape(IntList sizes) const;  // a view when the layout allows, else a copy
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;  // reshape of dims start..end
+  Tensor contiguous() const;            // itself when already contiguous
+  Tensor clone() const;
+  Tensor to(DType dtype) const;  // itself when nothing changes
+  Tensor to(Device device) const;
+  Tensor to(Device device, DType dtype) const;
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor& copy_(const Tensor& src);  // broadcasts src into this, converting dtype and device
+  Tensor& fill_(Scalar value);
+  Tensor& zero_();
+
+  // ---- element-wise (kernels/elementwise.h has the free forms and their rules) ----
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu(const std::string& approximate = "none") const;
+  Tensor silu() const;
+  Tensor sign() const;
+  Tensor reciprocal() const;
+  Tensor pow(Scalar exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp_min(Scalar min) const;
+  Tensor clamp_max(Scalar max) const;
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& log1p_();
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& sin_();
+  Tensor& cos_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor& gelu_(const std::string& approximate = "none");
+  Tensor& silu_();
+  Tensor& sign_();
+  Tensor& reciprocal_();
+  Tensor& pow_(Scalar exponent);
+  Tensor& pow_(const Tensor& exponent);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+
+  Tensor add(const Tensor& other, Scalar alpha = 1) const;
+  Tensor add(Scalar other, Scalar alpha = 1) const;
+  Tensor sub(const Tensor& other, Scalar alpha = 1) const;
+  Tensor sub(Scalar other, Scalar alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(Scalar other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(Scalar other) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor& add_(const Tensor& other, Scalar alpha = 1);
+  Tensor& add_(Scalar other, Scalar alpha = 1);
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1);
+  Tensor& sub_(Scalar other, Scalar alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(Scalar other);
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(Scalar other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(Scalar other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(Scalar other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(Scalar other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(Scalar other) const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor& masked_fill_(const Tensor& mask, Scalar value);
+
+  // ---- reductions (kernels/reduce.h) ----
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntList dims = {}, bool keepdim = false) const;
+  Tensor amin(IntList dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(IntList dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntList dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(double p = 2, IntList dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntList dims, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(IntList dims, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(IntList dims, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+
+  // ---- linear algebra, softmax, indexing (kernels/) ----
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+
+  TensorImpl& impl() const {
+    TD_CHECK(impl_ != nullptr, "the tensor is undefined (default-constructed)");
+    return *impl_;
+  }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+}  // namespace tandem

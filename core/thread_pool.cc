@@ -1,0 +1,164 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tandem {
+
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+// One parallel_for call: its chunks are claimed one at a time by whichever thread is free.
+struct Job {
+  const std::function<void(int64_t, int64_t)>* body;
+  int64_t begin, end, chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::exception_ptr error;
+
+  // Runs chunks until none is left to claim.
+  void work() {
+    bool was_parallel = t_in_parallel;
+    t_in_parallel = true;
+    for (int64_t c; (c = next.fetch_add(1)) < num_chunks;) {
+      int64_t b = begin + c * chunk, e = std::min(end, b + chunk);
+      try {
+        (*body)(b, e);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+      if (done.fetch_add(1) + 1 == num_chunks) {
+        std::lock_guard lock(mutex);
+        finished.notify_all();
+      }
+    }
+    t_in_parallel = was_parallel;
+  }
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int size) : size_(size) {
+    for (int i = 0; i + 1 < size; ++i) workers_.emplace_back([this] { loop(); });
+  }
+
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+
+  int size() const { return size_; }
+
+  void run(const std::shared_ptr<Job>& job) {
+    int64_t helpers = std::min<int64_t>(job->num_chunks - 1, static_cast<int64_t>(workers_.size()));
+    {
+      std::lock_guard lock(mutex_);
+      for (int64_t i = 0; i < helpers; ++i) queue_.push_back(job);
+    }
+    for (int64_t i = 0; i < helpers; ++i) wake_.notify_one();
+    job->work();
+    std::unique_lock lock(job->mutex);
+    job->finished.wait(lock, [&] { return job->done.load() == job->num_chunks; });
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job->work();
+    }
+  }
+
+  int size_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+};
+
+int default_num_threads() {
+  if (const char* env = std::getenv("TANDEM_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    TD_CHECK(end != env && *end == '\0' && n >= 1 && n <= 1024, "TANDEM_NUM_THREADS='", env,
+             "' is not a thread count between 1 and 1024");
+    return static_cast<int>(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::mutex g_pool_mutex;
+std::unique_ptr<ThreadPool> g_pool;
+
+ThreadPool& pool() {
+  std::lock_guard lock(g_pool_mutex);
+  if (!g_pool) g_pool = std::make_unique<ThreadPool>(default_num_threads());
+  return *g_pool;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  TD_CHECK(n >= 1 && n <= 1024, "set_num_threads: ", n, " is not a thread count between 1 and 1024");
+  std::lock_guard lock(g_pool_mutex);
+  g_pool.reset();
+  g_pool = std::make_unique<ThreadPool>(n);
+}
+
+bool in_parallel_region() { return t_in_parallel; }
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  if (begin >= end) return;
+  grain = std::max<int64_t>(grain, 1);
+  int64_t n = end - begin;
+  if (n <= grain || t_in_parallel) {
+    body(begin, end);
+    return;
+  }
+  ThreadPool& p = pool();
+  int64_t chunks = std::min<int64_t>(p.size(), (n + grain - 1) / grain);
+  if (chunks <= 1) {
+    body(begin, end);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->body = &body;
+  job->begin = begin;
+  job->end = end;
+  job->chunk = (n + chunks - 1) / chunks;
+  job->num_chunks = (n + job->chunk - 1) / job->chunk;
+  p.run(job);
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+}  // namespace tandem

@@ -1,0 +1,22 @@
+// Intra-op parallelism: one process-wide pool of worker threads and parallel_for over index ranges.
+// The size comes from TANDEM_NUM_THREADS, else the hardware. No thread is created per op.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace tandem {
+
+int num_threads();
+// Resizes the pool (joins and restarts its workers). Not to be called while ops run.
+void set_num_threads(int n);
+
+// Calls body(begin, end) on disjoint sub-ranges covering [begin, end), each at least `grain`
+// long (but the last), on up to num_threads() threads; the caller takes part. A call made from
+// inside a parallel_for body runs inline. The first exception a body throws is rethrown here.
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+// Whether the calling thread is running a parallel_for body on a pool worker or as the caller.
+bool in_parallel_region();
+
+}  // namespace tandem

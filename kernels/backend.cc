@@ -1,0 +1,76 @@
+#include "kernels/backend.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tandem {
+
+void unsupported_device(const char* op, Device device) {
+  TD_FAIL(op, ": tensors on ", device, " are not supported by this build of tandem (no ", device.type(),
+          " kernels)");
+}
+
+void check_defined(const Tensor& t, const char* op, const char* arg) {
+  TD_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
+}
+
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    TD_CHECK(t->defined(), op, ": got an undefined tensor");
+    if (!first) {
+      first = t;
+    } else {
+      TD_CHECK(t->device() == first->device(), op, ": expected all tensors on one device, but found ",
+               first->device(), " and ", t->device());
+    }
+  }
+  return first->device();
+}
+
+bool is_non_overlapping_and_dense(const Tensor& t) {
+  if (t.is_contiguous()) return true;
+  std::vector<int64_t> order(t.dim());
+  for (int64_t i = 0; i < t.dim(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return t.sizes()[a] == 1 ? false : t.sizes()[b] == 1 ? true : t.strides()[a] < t.strides()[b];
+  });
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (t.sizes()[d] == 1) continue;
+    if (t.strides()[d] != expected) return false;
+    expected *= t.sizes()[d];
+  }
+  return true;
+}
+
+void check_no_internal_overlap(const Tensor& out, const char* op) {
+  for (int64_t d = 0; d < out.dim(); ++d) {
+    TD_CHECK(out.sizes()[d] <= 1 || out.strides()[d] != 0, op,
+             ": more than one element of the written-to tensor refers to a single memory location (shape ",
+             shape_str(out.sizes()), ", strides ", shape_str(out.strides()),
+             "); clone() it before writing in place");
+  }
+}
+
+void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* op) {
+  if (!out.is_alias_of(in) || out.numel() == 0 || in.numel() == 0) return;
+  if (out.storage_offset() == in.storage_offset() && out.sizes() == in.sizes() && out.strides() == in.strides()) {
+    return;  // the same elements: each is read before it is written
+  }
+  if (!is_non_overlapping_and_dense(out) || !is_non_overlapping_and_dense(in)) return;  // too hard to tell
+  int64_t out_begin = out.storage_offset(), out_end = out_begin + out.numel();
+  int64_t in_begin = in.storage_offset(), in_end = in_begin + in.numel();
+  TD_CHECK(out_end <= in_begin || in_end <= out_begin, op,
+           ": some elements of the input refer to the same memory as the written-to tensor but at other "
+           "positions; clone() the input first");
+}
+
+Tensor empty_tensor(IntList sizes, DType dtype, Device device) {
+  for (int64_t s : sizes) TD_CHECK(s >= 0, "empty: negative size in ", shape_str(sizes.vec()));
+  int64_t n = numel_of(sizes);
+  Storage storage = Storage::allocate(static_cast<size_t>(n) * element_size(dtype), device);
+  return Tensor::make(std::move(storage), sizes.vec(), contiguous_strides(sizes), 0, dtype);
+}
+
+}  // namespace tandem

@@ -1,0 +1,29 @@
+// Helpers the op entry points share: device checks and the error for a device without kernels.
+#pragma once
+
+#include <initializer_list>
+
+#include "core/tensor.h"
+
+namespace tandem {
+
+// Raised by an entry point when no backend in this build runs `op` on `device`.
+[[noreturn]] void unsupported_device(const char* op, Device device);
+
+// All tensors must be defined and on one device; returns it.
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
+
+// A defined tensor, or an error naming the op and the argument.
+void check_defined(const Tensor& t, const char* op, const char* arg);
+
+// In-place writes: `out` may not have several elements at one address (an expanded tensor),
+// and may not partly overlap an input (a tensor fully the same as `out` is fine).
+void check_no_internal_overlap(const Tensor& out, const char* op);
+void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* op);
+// Whether the elements fill a block of memory exactly once, in some order of the dims.
+bool is_non_overlapping_and_dense(const Tensor& t);
+
+// A fresh contiguous tensor.
+Tensor empty_tensor(IntList sizes, DType dtype, Device device);
+
+}  // namespace tandem

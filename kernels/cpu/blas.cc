@@ -1,0 +1,133 @@
+// CPU matrix products: OpenBLAS sgemm/dgemm for float32/float64 (operands whose layout BLAS can
+// read are passed in place, transposed or not), float16/bfloat16 through float32 GEMM, and a
+// plain loop for integers.
+#include <cblas.h>
+
+#include <optional>
+
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_ops.h"
+
+namespace tandem::cpu {
+
+namespace {
+
+// How BLAS reads a rows x cols matrix with strides (s0, s1) in row-major terms, if it can.
+struct BlasLayout {
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
+  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols))) {
+    return BlasLayout{CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : s0};
+  }
+  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows))) {
+    return BlasLayout{CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : s1};
+  }
+  return std::nullopt;
+}
+
+// A [B, rows, cols] operand in a layout BLAS reads: itself, or a contiguous copy.
+Tensor blas_ready(const Tensor& t, BlasLayout& layout) {
+  auto l = blas_layout(t.sizes()[1], t.sizes()[2], t.strides()[1], t.strides()[2]);
+  if (l) {
+    layout = *l;
+    return t;
+  }
+  Tensor c = t.contiguous();
+  layout = BlasLayout{CblasNoTrans, std::max<int64_t>(1, t.sizes()[2])};
+  return c;
+}
+
+template <typename T>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+template <typename T>
+void blas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T beta, T alpha) {
+  const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
+  BlasLayout la{}, lb{};
+  Tensor a = blas_ready(a_in, la), b = blas_ready(b_in, lb);
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  T* pc = static_cast<T*>(out.data_ptr());
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm<T>(la.trans, lb.trans, n, m, k, alpha, pa + i * a.strides()[0], la.ld, pb + i * b.strides()[0], lb.ld, beta,
+            pc + i * n * m, std::max<int64_t>(1, m));
+  }
+}
+
+// Integers: out = beta * out + alpha * a @ b, one output row per task.
+template <typename T>
+void loop_bmm(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T alpha) {
+  const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a.sizes()[2];
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  T* pc = static_cast<T*>(out.data_ptr());
+  const auto& sa = a.strides();
+  const auto& sb = b.strides();
+  parallel_for(0, batch * n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t bi = row / n, i = row % n;
+      for (int64_t j = 0; j < m; ++j) {
+        T acc = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          acc = static_cast<T>(acc + pa[bi * sa[0] + i * sa[1] + p * sa[2]] * pb[bi * sb[0] + p * sb[1] + j * sb[2]]);
+        }
+        T& c = pc[(bi * n + i) * m + j];
+        c = static_cast<T>((beta == 0 ? T(0) : static_cast<T>(beta * c)) + alpha * acc);
+      }
+    }
+  });
+}
+
+// A fresh contiguous tensor holding t's values as dtype.
+Tensor converted(const Tensor& t, DType dtype) {
+  Tensor c = Tensor::make(Storage::allocate(t.numel() * element_size(dtype), t.device()), t.sizes(),
+                          contiguous_strides(t.sizes()), 0, dtype);
+  copy(c, t);
+  return c;
+}
+
+}  // namespace
+
+void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  if (out.numel() == 0) return;
+  if (a.sizes()[2] == 0) {  // empty inner dim: the product is zero
+    if (beta.to_double() == 0) {
+      fill(out, 0);
+    } else {
+      Tensor factor = converted(out.select(0, 0).select(0, 0), out.dtype());
+      fill(factor, beta);
+      binary(BinaryOp::Mul, out, out, factor, 1);
+    }
+    return;
+  }
+  switch (out.dtype()) {
+    case kFloat32: return blas_bmm<float>(out, a, b, beta.to<float>(), alpha.to<float>());
+    case kFloat64: return blas_bmm<double>(out, a, b, beta.to<double>(), alpha.to<double>());
+    case kFloat16:
+    case kBFloat16: {
+      // float32 GEMM on converted copies, rounded once at the end.
+      Tensor out32 = converted(out, kFloat32);
+      blas_bmm<float>(out32, converted(a, kFloat32), converted(b, kFloat32), beta.to<float>(), alpha.to<float>());
+      copy(out, out32);
+      return;
+    }
+    default:
+      dispatch_types<int64_t, int32_t, uint8_t>(out.dtype(), "bmm", [&]<typename T>() {
+        loop_bmm<T>(out, a, b, beta.to<T>(), alpha.to<T>());
+      });
+  }
+}
+
+}  // namespace tandem::cpu

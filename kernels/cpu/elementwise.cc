@@ -1,0 +1,175 @@
+// CPU element-wise kernels: each op's functor from kernels/functors.h run by the loop of loops.h,
+// instantiated for the dtypes the op allows. Memory-bound: the contiguous runs vectorize.
+#include <cstring>
+
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/loops.h"
+#include "kernels/functors.h"
+
+namespace tandem::cpu {
+
+namespace {
+
+// out = f(in), computed in op-math (float for the 16-bit floats).
+template <typename T, typename F>
+void unary_as(const LoopShape<2>& s, F f) {
+  using M = opmath_t<T>;
+  elementwise<T, T>(s, [f](T x) { return static_cast<T>(f(static_cast<M>(x))); });
+}
+
+template <typename F>
+void floating_unary(const LoopShape<2>& s, DType t, F f) {
+  dispatch_floating(t, "unary", [&]<typename T>() { unary_as<T>(s, f); });
+}
+
+template <typename F>
+void numeric_unary(const LoopShape<2>& s, DType t, F f) {
+  dispatch_numeric(t, "unary", [&]<typename T>() { unary_as<T>(s, f); });
+}
+
+template <typename T, typename F>
+void binary_as(const LoopShape<3>& s, F f) {
+  using M = opmath_t<T>;
+  elementwise<T, T, T>(s, [f](T a, T b) { return static_cast<T>(f(static_cast<M>(a), static_cast<M>(b))); });
+}
+
+template <typename F>
+void binary_all(const LoopShape<3>& s, DType t, F f) {
+  dispatch_all(t, "binary", [&]<typename T>() { binary_as<T>(s, f); });
+}
+
+template <typename F>
+void binary_numeric(const LoopShape<3>& s, DType t, F f) {
+  dispatch_numeric(t, "binary", [&]<typename T>() { binary_as<T>(s, f); });
+}
+
+template <typename F>
+void compare(const LoopShape<3>& s, DType t, F f) {
+  dispatch_all(t, "compare", [&]<typename T>() {
+    using M = opmath_t<T>;
+    elementwise<bool, T, T>(s, [f](T a, T b) { return f(static_cast<M>(a), static_cast<M>(b)); });
+  });
+}
+
+// a + alpha * b (Sub passes -alpha).
+void add_scaled(const LoopShape<3>& s, DType t, Scalar alpha) {
+  dispatch_numeric(t, "add", [&]<typename T>() {
+    using M = opmath_t<T>;
+    binary_as<T>(s, fn::AddScaled<M>{alpha.to<M>()});
+  });
+}
+
+}  // namespace
+
+void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  auto s = loop_shape<2>({&out, &in});
+  DType t = out.dtype();
+  switch (op) {
+    case UnaryOp::Neg: return numeric_unary(s, t, fn::Neg{});
+    case UnaryOp::Abs: return numeric_unary(s, t, fn::Abs{});
+    case UnaryOp::Relu: return numeric_unary(s, t, fn::Relu{});
+    case UnaryOp::Sign: return numeric_unary(s, t, fn::Sign{});
+    case UnaryOp::Exp: return floating_unary(s, t, fn::Exp{});
+    case UnaryOp::Log: return floating_unary(s, t, fn::Log{});
+    case UnaryOp::Log1p: return floating_unary(s, t, fn::Log1p{});
+    case UnaryOp::Sqrt: return floating_unary(s, t, fn::Sqrt{});
+    case UnaryOp::Rsqrt: return floating_unary(s, t, fn::Rsqrt{});
+    case UnaryOp::Sin: return floating_unary(s, t, fn::Sin{});
+    case UnaryOp::Cos: return floating_unary(s, t, fn::Cos{});
+    case UnaryOp::Tanh: return floating_unary(s, t, fn::Tanh{});
+    case UnaryOp::Sigmoid: return floating_unary(s, t, fn::Sigmoid{});
+    case UnaryOp::GeluErf: return floating_unary(s, t, fn::GeluErf{});
+    case UnaryOp::GeluTanh: return floating_unary(s, t, fn::GeluTanh{});
+    case UnaryOp::Silu: return floating_unary(s, t, fn::Silu{});
+    case UnaryOp::Reciprocal: return floating_unary(s, t, fn::Reciprocal{});
+  }
+}
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  auto s = loop_shape<3>({&out, &a, &b});
+  DType t = a.dtype();
+  bool unit_alpha = alpha.to_double() == 1.0;
+  switch (op) {
+    case BinaryOp::Add:
+      if (unit_alpha) return binary_all(s, t, fn::Add{});
+      return add_scaled(s, t, alpha);
+    case BinaryOp::Sub:
+      if (unit_alpha) return binary_numeric(s, t, fn::Sub{});
+      return add_scaled(s, t, alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int()));
+    case BinaryOp::Mul: return binary_all(s, t, fn::Mul{});
+    case BinaryOp::Div:
+      return dispatch_floating(t, "div", [&]<typename T>() { binary_as<T>(s, fn::Div{}); });
+    case BinaryOp::Pow: return binary_numeric(s, t, fn::Pow{});
+    case BinaryOp::Maximum: return binary_all(s, t, fn::Maximum{});
+    case BinaryOp::Minimum: return binary_all(s, t, fn::Minimum{});
+    case BinaryOp::Eq: return compare(s, t, fn::Eq{});
+    case BinaryOp::Ne: return compare(s, t, fn::Ne{});
+    case BinaryOp::Lt: return compare(s, t, fn::Lt{});
+    case BinaryOp::Le: return compare(s, t, fn::Le{});
+    case BinaryOp::Gt: return compare(s, t, fn::Gt{});
+    case BinaryOp::Ge: return compare(s, t, fn::Ge{});
+  }
+}
+
+void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  auto s = loop_shape<2>({&out, &in});
+  dispatch_numeric(out.dtype(), "clamp", [&]<typename T>() {
+    using M = opmath_t<T>;
+    fn::Clamp<M> f{lo ? lo->to<M>() : M(0), hi ? hi->to<M>() : M(0), lo.has_value(), hi.has_value()};
+    unary_as<T>(s, f);
+  });
+}
+
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  auto s = loop_shape<4>({&out, &cond, &a, &b});
+  dispatch_all(out.dtype(), "where", [&]<typename T>() {
+    elementwise<T, bool, T, T>(s, [](bool c, T x, T y) { return c ? x : y; });
+  });
+}
+
+void masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
+  auto s = loop_shape<2>({&self, &mask});
+  dispatch_all(self.dtype(), "masked_fill", [&]<typename T>() {
+    T v = value.to<T>();
+    for_each_run(s, kElementwiseGrain, [&](char** p, const int64_t* st, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (at<const bool>(p[1], i, st[1])) at<T>(p[0], i, st[0]) = v;
+      }
+    });
+  });
+}
+
+void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.sizes() == src.sizes()) {
+    char* d = static_cast<char*>(dst.data_ptr());
+    const char* from = static_cast<const char*>(src.data_ptr());
+    const int64_t bytes = static_cast<int64_t>(dst.nbytes());
+    parallel_for(0, bytes, kElementwiseGrain * 16, [&](int64_t b, int64_t e) { std::memcpy(d + b, from + b, e - b); });
+    return;
+  }
+  auto s = loop_shape<2>({&dst, &src});
+  dispatch_all(dst.dtype(), "copy", [&]<typename To>() {
+    dispatch_all(src.dtype(), "copy", [&]<typename From>() {
+      elementwise<To, From>(s, [](From x) { return convert<To>(x); });
+    });
+  });
+}
+
+void fill(const Tensor& dst, Scalar value) {
+  auto s = loop_shape<1>({&dst});
+  dispatch_all(dst.dtype(), "fill", [&]<typename T>() {
+    T v = value.to<T>();
+    for_each_run(s, kElementwiseGrain, [&](char** p, const int64_t* st, int64_t n) {
+      if (st[0] == sizeof(T)) {
+        T* out = reinterpret_cast<T*>(p[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) at<T>(p[0], i, st[0]) = v;
+      }
+    });
+  });
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,314 @@
+// CPU reductions: the Ops policies run by reduce_engine.h. Sums and norms accumulate floating
+// inputs in float64 (more accurate than the float32 result needs), integers in int64.
+#include <cmath>
+#include <limits>
+
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/reduce_engine.h"
+#include "kernels/functors.h"
+
+namespace tandem::cpu {
+
+ReduceDims reduce_dims(const Tensor& in, const std::vector<bool>& reduced) {
+  ReduceDims d;
+  for (int64_t i = 0; i < in.dim(); ++i) {
+    const int64_t size = in.sizes()[i], stride = in.strides()[i];
+    const bool r = reduced[i];
+    (r ? d.fold : d.outputs) *= size;
+    if (size == 1) continue;
+    auto& sizes = r ? d.reduced_sizes : d.kept_sizes;
+    auto& strides = r ? d.reduced_strides : d.kept_strides;
+    if (!sizes.empty() && strides.back() == stride * size) {  // continues the previous dim of its kind
+      sizes.back() *= size;
+      strides.back() = stride;
+    } else {
+      sizes.push_back(size);
+      strides.push_back(stride);
+    }
+  }
+  TD_CHECK(d.reduced_sizes.size() <= 64, "reduce: too many reduced dims");
+  return d;
+}
+
+namespace {
+
+// Accumulation type for sums and products of In.
+template <typename In>
+using sum_acc_t = std::conditional_t<is_floating_type_v<In>, double, int64_t>;
+
+template <typename In>
+auto op_value(In x) {
+  return static_cast<opmath_t<In>>(x);
+}
+
+template <typename In, typename Out>
+struct SumOps {
+  using Acc = sum_acc_t<In>;
+  Out* out;
+  bool mean;
+  Acc init() const { return 0; }
+  Acc step(Acc a, In x, int64_t) const { return a + static_cast<Acc>(op_value(x)); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+  void write(int64_t o, Acc a, int64_t n) const {
+    out[o] = mean ? convert<Out>(static_cast<double>(a) / static_cast<double>(n)) : convert<Out>(a);
+  }
+};
+
+template <typename In, typename Out>
+struct ProdOps {
+  using Acc = sum_acc_t<In>;
+  Out* out;
+  Acc init() const { return 1; }
+  Acc step(Acc a, In x, int64_t) const { return a * static_cast<Acc>(op_value(x)); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
+  void write(int64_t o, Acc a, int64_t) const { out[o] = convert<Out>(a); }
+};
+
+// max (is_max) or min of the values, NaN propagating.
+template <typename In>
+struct ExtremumOps {
+  using M = opmath_t<In>;
+  struct Acc {
+    M value;
+    bool empty = true;
+  };
+  In* out;
+  bool is_max;
+  Acc init() const { return Acc{M(0), true}; }
+  Acc step(Acc a, In xin, int64_t) const {
+    M x = op_value(xin);
+    if (a.empty) return Acc{x, false};
+    if (fn::is_nan(a.value)) return a;
+    if (fn::is_nan(x) || (is_max ? x > a.value : x < a.value)) return Acc{x, false};
+    return a;
+  }
+  Acc combine(Acc a, Acc b) const { return b.empty ? a : step(a, static_cast<In>(b.value), 0); }
+  void write(int64_t o, Acc a, int64_t) const { out[o] = static_cast<In>(a.value); }
+};
+
+template <typename In>
+struct ArgOps {
+  using M = opmath_t<In>;
+  struct Acc {
+    M value;
+    int64_t index = -1;  // -1: nothing folded yet
+  };
+  In* values;  // may be null
+  int64_t* indices;
+  bool is_max;
+  Acc init() const { return Acc{M(0), -1}; }
+  // Whether `later` replaces `earlier`: a NaN sticks, ties keep the first.
+  bool replaces(const Acc& earlier, const Acc& later) const {
+    if (later.index < 0) return false;
+    if (earlier.index < 0) return true;
+    if (fn::is_nan(earlier.value)) return false;
+    if (fn::is_nan(later.value)) return true;
+    return is_max ? later.value > earlier.value : later.value < earlier.value;
+  }
+  Acc step(Acc a, In x, int64_t position) const {
+    Acc b{op_value(x), position};
+    return replaces(a, b) ? b : a;
+  }
+  Acc combine(Acc a, Acc b) const { return replaces(a, b) ? b : a; }
+  void write(int64_t o, Acc a, int64_t) const {
+    if (values) values[o] = static_cast<In>(a.value);
+    indices[o] = a.index;
+  }
+};
+
+// Welford's running mean and squared deviation; chunks merge with Chan's formula.
+template <typename In, typename Out>
+struct VarOps {
+  struct Acc {
+    double mean = 0, m2 = 0;
+    int64_t n = 0;
+  };
+  Out* out;
+  int64_t correction;
+  bool take_sqrt;
+  Acc init() const { return Acc{}; }
+  Acc step(Acc a, In xin, int64_t) const {
+    double x = static_cast<double>(op_value(xin));
+    a.n += 1;
+    double delta = x - a.mean;
+    a.mean += delta / static_cast<double>(a.n);
+    a.m2 += delta * (x - a.mean);
+    return a;
+  }
+  Acc combine(Acc a, Acc b) const {
+    if (a.n == 0) return b;
+    if (b.n == 0) return a;
+    int64_t n = a.n + b.n;
+    double delta = b.mean - a.mean;
+    double mean = a.mean + delta * static_cast<double>(b.n) / static_cast<double>(n);
+    double m2 = a.m2 + b.m2 + delta * delta * static_cast<double>(a.n) * static_cast<double>(b.n) / static_cast<double>(n);
+    return Acc{mean, m2, n};
+  }
+  void write(int64_t o, Acc a, int64_t) const {
+    double divisor = std::max<double>(0, static_cast<double>(a.n - correction));
+    double v = a.m2 / divisor;
+    out[o] = convert<Out>(take_sqrt ? std::sqrt(v) : v);
+  }
+};
+
+enum class NormKind { Zero, One, Two, Inf, NegInf, P };
+
+// The larger (or smaller) of two magnitudes, NaN sticking.
+inline double pick(double a, double x, bool larger) {
+  if (std::isnan(a) || std::isnan(x)) return std::isnan(a) ? a : x;
+  return (larger ? x > a : x < a) ? x : a;
+}
+
+template <typename In, NormKind K>
+struct NormOps {
+  using Acc = double;
+  In* out;
+  double p;
+  Acc init() const { return K == NormKind::NegInf ? std::numeric_limits<double>::infinity() : 0.0; }
+  Acc step(Acc a, In xin, int64_t) const { return fold(a, std::abs(static_cast<double>(op_value(xin)))); }
+  Acc fold(Acc a, double x) const {
+    switch (K) {
+      case NormKind::Zero: return a + (x != 0 ? 1 : 0);
+      case NormKind::One: return a + x;
+      case NormKind::Two: return a + x * x;
+      case NormKind::Inf: return pick(a, x, true);
+      case NormKind::NegInf: return pick(a, x, false);
+      case NormKind::P: return a + std::pow(x, p);
+    }
+    return a;
+  }
+  Acc combine(Acc a, Acc b) const {
+    if constexpr (K == NormKind::Inf || K == NormKind::NegInf) return pick(a, b, K == NormKind::Inf);
+    return a + b;
+  }
+  void write(int64_t o, Acc a, int64_t) const {
+    double v = a;
+    if constexpr (K == NormKind::Two) v = std::sqrt(a);
+    if constexpr (K == NormKind::P) v = std::pow(a, 1.0 / p);
+    out[o] = convert<In>(v);
+  }
+};
+
+template <typename In, typename Out>
+struct LogicalOps {
+  using Acc = bool;
+  Out* out;
+  bool is_all;
+  Acc init() const { return is_all; }
+  Acc step(Acc a, In x, int64_t) const { return is_all ? (a && convert<bool>(x)) : (a || convert<bool>(x)); }
+  Acc combine(Acc a, Acc b) const { return is_all ? (a && b) : (a || b); }
+  void write(int64_t o, Acc a, int64_t) const { out[o] = static_cast<Out>(a); }
+};
+
+void sum_or_mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, bool mean) {
+  dispatch_all(in.dtype(), "sum", [&]<typename In>() {
+    dispatch_all(out.dtype(), "sum", [&]<typename Out>() {
+      reduce<In>(in, reduced, SumOps<In, Out>{static_cast<Out*>(out.data_ptr()), mean});
+    });
+  });
+}
+
+}  // namespace
+
+void sum(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  sum_or_mean(out, in, reduced, false);
+}
+
+void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  sum_or_mean(out, in, reduced, true);
+}
+
+void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  dispatch_all(in.dtype(), "prod", [&]<typename In>() {
+    dispatch_all(out.dtype(), "prod", [&]<typename Out>() {
+      reduce<In>(in, reduced, ProdOps<In, Out>{static_cast<Out*>(out.data_ptr())});
+    });
+  });
+}
+
+void amax(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  dispatch_all(in.dtype(), "amax", [&]<typename In>() {
+    reduce<In>(in, reduced, ExtremumOps<In>{static_cast<In*>(out.data_ptr()), true});
+  });
+}
+
+void amin(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  dispatch_all(in.dtype(), "amin", [&]<typename In>() {
+    reduce<In>(in, reduced, ExtremumOps<In>{static_cast<In*>(out.data_ptr()), false});
+  });
+}
+
+void arg_reduce(const Tensor& values, const Tensor& indices, const Tensor& in, const std::vector<bool>& reduced,
+                bool is_max) {
+  dispatch_all(in.dtype(), "argmax", [&]<typename In>() {
+    In* v = values.defined() ? static_cast<In*>(values.data_ptr()) : nullptr;
+    reduce<In>(in, reduced, ArgOps<In>{v, indices.data_ptr<int64_t>(), is_max});
+  });
+}
+
+void var(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, int64_t correction, bool take_sqrt) {
+  dispatch_floating(in.dtype(), "var", [&]<typename In>() {
+    reduce<In>(in, reduced, VarOps<In, In>{static_cast<In*>(out.data_ptr()), correction, take_sqrt});
+  });
+}
+
+void norm(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, double p) {
+  dispatch_floating(in.dtype(), "norm", [&]<typename In>() {
+    In* o = static_cast<In*>(out.data_ptr());
+    if (p == 0) return reduce<In>(in, reduced, NormOps<In, NormKind::Zero>{o, p});
+    if (p == 1) return reduce<In>(in, reduced, NormOps<In, NormKind::One>{o, p});
+    if (p == 2) return reduce<In>(in, reduced, NormOps<In, NormKind::Two>{o, p});
+    if (std::isinf(p) && p > 0) return reduce<In>(in, reduced, NormOps<In, NormKind::Inf>{o, p});
+    if (std::isinf(p)) return reduce<In>(in, reduced, NormOps<In, NormKind::NegInf>{o, p});
+    return reduce<In>(in, reduced, NormOps<In, NormKind::P>{o, p});
+  });
+}
+
+void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  dispatch_all(in.dtype(), "all", [&]<typename In>() {
+    dispatch_types<bool, uint8_t>(out.dtype(), "all", [&]<typename Out>() {
+      reduce<In>(in, reduced, LogicalOps<In, Out>{static_cast<Out*>(out.data_ptr()), true});
+    });
+  });
+}
+
+void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
+  dispatch_all(in.dtype(), "any", [&]<typename In>() {
+    dispatch_types<bool, uint8_t>(out.dtype(), "any", [&]<typename Out>() {
+      reduce<In>(in, reduced, LogicalOps<In, Out>{static_cast<Out*>(out.data_ptr()), false});
+    });
+  });
+}
+
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+  // Lines along `dim`, each scanned in order; lines run in parallel.
+  const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
+  const int64_t lines = length == 0 ? 0 : in.numel() / length;
+  const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
+  const int64_t out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
+  std::vector<bool> along(in.dim(), false);
+  if (in.dim() > 0) along[dim] = true;
+  const ReduceDims d = reduce_dims(in, along);
+  const ReduceDims od = reduce_dims(out, along);
+  dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
+    dispatch_numeric(out.dtype(), "cumsum", [&]<typename Out>() {
+      const In* src = static_cast<const In*>(in.data_ptr());
+      Out* dst = static_cast<Out*>(out.data_ptr());
+      parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(length, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t line = b; line < e; ++line) {
+          const In* s = src + kept_offset(d, line);
+          Out* t = dst + kept_offset(od, line);
+          sum_acc_t<Out> acc = 0;
+          for (int64_t i = 0; i < length; ++i) {
+            acc += static_cast<sum_acc_t<Out>>(op_value(s[i * in_stride]));
+            t[i * out_stride] = convert<Out>(acc);
+          }
+        }
+      });
+    });
+  });
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,137 @@
+// The CPU reduction engine: reduces a tensor over a set of dims with an Ops policy.
+//
+// Each output (one per combination of kept indices, in row-major order) folds the reduced elements
+// in row-major order, so an element's position in the fold is its flat index over the reduced
+// dims (what argmax reports). Work is split by outputs, by fixed-size chunks of a long fold
+// (combined in order afterwards), or, when the innermost dim is kept and contiguous, by columns
+// that fold row after row in vector registers. Every split depends on the shape alone, never on
+// the thread count, so results are identical for any TANDEM_NUM_THREADS.
+//
+// Ops provides: using Acc; Acc init(); Acc step(Acc, In value, int64_t position);
+// Acc combine(Acc earlier, Acc later); void write(int64_t output, Acc, int64_t count).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace tandem::cpu {
+
+inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
+inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
+
+struct ReduceDims {
+  // Merged dims, outermost first; strides in elements of the input.
+  std::vector<int64_t> kept_sizes, kept_strides, reduced_sizes, reduced_strides;
+  int64_t outputs = 1, fold = 1;
+};
+
+ReduceDims reduce_dims(const Tensor& in, const std::vector<bool>& reduced);
+
+// Offset of output `o` (row-major over kept dims) in the input.
+inline int64_t kept_offset(const ReduceDims& d, int64_t o) {
+  int64_t offset = 0;
+  for (size_t i = d.kept_sizes.size(); i-- > 0;) {
+    offset += (o % d.kept_sizes[i]) * d.kept_strides[i];
+    o /= d.kept_sizes[i];
+  }
+  return offset;
+}
+
+// Folds reduced positions [begin, end) of the output whose elements start at `base`.
+template <typename In, typename Ops>
+typename Ops::Acc fold_range(const Ops& ops, typename Ops::Acc acc, const In* base, const ReduceDims& d,
+                             int64_t begin, int64_t end) {
+  const int nd = static_cast<int>(d.reduced_sizes.size());
+  if (begin >= end) return acc;
+  if (nd == 0) return ops.step(acc, base[0], 0);
+  int64_t index[64];
+  int64_t rest = begin;
+  for (int i = nd - 1; i >= 0; --i) {
+    index[i] = rest % d.reduced_sizes[i];
+    rest /= d.reduced_sizes[i];
+  }
+  const int64_t inner_size = d.reduced_sizes[nd - 1], inner_stride = d.reduced_strides[nd - 1];
+  for (int64_t pos = begin; pos < end;) {
+    int64_t offset = 0;
+    for (int i = 0; i < nd; ++i) offset += index[i] * d.reduced_strides[i];
+    const int64_t n = std::min(inner_size - index[nd - 1], end - pos);
+    const In* p = base + offset;
+    if (inner_stride == 1) {
+      for (int64_t k = 0; k < n; ++k) acc = ops.step(acc, p[k], pos + k);
+    } else {
+      for (int64_t k = 0; k < n; ++k) acc = ops.step(acc, p[k * inner_stride], pos + k);
+    }
+    pos += n;
+    index[nd - 1] += n;
+    for (int i = nd - 1; i > 0 && index[i] == d.reduced_sizes[i]; --i) {
+      index[i] = 0;
+      ++index[i - 1];
+    }
+  }
+  return acc;
+}
+
+template <typename In, typename Ops>
+void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) {
+  using Acc = typename Ops::Acc;
+  const ReduceDims d = reduce_dims(in, reduced);
+  const In* data = static_cast<const In*>(in.data_ptr());
+  if (d.outputs == 0) return;
+
+  // Column-wise: the input is [outer, fold, columns] contiguous with many columns, as in a sum
+  // over dim 0 of a row-major matrix. Each column folds its rows in order.
+  const bool one_reduced_block = d.reduced_sizes.size() == 1 && !d.kept_sizes.empty() &&
+                                 d.kept_strides.back() == 1 && d.reduced_strides[0] == d.kept_sizes.back();
+  if (one_reduced_block && d.kept_sizes.back() >= 16 && d.fold > 1) {
+    const int64_t columns = d.kept_sizes.back();
+    const int64_t outer = d.outputs / columns;
+    const int64_t blocks = (columns + kReduceColumns - 1) / kReduceColumns;
+    parallel_for(0, outer * blocks, 1, [&](int64_t begin, int64_t end) {
+      Acc acc[kReduceColumns];
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t o = task / blocks, c0 = (task % blocks) * kReduceColumns;
+        const int64_t width = std::min(kReduceColumns, columns - c0);
+        const In* base = data + kept_offset(d, o * columns) + c0;
+        for (int64_t c = 0; c < width; ++c) acc[c] = ops.init();
+        for (int64_t r = 0; r < d.fold; ++r) {
+          const In* row = base + r * d.reduced_strides[0];
+          for (int64_t c = 0; c < width; ++c) acc[c] = ops.step(acc[c], row[c], r);
+        }
+        for (int64_t c = 0; c < width; ++c) ops.write(o * columns + c0 + c, acc[c], d.fold);
+      }
+    });
+    return;
+  }
+
+  if (d.fold <= kReduceChunk) {
+    const int64_t grain = std::max<int64_t>(1, kReduceChunk / std::max<int64_t>(d.fold, 1));
+    parallel_for(0, d.outputs, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        ops.write(o, fold_range(ops, ops.init(), data + kept_offset(d, o), d, 0, d.fold), d.fold);
+      }
+    });
+    return;
+  }
+
+  // Long folds: fixed chunks in parallel, then each output combines its chunks in order.
+  const int64_t chunks = (d.fold + kReduceChunk - 1) / kReduceChunk;
+  std::vector<Acc> partial(static_cast<size_t>(d.outputs * chunks));
+  parallel_for(0, d.outputs * chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / chunks, c = task % chunks;
+      const int64_t lo = c * kReduceChunk, hi = std::min(d.fold, lo + kReduceChunk);
+      partial[task] = fold_range(ops, ops.init(), data + kept_offset(d, o), d, lo, hi);
+    }
+  });
+  for (int64_t o = 0; o < d.outputs; ++o) {
+    Acc acc = partial[o * chunks];
+    for (int64_t c = 1; c < chunks; ++c) acc = ops.combine(acc, partial[o * chunks + c]);
+    ops.write(o, acc, d.fold);
+  }
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,69 @@
+// CPU softmax and log_softmax along a dim of a contiguous tensor viewed as [outer, size, inner].
+// Rows (inner = 1) are done one at a time: max, sum of exp(x - max), scale. Otherwise the inner
+// positions are processed side by side, so every pass walks memory contiguously.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/functors.h"
+
+namespace tandem::cpu {
+
+void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
+  const int64_t size = x.dim() == 0 ? 1 : x.sizes()[dim];
+  const int64_t inner = x.dim() == 0 ? 1 : numel_of(Shape(x.sizes().begin() + dim + 1, x.sizes().end()));
+  const int64_t outer = size * inner == 0 ? 0 : x.numel() / (size * inner);
+  if (x.numel() == 0) return;
+  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<typename T>() {
+    using M = opmath_t<T>;
+    const T* src = static_cast<const T*>(x.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    const fn::Exp exp_fn;
+    const fn::Log log_fn;
+    parallel_for(0, outer * inner, std::max<int64_t>(1, 16384 / size), [&](int64_t begin, int64_t end) {
+      std::vector<M> max(inner), sum(inner);
+      for (int64_t task = begin; task < end;) {
+        // A task range covers whole or partial outer slabs; take one slab's share at a time.
+        const int64_t o = task / inner, i0 = task % inner, i1 = std::min(inner, i0 + (end - task));
+        const T* in = src + o * size * inner;
+        T* res = dst + o * size * inner;
+        for (int64_t i = i0; i < i1; ++i) {
+          max[i] = -std::numeric_limits<M>::infinity();
+          sum[i] = 0;
+        }
+        for (int64_t k = 0; k < size; ++k) {
+          for (int64_t i = i0; i < i1; ++i) {
+            M v = static_cast<M>(in[k * inner + i]);
+            max[i] = (v > max[i] || v != v) ? v : max[i];
+          }
+        }
+        for (int64_t k = 0; k < size; ++k) {
+          for (int64_t i = i0; i < i1; ++i) {
+            M e = exp_fn(static_cast<M>(in[k * inner + i]) - max[i]);
+            sum[i] += e;
+            if constexpr (std::is_same_v<T, M>) {
+              if (!log) res[k * inner + i] = e;  // kept for the last pass (exact in T)
+            }
+          }
+        }
+        for (int64_t k = 0; k < size; ++k) {
+          for (int64_t i = i0; i < i1; ++i) {
+            if (log) {
+              res[k * inner + i] = static_cast<T>(static_cast<M>(in[k * inner + i]) - max[i] - log_fn(sum[i]));
+            } else if constexpr (std::is_same_v<T, M>) {
+              res[k * inner + i] = res[k * inner + i] / sum[i];
+            } else {  // 16-bit outputs: recompute rather than round e twice
+              res[k * inner + i] = static_cast<T>(exp_fn(static_cast<M>(in[k * inner + i]) - max[i]) / sum[i]);
+            }
+          }
+        }
+        task += i1 - i0;
+      }
+    });
+  });
+}
+
+}  // namespace tandem::cpu

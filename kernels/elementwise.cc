@@ -1,0 +1,496 @@
+// Entry points of the element-wise ops: validate, promote, broadcast, allocate, then dispatch
+// to the backend of the operands' device.
+#include "kernels/elementwise.h"
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_ops.h"
+
+namespace tandem {
+
+// ---- type promotion ----
+
+namespace {
+
+int category(DType t) { return t == kBool ? 0 : is_floating(t) ? 2 : 1; }
+
+// Promotion within one rank (dimensioned tensors, 0-dim tensors, or numbers).
+struct Rank {
+  std::optional<DType> dtype;
+  void add(DType t) { dtype = dtype ? promote_types(*dtype, t) : t; }
+};
+
+// PyTorch's rule for letting a lower rank in: only when it holds a higher category.
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+struct Promotion {
+  Rank dimensioned, zero_dim, number;
+  void add(const Tensor& t) { (t.dim() > 0 ? dimensioned : zero_dim).add(t.dtype()); }
+  void add(Scalar s) { number.add(s.dtype()); }
+  DType result() const { return *combine(dimensioned.dtype, combine(zero_dim.dtype, number.dtype)); }
+};
+
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  Promotion p;
+  p.add(a);
+  p.add(b);
+  return p.result();
+}
+
+DType result_type(const Tensor& a, Scalar b) {
+  Promotion p;
+  p.add(a);
+  p.add(b);
+  return p.result();
+}
+
+namespace detail {
+
+Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
+  Tensor t = empty_tensor({}, dtype, device);
+  t.fill_(value);
+  return t;
+}
+
+}  // namespace detail
+
+// ---- unary ----
+
+namespace {
+
+enum class UnaryKind { Floating, FloatingOnly, Numeric };
+
+UnaryKind unary_kind(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Relu:
+    case UnaryOp::Sign: return UnaryKind::Numeric;
+    case UnaryOp::GeluErf:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Silu: return UnaryKind::FloatingOnly;
+    default: return UnaryKind::Floating;
+  }
+}
+
+// The dtype `op` computes in for an input of dtype t.
+DType unary_dtype(UnaryOp op, DType t) {
+  const char* name = op_name(op);
+  switch (unary_kind(op)) {
+    case UnaryKind::Numeric:
+      TD_CHECK(t != kBool, name, ": not supported for bool tensors",
+               op == UnaryOp::Neg ? " (use logical_not for the negation of a bool tensor)" : "");
+      return t;
+    case UnaryKind::FloatingOnly:
+      TD_CHECK(is_floating(t), name, ": expected a floating tensor, got dtype ", t);
+      return t;
+    case UnaryKind::Floating: return is_floating(t) ? t : kDefaultFloat;
+  }
+  return t;
+}
+
+void run_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  switch (out.device().type()) {
+    case kCPU: return cpu::unary(op, out, in);
+    case kCUDA: break;
+  }
+  unsupported_device(op_name(op), out.device());
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  check_defined(x, op_name(op), "input");
+  DType t = unary_dtype(op, x.dtype());
+  Tensor out = empty_tensor(x.sizes(), t, x.device());
+  run_unary(op, out, x.to(t));
+  return out;
+}
+
+Tensor& unary_(UnaryOp op, Tensor& x) {
+  check_defined(x, op_name(op), "self");
+  DType t = unary_dtype(op, x.dtype());
+  TD_CHECK(t == x.dtype(), op_name(op), "_: result type ", t, " can't be cast to the desired output type ", x.dtype());
+  check_no_internal_overlap(x, op_name(op));
+  run_unary(op, x, x);
+  x.bump_version();
+  return x;
+}
+
+}  // namespace detail
+
+Tensor neg(const Tensor& x) { return detail::unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return detail::unary(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return detail::unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return detail::unary(UnaryOp::Log, x); }
+Tensor log1p(const Tensor& x) { return detail::unary(UnaryOp::Log1p, x); }
+Tensor sqrt(const Tensor& x) { return detail::unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return detail::unary(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return detail::unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return detail::unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return detail::unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return detail::unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return detail::unary(UnaryOp::Relu, x); }
+Tensor silu(const Tensor& x) { return detail::unary(UnaryOp::Silu, x); }
+Tensor sign(const Tensor& x) { return detail::unary(UnaryOp::Sign, x); }
+Tensor reciprocal(const Tensor& x) { return detail::unary(UnaryOp::Reciprocal, x); }
+
+namespace detail {
+UnaryOp gelu_op(const std::string& approximate) {
+  TD_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be \"none\" or \"tanh\", got \"",
+           approximate, "\"");
+  return approximate == "none" ? UnaryOp::GeluErf : UnaryOp::GeluTanh;
+}
+}  // namespace detail
+
+Tensor gelu(const Tensor& x, const std::string& approximate) { return detail::unary(detail::gelu_op(approximate), x); }
+
+// ---- clamp ----
+
+namespace {
+
+DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  check_defined(x, "clamp", "input");
+  TD_CHECK(lo || hi, "clamp: at least one of min and max must be given");
+  Promotion p;
+  p.add(x);
+  if (lo) p.add(*lo);
+  if (hi) p.add(*hi);
+  DType t = p.result();
+  TD_CHECK(t != kBool, "clamp: not supported for bool tensors");
+  return t;
+}
+
+void run_clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  switch (out.device().type()) {
+    case kCPU: return cpu::clamp(out, in, lo, hi);
+    case kCUDA: break;
+  }
+  unsupported_device("clamp", out.device());
+}
+
+}  // namespace
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  DType t = clamp_dtype(x, lo, hi);
+  Tensor out = empty_tensor(x.sizes(), t, x.device());
+  run_clamp(out, x.to(t), lo, hi);
+  return out;
+}
+
+namespace detail {
+
+Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  DType t = clamp_dtype(x, lo, hi);
+  TD_CHECK(can_cast(t, x.dtype()), "clamp_: result type ", t, " can't be cast to the desired output type ",
+           x.dtype());
+  check_no_internal_overlap(x, "clamp_");
+  run_clamp(x, x, lo, hi);
+  x.bump_version();
+  return x;
+}
+
+}  // namespace detail
+
+// ---- binary ----
+
+namespace {
+
+// Checks what `op` allows on operands promoted to `common`; returns the dtype it computes in.
+DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
+  const char* name = op_name(op);
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      if (op == BinaryOp::Sub) {
+        TD_CHECK(common != kBool, "sub: subtraction of bool tensors is not supported (use logical_xor)");
+      }
+      if (common == kBool) {
+        TD_CHECK(alpha.is_bool() || alpha.to_double() == 1, name, ": a boolean result takes only a boolean alpha");
+      } else if (!is_floating(common)) {
+        TD_CHECK(!alpha.is_floating(), name, ": for integral tensors alpha must not be a floating point number, got ",
+                 alpha.to_double());
+      }
+      return common;
+    case BinaryOp::Div: return is_floating(common) ? common : kDefaultFloat;
+    case BinaryOp::Pow: TD_CHECK(common != kBool, "pow: not supported for bool tensors"); return common;
+    default: return common;
+  }
+}
+
+void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  switch (out.device().type()) {
+    case kCPU: return cpu::binary(op, out, a, b, alpha);
+    case kCUDA: break;
+  }
+  unsupported_device(op_name(op), out.device());
+}
+
+Tensor binary_with(BinaryOp op, const Tensor& a, const Tensor& b, DType common, Scalar alpha) {
+  const char* name = op_name(op);
+  Device device = common_device(name, {&a, &b});
+  DType compute = binary_compute_dtype(op, common, alpha);
+  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  Tensor out = empty_tensor(shape, is_comparison(op) ? kBool : compute, device);
+  run_binary(op, out, a.to(compute), b.to(compute), alpha);
+  return out;
+}
+
+Tensor& binary_into(BinaryOp op, Tensor& self, const Tensor& other, DType common, Scalar alpha) {
+  const char* name = op_name(op);
+  common_device(name, {&self, &other});
+  DType compute = binary_compute_dtype(op, common, alpha);
+  DType result = is_comparison(op) ? kBool : compute;
+  TD_CHECK(can_cast(result, self.dtype()), name, "_: result type ", result,
+           " can't be cast to the desired output type ", self.dtype());
+  Shape shape = broadcast_shapes(self.sizes(), other.sizes(), name);
+  TD_CHECK(shape == self.sizes(), name, "_: output with shape ", shape_str(self.sizes()),
+           " doesn't match the broadcast shape ", shape_str(shape));
+  check_no_internal_overlap(self, name);
+  check_no_partial_overlap(self, other, name);
+  if (result == self.dtype()) {
+    run_binary(op, self, self.to(compute), other.to(compute), alpha);
+  } else {
+    Tensor tmp = empty_tensor(shape, result, self.device());
+    run_binary(op, tmp, self.to(compute), other.to(compute), alpha);
+    self.copy_(tmp);
+  }
+  self.bump_version();
+  return self;
+}
+
+void check_pow_exponent(const Tensor& base, Scalar exponent) {
+  TD_CHECK(!(is_integral(base.dtype(), true) && exponent.is_integral() && exponent.to_int() < 0), "pow: ",
+           base.dtype(), " tensors to negative integer powers (", exponent.to_int(), ") are not allowed");
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  check_defined(a, op_name(op), "input");
+  check_defined(b, op_name(op), "other");
+  return binary_with(op, a, b, result_type(a, b), alpha);
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
+  check_defined(a, op_name(op), "input");
+  DType common = result_type(a, b);
+  return binary_with(op, a, scalar_tensor(b, common, a.device()), common, alpha);
+}
+
+Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
+  check_defined(self, op_name(op), "self");
+  check_defined(other, op_name(op), "other");
+  return binary_into(op, self, other, result_type(self, other), alpha);
+}
+
+Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
+  check_defined(self, op_name(op), "self");
+  DType common = result_type(self, other);
+  Tensor b = scalar_tensor(other, common, self.device());
+  return binary_into(op, self, b, common, alpha);
+}
+
+}  // namespace detail
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) { return detail::binary(BinaryOp::Add, a, b, alpha); }
+Tensor add(const Tensor& a, Scalar b, Scalar alpha) { return detail::binary(BinaryOp::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) { return detail::binary(BinaryOp::Sub, a, b, alpha); }
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha) { return detail::binary(BinaryOp::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Mul, a, b); }
+Tensor mul(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Div, a, b); }
+Tensor div(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) { return detail::binary(BinaryOp::Pow, base, exponent); }
+
+Tensor pow(const Tensor& base, Scalar exponent) {
+  check_defined(base, "pow", "input");
+  check_pow_exponent(base, exponent);
+  return detail::binary(BinaryOp::Pow, base, exponent);
+}
+
+Tensor pow(Scalar base, const Tensor& exponent) {
+  check_defined(exponent, "pow", "exponent");
+  DType common = result_type(exponent, base);
+  return binary_with(BinaryOp::Pow, detail::scalar_tensor(base, common, exponent.device()), exponent, common, 1);
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Eq, a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Ne, a, b); }
+Tensor ne(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Lt, a, b); }
+Tensor lt(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Le, a, b); }
+Tensor le(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Gt, a, b); }
+Tensor gt(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Ge, a, b); }
+Tensor ge(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Ge, a, b); }
+
+// ---- where, masked_fill ----
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where", "condition");
+  check_defined(a, "where", "input");
+  check_defined(b, "where", "other");
+  Device device = common_device("where", {&cond, &a, &b});
+  TD_CHECK(cond.dtype() == kBool, "where: expected a bool condition, got dtype ", cond.dtype());
+  DType t = result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  Tensor out = empty_tensor(shape, t, device);
+  switch (device.type()) {
+    case kCPU: cpu::where(out, cond, a.to(t), b.to(t)); return out;
+    case kCUDA: break;
+  }
+  unsupported_device("where", device);
+}
+
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  check_defined(b, "where", "other");
+  return where(cond, detail::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  check_defined(a, "where", "input");
+  return where(cond, a, detail::scalar_tensor(b, result_type(a, b), a.device()));
+}
+
+Tensor where(const Tensor& cond, Scalar a, Scalar b) {
+  check_defined(cond, "where", "condition");
+  DType t = promote_types(a.dtype(), b.dtype());
+  return where(cond, detail::scalar_tensor(a, t, cond.device()), detail::scalar_tensor(b, t, cond.device()));
+}
+
+namespace detail {
+
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
+  check_defined(x, "masked_fill_", "self");
+  check_defined(mask, "masked_fill_", "mask");
+  Device device = common_device("masked_fill_", {&x, &mask});
+  TD_CHECK(mask.dtype() == kBool, "masked_fill_: expected a bool mask, got dtype ", mask.dtype());
+  Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill_");
+  TD_CHECK(shape == x.sizes(), "masked_fill_: mask of shape ", shape_str(mask.sizes()),
+           " does not broadcast to the shape ", shape_str(x.sizes()), " of the tensor filled");
+  check_no_internal_overlap(x, "masked_fill_");
+  check_no_partial_overlap(x, mask, "masked_fill_");
+  switch (device.type()) {
+    case kCPU: cpu::masked_fill(x, mask, value); break;
+    case kCUDA: unsupported_device("masked_fill_", device);
+  }
+  x.bump_version();
+  return x;
+}
+
+}  // namespace detail
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  check_defined(x, "masked_fill", "input");
+  check_defined(mask, "masked_fill", "mask");
+  Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
+  TD_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got dtype ", mask.dtype());
+  Tensor out = x.expand(shape).clone();
+  return detail::masked_fill_(out, mask, value);
+}
+
+// ---- operators ----
+
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+Tensor operator-(Scalar a, const Tensor& b) {
+  check_defined(b, "sub", "other");
+  DType common = result_type(b, a);
+  return binary_with(BinaryOp::Sub, detail::scalar_tensor(a, common, b.device()), b, common, 1);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator/(Scalar a, const Tensor& b) {
+  check_defined(b, "div", "other");
+  DType common = result_type(b, a);
+  return binary_with(BinaryOp::Div, detail::scalar_tensor(a, common, b.device()), b, common, 1);
+}
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Add, a, b); }
+Tensor& operator+=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Add, a, b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Sub, a, b); }
+Tensor& operator-=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Sub, a, b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Mul, a, b); }
+Tensor& operator*=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Mul, a, b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Div, a, b); }
+Tensor& operator/=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Div, a, b); }
+
+// ---- names ----
+
+const char* op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Log1p: return "log1p";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::GeluErf: return "gelu";
+    case UnaryOp::GeluTanh: return "gelu";
+    case UnaryOp::Silu: return "silu";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Reciprocal: return "reciprocal";
+  }
+  return "unary";
+}
+
+const char* op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Eq: return "eq";
+    case BinaryOp::Ne: return "ne";
+    case BinaryOp::Lt: return "lt";
+    case BinaryOp::Le: return "le";
+    case BinaryOp::Gt: return "gt";
+    case BinaryOp::Ge: return "ge";
+  }
+  return "binary";
+}
+
+}  // namespace tandem

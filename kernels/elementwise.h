@@ -1,0 +1,125 @@
+// Element-wise ops: unary math, binary arithmetic and comparisons with broadcasting and PyTorch's
+// type promotion, where/masked_fill, and the C++ operators. In-place forms (add_, exp_, ...)
+// follow PyTorch's rules: the result must broadcast to the destination's shape, its dtype must
+// be castable to the destination's, and the destination may not overlap its inputs partially.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/tensor.h"
+#include "kernels/op_codes.h"
+
+namespace tandem {
+
+// The dtype an op on these operands computes in (torch.result_type): dimensioned tensors outrank
+// 0-dim tensors, which outrank plain numbers, unless a lower rank holds a higher category
+// (bool < integer < floating).
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, Scalar b);
+
+// ---- unary; integer inputs of the floating functions give float32, as in PyTorch ----
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // "none" (erf) or "tanh"
+Tensor silu(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+
+// ---- binary ----
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a + alpha * b
+Tensor add(const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a - alpha * b
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& base, const Tensor& exponent);
+Tensor pow(const Tensor& base, Scalar exponent);
+Tensor pow(Scalar base, const Tensor& exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, Scalar b);
+
+// cond ? a : b, element-wise, all three broadcast; cond must be bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, Scalar b);
+// x with value wherever mask (bool, broadcast) is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+
+// ---- operators ----
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, Scalar b);
+
+// ---- what the Tensor methods and in-place forms share ----
+namespace detail {
+Tensor unary(UnaryOp op, const Tensor& x);
+Tensor& unary_(UnaryOp op, Tensor& x);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha = 1);
+Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha = 1);
+Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
+UnaryOp gelu_op(const std::string& approximate);  // checks the name
+// 0-dim tensor holding `value` as `dtype` on `device`.
+Tensor scalar_tensor(Scalar value, DType dtype, Device device);
+}  // namespace detail
+
+}  // namespace tandem

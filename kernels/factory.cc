@@ -1,0 +1,245 @@
+#include "kernels/factory.h"
+
+#include <cmath>
+
+#include "core/generator.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_ops.h"
+
+namespace tandem {
+
+Tensor empty(IntList sizes, TensorOptions options) {
+  return empty_tensor(sizes, options.dtype_or(kDefaultFloat), options.device());
+}
+
+Tensor zeros(IntList sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kDefaultFloat))); }
+
+Tensor ones(IntList sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kDefaultFloat))); }
+
+Tensor full(IntList sizes, Scalar value, TensorOptions options) {
+  Tensor t = empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
+  t.fill_(value);
+  return t;
+}
+
+Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
+  bool floating = start.is_floating() || end.is_floating() || step.is_floating();
+  DType dtype = options.dtype_or(floating ? kDefaultFloat : kInt64);
+  TD_CHECK(dtype != kBool, "arange: dtype bool is not supported");
+  double s = start.to_double(), e = end.to_double(), d = step.to_double();
+  TD_CHECK(std::isfinite(s) && std::isfinite(e), "arange: start ", s, " and end ", e, " must be finite");
+  TD_CHECK(d != 0, "arange: step must be nonzero");
+  TD_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound ", e, " and lower bound ", s,
+           " are inconsistent with the sign of step ", d);
+  int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / d))
+                       : (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) / step.to_int();
+  Tensor out = empty_tensor({n}, dtype, options.device());
+  switch (out.device().type()) {
+    case kCPU: cpu::arange(out, start, step); return out;
+    case kCUDA: break;
+  }
+  unsupported_device("arange", out.device());
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  TD_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  DType dtype = options.dtype_or(kDefaultFloat);
+  TD_CHECK(dtype != kBool, "linspace: dtype bool is not supported");
+  Tensor out = empty_tensor({steps}, dtype, options.device());
+  switch (out.device().type()) {
+    case kCPU: cpu::linspace(out, start, end); return out;
+    case kCUDA: break;
+  }
+  unsupported_device("linspace", out.device());
+}
+
+Tensor eye(int64_t n, int64_t m, TensorOptions options) {
+  if (m < 0) m = n;
+  TD_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
+  Tensor out = zeros({n, m}, options);
+  int64_t k = std::min(n, m);
+  if (k > 0) out.as_strided({k}, {m + 1}, 0).fill_(1);
+  return out;
+}
+
+namespace {
+TensorOptions like_options(const Tensor& like, TensorOptions options) {
+  return TensorOptions(options.dtype_or(like.dtype())).device(options.device_opt().value_or(like.device()));
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& like, TensorOptions options) { return empty(like.sizes(), like_options(like, options)); }
+Tensor zeros_like(const Tensor& like, TensorOptions options) { return zeros(like.sizes(), like_options(like, options)); }
+Tensor ones_like(const Tensor& like, TensorOptions options) { return ones(like.sizes(), like_options(like, options)); }
+Tensor full_like(const Tensor& like, Scalar value, TensorOptions options) {
+  return full(like.sizes(), value, like_options(like, options));
+}
+Tensor rand_like(const Tensor& like, TensorOptions options) { return rand(like.sizes(), like_options(like, options)); }
+Tensor randn_like(const Tensor& like, TensorOptions options) { return randn(like.sizes(), like_options(like, options)); }
+
+// ---- tensor() ----
+
+TensorData::TensorData(std::initializer_list<TensorData> list) : kind_(Kind::List), children_(list) {
+  sizes_ = {static_cast<int64_t>(list.size())};
+  if (list.size() == 0) return;
+  const Shape& inner = children_.front().kind_ == Kind::Scalar ? Shape{} : children_.front().sizes_;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const TensorData& c = children_[i];
+    const Shape& s = c.kind_ == Kind::Scalar ? Shape{} : c.sizes_;
+    TD_CHECK(s == inner && (c.kind_ == Kind::Scalar) == (children_.front().kind_ == Kind::Scalar),
+             "tensor: nested lists must be rectangular: element ", i, " has shape ", shape_str(s),
+             " but element 0 has shape ", shape_str(inner));
+  }
+  sizes_.insert(sizes_.end(), inner.begin(), inner.end());
+}
+
+void TensorData::flatten_into(std::vector<Scalar>& values) const {
+  switch (kind_) {
+    case Kind::Scalar: values.push_back(scalar_); return;
+    case Kind::List:
+      for (const TensorData& c : children_) c.flatten_into(values);
+      return;
+    case Kind::Vector: TD_FAIL("tensor: a std::vector cannot be nested inside a braced list");
+  }
+}
+
+Tensor TensorData::to_tensor(TensorOptions options) const {
+  if (kind_ == Kind::Vector) {
+    Tensor t = empty_tensor(sizes_, vector_dtype_, Device(kCPU));
+    if (!vector_bytes_.empty()) std::memcpy(t.data_ptr(), vector_bytes_.data(), vector_bytes_.size());
+    return t.to(options.device(), options.dtype_or(vector_dtype_));
+  }
+  std::vector<Scalar> values;
+  flatten_into(values);
+  bool any_float = false, any_int = false;
+  for (const Scalar& v : values) {
+    any_float |= v.is_floating();
+    any_int |= v.is_integral();
+  }
+  DType inferred = any_float ? kDefaultFloat : any_int ? kInt64 : values.empty() ? kDefaultFloat : kBool;
+  DType dtype = options.dtype_or(inferred);
+  Shape sizes = kind_ == Kind::Scalar ? Shape{} : sizes_;
+  Tensor t = empty_tensor(sizes, dtype, Device(kCPU));
+  Tensor flat = t.view({static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) flat.select(0, static_cast<int64_t>(i)).fill_(values[i]);
+  return t.to(options.device());
+}
+
+Tensor tensor(const TensorData& data, TensorOptions options) { return data.to_tensor(options); }
+
+// ---- from_blob ----
+
+Tensor from_blob(void* data, IntList sizes, TensorOptions options, std::function<void(void*)> deleter) {
+  return from_blob(data, sizes, contiguous_strides(sizes), options, std::move(deleter));
+}
+
+Tensor from_blob(void* data, IntList sizes, IntList strides, TensorOptions options,
+                 std::function<void(void*)> deleter) {
+  TD_CHECK(sizes.size() == strides.size(), "from_blob: sizes ", shape_str(sizes.vec()), " and strides ",
+           shape_str(strides.vec()), " differ in length");
+  DType dtype = options.dtype_or(kDefaultFloat);
+  int64_t extent = 1;  // elements from the first to one past the last reachable
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TD_CHECK(sizes[i] >= 0 && strides[i] >= 0, "from_blob: negative size or stride in ", shape_str(sizes.vec()),
+             " / ", shape_str(strides.vec()));
+    if (sizes[i] == 0) extent = 0;
+    if (extent > 0) extent += (sizes[i] - 1) * strides[i];
+  }
+  TD_CHECK(data != nullptr || extent == 0, "from_blob: null data for a non-empty tensor");
+  Storage storage = Storage::wrap(data, static_cast<size_t>(extent) * element_size(dtype), options.device(),
+                                  std::move(deleter));
+  return Tensor::make(std::move(storage), sizes.vec(), strides.vec(), 0, dtype);
+}
+
+// ---- random ----
+
+namespace {
+
+// Runs `fill` on a contiguous tensor for `t`, then copies back if t itself is not contiguous,
+// so the values follow t's logical order.
+template <typename Fill>
+Tensor& fill_random(Tensor& t, const char* op, Fill fill) {
+  TD_CHECK(t.defined(), op, ": undefined tensor");
+  Tensor target = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
+  switch (t.device().type()) {
+    case kCPU: fill(target); break;
+    case kCUDA: unsupported_device(op, t.device());
+  }
+  if (!target.is_same(t)) t.copy_(target);
+  t.bump_version();
+  return t;
+}
+
+void check_floating(DType dtype, const char* op) {
+  TD_CHECK(is_floating(dtype), op, ": expected a floating dtype, got ", dtype);
+}
+
+}  // namespace
+
+Tensor& uniform_(Tensor& t, double from, double to) {
+  check_floating(t.dtype(), "uniform_");
+  TD_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " > to=", to);
+  return fill_random(t, "uniform_", [&](const Tensor& out) {
+    uint64_t words = static_cast<uint64_t>(out.numel()) * (out.dtype() == kFloat64 ? 2 : 1);
+    cpu::uniform(out, from, to, default_generator().reserve(words));
+  });
+}
+
+Tensor& normal_(Tensor& t, double mean, double std) {
+  check_floating(t.dtype(), "normal_");
+  TD_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
+  return fill_random(t, "normal_", [&](const Tensor& out) {
+    uint64_t pairs = (static_cast<uint64_t>(out.numel()) + 1) / 2;
+    cpu::normal(out, mean, std, default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2)));
+  });
+}
+
+Tensor& bernoulli_(Tensor& t, double p) {
+  TD_CHECK(p >= 0 && p <= 1, "bernoulli_: p must be in [0, 1], got ", p);
+  return fill_random(t, "bernoulli_", [&](const Tensor& out) {
+    Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64));
+    cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+  });
+}
+
+Tensor rand(IntList sizes, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  return uniform_(t, 0, 1);
+}
+
+Tensor randn(IntList sizes, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  return normal_(t, 0, 1);
+}
+
+Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) {
+  TD_CHECK(low < high, "randint: expects low < high, got low=", low, " >= high=", high);
+  Tensor t = empty_tensor(sizes, options.dtype_or(kInt64), options.device());
+  return fill_random(t, "randint", [&](const Tensor& out) {
+    cpu::randint(out, low, high, default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2));
+  });
+}
+
+Tensor randint(int64_t high, IntList sizes, TensorOptions options) { return randint(0, high, sizes, options); }
+
+Tensor bernoulli(const Tensor& p) {
+  check_defined(p, "bernoulli", "p");
+  check_floating(p.dtype(), "bernoulli");
+  Tensor prob = p.to(kFloat64).contiguous();
+  TD_CHECK(prob.numel() == 0 || (prob.ge(0).all().item<bool>() && prob.le(1).all().item<bool>()),
+           "bernoulli: every probability must be in [0, 1]");
+  Tensor t = empty_like(p);
+  return fill_random(t, "bernoulli", [&](const Tensor& out) {
+    cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+  });
+}
+
+Tensor bernoulli(const Tensor& like, double p) {
+  check_defined(like, "bernoulli", "like");
+  Tensor t = empty_like(like);
+  return bernoulli_(t, p);
+}
+
+}  // namespace tandem

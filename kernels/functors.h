@@ -1,0 +1,210 @@
+// The element-wise math of tandem, written once for the CPU loops and the CUDA kernels.
+// Each functor works on the op-math type (float for float16/bfloat16, the dtype itself otherwise).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/macros.h"
+
+namespace tandem::fn {
+
+// Overloads that pick the float or double function on the host and in CUDA device code.
+namespace math {
+#if defined(__CUDA_ARCH__)
+#define TD_MATH1(name, f32, f64) \
+  TD_INLINE float name(float x) { return ::f32(x); } \
+  TD_INLINE double name(double x) { return ::f64(x); }
+#else
+#define TD_MATH1(name, f32, f64) \
+  inline float name(float x) { return std::name(x); } \
+  inline double name(double x) { return std::name(x); }
+#endif
+TD_MATH1(exp, expf, exp)
+TD_MATH1(log, logf, log)
+TD_MATH1(log1p, log1pf, log1p)
+TD_MATH1(sqrt, sqrtf, sqrt)
+TD_MATH1(sin, sinf, sin)
+TD_MATH1(cos, cosf, cos)
+TD_MATH1(tanh, tanhf, tanh)
+TD_MATH1(erf, erff, erf)
+TD_MATH1(fabs, fabsf, fabs)
+#undef TD_MATH1
+
+#if defined(__CUDA_ARCH__)
+TD_INLINE float pow(float a, float b) { return ::powf(a, b); }
+TD_INLINE double pow(double a, double b) { return ::pow(a, b); }
+#else
+inline float pow(float a, float b) { return std::pow(a, b); }
+inline double pow(double a, double b) { return std::pow(a, b); }
+#endif
+}  // namespace math
+
+template <typename T>
+TD_INLINE bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
+
+// ---- unary ----
+struct Neg {
+  template <typename T> TD_INLINE T operator()(T x) const { return static_cast<T>(-x); }
+};
+struct Abs {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return math::fabs(x);
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x < 0 ? static_cast<T>(-x) : x;
+    }
+  }
+};
+struct Exp {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::exp(x); }
+};
+struct Log {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::log(x); }
+};
+struct Log1p {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::log1p(x); }
+};
+struct Sqrt {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::sqrt(x); }
+};
+struct Rsqrt {
+  template <typename T> TD_INLINE T operator()(T x) const { return T(1) / math::sqrt(x); }
+};
+struct Sin {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::sin(x); }
+};
+struct Cos {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::cos(x); }
+};
+struct Tanh {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::tanh(x); }
+};
+struct Sigmoid {
+  template <typename T> TD_INLINE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
+};
+struct Relu {  // NaN stays NaN, as in PyTorch
+  template <typename T> TD_INLINE T operator()(T x) const { return x < T(0) ? T(0) : x; }
+};
+struct GeluErf {  // x * Phi(x)
+  template <typename T> TD_INLINE T operator()(T x) const {
+    return T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440)));
+  }
+};
+struct GeluTanh {  // the tanh approximation, PyTorch's approximate="tanh"
+  template <typename T> TD_INLINE T operator()(T x) const {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + math::tanh(inner));
+  }
+};
+struct Silu {
+  template <typename T> TD_INLINE T operator()(T x) const { return x / (T(1) + math::exp(-x)); }
+};
+struct Sign {  // NaN gives 0, as in PyTorch
+  template <typename T> TD_INLINE T operator()(T x) const {
+    return static_cast<T>(static_cast<int>(T(0) < x) - static_cast<int>(x < T(0)));
+  }
+};
+struct Reciprocal {
+  template <typename T> TD_INLINE T operator()(T x) const { return T(1) / x; }
+};
+
+// ---- binary ----
+struct Add {
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a + b); }
+};
+struct Sub {
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a - b); }
+};
+template <typename T>
+struct AddScaled {  // a + alpha * b
+  T alpha;
+  TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a + alpha * b); }
+};
+struct Mul {
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a * b); }
+};
+struct Div {
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return a / b; }
+};
+struct Pow {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return math::pow(a, b);
+    } else {
+      // Integer power by squaring; a negative exponent gives 1/a^n truncated, as PyTorch does.
+      if (b < 0) {
+        if (a == 1) return 1;
+        if constexpr (std::is_signed_v<T>) {
+          if (a == -1) return (b & 1) ? T(-1) : T(1);
+        }
+        return 0;
+      }
+      T result = 1;
+      while (b) {
+        if (b & 1) result = static_cast<T>(result * a);
+        b = static_cast<T>(b >> 1);
+        a = static_cast<T>(a * a);
+      }
+      return result;
+    }
+  }
+};
+struct Maximum {  // NaN propagates
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return a > b ? a : b;
+  }
+};
+struct Minimum {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if (is_nan(a)) return a;
+    if (is_nan(b)) return b;
+    return a < b ? a : b;
+  }
+};
+struct Eq {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a == b; }
+};
+struct Ne {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a != b; }
+};
+struct Lt {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a < b; }
+};
+struct Le {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a <= b; }
+};
+struct Gt {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a > b; }
+};
+struct Ge {
+  template <typename T> TD_INLINE bool operator()(T a, T b) const { return a >= b; }
+};
+
+// clamp(x, lo, hi) = min(max(x, lo), hi); NaN propagates, and lo > hi gives hi, as in PyTorch.
+template <typename T>
+struct Clamp {
+  T lo, hi;
+  bool has_lo, has_hi;
+  TD_INLINE T operator()(T x) const {
+    if (is_nan(x)) return x;
+    if (has_lo && is_nan(lo)) return lo;
+    if (has_hi && is_nan(hi)) return hi;
+    if (has_lo && x < lo) x = lo;
+    if (has_hi && x > hi) x = hi;
+    return x;
+  }
+};
+
+}  // namespace tandem::fn

@@ -1,0 +1,191 @@
+#include "kernels/index.h"
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/elementwise.h"
+#include "kernels/factory.h"
+#include "kernels/reduce.h"
+
+namespace tandem {
+
+namespace {
+
+void check_index_dtype(const Tensor& index, const char* op) {
+  TD_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op, ": expected an int64 or int32 index tensor, got ",
+           index.dtype());
+}
+
+// Every index in [0, size), or an error naming the offending value and where it sits.
+void check_index_range(const Tensor& index, int64_t size, const char* op, const std::string& what) {
+  if (index.numel() == 0) return;
+  int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+  if (lo >= 0 && hi < size) return;
+  int64_t bad = lo < 0 ? lo : hi;
+  int64_t at = (lo < 0 ? argmin(index) : argmax(index)).item<int64_t>();
+  TD_FAIL(op, ": index ", bad, " (at flat position ", at, " of the index tensor) is out of range for ", what,
+          " of size ", size);
+}
+
+template <typename Kernel>
+void on_device(const char* op, Device device, Kernel cpu_kernel) {
+  switch (device.type()) {
+    case kCPU: cpu_kernel(); return;
+    case kCUDA: break;
+  }
+  unsupported_device(op, device);
+}
+
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  TD_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  // PyTorch skips legacy empty 1-D tensors when the others have more dims.
+  std::vector<const Tensor*> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_defined(tensors[i], "cat", "tensors");
+    if (!(tensors[i].dim() == 1 && tensors[i].numel() == 0)) parts.push_back(&tensors[i]);
+  }
+  if (parts.empty()) parts.push_back(&tensors[0]);
+  const Tensor& first = *parts[0];
+  TD_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  int64_t d = wrap_dim(dim, first.dim(), "cat");
+  DType dtype = first.dtype();
+  Shape shape = first.sizes();
+  shape[d] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& t = *parts[i];
+    TD_CHECK(t.device() == first.device(), "cat: expected all tensors on one device, but found ", first.device(),
+             " and ", t.device());
+    TD_CHECK(t.dim() == first.dim(), "cat: tensors must have the same number of dimensions: got ", first.dim(),
+             " and ", t.dim(), " (shapes ", shape_str(first.sizes()), " and ", shape_str(t.sizes()), ")");
+    for (int64_t k = 0; k < t.dim(); ++k) {
+      TD_CHECK(k == d || t.sizes()[k] == first.sizes()[k], "cat: sizes of tensors must match except in dim ", d,
+               ": expected size ", first.sizes()[k], " but got size ", t.sizes()[k], " in dim ", k, " (shapes ",
+               shape_str(first.sizes()), " and ", shape_str(t.sizes()), ")");
+    }
+    dtype = promote_types(dtype, t.dtype());
+    shape[d] += t.sizes()[d];
+  }
+  Tensor out = empty_tensor(shape, dtype, first.device());
+  int64_t offset = 0;
+  for (const Tensor* t : parts) {
+    out.narrow(d, offset, t->sizes()[d]).copy_(*t);
+    offset += t->sizes()[d];
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  TD_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
+  check_defined(tensors[0], "stack", "tensors");
+  int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_defined(tensors[i], "stack", "tensors");
+    TD_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack: expects each tensor to be equal size, but got ",
+             shape_str(tensors[0].sizes()), " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) { return x.split(split_size, dim); }
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) { return x.chunk(chunks, dim); }
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined(x, "index_select", "input");
+  check_defined(index, "index_select", "index");
+  common_device("index_select", {&x, &index});
+  check_index_dtype(index, "index_select");
+  TD_CHECK(index.dim() <= 1, "index_select: index must be 0-D or 1-D, got shape ", shape_str(index.sizes()));
+  int64_t d = wrap_dim(dim, x.dim(), "index_select");
+  int64_t size = x.dim() == 0 ? 1 : x.sizes()[d];
+  check_index_range(index, size, "index_select", "dim " + std::to_string(d));
+  Shape shape = x.sizes();
+  if (x.dim() > 0) shape[d] = index.numel();
+  Tensor out = empty_tensor(shape, x.dtype(), x.device());
+  on_device("index_select", x.device(), [&] {
+    cpu::index_select(out, x.contiguous(), d, index.to(kInt64).contiguous());
+  });
+  return out;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined(x, "gather", "input");
+  check_defined(index, "gather", "index");
+  common_device("gather", {&x, &index});
+  check_index_dtype(index, "gather");
+  int64_t d = wrap_dim(dim, x.dim(), "gather");
+  TD_CHECK(index.dim() == x.dim() || (index.dim() <= 1 && x.dim() <= 1), "gather: index ",
+           shape_str(index.sizes()), " and input ", shape_str(x.sizes()), " must have the same number of dimensions");
+  for (int64_t k = 0; k < index.dim() && x.dim() > 0; ++k) {
+    TD_CHECK(k == d || index.sizes()[k] <= x.sizes()[k], "gather: index of shape ", shape_str(index.sizes()),
+             " is larger than the input ", shape_str(x.sizes()), " in dim ", k);
+  }
+  check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "gather", "dim " + std::to_string(d));
+  Tensor out = empty_tensor(index.sizes(), x.dtype(), x.device());
+  on_device("gather", x.device(), [&] { cpu::gather(out, x, d, index.to(kInt64)); });
+  return out;
+}
+
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_defined(x, "scatter_add_", "self");
+  check_defined(index, "scatter_add_", "index");
+  check_defined(src, "scatter_add_", "src");
+  common_device("scatter_add_", {&x, &index, &src});
+  check_index_dtype(index, "scatter_add_");
+  TD_CHECK(src.dtype() == x.dtype(), "scatter_add_: expected src of dtype ", x.dtype(), ", got ", src.dtype());
+  TD_CHECK(x.dtype() != kBool, "scatter_add_: bool tensors are not supported");
+  int64_t d = wrap_dim(dim, x.dim(), "scatter_add_");
+  TD_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), "scatter_add_: self ", shape_str(x.sizes()), ", index ",
+           shape_str(index.sizes()), " and src ", shape_str(src.sizes()), " must have the same number of dimensions");
+  for (int64_t k = 0; k < index.dim(); ++k) {
+    TD_CHECK(index.sizes()[k] <= src.sizes()[k] && (k == d || index.sizes()[k] <= x.sizes()[k]),
+             "scatter_add_: index of shape ", shape_str(index.sizes()), " is larger than src ",
+             shape_str(src.sizes()), " or self ", shape_str(x.sizes()), " in dim ", k);
+  }
+  check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "scatter_add_", "dim " + std::to_string(d));
+  check_no_internal_overlap(x, "scatter_add_");
+  check_no_partial_overlap(x, src, "scatter_add_");
+  on_device("scatter_add_", x.device(), [&] { cpu::scatter_add(x, d, index.to(kInt64), src); });
+  x.bump_version();
+  return x;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_defined(x, "scatter_add", "input");
+  Tensor out = x.clone();
+  return scatter_add_(out, dim, index, src);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  check_defined(weight, "embedding", "weight");
+  check_defined(indices, "embedding", "indices");
+  TD_CHECK(weight.dim() == 2, "embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape ",
+           shape_str(weight.sizes()));
+  check_index_dtype(indices, "embedding");
+  check_index_range(indices, weight.sizes()[0], "embedding", "a weight with rows");
+  Shape shape = indices.sizes();
+  shape.push_back(weight.sizes()[1]);
+  return index_select(weight, 0, indices.reshape({-1})).view(shape);
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  check_defined(indices, "one_hot", "indices");
+  TD_CHECK(indices.dtype() == kInt64, "one_hot: expected an int64 index tensor, got ", indices.dtype());
+  if (num_classes == -1) {
+    TD_CHECK(indices.numel() > 0, "one_hot: cannot infer the number of classes from an empty tensor");
+    num_classes = amax(indices).item<int64_t>() + 1;
+  }
+  TD_CHECK(num_classes >= 0, "one_hot: num_classes must be -1 or non-negative, got ", num_classes);
+  check_index_range(indices, num_classes, "one_hot", "num_classes");
+  Shape shape = indices.sizes();
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, TensorOptions(kInt64).device(indices.device()));
+  on_device("one_hot", indices.device(), [&] {
+    cpu::one_hot(out.view({indices.numel(), num_classes}), indices.contiguous());
+  });
+  return out;
+}
+
+}  // namespace tandem

@@ -1,0 +1,15 @@
+// Matrix products: mm, bmm, matmul (NumPy's rules, batch dims broadcast), addmm.
+// float32/float64 go to OpenBLAS with transposed operands passed as such, not copied.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace tandem {
+
+Tensor mm(const Tensor& a, const Tensor& b);   // [n, k] @ [k, m]
+Tensor bmm(const Tensor& a, const Tensor& b);  // [B, n, k] @ [B, k, m]
+Tensor matmul(const Tensor& a, const Tensor& b);
+// beta * bias + alpha * (a @ b); bias broadcasts to [n, m]. With beta = 0 bias is ignored, NaN included.
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+
+}  // namespace tandem

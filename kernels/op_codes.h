@@ -1,0 +1,21 @@
+// Names for the element-wise ops, shared by the op entry points and each backend's kernels:
+// a backend switches on the code to pick the functor from kernels/functors.h.
+#pragma once
+
+namespace tandem {
+
+enum class UnaryOp {
+  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
+};
+
+enum class BinaryOp {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
+};
+
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+
+}  // namespace tandem

@@ -1,0 +1,70 @@
+// Shared test helpers: random inputs in every layout the kernels must handle, element access
+// that bypasses the kernels (the naive reference side), comparisons that report the worst
+// element, and skipping for tests that need a GPU.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tandem.h"
+
+namespace tandem::testing {
+
+// The seed of this run's random inputs: TANDEM_TEST_SEED, or fresh each run (printed at start).
+uint64_t test_seed();
+// Seeds td's generator from the run's seed and a per-call salt, so inputs differ between calls.
+void reseed(uint64_t salt);
+
+// Records the current test as skipped (counted apart from passed in the summary line).
+void mark_skipped(const std::string& why);
+
+// ---- the reference side: plain reads through strides, no kernels involved ----
+double read(const Tensor& t, int64_t flat_index);  // row-major logical index
+std::vector<double> values(const Tensor& t);        // all elements, row-major
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
+int64_t ravel(const std::vector<int64_t>& index, const Shape& shape);
+
+// ---- inputs ----
+// Layouts a kernel must accept: the same logical values stored differently.
+enum class Layout { Contiguous, Permuted, Strided, Offset };
+const std::vector<Layout>& all_layouts();
+std::string layout_name(Layout layout);
+// A random tensor of `shape` and `dtype` stored in `layout`; values in [lo, hi) (integers truncated).
+Tensor random_tensor(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2,
+                     double hi = 2);
+
+// ---- comparisons ----
+// Checks |actual - expected| <= atol + rtol * |expected| everywhere (NaN matches NaN, infinities
+// must match exactly), reporting the worst element with its index.
+void check_close(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol,
+                 const std::string& what = "");
+void check_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what = "");
+void check_equal(const Tensor& actual, const std::vector<double>& expected, const std::string& what = "");
+// Tolerance for results stored in `dtype` after computing in float64.
+double rtol_for(DType dtype);
+
+// Runs f and checks it throws tandem::Error whose message contains every fragment.
+void check_error(const std::function<void()>& f, const std::vector<std::string>& fragments);
+// A deep copy of values, shape and dtype, to prove an operand unchanged after a failed op.
+struct Snapshot {
+  explicit Snapshot(const Tensor& t);
+  void check_unchanged(const Tensor& t) const;
+  Shape sizes, strides;
+  DType dtype;
+  std::vector<double> data;
+  uint32_t version;
+};
+
+}  // namespace tandem::testing
+
+#define TD_SKIP_UNLESS_CUDA()                                                      \
+  do {                                                                             \
+    if (!::tandem::cuda::is_available()) {                                         \
+      ::tandem::testing::mark_skipped("no CUDA device");                           \
+      return;                                                                      \
+    }                                                                              \
+  } while (0)
