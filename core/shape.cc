@@ -79,6 +79,7 @@ Shape infer_size(IntList shape, int64_t numel, const char* op) {
 std::optional<Shape> view_strides(IntList sizes, IntList strides, IntList new_sizes) {
   Shape new_strides(new_sizes.size());
   if (new_sizes.empty()) return new_strides;
+  if (sizes.empty()) return Shape(new_sizes.size(), 1);  // a 0-dim tensor viewed as [1, 1, ...]
   int64_t numel = numel_of(sizes);
   if (numel == 0) {
     // Any view of an empty tensor works: give it contiguous strides.

@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include "kernels/cpu/cpu_ops.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -64,6 +66,19 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* o
   TD_CHECK(out_end <= in_begin || in_end <= out_begin, op,
            ": some elements of the input refer to the same memory as the written-to tensor but at other "
            "positions; clone() the input first");
+}
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cpu() && src.device().is_cpu()) return cpu::copy(dst, src);
+  unsupported_device("copy_", dst.device().is_cpu() ? src.device() : dst.device());
+}
+
+void fill_into(const Tensor& dst, Scalar value) {
+  switch (dst.device().type()) {
+    case kCPU: return cpu::fill(dst, value);
+    case kCUDA: break;
+  }
+  unsupported_device("fill_", dst.device());
 }
 
 Tensor empty_tensor(IntList sizes, DType dtype, Device device) {

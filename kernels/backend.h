@@ -23,6 +23,11 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* o
 // Whether the elements fill a block of memory exactly once, in some order of the dims.
 bool is_non_overlapping_and_dense(const Tensor& t);
 
+// Writes into dst without counting an in-place write (dst's version is unchanged): for ops that
+// fill their own fresh outputs. src broadcasts to dst; dtypes and CPU devices may differ.
+void copy_into(const Tensor& dst, const Tensor& src);
+void fill_into(const Tensor& dst, Scalar value);
+
 // A fresh contiguous tensor.
 Tensor empty_tensor(IntList sizes, DType dtype, Device device);
 

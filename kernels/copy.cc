@@ -15,11 +15,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (is_same(src)) return *this;
   check_no_internal_overlap(*this, "copy_");
   check_no_partial_overlap(*this, src, "copy_");
-  if (device().is_cpu() && src.device().is_cpu()) {
-    cpu::copy(*this, src);
-  } else {
-    unsupported_device("copy_", device().is_cpu() ? src.device() : device());
-  }
+  copy_into(*this, src);
   bump_version();
   return *this;
 }
@@ -28,7 +24,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
   Tensor out = empty_tensor(sizes(), dtype(), device());
-  out.copy_(*this);
+  copy_into(out, *this);
   return out;
 }
 
@@ -39,7 +35,7 @@ Tensor Tensor::to(Device device) const { return to(device, dtype()); }
 Tensor Tensor::to(Device target, DType target_dtype) const {
   if (target == device() && target_dtype == dtype()) return *this;
   Tensor out = empty_tensor(sizes(), target_dtype, target);
-  out.copy_(*this);
+  copy_into(out, *this);
   return out;
 }
 
@@ -64,10 +60,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor& Tensor::fill_(Scalar value) {
   check_defined(*this, "fill_", "self");
-  switch (device().type()) {
-    case kCPU: cpu::fill(*this, value); break;
-    case kCUDA: unsupported_device("fill_", device());
-  }
+  fill_into(*this, value);
   bump_version();
   return *this;
 }

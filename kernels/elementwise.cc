@@ -54,7 +54,7 @@ namespace detail {
 
 Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
   Tensor t = empty_tensor({}, dtype, device);
-  t.fill_(value);
+  fill_into(t, value);
   return t;
 }
 
@@ -261,7 +261,7 @@ Tensor& binary_into(BinaryOp op, Tensor& self, const Tensor& other, DType common
   } else {
     Tensor tmp = empty_tensor(shape, result, self.device());
     run_binary(op, tmp, self.to(compute), other.to(compute), alpha);
-    self.copy_(tmp);
+    copy_into(self, tmp);
   }
   self.bump_version();
   return self;
@@ -374,9 +374,9 @@ Tensor where(const Tensor& cond, Scalar a, Scalar b) {
   return where(cond, detail::scalar_tensor(a, t, cond.device()), detail::scalar_tensor(b, t, cond.device()));
 }
 
-namespace detail {
+namespace {
 
-Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
+Tensor& masked_fill_into(Tensor& x, const Tensor& mask, Scalar value, bool in_place) {
   check_defined(x, "masked_fill_", "self");
   check_defined(mask, "masked_fill_", "mask");
   Device device = common_device("masked_fill_", {&x, &mask});
@@ -390,10 +390,14 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
     case kCPU: cpu::masked_fill(x, mask, value); break;
     case kCUDA: unsupported_device("masked_fill_", device);
   }
-  x.bump_version();
+  if (in_place) x.bump_version();
   return x;
 }
 
+}  // namespace
+
+namespace detail {
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) { return masked_fill_into(x, mask, value, true); }
 }  // namespace detail
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
@@ -402,7 +406,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
   TD_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got dtype ", mask.dtype());
   Tensor out = x.expand(shape).clone();
-  return detail::masked_fill_(out, mask, value);
+  return masked_fill_into(out, mask, value, false);
 }
 
 // ---- operators ----

@@ -18,7 +18,7 @@ Tensor ones(IntList sizes, TensorOptions options) { return full(sizes, 1, option
 
 Tensor full(IntList sizes, Scalar value, TensorOptions options) {
   Tensor t = empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
-  t.fill_(value);
+  fill_into(t, value);
   return t;
 }
 
@@ -60,7 +60,7 @@ Tensor eye(int64_t n, int64_t m, TensorOptions options) {
   TD_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
   Tensor out = zeros({n, m}, options);
   int64_t k = std::min(n, m);
-  if (k > 0) out.as_strided({k}, {m + 1}, 0).fill_(1);
+  if (k > 0) fill_into(out.as_strided({k}, {m + 1}, 0), 1);
   return out;
 }
 
@@ -123,7 +123,7 @@ Tensor TensorData::to_tensor(TensorOptions options) const {
   Shape sizes = kind_ == Kind::Scalar ? Shape{} : sizes_;
   Tensor t = empty_tensor(sizes, dtype, Device(kCPU));
   Tensor flat = t.view({static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) flat.select(0, static_cast<int64_t>(i)).fill_(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) fill_into(flat.select(0, static_cast<int64_t>(i)), values[i]);
   return t.to(options.device());
 }
 
@@ -158,17 +158,17 @@ Tensor from_blob(void* data, IntList sizes, IntList strides, TensorOptions optio
 namespace {
 
 // Runs `fill` on a contiguous tensor for `t`, then copies back if t itself is not contiguous,
-// so the values follow t's logical order.
+// so the values follow t's logical order. `in_place` counts the write in t's version.
 template <typename Fill>
-Tensor& fill_random(Tensor& t, const char* op, Fill fill) {
+Tensor& fill_random(Tensor& t, const char* op, Fill fill, bool in_place = true) {
   TD_CHECK(t.defined(), op, ": undefined tensor");
   Tensor target = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
   switch (t.device().type()) {
     case kCPU: fill(target); break;
     case kCUDA: unsupported_device(op, t.device());
   }
-  if (!target.is_same(t)) t.copy_(target);
-  t.bump_version();
+  if (!target.is_same(t)) copy_into(t, target);
+  if (in_place) t.bump_version();
   return t;
 }
 
@@ -176,42 +176,46 @@ void check_floating(DType dtype, const char* op) {
   TD_CHECK(is_floating(dtype), op, ": expected a floating dtype, got ", dtype);
 }
 
-}  // namespace
-
-Tensor& uniform_(Tensor& t, double from, double to) {
+Tensor& uniform_fill(Tensor& t, double from, double to, bool in_place) {
   check_floating(t.dtype(), "uniform_");
   TD_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " > to=", to);
   return fill_random(t, "uniform_", [&](const Tensor& out) {
     uint64_t words = static_cast<uint64_t>(out.numel()) * (out.dtype() == kFloat64 ? 2 : 1);
     cpu::uniform(out, from, to, default_generator().reserve(words));
-  });
+  }, in_place);
 }
 
-Tensor& normal_(Tensor& t, double mean, double std) {
+Tensor& normal_fill(Tensor& t, double mean, double std, bool in_place) {
   check_floating(t.dtype(), "normal_");
   TD_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
   return fill_random(t, "normal_", [&](const Tensor& out) {
     uint64_t pairs = (static_cast<uint64_t>(out.numel()) + 1) / 2;
     cpu::normal(out, mean, std, default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2)));
-  });
+  }, in_place);
 }
 
-Tensor& bernoulli_(Tensor& t, double p) {
+Tensor& bernoulli_fill(Tensor& t, double p, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, "bernoulli_: p must be in [0, 1], got ", p);
   return fill_random(t, "bernoulli_", [&](const Tensor& out) {
     Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64));
     cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
-  });
+  }, in_place);
 }
+
+}  // namespace
+
+Tensor& uniform_(Tensor& t, double from, double to) { return uniform_fill(t, from, to, true); }
+Tensor& normal_(Tensor& t, double mean, double std) { return normal_fill(t, mean, std, true); }
+Tensor& bernoulli_(Tensor& t, double p) { return bernoulli_fill(t, p, true); }
 
 Tensor rand(IntList sizes, TensorOptions options) {
   Tensor t = empty(sizes, options);
-  return uniform_(t, 0, 1);
+  return uniform_fill(t, 0, 1, false);
 }
 
 Tensor randn(IntList sizes, TensorOptions options) {
   Tensor t = empty(sizes, options);
-  return normal_(t, 0, 1);
+  return normal_fill(t, 0, 1, false);
 }
 
 Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) {
@@ -219,7 +223,7 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) 
   Tensor t = empty_tensor(sizes, options.dtype_or(kInt64), options.device());
   return fill_random(t, "randint", [&](const Tensor& out) {
     cpu::randint(out, low, high, default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2));
-  });
+  }, false);
 }
 
 Tensor randint(int64_t high, IntList sizes, TensorOptions options) { return randint(0, high, sizes, options); }
@@ -233,13 +237,13 @@ Tensor bernoulli(const Tensor& p) {
   Tensor t = empty_like(p);
   return fill_random(t, "bernoulli", [&](const Tensor& out) {
     cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
-  });
+  }, false);
 }
 
 Tensor bernoulli(const Tensor& like, double p) {
   check_defined(like, "bernoulli", "like");
   Tensor t = empty_like(like);
-  return bernoulli_(t, p);
+  return bernoulli_fill(t, p, false);
 }
 
 }  // namespace tandem
