@@ -1,0 +1,248 @@
+// Binary element-wise ops: values against float64 references under broadcasting in every
+// layout, PyTorch's type promotion, scalar operands, and the rules of the in-place forms.
+#include <cmath>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::Layout;
+using td::testing::read;
+using td::testing::Snapshot;
+using td::testing::values;
+
+namespace {
+
+struct BinaryCase {
+  const char* name;
+  td::Tensor (*op)(const td::Tensor&, const td::Tensor&);
+  double (*ref)(double, double);
+  bool comparison;
+};
+
+const BinaryCase kCases[] = {
+    {"add", [](const td::Tensor& a, const td::Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, false},
+    {"sub", [](const td::Tensor& a, const td::Tensor& b) { return a - b; }, [](double a, double b) { return a - b; }, false},
+    {"mul", [](const td::Tensor& a, const td::Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }, false},
+    {"div", [](const td::Tensor& a, const td::Tensor& b) { return a / b; }, [](double a, double b) { return a / b; }, false},
+    {"pow", [](const td::Tensor& a, const td::Tensor& b) { return td::pow(a.abs(), b); },
+     [](double a, double b) { return std::pow(std::abs(a), b); }, false},
+    {"maximum", td::maximum, [](double a, double b) { return std::max(a, b); }, false},
+    {"minimum", td::minimum, [](double a, double b) { return std::min(a, b); }, false},
+    {"eq", [](const td::Tensor& a, const td::Tensor& b) { return a == b; }, [](double a, double b) { return double(a == b); }, true},
+    {"ne", [](const td::Tensor& a, const td::Tensor& b) { return a != b; }, [](double a, double b) { return double(a != b); }, true},
+    {"lt", [](const td::Tensor& a, const td::Tensor& b) { return a < b; }, [](double a, double b) { return double(a < b); }, true},
+    {"le", [](const td::Tensor& a, const td::Tensor& b) { return a <= b; }, [](double a, double b) { return double(a <= b); }, true},
+    {"gt", [](const td::Tensor& a, const td::Tensor& b) { return a > b; }, [](double a, double b) { return double(a > b); }, true},
+    {"ge", [](const td::Tensor& a, const td::Tensor& b) { return a >= b; }, [](double a, double b) { return double(a >= b); }, true},
+};
+
+// Pairs of shapes that broadcast, and the shape they give.
+struct Broadcast {
+  td::Shape a, b, out;
+};
+const Broadcast kShapes[] = {
+    {{7, 33}, {7, 33}, {7, 33}}, {{7, 33}, {33}, {7, 33}},        {{7, 1}, {1, 33}, {7, 33}},
+    {{}, {7, 33}, {7, 33}},      {{2, 1, 3}, {4, 1}, {2, 4, 3}},   {{1}, {1}, {1}},
+    {{5, 0}, {1}, {5, 0}},       {{3, 1, 7}, {3, 5, 7}, {3, 5, 7}},
+};
+
+// The reference result of broadcasting `a` and `b` to `out` and applying f.
+std::vector<double> broadcast_ref(const td::Tensor& a, const td::Tensor& b, const td::Shape& out,
+                                  double (*f)(double, double)) {
+  std::vector<double> result;
+  int64_t n = td::numel_of(out);
+  for (int64_t i = 0; i < n; ++i) {
+    auto idx = td::testing::unravel(i, out);
+    auto pick = [&](const td::Tensor& t) {
+      std::vector<int64_t> j(idx.end() - t.dim(), idx.end());
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        if (t.sizes()[d] == 1) j[d] = 0;
+      }
+      return read(t, td::testing::ravel(j, t.sizes()));
+    };
+    result.push_back(f(pick(a), pick(b)));
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("binary ops broadcast and match float64 references in every layout and floating dtype", "[cpu]") {
+  td::testing::reseed(20);
+  for (const BinaryCase& c : kCases) {
+    for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16}) {
+      for (const Broadcast& s : kShapes) {
+        for (Layout la : td::testing::all_layouts()) {
+          Layout lb = td::testing::all_layouts()[(static_cast<int>(la) + 1) % 4];
+          td::Tensor a = td::testing::random_tensor(s.a, dtype, la, -3, 3);
+          td::Tensor b = td::testing::random_tensor(s.b, dtype, lb, 0.5, 3);
+          td::Tensor y = c.op(a, b);
+          REQUIRE(y.sizes() == s.out);
+          REQUIRE(y.dtype() == (c.comparison ? td::kBool : dtype));
+          double rtol = c.comparison ? 0 : td::testing::rtol_for(dtype);
+          check_close(y, broadcast_ref(a, b, s.out, c.ref), rtol, rtol,
+                      std::string(c.name) + " " + td::dtype_name(dtype) + " " + td::shape_str(s.a) + " with " +
+                          td::shape_str(s.b) + " " + td::testing::layout_name(la));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("integer arithmetic is exact and integer division gives float32", "[cpu]") {
+  td::testing::reseed(21);
+  for (td::DType dtype : {td::kInt64, td::kInt32, td::kUInt8}) {
+    td::Tensor a = td::testing::random_tensor({7, 33}, dtype, Layout::Permuted, 0, 15);
+    td::Tensor b = td::testing::random_tensor({33}, dtype, Layout::Strided, 1, 15);
+    CHECK((a + b).dtype() == dtype);
+    check_close(a + b, broadcast_ref(a, b, {7, 33}, [](double x, double y) { return x + y; }), 0, 0);
+    check_close(a * b, broadcast_ref(a, b, {7, 33}, [](double x, double y) { return x * y; }), 0, 0);
+    check_close(td::pow(b, 2), broadcast_ref(b, b, {33}, [](double x, double) { return x * x; }), 0, 0);
+    td::Tensor q = a / b;
+    CHECK(q.dtype() == td::kFloat32);
+    check_close(q, broadcast_ref(a, b, {7, 33}, [](double x, double y) { return x / y; }), 1e-6, 0);
+  }
+}
+
+TEST_CASE("a million-element add, mul and comparison match in contiguous and strided layouts", "[cpu]") {
+  td::testing::reseed(22);
+  for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Offset}) {
+    td::Tensor a = td::testing::random_tensor({1000003}, td::kFloat32, layout);
+    td::Tensor b = td::testing::random_tensor({1000003}, td::kFloat32, Layout::Contiguous);
+    check_close(a + b, broadcast_ref(a, b, {1000003}, [](double x, double y) { return x + y; }), 1e-6, 1e-6);
+    check_close(a * 3, broadcast_ref(a, a, {1000003}, [](double x, double) { return 3 * x; }), 1e-6, 0);
+    check_close(a < b, broadcast_ref(a, b, {1000003}, [](double x, double y) { return double(x < y); }), 0, 0);
+  }
+}
+
+TEST_CASE("scalar operands promote as Python numbers and work on either side", "[cpu]") {
+  td::Tensor i = td::tensor({1, 2, 3});
+  CHECK((i + 1).dtype() == td::kInt64);
+  CHECK((i + 1.5).dtype() == td::kFloat32);
+  CHECK(values(i + 1.5) == std::vector<double>{2.5, 3.5, 4.5});
+  CHECK(values(10 - i) == std::vector<double>{9, 8, 7});
+  CHECK(values(6 / i) == std::vector<double>{6, 3, 2});
+  CHECK(values(2 * i) == std::vector<double>{2, 4, 6});
+  td::Tensor h = td::tensor({1.0, 2.0}, td::kFloat16);
+  CHECK((h * 2.5).dtype() == td::kFloat16);
+  CHECK((h + td::full({}, 1.0, td::kFloat64)).dtype() == td::kFloat16);  // 0-dim does not outrank
+  CHECK((td::tensor({1, 2}, td::kInt32) + td::full({}, 1, td::kInt64)).dtype() == td::kInt32);
+  CHECK((td::tensor({1, 2}, td::kInt32) + td::full({}, 1.0, td::kFloat64)).dtype() == td::kFloat64);
+  CHECK(values(td::pow(2, td::tensor({0.0, 3.0}))) == std::vector<double>{1, 8});
+  CHECK(values(td::tensor({true, false}) + td::tensor({true, true})) == std::vector<double>{1, 1});
+  CHECK((td::tensor({true}) + td::tensor({true})).dtype() == td::kBool);
+  CHECK(values(i.add(i, 2)) == std::vector<double>{3, 6, 9});
+  CHECK(values(i.sub(1, 2)) == std::vector<double>{-1, 0, 1});
+}
+
+TEST_CASE("maximum and minimum propagate NaN, comparisons with NaN are false", "[cpu]") {
+  td::Tensor a = td::tensor({NAN, 1.0, 2.0});
+  td::Tensor b = td::tensor({0.0, NAN, 1.0});
+  auto mx = values(td::maximum(a, b));
+  CHECK(std::isnan(mx[0]));
+  CHECK(std::isnan(mx[1]));
+  CHECK(mx[2] == 2);
+  CHECK(values(a == a) == std::vector<double>{0, 1, 1});
+  CHECK(values(a != a) == std::vector<double>{1, 0, 0});
+}
+
+TEST_CASE("integer powers: squaring, zero exponent, and negative exponents", "[cpu]") {
+  td::Tensor i = td::tensor({-3, -1, 0, 1, 2, 5});
+  CHECK(values(td::pow(i, 3)) == std::vector<double>{-27, -1, 0, 1, 8, 125});
+  CHECK(values(td::pow(i, 0)) == std::vector<double>{1, 1, 1, 1, 1, 1});
+  CHECK(values(td::pow(i, td::tensor({-1, -1, 2, -2, -1, 1}))) == std::vector<double>{0, -1, 0, 1, 0, 5});
+  check_error([&] { td::pow(i, -1); }, {"pow", "negative integer powers"});
+  CHECK(td::pow(i, 0.5).dtype() == td::kFloat32);
+}
+
+TEST_CASE("in-place ops write the broadcast result into the destination", "[cpu]") {
+  td::testing::reseed(23);
+  for (Layout layout : td::testing::all_layouts()) {
+    td::Tensor a = td::testing::random_tensor({7, 33}, td::kFloat32, layout);
+    td::Tensor b = td::testing::random_tensor({33}, td::kFloat32, Layout::Strided);
+    auto expected = broadcast_ref(a, b, {7, 33}, [](double x, double y) { return x - 2 * y; });
+    td::Tensor same = a;
+    a.sub_(b, 2);
+    CHECK(same.is_same(a));
+    check_close(a, expected, 1e-6, 1e-6, td::testing::layout_name(layout));
+  }
+  td::Tensor f = td::ones({3});
+  f += td::tensor({1.0, 2.0, 3.0}, td::kFloat64);  // computed in float64, written as float32
+  CHECK(values(f) == std::vector<double>{2, 3, 4});
+  CHECK(f.dtype() == td::kFloat32);
+  td::Tensor x = td::arange(4.0);
+  x *= x;  // fully aliased operands are fine
+  CHECK(values(x) == std::vector<double>{0, 1, 4, 9});
+  td::Tensor d = td::tensor({1.0, 2.0});
+  d /= 4;
+  CHECK(values(d) == std::vector<double>{0.25, 0.5});
+}
+
+TEST_CASE("in-place ops reject what PyTorch rejects and leave the destination unchanged", "[cpu]") {
+  td::Tensor a = td::arange(9.0).view({3, 3});
+  td::Tensor ints = td::tensor({1, 2, 3});
+  td::Tensor row = td::ones({3});
+  Snapshot sa(a), si(ints), sr(row);
+  check_error([&] { row.add_(a); }, {"add_", "output with shape [3]", "broadcast shape [3, 3]"});
+  check_error([&] { ints.add_(td::tensor({0.5, 0.5, 0.5})); }, {"add_", "float32", "can't be cast", "int64"});
+  check_error([&] { ints.div_(2); }, {"div_", "float32", "int64"});
+  check_error([&] { a.add_(a.t()); }, {"add", "same memory"});
+  check_error([&] { a.narrow(0, 0, 2).add_(a.narrow(0, 1, 2)); }, {"add", "same memory"});
+  td::Tensor expanded = td::zeros({3}).expand({3, 3});
+  check_error([&] { expanded.add_(a); }, {"add", "single memory location"});
+  check_error([&] { a.add_(td::ones({2})); }, {"add", "cannot be broadcast", "[3, 3]", "[2]"});
+  check_error([&] { ints.add_(ints, 0.5); }, {"add", "alpha"});
+  sa.check_unchanged(a);
+  si.check_unchanged(ints);
+  sr.check_unchanged(row);
+}
+
+TEST_CASE("binary ops reject bad operands with the shapes, dtypes or devices in the message", "[cpu]") {
+  td::Tensor a = td::ones({2, 3});
+  td::Tensor b = td::ones({4});
+  Snapshot sa(a), sb(b);
+  check_error([&] { a + b; }, {"add", "[2, 3]", "[4]", "cannot be broadcast"});
+  check_error([&] { a * b; }, {"mul", "[2, 3]", "[4]"});
+  check_error([&] { a + td::ones({2, 3}).to(td::Device("cpu:1")); }, {"add", "cpu:0", "cpu:1"});
+  check_error([&] { td::tensor({true}) - td::tensor({false}); }, {"sub", "bool"});
+  check_error([&] { a + td::Tensor(); }, {"add", "undefined"});
+  sa.check_unchanged(a);
+  sb.check_unchanged(b);
+}
+
+TEST_CASE("where picks element-wise and broadcasts condition and both branches", "[cpu]") {
+  td::testing::reseed(24);
+  for (Layout layout : td::testing::all_layouts()) {
+    td::Tensor cond = td::testing::random_tensor({7, 1}, td::kBool, layout);
+    td::Tensor x = td::testing::random_tensor({7, 33}, td::kFloat32, layout);
+    td::Tensor y = td::testing::random_tensor({33}, td::kFloat64, Layout::Strided);
+    td::Tensor out = td::where(cond, x, y);
+    CHECK(out.dtype() == td::kFloat64);
+    std::vector<double> expected;
+    for (int64_t i = 0; i < 7; ++i)
+      for (int64_t j = 0; j < 33; ++j) expected.push_back(read(cond, i) ? read(x, i * 33 + j) : read(y, j));
+    check_close(out, expected, 0, 0);
+  }
+  CHECK(values(td::where(td::tensor({true, false}), 1, 2)) == std::vector<double>{1, 2});
+  CHECK(td::where(td::tensor({true, false}), 1.5, td::tensor({1, 2})).dtype() == td::kFloat32);
+  check_error([] { td::where(td::tensor({1, 0}), td::ones({2}), td::zeros({2})); }, {"where", "bool", "int64"});
+  check_error([] { td::where(td::tensor({true, false}), td::ones({3}), td::zeros({2})); }, {"where", "[2]", "[3]"});
+}
+
+TEST_CASE("masked_fill fills where the broadcast mask is true", "[cpu]") {
+  td::Tensor x = td::arange(6.0).view({2, 3});
+  td::Tensor mask = td::tensor({true, false, true});
+  td::Tensor y = x.masked_fill(mask, -1);
+  CHECK(values(y) == std::vector<double>{-1, 1, -1, -1, 4, -1});
+  CHECK(values(x) == std::vector<double>{0, 1, 2, 3, 4, 5});  // out of place
+  td::Tensor z = x.t().contiguous().t();
+  z.masked_fill_(mask, 9);
+  CHECK(values(z) == std::vector<double>{9, 1, 9, 9, 4, 9});
+  CHECK(td::masked_fill(td::zeros({3}), td::tensor({{true}, {false}}), 1).sizes() == td::Shape{2, 3});
+  Snapshot before(x);
+  check_error([&] { x.masked_fill_(td::tensor({1, 0, 1}), 0); }, {"masked_fill", "bool", "int64"});
+  check_error([&] { x.masked_fill_(td::tensor({{true}, {false}, {true}}), 0); }, {"masked_fill", "[3, 1]", "[2, 3]"});
+  before.check_unchanged(x);
+}
