@@ -54,8 +54,8 @@ void linspace(const Tensor& out, double start, double end) {
     T* data = out.data_ptr<T>();
     // Both ends exact: the first half counts up from start, the second down from end.
     for (int64_t i = 0; i < steps; ++i) {
-      double v = i < steps / 2 ? start + step * static_cast<double>(i)
-                               : end - step * static_cast<double>(steps - 1 - i);
+      double v = (i < steps / 2 || steps == 1) ? start + step * static_cast<double>(i)
+                                               : end - step * static_cast<double>(steps - 1 - i);
       data[i] = convert<T>(v);
     }
   });

@@ -1,0 +1,100 @@
+// Creating tensors: fills, ranges, eye, the _like forms, tensor() from C++ values and
+// from_blob around foreign memory.
+#include <cmath>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+using td::testing::check_error;
+using td::testing::values;
+
+TEST_CASE("zeros, ones and full fill every element and infer dtypes as PyTorch does", "[cpu]") {
+  CHECK(values(td::zeros({2, 3})) == std::vector<double>(6, 0));
+  CHECK(values(td::ones({7}, td::kInt32)) == std::vector<double>(7, 1));
+  CHECK(td::zeros({2}).dtype() == td::kFloat32);
+  CHECK(td::full({2}, 3).dtype() == td::kInt64);
+  CHECK(td::full({2}, 3.5).dtype() == td::kFloat32);
+  CHECK(td::full({2}, true).dtype() == td::kBool);
+  CHECK(values(td::full({1000003}, 2.5, td::kFloat16)) == std::vector<double>(1000003, 2.5));
+  CHECK(td::full({3}, 1, td::Device("cpu:2")).device() == td::Device("cpu:2"));
+  CHECK(td::empty({0, 4}).numel() == 0);
+  check_error([] { td::zeros({2, -1}); }, {"negative size", "[2, -1]"});
+}
+
+TEST_CASE("arange counts from start by step up to but excluding end", "[cpu]") {
+  CHECK(values(td::arange(5)) == std::vector<double>{0, 1, 2, 3, 4});
+  CHECK(td::arange(5).dtype() == td::kInt64);
+  CHECK(values(td::arange(1, 10, 3)) == std::vector<double>{1, 4, 7});
+  CHECK(values(td::arange(5, 0, -2)) == std::vector<double>{5, 3, 1});
+  CHECK(td::arange(0.0, 1.0, 0.25).dtype() == td::kFloat32);
+  CHECK(values(td::arange(0.0, 1.0, 0.25)) == std::vector<double>{0, 0.25, 0.5, 0.75});
+  CHECK(td::arange(0, 1, 0.1).numel() == 10);
+  CHECK(td::arange(3, 3).numel() == 0);
+  CHECK(td::arange(4, td::kFloat64).dtype() == td::kFloat64);
+  check_error([] { td::arange(0, 5, 0); }, {"arange", "step must be nonzero"});
+  check_error([] { td::arange(0, 5, -1); }, {"arange", "inconsistent with the sign of step"});
+}
+
+TEST_CASE("linspace includes both ends exactly and eye puts ones on the diagonal", "[cpu]") {
+  td::Tensor l = td::linspace(-1, 1, 5);
+  CHECK(values(l) == std::vector<double>{-1, -0.5, 0, 0.5, 1});
+  td::Tensor l7 = td::linspace(0.1, 0.7, 7, td::kFloat64);
+  CHECK(values(l7).front() == 0.1);
+  CHECK(values(l7).back() == 0.7);
+  CHECK(td::linspace(0, 1, 1).item<float>() == 0);
+  CHECK(td::linspace(0, 1, 0).numel() == 0);
+  td::Tensor e = td::eye(3, 4);
+  CHECK(values(e) == std::vector<double>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
+  CHECK(td::eye(2, -1, td::kInt64).dtype() == td::kInt64);
+  check_error([] { td::linspace(0, 1, -1); }, {"linspace", "non-negative"});
+}
+
+TEST_CASE("the _like forms copy shape, dtype and device unless told otherwise", "[cpu]") {
+  td::Tensor x = td::zeros({2, 3}, td::TensorOptions(td::kFloat64).device(td::Device("cpu:1")));
+  td::Tensor o = td::ones_like(x);
+  CHECK(o.sizes() == x.sizes());
+  CHECK(o.dtype() == td::kFloat64);
+  CHECK(o.device() == td::Device("cpu:1"));
+  CHECK(td::zeros_like(x, td::kInt32).dtype() == td::kInt32);
+  CHECK(td::full_like(x, 7)[1][2].item<double>() == 7);
+  CHECK(td::empty_like(x, td::Device("cpu:0")).device() == td::Device("cpu:0"));
+  CHECK(td::rand_like(x).dtype() == td::kFloat64);
+  CHECK(td::randn_like(x).device() == td::Device("cpu:1"));
+}
+
+TEST_CASE("tensor() builds from numbers, nested braced lists and vectors", "[cpu]") {
+  td::Tensor m = td::tensor({{1.5, 2.0}, {3.0, 4.0}, {5.0, 6.0}});
+  CHECK(m.sizes() == td::Shape{3, 2});
+  CHECK(m.dtype() == td::kFloat32);
+  CHECK(values(m) == std::vector<double>{1.5, 2, 3, 4, 5, 6});
+  CHECK(td::tensor({1, 2}).dtype() == td::kInt64);
+  CHECK(td::tensor({1, 2.5}).dtype() == td::kFloat32);
+  CHECK(td::tensor({true, false}).dtype() == td::kBool);
+  CHECK(td::tensor(4).dim() == 0);
+  CHECK(td::tensor({4}).sizes() == td::Shape{1});
+  CHECK(td::tensor({{{1}, {2}}}).sizes() == td::Shape{1, 2, 1});
+  CHECK(td::tensor({1, 2}, td::kFloat64).dtype() == td::kFloat64);
+  CHECK(td::tensor(std::vector<double>{0.1, 0.2}).dtype() == td::kFloat64);
+  CHECK(td::tensor(std::vector<int>{3, 4}).dtype() == td::kInt32);
+  CHECK(td::tensor(std::vector<bool>{true, false, true}).sum().item<int64_t>() == 2);
+  CHECK(values(td::tensor(std::vector<float>{0.5f, 1.5f}, td::kFloat16)) == std::vector<double>{0.5, 1.5});
+  CHECK(td::tensor(std::vector<float>{}).sizes() == td::Shape{0});
+  check_error([] { td::tensor({{1, 2}, {3}}); }, {"tensor", "rectangular", "[1]", "[2]"});
+  check_error([] { td::tensor({{1, 2}, 3}); }, {"tensor", "rectangular"});
+}
+
+TEST_CASE("from_blob wraps memory without copying and runs the deleter at the end", "[cpu]") {
+  std::vector<float> data = {1, 2, 3, 4, 5, 6};
+  bool deleted = false;
+  {
+    td::Tensor t = td::from_blob(data.data(), {2, 3}, td::kFloat32, [&](void*) { deleted = true; });
+    t.mul_(2);
+    CHECK(data[5] == 12);
+    td::Tensor col = td::from_blob(data.data(), {2}, {3}, td::kFloat32);
+    CHECK(values(col) == std::vector<double>{2, 8});
+    CHECK(!deleted);
+  }
+  CHECK(deleted);
+  check_error([] { td::from_blob(nullptr, {2}); }, {"from_blob", "null"});
+  check_error([&] { td::from_blob(data.data(), {2}, {1, 1}); }, {"from_blob", "differ in length"});
+}
