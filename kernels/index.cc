@@ -40,16 +40,18 @@ void on_device(const char* op, Device device, Kernel cpu_kernel) {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   TD_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   // PyTorch skips legacy empty 1-D tensors when the others have more dims.
+  // Their dtypes still take part in the promotion.
   std::vector<const Tensor*> parts;
+  DType dtype = tensors[0].defined() ? tensors[0].dtype() : kFloat32;
   for (size_t i = 0; i < tensors.size(); ++i) {
     check_defined(tensors[i], "cat", "tensors");
+    dtype = promote_types(dtype, tensors[i].dtype());
     if (!(tensors[i].dim() == 1 && tensors[i].numel() == 0)) parts.push_back(&tensors[i]);
   }
   if (parts.empty()) parts.push_back(&tensors[0]);
   const Tensor& first = *parts[0];
   TD_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   int64_t d = wrap_dim(dim, first.dim(), "cat");
-  DType dtype = first.dtype();
   Shape shape = first.sizes();
   shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -63,13 +65,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                ": expected size ", first.sizes()[k], " but got size ", t.sizes()[k], " in dim ", k, " (shapes ",
                shape_str(first.sizes()), " and ", shape_str(t.sizes()), ")");
     }
-    dtype = promote_types(dtype, t.dtype());
     shape[d] += t.sizes()[d];
   }
   Tensor out = empty_tensor(shape, dtype, first.device());
   int64_t offset = 0;
   for (const Tensor* t : parts) {
-    out.narrow(d, offset, t->sizes()[d]).copy_(*t);
+    copy_into(out.narrow(d, offset, t->sizes()[d]), *t);
     offset += t->sizes()[d];
   }
   return out;
@@ -99,6 +100,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_dtype(index, "index_select");
   TD_CHECK(index.dim() <= 1, "index_select: index must be 0-D or 1-D, got shape ", shape_str(index.sizes()));
   int64_t d = wrap_dim(dim, x.dim(), "index_select");
+  // A 0-dim result has room for one element only.
+  TD_CHECK(x.dim() > 0 || index.numel() == 1, "index_select: the index into a 0-dim tensor must hold exactly one ",
+           "value, got ", index.numel());
   int64_t size = x.dim() == 0 ? 1 : x.sizes()[d];
   check_index_range(index, size, "index_select", "dim " + std::to_string(d));
   Shape shape = x.sizes();
@@ -128,7 +132,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return out;
 }
 
-Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+namespace {
+
+Tensor& scatter_add_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool in_place) {
   check_defined(x, "scatter_add_", "self");
   check_defined(index, "scatter_add_", "index");
   check_defined(src, "scatter_add_", "src");
@@ -148,14 +154,20 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   check_no_internal_overlap(x, "scatter_add_");
   check_no_partial_overlap(x, src, "scatter_add_");
   on_device("scatter_add_", x.device(), [&] { cpu::scatter_add(x, d, index.to(kInt64), src); });
-  x.bump_version();
+  if (in_place) x.bump_version();
   return x;
+}
+
+}  // namespace
+
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_add_into(x, dim, index, src, true);
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined(x, "scatter_add", "input");
   Tensor out = x.clone();
-  return scatter_add_(out, dim, index, src);
+  return scatter_add_into(out, dim, index, src, false);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

@@ -24,7 +24,9 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const
         for (int64_t i = 0; i < oh; ++i) {
           for (int64_t j = 0; j < ow; ++j) {
             const int64_t h0 = i * p.sh - p.ph, w0 = j * p.sw - p.pw;
-            M best = std::numeric_limits<M>::lowest();
+            // A window wholly in the padding (possible with dilation) gives -inf and index -1.
+            M best = std::numeric_limits<M>::has_infinity ? -std::numeric_limits<M>::infinity()
+                                                          : std::numeric_limits<M>::lowest();
             int64_t best_at = -1;
             for (int64_t a = 0; a < p.kh; ++a) {
               const int64_t y = h0 + a * p.dh;

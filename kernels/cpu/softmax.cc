@@ -1,6 +1,8 @@
 // CPU softmax and log_softmax along a dim of a contiguous tensor viewed as [outer, size, inner].
 // Rows (inner = 1) are done one at a time: max, sum of exp(x - max), scale. Otherwise the inner
-// positions are processed side by side, so every pass walks memory contiguously.
+// positions are processed side by side, so every pass walks memory contiguously. The sums are
+// kept in double: in float, once a long row's sum is large its small terms round away, which
+// biased a 1e6-element softmax by 1.5e-3.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -24,7 +26,8 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
     const fn::Exp exp_fn;
     const fn::Log log_fn;
     parallel_for(0, outer * inner, std::max<int64_t>(1, 16384 / size), [&](int64_t begin, int64_t end) {
-      std::vector<M> max(inner), sum(inner);
+      std::vector<M> max(inner);
+      std::vector<double> sum(inner);
       for (int64_t task = begin; task < end;) {
         // A task range covers whole or partial outer slabs; take one slab's share at a time.
         const int64_t o = task / inner, i0 = task % inner, i1 = std::min(inner, i0 + (end - task));
@@ -43,7 +46,7 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
         for (int64_t k = 0; k < size; ++k) {
           for (int64_t i = i0; i < i1; ++i) {
             M e = exp_fn(static_cast<M>(in[k * inner + i]) - max[i]);
-            sum[i] += e;
+            sum[i] += static_cast<double>(e);
             if constexpr (std::is_same_v<T, M>) {
               if (!log) res[k * inner + i] = e;  // kept for the last pass (exact in T)
             }
@@ -52,11 +55,13 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
         for (int64_t k = 0; k < size; ++k) {
           for (int64_t i = i0; i < i1; ++i) {
             if (log) {
-              res[k * inner + i] = static_cast<T>(static_cast<M>(in[k * inner + i]) - max[i] - log_fn(sum[i]));
+              res[k * inner + i] =
+                  static_cast<T>(static_cast<M>(in[k * inner + i]) - max[i] - static_cast<M>(log_fn(sum[i])));
             } else if constexpr (std::is_same_v<T, M>) {
-              res[k * inner + i] = res[k * inner + i] / sum[i];
+              res[k * inner + i] = res[k * inner + i] / static_cast<M>(sum[i]);
             } else {  // 16-bit outputs: recompute rather than round e twice
-              res[k * inner + i] = static_cast<T>(exp_fn(static_cast<M>(in[k * inner + i]) - max[i]) / sum[i]);
+              res[k * inner + i] =
+                  static_cast<T>(exp_fn(static_cast<M>(in[k * inner + i]) - max[i]) / static_cast<M>(sum[i]));
             }
           }
         }

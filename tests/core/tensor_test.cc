@@ -80,6 +80,7 @@ TEST_CASE("in-place writes bump a version counter that views share", "[cpu]") {
   CHECK(td::cat({base, base}).version() == 0);
   CHECK(base.to(td::kFloat64).version() == 0);
   CHECK(td::masked_fill(base, base > 0, 1).version() == 0);
+  CHECK(td::scatter_add(base, 0, td::zeros({1, 3}, td::kInt64), base.narrow(0, 0, 1)).version() == 0);
 }
 
 TEST_CASE("view splits and merges dims that are contiguous with each other", "[cpu]") {
