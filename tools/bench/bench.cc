@@ -1,0 +1,180 @@
+#include "tools/bench/bench.h"
+
+#include <benchmark/benchmark.h>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <vector>
+
+#include "tandem.h"
+
+namespace tandem::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// What each figure is expected to reach (issue: "Aims"), as a limit on tandem / PyTorch.
+struct Aim {
+  double max_ratio;
+  const char* text;
+};
+
+Aim aim_for(const std::string& name) {
+  if (name.rfind("sgemm", 0) == 0) return {1 / 0.9, ">= 0.9x PyTorch speed"};
+  if (name == "add_1elem") return {0, "<= 1.5 us per op"};
+  return {1.0, "as fast as PyTorch"};
+}
+
+// Collects the median of each benchmark's repetitions, in seconds.
+class Collector : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.error_occurred) {
+        errors[name_of(run)] = run.error_message;
+        continue;
+      }
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
+      seconds[name_of(run)] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+    }
+  }
+  std::map<std::string, double> seconds;
+  std::map<std::string, std::string> errors;
+
+ private:
+  static std::string name_of(const Run& run) {
+    return run.run_name.function_name + (run.run_name.args.empty() ? "" : "/" + run.run_name.args);
+  }
+};
+
+std::string find_script(const char* argv0) {
+  std::vector<fs::path> roots;
+  for (const char* env : {"TANDEM_ROOT", "BUILD_WORKSPACE_DIRECTORY"}) {
+    if (const char* v = std::getenv(env)) roots.emplace_back(v);
+  }
+  roots.emplace_back(".");
+  roots.emplace_back(std::string(argv0) + ".runfiles/tandem");
+  for (const fs::path& root : roots) {
+    fs::path p = root / "tools/bench/torch_bench.py";
+    if (fs::exists(p)) return p.string();
+  }
+  return "";
+}
+
+std::string default_python() {
+  if (const char* v = std::getenv("TANDEM_VENV")) return std::string(v) + "/bin/python";
+  if (const char* home = std::getenv("HOME")) return std::string(home) + "/.cache/tandem/venv/bin/python";
+  return "python3";
+}
+
+std::string run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+std::string human(double seconds) {
+  if (seconds < 1e-6) return fmt::format("{:.1f} ns", seconds * 1e9);
+  if (seconds < 1e-3) return fmt::format("{:.2f} us", seconds * 1e6);
+  if (seconds < 1) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.3f} s", seconds);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+int run(const Options& options, const char* argv0) {
+  if (options.threads > 0) set_num_threads(options.threads);
+  const int threads = num_threads();
+
+  // tandem's side: Google Benchmark with our own reporter.
+  std::vector<std::string> args = {
+      "tandem-bench",
+      "--benchmark_filter=" + options.filter,
+      fmt::format("--benchmark_min_time={}", options.min_time / options.repetitions),
+      fmt::format("--benchmark_repetitions={}", options.repetitions),
+      "--benchmark_report_aggregates_only=true",
+  };
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  fmt::print("tandem bench: running tandem's benchmarks on {} threads...\n", threads);
+  std::fflush(stdout);
+  Collector ours;
+  benchmark::RunSpecifiedBenchmarks(&ours);
+  for (const auto& [name, error] : ours.errors) fmt::print("  {} failed: {}\n", name, error);
+
+  // PyTorch's side, same names.
+  std::map<std::string, double> theirs;
+  std::string torch_version;
+  std::string python = options.python.empty() ? default_python() : options.python;
+  std::string script = find_script(argv0);
+  if (script.empty() || (python.find('/') != std::string::npos && !fs::exists(python))) {
+    fmt::print("tandem bench: PyTorch side skipped ({} not found; run tools/setup.sh)\n",
+               script.empty() ? "tools/bench/torch_bench.py" : python);
+  } else {
+    fmt::print("tandem bench: running PyTorch's side with {}...\n", python);
+    std::fflush(stdout);
+    std::string out = run_command(fmt::format("{} {} --threads {} --filter {} --min-time {} --repetitions {}",
+                                              shell_quote(python), shell_quote(script), threads,
+                                              shell_quote(options.filter), options.min_time, options.repetitions));
+    try {
+      auto j = nlohmann::json::parse(out);
+      torch_version = j["torch"].get<std::string>();
+      for (auto& [name, value] : j["results"].items()) theirs[name] = value.get<double>();
+    } catch (const std::exception& e) {
+      fmt::print("tandem bench: could not read PyTorch's results ({}): {}\n", e.what(), out);
+    }
+  }
+
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  fmt::print("\n{} on {}, {} threads; PyTorch {}; median of {} batches\n", date, host, threads,
+             torch_version.empty() ? "not run" : torch_version, options.repetitions);
+  fmt::print("{:<20} {:>12} {:>12} {:>8}   {}\n", "benchmark", "tandem", "PyTorch", "ratio", "aim (ratio = tandem / PyTorch time)");
+  nlohmann::json report = {{"date", date}, {"threads", threads}, {"torch", torch_version}, {"results", nlohmann::json::object()}};
+  for (const auto& [name, t] : ours.seconds) {
+    auto it = theirs.find(name);
+    Aim aim = aim_for(name);
+    std::string ratio = "-", verdict;
+    if (it != theirs.end()) {
+      double r = t / it->second;
+      ratio = fmt::format("{:.2f}", r);
+      if (aim.max_ratio > 0) verdict = r <= aim.max_ratio ? "met" : "not met";
+    }
+    if (name == "add_1elem") verdict = t <= 1.5e-6 ? "met" : "not met";
+    fmt::print("{:<20} {:>12} {:>12} {:>8}   {} ({})\n", name, human(t),
+               it != theirs.end() ? human(it->second) : "-", ratio, aim.text, verdict.empty() ? "-" : verdict);
+    report["results"][name] = {{"tandem_s", t}, {"torch_s", it != theirs.end() ? nlohmann::json(it->second) : nlohmann::json()}};
+  }
+  if (!options.json.empty()) {
+    std::ofstream(options.json) << report.dump(2) << "\n";
+    fmt::print("results written to {}\n", options.json);
+  }
+  return ours.errors.empty() ? 0 : 1;
+}
+
+}  // namespace tandem::bench

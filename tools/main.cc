@@ -1,0 +1,67 @@
+// The `tandem` command line: demo, devices, bench (train arrives with the training issue).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "core/cuda.h"
+#include "tandem.h"
+#include "tools/bench/bench.h"
+#include "tools/demo.h"
+
+namespace td = tandem;
+
+namespace {
+
+int devices() {
+  fmt::print("cpu:N   any index; {} intra-op threads (TANDEM_NUM_THREADS)\n", td::num_threads());
+  if (!td::cuda::built_with_cuda()) {
+    fmt::print("cuda    this build has no CUDA support\n");
+    return 0;
+  }
+  int n = td::cuda::device_count();
+  fmt::print("cuda    {} device{} (CUDA runtime {})\n", n, n == 1 ? "" : "s", td::cuda::runtime_version());
+  for (int d = 0; d < n; ++d) {
+    auto p = td::cuda::get_device_properties(d);
+    fmt::print("cuda:{}  {}, {:.1f} GiB, compute capability {}.{}, {} SMs\n", d, p.name,
+               static_cast<double>(p.total_memory) / (1 << 30), p.major, p.minor, p.multiprocessors);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tandem: a C++ tensor and autograd engine with data parallelism built in"};
+  app.require_subcommand(1);
+
+  auto* demo = app.add_subcommand("demo", "a tour of the tensor library: creation, views, ops, printing");
+  auto* devs = app.add_subcommand("devices", "list the CPU and CUDA devices tandem can use");
+
+  td::bench::Options bench_options;
+  auto* bench = app.add_subcommand("bench", "benchmark tandem beside PyTorch and print the ratios");
+  bench->add_option("--filter", bench_options.filter, "regex selecting benchmarks by name");
+  bench->add_option("--threads", bench_options.threads, "intra-op threads for both sides (default: all)")
+      ->check(CLI::Range(1, 1024));
+  bench->add_option("--python", bench_options.python, "Python with PyTorch (default: tools/setup.sh's venv)");
+  bench->add_option("--min-time", bench_options.min_time, "seconds per benchmark and side")->check(CLI::PositiveNumber);
+  bench->add_option("--repetitions", bench_options.repetitions, "batches per benchmark; the median is reported")
+      ->check(CLI::Range(1, 100));
+  bench->add_option("--json", bench_options.json, "also write the results to this file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (*demo) return td::demo::run();
+    if (*devs) return devices();
+    if (*bench) return td::bench::run(bench_options, argv[0]);
+  } catch (const td::Error& e) {
+    fmt::print(stderr, "tandem: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
