@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/macros.h"
@@ -21,7 +22,10 @@ namespace math {
   inline float name(float x) { return std::name(x); } \
   inline double name(double x) { return std::name(x); }
 #endif
-TD_MATH1(exp, expf, exp)
+#if defined(__CUDA_ARCH__)
+TD_INLINE float exp(float x) { return ::expf(x); }
+TD_INLINE double exp(double x) { return ::exp(x); }
+#endif
 TD_MATH1(log, logf, log)
 TD_MATH1(log1p, log1pf, log1p)
 TD_MATH1(sqrt, sqrtf, sqrt)
@@ -40,6 +44,41 @@ inline float pow(float a, float b) { return std::pow(a, b); }
 inline double pow(double a, double b) { return std::pow(a, b); }
 #endif
 }  // namespace math
+
+// exp for float without branches or tables, so loops over it vectorize: x = n ln2 + r with
+// |r| <= ln2 / 2 (ln2 split in two for an exact product), exp(r) by Cephes' degree-6 polynomial
+// (about 1 ulp), times 2^n built in two halves so subnormal results and overflow come out right.
+TD_INLINE float exp_float(float x) {
+  const float lo = -104.0f, hi = 88.8f;  // exp(lo) rounds to 0, exp(hi) to inf
+  float c = x < lo ? lo : x;
+  c = c > hi ? hi : c;
+  const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float n = (c * 1.44269504088896341f + shift) - shift;
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * (r * r) + r + 1.0f;
+  int ni = static_cast<int>(n);
+  int half = ni / 2;
+  float s1, s2;
+  uint32_t b1 = static_cast<uint32_t>(half + 127) << 23, b2 = static_cast<uint32_t>(ni - half + 127) << 23;
+  memcpy(&s1, &b1, sizeof s1);
+  memcpy(&s2, &b2, sizeof s2);
+  float result = y * s1 * s2;
+  return x != x ? x : result;
+}
+
+#if !defined(__CUDA_ARCH__)
+namespace math {
+inline float exp(float x) { return exp_float(x); }
+inline double exp(double x) { return std::exp(x); }
+}  // namespace math
+#endif
 
 template <typename T>
 TD_INLINE bool is_nan(T x) {

@@ -27,7 +27,10 @@ void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, S
 
 std::string dims_str(const Tensor& t) {
   std::string s;
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "x" : "") + std::to_string(t.sizes()[i]);
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (i > 0) s += 'x';  // not `"x" + std::to_string(...)`: GCC 12 at -O3 flags that as -Wrestrict
+    s += std::to_string(t.sizes()[i]);
+  }
   return s;
 }
 

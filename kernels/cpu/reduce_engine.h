@@ -4,8 +4,11 @@
 // in row-major order, so an element's position in the fold is its flat index over the reduced
 // dims (what argmax reports). Work is split by outputs, by fixed-size chunks of a long fold
 // (combined in order afterwards), or, when the innermost dim is kept and contiguous, by columns
-// that fold row after row in vector registers. Every split depends on the shape alone, never on
-// the thread count, so results are identical for any TANDEM_NUM_THREADS.
+// that fold row after row in vector registers. Within a fold, every kReduceBlock elements start
+// from init() and are combined in order, so that rounding grows with the block length plus the
+// number of blocks rather than with the fold length (a float64 sum of a constant accumulates a
+// systematic error of about one ulp per element otherwise). Every split depends on the shape
+// alone, never on the thread count, so results are identical for any TANDEM_NUM_THREADS.
 //
 // Ops provides: using Acc; Acc init(); Acc step(Acc, In value, int64_t position);
 // Acc combine(Acc earlier, Acc later); void write(int64_t output, Acc, int64_t count).
@@ -22,6 +25,7 @@ namespace tandem::cpu {
 
 inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
 inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
+inline constexpr int64_t kReduceBlock = 128;    // elements folded from init() before combining
 
 struct ReduceDims {
   // Merged dims, outermost first; strides in elements of the input.
@@ -75,6 +79,16 @@ typename Ops::Acc fold_range(const Ops& ops, typename Ops::Acc acc, const In* ba
   return acc;
 }
 
+// Folds reduced positions [begin, end) block by block, combining the blocks in order.
+template <typename In, typename Ops>
+typename Ops::Acc fold_blocked(const Ops& ops, const In* base, const ReduceDims& d, int64_t begin, int64_t end) {
+  typename Ops::Acc acc = fold_range(ops, ops.init(), base, d, begin, std::min(end, begin + kReduceBlock));
+  for (int64_t b = begin + kReduceBlock; b < end; b += kReduceBlock) {
+    acc = ops.combine(acc, fold_range(ops, ops.init(), base, d, b, std::min(end, b + kReduceBlock)));
+  }
+  return acc;
+}
+
 template <typename In, typename Ops>
 void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) {
   using Acc = typename Ops::Acc;
@@ -91,17 +105,20 @@ void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) 
     const int64_t outer = d.outputs / columns;
     const int64_t blocks = (columns + kReduceColumns - 1) / kReduceColumns;
     parallel_for(0, outer * blocks, 1, [&](int64_t begin, int64_t end) {
-      Acc acc[kReduceColumns];
+      Acc total[kReduceColumns], acc[kReduceColumns];
       for (int64_t task = begin; task < end; ++task) {
         const int64_t o = task / blocks, c0 = (task % blocks) * kReduceColumns;
         const int64_t width = std::min(kReduceColumns, columns - c0);
         const In* base = data + kept_offset(d, o * columns) + c0;
-        for (int64_t c = 0; c < width; ++c) acc[c] = ops.init();
-        for (int64_t r = 0; r < d.fold; ++r) {
-          const In* row = base + r * d.reduced_strides[0];
-          for (int64_t c = 0; c < width; ++c) acc[c] = ops.step(acc[c], row[c], r);
+        for (int64_t r0 = 0; r0 < d.fold; r0 += kReduceBlock) {
+          for (int64_t c = 0; c < width; ++c) acc[c] = ops.init();
+          for (int64_t r = r0; r < std::min(d.fold, r0 + kReduceBlock); ++r) {
+            const In* row = base + r * d.reduced_strides[0];
+            for (int64_t c = 0; c < width; ++c) acc[c] = ops.step(acc[c], row[c], r);
+          }
+          for (int64_t c = 0; c < width; ++c) total[c] = r0 == 0 ? acc[c] : ops.combine(total[c], acc[c]);
         }
-        for (int64_t c = 0; c < width; ++c) ops.write(o * columns + c0 + c, acc[c], d.fold);
+        for (int64_t c = 0; c < width; ++c) ops.write(o * columns + c0 + c, total[c], d.fold);
       }
     });
     return;
@@ -111,25 +128,30 @@ void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) 
     const int64_t grain = std::max<int64_t>(1, kReduceChunk / std::max<int64_t>(d.fold, 1));
     parallel_for(0, d.outputs, grain, [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
-        ops.write(o, fold_range(ops, ops.init(), data + kept_offset(d, o), d, 0, d.fold), d.fold);
+        ops.write(o, fold_blocked(ops, data + kept_offset(d, o), d, 0, d.fold), d.fold);
       }
     });
     return;
   }
 
   // Long folds: fixed chunks in parallel, then each output combines its chunks in order.
+  // Each task writes its own slot; a plain std::vector<Acc> would pack bool accumulators (all,
+  // any) into shared words that tasks on different threads then overwrite.
+  struct Slot {
+    Acc acc;
+  };
   const int64_t chunks = (d.fold + kReduceChunk - 1) / kReduceChunk;
-  std::vector<Acc> partial(static_cast<size_t>(d.outputs * chunks));
+  std::vector<Slot> partial(static_cast<size_t>(d.outputs * chunks));
   parallel_for(0, d.outputs * chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / chunks, c = task % chunks;
       const int64_t lo = c * kReduceChunk, hi = std::min(d.fold, lo + kReduceChunk);
-      partial[task] = fold_range(ops, ops.init(), data + kept_offset(d, o), d, lo, hi);
+      partial[task].acc = fold_blocked(ops, data + kept_offset(d, o), d, lo, hi);
     }
   });
   for (int64_t o = 0; o < d.outputs; ++o) {
-    Acc acc = partial[o * chunks];
-    for (int64_t c = 1; c < chunks; ++c) acc = ops.combine(acc, partial[o * chunks + c]);
+    Acc acc = partial[o * chunks].acc;
+    for (int64_t c = 1; c < chunks; ++c) acc = ops.combine(acc, partial[o * chunks + c].acc);
     ops.write(o, acc, d.fold);
   }
 }

@@ -60,7 +60,8 @@ TEST_CASE("unary ops match float64 references in every layout, size and floating
   for (const UnaryCase& c : kCases) {
     for (td::DType dtype : kFloating) {
       for (Layout layout : td::testing::all_layouts()) {
-        for (td::Shape shape : {td::Shape{1}, td::Shape{7}, td::Shape{33, 7}, td::Shape{3, 1, 11}, td::Shape{}}) {
+        for (td::Shape shape : {td::Shape{1}, td::Shape{7}, td::Shape{33, 7}, td::Shape{3, 1, 11}, td::Shape{},
+                                td::Shape{0}, td::Shape{4, 0, 3}}) {
           td::Tensor x = td::testing::random_tensor(shape, dtype, layout, c.lo, c.hi);
           td::Tensor y = c.op(x);
           REQUIRE(y.dtype() == dtype);
