@@ -1,8 +1,6 @@
 #include "core/storage.h"
 
-#include <cstdlib>
 #include <atomic>
-#include <new>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -11,24 +9,12 @@ namespace tandem {
 
 namespace {
 
-class CpuAllocator final : public Allocator {
- public:
-  void* allocate(size_t nbytes, Device) override {
-    if (nbytes == 0) return nullptr;
-    size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
-    TD_CHECK(ptr != nullptr, "cpu allocator: out of memory allocating ", nbytes, " bytes");
-    return ptr;
-  }
-  void deallocate(void* ptr, size_t, Device) override { std::free(ptr); }
-};
-
-CpuAllocator cpu_allocator;
-std::atomic<Allocator*> allocators[2] = {&cpu_allocator, nullptr};
+std::atomic<Allocator*> allocators[2] = {nullptr, nullptr};
 
 }  // namespace
 
 Allocator& allocator_for(Device device) {
+  if (device.is_cpu()) return cpu_allocator();
   Allocator* a = allocators[static_cast<int>(device.type())].load(std::memory_order_acquire);
   TD_CHECK(a != nullptr, "no memory allocator for ", device, ": this build of tandem has no ", device.type(),
            " tensor backend");

@@ -1,5 +1,10 @@
 """Compiler flags for tandem's own code (not for the system packages it builds against)."""
 
 # -O3: GCC vectorizes the element-wise and reduction loops only at -O3 (they need alias checks).
-# -fno-math-errno lets it vectorize sqrt and friends; tandem never reads errno.
-TD_COPTS = ["-Wall", "-Wextra", "-Werror", "-O3", "-fno-math-errno"]
+# -fno-math-errno and -fno-trapping-math let it vectorize sqrt and the NaN-aware selects
+# (relu, max, clamp, exp's range clamp); tandem never reads errno or floating-point traps.
+TD_BASE_COPTS = ["-Wall", "-Wextra", "-Werror", "-O3", "-fno-math-errno", "-fno-trapping-math"]
+
+# x86-64-v3 (AVX2, FMA, F16C; every x86 server CPU since 2015) doubles the vector width of the
+# CPU kernels. core/cpu_check.cc, built without it, stops with a clear message on older CPUs.
+TD_COPTS = TD_BASE_COPTS + ["-march=x86-64-v3"]

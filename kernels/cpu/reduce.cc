@@ -45,6 +45,7 @@ auto op_value(In x) {
 
 template <typename In, typename Out>
 struct SumOps {
+  static constexpr bool kLanes = true;
   using Acc = sum_acc_t<In>;
   Out* out;
   bool mean;
@@ -58,6 +59,7 @@ struct SumOps {
 
 template <typename In, typename Out>
 struct ProdOps {
+  static constexpr bool kLanes = true;
   using Acc = sum_acc_t<In>;
   Out* out;
   Acc init() const { return 1; }
@@ -69,6 +71,7 @@ struct ProdOps {
 // max (is_max) or min of the values, NaN propagating.
 template <typename In>
 struct ExtremumOps {
+  static constexpr bool kLanes = true;
   using M = opmath_t<In>;
   struct Acc {
     M value;
@@ -163,6 +166,7 @@ inline double pick(double a, double x, bool larger) {
 
 template <typename In, NormKind K>
 struct NormOps {
+  static constexpr bool kLanes = true;
   using Acc = double;
   In* out;
   double p;
@@ -193,6 +197,7 @@ struct NormOps {
 
 template <typename In, typename Out>
 struct LogicalOps {
+  static constexpr bool kLanes = true;
   using Acc = bool;
   Out* out;
   bool is_all;

@@ -12,6 +12,9 @@
 //
 // Ops provides: using Acc; Acc init(); Acc step(Acc, In value, int64_t position);
 // Acc combine(Acc earlier, Acc later); void write(int64_t output, Acc, int64_t count).
+// An Ops whose result does not depend on the order of the fold (sums, max, all) sets
+// `static constexpr bool kLanes = true`: contiguous runs are then folded in kFoldLanes
+// interleaved lanes, which the compiler turns into vector instructions.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +29,31 @@ namespace tandem::cpu {
 inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
 inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
 inline constexpr int64_t kReduceBlock = 128;    // elements folded from init() before combining
+inline constexpr int kFoldLanes = 8;
+
+template <typename Ops>
+concept LaneFoldable = Ops::kLanes;
+
+// A contiguous run p[0, n) folded into acc, in lanes where the Ops allows.
+template <typename In, typename Ops>
+typename Ops::Acc fold_contiguous(const Ops& ops, typename Ops::Acc acc, const In* p, int64_t n, int64_t pos) {
+  int64_t k = 0;
+  if constexpr (LaneFoldable<Ops>) {
+    if (n >= 2 * kFoldLanes) {
+      typename Ops::Acc lanes[kFoldLanes];
+      for (int l = 0; l < kFoldLanes; ++l) lanes[l] = ops.init();
+      for (; k + kFoldLanes <= n; k += kFoldLanes) {
+        for (int l = 0; l < kFoldLanes; ++l) lanes[l] = ops.step(lanes[l], p[k + l], pos + k + l);
+      }
+      for (int width = kFoldLanes / 2; width > 0; width /= 2) {
+        for (int l = 0; l < width; ++l) lanes[l] = ops.combine(lanes[l], lanes[l + width]);
+      }
+      acc = ops.combine(acc, lanes[0]);
+    }
+  }
+  for (; k < n; ++k) acc = ops.step(acc, p[k], pos + k);
+  return acc;
+}
 
 struct ReduceDims {
   // Merged dims, outermost first; strides in elements of the input.
@@ -65,7 +93,7 @@ typename Ops::Acc fold_range(const Ops& ops, typename Ops::Acc acc, const In* ba
     const int64_t n = std::min(inner_size - index[nd - 1], end - pos);
     const In* p = base + offset;
     if (inner_stride == 1) {
-      for (int64_t k = 0; k < n; ++k) acc = ops.step(acc, p[k], pos + k);
+      acc = fold_contiguous(ops, acc, p, n, pos);
     } else {
       for (int64_t k = 0; k < n; ++k) acc = ops.step(acc, p[k * inner_stride], pos + k);
     }
@@ -79,13 +107,18 @@ typename Ops::Acc fold_range(const Ops& ops, typename Ops::Acc acc, const In* ba
   return acc;
 }
 
-// Folds reduced positions [begin, end) block by block, combining the blocks in order.
+// Folds reduced positions [begin, end) block by block, combining the blocks in order. A block
+// folded in lanes may be kFoldLanes times longer: each lane then still sees kReduceBlock elements.
 template <typename In, typename Ops>
 typename Ops::Acc fold_blocked(const Ops& ops, const In* base, const ReduceDims& d, int64_t begin, int64_t end) {
-  typename Ops::Acc acc = fold_range(ops, ops.init(), base, d, begin, std::min(end, begin + kReduceBlock));
-  for (int64_t b = begin + kReduceBlock; b < end; b += kReduceBlock) {
-    acc = ops.combine(acc, fold_range(ops, ops.init(), base, d, b, std::min(end, b + kReduceBlock)));
-  }
+  constexpr int64_t block = LaneFoldable<Ops> ? kReduceBlock * kFoldLanes : kReduceBlock;
+  const bool one_run = d.reduced_sizes.size() == 1 && d.reduced_strides[0] == 1;
+  auto fold_block = [&](int64_t b) {
+    const int64_t e = std::min(end, b + block);
+    return one_run ? fold_contiguous(ops, ops.init(), base + b, e - b, b) : fold_range(ops, ops.init(), base, d, b, e);
+  };
+  typename Ops::Acc acc = fold_block(begin);
+  for (int64_t b = begin + block; b < end; b += block) acc = ops.combine(acc, fold_block(b));
   return acc;
 }
 

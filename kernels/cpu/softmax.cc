@@ -1,8 +1,8 @@
 // CPU softmax and log_softmax along a dim of a contiguous tensor viewed as [outer, size, inner].
-// Rows (inner = 1) are done one at a time: max, sum of exp(x - max), scale. Otherwise the inner
-// positions are processed side by side, so every pass walks memory contiguously. The sums are
-// kept in double: in float, once a long row's sum is large its small terms round away, which
-// biased a 1e6-element softmax by 1.5e-3.
+// Rows (inner = 1) are done one at a time in three vectorized passes: max, exp(x - max) with
+// its sum, scale. Otherwise the inner positions are processed side by side, so every pass walks
+// memory contiguously. The sums are kept in double: in float, once a long row's sum is large its
+// small terms round away, which biased a 1e6-element softmax by 1.5e-3.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -14,6 +14,61 @@
 
 namespace tandem::cpu {
 
+namespace {
+
+constexpr int kLanes = 8;
+
+// One contiguous row: independent lanes let the compiler vectorize the max and the sum.
+template <typename T>
+void softmax_row(const T* in, T* out, int64_t n, bool log) {
+  using M = opmath_t<T>;
+  const fn::Exp exp_fn;
+  M lane_max[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane_max[l] = -std::numeric_limits<M>::infinity();
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      M v = static_cast<M>(in[k + l]);
+      lane_max[l] = (v > lane_max[l] || v != v) ? v : lane_max[l];
+    }
+  }
+  M max = -std::numeric_limits<M>::infinity();
+  for (; k < n; ++k) {
+    M v = static_cast<M>(in[k]);
+    max = (v > max || v != v) ? v : max;
+  }
+  for (int l = 0; l < kLanes; ++l) max = (lane_max[l] > max || lane_max[l] != lane_max[l]) ? lane_max[l] : max;
+
+  double lane_sum[kLanes] = {};
+  for (k = 0; k + kLanes <= n; k += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      M e = exp_fn(static_cast<M>(in[k + l]) - max);
+      lane_sum[l] += static_cast<double>(e);
+      if constexpr (std::is_same_v<T, M>) out[k + l] = e;  // kept for the last pass (exact in T)
+    }
+  }
+  double sum = 0;
+  for (; k < n; ++k) {
+    M e = exp_fn(static_cast<M>(in[k]) - max);
+    sum += static_cast<double>(e);
+    if constexpr (std::is_same_v<T, M>) out[k] = e;
+  }
+  for (int l = 0; l < kLanes; ++l) sum += lane_sum[l];
+
+  if (log) {
+    const M log_sum = static_cast<M>(std::log(sum));
+    for (k = 0; k < n; ++k) out[k] = static_cast<T>((static_cast<M>(in[k]) - max) - log_sum);
+  } else if constexpr (std::is_same_v<T, M>) {
+    const M scale = static_cast<M>(1.0 / sum);
+    for (k = 0; k < n; ++k) out[k] *= scale;
+  } else {  // 16-bit outputs: recompute rather than round e twice
+    const M scale = static_cast<M>(1.0 / sum);
+    for (k = 0; k < n; ++k) out[k] = static_cast<T>(exp_fn(static_cast<M>(in[k]) - max) * scale);
+  }
+}
+
+}  // namespace
+
 void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   const int64_t size = x.dim() == 0 ? 1 : x.sizes()[dim];
   const int64_t inner = x.dim() == 0 ? 1 : numel_of(Shape(x.sizes().begin() + dim + 1, x.sizes().end()));
@@ -23,6 +78,12 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(x.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
+    if (inner == 1) {
+      parallel_for(0, outer, std::max<int64_t>(1, 16384 / size), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) softmax_row(src + row * size, dst + row * size, size, log);
+      });
+      return;
+    }
     const fn::Exp exp_fn;
     const fn::Log log_fn;
     parallel_for(0, outer * inner, std::max<int64_t>(1, 16384 / size), [&](int64_t begin, int64_t end) {
