@@ -1,6 +1,8 @@
 // tandem: the one header a user includes.  namespace td = tandem;
 #pragma once
 
+#include "core/allocator.h"
+#include "core/cuda.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -104,10 +104,12 @@ class CpuAllocator final : public Allocator {
         return ptr;
       }
     }
-    void* ptr = std::aligned_alloc(size >= kHugePage ? kHugePage : kCpuAlignment, size);
-    if (!ptr) {  // the cache may be what holds the memory
+    // posix_memalign, unlike aligned_alloc, takes sizes that are not a multiple of the alignment.
+    const size_t alignment = size >= kHugePage ? kHugePage : kCpuAlignment;
+    void* ptr = nullptr;
+    if (posix_memalign(&ptr, alignment, size) != 0) {  // the cache may be what holds the memory
       empty_cache();
-      ptr = std::aligned_alloc(size >= kHugePage ? kHugePage : kCpuAlignment, size);
+      if (posix_memalign(&ptr, alignment, size) != 0) ptr = nullptr;
     }
     TD_CHECK(ptr != nullptr, "cpu allocator: out of memory allocating ", size, " bytes");
     if (size >= kHugePage) madvise(ptr, size, MADV_HUGEPAGE);  // advice only: failure is harmless
