@@ -29,7 +29,7 @@ namespace tandem::cpu {
 inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
 inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
 inline constexpr int64_t kReduceBlock = 128;    // elements folded from init() before combining
-inline constexpr int kFoldLanes = 8;
+inline constexpr int kFoldLanes = 16;
 
 template <typename Ops>
 concept LaneFoldable = Ops::kLanes;
