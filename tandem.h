@@ -1,6 +1,11 @@
 // tandem: the one header a user includes.  namespace td = tandem;
 #pragma once
 
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+#include "autograd/graph.h"
+#include "autograd/ops.h"
 #include "core/allocator.h"
 #include "core/cuda.h"
 #include "core/device.h"
@@ -10,9 +15,4 @@
 #include "core/scalar.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
-#include "kernels/elementwise.h"
 #include "kernels/factory.h"
-#include "kernels/index.h"
-#include "kernels/linalg.h"
-#include "kernels/nn_ops.h"
-#include "kernels/reduce.h"

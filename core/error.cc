@@ -15,4 +15,13 @@ std::string shape_str(const std::vector<int64_t>& values) {
   return out + "]";
 }
 
+std::string dims_str(const std::vector<int64_t>& sizes) {
+  std::string out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i) out += 'x';
+    out += std::to_string(sizes[i]);
+  }
+  return out;
+}
+
 }  // namespace tandem

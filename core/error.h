@@ -29,6 +29,8 @@ std::string str_cat(const Args&... args) {
 
 // "[2, 3]": how shapes, strides and dim lists appear in messages.
 std::string shape_str(const std::vector<int64_t>& values);
+// "2x3": how matrix products name their operands' shapes, as PyTorch does.
+std::string dims_str(const std::vector<int64_t>& sizes);
 
 }  // namespace tandem
 

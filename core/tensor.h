@@ -2,13 +2,15 @@
 // Copying a Tensor copies the handle, as in PyTorch; views (view, permute, narrow, ...) share
 // the storage and see each other's writes.
 //
-// The methods that only rearrange metadata are defined in core/tensor.cc. The ones that compute
-// or move data are declared here, so that a user writes x.exp() as in PyTorch, and defined in
-// kernels/tensor_methods.cc beside the ops they call: link //kernels (or //:tandem) to use them.
+// Only the metadata accessors are defined here (core/tensor.cc). Every other method is declared
+// here so that a user writes x.exp() or loss.backward() as in PyTorch, and is defined in
+// autograd/tensor_methods.cc, where ops record what backward needs: link //:tandem to use them.
+// Code below the autograd layer calls the raw ops of kernels/ instead.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -31,6 +33,9 @@ struct VersionCounter {
   std::atomic<uint32_t> value{0};
 };
 
+struct AutogradMeta;  // autograd/graph.h: requires_grad, grad, grad_fn, hooks
+struct Node;          // autograd/graph.h: one op's backward
+
 struct TensorImpl {
   Storage storage;
   Shape sizes;
@@ -38,6 +43,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   DType dtype = kFloat32;
   std::shared_ptr<VersionCounter> version;
+  std::shared_ptr<AutogradMeta> autograd;  // null for tensors autograd has never touched
 };
 
 class Tensor {
@@ -70,7 +76,7 @@ class Tensor {
   bool is_contiguous() const;
   const Storage& storage() const { return impl().storage; }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
-  std::string str() const;  // the printed form, as PyTorch prints it
+  std::string str() const;  // the printed form, as PyTorch prints it (with grad_fn=... when recorded)
 
   // ---- raw access ----
   void* data_ptr() const;
@@ -91,6 +97,27 @@ class Tensor {
   bool is_alias_of(const Tensor& other) const { return storage().is_same(other.storage()); }
   uint32_t version() const { return impl().version->value.load(); }
   void bump_version() const { impl().version->value.fetch_add(1); }
+
+  // ---- autograd (autograd/): gradients of floating tensors ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);  // leaves only
+  Tensor grad() const;                                // undefined until a backward reaches it
+  Tensor& mutable_grad();                             // for optimizers: assign, or reset to undefined
+  std::shared_ptr<Node> grad_fn() const;              // null for leaves
+  bool is_leaf() const;
+  // Accumulates d(this)/d(leaf) into every leaf's grad(). `gradient` may be omitted for one element;
+  // retain_graph defaults to create_graph.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  Tensor detach() const;  // same data, no history
+  Tensor& detach_();
+  void retain_grad();  // keep grad() of a non-leaf
+  bool retains_grad() const;
+  // Runs hook(grad) whenever a gradient for this tensor is computed; its result (if defined)
+  // replaces the gradient. Returns a handle for remove_hook.
+  int register_hook(std::function<Tensor(const Tensor&)> hook);
+  void remove_hook(int handle);
+  uint32_t output_nr() const;
 
   // ---- views: no data moves ----
   Tensor view(IntList sizes) const;

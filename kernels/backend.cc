@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace tandem {
+namespace tandem::kernels {
 
 void unsupported_device(const char* op, Device device) {
   TD_FAIL(op, ": tensors on ", device, " are not supported by this build of tandem (no ", device.type(),
@@ -88,4 +88,4 @@ Tensor empty_tensor(IntList sizes, DType dtype, Device device) {
   return Tensor::make(std::move(storage), sizes.vec(), contiguous_strides(sizes), 0, dtype);
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -4,8 +4,10 @@
 #include <initializer_list>
 
 #include "core/tensor.h"
+#include "kernels/copy.h"
+#include "kernels/views.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 // Raised by an entry point when no backend in this build runs `op` on `device`.
 [[noreturn]] void unsupported_device(const char* op, Device device);
@@ -31,4 +33,4 @@ void fill_into(const Tensor& dst, Scalar value);
 // A fresh contiguous tensor.
 Tensor empty_tensor(IntList sizes, DType dtype, Device device);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

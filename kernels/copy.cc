@@ -1,78 +1,77 @@
-// The Tensor methods that copy or convert data: copy_, contiguous, clone, to, reshape, flatten,
-// fill_, zero_, item.
+#include "kernels/copy.h"
+
 #include "core/dispatch.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/views.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  check_defined(*this, "copy_", "self");
+void copy_(const Tensor& self, const Tensor& src) {
+  check_defined(self, "copy_", "self");
   check_defined(src, "copy_", "src");
-  Shape shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
-  TD_CHECK(shape == sizes(), "copy_: source of shape ", shape_str(src.sizes()),
-           " does not broadcast to the destination's shape ", shape_str(sizes()));
-  if (is_same(src)) return *this;
-  check_no_internal_overlap(*this, "copy_");
-  check_no_partial_overlap(*this, src, "copy_");
-  copy_into(*this, src);
-  bump_version();
-  return *this;
+  Shape shape = broadcast_shapes(self.sizes(), src.sizes(), "copy_");
+  TD_CHECK(shape == self.sizes(), "copy_: source of shape ", shape_str(src.sizes()),
+           " does not broadcast to the destination's shape ", shape_str(self.sizes()));
+  if (self.is_same(src)) return;
+  check_no_internal_overlap(self, "copy_");
+  check_no_partial_overlap(self, src, "copy_");
+  copy_into(self, src);
+  self.bump_version();
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor contiguous(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
 
-Tensor Tensor::clone() const {
-  Tensor out = empty_tensor(sizes(), dtype(), device());
-  copy_into(out, *this);
+Tensor clone(const Tensor& self) {
+  Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
+  copy_into(out, self);
   return out;
 }
 
-Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
+Tensor to(const Tensor& self, DType dtype) { return to(self, self.device(), dtype); }
 
-Tensor Tensor::to(Device device) const { return to(device, dtype()); }
+Tensor to(const Tensor& self, Device device) { return to(self, device, self.dtype()); }
 
-Tensor Tensor::to(Device target, DType target_dtype) const {
-  if (target == device() && target_dtype == dtype()) return *this;
-  Tensor out = empty_tensor(sizes(), target_dtype, target);
-  copy_into(out, *this);
+Tensor to(const Tensor& self, Device target, DType target_dtype) {
+  if (target == self.device() && target_dtype == self.dtype()) return self;
+  Tensor out = empty_tensor(self.sizes(), target_dtype, target);
+  copy_into(out, self);
   return out;
 }
 
-Tensor Tensor::reshape(IntList new_sizes) const {
-  Shape shape = infer_size(new_sizes, numel(), "reshape");
-  if (view_strides(sizes(), strides(), shape)) return view(shape);
-  return clone().view(shape);
+Tensor reshape(const Tensor& self, IntList new_sizes) {
+  Shape shape = infer_size(new_sizes, self.numel(), "reshape");
+  if (view_strides(self.sizes(), self.strides(), shape)) return view(self, shape);
+  return view(clone(self), shape);
 }
 
-Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
-  int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
+Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+  if (self.dim() == 0) return reshape(self, {1});
+  int64_t s = wrap_dim(start_dim, self.dim(), "flatten"), e = wrap_dim(end_dim, self.dim(), "flatten");
   TD_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
-  Shape new_sizes(sizes().begin(), sizes().begin() + s);
+  Shape new_sizes(self.sizes().begin(), self.sizes().begin() + s);
   int64_t merged = 1;
-  for (int64_t i = s; i <= e; ++i) merged *= sizes()[i];
+  for (int64_t i = s; i <= e; ++i) merged *= self.sizes()[i];
   new_sizes.push_back(merged);
-  new_sizes.insert(new_sizes.end(), sizes().begin() + e + 1, sizes().end());
-  return reshape(new_sizes);
+  new_sizes.insert(new_sizes.end(), self.sizes().begin() + e + 1, self.sizes().end());
+  return reshape(self, new_sizes);
 }
 
 
-Tensor& Tensor::fill_(Scalar value) {
-  check_defined(*this, "fill_", "self");
-  fill_into(*this, value);
-  bump_version();
-  return *this;
+void fill_(const Tensor& self, Scalar value) {
+  check_defined(self, "fill_", "self");
+  fill_into(self, value);
+  self.bump_version();
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+void zero_(const Tensor& self) { fill_(self, 0); }
 
-Scalar Tensor::item() const {
-  check_defined(*this, "item", "self");
-  TD_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
+Scalar item(const Tensor& self) {
+  check_defined(self, "item", "self");
+  TD_CHECK(self.numel() == 1, "item: a tensor with ", self.numel(), " elements (shape ", shape_str(self.sizes()),
            ") cannot be converted to a number; item() needs exactly one element");
-  Tensor host = is_cpu() ? *this : cpu();
-  return dispatch_all(dtype(), "item", [&]<typename T>() -> Scalar {
+  Tensor host = self.is_cpu() ? self : to(self, Device(kCPU));
+  return dispatch_all(self.dtype(), "item", [&]<typename T>() -> Scalar {
     T value = *static_cast<const T*>(host.data_ptr());
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       return Scalar(static_cast<float>(value));
@@ -82,4 +81,4 @@ Scalar Tensor::item() const {
   });
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

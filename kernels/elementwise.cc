@@ -5,7 +5,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 // ---- type promotion ----
 
@@ -111,7 +111,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   check_defined(x, op_name(op), "input");
   DType t = unary_dtype(op, x.dtype());
   Tensor out = empty_tensor(x.sizes(), t, x.device());
-  run_unary(op, out, x.to(t));
+  run_unary(op, out, to(x, t));
   return out;
 }
 
@@ -142,6 +142,7 @@ Tensor relu(const Tensor& x) { return detail::unary(UnaryOp::Relu, x); }
 Tensor silu(const Tensor& x) { return detail::unary(UnaryOp::Silu, x); }
 Tensor sign(const Tensor& x) { return detail::unary(UnaryOp::Sign, x); }
 Tensor reciprocal(const Tensor& x) { return detail::unary(UnaryOp::Reciprocal, x); }
+Tensor erf(const Tensor& x) { return detail::unary(UnaryOp::Erf, x); }
 
 namespace detail {
 UnaryOp gelu_op(const std::string& approximate) {
@@ -182,7 +183,7 @@ void run_clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, st
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   DType t = clamp_dtype(x, lo, hi);
   Tensor out = empty_tensor(x.sizes(), t, x.device());
-  run_clamp(out, x.to(t), lo, hi);
+  run_clamp(out, to(x, t), lo, hi);
   return out;
 }
 
@@ -240,7 +241,7 @@ Tensor binary_with(BinaryOp op, const Tensor& a, const Tensor& b, DType common, 
   DType compute = binary_compute_dtype(op, common, alpha);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   Tensor out = empty_tensor(shape, is_comparison(op) ? kBool : compute, device);
-  run_binary(op, out, a.to(compute), b.to(compute), alpha);
+  run_binary(op, out, to(a, compute), to(b, compute), alpha);
   return out;
 }
 
@@ -257,10 +258,10 @@ Tensor& binary_into(BinaryOp op, Tensor& self, const Tensor& other, DType common
   check_no_internal_overlap(self, name);
   check_no_partial_overlap(self, other, name);
   if (result == self.dtype()) {
-    run_binary(op, self, self.to(compute), other.to(compute), alpha);
+    run_binary(op, self, to(self, compute), to(other, compute), alpha);
   } else {
     Tensor tmp = empty_tensor(shape, result, self.device());
-    run_binary(op, tmp, self.to(compute), other.to(compute), alpha);
+    run_binary(op, tmp, to(self, compute), to(other, compute), alpha);
     copy_into(self, tmp);
   }
   self.bump_version();
@@ -352,7 +353,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
   Tensor out = empty_tensor(shape, t, device);
   switch (device.type()) {
-    case kCPU: cpu::where(out, cond, a.to(t), b.to(t)); return out;
+    case kCPU: cpu::where(out, cond, to(a, t), to(b, t)); return out;
     case kCUDA: break;
   }
   unsupported_device("where", device);
@@ -405,53 +406,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   check_defined(mask, "masked_fill", "mask");
   Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
   TD_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got dtype ", mask.dtype());
-  Tensor out = x.expand(shape).clone();
+  Tensor out = clone(expand(x, shape));
   return masked_fill_into(out, mask, value, false);
 }
-
-// ---- operators ----
-
-Tensor operator-(const Tensor& x) { return neg(x); }
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
-Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator-(Scalar a, const Tensor& b) {
-  check_defined(b, "sub", "other");
-  DType common = result_type(b, a);
-  return binary_with(BinaryOp::Sub, detail::scalar_tensor(a, common, b.device()), b, common, 1);
-}
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
-Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
-Tensor operator/(Scalar a, const Tensor& b) {
-  check_defined(b, "div", "other");
-  DType common = result_type(b, a);
-  return binary_with(BinaryOp::Div, detail::scalar_tensor(a, common, b.device()), b, common, 1);
-}
-Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
-Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
-Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
-Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
-Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
-Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
-Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
-Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
-Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
-Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
-Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
-Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
-Tensor& operator+=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Add, a, b); }
-Tensor& operator+=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Add, a, b); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Sub, a, b); }
-Tensor& operator-=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Sub, a, b); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Mul, a, b); }
-Tensor& operator*=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Mul, a, b); }
-Tensor& operator/=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Div, a, b); }
-Tensor& operator/=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Div, a, b); }
 
 // ---- names ----
 
@@ -474,6 +431,7 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Silu: return "silu";
     case UnaryOp::Sign: return "sign";
     case UnaryOp::Reciprocal: return "reciprocal";
+    case UnaryOp::Erf: return "erf";
   }
   return "unary";
 }
@@ -497,4 +455,4 @@ const char* op_name(BinaryOp op) {
   return "binary";
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

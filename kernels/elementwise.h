@@ -1,5 +1,5 @@
-// Element-wise ops: unary math, binary arithmetic and comparisons with broadcasting and PyTorch's
-// type promotion, where/masked_fill, and the C++ operators. In-place forms (add_, exp_, ...)
+// Element-wise ops, without autograd: unary math, binary arithmetic and comparisons with
+// broadcasting and PyTorch's type promotion, where/masked_fill. In-place forms (add_, exp_, ...)
 // follow PyTorch's rules: the result must broadcast to the destination's shape, its dtype must
 // be castable to the destination's, and the destination may not overlap its inputs partially.
 #pragma once
@@ -10,7 +10,7 @@
 #include "core/tensor.h"
 #include "kernels/op_codes.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 // The dtype an op on these operands computes in (torch.result_type): dimensioned tensors outrank
 // 0-dim tensors, which outrank plain numbers, unless a lower rank holds a higher category
@@ -35,6 +35,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // "none
 Tensor silu(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
+Tensor erf(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 // ---- binary ----
@@ -72,42 +73,7 @@ Tensor where(const Tensor& cond, Scalar a, Scalar b);
 // x with value wherever mask (bool, broadcast) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 
-// ---- operators ----
-Tensor operator-(const Tensor& x);
-Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, Scalar b);
-Tensor operator+(Scalar a, const Tensor& b);
-Tensor operator-(const Tensor& a, const Tensor& b);
-Tensor operator-(const Tensor& a, Scalar b);
-Tensor operator-(Scalar a, const Tensor& b);
-Tensor operator*(const Tensor& a, const Tensor& b);
-Tensor operator*(const Tensor& a, Scalar b);
-Tensor operator*(Scalar a, const Tensor& b);
-Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator/(const Tensor& a, Scalar b);
-Tensor operator/(Scalar a, const Tensor& b);
-Tensor operator==(const Tensor& a, const Tensor& b);
-Tensor operator==(const Tensor& a, Scalar b);
-Tensor operator!=(const Tensor& a, const Tensor& b);
-Tensor operator!=(const Tensor& a, Scalar b);
-Tensor operator<(const Tensor& a, const Tensor& b);
-Tensor operator<(const Tensor& a, Scalar b);
-Tensor operator<=(const Tensor& a, const Tensor& b);
-Tensor operator<=(const Tensor& a, Scalar b);
-Tensor operator>(const Tensor& a, const Tensor& b);
-Tensor operator>(const Tensor& a, Scalar b);
-Tensor operator>=(const Tensor& a, const Tensor& b);
-Tensor operator>=(const Tensor& a, Scalar b);
-Tensor& operator+=(Tensor& a, const Tensor& b);
-Tensor& operator+=(Tensor& a, Scalar b);
-Tensor& operator-=(Tensor& a, const Tensor& b);
-Tensor& operator-=(Tensor& a, Scalar b);
-Tensor& operator*=(Tensor& a, const Tensor& b);
-Tensor& operator*=(Tensor& a, Scalar b);
-Tensor& operator/=(Tensor& a, const Tensor& b);
-Tensor& operator/=(Tensor& a, Scalar b);
-
-// ---- what the Tensor methods and in-place forms share ----
+// ---- in-place forms and helpers ----
 namespace detail {
 Tensor unary(UnaryOp op, const Tensor& x);
 Tensor& unary_(UnaryOp op, Tensor& x);
@@ -122,4 +88,4 @@ UnaryOp gelu_op(const std::string& approximate);  // checks the name
 Tensor scalar_tensor(Scalar value, DType dtype, Device device);
 }  // namespace detail
 
-}  // namespace tandem
+}  // namespace tandem::kernels

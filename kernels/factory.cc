@@ -5,11 +5,12 @@
 #include "core/generator.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/reduce.h"
 
 namespace tandem {
 
 Tensor empty(IntList sizes, TensorOptions options) {
-  return empty_tensor(sizes, options.dtype_or(kDefaultFloat), options.device());
+  return kernels::empty_tensor(sizes, options.dtype_or(kDefaultFloat), options.device());
 }
 
 Tensor zeros(IntList sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kDefaultFloat))); }
@@ -17,8 +18,8 @@ Tensor zeros(IntList sizes, TensorOptions options) { return full(sizes, 0, optio
 Tensor ones(IntList sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kDefaultFloat))); }
 
 Tensor full(IntList sizes, Scalar value, TensorOptions options) {
-  Tensor t = empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
-  fill_into(t, value);
+  Tensor t = kernels::empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
+  kernels::fill_into(t, value);
   return t;
 }
 
@@ -35,24 +36,24 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
            " are inconsistent with the sign of step ", d);
   int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / d))
                        : (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) / step.to_int();
-  Tensor out = empty_tensor({n}, dtype, options.device());
+  Tensor out = kernels::empty_tensor({n}, dtype, options.device());
   switch (out.device().type()) {
-    case kCPU: cpu::arange(out, start, step); return out;
+    case kCPU: kernels::cpu::arange(out, start, step); return out;
     case kCUDA: break;
   }
-  unsupported_device("arange", out.device());
+  kernels::unsupported_device("arange", out.device());
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
   TD_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
   DType dtype = options.dtype_or(kDefaultFloat);
   TD_CHECK(dtype != kBool, "linspace: dtype bool is not supported");
-  Tensor out = empty_tensor({steps}, dtype, options.device());
+  Tensor out = kernels::empty_tensor({steps}, dtype, options.device());
   switch (out.device().type()) {
-    case kCPU: cpu::linspace(out, start, end); return out;
+    case kCPU: kernels::cpu::linspace(out, start, end); return out;
     case kCUDA: break;
   }
-  unsupported_device("linspace", out.device());
+  kernels::unsupported_device("linspace", out.device());
 }
 
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
@@ -60,7 +61,7 @@ Tensor eye(int64_t n, int64_t m, TensorOptions options) {
   TD_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
   Tensor out = zeros({n, m}, options);
   int64_t k = std::min(n, m);
-  if (k > 0) fill_into(out.as_strided({k}, {m + 1}, 0), 1);
+  if (k > 0) kernels::fill_into(out.as_strided({k}, {m + 1}, 0), 1);
   return out;
 }
 
@@ -107,9 +108,9 @@ void TensorData::flatten_into(std::vector<Scalar>& values) const {
 
 Tensor TensorData::to_tensor(TensorOptions options) const {
   if (kind_ == Kind::Vector) {
-    Tensor t = empty_tensor(sizes_, vector_dtype_, Device(kCPU));
+    Tensor t = kernels::empty_tensor(sizes_, vector_dtype_, Device(kCPU));
     if (!vector_bytes_.empty()) std::memcpy(t.data_ptr(), vector_bytes_.data(), vector_bytes_.size());
-    return t.to(options.device(), options.dtype_or(vector_dtype_));
+    return kernels::to(t, options.device(), options.dtype_or(vector_dtype_));
   }
   std::vector<Scalar> values;
   flatten_into(values);
@@ -121,10 +122,10 @@ Tensor TensorData::to_tensor(TensorOptions options) const {
   DType inferred = any_float ? kDefaultFloat : any_int ? kInt64 : values.empty() ? kDefaultFloat : kBool;
   DType dtype = options.dtype_or(inferred);
   Shape sizes = kind_ == Kind::Scalar ? Shape{} : sizes_;
-  Tensor t = empty_tensor(sizes, dtype, Device(kCPU));
-  Tensor flat = t.view({static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) fill_into(flat.select(0, static_cast<int64_t>(i)), values[i]);
-  return t.to(options.device());
+  Tensor t = kernels::empty_tensor(sizes, dtype, Device(kCPU));
+  Tensor flat = kernels::view(t, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) kernels::fill_into(kernels::select(flat, 0, static_cast<int64_t>(i)), values[i]);
+  return kernels::to(t, options.device());
 }
 
 Tensor tensor(const TensorData& data, TensorOptions options) { return data.to_tensor(options); }
@@ -162,12 +163,12 @@ namespace {
 template <typename Fill>
 Tensor& fill_random(Tensor& t, const char* op, Fill fill, bool in_place = true) {
   TD_CHECK(t.defined(), op, ": undefined tensor");
-  Tensor target = t.is_contiguous() ? t : empty_tensor(t.sizes(), t.dtype(), t.device());
+  Tensor target = t.is_contiguous() ? t : kernels::empty_tensor(t.sizes(), t.dtype(), t.device());
   switch (t.device().type()) {
     case kCPU: fill(target); break;
-    case kCUDA: unsupported_device(op, t.device());
+    case kCUDA: kernels::unsupported_device(op, t.device());
   }
-  if (!target.is_same(t)) copy_into(t, target);
+  if (!target.is_same(t)) kernels::copy_into(t, target);
   if (in_place) t.bump_version();
   return t;
 }
@@ -181,7 +182,7 @@ Tensor& uniform_fill(Tensor& t, double from, double to, bool in_place) {
   TD_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " > to=", to);
   return fill_random(t, "uniform_", [&](const Tensor& out) {
     uint64_t words = static_cast<uint64_t>(out.numel()) * (out.dtype() == kFloat64 ? 2 : 1);
-    cpu::uniform(out, from, to, default_generator().reserve(words));
+    kernels::cpu::uniform(out, from, to, default_generator().reserve(words));
   }, in_place);
 }
 
@@ -190,7 +191,7 @@ Tensor& normal_fill(Tensor& t, double mean, double std, bool in_place) {
   TD_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
   return fill_random(t, "normal_", [&](const Tensor& out) {
     uint64_t pairs = (static_cast<uint64_t>(out.numel()) + 1) / 2;
-    cpu::normal(out, mean, std, default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2)));
+    kernels::cpu::normal(out, mean, std, default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2)));
   }, in_place);
 }
 
@@ -198,7 +199,7 @@ Tensor& bernoulli_fill(Tensor& t, double p, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, "bernoulli_: p must be in [0, 1], got ", p);
   return fill_random(t, "bernoulli_", [&](const Tensor& out) {
     Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64));
-    cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+    kernels::cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
   }, in_place);
 }
 
@@ -220,28 +221,29 @@ Tensor randn(IntList sizes, TensorOptions options) {
 
 Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) {
   TD_CHECK(low < high, "randint: expects low < high, got low=", low, " >= high=", high);
-  Tensor t = empty_tensor(sizes, options.dtype_or(kInt64), options.device());
+  Tensor t = kernels::empty_tensor(sizes, options.dtype_or(kInt64), options.device());
   return fill_random(t, "randint", [&](const Tensor& out) {
-    cpu::randint(out, low, high, default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2));
+    kernels::cpu::randint(out, low, high, default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2));
   }, false);
 }
 
 Tensor randint(int64_t high, IntList sizes, TensorOptions options) { return randint(0, high, sizes, options); }
 
 Tensor bernoulli(const Tensor& p) {
-  check_defined(p, "bernoulli", "p");
+  kernels::check_defined(p, "bernoulli", "p");
   check_floating(p.dtype(), "bernoulli");
-  Tensor prob = p.to(kFloat64).contiguous();
-  TD_CHECK(prob.numel() == 0 || (prob.ge(0).all().item<bool>() && prob.le(1).all().item<bool>()),
+  Tensor prob = kernels::contiguous(kernels::to(p, kFloat64));
+  TD_CHECK(prob.numel() == 0 || (kernels::item(kernels::amin(prob)).to_double() >= 0 &&
+                                 kernels::item(kernels::amax(prob)).to_double() <= 1),
            "bernoulli: every probability must be in [0, 1]");
   Tensor t = empty_like(p);
   return fill_random(t, "bernoulli", [&](const Tensor& out) {
-    cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+    kernels::cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
   }, false);
 }
 
 Tensor bernoulli(const Tensor& like, double p) {
-  check_defined(like, "bernoulli", "like");
+  kernels::check_defined(like, "bernoulli", "like");
   Tensor t = empty_like(like);
   return bernoulli_fill(t, p, false);
 }

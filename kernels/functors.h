@@ -128,6 +128,9 @@ struct Cos {
 struct Tanh {
   template <typename T> TD_INLINE T operator()(T x) const { return math::tanh(x); }
 };
+struct Erf {
+  template <typename T> TD_INLINE T operator()(T x) const { return math::erf(x); }
+};
 struct Sigmoid {
   template <typename T> TD_INLINE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
 };

@@ -6,7 +6,7 @@
 #include "kernels/factory.h"
 #include "kernels/reduce.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 namespace {
 
@@ -18,10 +18,10 @@ void check_index_dtype(const Tensor& index, const char* op) {
 // Every index in [0, size), or an error naming the offending value and where it sits.
 void check_index_range(const Tensor& index, int64_t size, const char* op, const std::string& what) {
   if (index.numel() == 0) return;
-  int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+  int64_t lo = item(amin(index)).to_int(), hi = item(amax(index)).to_int();
   if (lo >= 0 && hi < size) return;
   int64_t bad = lo < 0 ? lo : hi;
-  int64_t at = (lo < 0 ? argmin(index) : argmax(index)).item<int64_t>();
+  int64_t at = item(lo < 0 ? argmin(index) : argmax(index)).to_int();
   TD_FAIL(op, ": index ", bad, " (at flat position ", at, " of the index tensor) is out of range for ", what,
           " of size ", size);
 }
@@ -70,7 +70,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = empty_tensor(shape, dtype, first.device());
   int64_t offset = 0;
   for (const Tensor* t : parts) {
-    copy_into(out.narrow(d, offset, t->sizes()[d]), *t);
+    copy_into(narrow(out, d, offset, t->sizes()[d]), *t);
     offset += t->sizes()[d];
   }
   return out;
@@ -85,13 +85,11 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     check_defined(tensors[i], "stack", "tensors");
     TD_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack: expects each tensor to be equal size, but got ",
              shape_str(tensors[0].sizes()), " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
-    parts.push_back(tensors[i].unsqueeze(d));
+    parts.push_back(unsqueeze(tensors[i], d));
   }
   return cat(parts, d);
 }
 
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) { return x.split(split_size, dim); }
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) { return x.chunk(chunks, dim); }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_defined(x, "index_select", "input");
@@ -109,7 +107,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   if (x.dim() > 0) shape[d] = index.numel();
   Tensor out = empty_tensor(shape, x.dtype(), x.device());
   on_device("index_select", x.device(), [&] {
-    cpu::index_select(out, x.contiguous(), d, index.to(kInt64).contiguous());
+    cpu::index_select(out, contiguous(x), d, contiguous(to(index, kInt64)));
   });
   return out;
 }
@@ -128,7 +126,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "gather", "dim " + std::to_string(d));
   Tensor out = empty_tensor(index.sizes(), x.dtype(), x.device());
-  on_device("gather", x.device(), [&] { cpu::gather(out, x, d, index.to(kInt64)); });
+  on_device("gather", x.device(), [&] { cpu::gather(out, x, d, to(index, kInt64)); });
   return out;
 }
 
@@ -153,7 +151,7 @@ Tensor& scatter_add_into(Tensor& x, int64_t dim, const Tensor& index, const Tens
   check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "scatter_add_", "dim " + std::to_string(d));
   check_no_internal_overlap(x, "scatter_add_");
   check_no_partial_overlap(x, src, "scatter_add_");
-  on_device("scatter_add_", x.device(), [&] { cpu::scatter_add(x, d, index.to(kInt64), src); });
+  on_device("scatter_add_", x.device(), [&] { cpu::scatter_add(x, d, to(index, kInt64), src); });
   if (in_place) x.bump_version();
   return x;
 }
@@ -166,7 +164,7 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined(x, "scatter_add", "input");
-  Tensor out = x.clone();
+  Tensor out = clone(x);
   return scatter_add_into(out, dim, index, src, false);
 }
 
@@ -179,7 +177,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   check_index_range(indices, weight.sizes()[0], "embedding", "a weight with rows");
   Shape shape = indices.sizes();
   shape.push_back(weight.sizes()[1]);
-  return index_select(weight, 0, indices.reshape({-1})).view(shape);
+  return view(index_select(weight, 0, reshape(indices, {-1})), shape);
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
@@ -187,7 +185,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   TD_CHECK(indices.dtype() == kInt64, "one_hot: expected an int64 index tensor, got ", indices.dtype());
   if (num_classes == -1) {
     TD_CHECK(indices.numel() > 0, "one_hot: cannot infer the number of classes from an empty tensor");
-    num_classes = amax(indices).item<int64_t>() + 1;
+    num_classes = item(amax(indices)).to_int() + 1;
   }
   TD_CHECK(num_classes >= 0, "one_hot: num_classes must be -1 or non-negative, got ", num_classes);
   check_index_range(indices, num_classes, "one_hot", "num_classes");
@@ -195,9 +193,9 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   shape.push_back(num_classes);
   Tensor out = zeros(shape, TensorOptions(kInt64).device(indices.device()));
   on_device("one_hot", indices.device(), [&] {
-    cpu::one_hot(out.view({indices.numel(), num_classes}), indices.contiguous());
+    cpu::one_hot(view(out, {indices.numel(), num_classes}), contiguous(indices));
   });
   return out;
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

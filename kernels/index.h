@@ -1,20 +1,18 @@
-// Joining, splitting and indexing: cat, stack, index_select, gather, scatter_add, embedding,
-// one_hot. (split, chunk and unbind are views: Tensor methods.) Indices are int64 or int32;
-// every index is checked before anything is written.
+// Joining and indexing, without autograd: cat, stack, index_select, gather, scatter_add,
+// embedding, one_hot (split, chunk and unbind are views: kernels/views.h). Indices are int64 or
+// int32; every index is checked before anything is written.
 #pragma once
 
 #include <vector>
 
 #include "core/tensor.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 // Joins along an existing dim; dtypes promote as for a binary op.
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // Joins along a new dim; all tensors must have one shape.
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 
 // x's slices at `index` (1-D) along dim.
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
@@ -29,4 +27,4 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // int64 indices to int64 one-hot vectors; num_classes = -1 means max(indices) + 1.
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -1,15 +1,14 @@
-// Matrix products: mm, bmm, matmul (NumPy's rules, batch dims broadcast), addmm.
+// Matrix products, without autograd: mm, bmm, addmm (matmul, built from these, is in autograd/).
 // float32/float64 go to OpenBLAS with transposed operands passed as such, not copied.
 #pragma once
 
 #include "core/tensor.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 Tensor mm(const Tensor& a, const Tensor& b);   // [n, k] @ [k, m]
 Tensor bmm(const Tensor& a, const Tensor& b);  // [B, n, k] @ [B, k, m]
-Tensor matmul(const Tensor& a, const Tensor& b);
 // beta * bias + alpha * (a @ b); bias broadcasts to [n, m]. With beta = 0 bias is ignored, NaN included.
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -4,7 +4,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/factory.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 namespace {
 
@@ -15,7 +15,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   int64_t d = wrap_dim(dim, x.dim(), op);
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   switch (x.device().type()) {
-    case kCPU: cpu::softmax(out, x.contiguous(), x.dim() == 0 ? 0 : d, log); return out;
+    case kCPU: cpu::softmax(out, contiguous(x), x.dim() == 0 ? 0 : d, log); return out;
     case kCUDA: break;
   }
   unsupported_device(op, x.device());
@@ -82,7 +82,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kern
   Tensor out = empty_tensor(s.out_shape, x.dtype(), x.device());
   Tensor indices = empty_tensor(s.out_shape, kInt64, x.device());
   switch (x.device().type()) {
-    case kCPU: cpu::max_pool2d(out, indices, x.contiguous(), s.p); return {out, indices};
+    case kCPU: cpu::max_pool2d(out, indices, contiguous(x), s.p); return {out, indices};
     case kCUDA: break;
   }
   unsupported_device("max_pool2d", x.device());
@@ -100,10 +100,25 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
   TD_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor_override must not be zero");
   Tensor out = empty_tensor(s.out_shape, x.dtype(), x.device());
   switch (x.device().type()) {
-    case kCPU: cpu::avg_pool2d(out, x.contiguous(), s.p, count_include_pad, divisor_override); return out;
+    case kCPU: cpu::avg_pool2d(out, contiguous(x), s.p, count_include_pad, divisor_override); return out;
     case kCUDA: break;
   }
   unsupported_device("avg_pool2d", x.device());
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kernel_size, IntList stride,
+                           IntList padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor_override) {
+  check_defined(grad, "avg_pool2d_backward", "grad");
+  Tensor grad_input = zeros(input_size, TensorOptions(grad.dtype()).device(grad.device()));
+  PoolShape s = pool_shape(grad_input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d_backward");
+  TD_CHECK(grad.sizes() == s.out_shape, "avg_pool2d_backward: grad has shape ", shape_str(grad.sizes()),
+           " but the pooling of ", shape_str(input_size.vec()), " gives ", shape_str(s.out_shape));
+  switch (grad.device().type()) {
+    case kCPU: cpu::avg_pool2d_backward(grad_input, contiguous(grad), s.p, count_include_pad, divisor_override); break;
+    case kCUDA: unsupported_device("avg_pool2d_backward", grad.device());
+  }
+  return grad_input;
 }
 
 namespace {
@@ -131,17 +146,17 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation, IntList pa
   TD_CHECK(x.dim() == 3 || x.dim() == 4, "im2col: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
   cpu::Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
-  Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
+  Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
   const int64_t n = x4.sizes()[0], c = x4.sizes()[1], h = x4.sizes()[2], w = x4.sizes()[3];
   const int64_t oh = conv_out(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, "im2col: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
            ", kernel ", p.kh, "x", p.kw, ")");
   Tensor cols = empty_tensor({n, c * p.kh * p.kw, oh * ow}, x.dtype(), x.device());
   switch (x.device().type()) {
-    case kCPU: cpu::im2col(cols, x4.contiguous(), p); break;
+    case kCPU: cpu::im2col(cols, contiguous(x4), p); break;
     case kCUDA: unsupported_device("im2col", x.device());
   }
-  return x.dim() == 3 ? cols.squeeze(0) : cols;
+  return x.dim() == 3 ? squeeze(cols, 0) : cols;
 }
 
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation, IntList padding,
@@ -151,7 +166,7 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
            shape_str(cols.sizes()));
   cpu::Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im");
   auto [h, w] = pair_of(output_size, "col2im", "output_size");
-  Tensor c3 = cols.dim() == 2 ? cols.unsqueeze(0) : cols;
+  Tensor c3 = cols.dim() == 2 ? unsqueeze(cols, 0) : cols;
   const int64_t fields = p.kh * p.kw;
   TD_CHECK(c3.sizes()[1] % fields == 0, "col2im: dim 1 of the input (", c3.sizes()[1],
            ") must be divisible by the kernel's ", p.kh, "x", p.kw, " = ", fields);
@@ -160,10 +175,10 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
            " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
   Tensor out = zeros({c3.sizes()[0], c3.sizes()[1] / fields, h, w}, TensorOptions(cols.dtype()).device(cols.device()));
   switch (cols.device().type()) {
-    case kCPU: cpu::col2im(out, c3.contiguous(), p); break;
+    case kCPU: cpu::col2im(out, contiguous(c3), p); break;
     case kCUDA: unsupported_device("col2im", cols.device());
   }
-  return cols.dim() == 2 ? out.squeeze(0) : out;
+  return cols.dim() == 2 ? squeeze(out, 0) : out;
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

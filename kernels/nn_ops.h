@@ -8,7 +8,7 @@
 
 #include "core/tensor.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
@@ -23,10 +23,15 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, Int
                   bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 
+// The gradient of avg_pool2d with respect to its input, of shape input_size.
+Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kernel_size, IntList stride,
+                           IntList padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor_override);
+
 // [N, C, H, W] -> [N, C*kh*kw, L]: each column holds one receptive field (zeros in the padding).
 Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
 // The adjoint: [N, C*kh*kw, L] -> [N, C, H, W] with H, W = output_size, overlapping fields summed.
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -2,10 +2,10 @@
 // a backend switches on the code to pick the functor from kernels/functors.h.
 #pragma once
 
-namespace tandem {
+namespace tandem::kernels {
 
 enum class UnaryOp {
-  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
+  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal, Erf,
 };
 
 enum class BinaryOp {
@@ -18,4 +18,4 @@ constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -10,8 +10,10 @@
 
 #include "core/dispatch.h"
 #include "kernels/backend.h"
+#include "kernels/copy.h"
+#include "kernels/print.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 namespace {
 
@@ -166,28 +168,31 @@ std::string size_tuple(const Shape& sizes) {
 
 }  // namespace
 
-std::string Tensor::str() const {
-  if (!defined()) return "tensor(undefined)";
-  Tensor t = is_cpu() ? *this : cpu();
+std::string format(const Tensor& self, const std::vector<std::string>& extra_suffixes) {
+  if (!self.defined()) return "tensor(undefined)";
+  Tensor t = self.is_cpu() ? self : to(self, Device(kCPU));
+  const Shape& sizes = self.sizes();
+  const DType dtype = self.dtype();
   const std::string prefix = "tensor(";
   const int indent = static_cast<int>(prefix.size());
   std::vector<std::string> suffixes;
-  if (device() != Device(kCPU)) suffixes.push_back("device='" + device().str() + "'");
+  if (self.device() != Device(kCPU)) suffixes.push_back("device='" + self.device().str() + "'");
   std::string body;
-  bool default_dtype = dtype() == kDefaultFloat || dtype() == kInt64 || dtype() == kBool;
-  if (numel() == 0) {
-    if (dim() != 1) suffixes.push_back("size=" + size_tuple(sizes()));
-    if (dtype() != kDefaultFloat) suffixes.push_back(std::string("dtype=") + dtype_name(dtype()));
+  bool default_dtype = dtype == kDefaultFloat || dtype == kInt64 || dtype == kBool;
+  if (self.numel() == 0) {
+    if (self.dim() != 1) suffixes.push_back("size=" + size_tuple(sizes));
+    if (dtype != kDefaultFloat) suffixes.push_back(std::string("dtype=") + dtype_name(dtype));
     body = "[]";
   } else {
-    if (!default_dtype) suffixes.push_back(std::string("dtype=") + dtype_name(dtype()));
-    bool summarize = numel() > kThreshold;
+    if (!default_dtype) suffixes.push_back(std::string("dtype=") + dtype_name(dtype));
+    bool summarize = self.numel() > kThreshold;
     std::vector<int64_t> index;
     std::vector<long double> values;
     collect(t, summarize, index, values);
-    Formatter f(values, dtype());
+    Formatter f(values, dtype);
     body = format_dims(t, f, summarize, index, indent);
   }
+  suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());
   std::string out = prefix + body;
   size_t newline = out.rfind('\n');  // Python's len(s) - s.rfind("\n") + 1, where rfind may be -1
   size_t last_line = newline == std::string::npos ? out.size() + 2 : out.size() - newline + 1;
@@ -203,6 +208,4 @@ std::string Tensor::str() const {
   return out + ")";
 }
 
-std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.str(); }
-
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -9,7 +9,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 namespace {
 
@@ -68,7 +68,7 @@ Tensor sum_like(const char* op, const Tensor& x, IntList dims, bool keepdim, std
     TD_CHECK(is_floating(out), op, ": could not infer the output dtype: the input must be floating or a floating "
              "dtype given, got ", x.dtype());
   }
-  Tensor in = dtype ? x.to(*dtype) : x;
+  Tensor in = dtype ? to(x, *dtype) : x;
   return run(op, x, r, out, [&](const Tensor& o, const std::vector<bool>& red) {
     is_mean ? cpu::mean(o, in, red) : cpu::sum(o, in, red);
   });
@@ -95,9 +95,9 @@ std::tuple<Tensor, Tensor> arg_extremum(const char* op, const Tensor& x, const R
 Tensor arg_only(const char* op, const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool is_max) {
   check_defined(x, op, "input");
   if (!dim) {
-    Tensor flat = x.reshape({-1});
+    Tensor flat = reshape(x, {-1});
     Tensor idx = std::get<1>(arg_extremum(op, flat, plan(flat, {}, false, op), is_max, false));
-    return keepdim ? idx.reshape(Shape(x.dim(), 1)) : idx;
+    return keepdim ? reshape(idx, Shape(x.dim(), 1)) : idx;
   }
   return std::get<1>(arg_extremum(op, x, plan_dim(x, *dim, keepdim, op), is_max, false));
 }
@@ -132,14 +132,14 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dt
 
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {
   Reduction r = plan(x, {}, false, "prod");
-  Tensor in = dtype ? x.to(*dtype) : x;
+  Tensor in = dtype ? to(x, *dtype) : x;
   return run("prod", x, r, sum_dtype(x.dtype(), dtype),
              [&](const Tensor& o, const std::vector<bool>& red) { cpu::prod(o, in, red); });
 }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
   Reduction r = plan_dim(x, dim, keepdim, "prod");
-  Tensor in = dtype ? x.to(*dtype) : x;
+  Tensor in = dtype ? to(x, *dtype) : x;
   return run("prod", x, r, sum_dtype(x.dtype(), dtype),
              [&](const Tensor& o, const std::vector<bool>& red) { cpu::prod(o, in, red); });
 }
@@ -175,19 +175,19 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
 
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
   check_defined(x, "logsumexp", "input");
-  Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
+  Tensor in = is_floating(x.dtype()) ? x : to(x, kDefaultFloat);
   // max + log(sum(exp(x - max))), with an infinite max replaced by 0 so inf - inf gives no NaN.
   Reduction r = plan(in, dims, true, "logsumexp");
   Tensor maxes = r.fold > 0 ? amax(in, dims, true) : zeros(r.out_shape, in.dtype());
-  maxes = where(abs(maxes) == std::numeric_limits<double>::infinity(), zeros_like(maxes), maxes);
-  Tensor out = log(sum(exp(in - maxes), dims, true)) + maxes;
+  maxes = masked_fill(maxes, eq(abs(maxes), std::numeric_limits<double>::infinity()), 0);
+  Tensor out = detail::binary(BinaryOp::Add, log(sum(exp(detail::binary(BinaryOp::Sub, in, maxes)), dims, true)), maxes);
   if (!keepdim) {
     std::vector<bool> mask = dims.empty() ? std::vector<bool>(in.dim(), true) : dim_mask(dims, in.dim(), "logsumexp");
     Shape shape;
     for (int64_t d = 0; d < in.dim(); ++d) {
       if (!mask[d]) shape.push_back(in.sizes()[d]);
     }
-    out = out.view(shape);
+    out = view(out, shape);
   }
   return out;
 }
@@ -209,4 +209,4 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   unsupported_device("cumsum", x.device());
 }
 
-}  // namespace tandem
+}  // namespace tandem::kernels

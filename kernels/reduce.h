@@ -8,7 +8,7 @@
 
 #include "core/tensor.h"
 
-namespace tandem {
+namespace tandem::kernels {
 
 Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor sum(const Tensor& x, IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
@@ -40,4 +40,4 @@ Tensor any(const Tensor& x);
 Tensor any(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
-}  // namespace tandem
+}  // namespace tandem::kernels

@@ -8,9 +8,11 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
+#include "kernels/copy.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/views.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -37,7 +39,7 @@ Tensor blas_ready(const Tensor& t, BlasLayout& layout) {
     layout = *l;
     return t;
   }
-  Tensor c = t.contiguous();
+  Tensor c = contiguous(t);
   layout = BlasLayout{CblasNoTrans, std::max<int64_t>(1, t.sizes()[2])};
   return c;
 }
@@ -106,7 +108,7 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
     if (beta.to_double() == 0) {
       fill(out, 0);
     } else {
-      Tensor factor = converted(out.select(0, 0).select(0, 0), out.dtype());
+      Tensor factor = converted(kernels::select(kernels::select(out, 0, 0), 0, 0), out.dtype());
       fill(factor, beta);
       binary(BinaryOp::Mul, out, out, factor, 1);
     }
@@ -130,4 +132,4 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
   }
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -11,7 +11,7 @@
 #include "core/tensor.h"
 #include "kernels/op_codes.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 // ---- element-wise (cpu/elementwise.cc); inputs broadcast to `out` ----
 void unary(UnaryOp op, const Tensor& out, const Tensor& in);  // same dtype
@@ -70,8 +70,11 @@ struct Pool2d {
 void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2d& p);
 void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2d& p, bool count_include_pad,
                 std::optional<int64_t> divisor_override);
+// grad_input zeroed and contiguous [planes, H, W]; each output's gradient spread over its window.
+void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Pool2d& p, bool count_include_pad,
+                         std::optional<int64_t> divisor_override);
 // x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -8,7 +8,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/functors.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -84,6 +84,7 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::GeluTanh: return floating_unary(s, t, fn::GeluTanh{});
     case UnaryOp::Silu: return floating_unary(s, t, fn::Silu{});
     case UnaryOp::Reciprocal: return floating_unary(s, t, fn::Reciprocal{});
+    case UnaryOp::Erf: return floating_unary(s, t, fn::Erf{});
   }
 }
 
@@ -172,4 +173,4 @@ void fill(const Tensor& dst, Scalar value) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

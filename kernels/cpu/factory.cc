@@ -10,7 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -127,4 +127,4 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -7,7 +7,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -78,4 +78,4 @@ void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -7,7 +7,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -116,4 +116,4 @@ void one_hot(const Tensor& out, const Tensor& indices) {
   for (int64_t i = 0; i < indices.numel(); ++i) dst[i * classes + idx[i]] = 1;
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

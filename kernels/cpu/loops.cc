@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tandem::cpu::detail {
+namespace tandem::kernels::cpu::detail {
 
 void make_loop_shape(int n, const Tensor* const* ops, int64_t* sizes, int64_t* strides, char** data, int& ndim,
                      int64_t& numel) {
@@ -74,4 +74,4 @@ void make_loop_shape(int n, const Tensor* const* ops, int64_t* sizes, int64_t* s
   }
 }
 
-}  // namespace tandem::cpu::detail
+}  // namespace tandem::kernels::cpu::detail

@@ -11,7 +11,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 inline constexpr int kMaxLoopDims = 16;
 inline constexpr int64_t kElementwiseGrain = 32768;
@@ -122,4 +122,4 @@ void elementwise(const LoopShape<1 + sizeof...(In)>& shape, const F& f) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -9,7 +9,7 @@
 #include "kernels/cpu/reduce_engine.h"
 #include "kernels/functors.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 ReduceDims reduce_dims(const Tensor& in, const std::vector<bool>& reduced) {
   ReduceDims d;
@@ -316,4 +316,4 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

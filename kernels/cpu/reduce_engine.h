@@ -24,7 +24,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
 inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
@@ -189,4 +189,4 @@ void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) 
   }
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -12,7 +12,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/functors.h"
 
-namespace tandem::cpu {
+namespace tandem::kernels::cpu {
 
 namespace {
 
@@ -132,4 +132,4 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   });
 }
 
-}  // namespace tandem::cpu
+}  // namespace tandem::kernels::cpu

@@ -1,30 +1,78 @@
-// Tensor's math methods: each forwards to the free function that holds the op's rules.
+// The Tensor methods beyond metadata: each forwards to the differentiable op of autograd/ops.h,
+// and the autograd accessors (requires_grad, grad, backward, hooks) work on AutogradMeta.
+#include <ostream>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "autograd/record.h"
+#include "kernels/copy.h"
 #include "kernels/elementwise.h"
-#include "kernels/index.h"
-#include "kernels/linalg.h"
-#include "kernels/nn_ops.h"
-#include "kernels/reduce.h"
+#include "kernels/print.h"
 
 namespace tandem {
 
-Tensor Tensor::neg() const { return detail::unary(UnaryOp::Neg, *this); }
-Tensor Tensor::abs() const { return detail::unary(UnaryOp::Abs, *this); }
-Tensor Tensor::exp() const { return detail::unary(UnaryOp::Exp, *this); }
-Tensor Tensor::log() const { return detail::unary(UnaryOp::Log, *this); }
-Tensor Tensor::log1p() const { return detail::unary(UnaryOp::Log1p, *this); }
-Tensor Tensor::sqrt() const { return detail::unary(UnaryOp::Sqrt, *this); }
-Tensor Tensor::rsqrt() const { return detail::unary(UnaryOp::Rsqrt, *this); }
-Tensor Tensor::sin() const { return detail::unary(UnaryOp::Sin, *this); }
-Tensor Tensor::cos() const { return detail::unary(UnaryOp::Cos, *this); }
-Tensor Tensor::tanh() const { return detail::unary(UnaryOp::Tanh, *this); }
-Tensor Tensor::sigmoid() const { return detail::unary(UnaryOp::Sigmoid, *this); }
-Tensor Tensor::relu() const { return detail::unary(UnaryOp::Relu, *this); }
-Tensor Tensor::gelu(const std::string& approximate) const {
-  return detail::unary(detail::gelu_op(approximate), *this);
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+// ---- views and copies ----
+
+Tensor Tensor::view(IntList sizes) const { return tandem::view(*this, sizes); }
+Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset) const {
+  return tandem::as_strided(*this, sizes, strides, offset);
 }
-Tensor Tensor::silu() const { return detail::unary(UnaryOp::Silu, *this); }
-Tensor Tensor::sign() const { return detail::unary(UnaryOp::Sign, *this); }
-Tensor Tensor::reciprocal() const { return detail::unary(UnaryOp::Reciprocal, *this); }
+Tensor Tensor::permute(IntList dims) const { return tandem::permute(*this, dims); }
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return tandem::transpose(*this, dim0, dim1); }
+Tensor Tensor::t() const { return tandem::t(*this); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const { return tandem::narrow(*this, dim, start, length); }
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+  return tandem::slice(*this, dim, start, end, step);
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const { return tandem::select(*this, dim, index); }
+Tensor Tensor::expand(IntList sizes) const { return tandem::expand(*this, sizes); }
+Tensor Tensor::squeeze() const { return tandem::squeeze(*this); }
+Tensor Tensor::squeeze(int64_t dim) const { return tandem::squeeze(*this, dim); }
+Tensor Tensor::unsqueeze(int64_t dim) const { return tandem::unsqueeze(*this, dim); }
+Tensor Tensor::unflatten(int64_t dim, IntList sizes) const { return tandem::unflatten(*this, dim, sizes); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return tandem::split(*this, split_size, dim); }
+std::vector<Tensor> Tensor::split_with_sizes(IntList split_sizes, int64_t dim) const {
+  return tandem::split_with_sizes(*this, split_sizes, dim);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return tandem::chunk(*this, chunks, dim); }
+std::vector<Tensor> Tensor::unbind(int64_t dim) const { return tandem::unbind(*this, dim); }
+Tensor Tensor::reshape(IntList sizes) const { return tandem::reshape(*this, sizes); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return tandem::flatten(*this, start_dim, end_dim); }
+Tensor Tensor::contiguous() const { return tandem::contiguous(*this); }
+Tensor Tensor::clone() const { return tandem::clone(*this); }
+Tensor Tensor::to(DType dtype) const { return tandem::to(*this, device(), dtype); }
+Tensor Tensor::to(Device device) const { return tandem::to(*this, device, dtype()); }
+Tensor Tensor::to(Device device, DType dtype) const { return tandem::to(*this, device, dtype); }
+Tensor& Tensor::copy_(const Tensor& src) { return tandem::copy_(*this, src); }
+Tensor& Tensor::fill_(Scalar value) { return tandem::fill_(*this, value); }
+Tensor& Tensor::zero_() { return tandem::fill_(*this, 0); }
+Scalar Tensor::item() const { return kernels::item(*this); }
+
+// ---- element-wise ----
+
+Tensor Tensor::neg() const { return tandem::neg(*this); }
+Tensor Tensor::abs() const { return tandem::abs(*this); }
+Tensor Tensor::exp() const { return tandem::exp(*this); }
+Tensor Tensor::log() const { return tandem::log(*this); }
+Tensor Tensor::log1p() const { return tandem::log1p(*this); }
+Tensor Tensor::sqrt() const { return tandem::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return tandem::rsqrt(*this); }
+Tensor Tensor::sin() const { return tandem::sin(*this); }
+Tensor Tensor::cos() const { return tandem::cos(*this); }
+Tensor Tensor::tanh() const { return tandem::tanh(*this); }
+Tensor Tensor::sigmoid() const { return tandem::sigmoid(*this); }
+Tensor Tensor::relu() const { return tandem::relu(*this); }
+Tensor Tensor::gelu(const std::string& approximate) const {
+  return tandem::gelu(*this, approximate);
+}
+Tensor Tensor::silu() const { return tandem::silu(*this); }
+Tensor Tensor::sign() const { return tandem::sign(*this); }
+Tensor Tensor::reciprocal() const { return tandem::reciprocal(*this); }
 Tensor Tensor::pow(Scalar exponent) const { return tandem::pow(*this, exponent); }
 Tensor Tensor::pow(const Tensor& exponent) const { return tandem::pow(*this, exponent); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return tandem::clamp(*this, min, max); }
@@ -43,7 +91,7 @@ Tensor& Tensor::cos_() { return detail::unary_(UnaryOp::Cos, *this); }
 Tensor& Tensor::tanh_() { return detail::unary_(UnaryOp::Tanh, *this); }
 Tensor& Tensor::sigmoid_() { return detail::unary_(UnaryOp::Sigmoid, *this); }
 Tensor& Tensor::relu_() { return detail::unary_(UnaryOp::Relu, *this); }
-Tensor& Tensor::gelu_(const std::string& approximate) { return detail::unary_(detail::gelu_op(approximate), *this); }
+Tensor& Tensor::gelu_(const std::string& approximate) { return detail::unary_(kernels::detail::gelu_op(approximate), *this); }
 Tensor& Tensor::silu_() { return detail::unary_(UnaryOp::Silu, *this); }
 Tensor& Tensor::sign_() { return detail::unary_(UnaryOp::Sign, *this); }
 Tensor& Tensor::reciprocal_() { return detail::unary_(UnaryOp::Reciprocal, *this); }
@@ -131,5 +179,119 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   return tandem::scatter_add_(*this, dim, index, src);
 }
+
+// ---- autograd ----
+
+bool Tensor::requires_grad() const {
+  AutogradMeta* m = autograd::meta(*this);
+  return m && m->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  AutogradMeta* m = autograd::meta(*this);
+  TD_CHECK(!(m && m->grad_fn), "requires_grad_: only leaf tensors can change requires_grad; this one was made by ",
+           m ? m->grad_fn->name() : "", " (use detach() to get a leaf)");
+  TD_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating tensors can require gradients, "
+           "not ", dtype());
+  autograd::ensure_meta(*this).requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  AutogradMeta* m = autograd::meta(*this);
+  return m ? m->grad : Tensor();
+}
+
+Tensor& Tensor::mutable_grad() { return autograd::ensure_meta(*this).grad; }
+
+std::shared_ptr<Node> Tensor::grad_fn() const {
+  AutogradMeta* m = autograd::meta(*this);
+  return m ? m->grad_fn : nullptr;
+}
+
+bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
+
+uint32_t Tensor::output_nr() const {
+  AutogradMeta* m = autograd::meta(*this);
+  return m ? m->output_nr : 0;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+}
+
+Tensor Tensor::detach() const {
+  return Tensor::make(storage(), sizes(), strides(), storage_offset(), dtype(), this);
+}
+
+Tensor& Tensor::detach_() {
+  AutogradMeta* m = autograd::meta(*this);
+  TD_CHECK(!(m && m->is_view && m->base.defined() && m->base.requires_grad()),
+           "detach_: cannot detach a view of a tensor that requires grad in place; use detach()");
+  if (m) {
+    m->grad_fn = nullptr;
+    m->requires_grad = false;
+    m->output_nr = 0;
+  }
+  return *this;
+}
+
+void Tensor::retain_grad() {
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  AutogradMeta& m = autograd::ensure_meta(*this);
+  m.retains_grad = true;
+  // The engine fills it after this output's hooks have run; the node holds it weakly.
+  auto& retained = m.grad_fn->retained;
+  if (retained.size() < m.grad_fn->num_outputs) retained.resize(m.grad_fn->num_outputs);
+  retained[m.output_nr] = impl_ptr();
+}
+
+bool Tensor::retains_grad() const {
+  AutogradMeta* m = autograd::meta(*this);
+  return m && m->retains_grad;
+}
+
+int Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+  TD_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does not require grad");
+  static std::atomic<int> next_handle{0};
+  int handle = next_handle.fetch_add(1);
+  AutogradMeta& m = autograd::ensure_meta(*this);
+  if (m.grad_fn) {
+    auto& hooks = m.grad_fn->pre_hooks;
+    if (hooks.size() < m.grad_fn->num_outputs) hooks.resize(m.grad_fn->num_outputs);
+    hooks[m.output_nr].emplace_back(handle, std::move(hook));
+  } else {
+    m.hooks.emplace_back(handle, std::move(hook));
+  }
+  return handle;
+}
+
+void Tensor::remove_hook(int handle) {
+  AutogradMeta* m = autograd::meta(*this);
+  if (!m) return;
+  auto drop = [handle](std::vector<std::pair<int, TensorHook>>& hooks) {
+    std::erase_if(hooks, [handle](const auto& h) { return h.first == handle; });
+  };
+  drop(m->hooks);
+  if (m->grad_fn) {
+    for (auto& hooks : m->grad_fn->pre_hooks) drop(hooks);
+  }
+}
+
+// ---- printing ----
+
+std::string Tensor::str() const {
+  std::vector<std::string> suffixes;
+  if (defined()) {
+    if (auto fn = grad_fn()) {
+      suffixes.push_back("grad_fn=<" + fn->name() + ">");
+    } else if (requires_grad()) {
+      suffixes.push_back("requires_grad=True");
+    }
+  }
+  return kernels::format(*this, suffixes);
+}
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.str(); }
 
 }  // namespace tandem

@@ -1,0 +1,433 @@
+// Differentiable element-wise ops: the kernel, then (when recording) a node whose closure
+// computes the input gradients from the output gradient. Gradients of broadcast inputs are
+// summed back to their shapes; promoted ones are converted back to their dtypes. The formulas
+// are written with differentiable ops, so gradients of gradients work too.
+#include <cmath>
+#include <numbers>
+
+#include "autograd/ops.h"
+#include "autograd/record.h"
+#include "kernels/backend.h"
+#include "kernels/copy.h"
+#include "kernels/elementwise.h"
+#include "kernels/factory.h"
+
+namespace tandem {
+
+using autograd::match_input;
+using autograd::needs_grad;
+using autograd::record;
+using autograd::sum_to;
+namespace kd = kernels::detail;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+namespace {
+
+// ---- unary ----
+
+// g times d(op)/dx, from the input x and/or the output y (whichever the formula uses).
+struct UnaryGrad {
+  const char* node;
+  bool uses_input, uses_output;
+  Tensor (*fn)(const Tensor& g, const Tensor& x, const Tensor& y);
+};
+
+Tensor gelu_tanh_grad(const Tensor& g, const Tensor& x, const Tensor&) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  Tensor t = tanh((x + x * x * x * 0.044715) * k);
+  Tensor inner_grad = (x * x * (3 * 0.044715) + 1) * k;
+  return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * inner_grad);
+}
+
+Tensor gelu_erf_grad(const Tensor& g, const Tensor& x, const Tensor&) {
+  Tensor cdf = (erf(x * (1 / std::numbers::sqrt2)) + 1) * 0.5;
+  Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * std::numbers::pi));
+  return g * (cdf + x * pdf);
+}
+
+UnaryGrad unary_grad(UnaryOp op) {
+  using T = const Tensor&;
+  switch (op) {
+    case UnaryOp::Neg: return {"NegBackward0", false, false, [](T g, T, T) { return -g; }};
+    case UnaryOp::Abs: return {"AbsBackward0", true, false, [](T g, T x, T) { return g * sign(x); }};
+    case UnaryOp::Exp: return {"ExpBackward0", false, true, [](T g, T, T y) { return g * y; }};
+    case UnaryOp::Log: return {"LogBackward0", true, false, [](T g, T x, T) { return g / x; }};
+    case UnaryOp::Log1p: return {"Log1PBackward0", true, false, [](T g, T x, T) { return g / (x + 1); }};
+    case UnaryOp::Sqrt: return {"SqrtBackward0", false, true, [](T g, T, T y) { return g / (y * 2); }};
+    case UnaryOp::Rsqrt: return {"RsqrtBackward0", false, true, [](T g, T, T y) { return g * (y * y * y * -0.5); }};
+    case UnaryOp::Sin: return {"SinBackward0", true, false, [](T g, T x, T) { return g * cos(x); }};
+    case UnaryOp::Cos: return {"CosBackward0", true, false, [](T g, T x, T) { return g * -sin(x); }};
+    case UnaryOp::Tanh: return {"TanhBackward0", false, true, [](T g, T, T y) { return g * (1 - y * y); }};
+    case UnaryOp::Sigmoid: return {"SigmoidBackward0", false, true, [](T g, T, T y) { return g * (y * (1 - y)); }};
+    case UnaryOp::Relu: return {"ReluBackward0", false, true, [](T g, T, T y) { return where(y > 0, g, 0); }};
+    case UnaryOp::GeluErf: return {"GeluBackward0", true, false, gelu_erf_grad};
+    case UnaryOp::GeluTanh: return {"GeluBackward0", true, false, gelu_tanh_grad};
+    case UnaryOp::Silu:
+      return {"SiluBackward0", true, false, [](T g, T x, T) {
+                Tensor s = sigmoid(x);
+                return g * (s * (x * (1 - s) + 1));
+              }};
+    case UnaryOp::Sign: return {"SignBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Reciprocal: return {"ReciprocalBackward0", false, true, [](T g, T, T y) { return g * -(y * y); }};
+    case UnaryOp::Erf:
+      return {"ErfBackward0", true, false,
+              [](T g, T x, T) { return g * exp(-(x * x)) * (2 / std::sqrt(std::numbers::pi)); }};
+  }
+  TD_FAIL("unary: unknown op");
+}
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  Tensor y = kd::unary(op, x);
+  if (!needs_grad({&x})) return y;
+  UnaryGrad grad = unary_grad(op);
+  SavedTensor sx = grad.uses_input ? SavedTensor(x, false) : SavedTensor();
+  SavedTensor sy = grad.uses_output ? SavedTensor(y, true) : SavedTensor();
+  record(grad.node, {&x}, {&y}, [grad, sx, sy](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {grad.fn(g[0], sx.unpack(grad.node), sy.unpack(grad.node))};
+  });
+  return y;
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor& unary_(UnaryOp op, Tensor& x) {
+  UnaryGrad grad = unary_grad(op);
+  const bool recording = needs_grad({&x});
+  if (recording) autograd::check_inplace(x, grad.node);
+  SavedTensor before = recording && grad.uses_input ? SavedTensor(clone(x), false) : SavedTensor();
+  kd::unary_(op, x);
+  if (recording) {
+    SavedTensor after = grad.uses_output ? SavedTensor(x, true) : SavedTensor();
+    autograd::record_inplace(grad.node, x, {}, [grad, before, after](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {grad.fn(g[0], before.unpack(grad.node), after.unpack(grad.node))};
+    });
+  }
+  return x;
+}
+
+}  // namespace detail
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor log1p(const Tensor& x) { return unary(UnaryOp::Log1p, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor gelu(const Tensor& x, const std::string& approximate) { return unary(kd::gelu_op(approximate), x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
+Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::Reciprocal, x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
+
+// ---- clamp ----
+
+namespace {
+
+// Where x lies within the bounds (inclusive): the gradient passes there.
+Tensor within(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  Tensor inside = lo ? x >= *lo : ones_like(x, kBool);
+  if (hi) inside = kernels::mul(inside, x <= *hi);
+  return inside;
+}
+
+}  // namespace
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  Tensor y = kernels::clamp(x, lo, hi);
+  if (!needs_grad({&x})) return y;
+  SavedTensor sx(x, false);
+  record("ClampBackward1", {&x}, {&y}, [sx, lo, hi](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {where(within(sx.unpack("ClampBackward1"), lo, hi), g[0], 0)};
+  });
+  return y;
+}
+
+namespace detail {
+
+Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  const bool recording = needs_grad({&x});
+  if (recording) autograd::check_inplace(x, "ClampBackward1");
+  SavedTensor before = recording ? SavedTensor(clone(x), false) : SavedTensor();
+  kd::clamp_(x, lo, hi);
+  if (recording) {
+    autograd::record_inplace("ClampBackward1", x, {}, [before, lo, hi](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {where(within(before.unpack("ClampBackward1"), lo, hi), g[0], 0)};
+    });
+  }
+  return x;
+}
+
+}  // namespace detail
+
+// ---- binary ----
+
+namespace {
+
+// The gradients of a binary op's two inputs, from g and the saved operands and output.
+struct BinaryGrads {
+  Tensor a, b;
+};
+
+BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y,
+                         Scalar alpha, bool need_a, bool need_b) {
+  switch (op) {
+    case BinaryOp::Add: return {need_a ? g : Tensor(), need_b ? (alpha.to_double() == 1 ? g : g * alpha) : Tensor()};
+    case BinaryOp::Sub: return {need_a ? g : Tensor(), need_b ? g * -alpha.to_double() : Tensor()};
+    case BinaryOp::Mul: return {need_a ? g * b : Tensor(), need_b ? g * a : Tensor()};
+    case BinaryOp::Div: return {need_a ? g / b : Tensor(), need_b ? -g * a / (b * b) : Tensor()};
+    case BinaryOp::Pow:
+      return {need_a ? where(b == 0, 0, g * b * pow(a, b - 1)) : Tensor(),
+              need_b ? where(kernels::mul(a == 0, b >= 0), 0, g * y * log(a)) : Tensor()};
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {
+      // Ties share the gradient, as in PyTorch.
+      Tensor shared = where(a == b, g / 2, g);
+      bool is_max = op == BinaryOp::Maximum;
+      return {need_a ? masked_fill(shared, is_max ? a < b : a > b, 0) : Tensor(),
+              need_b ? masked_fill(shared, is_max ? a > b : a < b, 0) : Tensor()};
+    }
+    default: TD_FAIL(kernels::op_name(op), " is not differentiable");
+  }
+}
+
+const char* binary_node(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "AddBackward0";
+    case BinaryOp::Sub: return "SubBackward0";
+    case BinaryOp::Mul: return "MulBackward0";
+    case BinaryOp::Div: return "DivBackward0";
+    case BinaryOp::Pow: return "PowBackward1";
+    case BinaryOp::Maximum: return "MaximumBackward0";
+    case BinaryOp::Minimum: return "MinimumBackward0";
+    default: return "BinaryBackward";
+  }
+}
+
+bool uses_a(BinaryOp op) { return op != BinaryOp::Add && op != BinaryOp::Sub; }
+bool uses_b(BinaryOp op) { return op != BinaryOp::Add && op != BinaryOp::Sub; }
+
+// Records y = op(a, b); for an in-place op y is a itself, and a_value and b_value are the
+// operands' values from before the write (b may alias a).
+void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Tensor& b, const Tensor& b_value,
+                   Tensor& y, Scalar alpha, bool in_place) {
+  const char* node = binary_node(op);
+  const bool need_a = a.requires_grad(), need_b = b.defined() && b.requires_grad();
+  SavedTensor sa = uses_a(op) ? SavedTensor(a_value, false) : SavedTensor();
+  SavedTensor sb = uses_b(op) ? SavedTensor(b_value, false) : SavedTensor();
+  SavedTensor sy = op == BinaryOp::Pow ? SavedTensor(y, true) : SavedTensor();
+  Shape a_shape = a.sizes(), b_shape = b.sizes();
+  DType a_dtype = a.dtype(), b_dtype = b.dtype();
+  autograd::BackwardFn backward = [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+           BinaryGrads grads = binary_grads(op, g[0], sa.unpack(node), sb.unpack(node), sy.unpack(node), alpha,
+                                            need_a, need_b);
+           auto back = [](const Tensor& grad, const Shape& shape, DType dtype) {
+             if (!grad.defined()) return grad;
+             Tensor r = sum_to(grad, shape);
+             return r.dtype() == dtype ? r : r.to(dtype);
+           };
+           return {back(grads.a, a_shape, a_dtype), back(grads.b, b_shape, b_dtype)};
+         };
+  if (in_place) {
+    autograd::record_inplace(node, y, {&b}, std::move(backward));
+  } else {
+    record(node, {&a, &b}, {&y}, std::move(backward));
+  }
+}
+
+bool differentiable(BinaryOp op) { return !kernels::is_comparison(op); }
+
+}  // namespace
+
+namespace detail {
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  Tensor y = kd::binary(op, a, b, alpha);
+  if (differentiable(op) && needs_grad({&a, &b})) record_binary(op, a, a, b, b, y, alpha, false);
+  return y;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
+  kernels::check_defined(a, kernels::op_name(op), "input");
+  return binary(op, a, kd::scalar_tensor(b, result_type(a, b), a.device()), alpha);
+}
+
+Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
+  const bool recording = differentiable(op) && needs_grad({&self, &other});
+  if (recording) autograd::check_inplace(self, binary_node(op));
+  // The gradients of mul, div and pow need the operands' values from before the write: self's,
+  // and other's too when it shares self's memory (x.mul_(x)). The copies are recorded, so the
+  // gradient stays differentiable.
+  const bool keep_self = recording && uses_a(op) && (other.requires_grad() || op == BinaryOp::Pow);
+  Tensor before = keep_self ? clone(self) : Tensor();
+  Tensor other_before = recording && uses_b(op) && other.is_alias_of(self) ? clone(other) : other;
+  kd::binary_(op, self, other, alpha);
+  if (recording) record_binary(op, self, before.defined() ? before : self, other, other_before, self, alpha, true);
+  return self;
+}
+
+Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
+  kernels::check_defined(self, kernels::op_name(op), "self");
+  return binary_(op, self, kd::scalar_tensor(other, result_type(self, other), self.device()), alpha);
+}
+
+}  // namespace detail
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) { return detail::binary(BinaryOp::Add, a, b, alpha); }
+Tensor add(const Tensor& a, Scalar b, Scalar alpha) { return detail::binary(BinaryOp::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) { return detail::binary(BinaryOp::Sub, a, b, alpha); }
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha) { return detail::binary(BinaryOp::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Mul, a, b); }
+Tensor mul(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Div, a, b); }
+Tensor div(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) { return detail::binary(BinaryOp::Pow, base, exponent); }
+
+Tensor pow(const Tensor& base, Scalar exponent) {
+  Tensor y = kernels::pow(base, exponent);
+  if (!needs_grad({&base})) return y;
+  SavedTensor sx(base, false);
+  record("PowBackward0", {&base}, {&y}, [sx, exponent](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (exponent.to_double() == 0) return {zeros_like(g[0])};
+    Tensor x = sx.unpack("PowBackward0");
+    return {g[0] * exponent * pow(x, exponent.to_double() - 1)};
+  });
+  return y;
+}
+
+Tensor pow(Scalar base, const Tensor& exponent) {
+  Tensor y = kernels::pow(base, exponent);
+  if (!needs_grad({&exponent})) return y;
+  SavedTensor sy(y, true);
+  SavedTensor se(exponent, false);
+  record("PowBackward2", {&exponent}, {&y}, [sy, se, base](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor grad = g[0] * sy.unpack("PowBackward2") * std::log(base.to_double());
+    if (base.to_double() == 0) grad = where(se.unpack("PowBackward2") >= 0, 0, grad);
+    return {grad};
+  });
+  return y;
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return kernels::eq(a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return kernels::eq(a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return kernels::ne(a, b); }
+Tensor ne(const Tensor& a, Scalar b) { return kernels::ne(a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return kernels::lt(a, b); }
+Tensor lt(const Tensor& a, Scalar b) { return kernels::lt(a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return kernels::le(a, b); }
+Tensor le(const Tensor& a, Scalar b) { return kernels::le(a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return kernels::gt(a, b); }
+Tensor gt(const Tensor& a, Scalar b) { return kernels::gt(a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return kernels::ge(a, b); }
+Tensor ge(const Tensor& a, Scalar b) { return kernels::ge(a, b); }
+DType result_type(const Tensor& a, const Tensor& b) { return kernels::result_type(a, b); }
+DType result_type(const Tensor& a, Scalar b) { return kernels::result_type(a, b); }
+
+// ---- where, masked_fill ----
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  Tensor y = kernels::where(cond, a, b);
+  if (!needs_grad({&a, &b})) return y;
+  Tensor c = cond;  // a bool tensor: never modified by autograd, kept as is
+  Shape a_shape = a.sizes(), b_shape = b.sizes();
+  DType a_dtype = a.dtype(), b_dtype = b.dtype();
+  record("WhereBackward0", {&a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor ga = sum_to(where(c, g[0], 0), a_shape), gb = sum_to(where(c, 0, g[0]), b_shape);
+    return {ga.dtype() == a_dtype ? ga : ga.to(a_dtype), gb.dtype() == b_dtype ? gb : gb.to(b_dtype)};
+  });
+  return y;
+}
+
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  kernels::check_defined(b, "where", "other");
+  return where(cond, kd::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  kernels::check_defined(a, "where", "input");
+  return where(cond, a, kd::scalar_tensor(b, result_type(a, b), a.device()));
+}
+
+Tensor where(const Tensor& cond, Scalar a, Scalar b) { return kernels::where(cond, a, b); }
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  Tensor y = kernels::masked_fill(x, mask, value);
+  if (!needs_grad({&x})) return y;
+  Tensor m = mask;
+  Shape shape = x.sizes();
+  record("MaskedFillBackward0", {&x}, {&y}, [m, shape](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {sum_to(where(m, 0, g[0]), shape)};
+  });
+  return y;
+}
+
+namespace detail {
+
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
+  const bool recording = needs_grad({&x});
+  if (recording) autograd::check_inplace(x, "MaskedFillBackward0");
+  kd::masked_fill_(x, mask, value);
+  if (recording) {
+    Tensor m = mask;
+    autograd::record_inplace("MaskedFillBackward0", x, {}, [m](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {where(m, 0, g[0])};
+    });
+  }
+  return x;
+}
+
+}  // namespace detail
+
+// ---- operators ----
+
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+Tensor operator-(Scalar a, const Tensor& b) {
+  kernels::check_defined(b, "sub", "other");
+  return sub(kd::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator/(Scalar a, const Tensor& b) {
+  kernels::check_defined(b, "div", "other");
+  return div(kd::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Add, a, b); }
+Tensor& operator+=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Add, a, b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Sub, a, b); }
+Tensor& operator-=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Sub, a, b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Mul, a, b); }
+Tensor& operator*=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Mul, a, b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Div, a, b); }
+Tensor& operator/=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Div, a, b); }
+
+}  // namespace tandem

@@ -1,0 +1,108 @@
+#include "autograd/graph.h"
+
+#include <atomic>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/copy.h"
+#include "kernels/elementwise.h"
+
+namespace tandem {
+
+std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_outputs) {
+  Tensor grad = grad_outputs.at(0);
+  if (!grad.defined()) return {};
+  AutogradMeta& m = autograd::ensure_meta(variable);
+  for (auto& [handle, hook] : m.hooks) {
+    Tensor changed = hook(grad);
+    if (changed.defined()) grad = changed;
+  }
+  if (!m.grad.defined()) {
+    // The leaf gets a dense tensor of its own (an incoming gradient may be an expanded view);
+    // under create_graph the copy is recorded, so the gradient stays differentiable.
+    m.grad = is_grad_enabled() ? clone(grad) : kernels::clone(grad);
+  } else if (is_grad_enabled()) {
+    m.grad = m.grad + grad;  // create_graph: the accumulation itself is differentiable
+  } else {
+    kernels::detail::binary_(kernels::BinaryOp::Add, m.grad, grad);
+  }
+  return {};
+}
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr)
+    : output_nr_(output_nr), is_output_(is_output), defined_(t.defined()) {
+  if (!defined_) return;
+  version_ = t.version();
+  data_ = is_output ? t.detach() : t;
+}
+
+Tensor SavedTensor::unpack(const char* op) const {
+  if (!defined_) return Tensor();
+  TD_CHECK(data_.version() == version_, op, ": one of the tensors needed for gradient computation has been modified "
+           "by an in-place operation: a ", dtype_name(data_.dtype()), " tensor of shape ", shape_str(data_.sizes()),
+           " is at version ", data_.version(), "; expected version ", version_, " instead");
+  if (!is_output_) return data_;
+  Tensor t = data_.detach();
+  if (auto node = autograd::current_node(); node && is_grad_enabled()) {
+    AutogradMeta& m = autograd::ensure_meta(t);
+    m.grad_fn = node;
+    m.output_nr = output_nr_;
+    m.requires_grad = true;
+  }
+  return t;
+}
+
+namespace autograd {
+
+AutogradMeta* meta(const Tensor& t) { return t.defined() ? t.impl().autograd.get() : nullptr; }
+
+AutogradMeta& ensure_meta(const Tensor& t) {
+  auto& slot = t.impl().autograd;
+  if (!slot) slot = std::make_shared<AutogradMeta>();
+  return *slot;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
+  AutogradMeta& m = ensure_meta(t);
+  if (auto existing = m.grad_accumulator.lock()) return existing;
+  auto acc = std::make_shared<AccumulateGrad>(t);
+  acc->sequence_nr = next_sequence_nr();
+  m.grad_accumulator = acc;
+  return acc;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = meta(t);
+  if (!m) return {};
+  if (m->is_view && m->base.defined() && m->base.version() != m->base_version && m->base.requires_grad()) {
+    Tensor remade = m->view_fn(m->base);
+    AutogradMeta* r = meta(remade);
+    m->grad_fn = r ? r->grad_fn : nullptr;
+    m->output_nr = r ? r->output_nr : 0;
+    m->requires_grad = true;
+    m->base_version = m->base.version();
+  }
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  if (m->requires_grad) return {grad_accumulator(t), 0};
+  return {};
+}
+
+namespace {
+thread_local std::shared_ptr<Node> t_current_node;
+}
+
+std::shared_ptr<Node> current_node() { return t_current_node; }
+
+CurrentNodeGuard::CurrentNodeGuard(std::shared_ptr<Node> node) : previous_(std::move(t_current_node)) {
+  t_current_node = std::move(node);
+}
+
+CurrentNodeGuard::~CurrentNodeGuard() { t_current_node = std::move(previous_); }
+
+uint64_t next_sequence_nr() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1);
+}
+
+}  // namespace autograd
+}  // namespace tandem

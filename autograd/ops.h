@@ -1,0 +1,197 @@
+// tandem's ops as users call them: the raw ops of kernels/ plus gradients. Each op records a
+// node for backward when grad mode is on and an input requires grad; otherwise it is the
+// kernel call alone. Semantics (broadcasting, promotion, dims, errors) are the kernels'; see
+// kernels/elementwise.h, reduce.h, linalg.h, index.h, nn_ops.h, views.h and copy.h for the rules.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/op_codes.h"
+
+namespace tandem {
+
+// ---- element-wise (kernels/elementwise.h) ----
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, Scalar b);
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // "none" (erf) or "tanh"
+Tensor silu(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a + alpha * b
+Tensor add(const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a - alpha * b
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& base, const Tensor& exponent);
+Tensor pow(const Tensor& base, Scalar exponent);
+Tensor pow(Scalar base, const Tensor& exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, Scalar b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, Scalar b);
+
+// ---- reductions (kernels/reduce.h) ----
+Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor sum(const Tensor& x, IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Tensor max(const Tensor& x);
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& x);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor amax(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor var(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor std(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor norm(const Tensor& x, double p = 2, IntList dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, IntList dims, bool keepdim = false);
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, IntList dims, bool keepdim = false);
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+
+// ---- matrix products (kernels/linalg.h) ----
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+// NumPy's matmul: 1-D operands gain a dim that is dropped again, batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+
+// ---- views and copies (kernels/views.h, kernels/copy.h); also Tensor methods ----
+Tensor view(const Tensor& x, IntList sizes);
+Tensor reshape(const Tensor& x, IntList sizes);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor unflatten(const Tensor& x, int64_t dim, IntList sizes);
+Tensor permute(const Tensor& x, IntList dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& x);
+Tensor squeeze(const Tensor& x);
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor expand(const Tensor& x, IntList sizes);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start = std::nullopt,
+             std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor as_strided(const Tensor& x, IntList sizes, IntList strides, std::optional<int64_t> offset = std::nullopt);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+Tensor clone(const Tensor& x);
+Tensor contiguous(const Tensor& x);
+Tensor to(const Tensor& x, Device device, DType dtype);
+Tensor& copy_(Tensor& self, const Tensor& src);
+Tensor& fill_(Tensor& self, Scalar value);
+
+// ---- joining and indexing (kernels/index.h) ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
+
+// ---- neural-network ops (kernels/nn_ops.h) ----
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride = {},
+                                                   IntList padding = 0, IntList dilation = 1, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0,
+                  IntList dilation = 1, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
+Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
+              IntList padding = 0, IntList stride = 1);
+
+// ---- what the Tensor methods share: in-place forms ----
+namespace detail {
+Tensor& unary_(kernels::UnaryOp op, Tensor& x);
+Tensor binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor binary(kernels::BinaryOp op, const Tensor& a, Scalar b, Scalar alpha = 1);
+Tensor& binary_(kernels::BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha = 1);
+Tensor& binary_(kernels::BinaryOp op, Tensor& self, Scalar other, Scalar alpha = 1);
+Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
+}  // namespace detail
+
+}  // namespace tandem

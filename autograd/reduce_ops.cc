@@ -1,0 +1,254 @@
+// Differentiable reductions. A reduction's gradient spreads the output gradient back over the
+// reduced dims: `expand_back` undoes the reduction's shape, then each op scales what each
+// element receives.
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/record.h"
+#include "kernels/factory.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
+
+namespace tandem {
+
+using autograd::needs_grad;
+using autograd::record;
+
+namespace {
+
+// The reduced dims as a mask over x's dims (all of them when none are named).
+std::vector<bool> reduced_mask(const Tensor& x, IntList dims) {
+  return dims.empty() ? std::vector<bool>(x.dim(), true) : dim_mask(dims, x.dim(), "reduce");
+}
+
+// g (the gradient of a reduction's output) with the reduced dims back as size 1, then
+// broadcast to x's shape.
+Tensor expand_back(const Tensor& g, const Shape& x_shape, const std::vector<bool>& reduced, bool keepdim) {
+  Tensor r = g;
+  if (!keepdim) {
+    Shape with_ones;
+    for (size_t d = 0; d < x_shape.size(); ++d) {
+      with_ones.push_back(reduced[d] ? 1 : x_shape[d]);
+    }
+    r = reshape(r, with_ones);
+  }
+  return r.expand(x_shape);
+}
+
+// The output with the reduced dims kept (for formulas that need it broadcast against x).
+Tensor keep_dims(const Tensor& y, const Shape& x_shape, const std::vector<bool>& reduced, bool keepdim) {
+  if (keepdim) return y;
+  Shape with_ones;
+  for (size_t d = 0; d < x_shape.size(); ++d) with_ones.push_back(reduced[d] ? 1 : x_shape[d]);
+  return reshape(y, with_ones);
+}
+
+int64_t reduced_count(const Shape& shape, const std::vector<bool>& reduced) {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) n *= reduced[d] ? shape[d] : 1;
+  return n;
+}
+
+Tensor sum_impl(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dtype, bool is_mean) {
+  Tensor y = is_mean ? kernels::mean(x, dims, keepdim, dtype) : kernels::sum(x, dims, keepdim, dtype);
+  if (!needs_grad({&x})) return y;
+  std::vector<bool> reduced = reduced_mask(x, dims);
+  Shape shape = x.sizes();
+  DType x_dtype = x.dtype();
+  const char* name = is_mean ? "MeanBackward1" : "SumBackward1";
+  record(name, {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor grad = expand_back(g[0], shape, reduced, keepdim);
+    if (is_mean) grad = grad / static_cast<double>(reduced_count(shape, reduced));
+    return {grad.dtype() == x_dtype ? grad : grad.to(x_dtype)};
+  });
+  return y;
+}
+
+// max/min/amax/amin of values: the gradient goes to the elements equal to the result, shared
+// evenly among ties (as PyTorch's amax does).
+Tensor extremum_grad(const Tensor& g, const Tensor& x, const Tensor& y, const std::vector<bool>& reduced,
+                     bool keepdim) {
+  Tensor y_kept = keep_dims(y, x.sizes(), reduced, keepdim);
+  Tensor hit = x == y_kept;
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (reduced[d]) dims.push_back(static_cast<int64_t>(d));
+  }
+  Tensor count = dims.empty() ? ones_like(y_kept) : sum(hit, dims, true);
+  return where(hit, expand_back(g, x.sizes(), reduced, keepdim) / count, 0);
+}
+
+Tensor extremum(const Tensor& x, IntList dims, bool keepdim, bool is_max, const char* name) {
+  Tensor y = is_max ? kernels::amax(x, dims, keepdim) : kernels::amin(x, dims, keepdim);
+  if (!needs_grad({&x})) return y;
+  std::vector<bool> reduced = reduced_mask(x, dims);
+  SavedTensor sx(x, false), sy(y, true);
+  record(name, {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {extremum_grad(g[0], sx.unpack(name), sy.unpack(name), reduced, keepdim)};
+  });
+  return y;
+}
+
+// max/min along a dim: the gradient goes to the reported index.
+std::tuple<Tensor, Tensor> extremum_dim(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
+  auto [values, indices] = is_max ? kernels::max(x, dim, keepdim) : kernels::min(x, dim, keepdim);
+  if (!needs_grad({&x})) return {values, indices};
+  const char* name = is_max ? "MaxBackward0" : "MinBackward0";
+  Shape shape = x.sizes();
+  int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), name);
+  Tensor idx = indices;
+  record(name, {&x}, {&values}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (shape.empty()) return {g[0]};
+    Tensor grad = keepdim ? g[0] : g[0].unsqueeze(d);
+    Tensor index = keepdim ? idx : idx.unsqueeze(d);
+    return {scatter_add(zeros(shape, g[0].options()), d, index, grad)};
+  });
+  return {values, indices};
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum_impl(x, {}, false, dtype, false); }
+Tensor sum(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dtype) {
+  return sum_impl(x, dims, keepdim, dtype, false);
+}
+Tensor mean(const Tensor& x, std::optional<DType> dtype) { return sum_impl(x, {}, false, dtype, true); }
+Tensor mean(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dtype) {
+  return sum_impl(x, dims, keepdim, dtype, true);
+}
+
+namespace {
+
+// d prod / d x_i = the product of the others: y / x_i where the slice has no zero; with one
+// zero, the zero's entry is the product of the rest (the others get 0); with more, all get 0.
+Tensor prod_grad(const Tensor& g, const Tensor& x, const Tensor& y, std::optional<int64_t> dim, bool keepdim) {
+  std::vector<bool> reduced(x.dim(), !dim.has_value());
+  if (dim) reduced[*dim] = true;
+  Tensor g_full = expand_back(g, x.sizes(), reduced, keepdim);
+  Tensor is_zero = x == 0;
+  Tensor without_zeros = masked_fill(x, is_zero, 1);
+  Tensor zeros_in_slice = dim ? sum(is_zero, {*dim}, true) : sum(is_zero);
+  Tensor rest = dim ? prod(without_zeros, *dim, true) : prod(without_zeros);
+  Tensor y_kept = dim ? keep_dims(y, x.sizes(), reduced, keepdim) : y;
+  Tensor no_zero = where(zeros_in_slice == 0, y_kept / without_zeros, 0);
+  Tensor one_zero = where(kernels::mul(zeros_in_slice == 1, is_zero), rest, 0);
+  return g_full * (no_zero + one_zero);
+}
+
+Tensor prod_impl(const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+  Tensor y = dim ? kernels::prod(x, *dim, keepdim, dtype) : kernels::prod(x, dtype);
+  if (!needs_grad({&x})) return y;
+  std::optional<int64_t> d;
+  if (dim && x.dim() > 0) d = wrap_dim(*dim, x.dim(), "prod");
+  SavedTensor sx(x, false), sy(y, true);
+  DType x_dtype = x.dtype();
+  record(dim ? "ProdBackward1" : "ProdBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor grad = prod_grad(g[0], sx.unpack("ProdBackward"), sy.unpack("ProdBackward"), d, keepdim);
+    return {grad.dtype() == x_dtype ? grad : grad.to(x_dtype)};
+  });
+  return y;
+}
+
+Tensor var_impl(const Tensor& x, IntList dims, int64_t correction, bool keepdim, bool take_sqrt) {
+  Tensor y = take_sqrt ? kernels::std(x, dims, correction, keepdim) : kernels::var(x, dims, correction, keepdim);
+  if (!needs_grad({&x})) return y;
+  std::vector<bool> reduced = reduced_mask(x, dims);
+  std::vector<int64_t> dim_list;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (reduced[d]) dim_list.push_back(static_cast<int64_t>(d));
+  }
+  SavedTensor sx(x, false), sy(y, true);
+  const char* name = take_sqrt ? "StdBackward0" : "VarBackward0";
+  record(name, {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor xv = sx.unpack(name);
+    double n = static_cast<double>(reduced_count(xv.sizes(), reduced));
+    Tensor centered = dim_list.empty() ? xv - mean(xv) : xv - mean(xv, dim_list, true);
+    Tensor grad = expand_back(g[0], xv.sizes(), reduced, keepdim) * centered * (2 / (n - static_cast<double>(correction)));
+    if (take_sqrt) grad = grad / (keep_dims(sy.unpack(name), xv.sizes(), reduced, keepdim) * 2);
+    return {grad};
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor prod(const Tensor& x, std::optional<DType> dtype) { return prod_impl(x, std::nullopt, false, dtype); }
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  return prod_impl(x, dim, keepdim, dtype);
+}
+
+Tensor max(const Tensor& x) { return extremum(x, {}, false, true, "MaxBackward1"); }
+Tensor min(const Tensor& x) { return extremum(x, {}, false, false, "MinBackward1"); }
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim(x, dim, keepdim, true); }
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim(x, dim, keepdim, false); }
+Tensor amax(const Tensor& x, IntList dims, bool keepdim) { return extremum(x, dims, keepdim, true, "AmaxBackward0"); }
+Tensor amin(const Tensor& x, IntList dims, bool keepdim) { return extremum(x, dims, keepdim, false, "AminBackward0"); }
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return kernels::argmax(x, dim, keepdim); }
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return kernels::argmin(x, dim, keepdim); }
+
+Tensor var(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  return var_impl(x, dims, correction, keepdim, false);
+}
+Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  return var_impl(x, dims, correction, keepdim, true);
+}
+
+Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
+  Tensor y = kernels::norm(x, p, dims, keepdim);
+  if (!needs_grad({&x})) return y;
+  std::vector<bool> reduced = reduced_mask(x, dims);
+  SavedTensor sx(x, false), sy(y, true);
+  record("NormBackward1", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor xv = sx.unpack("NormBackward1");
+    Tensor yk = keep_dims(sy.unpack("NormBackward1"), xv.sizes(), reduced, keepdim);
+    Tensor gk = expand_back(g[0], xv.sizes(), reduced, keepdim);
+    if (p == 0) return {zeros_like(xv)};
+    if (p == 1) return {gk * sign(xv)};
+    if (std::isinf(p)) {  // the largest (smallest) magnitudes share the gradient
+      Tensor hit = abs(xv) == yk;
+      std::vector<int64_t> dim_list;
+      for (size_t d = 0; d < reduced.size(); ++d) {
+        if (reduced[d]) dim_list.push_back(static_cast<int64_t>(d));
+      }
+      Tensor count = dim_list.empty() ? ones_like(yk) : sum(hit, dim_list, true);
+      return {where(hit, gk * sign(xv) / count, 0)};
+    }
+    // d||x||_p / dx = x |x|^(p-2) / ||x||^(p-1); a zero norm gives zero.
+    Tensor scale = p == 2 ? xv / yk : xv * pow(abs(xv), p - 2) / pow(yk, p - 1);
+    return {where(yk == 0, 0, gk * scale)};
+  });
+  return y;
+}
+
+Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
+  Tensor y = kernels::logsumexp(x, dims, keepdim);
+  if (!needs_grad({&x})) return y;
+  std::vector<bool> reduced = reduced_mask(x, dims);
+  SavedTensor sx(x, false), sy(y, true);
+  record("LogsumexpBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor xv = sx.unpack("LogsumexpBackward0");
+    Tensor yk = keep_dims(sy.unpack("LogsumexpBackward0"), xv.sizes(), reduced, keepdim);
+    return {expand_back(g[0], xv.sizes(), reduced, keepdim) * exp(xv - yk)};
+  });
+  return y;
+}
+
+Tensor all(const Tensor& x) { return kernels::all(x); }
+Tensor all(const Tensor& x, IntList dims, bool keepdim) { return kernels::all(x, dims, keepdim); }
+Tensor any(const Tensor& x) { return kernels::any(x); }
+Tensor any(const Tensor& x, IntList dims, bool keepdim) { return kernels::any(x, dims, keepdim); }
+
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  Tensor y = kernels::cumsum(x, dim, dtype);
+  if (!needs_grad({&x})) return y;
+  int64_t d = wrap_dim(dim, x.dim(), "cumsum");
+  DType x_dtype = x.dtype();
+  record("CumsumBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    // Element i feeds outputs i..n-1: the suffix sum of g, i.e. total - prefix + g.
+    Tensor grad = g[0].dim() == 0 ? g[0] : sum(g[0], {d}, true) - cumsum(g[0], d) + g[0];
+    return {grad.dtype() == x_dtype ? grad : grad.to(x_dtype)};
+  });
+  return y;
+}
+
+}  // namespace tandem

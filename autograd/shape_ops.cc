@@ -1,0 +1,372 @@
+// Differentiable views, copies, joins and indexing. A view's gradient is the gradient reshaped
+// the other way (permute back, sum over what expand broadcast, put a slice back in place).
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "autograd/record.h"
+#include "kernels/backend.h"
+#include "kernels/factory.h"
+#include "kernels/index.h"
+
+namespace tandem {
+
+using autograd::match_input;
+using autograd::needs_grad;
+using autograd::record;
+using autograd::sum_to;
+
+namespace {
+
+using Place = std::function<Tensor(const Tensor&)>;
+
+// g written into zeros of `shape` at the view place(zeros): the gradient of a slice. Its own
+// gradient takes that view of the incoming gradient, so it is differentiable in turn.
+Tensor embed(const Tensor& g, const Shape& shape, const Place& place) {
+  Tensor out = zeros(shape, g.options());
+  kernels::copy_into(place(out), g);
+  if (needs_grad({&g})) {
+    record("SliceBackwardBackward0", {&g}, {&out}, [place](const std::vector<Tensor>& gg) -> std::vector<Tensor> {
+      return {place(gg[0])};
+    });
+  }
+  return out;
+}
+
+// y, the view view_fn(x) made by a kernels view op: records `backward` when x requires grad,
+// and (in grad mode) remembers how y views x, for in-place writes through y.
+Tensor record_view(const Tensor& x, Tensor y, const char* name, autograd::BackwardFn backward, Place view_fn) {
+  if (!is_grad_enabled()) return y;
+  if (x.requires_grad()) record(name, {&x}, {&y}, std::move(backward));
+  autograd::mark_view(y, x, std::move(view_fn));
+  return y;
+}
+
+// A view of x with another shape and the same elements in the same order.
+Tensor reshaped_view(const Tensor& x, const Shape& shape, const char* name) {
+  Shape from = x.sizes();
+  return record_view(
+      x, kernels::view(x, shape), name,
+      [from](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {reshape(g[0], from)}; },
+      [shape](const Tensor& b) { return view(b, shape); });
+}
+
+// A view that picks part of x (narrow, slice, select): its gradient is put back in place.
+Tensor part_view(const Tensor& x, Tensor y, const char* name, Place place) {
+  Shape from = x.sizes();
+  return record_view(
+      x, y, name,
+      [from, place](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {embed(g[0], from, place)}; },
+      place);
+}
+
+}  // namespace
+
+// ---- views ----
+
+Tensor view(const Tensor& x, IntList sizes) {
+  Tensor y = kernels::view(x, sizes);  // validates, with view's own message
+  return reshaped_view(x, y.sizes(), "ViewBackward0");
+}
+
+Tensor reshape(const Tensor& x, IntList sizes) {
+  kernels::check_defined(x, "reshape", "input");
+  Shape shape = infer_size(sizes, x.numel(), "reshape");
+  if (view_strides(x.sizes(), x.strides(), shape)) return reshaped_view(x, shape, "ViewBackward0");
+  return reshaped_view(clone(x), shape, "ViewBackward0");  // the layout needs a copy first
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  kernels::check_defined(x, "flatten", "input");
+  if (x.dim() == 0) return reshape(x, {1});
+  int64_t s = wrap_dim(start_dim, x.dim(), "flatten"), e = wrap_dim(end_dim, x.dim(), "flatten");
+  TD_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
+  Shape shape(x.sizes().begin(), x.sizes().begin() + s);
+  shape.push_back(numel_of(Shape(x.sizes().begin() + s, x.sizes().begin() + e + 1)));
+  shape.insert(shape.end(), x.sizes().begin() + e + 1, x.sizes().end());
+  return reshape(x, shape);
+}
+
+Tensor unflatten(const Tensor& x, int64_t dim, IntList sizes) {
+  return reshaped_view(x, kernels::unflatten(x, dim, sizes).sizes(), "UnflattenBackward0");
+}
+
+Tensor squeeze(const Tensor& x) { return reshaped_view(x, kernels::squeeze(x).sizes(), "SqueezeBackward0"); }
+Tensor squeeze(const Tensor& x, int64_t dim) {
+  return reshaped_view(x, kernels::squeeze(x, dim).sizes(), "SqueezeBackward1");
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  return reshaped_view(x, kernels::unsqueeze(x, dim).sizes(), "UnsqueezeBackward0");
+}
+
+Tensor permute(const Tensor& x, IntList dims) {
+  Tensor y = kernels::permute(x, dims);
+  Shape inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], x.dim(), "permute")] = static_cast<int64_t>(i);
+  Shape order(dims.begin(), dims.end());
+  return record_view(
+      x, y, "PermuteBackward0",
+      [inverse](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {permute(g[0], inverse)}; },
+      [order](const Tensor& b) { return permute(b, order); });
+}
+
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  auto swap = [dim0, dim1](const Tensor& b) { return transpose(b, dim0, dim1); };
+  return record_view(
+      x, kernels::transpose(x, dim0, dim1), "TransposeBackward0",
+      [swap](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {swap(g[0])}; }, swap);
+}
+
+Tensor t(const Tensor& x) {
+  return record_view(
+      x, kernels::t(x), "TBackward0", [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {t(g[0])}; },
+      [](const Tensor& b) { return t(b); });
+}
+
+Tensor expand(const Tensor& x, IntList sizes) {
+  Shape from = x.sizes(), to_sizes = sizes.vec();
+  return record_view(
+      x, kernels::expand(x, sizes), "ExpandBackward0",
+      [from](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {sum_to(g[0], from)}; },
+      [to_sizes](const Tensor& b) { return expand(b, to_sizes); });
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  Tensor y = kernels::narrow(x, dim, start, length);
+  int64_t begin = start < 0 ? start + x.size(dim) : start;
+  return part_view(x, y, "NarrowBackward0", [dim, begin, length](const Tensor& t) { return narrow(t, dim, begin, length); });
+}
+
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  return part_view(x, kernels::slice(x, dim, start, end, step), "SliceBackward0",
+                   [dim, start, end, step](const Tensor& t) { return slice(t, dim, start, end, step); });
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  return part_view(x, kernels::select(x, dim, index), "SelectBackward0",
+                   [dim, index](const Tensor& t) { return select(t, dim, index); });
+}
+
+Tensor as_strided(const Tensor& x, IntList sizes, IntList strides, std::optional<int64_t> offset) {
+  TD_CHECK(!needs_grad({&x}), "as_strided: its gradient is not supported; call it on a detached tensor or under "
+           "td::NoGradGuard");
+  return kernels::as_strided(x, sizes, strides, offset);
+}
+
+std::vector<Tensor> split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim) {
+  kernels::split_with_sizes(x, split_sizes, dim);  // validates
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    parts.push_back(narrow(x, dim, start, s));
+    start += s;
+  }
+  return parts;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& part : kernels::split(x, split_size, dim)) sizes.push_back(part.sizes()[wrap_dim(dim, x.dim(), "split")]);
+  return split_with_sizes(x, sizes, dim);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& part : kernels::chunk(x, chunks, dim)) sizes.push_back(part.sizes()[wrap_dim(dim, x.dim(), "chunk")]);
+  return split_with_sizes(x, sizes, dim);
+}
+
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
+  kernels::unbind(x, dim);  // validates
+  int64_t d = wrap_dim(dim, x.dim(), "unbind");
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < x.sizes()[d]; ++i) parts.push_back(select(x, d, i));
+  return parts;
+}
+
+// ---- copies ----
+
+Tensor clone(const Tensor& x) {
+  Tensor y = kernels::clone(x);
+  if (needs_grad({&x})) {
+    record("CloneBackward0", {&x}, {&y}, [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {g[0]}; });
+  }
+  return y;
+}
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
+
+Tensor to(const Tensor& x, Device device, DType dtype) {
+  Tensor y = kernels::to(x, device, dtype);
+  if (y.is_same(x) || !needs_grad({&x})) return y;
+  Device from_device = x.device();
+  DType from_dtype = x.dtype();
+  record("ToCopyBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {to(g[0], from_device, from_dtype)};
+  });
+  return y;
+}
+
+Tensor& copy_(Tensor& self, const Tensor& src) {
+  const bool recording = needs_grad({&self, &src});
+  if (recording) autograd::check_inplace(self, "CopyBackwards");
+  kernels::copy_(self, src);
+  if (recording) {
+    Shape src_shape = src.sizes();
+    Device src_device = src.device();
+    DType src_dtype = src.dtype();
+    // The old values are overwritten: they get no gradient; src gets self's.
+    autograd::record_inplace("CopyBackwards", self, {&src}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {Tensor(), to(sum_to(g[0], src_shape), src_device, src_dtype)};
+    });
+  }
+  return self;
+}
+
+Tensor& fill_(Tensor& self, Scalar value) {
+  const bool recording = needs_grad({&self});
+  if (recording) autograd::check_inplace(self, "FillBackward0");
+  kernels::fill_(self, value);
+  if (recording) {
+    autograd::record_inplace("FillBackward0", self, {},
+                             [](const std::vector<Tensor>&) -> std::vector<Tensor> { return {Tensor()}; });
+  }
+  return self;
+}
+
+// ---- joins ----
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  Tensor y = kernels::cat(tensors, dim);
+  if (!needs_grad(tensors)) return y;
+  int64_t d = wrap_dim(dim, y.dim(), "cat");
+  std::vector<const Tensor*> inputs;
+  std::vector<int64_t> lengths;  // -1: a skipped empty 1-D input
+  std::vector<DType> dtypes;
+  for (const Tensor& t : tensors) {
+    inputs.push_back(&t);
+    bool skipped = t.dim() == 1 && t.numel() == 0 && y.dim() != 1;
+    lengths.push_back(skipped ? -1 : t.sizes()[d]);
+    dtypes.push_back(t.dtype());
+  }
+  record("CatBackward0", inputs, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    std::vector<Tensor> grads;
+    int64_t offset = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (lengths[i] < 0) {
+        grads.push_back(Tensor());
+        continue;
+      }
+      Tensor part = narrow(g[0], d, offset, lengths[i]);
+      grads.push_back(part.dtype() == dtypes[i] ? part : part.to(dtypes[i]));
+      offset += lengths[i];
+    }
+    return grads;
+  });
+  return y;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (!needs_grad(tensors)) return kernels::stack(tensors, dim);
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    TD_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack: expects each tensor to be equal size, but got ",
+             shape_str(tensors[0].sizes()), " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
+  }
+  int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));
+  return cat(parts, d);
+}
+
+// ---- indexing ----
+
+namespace {
+
+// index (1-D, or 0-D for one position) shaped to scatter rows of `like` along dim.
+Tensor index_along(const Tensor& index, const Tensor& like, int64_t dim) {
+  Shape shape(like.dim(), 1);
+  shape[dim] = index.numel();
+  return index.reshape(shape).expand(like.sizes());
+}
+
+// g (shaped like `index`) put into zeros of `shape` where the smaller index covers part of it.
+Tensor pad_to(const Tensor& g, const Shape& shape) {
+  if (g.sizes() == shape) return g;
+  Shape from = g.sizes();
+  return embed(g, shape, [from](const Tensor& t) {
+    Tensor v = t;
+    for (size_t d = 0; d < from.size(); ++d) v = narrow(v, static_cast<int64_t>(d), 0, from[d]);
+    return v;
+  });
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  Tensor y = kernels::index_select(x, dim, index);
+  if (!needs_grad({&x})) return y;
+  Shape shape = x.sizes();
+  int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "index_select");
+  Tensor idx = index.to(kInt64);
+  record("IndexSelectBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (shape.empty()) return {g[0].reshape(shape)};
+    return {scatter_add(zeros(shape, g[0].options()), d, index_along(idx, g[0], d), g[0])};
+  });
+  return y;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  Tensor y = kernels::gather(x, dim, index);
+  if (!needs_grad({&x})) return y;
+  Shape shape = x.sizes();
+  int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "gather");
+  Tensor idx = index.to(kInt64);
+  record("GatherBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {scatter_add(zeros(shape, g[0].options()), d, idx, g[0])};
+  });
+  return y;
+}
+
+namespace {
+
+autograd::BackwardFn scatter_add_backward(const Tensor& index, const Shape& src_shape, int64_t d) {
+  Tensor idx = index.to(kInt64);
+  return [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {g[0], pad_to(gather(g[0], d, idx), src_shape)};
+  };
+}
+
+}  // namespace
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor y = kernels::scatter_add(x, dim, index, src);
+  if (!needs_grad({&x, &src})) return y;
+  record("ScatterAddBackward0", {&x, &src}, {&y},
+         scatter_add_backward(index, src.sizes(), wrap_dim(dim, x.dim(), "scatter_add")));
+  return y;
+}
+
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  const bool recording = needs_grad({&x, &src});
+  if (recording) autograd::check_inplace(x, "ScatterAddBackward0");
+  kernels::scatter_add_(x, dim, index, src);
+  if (recording) {
+    autograd::record_inplace("ScatterAddBackward0", x, {&src},
+                             scatter_add_backward(index, src.sizes(), wrap_dim(dim, x.dim(), "scatter_add_")));
+  }
+  return x;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  Tensor y = kernels::embedding(weight, indices);
+  if (!needs_grad({&weight})) return y;
+  Shape shape = weight.sizes();
+  Tensor flat = indices.to(kInt64).reshape({-1});
+  record("EmbeddingBackward0", {&weight}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor rows = g[0].reshape({-1, shape[1]});
+    return {scatter_add(zeros(shape, rows.options()), 0, index_along(flat, rows, 0), rows)};
+  });
+  return y;
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) { return kernels::one_hot(indices, num_classes); }
+
+}  // namespace tandem

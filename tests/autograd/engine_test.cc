@@ -1,0 +1,228 @@
+// The autograd engine and Tensor's autograd API: accumulation, retain_graph, implicit
+// gradients, grad mode, detach, hooks, retain_grad, autograd::grad, higher-order gradients,
+// and the errors PyTorch gives for in-place writes that would corrupt a gradient.
+#include "tests/testing.h"
+
+namespace td = tandem;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::values;
+
+TEST_CASE("backward accumulates d loss / d leaf into every leaf's grad", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0, 3.0}).requires_grad_(true);
+  Tensor w = td::tensor({0.5, -1.0, 2.0}).requires_grad_(true);
+  Tensor loss = (x * w).sum() + (x * x).sum();
+  loss.backward();
+  CHECK(values(x.grad()) == std::vector<double>{2.5, 3, 8});  // w + 2x
+  CHECK(values(w.grad()) == std::vector<double>{1, 2, 3});
+  CHECK(x.is_leaf());
+  CHECK(!loss.is_leaf());
+  CHECK(loss.grad_fn()->name() == "AddBackward0");
+  Tensor again = (x * 2).sum();
+  again.backward();
+  CHECK(values(x.grad()) == std::vector<double>{4.5, 5, 10});  // accumulated
+}
+
+TEST_CASE("a diamond-shaped graph adds the gradients of both paths", "[cpu]") {
+  Tensor x = td::tensor({3.0}).requires_grad_(true);
+  Tensor a = x * x;       // 2x
+  Tensor b = a * 3 + a;   // 4a -> 8x
+  Tensor c = b * a;       // 4a^2 -> 16x^3 -> d/dx 48x^2
+  c.sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{48 * 9});
+}
+
+TEST_CASE("a second backward needs retain_graph on the first", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor y = (x.exp() * x).sum();
+  y.backward(Tensor(), true);
+  y.backward();
+  std::vector<double> g = values(x.grad());
+  CHECK(g[0] == Approx(2 * (std::exp(1.0) * 2)));
+  check_error([&] { y.backward(); }, {"backward through the graph a second time", "retain_graph"});
+}
+
+TEST_CASE("a non-scalar output needs its gradient, of its shape", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor y = x * 3;
+  check_error([&] { y.backward(); }, {"implicitly", "one element", "[2]"});
+  check_error([&] { y.backward(td::ones({3})); }, {"gradient", "[3]", "[2]"});
+  y.backward(td::tensor({1.0, 10.0}));
+  CHECK(values(x.grad()) == std::vector<double>{3, 30});
+  check_error([] { td::ones({2}).sum().backward(); }, {"does not require grad"});
+}
+
+TEST_CASE("no-grad mode records nothing; detach cuts history but shares data", "[cpu]") {
+  Tensor x = td::ones({2}).requires_grad_(true);
+  {
+    td::NoGradGuard no_grad;
+    Tensor y = x * 2;
+    CHECK(!y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+    x.mul_(3);  // in-place on a leaf is fine without recording
+  }
+  CHECK(values(x) == std::vector<double>{3, 3});
+  Tensor d = (x * 2).detach();
+  CHECK(!d.requires_grad());
+  Tensor e = x.detach();
+  e.fill_(7);
+  CHECK(values(x) == std::vector<double>{7, 7});
+  CHECK(td::is_grad_enabled());
+}
+
+TEST_CASE("requires_grad is for floating leaves only", "[cpu]") {
+  check_error([] { td::tensor({1, 2}).requires_grad_(true); }, {"requires_grad_", "floating", "int64"});
+  Tensor x = td::ones({2}).requires_grad_(true);
+  Tensor y = x * 2;
+  check_error([&] { y.requires_grad_(false); }, {"requires_grad_", "leaf", "MulBackward0"});
+  Tensor z = td::ones({2}).requires_grad_(true).requires_grad_(false);
+  CHECK(!z.requires_grad());
+}
+
+TEST_CASE("in-place writes that would corrupt a gradient are refused", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  td::testing::Snapshot before(x);
+  check_error([&] { x.add_(1); }, {"leaf", "in-place"});
+  before.check_unchanged(x);
+  Tensor h = x * 1;
+  Tensor y = h.exp();  // saves its output
+  y.mul_(2);           // ... which is then modified
+  check_error([&] { y.sum().backward(); }, {"modified by an in-place operation", "version"});
+  check_error([&] { x.narrow(0, 0, 1).mul_(2); }, {"view of a leaf", "in-place"});
+}
+
+TEST_CASE("in-place writes through a view reach its base's gradient", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0, 3.0}, td::kFloat64).requires_grad_(true);
+  Tensor base = x * 1;
+  base.narrow(0, 0, 2).mul_(td::tensor({10.0, 20.0}, td::kFloat64));
+  CHECK(values(base) == std::vector<double>{10, 40, 3});
+  CHECK(base.grad_fn()->name() == "CopySlices");
+  base.sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{10, 20, 1});
+}
+
+TEST_CASE("a view made before its base is written in place follows the base's new history", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0, 3.0}, td::kFloat64).requires_grad_(true);
+  Tensor y = x * 2;
+  Tensor v = y.narrow(0, 1, 2);
+  y.mul_(y);  // y = 4 x^2, and v sees it
+  v.sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{0, 16, 24});
+}
+
+TEST_CASE("writing a tensor that requires grad into a slice of a plain buffer connects the buffer", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}, td::kFloat64).requires_grad_(true);
+  Tensor buffer = td::zeros({3, 2}, td::kFloat64);
+  buffer.select(0, 1).copy_(x * 5);
+  buffer[2].add_(x);
+  CHECK(buffer.requires_grad());
+  (buffer * buffer).sum().backward();  // d/dx (25 x^2 + x^2) = 52 x
+  CHECK(values(x.grad()) == std::vector<double>{52, 104});
+}
+
+TEST_CASE("in-place ops on non-leaves record their own gradient", "[cpu]") {
+  Tensor x = td::tensor({0.5, -1.0, 2.0}).requires_grad_(true);
+  Tensor y = x * 1;
+  y.mul_(x).add_(3).relu_();
+  CHECK(y.grad_fn()->name() == "ReluBackward0");
+  y.sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{1, -2, 4});  // d(x^2)/dx
+}
+
+TEST_CASE("hooks see and may replace gradients; retain_grad keeps a non-leaf's", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  std::vector<double> seen;
+  int h = x.register_hook([&](const Tensor& g) {
+    seen = values(g);
+    return g * 10;
+  });
+  Tensor mid = x * 3;
+  mid.retain_grad();
+  int doubled = mid.register_hook([](const Tensor& g) { return g * 2; });
+  (mid * mid).sum().backward();
+  CHECK(seen == std::vector<double>{36, 72});      // 2 * mid * 2 (hook) * 3
+  CHECK(values(x.grad()) == std::vector<double>{360, 720});
+  CHECK(values(mid.grad()) == std::vector<double>{12, 24});  // kept after mid's own hook ran
+  x.remove_hook(h);
+  mid.remove_hook(doubled);
+  x.mutable_grad() = Tensor();
+  (x * 1).sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{1, 1});
+  check_error([] { td::ones({1}).register_hook([](const Tensor& g) { return g; }); }, {"does not require grad"});
+}
+
+TEST_CASE("autograd::grad returns gradients without touching .grad()", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor w = td::tensor({3.0}).requires_grad_(true);
+  Tensor unused = td::ones({1}).requires_grad_(true);
+  Tensor y = (x * x * w).sum();
+  auto grads = td::autograd::grad({y}, {x, w}, {}, true);
+  CHECK(values(grads[0]) == std::vector<double>{6, 12});
+  CHECK(values(grads[1]) == std::vector<double>{5});
+  CHECK(!x.grad().defined());
+  check_error([&] { td::autograd::grad({y}, {unused}, {}, true); }, {"was not used", "allow_unused"});
+  auto none = td::autograd::grad({y}, {unused}, {}, true, false, true);
+  CHECK(!none[0].defined());
+  Tensor mid = x * 2;
+  Tensor z = (mid * mid).sum();
+  CHECK(values(td::autograd::grad({z}, {mid})[0]) == std::vector<double>{4, 8});
+}
+
+TEST_CASE("create_graph makes gradients differentiable: a gradient penalty", "[cpu]") {
+  // f(x) = sum(tanh(x W)), penalty = ||df/dx||^2: its gradient with respect to W needs the
+  // backward pass recorded. Compare with central differences of the penalty.
+  td::testing::reseed(200);
+  Tensor x = td::randn({4, 3}, td::kFloat64).requires_grad_(true);
+  Tensor w = td::randn({3, 2}, td::kFloat64).requires_grad_(true);
+  auto penalty = [&](const Tensor& weight) {
+    Tensor f = td::tanh(td::matmul(x, weight)).sum();
+    Tensor g = td::autograd::grad({f}, {x}, {}, true, true)[0];
+    return (g * g).sum();
+  };
+  Tensor p = penalty(w);
+  p.backward();
+  std::vector<double> analytical = values(w.grad());
+  double* wp = static_cast<double*>(w.data_ptr());
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const double eps = 1e-6, saved = wp[i];
+    wp[i] = saved + eps;
+    double plus = penalty(w.detach().requires_grad_(true)).item<double>();
+    wp[i] = saved - eps;
+    double minus = penalty(w.detach().requires_grad_(true)).item<double>();
+    wp[i] = saved;
+    CHECK(analytical[i] == Approx((plus - minus) / (2 * eps)).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("gradients flow back across cpu devices and dtypes", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}, td::kFloat64).requires_grad_(true);
+  Tensor y = x.to(td::Device("cpu:1"), td::kFloat32);
+  CHECK(y.device() == td::Device("cpu:1"));
+  (y * y).sum().backward();
+  CHECK(x.grad().device() == td::Device("cpu:0"));
+  CHECK(x.grad().dtype() == td::kFloat64);
+  CHECK(values(x.grad()) == std::vector<double>{2, 4});
+  Tensor h = td::tensor({1.0, 2.0}, td::kFloat16).requires_grad_(true);
+  (h * td::tensor({3.0, 4.0})).sum().backward();  // float16 * float32 computes in float32
+  CHECK(h.grad().dtype() == td::kFloat16);
+  CHECK(values(h.grad()) == std::vector<double>{3, 4});
+}
+
+TEST_CASE("tensors with history print their grad_fn as PyTorch does", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
+  CHECK(x.str() == "tensor([1., 2.], requires_grad=True)");
+  CHECK((x * 2).str() == "tensor([2., 4.], grad_fn=<MulBackward0>)");
+  CHECK(x.sum().str() == "tensor(3., grad_fn=<SumBackward1>)");
+  CHECK((x + 1).exp().sum().grad_fn()->name() == "SumBackward1");
+}
+
+TEST_CASE("a long chain of ops runs backward and is freed without exhausting the stack", "[cpu]") {
+  Tensor x = td::tensor({1.0}, td::kFloat64).requires_grad_(true);
+  {
+    Tensor y = x;
+    for (int i = 0; i < 20000; ++i) y = y * 1.0001;
+    y.sum().backward();
+  }
+  CHECK(x.grad().item<double>() == Approx(std::pow(1.0001, 20000)).epsilon(1e-9));
+}
