@@ -16,3 +16,4 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/factory.h"
+#include "nn/nn.h"

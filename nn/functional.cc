@@ -1,0 +1,296 @@
+#include "nn/functional.h"
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/factory.h"
+
+namespace tandem::nn::functional {
+
+namespace {
+
+Tensor reduce(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case kNone: return loss;
+    case kSum: return loss.sum();
+    case kMean: return loss.mean();
+  }
+  return loss;
+}
+
+// [1, C, 1, ...] for broadcasting a per-channel vector against x (channels in dim 1).
+Shape channel_shape(const Tensor& x, int64_t channels) {
+  Shape s(x.dim(), 1);
+  s[1] = channels;
+  return s;
+}
+
+std::pair<int64_t, int64_t> pair_of(IntList v, const char* op, const char* what) {
+  TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", what, " must be one value or two, got ", shape_str(v.vec()));
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+}  // namespace
+
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case kNone: return "none";
+    case kSum: return "sum";
+    case kMean: return "mean";
+  }
+  return "?";
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  TD_CHECK(x.defined() && weight.defined(), "linear: input and weight must be defined");
+  TD_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ", shape_str(weight.sizes()));
+  TD_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear: input of shape ", shape_str(x.sizes()),
+           " does not end in in_features = ", weight.sizes()[1]);
+  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  Tensor out = matmul(x, weight.t());
+  return bias.defined() ? out + bias : out;
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+              IntList dilation, int64_t groups) {
+  TD_CHECK(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
+  TD_CHECK(x.dim() == 3 || x.dim() == 4, "conv2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ", shape_str(weight.sizes()));
+  TD_CHECK(groups >= 1, "conv2d: groups must be positive, got ", groups);
+  Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
+  const int64_t n = x4.size(0), c = x4.size(1), h = x4.size(2), w = x4.size(3);
+  const int64_t out_channels = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  TD_CHECK(c == weight.size(1) * groups, "conv2d: input has ", c, " channels but weight ", shape_str(weight.sizes()),
+           " with groups=", groups, " expects ", weight.size(1) * groups);
+  TD_CHECK(out_channels % groups == 0, "conv2d: out channels ", out_channels, " not divisible by groups ", groups);
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, "conv2d: bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
+  auto [sh, sw] = pair_of(stride, "conv2d", "stride");
+  auto [ph, pw] = pair_of(padding, "conv2d", "padding");
+  auto [dh, dw] = pair_of(dilation, "conv2d", "dilation");
+  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  Tensor cols = im2col(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});  // [N, C*kh*kw, oh*ow]
+  Tensor out;
+  if (groups == 1) {
+    out = matmul(weight.reshape({out_channels, -1}), cols);
+  } else {
+    const int64_t per_group_in = c / groups * kh * kw, per_group_out = out_channels / groups;
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor wg = weight.narrow(0, g * per_group_out, per_group_out).reshape({per_group_out, -1});
+      parts.push_back(matmul(wg, cols.narrow(1, g * per_group_in, per_group_in)));
+    }
+    out = cat(parts, 1);
+  }
+  out = out.reshape({n, out_channels, oh, ow});
+  if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
+  return x.dim() == 3 ? out.squeeze(0) : out;
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, std::optional<double> momentum, double eps,
+                  int64_t batches_tracked) {
+  TD_CHECK(x.defined() && x.dim() >= 2, "batch_norm: expected an input of at least 2 dims [N, C, ...], got ",
+           x.defined() ? shape_str(x.sizes()) : "undefined");
+  const int64_t channels = x.size(1);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d != 1) dims.push_back(d);
+  }
+  const Shape shape = channel_shape(x, channels);
+  Tensor out;
+  if (training) {
+    const int64_t per_channel = x.numel() / std::max<int64_t>(channels, 1);
+    TD_CHECK(per_channel > 1, "batch_norm: expected more than 1 value per channel when training, got input of shape ",
+             shape_str(x.sizes()));
+    Tensor mean = x.mean(dims, true);
+    Tensor var = x.var(dims, 0, true);
+    if (running_mean.defined()) {
+      NoGradGuard no_grad;
+      double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(batches_tracked, 1));
+      Tensor rm = running_mean, rv = running_var;
+      rm.mul_(1 - m).add_(mean.detach().reshape({channels}).to(rm.dtype()), m);
+      Tensor unbiased = var.detach().reshape({channels}) * (static_cast<double>(per_channel) / (per_channel - 1));
+      rv.mul_(1 - m).add_(unbiased.to(rv.dtype()), m);
+    }
+    out = (x - mean) / sqrt(var + eps);
+  } else {
+    TD_CHECK(running_mean.defined() && running_var.defined(),
+             "batch_norm: evaluation without running statistics (track_running_stats=false) needs training=true");
+    out = (x - running_mean.view(shape)) * rsqrt(running_var.view(shape) + eps);
+  }
+  if (weight.defined()) out = out * weight.view(shape);
+  if (bias.defined()) out = out + bias.view(shape);
+  return out;
+}
+
+Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  TD_CHECK(x.defined() && x.dim() >= k &&
+               Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
+           "layer_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",
+           " does not end in the normalized shape ", shape_str(normalized_shape.vec()));
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  Tensor mean = x.mean(dims, true);
+  Tensor var = x.var(dims, 0, true);
+  Tensor out = (x - mean) / sqrt(var + eps);
+  if (weight.defined()) out = out * weight;
+  if (bias.defined()) out = out + bias;
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  TD_CHECK(p >= 0 && p <= 1, "dropout: probability must be in [0, 1], got ", p);
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0;
+  Tensor keep = bernoulli(x.detach(), 1 - p);
+  return x * keep * (1 / (1 - p));
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  Tensor out = tandem::embedding(weight, indices);
+  if (!padding_idx) return out;
+  int64_t pad = *padding_idx < 0 ? *padding_idx + weight.size(0) : *padding_idx;
+  // Same values, but no gradient flows to the padding row.
+  return where((indices != pad).unsqueeze(-1), out, out.detach());
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
+  TD_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4), "adaptive_avg_pool2d: expected a 3-D or 4-D input");
+  auto [oh, ow] = pair_of(output_size, "adaptive_avg_pool2d", "output_size");
+  const int64_t h = x.size(-2), w = x.size(-1);
+  TD_CHECK(oh > 0 && ow > 0, "adaptive_avg_pool2d: output_size must be positive");
+  if (h % oh == 0 && w % ow == 0) return avg_pool2d(x, {h / oh, w / ow});
+  // Window i covers [floor(i * h / oh), ceil((i + 1) * h / oh)), as PyTorch's.
+  std::vector<Tensor> rows;
+  for (int64_t i = 0; i < oh; ++i) {
+    int64_t h0 = i * h / oh, h1 = ((i + 1) * h + oh - 1) / oh;
+    std::vector<Tensor> cols;
+    for (int64_t j = 0; j < ow; ++j) {
+      int64_t w0 = j * w / ow, w1 = ((j + 1) * w + ow - 1) / ow;
+      cols.push_back(x.narrow(-2, h0, h1 - h0).narrow(-1, w0, w1 - w0).mean({-2, -1}));
+    }
+    rows.push_back(stack(cols, -1));
+  }
+  return stack(rows, -2);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  TD_CHECK(input.sizes() == target.sizes(), "mse_loss: input ", shape_str(input.sizes()), " and target ",
+           shape_str(target.sizes()), " must have the same shape");
+  Tensor d = input - target;
+  return reduce(d * d, reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  TD_CHECK(input.sizes() == target.sizes(), "l1_loss: input ", shape_str(input.sizes()), " and target ",
+           shape_str(target.sizes()), " must have the same shape");
+  return reduce(abs(input - target), reduction);
+}
+
+namespace {
+
+// Batch-first views of a class-scoring input and its index target: [N, C, ...] and [N, ...]
+// (a single unbatched [C] input with a 0-dim target becomes a batch of one).
+std::pair<Tensor, Tensor> batch_first(const Tensor& input, const Tensor& target, const char* op) {
+  TD_CHECK(input.defined() && target.defined(), op, ": input and target must be defined");
+  if (input.dim() == 1) {
+    TD_CHECK(target.dim() == 0, op, ": a 1-D input of class scores takes a 0-dim target, got shape ",
+             shape_str(target.sizes()));
+    return {input.unsqueeze(0), target.unsqueeze(0)};
+  }
+  Shape expected = input.sizes();
+  expected.erase(expected.begin() + 1);
+  TD_CHECK(input.dim() >= 2 && target.sizes() == expected, op, ": input of shape ", shape_str(input.sizes()),
+           " needs a target of shape ", shape_str(expected), ", got ", shape_str(target.sizes()));
+  return {input, target};
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                Reduction reduction) {
+  auto [x, t] = batch_first(input, target, "nll_loss");
+  TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 target of class indices, got ", t.dtype());
+  const int64_t classes = x.size(1);
+  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes, "]");
+  Tensor ignored = t == ignore_index;
+  Tensor safe = where(ignored, 0, t);
+  if (safe.numel() > 0) {
+    int64_t lo = safe.amin().item<int64_t>(), hi = safe.amax().item<int64_t>();
+    TD_CHECK(lo >= 0 && hi < classes, "nll_loss: target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
+             " classes");
+  }
+  Tensor picked = x.gather(1, safe.unsqueeze(1)).squeeze(1);
+  Tensor w = weight.defined() ? weight.index_select(0, safe.reshape({-1})).view(safe.sizes()).to(x.dtype())
+                              : ones_like(picked);
+  w = masked_fill(w, ignored, 0);
+  Tensor losses = -picked * w;
+  Tensor out;
+  switch (reduction) {
+    case kNone: out = losses; break;
+    case kSum: out = losses.sum(); break;
+    case kMean: out = losses.sum() / w.sum(); break;
+  }
+  return input.dim() == 1 && reduction == kNone ? out.squeeze(0) : out;
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                     Reduction reduction, double label_smoothing) {
+  TD_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
+           label_smoothing);
+  TD_CHECK(input.defined() && target.defined(), "cross_entropy: input and target must be defined");
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  const int64_t classes = input.size(class_dim);
+  Tensor logp = log_softmax(input, class_dim);
+  Shape weight_shape(input.dim(), 1);
+  weight_shape[class_dim] = classes;
+  if (is_floating(target.dtype())) {  // class probabilities
+    TD_CHECK(target.sizes() == input.sizes(), "cross_entropy: probability targets must have the input's shape ",
+             shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
+    Tensor q = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / classes : target;
+    Tensor terms = logp * q;
+    if (weight.defined()) terms = terms * weight.view(weight_shape);
+    Tensor losses = -terms.sum({class_dim});
+    if (reduction == kMean) return losses.sum() / static_cast<double>(input.numel() / classes);
+    return reduce(losses, reduction);
+  }
+  Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
+  if (label_smoothing == 0) return nll;
+  // PyTorch's smoothing term: the (weighted) sum of -log p over the classes.
+  Tensor ignored = target == ignore_index;
+  Tensor smooth = -(weight.defined() ? logp * weight.view(weight_shape) : logp).sum({class_dim});
+  smooth = masked_fill(smooth, ignored, 0);
+  Tensor term;
+  switch (reduction) {
+    case kNone: term = smooth; break;
+    case kSum: term = smooth.sum(); break;
+    case kMean:
+      if (weight.defined()) {
+        Tensor safe = where(ignored, 0, target);
+        Tensor w = masked_fill(weight.index_select(0, safe.reshape({-1})).view(safe.sizes()), ignored, 0);
+        term = smooth.sum() / w.sum();
+      } else {
+        term = smooth.sum() / (static_cast<double>(ignored.numel()) - ignored.sum().item<double>());
+      }
+      break;
+  }
+  return nll * (1 - label_smoothing) + term * (label_smoothing / classes);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, Reduction reduction) {
+  TD_CHECK(input.defined() && target.defined() && input.sizes() == target.sizes(),
+           "binary_cross_entropy_with_logits: input and target must have the same shape");
+  // log(1 + exp(-x)) computed without overflow: log1p(exp(-|x|)) + max(-x, 0).
+  Tensor softplus_neg = log1p(exp(-abs(input))) + relu(-input);
+  Tensor loss = pos_weight.defined() ? (1 - target) * input + ((pos_weight - 1) * target + 1) * softplus_neg
+                                     : (1 - target) * input + softplus_neg;
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
+}
+
+}  // namespace tandem::nn::functional

@@ -1,0 +1,53 @@
+// td::nn::functional (alias F): the layers' math as functions, as torch.nn.functional.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tandem {
+
+enum class Reduction { None, Mean, Sum };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+
+namespace nn::functional {
+
+// x @ weight^T + bias, for x of any rank >= 1 (bias may be undefined).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// x [N, C, H, W] (or [C, H, W]) with weight [O, C / groups, kh, kw], through im2col and one
+// matrix product per group.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+              IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
+// Normalizes over every dim but 1. training: batch statistics, and running_mean / running_var
+// (if defined) move toward them by `momentum` (nullopt: a cumulative average over
+// `batches_tracked` batches); otherwise the running statistics.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, std::optional<double> momentum = 0.1, double eps = 1e-5,
+                  int64_t batches_tracked = 0);
+// Normalizes over the last normalized_shape.size() dims.
+Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Zeroes elements with probability p and scales the rest by 1 / (1 - p), in training only.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+// Rows of weight; rows at padding_idx get no gradient.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+// input: log-probabilities [N, C] or [N, C, d1, ...]; target: class indices [N] or [N, d1, ...].
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(), int64_t ignore_index = -100,
+                Reduction reduction = kMean);
+// log_softmax then nll_loss; target: class indices, or class probabilities shaped like input.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                     int64_t ignore_index = -100, Reduction reduction = kMean, double label_smoothing = 0.0);
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                        const Tensor& pos_weight = Tensor(), Reduction reduction = kMean);
+
+const char* reduction_name(Reduction r);
+
+}  // namespace nn::functional
+}  // namespace tandem

@@ -1,0 +1,163 @@
+// The layers of td::nn with learnable parameters: Linear, Conv2d, BatchNorm1d/2d, LayerNorm,
+// Embedding. Parameters start as PyTorch initializes them, so weights have the same
+// distributions. Each comes as an Impl (the module) and a holder of the same name without Impl.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace tandem::nn {
+
+struct LinearOptions {
+  LinearOptions(int64_t in, int64_t out) : in_features_(in), out_features_(out) {}
+  LinearOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_features_, out_features_;
+  bool bias_ = true;
+};
+
+// y = x W^T + b; W [out, in] and b [out] from U(-1/sqrt(in), 1/sqrt(in)).
+class LinearImpl : public Cloneable<LinearImpl> {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
+  explicit LinearImpl(const LinearOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  LinearOptions options;
+  Tensor weight, bias;
+};
+class Linear : public ModuleHolder<LinearImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(std::move(kernel)) {}
+  Conv2dOptions(int64_t in, int64_t out, int64_t kernel) : Conv2dOptions(in, out, std::vector<int64_t>{kernel, kernel}) {}
+  Conv2dOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
+  Conv2dOptions& stride(int64_t s) { return stride({s, s}); }
+  Conv2dOptions& padding(std::vector<int64_t> p) { padding_ = std::move(p); return *this; }
+  Conv2dOptions& padding(int64_t p) { return padding({p, p}); }
+  Conv2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
+  Conv2dOptions& dilation(int64_t d) { return dilation({d, d}); }
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_channels_, out_channels_;
+  std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, dilation_{1, 1};
+  int64_t groups_ = 1;
+  bool bias_ = true;
+};
+
+class Conv2dImpl : public Cloneable<Conv2dImpl> {
+ public:
+  Conv2dImpl(int64_t in, int64_t out, int64_t kernel) : Conv2dImpl(Conv2dOptions(in, out, kernel)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Conv2dOptions options;
+  Tensor weight, bias;
+};
+class Conv2d : public ModuleHolder<Conv2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct BatchNormOptions {
+  BatchNormOptions(int64_t features) : num_features_(features) {}
+  BatchNormOptions& eps(double e) { eps_ = e; return *this; }
+  BatchNormOptions& momentum(std::optional<double> m) { momentum_ = m; return *this; }
+  BatchNormOptions& affine(bool a) { affine_ = a; return *this; }
+  BatchNormOptions& bias(bool b) { bias_ = b; return *this; }  // with affine: learn a shift too
+  BatchNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  int64_t num_features_;
+  double eps_ = 1e-5;
+  std::optional<double> momentum_ = 0.1;
+  bool affine_ = true, bias_ = true, track_running_stats_ = true;
+};
+
+// Batch normalization over dim 1; running_mean, running_var and num_batches_tracked are buffers.
+// BatchNorm1d takes [N, C] or [N, C, L], BatchNorm2d [N, C, H, W].
+template <typename Derived>
+class BatchNormBase : public Cloneable<Derived> {
+ public:
+  BatchNormBase(const BatchNormOptions& options, std::vector<int64_t> input_dims);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  BatchNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ private:
+  std::vector<int64_t> input_dims_;
+};
+class BatchNorm1dImpl : public BatchNormBase<BatchNorm1dImpl> {
+ public:
+  explicit BatchNorm1dImpl(const BatchNormOptions& options) : BatchNormBase(options, {2, 3}) {}
+};
+class BatchNorm2dImpl : public BatchNormBase<BatchNorm2dImpl> {
+ public:
+  explicit BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormBase(options, {4}) {}
+};
+class BatchNorm1d : public ModuleHolder<BatchNorm1dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class BatchNorm2d : public ModuleHolder<BatchNorm2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct LayerNormOptions {
+  LayerNormOptions(std::vector<int64_t> shape) : normalized_shape_(std::move(shape)) {}
+  LayerNormOptions& eps(double e) { eps_ = e; return *this; }
+  LayerNormOptions& elementwise_affine(bool a) { elementwise_affine_ = a; return *this; }
+  LayerNormOptions& bias(bool b) { bias_ = b; return *this; }  // with elementwise_affine: learn a shift too
+  std::vector<int64_t> normalized_shape_;
+  double eps_ = 1e-5;
+  bool elementwise_affine_ = true, bias_ = true;
+};
+
+class LayerNormImpl : public Cloneable<LayerNormImpl> {
+ public:
+  explicit LayerNormImpl(const LayerNormOptions& options);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  LayerNormOptions options;
+  Tensor weight, bias;
+};
+class LayerNorm : public ModuleHolder<LayerNormImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t num, int64_t dim) : num_embeddings_(num), embedding_dim_(dim) {}
+  EmbeddingOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  int64_t num_embeddings_, embedding_dim_;
+  std::optional<int64_t> padding_idx_;
+};
+
+// weight [num, dim] from N(0, 1), with the padding row zeroed.
+class EmbeddingImpl : public Cloneable<EmbeddingImpl> {
+ public:
+  EmbeddingImpl(int64_t num, int64_t dim) : EmbeddingImpl(EmbeddingOptions(num, dim)) {}
+  explicit EmbeddingImpl(const EmbeddingOptions& options);
+  void reset() override;
+  Tensor forward(const Tensor& indices) override;
+  std::string extra_repr() const override;
+  EmbeddingOptions options;
+  Tensor weight;
+};
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+}  // namespace tandem::nn

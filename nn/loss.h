@@ -1,0 +1,121 @@
+// The loss modules of td::nn: module forms of the losses in nn/functional.h (forward(input, target)).
+#pragma once
+
+#include "nn/functional.h"
+#include "nn/module.h"
+
+namespace tandem::nn {
+
+class MSELossImpl : public Cloneable<MSELossImpl> {
+ public:
+  explicit MSELossImpl(Reduction reduction = kMean) : Cloneable("MSELoss"), reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::mse_loss(input, target, reduction);
+  }
+  Reduction reduction;
+};
+
+class L1LossImpl : public Cloneable<L1LossImpl> {
+ public:
+  explicit L1LossImpl(Reduction reduction = kMean) : Cloneable("L1Loss"), reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::l1_loss(input, target, reduction);
+  }
+  Reduction reduction;
+};
+
+struct CrossEntropyLossOptions {
+  CrossEntropyLossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  CrossEntropyLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CrossEntropyLossOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+  Tensor weight_;
+  int64_t ignore_index_ = -100;
+  Reduction reduction_ = kMean;
+  double label_smoothing_ = 0;
+};
+
+class CrossEntropyLossImpl : public Cloneable<CrossEntropyLossImpl> {
+ public:
+  explicit CrossEntropyLossImpl(CrossEntropyLossOptions options = {})
+      : Cloneable("CrossEntropyLoss"), options(std::move(options)) {
+    reset();
+  }
+  void reset() override {
+    if (options.weight_.defined()) register_buffer("weight", options.weight_);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::cross_entropy(input, target, options.weight_, options.ignore_index_, options.reduction_,
+                                     options.label_smoothing_);
+  }
+  CrossEntropyLossOptions options;
+};
+
+struct NLLLossOptions {
+  NLLLossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  NLLLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  NLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Tensor weight_;
+  int64_t ignore_index_ = -100;
+  Reduction reduction_ = kMean;
+};
+
+class NLLLossImpl : public Cloneable<NLLLossImpl> {
+ public:
+  explicit NLLLossImpl(NLLLossOptions options = {}) : Cloneable("NLLLoss"), options(std::move(options)) { reset(); }
+  void reset() override {
+    if (options.weight_.defined()) register_buffer("weight", options.weight_);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::nll_loss(input, target, options.weight_, options.ignore_index_, options.reduction_);
+  }
+  NLLLossOptions options;
+};
+
+struct BCEWithLogitsLossOptions {
+  BCEWithLogitsLossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  BCEWithLogitsLossOptions& pos_weight(Tensor w) { pos_weight_ = std::move(w); return *this; }
+  BCEWithLogitsLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Tensor weight_, pos_weight_;
+  Reduction reduction_ = kMean;
+};
+
+class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
+ public:
+  explicit BCEWithLogitsLossImpl(BCEWithLogitsLossOptions options = {})
+      : Cloneable("BCEWithLogitsLoss"), options(std::move(options)) {
+    reset();
+  }
+  void reset() override {
+    if (options.weight_.defined()) register_buffer("weight", options.weight_);
+    if (options.pos_weight_.defined()) register_buffer("pos_weight", options.pos_weight_);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::binary_cross_entropy_with_logits(input, target, options.weight_, options.pos_weight_,
+                                                        options.reduction_);
+  }
+  BCEWithLogitsLossOptions options;
+};
+
+class MSELoss : public ModuleHolder<MSELossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class L1Loss : public ModuleHolder<L1LossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class CrossEntropyLoss : public ModuleHolder<CrossEntropyLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class NLLLoss : public ModuleHolder<NLLLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class BCEWithLogitsLoss : public ModuleHolder<BCEWithLogitsLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+}  // namespace tandem::nn

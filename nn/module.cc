@@ -1,0 +1,311 @@
+#include "nn/module.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+
+namespace tandem::nn {
+
+namespace {
+
+std::string class_name(const Module& m) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(typeid(m).name(), nullptr, nullptr, &status),
+                                                   std::free);
+  std::string name = status == 0 ? demangled.get() : typeid(m).name();
+  if (size_t colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 4 && name.ends_with("Impl")) name.resize(name.size() - 4);
+  return name;
+}
+
+// Replaces the data under t's handle (device, dtype, storage) while the handle, its autograd
+// flags and anyone holding it stay the same, as PyTorch's `param.data = ...`.
+void set_data(const Tensor& t, const Tensor& data) {
+  TensorImpl& impl = t.impl();
+  impl.storage = data.storage();
+  impl.sizes = data.sizes();
+  impl.strides = data.strides();
+  impl.offset = data.storage_offset();
+  impl.dtype = data.dtype();
+}
+
+void move_tensor(const Tensor& t, Device device, std::optional<DType> dtype) {
+  if (!t.defined()) return;
+  DType target = dtype && is_floating(t.dtype()) ? *dtype : t.dtype();
+  if (t.device() == device && t.dtype() == target) return;
+  NoGradGuard no_grad;
+  set_data(t, t.detach().to(device, target));
+  Tensor g = t.grad();
+  if (g.defined()) set_data(g, g.detach().to(device, target));
+}
+
+std::string indent_after_first_line(const std::string& s, int n) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '\n') out += std::string(n, ' ');
+  }
+  return out;
+}
+
+}  // namespace
+
+Module::Module(std::string name) : name_(std::move(name)) {}
+
+const std::string& Module::name() const {
+  if (name_.empty()) name_ = class_name(*this);
+  return name_;
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_parameter: invalid name '", name,
+           "' (non-empty, no dots)");
+  for (const auto& [n, t] : parameters_) TD_CHECK(n != name, "register_parameter: '", name, "' is already registered");
+  if (tensor.defined()) {
+    tensor = tensor.detach();  // a parameter is a leaf
+    if (requires_grad) tensor.requires_grad_(true);
+  }
+  parameters_.emplace_back(name, tensor);
+  return parameters_.back().second;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+  TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_buffer: invalid name '", name,
+           "' (non-empty, no dots)");
+  for (const auto& [n, t] : buffers_) TD_CHECK(n != name, "register_buffer: '", name, "' is already registered");
+  buffers_.emplace_back(name, tensor.defined() ? tensor.detach() : tensor);
+  if (!persistent) non_persistent_.push_back(name);
+  return buffers_.back().second;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_module: invalid name '", name,
+           "' (non-empty, no dots)");
+  TD_CHECK(module != nullptr, "register_module: the module '", name, "' is null");
+  for (const auto& [n, m] : children_) TD_CHECK(n != name, "register_module: '", name, "' is already registered");
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  for (auto& [n, m] : children_) {
+    if (n == name) {
+      m = std::move(module);
+      return;
+    }
+  }
+  TD_FAIL("replace_module: no submodule named '", name, "'");
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool params,
+                     std::vector<std::pair<std::string, Tensor>>& out, bool persistent_only) const {
+  for (const auto& [name, t] : params ? parameters_ : buffers_) {
+    if (!t.defined()) continue;
+    if (persistent_only && std::find(non_persistent_.begin(), non_persistent_.end(), name) != non_persistent_.end()) {
+      continue;
+    }
+    out.emplace_back(prefix + name, t);
+  }
+  if (!recurse) return;
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out, persistent_only);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, true, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_buffers(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [name, m] : children_) out.push_back(m);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules(const std::string& prefix) {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out = {{prefix, shared_from_this()}};
+  for (const auto& [name, child] : children_) {
+    auto sub = child->named_modules(prefix.empty() ? name : prefix + "." + name);
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules() {
+  std::vector<std::shared_ptr<Module>> out;
+  for (auto& [name, m] : named_modules()) out.push_back(m);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(Device device, std::optional<DType> dtype) {
+  for (auto& [name, t] : parameters_) move_tensor(t, device, dtype);
+  for (auto& [name, t] : buffers_) move_tensor(t, device, dtype);
+  for (auto& [name, child] : children_) child->to(device, dtype);
+}
+
+void Module::to(DType dtype) {
+  std::vector<Tensor> all = parameters();
+  Device device = all.empty() ? Device(kCPU) : all.front().device();
+  to(device, dtype);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) {
+    Tensor& g = p.mutable_grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      g = Tensor();
+    } else {
+      NoGradGuard no_grad;
+      g = g.detach();
+      g.zero_();
+    }
+  }
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [name, child] : children_) child->apply(fn);
+}
+
+std::shared_ptr<Module> Module::clone(std::optional<Device>) const {
+  TD_FAIL("clone: ", name(), " does not derive from td::nn::Cloneable<", name(),
+          "Impl>, which a module needs (with a reset() that registers everything) to be cloned");
+}
+
+Tensor Module::forward(const Tensor&) {
+  TD_FAIL(name(), ": this module has no one-tensor forward(), so it cannot be called inside a Sequential");
+}
+
+void Module::clear_registrations() {
+  parameters_.clear();
+  buffers_.clear();
+  non_persistent_.clear();
+  children_.clear();
+}
+
+void Module::copy_values_from(const Module& other) {
+  NoGradGuard no_grad;
+  auto copy = [](const std::vector<std::pair<std::string, Tensor>>& to,
+                 const std::vector<std::pair<std::string, Tensor>>& from, bool params) {
+    TD_CHECK(to.size() == from.size(), "clone: the copy registered ", to.size(), params ? " parameters" : " buffers",
+             " but the original has ", from.size(), "; reset() must register the same tensors as the constructor");
+    for (size_t i = 0; i < to.size(); ++i) {
+      Tensor dst = to[i].second;
+      dst.copy_(from[i].second);
+      if (params) dst.requires_grad_(from[i].second.requires_grad());
+    }
+  };
+  copy(named_parameters(), other.named_parameters(), true);
+  copy(named_buffers(), other.named_buffers(), false);
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  std::vector<std::pair<std::string, Tensor>> items;
+  collect("", true, true, items);
+  collect("", true, false, items, true);
+  for (auto& [name, t] : items) out.insert(name, t.detach());
+  return out;
+}
+
+Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<std::pair<std::string, Tensor>> expected;
+  collect("", true, true, expected);
+  collect("", true, false, expected, true);
+  LoadResult result;
+  std::vector<std::string> mismatches;
+  for (const auto& [name, t] : expected) {
+    const Tensor* v = state.find(name);
+    if (!v) {
+      result.missing_keys.push_back(name);
+    } else if (v->sizes() != t.sizes()) {
+      mismatches.push_back(name + " (checkpoint " + shape_str(v->sizes()) + ", model " + shape_str(t.sizes()) + ")");
+    }
+  }
+  for (const auto& [name, t] : state) {
+    bool known = std::any_of(expected.begin(), expected.end(), [&](const auto& e) { return e.first == name; });
+    if (!known) result.unexpected_keys.push_back(name);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  };
+  TD_CHECK(mismatches.empty(), "load_state_dict: shape mismatch for ", join(mismatches));
+  TD_CHECK(!strict || (result.missing_keys.empty() && result.unexpected_keys.empty()),
+           "load_state_dict: ", result.missing_keys.empty() ? "" : "missing keys: " + join(result.missing_keys),
+           !result.missing_keys.empty() && !result.unexpected_keys.empty() ? "; " : "",
+           result.unexpected_keys.empty() ? "" : "unexpected keys: " + join(result.unexpected_keys),
+           " (pass strict=false to load the matching keys only)");
+  NoGradGuard no_grad;
+  for (auto& [name, t] : expected) {
+    if (const Tensor* v = state.find(name)) {
+      Tensor dst = t;
+      dst.copy_(*v);
+    }
+  }
+  return result;
+}
+
+void Module::print(std::ostream& out, int) const {
+  std::vector<std::string> lines;
+  std::string extra = extra_repr();
+  std::vector<std::string> extra_lines;
+  if (!extra.empty()) {
+    std::istringstream in(extra);
+    for (std::string line; std::getline(in, line);) extra_lines.push_back(line);
+  }
+  lines = extra_lines;
+  for (const auto& [name, child] : children_) lines.push_back("(" + name + "): " + indent_after_first_line(child->str(), 2));
+  out << name() << "(";
+  if (!lines.empty()) {
+    if (extra_lines.size() == 1 && children_.empty()) {
+      out << extra_lines[0];
+    } else {
+      out << "\n";
+      for (const std::string& line : lines) out << "  " << line << "\n";
+    }
+  }
+  out << ")";
+}
+
+std::string Module::str() const {
+  std::ostringstream out;
+  print(out, 0);
+  return out.str();
+}
+
+std::ostream& operator<<(std::ostream& out, const Module& module) { return out << module.str(); }
+
+}  // namespace tandem::nn

@@ -1,0 +1,162 @@
+// Module: the base of every layer and model, as in PyTorch/LibTorch. A module owns named
+// parameters (tensors to train), buffers (state such as running means) and submodules, in
+// registration order; everything that walks a model (parameters(), to(), state_dict(),
+// printing) walks that tree. Layers are used through holders: `td::nn::Linear fc(784, 128);`
+// then `fc->weight`, `fc(x)`.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/state_dict.h"
+
+namespace tandem::nn {
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  // `name` is the type name printing shows ("Linear"); empty: the C++ class name without "Impl".
+  explicit Module(std::string name = "");
+  virtual ~Module() = default;
+  Module(const Module&) = default;
+  Module& operator=(const Module&) = default;
+
+  const std::string& name() const;
+
+  // ---- registration (in the constructor, or reset()) ----
+  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  // Buffers are saved in state_dict() unless `persistent` is false.
+  Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+  template <typename Holder>
+    requires requires(Holder h) { h.ptr(); }
+  Holder register_module(const std::string& name, Holder holder) {
+    add_child(name, holder.ptr());
+    return holder;
+  }
+  // Replaces a registered submodule (e.g. in a Sequential) keeping its position.
+  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+
+  // ---- the tree ----
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;  // "0.weight"
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  std::vector<std::shared_ptr<Module>> modules();  // this module first, then every descendant
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules(const std::string& prefix = "");
+
+  // ---- modes, devices, gradients ----
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Moves (or converts) every parameter and buffer in place: the tensors keep their identity,
+  // so optimizers built on parameters() keep working. Floating dtypes only change floating tensors.
+  void to(Device device, std::optional<DType> dtype = std::nullopt);
+  void to(DType dtype);
+  void zero_grad(bool set_to_none = true);
+  void apply(const std::function<void(Module&)>& fn);
+  // A deep copy: new parameters, buffers and submodules with the same values (see Cloneable).
+  virtual std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const;
+
+  // The one-tensor forward that Sequential calls; layers define their own forward.
+  virtual Tensor forward(const Tensor& input);
+
+  // ---- checkpoints ----
+  // Parameters and persistent buffers under dotted names, as PyTorch's state_dict().
+  StateDict state_dict() const;
+  struct LoadResult {
+    std::vector<std::string> missing_keys, unexpected_keys;
+  };
+  // Copies values by name (converting dtype/device to the module's). strict: missing or
+  // unexpected keys are an error listing them; shape mismatches are always an error.
+  LoadResult load_state_dict(const StateDict& state, bool strict = true);
+
+  // ---- printing, as PyTorch prints a module tree ----
+  // The text inside the parentheses, e.g. "in_features=784, out_features=128, bias=True".
+  virtual std::string extra_repr() const { return ""; }
+  std::string str() const;
+
+ protected:
+  // Called by Cloneable::clone on the copy: registers fresh parameters, buffers and submodules.
+  virtual void reset() {}
+  void clear_registrations();
+  void copy_values_from(const Module& other);
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void collect(const std::string& prefix, bool recurse, bool params, std::vector<std::pair<std::string, Tensor>>& out,
+               bool persistent_only = false) const;
+  void print(std::ostream& out, int indent) const;
+
+  mutable std::string name_;
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> parameters_, buffers_;
+  std::vector<std::string> non_persistent_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Module& module);
+
+// What makes a module clonable: `struct MyNetImpl : td::nn::Cloneable<MyNetImpl>` with a reset()
+// that registers everything (the constructor calls reset()). clone() copies the object, lets
+// reset() make fresh tensors and submodules, then copies the values over.
+template <typename Derived>
+class Cloneable : public Module {
+ public:
+  using Module::Module;
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override {
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    copy->clear_registrations();
+    copy->reset();
+    copy->copy_values_from(*this);
+    copy->train(is_training());
+    if (device) copy->to(*device);
+    return copy;
+  }
+};
+
+// A shared handle to a module implementation, as LibTorch's ModuleHolder: `Linear` holds a
+// `LinearImpl`; `->` reaches it and `()` calls its forward.
+template <typename Impl>
+class ModuleHolder {
+ public:
+  ModuleHolder(std::nullptr_t) {}
+  template <typename... Args>
+    requires std::is_constructible_v<Impl, Args...>
+  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  Impl* operator->() const { return get(); }
+  Impl& operator*() const { return *get(); }
+  Impl* get() const {
+    TD_CHECK(impl_ != nullptr, "module holder is empty (constructed with nullptr)");
+    return impl_.get();
+  }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  bool is_empty() const { return impl_ == nullptr; }
+  template <typename... Args>
+  auto operator()(Args&&... args) const {
+    return get()->forward(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+template <typename Impl>
+std::ostream& operator<<(std::ostream& out, const ModuleHolder<Impl>& holder) {
+  return out << *holder;
+}
+
+}  // namespace tandem::nn

@@ -1,0 +1,160 @@
+#include "nn/modules.h"
+
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "nn/functional.h"
+
+namespace tandem::nn {
+
+namespace {
+
+// PyTorch prints pooling sizes as given: an int, or a tuple.
+std::string size_str(IntList v) {
+  if (v.size() == 1) return std::to_string(v[0]);
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+std::string bool_str(bool b) { return b ? "True" : "False"; }
+
+}  // namespace
+
+FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> fn, std::string extra)
+    : Cloneable(std::move(name)), fn_(std::move(fn)), extra_(std::move(extra)) {}
+
+ReLUImpl::ReLUImpl() : FunctionalImpl("ReLU", [](const Tensor& x) { return relu(x); }) {}
+GELUImpl::GELUImpl(const std::string& approximate)
+    : FunctionalImpl("GELU", [approximate](const Tensor& x) { return gelu(x, approximate); },
+                     "approximate='" + approximate + "'") {
+  TD_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got '",
+           approximate, "'");
+}
+SiLUImpl::SiLUImpl() : FunctionalImpl("SiLU", [](const Tensor& x) { return silu(x); }) {}
+TanhImpl::TanhImpl() : FunctionalImpl("Tanh", [](const Tensor& x) { return tanh(x); }) {}
+SigmoidImpl::SigmoidImpl() : FunctionalImpl("Sigmoid", [](const Tensor& x) { return sigmoid(x); }) {}
+SoftmaxImpl::SoftmaxImpl(int64_t dim)
+    : FunctionalImpl("Softmax", [dim](const Tensor& x) { return softmax(x, dim); }, "dim=" + std::to_string(dim)) {}
+LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
+    : FunctionalImpl("LogSoftmax", [dim](const Tensor& x) { return log_softmax(x, dim); },
+                     "dim=" + std::to_string(dim)) {}
+FlattenImpl::FlattenImpl(int64_t start_dim, int64_t end_dim)
+    : FunctionalImpl("Flatten", [start_dim, end_dim](const Tensor& x) { return flatten(x, start_dim, end_dim); },
+                     "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim)) {}
+
+MaxPool2dImpl::MaxPool2dImpl(IntList kernel_size, IntList stride, IntList padding, IntList dilation, bool ceil_mode)
+    : FunctionalImpl(
+          "MaxPool2d",
+          [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), d = dilation.vec(), ceil_mode](const Tensor& x) {
+            return max_pool2d(x, k, s, p, d, ceil_mode);
+          },
+          "kernel_size=" + size_str(kernel_size) + ", stride=" + size_str(stride.empty() ? kernel_size : stride) +
+              ", padding=" + size_str(padding) + ", dilation=" + size_str(dilation) +
+              ", ceil_mode=" + bool_str(ceil_mode)) {}
+
+AvgPool2dImpl::AvgPool2dImpl(IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                             bool count_include_pad)
+    : FunctionalImpl(
+          "AvgPool2d",
+          [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), ceil_mode, count_include_pad](const Tensor& x) {
+            return avg_pool2d(x, k, s, p, ceil_mode, count_include_pad);
+          },
+          "kernel_size=" + size_str(kernel_size) + ", stride=" + size_str(stride.empty() ? kernel_size : stride) +
+              ", padding=" + size_str(padding)) {}
+
+AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(IntList output_size)
+    : FunctionalImpl(
+          "AdaptiveAvgPool2d",
+          [o = output_size.vec()](const Tensor& x) { return functional::adaptive_avg_pool2d(x, o); },
+          "output_size=" + size_str(output_size)) {}
+
+DropoutImpl::DropoutImpl(double p_) : p(p_) {
+  TD_CHECK(p >= 0 && p <= 1, "Dropout: probability must be in [0, 1], got ", p);
+}
+
+Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
+
+std::string DropoutImpl::extra_repr() const {
+  std::ostringstream out;
+  out << "p=" << p;
+  std::string s = out.str();
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + ", inplace=False";
+}
+
+// ---- containers ----
+
+void SequentialImpl::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(modules_.size()), module);
+  modules_.push_back(std::move(module));
+}
+
+Tensor SequentialImpl::forward(const Tensor& x) {
+  Tensor out = x;
+  for (auto& m : modules_) out = m->forward(out);
+  return out;
+}
+
+std::shared_ptr<Module> SequentialImpl::operator[](size_t index) const {
+  TD_CHECK(index < modules_.size(), "Sequential: index ", index, " is out of range for ", modules_.size(), " modules");
+  return modules_[index];
+}
+
+std::shared_ptr<Module> SequentialImpl::clone(std::optional<Device> device) const {
+  auto copy = std::make_shared<SequentialImpl>();
+  for (const auto& m : modules_) copy->push_back(m->clone(device));
+  copy->train(is_training());
+  return copy;
+}
+
+void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(modules_.size()), module);
+  modules_.push_back(std::move(module));
+}
+
+std::shared_ptr<Module> ModuleListImpl::operator[](size_t index) const {
+  TD_CHECK(index < modules_.size(), "ModuleList: index ", index, " is out of range for ", modules_.size(), " modules");
+  return modules_[index];
+}
+
+std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) const {
+  auto copy = std::make_shared<ModuleListImpl>();
+  for (const auto& m : modules_) copy->push_back(m->clone(device));
+  copy->train(is_training());
+  return copy;
+}
+
+void ModuleDictImpl::insert(const std::string& key, std::shared_ptr<Module> module) {
+  TD_CHECK(!contains(key), "ModuleDict: the key '", key, "' is already present");
+  register_module(key, std::move(module));
+}
+
+std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const {
+  for (const auto& [name, m] : named_children()) {
+    if (name == key) return m;
+  }
+  TD_FAIL("ModuleDict: no module under the key '", key, "'");
+}
+
+bool ModuleDictImpl::contains(const std::string& key) const {
+  for (const auto& [name, m] : named_children()) {
+    if (name == key) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> ModuleDictImpl::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [name, m] : named_children()) out.push_back(name);
+  return out;
+}
+
+std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) const {
+  auto copy = std::make_shared<ModuleDictImpl>();
+  for (const auto& [name, m] : named_children()) copy->insert(name, m->clone(device));
+  copy->train(is_training());
+  return copy;
+}
+
+}  // namespace tandem::nn

@@ -1,0 +1,207 @@
+// The parameter-free layers (activations, dropout, pooling, flatten) and the containers
+// (Sequential, ModuleList, ModuleDict) of td::nn, printing as PyTorch's do.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace tandem::nn {
+
+// A module computing a fixed function of its input, printed as Name(extra).
+class FunctionalImpl : public Cloneable<FunctionalImpl> {
+ public:
+  FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> fn, std::string extra = "");
+  Tensor forward(const Tensor& x) override { return fn_(x); }
+  std::string extra_repr() const override { return extra_; }
+
+ private:
+  std::function<Tensor(const Tensor&)> fn_;
+  std::string extra_;
+};
+
+class ReLUImpl : public FunctionalImpl {
+ public:
+  ReLUImpl();
+};
+class GELUImpl : public FunctionalImpl {
+ public:
+  explicit GELUImpl(const std::string& approximate = "none");
+};
+class SiLUImpl : public FunctionalImpl {
+ public:
+  SiLUImpl();
+};
+class TanhImpl : public FunctionalImpl {
+ public:
+  TanhImpl();
+};
+class SigmoidImpl : public FunctionalImpl {
+ public:
+  SigmoidImpl();
+};
+class SoftmaxImpl : public FunctionalImpl {
+ public:
+  explicit SoftmaxImpl(int64_t dim);
+};
+class LogSoftmaxImpl : public FunctionalImpl {
+ public:
+  explicit LogSoftmaxImpl(int64_t dim);
+};
+class FlattenImpl : public FunctionalImpl {
+ public:
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1);
+};
+class MaxPool2dImpl : public FunctionalImpl {
+ public:
+  // stride defaults to kernel_size, as in PyTorch.
+  explicit MaxPool2dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
+                         bool ceil_mode = false);
+};
+class AvgPool2dImpl : public FunctionalImpl {
+ public:
+  explicit AvgPool2dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, bool ceil_mode = false,
+                         bool count_include_pad = true);
+};
+class AdaptiveAvgPool2dImpl : public FunctionalImpl {
+ public:
+  explicit AdaptiveAvgPool2dImpl(IntList output_size);
+};
+
+// Dropout(p): active in training mode only.
+class DropoutImpl : public Cloneable<DropoutImpl> {
+ public:
+  explicit DropoutImpl(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  double p;
+};
+
+class ReLU : public ModuleHolder<ReLUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class GELU : public ModuleHolder<GELUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class SiLU : public ModuleHolder<SiLUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Tanh : public ModuleHolder<TanhImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Sigmoid : public ModuleHolder<SigmoidImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Softmax : public ModuleHolder<SoftmaxImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class LogSoftmax : public ModuleHolder<LogSoftmaxImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Flatten : public ModuleHolder<FlattenImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class MaxPool2d : public ModuleHolder<MaxPool2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class AvgPool2d : public ModuleHolder<AvgPool2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class AdaptiveAvgPool2d : public ModuleHolder<AdaptiveAvgPool2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Dropout : public ModuleHolder<DropoutImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// Runs its submodules in order, each on the previous one's output; named "0", "1", ...
+class SequentialImpl : public Cloneable<SequentialImpl> {
+ public:
+  SequentialImpl() = default;
+  template <typename... Holders>
+  explicit SequentialImpl(Holders&&... modules) {
+    (push_back(std::forward<Holders>(modules)), ...);
+  }
+  template <typename Holder>
+    requires requires(Holder h) { h.ptr(); }
+  void push_back(Holder holder) {
+    push_back(std::static_pointer_cast<Module>(holder.ptr()));
+  }
+  void push_back(std::shared_ptr<Module> module);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> operator[](size_t index) const;
+  size_t size() const { return modules_.size(); }
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  Sequential() : ModuleHolder(std::make_shared<SequentialImpl>()) {}
+};
+
+// Holds submodules in a list (named "0", "1", ...) so that they are registered; no forward.
+class ModuleListImpl : public Cloneable<ModuleListImpl> {
+ public:
+  ModuleListImpl() = default;
+  template <typename Holder>
+    requires requires(Holder h) { h.ptr(); }
+  void push_back(Holder holder) {
+    push_back(std::static_pointer_cast<Module>(holder.ptr()));
+  }
+  void push_back(std::shared_ptr<Module> module);
+  std::shared_ptr<Module> operator[](size_t index) const;
+  size_t size() const { return modules_.size(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+class ModuleList : public ModuleHolder<ModuleListImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  ModuleList() : ModuleHolder(std::make_shared<ModuleListImpl>()) {}
+};
+
+// Holds submodules by name, in insertion order; no forward.
+class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
+ public:
+  ModuleDictImpl() = default;
+  template <typename Holder>
+    requires requires(Holder h) { h.ptr(); }
+  void insert(const std::string& key, Holder holder) {
+    insert(key, std::static_pointer_cast<Module>(holder.ptr()));
+  }
+  void insert(const std::string& key, std::shared_ptr<Module> module);
+  std::shared_ptr<Module> operator[](const std::string& key) const;
+  bool contains(const std::string& key) const;
+  std::vector<std::string> keys() const;
+  size_t size() const { return named_children().size(); }
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+};
+class ModuleDict : public ModuleHolder<ModuleDictImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  ModuleDict() : ModuleHolder(std::make_shared<ModuleDictImpl>()) {}
+};
+
+}  // namespace tandem::nn

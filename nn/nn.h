@@ -1,0 +1,14 @@
+// td::nn: modules, layers, losses, functional forms and initializations.
+#pragma once
+
+#include "nn/functional.h"
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/loss.h"
+#include "nn/module.h"
+#include "nn/modules.h"
+#include "nn/state_dict.h"
+
+namespace tandem::nn {
+namespace F = functional;
+}

@@ -1,0 +1,227 @@
+// The layers against plain references: Linear, Conv2d (direct convolution), BatchNorm (running
+// statistics), LayerNorm, Embedding, Dropout, pooling; PyTorch's initial distributions; and
+// gradcheck through the functional forms.
+#include <cmath>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+namespace F = td::nn::functional;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::read;
+using td::testing::values;
+
+namespace {
+
+// Direct 2-D convolution in double: the reference for F::conv2d.
+std::vector<double> direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad,
+                                int64_t dil, int64_t groups, int64_t& oh, int64_t& ow) {
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), wi = x.size(3);
+  const int64_t o = w.size(0), cg = w.size(1), kh = w.size(2), kw = w.size(3);
+  oh = (h + 2 * pad - dil * (kh - 1) - 1) / stride + 1;
+  ow = (wi + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+  std::vector<double> out;
+  auto at = [](const Tensor& t, std::initializer_list<int64_t> idx) {
+    return read(t, td::testing::ravel(std::vector<int64_t>(idx), t.sizes()));
+  };
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t oc = 0; oc < o; ++oc)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = b.defined() ? read(b, oc) : 0;
+          int64_t g = oc / (o / groups);
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t bb = 0; bb < kw; ++bb) {
+                int64_t y = i * stride - pad + a * dil, xx = j * stride - pad + bb * dil;
+                if (y < 0 || y >= h || xx < 0 || xx >= wi) continue;
+                acc += at(x, {ni, g * cg + ci, y, xx}) * at(w, {oc, ci, a, bb});
+              }
+          out.push_back(acc);
+        }
+  (void)c;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Linear computes x W^T + b for inputs of any rank", "[cpu]") {
+  td::testing::reseed(400);
+  nn::Linear fc(4, 3);
+  Tensor x = td::randn({2, 5, 4});
+  Tensor y = fc(x);
+  CHECK(y.sizes() == td::Shape{2, 5, 3});
+  std::vector<double> expected;
+  for (int64_t r = 0; r < 10; ++r)
+    for (int64_t o = 0; o < 3; ++o) {
+      double acc = read(fc->bias, o);
+      for (int64_t i = 0; i < 4; ++i) acc += read(x, r * 4 + i) * read(fc->weight, o * 4 + i);
+      expected.push_back(acc);
+    }
+  check_close(y, expected, 1e-5, 1e-6);
+  nn::Linear no_bias(nn::LinearOptions(4, 3).bias(false));
+  CHECK(!no_bias->bias.defined());
+  CHECK(no_bias->parameters().size() == 1);
+  check_error([&] { fc(td::randn({2, 5})); }, {"linear", "[2, 5]", "in_features = 4"});
+}
+
+TEST_CASE("Conv2d matches a direct convolution with stride, padding, dilation and groups", "[cpu]") {
+  td::testing::reseed(401);
+  struct Case {
+    int64_t in, out, k, stride, pad, dil, groups;
+  };
+  for (Case c : {Case{3, 4, 3, 1, 0, 1, 1}, Case{2, 6, 3, 2, 1, 1, 2}, Case{4, 4, 2, 1, 2, 2, 4}, Case{1, 2, 5, 3, 2, 1, 1}}) {
+    nn::Conv2d conv(nn::Conv2dOptions(c.in, c.out, c.k).stride(c.stride).padding(c.pad).dilation(c.dil).groups(c.groups));
+    Tensor x = td::randn({2, c.in, 9, 8});
+    int64_t oh = 0, ow = 0;
+    std::vector<double> expected = direct_conv(x, conv->weight, conv->bias, c.stride, c.pad, c.dil, c.groups, oh, ow);
+    Tensor y = conv(x);
+    CHECK(y.sizes() == td::Shape{2, c.out, oh, ow});
+    check_close(y, expected, 1e-4, 1e-5);
+  }
+  nn::Conv2d conv(1, 2, 3);
+  CHECK(conv(td::randn({1, 5, 5})).sizes() == td::Shape{2, 3, 3});  // unbatched input
+  check_error([&] { conv(td::randn({1, 3, 5, 5})); }, {"conv2d", "3 channels"});
+}
+
+TEST_CASE("BatchNorm normalizes with batch statistics and updates its running ones", "[cpu]") {
+  td::testing::reseed(402);
+  nn::BatchNorm2d bn(nn::BatchNormOptions(3));
+  Tensor x = td::randn({4, 3, 5, 5}, td::kFloat32) * 2 + 1;
+  Tensor y = bn(x);
+  Tensor per_channel_mean = y.mean({0, 2, 3});
+  Tensor per_channel_var = y.var({0, 2, 3}, 0);
+  check_close(per_channel_mean, std::vector<double>(3, 0.0), 0, 1e-5);
+  check_close(per_channel_var, std::vector<double>(3, 1.0), 1e-3, 0);
+  std::vector<double> mean = values(x.mean({0, 2, 3})), var = values(x.var({0, 2, 3}, 1));
+  std::vector<double> rm, rv;
+  for (int c = 0; c < 3; ++c) {
+    rm.push_back(0.1 * mean[c]);
+    rv.push_back(0.9 + 0.1 * var[c]);
+  }
+  check_close(bn->running_mean, rm, 1e-5, 1e-7);
+  check_close(bn->running_var, rv, 1e-5, 1e-7);
+  CHECK(bn->num_batches_tracked.item<int64_t>() == 1);
+  bn->eval();
+  Tensor z = bn(x);
+  std::vector<double> expected;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t c = (i / 25) % 3;
+    expected.push_back((read(x, i) - rm[c]) / std::sqrt(rv[c] + 1e-5));
+  }
+  check_close(z, expected, 1e-5, 1e-5);
+  CHECK(bn->num_batches_tracked.item<int64_t>() == 1);  // eval leaves the statistics alone
+
+  nn::BatchNorm1d cumulative(nn::BatchNormOptions(2).momentum(std::nullopt));
+  Tensor a = td::randn({8, 2}), b = td::randn({8, 2});
+  cumulative(a);
+  cumulative(b);
+  check_close(cumulative->running_mean, values((a.mean({0}) + b.mean({0})) / 2), 1e-5, 1e-7);
+  check_error([&] { bn->train(); bn(td::randn({1, 3, 1, 1})); }, {"more than 1 value per channel"});
+  check_error([&] { bn(td::randn({4, 2, 3, 3})); }, {"BatchNorm2d", "3 channels"});
+}
+
+TEST_CASE("LayerNorm normalizes the last dims and applies its affine parameters", "[cpu]") {
+  td::testing::reseed(403);
+  nn::LayerNorm ln(nn::LayerNormOptions({4}));
+  {
+    td::NoGradGuard no_grad;
+    ln->weight.copy_(td::tensor({1.0, 2.0, 3.0, 4.0}));
+    ln->bias.fill_(0.5);
+  }
+  Tensor x = td::randn({3, 4});
+  Tensor y = ln(x);
+  std::vector<double> expected;
+  for (int64_t r = 0; r < 3; ++r) {
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < 4; ++i) m += read(x, r * 4 + i) / 4;
+    for (int64_t i = 0; i < 4; ++i) v += std::pow(read(x, r * 4 + i) - m, 2) / 4;
+    for (int64_t i = 0; i < 4; ++i) expected.push_back((read(x, r * 4 + i) - m) / std::sqrt(v + 1e-5) * (i + 1) + 0.5);
+  }
+  check_close(y, expected, 1e-5, 1e-6);
+  check_error([&] { ln(td::randn({3, 5})); }, {"layer_norm", "[3, 5]", "[4]"});
+}
+
+TEST_CASE("Embedding looks up rows and gives the padding row no gradient", "[cpu]") {
+  nn::Embedding emb(nn::EmbeddingOptions(5, 3).padding_idx(1));
+  CHECK(values(emb->weight[1]) == std::vector<double>{0, 0, 0});
+  Tensor idx = td::tensor({{1, 2}, {4, 1}});
+  Tensor y = emb(idx);
+  CHECK(y.sizes() == td::Shape{2, 2, 3});
+  CHECK(values(y[0][1]) == values(emb->weight[2]));
+  y.sum().backward();
+  CHECK(values(emb->weight.grad()[1]) == std::vector<double>{0, 0, 0});
+  CHECK(values(emb->weight.grad()[2]) == std::vector<double>{1, 1, 1});
+  CHECK(values(emb->weight.grad()[0]) == std::vector<double>{0, 0, 0});
+}
+
+TEST_CASE("Dropout zeroes about p of the elements in training and nothing in eval", "[cpu]") {
+  td::testing::reseed(404);
+  nn::Dropout drop(0.3);
+  Tensor x = td::ones({100000});
+  Tensor y = drop(x);
+  double zero_fraction = (y == 0).to(td::kFloat64).mean().item<double>();
+  CHECK(std::abs(zero_fraction - 0.3) < 6 * std::sqrt(0.3 * 0.7 / 100000));
+  CHECK(td::amax(y).item<float>() == Approx(1 / 0.7));
+  drop->eval();
+  CHECK(drop(x).is_same(x));
+}
+
+TEST_CASE("pooling modules and adaptive average pooling match their definitions", "[cpu]") {
+  Tensor x = td::arange(2 * 5 * 7, td::kFloat32).reshape({1, 2, 5, 7});
+  CHECK(nn::MaxPool2d(2)(x).sizes() == td::Shape{1, 2, 2, 3});
+  CHECK(nn::AvgPool2d(3, 2, 1)(x).sizes() == td::Shape{1, 2, 3, 4});
+  Tensor a = nn::AdaptiveAvgPool2d(td::Shape{2, 3})(x);
+  CHECK(a.sizes() == td::Shape{1, 2, 2, 3});
+  // Window (1, 2): rows [2, 5), columns [4, 7) of channel 0.
+  double expected = 0;
+  for (int r = 2; r < 5; ++r)
+    for (int c = 4; c < 7; ++c) expected += r * 7 + c;
+  CHECK(a[0][0][1][2].item<float>() == Approx(expected / 9));
+  CHECK(nn::AdaptiveAvgPool2d(td::Shape{1, 1})(x).sizes() == td::Shape{1, 2, 1, 1});
+  CHECK(nn::Flatten()(x).sizes() == td::Shape{1, 70});
+}
+
+TEST_CASE("parameters start with PyTorch's distributions", "[cpu]") {
+  td::testing::reseed(405);
+  nn::Linear fc(400, 300);
+  double bound = 1 / std::sqrt(400.0);
+  CHECK(td::amax(fc->weight.abs()).item<double>() <= bound);
+  double std_dev = fc->weight.std().item<double>();
+  CHECK(std::abs(std_dev - bound / std::sqrt(3.0)) < 0.01 * bound);
+  CHECK(td::amax(fc->bias.abs()).item<double>() <= bound);
+  nn::Conv2d conv(8, 16, 3);
+  CHECK(td::amax(conv->weight.abs()).item<double>() <= 1 / std::sqrt(8.0 * 9));
+  Tensor t = td::empty({300, 200});
+  td::nn::init::kaiming_normal_(t, 0, td::nn::init::FanMode::FanIn, "relu");
+  CHECK(std::abs(t.std().item<double>() - std::sqrt(2.0 / 200)) < 0.02 * std::sqrt(2.0 / 200));
+  td::nn::init::xavier_uniform_(t);
+  CHECK(td::amax(t.abs()).item<double>() <= std::sqrt(6.0 / 500));
+  CHECK(td::nn::init::calculate_gain("tanh") == Approx(5.0 / 3));
+  check_error([] { td::nn::init::calculate_gain("swish"); }, {"unknown nonlinearity", "swish"});
+}
+
+TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
+  td::testing::reseed(406);
+  auto check = [](const char* name, const td::autograd::TestedFn& fn, const std::vector<Tensor>& inputs) {
+    auto r = td::autograd::gradcheck(fn, inputs);
+    INFO(name << ": " << r.report);
+    CHECK(r.ok);
+  };
+  auto leaf = [](td::Shape s) { return td::randn(s, td::kFloat64).requires_grad_(true); };
+  check("conv2d groups", [](const std::vector<Tensor>& v) { return F::conv2d(v[0], v[1], v[2], 2, 1, 1, 2); },
+        {leaf({1, 4, 5, 5}), leaf({4, 2, 3, 3}), leaf({4})});
+  check("batch_norm", [](const std::vector<Tensor>& v) {
+          return F::batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true);
+        },
+        {leaf({3, 2, 2, 2}), leaf({2}), leaf({2})});
+  check("layer_norm", [](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {3}, v[1], v[2]); },
+        {leaf({2, 3}), leaf({3}), leaf({3})});
+  check("linear", [](const std::vector<Tensor>& v) { return F::linear(v[0], v[1], v[2]); },
+        {leaf({2, 3, 4}), leaf({5, 4}), leaf({5})});
+  check("adaptive_avg_pool2d", [](const std::vector<Tensor>& v) { return F::adaptive_avg_pool2d(v[0], {2, 3}); },
+        {leaf({1, 5, 7})});
+}

@@ -1,0 +1,102 @@
+// Losses against values PyTorch 2.15 computed for the same float64 inputs (x = 3 sin(0.7 i),
+// targets [0, 3, 1, ignored, 2], class weights [0.5, 1, 2, 1.5]), plus gradcheck of each.
+#include <cmath>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace F = td::nn::functional;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+Tensor scores() { return (td::arange(20, td::kFloat64) * 0.7).sin().reshape({5, 4}) * 3; }
+Tensor targets() { return td::tensor({0, 3, 1, -100, 2}); }
+Tensor class_weights() { return td::tensor({0.5, 1.0, 2.0, 1.5}, td::kFloat64); }
+Tensor probabilities() { return td::arange(20, td::kFloat64).cos().reshape({5, 4}).softmax(1); }
+
+double scalar(const Tensor& t) { return t.item<double>(); }
+
+}  // namespace
+
+TEST_CASE("cross_entropy matches PyTorch for index targets with weights, ignore_index and smoothing", "[cpu]") {
+  Tensor x = scores(), t = targets(), w = class_weights();
+  CHECK(scalar(F::cross_entropy(x, t)) == Approx(3.289153309181816).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, t, w)) == Approx(3.086626278718615).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, t, w, -100, td::kMean, 0.2)) == Approx(2.898196560927279).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, t, Tensor(), -100, td::kMean, 0.1)) == Approx(3.2050090083527665).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, t, Tensor(), -100, td::kSum)) == Approx(13.156613236727264).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, t, w, -100, td::kSum, 0.2)) == Approx(14.490982804636392).epsilon(1e-13));
+  check_close(F::cross_entropy(x, t, w, -100, td::kNone),
+              {1.8501603138268585, 6.168850050410211, 3.2733307882441376, 0.0, 4.140790241111868}, 1e-13, 0);
+  check_close(F::cross_entropy(x, t, w, -100, td::kNone, 0.2),
+              {1.8187187283967277, 5.73640019838459, 3.0749968335494167, 0.0, 3.8608670443056585}, 1e-13, 0);
+  check_close(F::cross_entropy(x, t, Tensor(), -100, td::kNone, 0.1),
+              {3.51335486886309, 3.958067676179047, 3.2010723012488564, 0.0, 2.1475411871200714}, 1e-13, 0);
+}
+
+TEST_CASE("cross_entropy matches PyTorch for probability targets", "[cpu]") {
+  Tensor x = scores(), p = probabilities(), w = class_weights();
+  CHECK(scalar(F::cross_entropy(x, p, w, -100, td::kMean, 0.3)) == Approx(2.8815389060410124).epsilon(1e-13));
+  CHECK(scalar(F::cross_entropy(x, p, w, -100, td::kSum, 0.3)) == Approx(14.407694530205061).epsilon(1e-13));
+  check_close(F::cross_entropy(x, p, w, -100, td::kNone, 0.3),
+              {1.7455057620104497, 5.012014486793656, 2.052297066886024, 3.2329701403870748, 2.3649070741278595},
+              1e-13, 0);
+}
+
+TEST_CASE("nll_loss, binary_cross_entropy_with_logits, mse and l1 match PyTorch or their formula", "[cpu]") {
+  Tensor x = scores(), t = targets(), w = class_weights();
+  CHECK(scalar(F::nll_loss(x.log_softmax(1), t, w)) == Approx(3.086626278718615).epsilon(1e-13));
+  CHECK(scalar(F::nll_loss(x.log_softmax(1), t, w, -100, td::kSum)) == Approx(15.433131393593076).epsilon(1e-13));
+  Tensor y = (td::arange(20, td::kFloat64).cos() > 0).to(td::kFloat64).reshape({5, 4});
+  CHECK(scalar(F::binary_cross_entropy_with_logits(x, y)) == Approx(1.0341249885789179).epsilon(1e-13));
+  Tensor pw = td::tensor({1.0, 2.0, 0.5, 3.0}, td::kFloat64);
+  CHECK(scalar(F::binary_cross_entropy_with_logits(x, y, w, pw, td::kSum)) == Approx(38.941773703924014).epsilon(1e-13));
+  Tensor a = td::tensor({1.0, -2.0, 3.0}, td::kFloat64), b = td::tensor({0.5, 0.0, 5.0}, td::kFloat64);
+  CHECK(scalar(F::mse_loss(a, b)) == Approx((0.25 + 4 + 4) / 3));
+  CHECK(scalar(F::l1_loss(a, b, td::kSum)) == Approx(0.5 + 2 + 2));
+  CHECK(values(F::mse_loss(a, b, td::kNone)) == std::vector<double>{0.25, 4, 4});
+  // Large logits stay finite.
+  Tensor big = td::tensor({1000.0, -1000.0}, td::kFloat64);
+  CHECK(std::isfinite(scalar(F::binary_cross_entropy_with_logits(big, td::tensor({0.0, 1.0}, td::kFloat64)))));
+}
+
+TEST_CASE("the loss modules call the functional forms with their options", "[cpu]") {
+  Tensor x = scores(), t = targets(), w = class_weights();
+  td::nn::CrossEntropyLoss ce(td::nn::CrossEntropyLossOptions().weight(w).label_smoothing(0.2));
+  CHECK(scalar(ce(x, t)) == Approx(2.898196560927279).epsilon(1e-13));
+  CHECK(ce->named_buffers().size() == 1);
+  td::nn::NLLLoss nll(td::nn::NLLLossOptions().weight(w).reduction(td::kSum));
+  CHECK(scalar(nll(x.log_softmax(1), t)) == Approx(15.433131393593076).epsilon(1e-13));
+  td::nn::MSELoss mse(td::kSum);
+  CHECK(scalar(mse(td::ones({2}), td::zeros({2}))) == 2);
+}
+
+TEST_CASE("every loss passes gradcheck", "[cpu]") {
+  td::testing::reseed(300);
+  Tensor x = td::randn({5, 4}, td::kFloat64).requires_grad_(true);
+  Tensor t = targets(), w = class_weights(), p = probabilities();
+  Tensor y = (td::rand({5, 4}, td::kFloat64) > 0.5).to(td::kFloat64);
+  auto check = [&](const char* name, const td::autograd::TestedFn& fn) {
+    auto r = td::autograd::gradcheck(fn, {x});
+    INFO(name << ": " << r.report);
+    CHECK(r.ok);
+  };
+  check("cross_entropy", [&](const std::vector<Tensor>& in) { return F::cross_entropy(in[0], t, w, -100, td::kMean, 0.2); });
+  check("cross_entropy probabilities", [&](const std::vector<Tensor>& in) { return F::cross_entropy(in[0], p, w); });
+  check("nll_loss", [&](const std::vector<Tensor>& in) { return F::nll_loss(in[0].log_softmax(1), t, w, -100, td::kNone); });
+  check("bce", [&](const std::vector<Tensor>& in) { return F::binary_cross_entropy_with_logits(in[0], y, w, w * 2); });
+  check("mse", [&](const std::vector<Tensor>& in) { return F::mse_loss(in[0], y); });
+}
+
+TEST_CASE("losses reject mismatched shapes and out-of-range targets", "[cpu]") {
+  Tensor x = scores();
+  check_error([&] { F::cross_entropy(x, td::tensor({0, 1})); }, {"nll_loss", "[5]", "[2]"});
+  check_error([&] { F::cross_entropy(x, td::tensor({0, 1, 2, 3, 4})); }, {"target 4", "out of bounds", "4 classes"});
+  check_error([&] { F::nll_loss(x, td::tensor({0.0, 1.0, 2.0, 3.0, 1.0})); }, {"int64"});
+  check_error([&] { F::mse_loss(td::ones({2}), td::ones({3})); }, {"mse_loss", "[2]", "[3]"});
+  check_error([&] { F::cross_entropy(x, targets(), td::Tensor(), -100, td::kMean, 1.5); }, {"label_smoothing"});
+}

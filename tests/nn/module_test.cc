@@ -1,0 +1,207 @@
+// td::nn::Module: the registered tree, names, printing as PyTorch prints (texts from PyTorch
+// 2.15's repr()), moving, cloning, zeroing gradients, and state_dict round trips.
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+using td::Tensor;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+// The CNN of the printing test, as a user would write it in LibTorch style.
+struct NetImpl : nn::Cloneable<NetImpl> {
+  NetImpl() { reset(); }
+  void reset() override {
+    features = register_module("features", nn::Sequential(nn::Conv2d(1, 10, 5), nn::BatchNorm2d(10), nn::ReLU(),
+                                                          nn::MaxPool2d(2),
+                                                          nn::Conv2d(nn::Conv2dOptions(10, 20, 3).stride(2).padding(1).bias(false)),
+                                                          nn::GELU(), nn::AdaptiveAvgPool2d(td::Shape{1, 1})));
+    head = register_module("head", nn::Sequential(nn::Flatten(), nn::Dropout(0.25), nn::Linear(20, 10),
+                                                  nn::LogSoftmax(1)));
+  }
+  Tensor forward(const Tensor& x) override { return head(features(x)); }
+  nn::Sequential features{nullptr}, head{nullptr};
+};
+struct Net : nn::ModuleHolder<NetImpl> {
+  using ModuleHolder::ModuleHolder;
+};
+
+}  // namespace
+
+TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
+  CHECK(nn::Linear(100, 1)->str() == "Linear(in_features=100, out_features=1, bias=True)");
+  CHECK(Net()->str() ==
+        "Net(\n"
+        "  (features): Sequential(\n"
+        "    (0): Conv2d(1, 10, kernel_size=(5, 5), stride=(1, 1))\n"
+        "    (1): BatchNorm2d(10, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)\n"
+        "    (2): ReLU()\n"
+        "    (3): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)\n"
+        "    (4): Conv2d(10, 20, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), bias=False)\n"
+        "    (5): GELU(approximate='none')\n"
+        "    (6): AdaptiveAvgPool2d(output_size=(1, 1))\n"
+        "  )\n"
+        "  (head): Sequential(\n"
+        "    (0): Flatten(start_dim=1, end_dim=-1)\n"
+        "    (1): Dropout(p=0.25, inplace=False)\n"
+        "    (2): Linear(in_features=20, out_features=10, bias=True)\n"
+        "    (3): LogSoftmax(dim=1)\n"
+        "  )\n"
+        ")");
+  CHECK(nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::Tanh(), nn::Linear(256, 10))->str() ==
+        "Sequential(\n"
+        "  (0): Linear(in_features=784, out_features=256, bias=True)\n"
+        "  (1): ReLU()\n"
+        "  (2): Linear(in_features=256, out_features=256, bias=True)\n"
+        "  (3): Tanh()\n"
+        "  (4): Linear(in_features=256, out_features=10, bias=True)\n"
+        ")");
+  CHECK(nn::LayerNorm(nn::LayerNormOptions({10}))->str() == "LayerNorm((10,), eps=1e-05, elementwise_affine=True, bias=True)");
+  CHECK(nn::Embedding(nn::EmbeddingOptions(10, 3).padding_idx(0))->str() == "Embedding(10, 3, padding_idx=0)");
+  CHECK(nn::BatchNorm1d(nn::BatchNormOptions(5).momentum(std::nullopt))->str() ==
+        "BatchNorm1d(5, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)");
+  CHECK(nn::AvgPool2d(3, 2, 1)->str() == "AvgPool2d(kernel_size=3, stride=2, padding=1)");
+  CHECK(nn::SiLU()->str() == "SiLU()");
+  CHECK(nn::Softmax(-1)->str() == "Softmax(dim=-1)");
+  CHECK(nn::CrossEntropyLoss()->str() == "CrossEntropyLoss()");
+  CHECK(nn::MSELoss()->str() == "MSELoss()");
+  CHECK(nn::Conv2d(nn::Conv2dOptions(3, 6, {3, 5}).dilation(2).groups(3))->str() ==
+        "Conv2d(3, 6, kernel_size=(3, 5), stride=(1, 1), dilation=(2, 2), groups=3)");
+  CHECK(nn::GELU("tanh")->str() == "GELU(approximate='tanh')");
+  CHECK(nn::Dropout()->str() == "Dropout(p=0.5, inplace=False)");
+  CHECK(nn::MaxPool2d(td::Shape{2, 3})->str() ==
+        "MaxPool2d(kernel_size=(2, 3), stride=(2, 3), padding=0, dilation=1, ceil_mode=False)");
+  nn::ModuleList list;
+  list->push_back(nn::Linear(2, 2));
+  list->push_back(nn::ReLU());
+  CHECK(list->str() == "ModuleList(\n  (0): Linear(in_features=2, out_features=2, bias=True)\n  (1): ReLU()\n)");
+  nn::ModuleDict dict;
+  dict->insert("enc", nn::Linear(2, 3));
+  dict->insert("act", nn::Sigmoid());
+  CHECK(dict->str() == "ModuleDict(\n  (enc): Linear(in_features=2, out_features=3, bias=True)\n  (act): Sigmoid()\n)");
+  std::ostringstream out;
+  out << nn::ReLU();
+  CHECK(out.str() == "ReLU()");
+}
+
+TEST_CASE("parameters and buffers come in registration order under dotted names", "[cpu]") {
+  Net net;
+  auto names = net->named_parameters();
+  std::vector<std::string> keys;
+  for (auto& [k, v] : names) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"features.0.weight", "features.0.bias", "features.1.weight",
+                                         "features.1.bias", "features.4.weight", "head.2.weight", "head.2.bias"});
+  for (const Tensor& p : net->parameters()) {
+    CHECK(p.requires_grad());
+    CHECK(p.is_leaf());
+  }
+  auto buffers = net->named_buffers();
+  REQUIRE(buffers.size() == 3);
+  CHECK(buffers[0].first == "features.1.running_mean");
+  CHECK(buffers[2].first == "features.1.num_batches_tracked");
+  CHECK(net->children().size() == 2);
+  CHECK(net->modules().size() == 1 + 2 + 7 + 4);
+  CHECK(net->named_modules()[1].first == "features");
+  CHECK(net->named_modules()[2].first == "features.0");
+  CHECK(net->parameters(false).empty());
+}
+
+TEST_CASE("a model runs forward and backward, and zero_grad clears the gradients", "[cpu]") {
+  td::manual_seed(0);
+  Net net;
+  Tensor x = td::randn({4, 1, 28, 28});
+  Tensor out = net(x);
+  CHECK(out.sizes() == td::Shape{4, 10});
+  out.sum().backward();
+  for (const Tensor& p : net->parameters()) CHECK(p.grad().defined());
+  net->zero_grad(false);
+  for (const Tensor& p : net->parameters()) CHECK(td::amax(p.grad().abs()).item<float>() == 0);
+  net->zero_grad();
+  for (const Tensor& p : net->parameters()) CHECK(!p.grad().defined());
+}
+
+TEST_CASE("train and eval reach every submodule", "[cpu]") {
+  Net net;
+  CHECK(net->is_training());
+  net->eval();
+  for (auto& m : net->modules()) CHECK(!m->is_training());
+  net->train();
+  for (auto& m : net->modules()) CHECK(m->is_training());
+}
+
+TEST_CASE("to() moves and converts parameters in place, keeping their identity", "[cpu]") {
+  nn::Linear fc(3, 2);
+  Tensor w = fc->weight;
+  std::vector<double> before = values(w);
+  fc->to(td::Device("cpu:1"), td::kFloat64);
+  CHECK(w.device() == td::Device("cpu:1"));  // the same handle sees the move
+  CHECK(w.dtype() == td::kFloat64);
+  CHECK(fc->parameters()[0].is_same(w));
+  CHECK(values(w) == before);
+  CHECK(w.requires_grad());
+  nn::BatchNorm1d bn(nn::BatchNormOptions(3));
+  bn->to(td::kFloat64);
+  CHECK(bn->running_mean.dtype() == td::kFloat64);
+  CHECK(bn->num_batches_tracked.dtype() == td::kInt64);  // integer buffers keep their dtype
+}
+
+TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") {
+  Net net;
+  auto copy = std::dynamic_pointer_cast<NetImpl>(net->clone());
+  REQUIRE(copy != nullptr);
+  auto a = net->named_parameters(), b = copy->named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].first == b[i].first);
+    CHECK(values(a[i].second) == values(b[i].second));
+    CHECK(!a[i].second.is_alias_of(b[i].second));
+  }
+  {
+    td::NoGradGuard no_grad;
+    copy->head->named_parameters()[0].second.fill_(0);
+  }
+  CHECK(td::amax(net->named_parameters()[5].second.abs()).item<float>() > 0);
+  CHECK(copy->str() == net->str());
+  check_error([] { nn::Module plain; plain.clone(); }, {"clone", "Cloneable"});
+}
+
+TEST_CASE("state_dict round-trips into a fresh model and reports mismatches by name", "[cpu]") {
+  td::manual_seed(1);
+  Net a;
+  td::manual_seed(2);
+  Net b;
+  td::StateDict state = a->state_dict();
+  CHECK(state.size() == 7 + 3);
+  CHECK(state.keys().front() == "features.0.weight");
+  auto result = b->load_state_dict(state);
+  CHECK(result.missing_keys.empty());
+  CHECK(result.unexpected_keys.empty());
+  for (const auto& [name, t] : a->state_dict()) CHECK(values(t) == values(b->state_dict().at(name)));
+
+  td::StateDict partial;
+  partial.insert("head.2.bias", td::zeros({10}));
+  partial.insert("extra.weight", td::zeros({1}));
+  check_error([&] { b->load_state_dict(partial); }, {"missing keys", "features.0.weight", "unexpected keys", "extra.weight"});
+  auto loose = b->load_state_dict(partial, false);
+  CHECK(loose.unexpected_keys == std::vector<std::string>{"extra.weight"});
+  CHECK(loose.missing_keys.size() == 9);
+  CHECK(td::amax(b->state_dict().at("head.2.bias").abs()).item<float>() == 0);
+
+  td::StateDict wrong = a->state_dict();
+  td::StateDict reshaped;
+  for (const auto& [name, t] : wrong) reshaped.insert(name, name == "head.2.weight" ? td::zeros({10, 21}) : t);
+  std::vector<double> kept = values(b->state_dict().at("features.0.weight"));
+  check_error([&] { b->load_state_dict(reshaped); }, {"shape mismatch", "head.2.weight", "[10, 21]", "[10, 20]"});
+  CHECK(values(b->state_dict().at("features.0.weight")) == kept);  // nothing written on failure
+}
+
+TEST_CASE("registration rejects bad names and duplicates", "[cpu]") {
+  nn::Module m;
+  m.register_parameter("w", td::zeros({2}));
+  check_error([&] { m.register_parameter("w", td::zeros({2})); }, {"already registered"});
+  check_error([&] { m.register_buffer("a.b", td::zeros({2})); }, {"invalid name", "a.b"});
+  check_error([&] { m.forward(td::zeros({1})); }, {"no one-tensor forward"});
+  CHECK(m.name() == "Module");
+}
