@@ -1,0 +1,155 @@
+#include "nn/optim/adam.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/ops.h"
+#include "kernels/factory.h"
+
+namespace tandem::optim {
+
+AdamOptions::AdamOptions(double lr) : lr_(lr) {}
+
+void AdamOptions::validate() const {
+  const char* name = optimizer_name();
+  const auto [beta1, beta2] = betas_;
+  // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
+  TD_CHECK(std::isfinite(lr_) && lr_ >= 0, name, ": invalid learning rate lr = ", lr_, " (must be >= 0)");
+  TD_CHECK(std::isfinite(eps_) && eps_ >= 0, name, ": invalid eps = ", eps_, " (must be >= 0)");
+  TD_CHECK(beta1 >= 0 && beta1 < 1, name, ": invalid betas[0] = ", beta1, " (betas must be in [0, 1))");
+  TD_CHECK(beta2 >= 0 && beta2 < 1, name, ": invalid betas[1] = ", beta2, " (betas must be in [0, 1))");
+  TD_CHECK(std::isfinite(weight_decay_) && weight_decay_ >= 0, name, ": invalid weight_decay = ", weight_decay_,
+           " (must be >= 0)");
+}
+
+void AdamOptions::to_json(nlohmann::json& out) const {
+  out["lr"] = lr_;
+  out["betas"] = {std::get<0>(betas_), std::get<1>(betas_)};
+  out["eps"] = eps_;
+  out["weight_decay"] = weight_decay_;
+  out["amsgrad"] = amsgrad_;
+}
+
+void AdamOptions::from_json(const nlohmann::json& in) {
+  const char* name = optimizer_name();
+  lr_ = detail::json_double(in, name, "lr");
+  auto betas = in.find("betas");
+  TD_CHECK(betas != in.end() && betas->is_array() && betas->size() == 2 && (*betas)[0].is_number() &&
+               (*betas)[1].is_number(),
+           name, ": option 'betas' must be a list of two numbers");
+  betas_ = {(*betas)[0].get<double>(), (*betas)[1].get<double>()};
+  eps_ = detail::json_double(in, name, "eps");
+  weight_decay_ = detail::json_double(in, name, "weight_decay");
+  amsgrad_ = detail::json_bool(in, name, "amsgrad");
+}
+
+std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {
+  auto out = std::make_unique<AdamParamState>();
+  out->step = step;
+  if (exp_avg.defined()) out->exp_avg = exp_avg.clone();
+  if (exp_avg_sq.defined()) out->exp_avg_sq = exp_avg_sq.clone();
+  if (max_exp_avg_sq.defined()) out->max_exp_avg_sq = max_exp_avg_sq.clone();
+  return out;
+}
+
+void AdamParamState::save(StateDict& out, const std::string& prefix) const {
+  // An int64 count: exact for any number of steps (PyTorch keeps a float32 one).
+  out.insert(prefix + "step", tensor(step));
+  out.insert(prefix + "exp_avg", exp_avg.clone());
+  out.insert(prefix + "exp_avg_sq", exp_avg_sq.clone());
+  if (max_exp_avg_sq.defined()) out.insert(prefix + "max_exp_avg_sq", max_exp_avg_sq.clone());
+}
+
+size_t AdamParamState::load(const StateDict& in, const std::string& prefix, const Tensor& param) {
+  step = detail::load_count(in, prefix + "step");
+  exp_avg = detail::load_like_param(in, prefix + "exp_avg", param);
+  exp_avg_sq = detail::load_like_param(in, prefix + "exp_avg_sq", param);
+  if (!in.contains(prefix + "max_exp_avg_sq")) return 3;
+  max_exp_avg_sq = detail::load_like_param(in, prefix + "max_exp_avg_sq", param);
+  return 4;
+}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& defaults)
+    : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, const AdamOptions& defaults)
+    : Adam(std::move(param_groups), defaults.clone(), false) {}
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults, bool decoupled)
+    : Optimizer(std::move(param_groups), std::move(defaults)), decoupled_weight_decay_(decoupled) {}
+
+std::unique_ptr<OptimizerParamState> Adam::make_param_state() const { return std::make_unique<AdamParamState>(); }
+
+namespace {
+
+// torch.lerp's formula, whose two branches keep the result exact at both ends of the weight.
+void lerp_(Tensor& self, const Tensor& end, double weight) {
+  if (std::abs(weight) < 0.5) {
+    self.add_(end.sub(self), weight);  // self + weight * (end - self)
+  } else {
+    self.copy_(end.sub(end.sub(self), 1 - weight));  // end - (end - self) * (1 - weight)
+  }
+}
+
+}  // namespace
+
+// torch/optim/adam.py, _single_tensor_adam, with maximize, capturable and differentiable off;
+// AdamW is the same with decoupled_weight_decay.
+void Adam::update() {
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const AdamOptions&>(group.options());
+    const auto [beta1, beta2] = o.betas();
+    const double lr = o.lr();
+    for (auto& p : group.params()) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      auto& slot = state_slot(p);
+      if (!slot) {
+        auto fresh = std::make_unique<AdamParamState>();
+        fresh->exp_avg = zeros_like(p);
+        fresh->exp_avg_sq = zeros_like(p);
+        slot = std::move(fresh);
+      }
+      auto& s = static_cast<AdamParamState&>(*slot);
+      // Also when amsgrad was switched on after the first steps (a group's options can change).
+      if (o.amsgrad() && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
+
+      s.step += 1;
+      if (o.weight_decay() != 0) {
+        if (decoupled_weight_decay_) {
+          p.mul_(1 - lr * o.weight_decay());
+        } else {
+          grad = grad.add(p, o.weight_decay());
+        }
+      }
+      lerp_(s.exp_avg, grad, 1 - beta1);
+      // addcmul_(grad, grad, value=1 - beta2) computes (value * grad) * grad.
+      s.exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul(grad));
+
+      const double step = static_cast<double>(s.step);
+      const double bias_correction1 = 1 - std::pow(beta1, step);
+      const double bias_correction2 = 1 - std::pow(beta2, step);
+      const double step_size = lr / bias_correction1;
+      const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);  // Python's ** 0.5
+
+      Tensor denom;
+      if (o.amsgrad()) {
+        s.max_exp_avg_sq.copy_(maximum(s.max_exp_avg_sq, s.exp_avg_sq));
+        denom = s.max_exp_avg_sq.sqrt().div(bias_correction2_sqrt).add_(o.eps());
+      } else {
+        denom = s.exp_avg_sq.sqrt().div(bias_correction2_sqrt).add_(o.eps());
+      }
+      // addcdiv_(exp_avg, denom, value=-step_size) computes (value * exp_avg) / denom.
+      p.add_(s.exp_avg.mul(-step_size).div(denom));
+    }
+  }
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& defaults)
+    : AdamW(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+
+AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, const AdamWOptions& defaults)
+    : Adam(std::move(param_groups), defaults.clone(), true) {}
+
+}  // namespace tandem::optim

@@ -1,0 +1,89 @@
+#include "nn/optim/sgd.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/ops.h"
+
+namespace tandem::optim {
+
+SGDOptions::SGDOptions(double lr) : lr_(lr) {}
+
+void SGDOptions::validate() const {
+  // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
+  TD_CHECK(std::isfinite(lr_) && lr_ >= 0, "SGD: invalid learning rate lr = ", lr_, " (must be >= 0)");
+  TD_CHECK(std::isfinite(momentum_) && momentum_ >= 0, "SGD: invalid momentum = ", momentum_, " (must be >= 0)");
+  TD_CHECK(std::isfinite(dampening_), "SGD: invalid dampening = ", dampening_);
+  TD_CHECK(std::isfinite(weight_decay_) && weight_decay_ >= 0, "SGD: invalid weight_decay = ", weight_decay_,
+           " (must be >= 0)");
+  TD_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), "SGD: nesterov momentum requires momentum > 0 and "
+           "dampening = 0 (got momentum = ", momentum_, ", dampening = ", dampening_, ")");
+}
+
+void SGDOptions::to_json(nlohmann::json& out) const {
+  out["lr"] = lr_;
+  out["momentum"] = momentum_;
+  out["dampening"] = dampening_;
+  out["weight_decay"] = weight_decay_;
+  out["nesterov"] = nesterov_;
+}
+
+void SGDOptions::from_json(const nlohmann::json& in) {
+  lr_ = detail::json_double(in, "SGD", "lr");
+  momentum_ = detail::json_double(in, "SGD", "momentum");
+  dampening_ = detail::json_double(in, "SGD", "dampening");
+  weight_decay_ = detail::json_double(in, "SGD", "weight_decay");
+  nesterov_ = detail::json_bool(in, "SGD", "nesterov");
+}
+
+std::unique_ptr<OptimizerParamState> SGDParamState::clone() const {
+  auto out = std::make_unique<SGDParamState>();
+  if (momentum_buffer.defined()) out->momentum_buffer = momentum_buffer.clone();
+  return out;
+}
+
+void SGDParamState::save(StateDict& out, const std::string& prefix) const {
+  if (momentum_buffer.defined()) out.insert(prefix + "momentum_buffer", momentum_buffer.clone());
+}
+
+size_t SGDParamState::load(const StateDict& in, const std::string& prefix, const Tensor& param) {
+  if (!in.contains(prefix + "momentum_buffer")) return 0;
+  momentum_buffer = detail::load_like_param(in, prefix + "momentum_buffer", param);
+  return 1;
+}
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& defaults)
+    : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+
+SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaults)
+    : Optimizer(std::move(param_groups), defaults.clone()) {}
+
+std::unique_ptr<OptimizerParamState> SGD::make_param_state() const { return std::make_unique<SGDParamState>(); }
+
+// torch/optim/sgd.py, _single_tensor_sgd, with maximize=False.
+void SGD::update() {
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const SGDOptions&>(group.options());
+    for (auto& p : group.params()) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      if (o.weight_decay() != 0) grad = grad.add(p, o.weight_decay());
+      if (o.momentum() != 0) {
+        auto& slot = state_slot(p);
+        if (!slot) slot = std::make_unique<SGDParamState>();
+        Tensor& buf = static_cast<SGDParamState&>(*slot).momentum_buffer;
+        if (!buf.defined()) {
+          // The first step starts the buffer at the gradient itself: no dampening on it.
+          buf = grad.detach().clone();
+        } else {
+          buf.mul_(o.momentum()).add_(grad, 1 - o.dampening());
+        }
+        grad = o.nesterov() ? grad.add(buf, o.momentum()) : buf;
+      }
+      p.add_(grad, -o.lr());
+    }
+  }
+}
+
+}  // namespace tandem::optim

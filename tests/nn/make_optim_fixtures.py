@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Writes tests/nn/optim_fixtures.json: PyTorch's parameter values after each optimizer step and
+its learning-rate sequences, for tests/nn/optim_test.cc to replay with tandem.
+
+The parameters and gradients are made here from closed formulas (not torch's RNG), written into
+the fixture, and the C++ test reads them back, so both sides start from the same bits. Floats
+are written by Python's repr, which round-trips exactly.
+
+    ~/.cache/tandem/venv/bin/python tests/nn/make_optim_fixtures.py
+"""
+
+import json
+import math
+import os
+
+import torch
+
+STEPS = 5
+SHAPES = [[2, 3], [4], []]  # a matrix, a vector and a 0-dim tensor
+# (step, parameter) pairs with no gradient: the optimizer must skip that parameter that step.
+NO_GRAD = {(1, 2), (3, 0)}
+
+
+def flat_values(n, salt, scale):
+    # Deterministic, irregular values of mixed signs; every 7th is 0 (Adam's denominator is eps there).
+    out = []
+    for k in range(n):
+        if (k + salt) % 7 == 3:
+            out.append(0.0)
+        else:
+            out.append(scale * math.sin(1.7 * k + 0.61 * salt + 0.3) * (1 + 0.25 * math.cos(2.9 * k + salt)))
+    return out
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+PARAMS = [flat_values(numel(s), 11 * i + 1, 1.5) for i, s in enumerate(SHAPES)]
+GRADS = [
+    [None if (t, i) in NO_GRAD else flat_values(numel(s), 5 * t + 17 * i + 2, 0.8 + 0.3 * t)
+     for i, s in enumerate(SHAPES)]
+    for t in range(STEPS)
+]
+
+OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}
+SCHEDULERS = {
+    "StepLR": torch.optim.lr_scheduler.StepLR,
+    "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
+    "LinearLR": torch.optim.lr_scheduler.LinearLR,
+}
+
+# groups: lists of parameter indices with option overrides; defaults apply to every group.
+CONFIGS = [
+    ("sgd_plain", "SGD", {"lr": 0.1}, None, None),
+    ("sgd_momentum", "SGD", {"lr": 0.1, "momentum": 0.9}, None, None),
+    ("sgd_nesterov", "SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True}, None, None),
+    ("sgd_weight_decay", "SGD", {"lr": 0.1, "weight_decay": 0.1}, None, None),
+    ("sgd_dampening", "SGD", {"lr": 0.1, "momentum": 0.8, "dampening": 0.5, "weight_decay": 0.01}, None, None),
+    ("sgd_two_groups", "SGD", {"lr": 0.1, "momentum": 0.9},
+     [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.01}}], None),
+    ("adam_plain", "Adam", {"lr": 0.01}, None, None),
+    ("adam_weight_decay", "Adam", {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1}, None, None),
+    ("adam_amsgrad", "Adam", {"lr": 0.01, "amsgrad": True}, None, None),
+    # 1 - beta1 >= 0.5 takes lerp's other branch.
+    ("adam_small_beta1", "Adam", {"lr": 0.02, "betas": [0.3, 0.9]}, None, None),
+    ("adam_two_groups", "Adam", {"lr": 0.01},
+     [{"params": [0, 2], "options": {"weight_decay": 0.05}}, {"params": [1], "options": {"lr": 0.001}}], None),
+    ("adamw", "AdamW", {"lr": 0.01}, None, None),
+    ("adamw_amsgrad", "AdamW", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}, None, None),
+    # The scheduler steps after each optimizer step, so the later steps use the warmed-up lr.
+    ("adam_linear_warmup", "Adam", {"lr": 0.01}, None,
+     {"type": "LinearLR", "args": {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 3}}),
+    ("sgd_cosine", "SGD", {"lr": 0.1, "momentum": 0.9}, None,
+     {"type": "CosineAnnealingLR", "args": {"T_max": 3, "eta_min": 0.01}}),
+]
+
+# Each runs on an SGD optimizer with two groups (lr 0.1 and 0.02).
+SCHEDULES = [
+    ("step_lr", "StepLR", {"step_size": 3, "gamma": 0.5}, 10),
+    ("cosine", "CosineAnnealingLR", {"T_max": 4, "eta_min": 0.001}, 14),
+    ("cosine_no_floor", "CosineAnnealingLR", {"T_max": 6}, 8),
+    ("linear_warmup", "LinearLR", {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 4}, 8),
+    ("linear_defaults", "LinearLR", {}, 7),
+    ("linear_decay", "LinearLR", {"start_factor": 1.0, "end_factor": 0.1, "total_iters": 3}, 6),
+]
+
+
+def torch_options(options):
+    out = dict(options)
+    if "betas" in out:
+        out["betas"] = tuple(out["betas"])
+    return out
+
+
+def run_config(kind, defaults, groups, scheduler):
+    params = [torch.tensor(v, dtype=torch.float64).reshape(s) for v, s in zip(PARAMS, SHAPES)]
+    for p in params:
+        p.requires_grad_(True)
+    if groups is None:
+        param_groups = [{"params": params}]
+    else:
+        param_groups = [dict(torch_options(g["options"]), params=[params[i] for i in g["params"]]) for g in groups]
+    # foreach=False: the single-tensor algorithm, the one tandem follows operation for operation.
+    optimizer = OPTIMIZERS[kind](param_groups, **torch_options(defaults), foreach=False)
+    sched = SCHEDULERS[scheduler["type"]](optimizer, **scheduler["args"]) if scheduler else None
+    expected = []
+    for t in range(STEPS):
+        for i, p in enumerate(params):
+            g = GRADS[t][i]
+            p.grad = None if g is None else torch.tensor(g, dtype=torch.float64).reshape(SHAPES[i])
+        optimizer.step()
+        if sched:
+            sched.step()
+        expected.append([p.detach().reshape(-1).tolist() for p in params])
+    return expected
+
+
+def run_schedule(kind, args, steps):
+    a, b = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.02}], lr=0.1)
+    sched = SCHEDULERS[kind](optimizer, **args)
+    lrs = [list(sched.get_last_lr())]
+    for _ in range(steps):
+        optimizer.step()  # no gradients: nothing changes, but PyTorch wants the step before the scheduler's
+        sched.step()
+        lrs.append(list(sched.get_last_lr()))
+    return lrs
+
+
+def dumps(value, indent=0):
+    # JSON with the numbers of each innermost list on one line: small, and readable in a diff.
+    pad = " " * indent
+    if isinstance(value, dict):
+        items = [f'{pad} {json.dumps(k)}: {dumps(v, indent + 1).lstrip()}' for k, v in value.items()]
+        return pad + "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+        return pad + "[\n" + ",\n".join(dumps(v, indent + 1) for v in value) + "\n" + pad + "]"
+    return pad + json.dumps(value)
+
+
+def main():
+    fixture = {
+        "torch_version": torch.__version__,
+        "steps": STEPS,
+        "shapes": SHAPES,
+        "params": PARAMS,
+        "grads": GRADS,
+        "optimizers": [
+            {
+                "name": name,
+                "optimizer": kind,
+                "defaults": defaults,
+                "groups": groups,
+                "scheduler": scheduler,
+                "expected": run_config(kind, defaults, groups, scheduler),
+            }
+            for name, kind, defaults, groups, scheduler in CONFIGS
+        ],
+        "schedulers": [
+            {"name": name, "type": kind, "args": args, "group_lrs": [0.1, 0.02], "lrs": run_schedule(kind, args, steps)}
+            for name, kind, args, steps in SCHEDULES
+        ],
+    }
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optim_fixtures.json")
+    with open(path, "w") as f:
+        f.write(dumps(fixture) + "\n")
+    print(f"wrote {path} (torch {torch.__version__})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,572 @@
+// Optimizers and schedulers against PyTorch (tests/nn/optim_fixtures.json, written by
+// tests/nn/make_optim_fixtures.py), state_dict round trips, and errors.
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/optim/optim.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace optim = tandem::optim;
+using nlohmann::json;
+using td::testing::check_close;
+using td::testing::check_equal;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+const json& fixture() {
+  static const json data = [] {
+    // Bazel runs tests in the runfiles tree; TEST_SRCDIR also finds it from elsewhere.
+    std::vector<std::string> paths = {"tests/nn/optim_fixtures.json"};
+    if (const char* root = std::getenv("TEST_SRCDIR")) {
+      paths.push_back(std::string(root) + "/tandem/tests/nn/optim_fixtures.json");
+    }
+    for (const auto& path : paths) {
+      std::ifstream in(path);
+      if (in) return json::parse(in);
+    }
+    throw std::runtime_error("optim_fixtures.json not found (declare it as data of the test)");
+  }();
+  return data;
+}
+
+td::Shape shape_of(size_t i) { return fixture()["shapes"][i].get<td::Shape>(); }
+
+td::Tensor from_values(const std::vector<double>& v, const td::Shape& shape, td::DType dtype = td::kFloat64) {
+  return td::tensor(v).reshape(shape).to(dtype).clone();
+}
+
+// The fixture's starting parameters, as fresh leaves that require grad.
+std::vector<td::Tensor> fixture_params(td::DType dtype = td::kFloat64) {
+  std::vector<td::Tensor> out;
+  const json& params = fixture()["params"];
+  for (size_t i = 0; i < params.size(); ++i) {
+    out.push_back(from_values(params[i].get<std::vector<double>>(), shape_of(i), dtype).requires_grad_());
+  }
+  return out;
+}
+
+// Gives each parameter step t's gradient from the fixture (or none, where the fixture has null).
+void set_fixture_grads(std::vector<td::Tensor>& params, size_t t) {
+  const json& grads = fixture()["grads"][t];
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].mutable_grad() = grads[i].is_null() ? td::Tensor()
+                                                  : from_values(grads[i].get<std::vector<double>>(), shape_of(i),
+                                                                params[i].dtype());
+  }
+}
+
+template <typename Options>
+void apply_common(Options& o, const json& j) {
+  if (j.contains("lr")) o.lr(j["lr"].get<double>());
+  if (j.contains("weight_decay")) o.weight_decay(j["weight_decay"].get<double>());
+}
+
+template <typename Options>
+Options adam_options(const json& j, Options o) {
+  apply_common(o, j);
+  if (j.contains("betas")) o.betas({j["betas"][0].get<double>(), j["betas"][1].get<double>()});
+  if (j.contains("eps")) o.eps(j["eps"].get<double>());
+  if (j.contains("amsgrad")) o.amsgrad(j["amsgrad"].get<bool>());
+  return o;
+}
+
+optim::SGDOptions sgd_options(const json& j, optim::SGDOptions o) {
+  apply_common(o, j);
+  if (j.contains("momentum")) o.momentum(j["momentum"].get<double>());
+  if (j.contains("dampening")) o.dampening(j["dampening"].get<double>());
+  if (j.contains("nesterov")) o.nesterov(j["nesterov"].get<bool>());
+  return o;
+}
+
+// The optimizer of a fixture configuration: its defaults, and its groups with their overrides.
+std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params) {
+  const std::string kind = config["optimizer"];
+  const json& defaults = config["defaults"];
+  auto groups = [&](auto make_options) {
+    std::vector<optim::OptimizerParamGroup> out;
+    if (config["groups"].is_null()) {
+      out.emplace_back(params);
+      return out;
+    }
+    for (const json& g : config["groups"]) {
+      std::vector<td::Tensor> members;
+      for (const json& i : g["params"]) members.push_back(params[i.get<size_t>()]);
+      out.emplace_back(members, make_options(g["options"]));
+    }
+    return out;
+  };
+  if (kind == "SGD") {
+    auto base = sgd_options(defaults, optim::SGDOptions(defaults["lr"].get<double>()));
+    return std::make_unique<optim::SGD>(groups([&](const json& o) { return sgd_options(o, base); }), base);
+  }
+  if (kind == "Adam") {
+    auto base = adam_options(defaults, optim::AdamOptions());
+    return std::make_unique<optim::Adam>(groups([&](const json& o) { return adam_options(o, base); }), base);
+  }
+  REQUIRE(kind == "AdamW");
+  auto base = adam_options(defaults, optim::AdamWOptions());
+  return std::make_unique<optim::AdamW>(groups([&](const json& o) { return adam_options(o, base); }), base);
+}
+
+std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Optimizer& optimizer) {
+  if (spec.is_null()) return nullptr;
+  const std::string type = spec["type"];
+  const json& args = spec["args"];
+  if (type == "StepLR") {
+    return std::make_unique<optim::StepLR>(optimizer, args["step_size"].get<int64_t>(), args.value("gamma", 0.1));
+  }
+  if (type == "CosineAnnealingLR") {
+    return std::make_unique<optim::CosineAnnealingLR>(optimizer, args["T_max"].get<int64_t>(),
+                                                      args.value("eta_min", 0.0));
+  }
+  REQUIRE(type == "LinearLR");
+  return std::make_unique<optim::LinearLR>(optimizer, args.value("start_factor", 1.0 / 3),
+                                           args.value("end_factor", 1.0), args.value("total_iters", int64_t{5}));
+}
+
+// A run of one fixture configuration: parameters, optimizer and scheduler, stepped t steps so far.
+struct Run {
+  explicit Run(const json& config, td::DType dtype = td::kFloat64) : Run(config, fixture_params(dtype)) {}
+  Run(const json& config, std::vector<td::Tensor> start)
+      : params(std::move(start)), optimizer(make_optimizer(config, params)),
+        scheduler(make_scheduler(config["scheduler"], *optimizer)) {}
+  void step() {
+    set_fixture_grads(params, t++);
+    optimizer->step();
+    if (scheduler) scheduler->step();
+  }
+  std::vector<td::Tensor> params;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<optim::LRScheduler> scheduler;
+  size_t t = 0;
+};
+
+std::vector<td::Tensor> clones(const std::vector<td::Tensor>& params) {
+  std::vector<td::Tensor> out;
+  for (const auto& p : params) out.push_back(p.detach().clone().requires_grad_());
+  return out;
+}
+
+const json& config_named(const std::string& name) {
+  for (const json& c : fixture()["optimizers"]) {
+    if (c["name"] == name) return c;
+  }
+  throw std::runtime_error("no fixture configuration " + name);
+}
+
+}  // namespace
+
+TEST_CASE("every optimizer configuration gives PyTorch's parameters after every step", "[cpu]") {
+  REQUIRE(fixture()["torch_version"].get<std::string>().size() > 0);
+  INFO("fixture from torch " << fixture()["torch_version"].get<std::string>());
+  const size_t steps = fixture()["steps"];
+  for (const json& config : fixture()["optimizers"]) {
+    Run run(config);
+    for (size_t t = 0; t < steps; ++t) {
+      run.step();
+      for (size_t i = 0; i < run.params.size(); ++i) {
+        std::ostringstream what;
+        what << config["name"].get<std::string>() << ", step " << t + 1 << ", parameter " << i;
+        check_close(run.params[i], config["expected"][t][i].get<std::vector<double>>(), 1e-12, 1e-15, what.str());
+      }
+    }
+  }
+}
+
+TEST_CASE("float32 parameters follow the float64 results to float32 precision", "[cpu]") {
+  for (const char* name : {"sgd_nesterov", "adam_amsgrad", "adamw"}) {
+    const json& config = config_named(name);
+    Run run(config, td::kFloat32);
+    for (size_t t = 0; t < fixture()["steps"].get<size_t>(); ++t) run.step();
+    for (size_t i = 0; i < run.params.size(); ++i) {
+      CHECK(run.params[i].dtype() == td::kFloat32);
+      check_close(run.params[i], config["expected"].back()[i].get<std::vector<double>>(), 1e-5, 1e-6, name);
+    }
+  }
+}
+
+TEST_CASE("schedulers give PyTorch's learning rates, step after step", "[cpu]") {
+  for (const json& s : fixture()["schedulers"]) {
+    INFO(s["name"].get<std::string>());
+    const auto lrs = s["group_lrs"].get<std::vector<double>>();
+    td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+    optim::SGD sgd({optim::OptimizerParamGroup({a}), optim::OptimizerParamGroup({b}, optim::SGDOptions(lrs[1]))},
+                   optim::SGDOptions(lrs[0]));
+    auto scheduler = make_scheduler(json{{"type", s["type"]}, {"args", s["args"]}}, sgd);
+    const json& expected = s["lrs"];
+    for (size_t t = 0; t < expected.size(); ++t) {
+      if (t > 0) {
+        sgd.step();
+        scheduler->step();
+      }
+      INFO("epoch " << t);
+      const auto want = expected[t].get<std::vector<double>>();
+      const auto& got = scheduler->get_last_lr();
+      REQUIRE(got.size() == want.size());
+      for (size_t g = 0; g < want.size(); ++g) {
+        CHECK(got[g] == Approx(want[g]).epsilon(1e-12).margin(0));
+        CHECK(sgd.param_groups()[g].options().get_lr() == got[g]);
+      }
+    }
+    CHECK(scheduler->last_epoch() == static_cast<int64_t>(expected.size()) - 1);
+  }
+}
+
+TEST_CASE("an optimizer saved after 3 steps and loaded into a fresh one continues bit-exactly", "[cpu]") {
+  for (const json& config : fixture()["optimizers"]) {
+    INFO(config["name"].get<std::string>());
+    Run straight(config);
+    for (int t = 0; t < 5; ++t) straight.step();
+
+    Run first(config);
+    for (int t = 0; t < 3; ++t) first.step();
+    const td::StateDict saved = first.optimizer->state_dict();
+    const td::StateDict saved_scheduler = first.scheduler ? first.scheduler->state_dict() : td::StateDict();
+    std::vector<std::vector<double>> saved_values;
+    for (const auto& [name, t] : saved) saved_values.push_back(values(t));
+
+    // A fresh run whose parameters are the saved ones (as a model checkpoint would give them). As
+    // in PyTorch: the scheduler first (its constructor sets lr), then the states.
+    Run resumed(config, clones(first.params));
+    resumed.optimizer->load_state_dict(saved);
+    if (resumed.scheduler) resumed.scheduler->load_state_dict(saved_scheduler);
+    resumed.t = 3;
+    for (int t = 0; t < 2; ++t) resumed.step();
+    // The original keeps going too: taking a state_dict must not have disturbed it.
+    for (int t = 0; t < 2; ++t) first.step();
+
+    for (size_t i = 0; i < straight.params.size(); ++i) {
+      const auto want = values(straight.params[i]);
+      check_equal(resumed.params[i], want, "resumed parameter " + std::to_string(i));
+      check_equal(first.params[i], want, "continued parameter " + std::to_string(i));
+    }
+    if (straight.scheduler) CHECK(resumed.scheduler->get_last_lr() == straight.scheduler->get_last_lr());
+    // The loaded optimizer works on copies: the saved state is as it was.
+    size_t k = 0;
+    for (const auto& [name, t] : saved) check_equal(t, saved_values[k++], "saved " + name);
+  }
+}
+
+TEST_CASE("state_dict names state tensors by parameter index and keeps each group's options as JSON", "[cpu]") {
+  Run run(config_named("adam_two_groups"));
+  run.step();
+  run.step();  // parameter 2 had no gradient at step 2, parameter 0 has one at both
+  const td::StateDict sd = run.optimizer->state_dict();
+  CHECK(sd.metadata.at("optimizer") == "Adam");
+  // The groups hold parameters {0, 2} and {1}: state indices follow group order, so 0, 1, 2 are
+  // the parameters 0, 2, 1 of the fixture.
+  CHECK(sd.at("state.0.step").item<int64_t>() == 2);
+  CHECK(sd.at("state.1.step").item<int64_t>() == 1);
+  CHECK(sd.at("state.2.step").item<int64_t>() == 2);
+  CHECK(sd.at("state.0.exp_avg").sizes() == td::Shape{2, 3});
+  CHECK(sd.at("state.1.exp_avg_sq").sizes() == td::Shape{});
+  CHECK_FALSE(sd.contains("state.0.max_exp_avg_sq"));
+  const json groups = json::parse(sd.metadata.at("param_groups"));
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0]["params"] == json({0, 1}));
+  CHECK(groups[1]["params"] == json::array({2}));
+  CHECK(groups[0]["weight_decay"].get<double>() == 0.05);
+  CHECK(groups[1]["lr"].get<double>() == 0.001);
+  CHECK(groups[1]["betas"] == json({0.9, 0.999}));
+  CHECK(groups[0]["param_shapes"] == json({{2, 3}, json::array()}));
+
+  // SGD keeps a momentum buffer only where momentum is on.
+  Run sgd(config_named("sgd_momentum"));
+  sgd.step();
+  const td::StateDict s = sgd.optimizer->state_dict();
+  CHECK(s.keys() == std::vector<std::string>{"state.0.momentum_buffer", "state.1.momentum_buffer",
+                                             "state.2.momentum_buffer"});
+  Run plain(config_named("sgd_plain"));
+  plain.step();
+  CHECK(plain.optimizer->state_dict().empty());
+}
+
+TEST_CASE("load_state_dict takes the saved hyperparameters, lr included", "[cpu]") {
+  td::Tensor w = td::ones({3}, td::kFloat64).requires_grad_();
+  optim::SGD a({w}, optim::SGDOptions(0.5).momentum(0.9).weight_decay(0.01));
+  td::Tensor v = td::ones({3}, td::kFloat64).requires_grad_();
+  optim::SGD b({v}, 0.1);
+  b.load_state_dict(a.state_dict());
+  const auto& o = static_cast<const optim::SGDOptions&>(b.param_groups()[0].options());
+  CHECK(o.lr() == 0.5);
+  CHECK(o.momentum() == 0.9);
+  CHECK(o.weight_decay() == 0.01);
+}
+
+TEST_CASE("load_state_dict rejects a state for other parameters and then leaves the optimizer unchanged", "[cpu]") {
+  Run source(config_named("adam_amsgrad"));
+  for (int t = 0; t < 3; ++t) source.step();
+  const td::StateDict good = source.optimizer->state_dict();
+
+  Run target(config_named("adam_amsgrad"));
+  for (int t = 0; t < 2; ++t) target.step();
+  Run reference(config_named("adam_amsgrad"));  // the same, never offered a bad state
+  for (int t = 0; t < 2; ++t) reference.step();
+
+  // Fewer parameters.
+  {
+    std::vector<td::Tensor> two = {td::zeros({2, 3}, td::kFloat64), td::zeros({4}, td::kFloat64)};
+    optim::Adam other(two, optim::AdamOptions(0.01).amsgrad(true));
+    check_error([&] { target.optimizer->load_state_dict(other.state_dict()); },
+                {"Adam.load_state_dict", "2 parameters in the state, 3 in this optimizer"});
+  }
+  // A parameter of another shape.
+  {
+    std::vector<td::Tensor> shapes = {td::zeros({3, 2}, td::kFloat64), td::zeros({4}, td::kFloat64),
+                                      td::zeros({}, td::kFloat64)};
+    optim::Adam other(shapes, optim::AdamOptions(0.01).amsgrad(true));
+    check_error([&] { target.optimizer->load_state_dict(other.state_dict()); },
+                {"parameter 0", "shape [2, 3] in this optimizer but [3, 2] in the state"});
+  }
+  // Another kind of optimizer, and another number of groups.
+  {
+    optim::SGD sgd(fixture_params(), 0.1);
+    check_error([&] { target.optimizer->load_state_dict(sgd.state_dict()); }, {"is a SGD optimizer's, not Adam's"});
+    Run two_groups(config_named("adam_two_groups"));
+    check_error([&] { target.optimizer->load_state_dict(two_groups.optimizer->state_dict()); },
+                {"the state has 2 parameter groups, this optimizer has 1"});
+  }
+  // Not an optimizer's state at all, a stray tensor, a state tensor of the wrong shape, a bad option.
+  {
+    check_error([&] { target.optimizer->load_state_dict(td::StateDict()); }, {"no 'optimizer' metadata"});
+    td::StateDict stray = good;
+    stray.insert("weight", td::zeros({2}));
+    check_error([&] { target.optimizer->load_state_dict(stray); }, {"unexpected tensor 'weight'"});
+    td::StateDict extra = good;
+    extra.insert("state.1.momentum_buffer", td::zeros({4}, td::kFloat64));
+    check_error([&] { target.optimizer->load_state_dict(extra); }, {"parameter 1 has 5 state tensors"});
+    td::StateDict far = good;
+    far.insert("state.7.exp_avg", td::zeros({4}, td::kFloat64));
+    check_error([&] { target.optimizer->load_state_dict(far); }, {"'state.7.exp_avg' is for parameter 7"});
+    td::StateDict wrong;
+    for (const auto& [name, t] : good) {
+      wrong.insert(name, name == "state.1.exp_avg" ? td::zeros({5}, td::kFloat64) : t);
+    }
+    wrong.metadata = good.metadata;
+    check_error([&] { target.optimizer->load_state_dict(wrong); }, {"'state.1.exp_avg' has shape [5]"});
+    td::StateDict bad_option = good;
+    json groups = json::parse(bad_option.metadata["param_groups"]);
+    groups[0]["betas"] = {0.9, 1.5};
+    bad_option.metadata["param_groups"] = groups.dump();
+    check_error([&] { target.optimizer->load_state_dict(bad_option); }, {"betas[1] = 1.5"});
+    groups[0].erase("eps");
+    bad_option.metadata["param_groups"] = groups.dump();
+    check_error([&] { target.optimizer->load_state_dict(bad_option); }, {"no 'eps'"});
+  }
+
+  for (int t = 0; t < 3; ++t) {
+    target.step();
+    reference.step();
+  }
+  for (size_t i = 0; i < target.params.size(); ++i) check_equal(target.params[i], values(reference.params[i]));
+}
+
+TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
+  auto params = [] { return std::vector<td::Tensor>{td::zeros({2}).requires_grad_()}; };
+  check_error([&] { optim::SGD(params(), -0.1); }, {"SGD", "lr = -0.1"});
+  check_error([&] { optim::SGD(params(), optim::SGDOptions(0.1).momentum(-1)); }, {"momentum = -1"});
+  check_error([&] { optim::SGD(params(), optim::SGDOptions(0.1).weight_decay(-0.5)); }, {"weight_decay = -0.5"});
+  check_error([&] { optim::SGD(params(), optim::SGDOptions(0.1).nesterov(true)); },
+              {"nesterov", "momentum > 0", "momentum = 0"});
+  check_error([&] { optim::SGD(params(), optim::SGDOptions(0.1).nesterov(true).momentum(0.9).dampening(0.1)); },
+              {"nesterov", "dampening = 0.1"});
+  check_error([&] { optim::SGD(params(), std::nan("")); }, {"lr = nan"});
+  check_error([&] { optim::Adam(params(), optim::AdamOptions(-1e-3)); }, {"Adam", "lr = -0.001"});
+  check_error([&] { optim::Adam(params(), optim::AdamOptions().betas({1.0, 0.999})); }, {"betas[0] = 1", "[0, 1)"});
+  check_error([&] { optim::Adam(params(), optim::AdamOptions().betas({0.9, -0.1})); }, {"betas[1] = -0.1"});
+  check_error([&] { optim::Adam(params(), optim::AdamOptions().eps(-1e-8)); }, {"eps = -1e-08"});
+  check_error([&] { optim::Adam(params(), optim::AdamOptions().weight_decay(-1)); }, {"weight_decay = -1"});
+  check_error([&] { optim::AdamW(params(), optim::AdamWOptions().betas({0.9, 1.0})); }, {"AdamW", "betas[1] = 1"});
+  check_error([&] { optim::AdamW(params(), optim::AdamWOptions(-1)); }, {"AdamW", "lr = -1"});
+  // A group's own options are checked too.
+  check_error([&] { optim::SGD({optim::OptimizerParamGroup(params(), optim::SGDOptions(-2))}, 0.1); },
+              {"lr = -2"});
+  // Schedulers.
+  optim::SGD sgd(params(), 0.1);
+  check_error([&] { optim::StepLR(sgd, 0); }, {"StepLR", "step_size = 0"});
+  check_error([&] { optim::CosineAnnealingLR(sgd, 0); }, {"CosineAnnealingLR", "T_max = 0"});
+  check_error([&] { optim::LinearLR(sgd, 0.0); }, {"LinearLR", "start_factor = 0"});
+  check_error([&] { optim::LinearLR(sgd, 0.5, 1.5); }, {"end_factor = 1.5"});
+  check_error([&] { optim::LinearLR(sgd, 0.5, 1.0, 0); }, {"total_iters = 0"});
+  // A rejected scheduler leaves the optimizer as it was.
+  CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
+  CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
+}
+
+TEST_CASE("defaults are PyTorch's: Adam without weight decay, AdamW with 0.01", "[cpu]") {
+  optim::AdamOptions adam;
+  CHECK(adam.lr() == 1e-3);
+  CHECK(adam.betas() == optim::betas_t{0.9, 0.999});
+  CHECK(adam.eps() == 1e-8);
+  CHECK(adam.weight_decay() == 0);
+  CHECK_FALSE(adam.amsgrad());
+  optim::AdamWOptions adamw;
+  CHECK(adamw.weight_decay() == 0.01);
+  CHECK(adamw.lr(0.5).amsgrad(true).weight_decay() == 0.01);  // chained setters keep AdamWOptions
+  optim::SGDOptions sgd(0.1);
+  CHECK(sgd.momentum() == 0);
+  CHECK(sgd.dampening() == 0);
+  CHECK_FALSE(sgd.nesterov());
+}
+
+TEST_CASE("optimizers reject empty, repeated, integer and non-leaf parameters", "[cpu]") {
+  check_error([] { optim::SGD(std::vector<td::Tensor>{}, 0.1); }, {"SGD", "empty parameter list"});
+  td::Tensor w = td::zeros({2}).requires_grad_();
+  check_error([&] { optim::SGD({w, w}, 0.1); }, {"more than one place"});
+  check_error([&] { optim::Adam({optim::OptimizerParamGroup({w}), optim::OptimizerParamGroup({w})}); },
+              {"more than one place"});
+  check_error([] { optim::SGD({td::zeros({2}, td::kInt64)}, 0.1); }, {"floating-point", "int64"});
+  check_error([&] { optim::SGD({w * 2}, 0.1); }, {"non-leaf"});
+  check_error([] { optim::SGD({td::Tensor()}, 0.1); }, {"undefined"});
+  optim::SGD sgd({w}, 0.1);
+  check_error([&] { sgd.add_param_group(optim::OptimizerParamGroup({w})); }, {"more than one place"});
+  CHECK(sgd.param_groups().size() == 1);
+}
+
+TEST_CASE("a parameter group's options must be of the optimizer's kind", "[cpu]") {
+  td::Tensor w = td::zeros({2}).requires_grad_();
+  td::Tensor v = td::zeros({2}).requires_grad_();
+  optim::Adam adam({w});
+  check_error([&] { adam.add_param_group(optim::OptimizerParamGroup({v}, optim::SGDOptions(0.1))); },
+              {"Adam", "options are for SGD"});
+  check_error([&] { adam.add_param_group(optim::OptimizerParamGroup({v}, optim::AdamWOptions())); },
+              {"options are for AdamW, not Adam"});
+  adam.add_param_group(optim::OptimizerParamGroup({v}, optim::AdamOptions(0.5)));
+  REQUIRE(adam.param_groups().size() == 2);
+  CHECK(adam.param_groups()[1].options().get_lr() == 0.5);
+  CHECK(adam.size() == 2);
+}
+
+TEST_CASE("add_param_group brings new parameters into later steps, with the defaults", "[cpu]") {
+  td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
+  td::Tensor v = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::SGD sgd({w}, 0.5);
+  sgd.add_param_group(optim::OptimizerParamGroup({v}));
+  w.mutable_grad() = td::ones({2}, td::kFloat64);
+  v.mutable_grad() = td::full({2}, 2.0, td::kFloat64);
+  sgd.step();
+  check_equal(w, {0.5, 0.5});
+  check_equal(v, {0.0, 0.0});
+}
+
+TEST_CASE("zero_grad sets gradients to undefined, or to zeros", "[cpu]") {
+  td::Tensor w = td::ones({3}).requires_grad_();
+  td::Tensor unused = td::ones({3}).requires_grad_();
+  optim::SGD sgd({w, unused}, 0.1);
+  (w * w).sum().backward();
+  REQUIRE(w.grad().defined());
+  sgd.zero_grad(false);
+  REQUIRE(w.grad().defined());
+  check_equal(w.grad(), {0, 0, 0});
+  CHECK_FALSE(unused.grad().defined());
+  sgd.zero_grad();
+  CHECK_FALSE(w.grad().defined());
+}
+
+TEST_CASE("step updates leaves under no-grad and minimizes a real loss", "[cpu]") {
+  const td::Tensor target = td::tensor({1.0, -2.0, 3.0}).to(td::kFloat64);
+  for (const char* kind : {"SGD", "Adam", "AdamW"}) {
+    INFO(kind);
+    td::Tensor w = td::zeros({3}, td::kFloat64).requires_grad_();
+    std::unique_ptr<optim::Optimizer> opt;
+    if (std::string(kind) == "SGD") opt = std::make_unique<optim::SGD>(std::vector<td::Tensor>{w},
+                                                                       optim::SGDOptions(0.1).momentum(0.5));
+    if (std::string(kind) == "Adam") opt = std::make_unique<optim::Adam>(std::vector<td::Tensor>{w},
+                                                                        optim::AdamOptions(0.1));
+    if (std::string(kind) == "AdamW") opt = std::make_unique<optim::AdamW>(std::vector<td::Tensor>{w},
+                                                                          optim::AdamWOptions(0.1).weight_decay(0));
+    double first = 0, last = 0;
+    for (int t = 0; t < 200; ++t) {
+      opt->zero_grad();
+      td::Tensor loss = opt->step([&] {
+        td::Tensor l = (w - target).pow(2).sum();
+        l.backward();
+        return l;
+      });
+      REQUIRE(loss.defined());
+      if (t == 0) first = loss.item<double>();
+      last = loss.item<double>();
+    }
+    CHECK(td::is_grad_enabled());
+    CHECK(w.is_leaf());
+    CHECK(w.requires_grad());
+    CHECK(first == 14.0);
+    CHECK(last < 1e-4);
+    check_close(w, {1.0, -2.0, 3.0}, 0, 1e-2);
+  }
+}
+
+TEST_CASE("step without a closure returns an undefined tensor and works with grad mode off", "[cpu]") {
+  td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::SGD sgd({w}, 0.25);
+  w.mutable_grad() = td::ones({2}, td::kFloat64);
+  td::NoGradGuard no_grad;
+  CHECK_FALSE(sgd.step().defined());
+  check_equal(w, {0.75, 0.75});
+}
+
+TEST_CASE("step rejects a gradient of another shape or dtype and changes no parameter", "[cpu]") {
+  td::Tensor a = td::ones({2}, td::kFloat64).requires_grad_();
+  td::Tensor b = td::ones({3}, td::kFloat64).requires_grad_();
+  optim::SGD sgd({a, b}, 0.5);
+  a.mutable_grad() = td::ones({2}, td::kFloat64);
+  b.mutable_grad() = td::ones({1}, td::kFloat64);
+  check_error([&] { sgd.step(); }, {"SGD.step", "parameter 1 has shape [3] but its gradient has shape [1]"});
+  b.mutable_grad() = td::ones({3}, td::kFloat32);
+  check_error([&] { sgd.step(); }, {"parameter 1 is float64", "gradient is float32"});
+  check_equal(a, {1, 1});
+  check_equal(b, {1, 1, 1});
+}
+
+TEST_CASE("a group's lr, changed through param_groups, is used by the next step", "[cpu]") {
+  td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::SGD sgd({w}, 0.1);
+  sgd.param_groups()[0].options().set_lr(0.5);
+  w.mutable_grad() = td::ones({2}, td::kFloat64);
+  sgd.step();
+  check_equal(w, {0.5, 0.5});
+}
+
+TEST_CASE("a second scheduler takes its base lr from the first one's initial_lr", "[cpu]") {
+  td::Tensor w = td::ones({2}).requires_grad_();
+  optim::SGD sgd({w}, 0.1);
+  optim::LinearLR warmup(sgd, 0.5, 1.0, 2);
+  CHECK(sgd.param_groups()[0].options().get_lr() == 0.05);
+  optim::CosineAnnealingLR cosine(sgd, 10);
+  CHECK(cosine.base_lrs() == std::vector<double>{0.1});
+  CHECK(cosine.get_last_lr() == std::vector<double>{0.05});
+  // initial_lr travels with the optimizer's state.
+  td::Tensor v = td::ones({2}).requires_grad_();
+  optim::SGD other({v}, 0.3);
+  other.load_state_dict(sgd.state_dict());
+  CHECK(other.param_groups()[0].initial_lr() == std::optional<double>(0.1));
+}
+
+TEST_CASE("a scheduler refuses another scheduler's state and a state for other groups", "[cpu]") {
+  td::Tensor w = td::ones({2}).requires_grad_();
+  td::Tensor v = td::ones({2}).requires_grad_();
+  optim::SGD sgd({w}, 0.1);
+  optim::SGD two({optim::OptimizerParamGroup({w}), optim::OptimizerParamGroup({v})}, 0.1);
+  optim::StepLR step(sgd, 2);
+  optim::CosineAnnealingLR cosine(sgd, 5);
+  optim::StepLR two_step(two, 2);
+  for (int t = 0; t < 3; ++t) step.step();
+  check_error([&] { cosine.load_state_dict(step.state_dict()); }, {"is a StepLR's, not a CosineAnnealingLR's"});
+  check_error([&] { two_step.load_state_dict(step.state_dict()); }, {"for 1 parameter groups, the optimizer has 2"});
+  check_error([&] { step.load_state_dict(sgd.state_dict()); }, {"no 'lr_scheduler' metadata"});
+  CHECK(two_step.last_epoch() == 0);
+  CHECK(cosine.last_epoch() == 0);
+  optim::StepLR again(sgd, 7, 0.9);
+  again.load_state_dict(step.state_dict());
+  CHECK(again.last_epoch() == 3);
+  CHECK(again.get_last_lr() == step.get_last_lr());
+}
