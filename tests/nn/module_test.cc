@@ -1,5 +1,6 @@
 // td::nn::Module: the registered tree, names, printing as PyTorch prints (texts from PyTorch
 // 2.15's repr()), moving, cloning, zeroing gradients, and state_dict round trips.
+#include "nn/serialize/module_io.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -204,4 +205,19 @@ TEST_CASE("registration rejects bad names and duplicates", "[cpu]") {
   check_error([&] { m.register_buffer("a.b", td::zeros({2})); }, {"invalid name", "a.b"});
   check_error([&] { m.forward(td::zeros({1})); }, {"no one-tensor forward"});
   CHECK(m.name() == "Module");
+}
+
+TEST_CASE("td::save and td::load round-trip a module through a safetensors file", "[cpu]") {
+  td::manual_seed(5);
+  Net a;
+  td::manual_seed(6);
+  Net b;
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/net.safetensors";
+  td::save(*a, path);
+  auto result = td::load(*b, path);
+  CHECK(result.missing_keys.empty());
+  for (const auto& [name, t] : a->state_dict()) CHECK(values(t) == values(b->state_dict().at(name)));
+  nn::Linear other(3, 3);
+  check_error([&] { td::load(*other, path); }, {"load_state_dict", "missing keys", "unexpected keys"});
 }
