@@ -1,11 +1,14 @@
-// The `tandem` command line: demo, devices, bench (train arrives with the training issue).
+// The `tandem` command line: train, demo, devices, bench.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+
+#include <iostream>
 
 #include "core/cuda.h"
 #include "tandem.h"
 #include "tools/bench/bench.h"
 #include "tools/demo.h"
+#include "tools/train.h"
 
 namespace td = tandem;
 
@@ -33,6 +36,26 @@ int main(int argc, char** argv) {
   CLI::App app{"tandem: a C++ tensor and autograd engine with data parallelism built in"};
   app.require_subcommand(1);
 
+  td::train::Options train_options;
+  auto* train = app.add_subcommand("train", "train a model on the built-in data (or MNIST, CIFAR-10)");
+  train->add_option("--model", train_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  train->add_option("--data", train_options.data, "default (generated shapes), mnist:DIR or cifar10:DIR");
+  train->add_option("--epochs", train_options.epochs, "passes over the training data")->check(CLI::PositiveNumber);
+  train->add_option("--batch-size", train_options.batch_size, "examples per step")->check(CLI::PositiveNumber);
+  train->add_option("--lr", train_options.lr, "learning rate (default: SGD 0.05, AdamW 0.001)")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--optimizer", train_options.optimizer, "sgd (momentum 0.9) or adamw")
+      ->check(CLI::IsMember({"sgd", "adamw"}));
+  train->add_option("--devices", train_options.devices, "the device to train on, e.g. cpu:0");
+  train->add_option("--seed", train_options.seed, "seed of the initial weights, the data order and the default data");
+  train->add_option("--save", train_options.save, "write a checkpoint here after every epoch");
+  train->add_option("--resume", train_options.resume, "continue the run saved in this checkpoint");
+  train->add_option("--workers", train_options.workers, "data loader threads")->check(CLI::NonNegativeNumber);
+  train->add_option("--train-size", train_options.train_size, "default data: training examples to generate")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--test-size", train_options.test_size, "default data: held-out examples to generate")
+      ->check(CLI::PositiveNumber);
+
   auto* demo = app.add_subcommand("demo", "a tour of the tensor library: creation, views, ops, printing");
   auto* devs = app.add_subcommand("devices", "list the CPU and CUDA devices tandem can use");
 
@@ -56,9 +79,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (*train) {
+      td::train::run(train_options, std::cout);
+      return 0;
+    }
     if (*demo) return td::demo::run();
     if (*devs) return devices();
     if (*bench) return td::bench::run(bench_options, argv[0]);
+  } catch (const td::train::UsageError& e) {
+    fmt::print(stderr, "tandem: {}\n", e.what());
+    return 2;
   } catch (const td::Error& e) {
     fmt::print(stderr, "tandem: {}\n", e.what());
     return 1;

@@ -6,7 +6,7 @@ set -euo pipefail
 
 venv="${TANDEM_VENV:-$HOME/.cache/tandem/venv}"
 packages=(bazel-bootstrap bazel-platforms bazel-skylib catch2 libopenblas-dev nlohmann-json3-dev libcli11-dev
-          libfmt-dev libbenchmark-dev python3 python3-venv)
+          libfmt-dev libbenchmark-dev zlib1g-dev python3 python3-venv)
 
 say() { echo "setup: $*"; }
 fail() { echo "setup: error: $*" >&2; exit 1; }

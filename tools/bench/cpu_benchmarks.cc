@@ -2,6 +2,8 @@
 // same operations under the same names). Inputs are made outside the timed loop.
 #include <benchmark/benchmark.h>
 
+#include "examples/models.h"
+#include "nn/optim/sgd.h"
 #include "tandem.h"
 
 namespace td = tandem;
@@ -55,8 +57,35 @@ void add_1elem(benchmark::State& state) {
   for (auto _ : state) keep(a + b);
 }
 
+// One training step (forward, cross-entropy, backward, SGD with momentum) on a fixed batch.
+void train_step(benchmark::State& state, td::nn::Module& model, const td::Tensor& x, const td::Tensor& y) {
+  td::optim::SGD sgd(model.parameters(), td::optim::SGDOptions(0.01).momentum(0.9));
+  for (auto _ : state) {
+    sgd.zero_grad();
+    td::Tensor loss = td::nn::functional::cross_entropy(model.forward(x), y);
+    loss.backward();
+    sgd.step();
+    keep(loss);
+  }
+  state.SetItemsProcessed(state.iterations() * x.size(0));
+}
+
+void mlp_train_step(benchmark::State& state) {  // 784-256-256-10, batch 128
+  td::manual_seed(0);
+  td::examples::Mlp mlp(784, 10);
+  train_step(state, *mlp, td::randn({128, 1, 28, 28}), td::randint(0, 10, {128}));
+}
+
+void cnn_train_step(benchmark::State& state) {  // two convolutions, two linear layers, batch 64
+  td::manual_seed(0);
+  td::examples::Cnn cnn(1, 28, 28, 10);
+  train_step(state, *cnn, td::randn({64, 1, 28, 28}), td::randint(0, 10, {64}));
+}
+
 }  // namespace
 
+BENCHMARK(mlp_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(cnn_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);

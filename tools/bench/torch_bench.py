@@ -44,6 +44,36 @@ def cases():
         a, b = torch.randn(n, n), torch.randn(n, n)
         yield f"sgemm/{n}", (lambda a=a, b=b: a.mm(b))
     yield "add_1elem", lambda: one_a + one_b
+    yield "mlp_train_step", train_step(mlp(), 128)
+    yield "cnn_train_step", train_step(cnn(), 64)
+
+
+def mlp():
+    nn = torch.nn
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def cnn():
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def train_step(model, batch):
+    """One step of tandem's train_step: forward, cross-entropy, backward, SGD with momentum."""
+    torch.manual_seed(0)
+    x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    sgd = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        sgd.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        sgd.step()
+        return loss
+    return step
 
 
 def main():
@@ -56,10 +86,9 @@ def main():
     torch.set_num_threads(args.threads)
     pattern = re.compile(args.filter)
     results = {}
-    with torch.no_grad():
-        for name, fn in cases():
-            if pattern.search(name):
-                results[name] = timed(fn, args.min_time, args.repetitions)
+    for name, fn in cases():
+        if pattern.search(name):
+            results[name] = timed(fn, args.min_time, args.repetitions)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "results": results}))
 
 

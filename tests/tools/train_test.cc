@@ -1,0 +1,121 @@
+// `tandem train`: the default model learns the default data to a stated accuracy, the same way
+// every run; a resumed run continues bit-exactly; mistakes get exit code 2.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "nn/serialize/safetensors.h"
+#include "tests/testing.h"
+#include "tools/train.h"
+
+namespace td = tandem;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return (fs::path(dir ? dir : "/tmp") / name).string();
+}
+
+td::train::Options quiet(td::train::Options o) {
+  o.progress = false;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the default MLP reaches 93% held-out accuracy on the default data in 3 epochs, every run alike", "[cpu]") {
+  std::ostringstream log1, log2;
+  td::train::Result a = td::train::run(quiet({}), log1);
+  td::train::Result b = td::train::run(quiet({}), log2);
+  INFO(log1.str());
+  CHECK(a.test_accuracy >= 0.93);
+  CHECK(a.steps == 3 * ((20000 + 63) / 64));
+  CHECK(a.epoch_losses == b.epoch_losses);  // bit for bit
+  CHECK(a.test_accuracy == b.test_accuracy);
+  CHECK(a.epoch_losses[2] < a.epoch_losses[0]);
+}
+
+TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted run does", "[cpu]") {
+  for (const char* optimizer : {"sgd", "adamw"}) {
+    INFO(optimizer);
+    td::train::Options o = quiet({});
+    o.train_size = 3000;
+    o.test_size = 500;
+    o.optimizer = optimizer;
+    o.epochs = 3;
+    o.save = temp_path(std::string("full_") + optimizer + ".safetensors");
+    std::ostringstream log;
+    td::train::Result full = td::train::run(o, log);
+
+    o.epochs = 1;
+    o.save = temp_path(std::string("part_") + optimizer + ".safetensors");
+    td::train::run(o, log);
+    o.epochs = 3;
+    o.resume = o.save;
+    o.save = temp_path(std::string("resumed_") + optimizer + ".safetensors");
+    td::train::Result resumed = td::train::run(o, log);
+
+    CHECK(resumed.steps == full.steps);
+    CHECK(resumed.epoch_losses.back() == full.epoch_losses.back());
+    td::StateDict x = td::load(temp_path(std::string("full_") + optimizer + ".safetensors"));
+    td::StateDict y = td::load(o.save);
+    REQUIRE(x.size() == y.size());
+    for (const auto& [name, t] : x) {
+      const td::Tensor& u = y.at(name);
+      REQUIRE(u.nbytes() == t.nbytes());
+      CHECK(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()) == 0);
+    }
+  }
+}
+
+TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage errors", "[cpu]") {
+  std::ostringstream log;
+  auto usage_error = [&](td::train::Options o, const std::string& fragment) {
+    try {
+      td::train::run(quiet(o), log);
+      FAIL_CHECK("no error for " << fragment);
+    } catch (const td::train::UsageError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));
+    }
+  };
+  td::train::Options o;
+  o.model = "transformer";
+  usage_error(o, "--model");
+  o = {};
+  o.data = "mnist:/nonexistent";
+  usage_error(o, "cannot read the data");
+  o = {};
+  o.data = "imagenet";
+  usage_error(o, "--data");
+  o = {};
+  o.devices = "cpu:0,cpu:1";
+  usage_error(o, "one device");
+  o = {};
+  o.resume = temp_path("missing.safetensors");
+  usage_error(o, "cannot resume");
+  o = {};
+  o.train_size = 200;
+  o.test_size = 50;
+  o.epochs = 1;
+  o.save = temp_path("mlp.safetensors");
+  td::train::run(quiet(o), log);
+  o.model = "cnn";
+  o.resume = o.save;
+  o.save = "";
+  usage_error(o, "--model mlp");
+}
+
+TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success", "[cpu]") {
+  auto status = [](const std::string& args) {
+    int rc = std::system(("tools/tandem " + args + " > /dev/null 2>&1").c_str());
+    return WEXITSTATUS(rc);
+  };
+  CHECK(status("train --model foo") == 2);
+  CHECK(status("train --epochs 0") == 2);
+  CHECK(status("train --data cifar10:/nonexistent") == 2);
+  CHECK(status("nosuchcommand") == 2);
+  CHECK(status("train --epochs 1 --train-size 200 --test-size 50") == 0);
+}

@@ -1,0 +1,263 @@
+#include "tools/train.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "examples/models.h"
+#include "nn/data/cifar10.h"
+#include "nn/data/dataloader.h"
+#include "nn/data/mnist.h"
+#include "nn/data/shapes.h"
+#include "nn/optim/optim.h"
+#include "nn/serialize/safetensors.h"
+#include "tandem.h"
+
+namespace tandem::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Data {
+  std::shared_ptr<data::Dataset> train, test;
+  int64_t channels, height, width, classes;
+};
+
+Data load_data(const Options& o) {
+  try {
+    if (o.data == "default") {
+      auto split = data::shapes_train_test(o.train_size, o.test_size, o.seed);
+      return {split.train, split.test, 1, 28, 28, 10};
+    }
+    if (o.data.rfind("mnist:", 0) == 0) {
+      std::string dir = o.data.substr(6);
+      return {std::make_shared<data::MNIST>(dir, data::MNIST::Mode::kTrain),
+              std::make_shared<data::MNIST>(dir, data::MNIST::Mode::kTest), 1, 28, 28, 10};
+    }
+    if (o.data.rfind("cifar10:", 0) == 0) {
+      std::string dir = o.data.substr(8);
+      return {std::make_shared<data::CIFAR10>(dir, data::CIFAR10::Mode::kTrain),
+              std::make_shared<data::CIFAR10>(dir, data::CIFAR10::Mode::kTest), 3, 32, 32, 10};
+    }
+  } catch (const Error& e) {
+    throw UsageError(std::string("cannot read the data: ") + e.what());
+  }
+  throw UsageError("--data must be default, mnist:DIR or cifar10:DIR, got '" + o.data + "'");
+}
+
+std::shared_ptr<nn::Module> make_model(const Options& o, const Data& d) {
+  if (o.model == "mlp") return examples::Mlp(d.channels * d.height * d.width, d.classes).ptr();
+  if (o.model == "cnn") return examples::Cnn(d.channels, d.height, d.width, d.classes).ptr();
+  throw UsageError("--model must be mlp or cnn, got '" + o.model + "'");
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Options& o, const std::vector<Tensor>& params) {
+  if (o.optimizer == "sgd") {
+    return std::make_unique<optim::SGD>(params, optim::SGDOptions(o.lr > 0 ? o.lr : 0.05).momentum(0.9));
+  }
+  if (o.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(o.lr > 0 ? o.lr : 1e-3));
+  throw UsageError("--optimizer must be sgd or adamw, got '" + o.optimizer + "'");
+}
+
+Device parse_device(const std::string& spec) {
+  TD_CHECK(spec.find(',') == std::string::npos && spec != "all",
+           "--devices: this build trains on one device; data-parallel training over several comes with "
+           "DataParallel. Got '", spec, "'");
+  Device device(spec);
+  TD_CHECK(device.is_cpu() || cuda::is_available(), "--devices: ", device, " is not available (",
+           cuda::device_count(), " CUDA devices)");
+  return device;
+}
+
+// What a checkpoint records besides tensors, so that a resume can check it continues the same run.
+const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr"};
+
+std::string run_value(const Options& o, const std::string& key) {
+  if (key == "model") return o.model;
+  if (key == "data") return o.data;
+  if (key == "optimizer") return o.optimizer;
+  if (key == "batch_size") return std::to_string(o.batch_size);
+  if (key == "seed") return std::to_string(o.seed);
+  std::ostringstream lr;
+  lr << o.lr;
+  return lr.str();
+}
+
+void save_checkpoint(const std::string& path, const Options& o, nn::Module& model, const optim::Optimizer& optimizer,
+                     int64_t next_epoch, int64_t steps) {
+  StateDict state;
+  for (const auto& [name, t] : model.state_dict()) state.insert("model." + name, t);
+  StateDict opt = optimizer.state_dict();
+  for (const auto& [name, t] : opt) state.insert("optimizer." + name, t);
+  for (const auto& [key, value] : opt.metadata) state.metadata["optimizer." + key] = value;
+  for (const char* key : kRunKeys) state.metadata[std::string("run.") + key] = run_value(o, key);
+  PhiloxState rng = default_generator().state();
+  state.metadata["run.next_epoch"] = std::to_string(next_epoch);
+  state.metadata["run.steps"] = std::to_string(steps);
+  state.metadata["run.rng_seed"] = std::to_string(rng.seed);
+  state.metadata["run.rng_offset"] = std::to_string(rng.offset);
+  save(state, path);
+}
+
+// Loads a checkpoint into the model and optimizer; returns (next epoch, steps so far).
+std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Options& o, nn::Module& model,
+                                            optim::Optimizer& optimizer) {
+  StateDict state;
+  try {
+    state = load(path);
+  } catch (const Error& e) {
+    throw UsageError(std::string("cannot resume: ") + e.what());
+  }
+  auto meta = [&](const std::string& key) {
+    auto it = state.metadata.find(key);
+    if (it == state.metadata.end()) throw UsageError("cannot resume: " + path + " is not a tandem train checkpoint (no " + key + ")");
+    return it->second;
+  };
+  for (const char* key : kRunKeys) {
+    std::string saved = meta(std::string("run.") + key);
+    if (saved != run_value(o, key)) {
+      throw UsageError("cannot resume: " + path + " was made with --" + key + " " + saved + ", not " +
+                       run_value(o, key));
+    }
+  }
+  StateDict model_state, opt_state;
+  for (const auto& [name, t] : state) {
+    if (name.rfind("model.", 0) == 0) model_state.insert(name.substr(6), t);
+    if (name.rfind("optimizer.", 0) == 0) opt_state.insert(name.substr(10), t);
+  }
+  for (const auto& [key, value] : state.metadata) {
+    if (key.rfind("optimizer.", 0) == 0) opt_state.metadata[key.substr(10)] = value;
+  }
+  model.load_state_dict(model_state);
+  optimizer.load_state_dict(opt_state);
+  default_generator().set_state({std::stoull(meta("run.rng_seed")), std::stoull(meta("run.rng_offset"))});
+  return {std::stoll(meta("run.next_epoch")), std::stoll(meta("run.steps"))};
+}
+
+// The share of correct predictions of `model` on `dataset`, in eval mode and without gradients.
+double accuracy(nn::Module& model, const std::shared_ptr<data::Dataset>& dataset, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  data::DataLoader loader(dataset, data::DataLoaderOptions().batch_size(500));
+  int64_t correct = 0, total = 0;
+  for (data::Example& batch : loader) {
+    Tensor predicted = model.forward(batch.data.to(device)).argmax(1);
+    correct += (predicted == batch.target.to(device)).sum().item<int64_t>();
+    total += batch.target.size(0);
+  }
+  model.train();
+  return total ? static_cast<double>(correct) / static_cast<double>(total) : 0;
+}
+
+class ProgressBar {
+ public:
+  ProgressBar(std::ostream& out, bool enabled, int64_t epoch, int64_t epochs, int64_t batches)
+      : out_(out), enabled_(enabled && isatty(STDOUT_FILENO)), epoch_(epoch), epochs_(epochs), batches_(batches),
+        start_(Clock::now()) {}
+
+  void update(int64_t done, double loss, double acc, int64_t samples) {
+    if (!enabled_ || (done % 10 != 0 && done != batches_)) return;
+    const int width = 24;
+    int filled = batches_ ? static_cast<int>(width * done / batches_) : width;
+    out_ << "\repoch " << epoch_ + 1 << "/" << epochs_ << " [" << std::string(filled, '#')
+         << std::string(width - filled, '-') << "] " << std::setw(3) << (batches_ ? 100 * done / batches_ : 100)
+         << "% loss " << std::fixed << std::setprecision(4) << loss << " acc " << std::setprecision(1) << 100 * acc
+         << "% " << std::setprecision(0) << samples / seconds() << " samples/s" << std::flush;
+  }
+
+  void finish(double loss, double train_acc, double test_acc, int64_t samples) {
+    if (enabled_) out_ << "\r" << std::string(100, ' ') << "\r";
+    out_ << "epoch " << epoch_ + 1 << "/" << epochs_ << ": loss " << std::fixed << std::setprecision(4) << loss
+         << ", train acc " << std::setprecision(1) << 100 * train_acc << "%, held-out acc " << 100 * test_acc << "%, "
+         << std::setprecision(0) << samples / seconds() << " samples/s, " << std::setprecision(1) << seconds()
+         << " s\n"
+         << std::flush;
+  }
+
+ private:
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  std::ostream& out_;
+  bool enabled_;
+  int64_t epoch_, epochs_, batches_;
+  Clock::time_point start_;
+};
+
+}  // namespace
+
+Result run(const Options& o, std::ostream& log) {
+  if (o.epochs < 1) throw UsageError("--epochs must be at least 1");
+  if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
+  if (o.lr < 0) throw UsageError("--lr must not be negative");
+  Device device = [&] {
+    try {
+      return parse_device(o.devices);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }();
+
+  manual_seed(o.seed);
+  Data d = load_data(o);
+  auto model = make_model(o, d);
+  model->to(device);
+  auto optimizer = make_optimizer(o, model->parameters());
+  int64_t first_epoch = 0;
+  Result result;
+  if (!o.resume.empty()) {
+    std::tie(first_epoch, result.steps) = load_checkpoint(o.resume, o, *model, *optimizer);
+    log << "resumed from " << o.resume << " at epoch " << first_epoch + 1 << "\n";
+  }
+  log << "training " << model->name() << " (" << model->parameters().size() << " tensors, "
+      << [&] {
+           int64_t n = 0;
+           for (const Tensor& p : model->parameters()) n += p.numel();
+           return n;
+         }()
+      << " parameters) on " << o.data << " (" << d.train->size() << " train / " << d.test->size() << " held out), "
+      << o.optimizer << ", batch " << o.batch_size << ", " << device << ", " << num_threads() << " threads\n";
+
+  data::DataLoader loader(d.train,
+                          data::DataLoaderOptions().batch_size(o.batch_size).shuffle(true).seed(o.seed).num_workers(o.workers));
+  for (int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
+    loader.start_epoch(epoch);
+    ProgressBar bar(log, o.progress, epoch, o.epochs, loader.batches_per_epoch());
+    double loss_sum = 0;
+    int64_t correct = 0, samples = 0, batches = 0;
+    for (data::Example& batch : loader) {
+      Tensor x = batch.data.to(device), y = batch.target.to(device);
+      Tensor logits = model->forward(x);
+      Tensor loss = nn::functional::cross_entropy(logits, y);
+      optimizer->zero_grad();
+      loss.backward();
+      optimizer->step();
+      ++result.steps;
+      ++batches;
+      loss_sum += loss.item<double>();
+      {
+        NoGradGuard no_grad;
+        correct += (logits.argmax(1) == y).sum().item<int64_t>();
+      }
+      samples += y.size(0);
+      bar.update(batches, loss_sum / batches, static_cast<double>(correct) / samples, samples);
+    }
+    double test_acc = accuracy(*model, d.test, device);
+    result.epoch_losses.push_back(loss_sum / std::max<int64_t>(batches, 1));
+    result.test_accuracy = test_acc;
+    bar.finish(result.epoch_losses.back(), static_cast<double>(correct) / std::max<int64_t>(samples, 1), test_acc,
+               samples);
+    if (!o.save.empty()) save_checkpoint(o.save, o, *model, *optimizer, epoch + 1, result.steps);
+  }
+  log << "held-out accuracy: " << std::fixed << std::setprecision(2) << 100 * result.test_accuracy << "% ("
+      << d.test->size() << " examples)\n";
+  if (!o.save.empty()) log << "checkpoint: " << o.save << "\n";
+  return result;
+}
+
+}  // namespace tandem::train

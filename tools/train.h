@@ -1,0 +1,47 @@
+// `tandem train`: trains the MLP or the CNN of examples/models.h on the built-in shapes data,
+// MNIST or CIFAR-10, with a progress bar per epoch and a held-out accuracy at the end.
+// Checkpoints hold the model, the optimizer, the data position and the random state, so a
+// resumed run continues bit-exactly as the uninterrupted run would.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tandem::train {
+
+struct Options {
+  std::string model = "mlp";      // mlp | cnn
+  std::string data = "default";   // default | mnist:DIR | cifar10:DIR
+  int64_t epochs = 3;
+  int64_t batch_size = 64;
+  double lr = 0;                  // 0: the optimizer's default (SGD 0.05, AdamW 0.001)
+  std::string optimizer = "sgd";  // sgd (momentum 0.9) | adamw
+  std::string devices = "cpu:0";
+  uint64_t seed = 0;
+  std::string save;               // checkpoint written after every epoch
+  std::string resume;             // checkpoint to continue from
+  int64_t workers = 2;            // data loader threads
+  int64_t train_size = 20000;     // default data only: examples generated for training
+  int64_t test_size = 2000;       // ... and for the held-out accuracy
+  bool progress = true;           // the per-epoch progress bar
+};
+
+struct Result {
+  std::vector<double> epoch_losses;  // mean training loss of each epoch run
+  double test_accuracy = 0;          // held-out accuracy after the last epoch
+  int64_t steps = 0;                 // optimizer steps taken, over the whole run
+};
+
+// Problems the user can fix (bad options, unreadable data, a mismatched checkpoint): the CLI
+// reports them with exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Result run(const Options& options, std::ostream& log);
+
+}  // namespace tandem::train
