@@ -11,14 +11,35 @@ using autograd::needs_grad;
 using autograd::record;
 using autograd::sum_to;
 
+namespace {
+
+// Whether m is the transpose of a contiguous matrix, as weight.t() in a linear layer is.
+bool is_transposed_contiguous(const Tensor& m) {
+  return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 && m.stride(1) == m.size(0);
+}
+
+// The gradients of a @ b given g, each laid out like its operand: for a transposed operand the
+// product is formed transposed (BLAS reads transposed inputs for free), so the gradient reaching
+// the contiguous matrix behind it, e.g. a linear layer's weight, needs no transposing copy.
+Tensor mm_grad_a(const Tensor& g, const Tensor& b, bool a_transposed) {
+  return a_transposed ? t(mm(b, t(g))) : mm(g, t(b));
+}
+
+Tensor mm_grad_b(const Tensor& g, const Tensor& a, bool b_transposed) {
+  return b_transposed ? t(mm(t(g), a)) : mm(t(a), g);
+}
+
+}  // namespace
+
 Tensor mm(const Tensor& a, const Tensor& b) {
   Tensor y = kernels::mm(a, b);
   if (!needs_grad({&a, &b})) return y;
   SavedTensor sa(a, false), sb(b, false);
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  bool a_transposed = is_transposed_contiguous(a), b_transposed = is_transposed_contiguous(b);
   record("MmBackward0", {&a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    return {need_a ? mm(g[0], t(sb.unpack("MmBackward0"))) : Tensor(),
-            need_b ? mm(t(sa.unpack("MmBackward0")), g[0]) : Tensor()};
+    return {need_a ? mm_grad_a(g[0], sb.unpack("MmBackward0"), a_transposed) : Tensor(),
+            need_b ? mm_grad_b(g[0], sa.unpack("MmBackward0"), b_transposed) : Tensor()};
   });
   return y;
 }
@@ -40,11 +61,12 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, 
   if (!needs_grad({&bias, &a, &b})) return y;
   SavedTensor sa(a, false), sb(b, false);
   bool need_bias = bias.requires_grad(), need_a = a.requires_grad(), need_b = b.requires_grad();
+  bool a_transposed = is_transposed_contiguous(a), b_transposed = is_transposed_contiguous(b);
   Shape bias_shape = bias.sizes();
   double be = beta.to_double(), al = alpha.to_double();
   record("AddmmBackward0", {&bias, &a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    Tensor ga = need_a ? mm(g[0], t(sb.unpack("AddmmBackward0"))) : Tensor();
-    Tensor gb = need_b ? mm(t(sa.unpack("AddmmBackward0")), g[0]) : Tensor();
+    Tensor ga = need_a ? mm_grad_a(g[0], sb.unpack("AddmmBackward0"), a_transposed) : Tensor();
+    Tensor gb = need_b ? mm_grad_b(g[0], sa.unpack("AddmmBackward0"), b_transposed) : Tensor();
     Tensor gbias = need_bias ? sum_to(be == 1 ? g[0] : g[0] * be, bias_shape) : Tensor();
     return {gbias, ga.defined() && al != 1 ? ga * al : ga, gb.defined() && al != 1 ? gb * al : gb};
   });

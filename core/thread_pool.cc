@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -19,6 +20,24 @@ namespace tandem {
 namespace {
 
 thread_local bool t_in_parallel = false;
+
+// Ops come back to back, and waking a sleeping thread (a futex call on each side) costs more than
+// a small op itself; so a thread that waits for work, or for its helpers to finish, first spins
+// this long. Longer would only burn a core the rest of the program could use.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// Polls ready() until it holds or kSpin has passed; says which.
+template <typename Ready>
+bool spin_until(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 
 // One parallel_for call: its chunks are claimed one at a time by whichever thread is free.
 struct Job {
@@ -63,6 +82,7 @@ class ThreadPool {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
+    queued_.fetch_add(1);  // ends the spinning
     wake_.notify_all();
     for (auto& w : workers_) w.join();
   }
@@ -74,9 +94,11 @@ class ThreadPool {
     {
       std::lock_guard lock(mutex_);
       for (int64_t i = 0; i < helpers; ++i) queue_.push_back(job);
+      queued_.fetch_add(helpers);
     }
     for (int64_t i = 0; i < helpers; ++i) wake_.notify_one();
     job->work();
+    if (spin_until([&] { return job->done.load() == job->num_chunks; })) return;
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done.load() == job->num_chunks; });
   }
@@ -85,12 +107,14 @@ class ThreadPool {
   void loop() {
     for (;;) {
       std::shared_ptr<Job> job;
+      spin_until([&] { return queued_.load(std::memory_order_relaxed) > 0; });
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
         job = std::move(queue_.front());
         queue_.pop_front();
+        queued_.fetch_sub(1);
       }
       job->work();
     }
@@ -101,6 +125,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while spinning
   bool stopping_ = false;
 };
 

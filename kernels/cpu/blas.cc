@@ -3,6 +3,7 @@
 // plain loop for integers.
 #include <cblas.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "core/convert.h"
@@ -54,6 +55,46 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t 
   }
 }
 
+// OpenBLAS keeps threads of its own that spin for a long while after each call; beside our pool
+// they fight for the same cores, and every elementwise op after a GEMM paid for it. So BLAS runs
+// single-threaded, and parallel_gemm splits the product across our pool instead.
+void use_our_threads_for_blas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+// c = alpha * op(a) @ op(b) + beta * c with c split into bands of rows (or columns, when it is
+// wide), one single-threaded GEMM per band. Bands are whole multiples of 64 so that each keeps
+// BLAS's register blocking intact; small products stay in one call.
+template <typename T>
+void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  use_our_threads_for_blas();
+  constexpr int64_t kBand = 64, kMinFlopsPerBand = int64_t{1} << 18;
+  const bool split_rows = n >= m;
+  const int64_t extent = split_rows ? n : m;
+  const int64_t flops_per_band = kBand * (split_rows ? m : n) * k;
+  const int64_t bands = (extent + kBand - 1) / kBand;
+  const int64_t grain = std::max<int64_t>(1, kMinFlopsPerBand / std::max<int64_t>(1, flops_per_band));
+  if (num_threads() == 1 || in_parallel_region() || bands < 2 * grain) {
+    gemm<T>(ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  parallel_for(0, bands, grain, [&](int64_t first, int64_t last) {
+    const int64_t begin = first * kBand, len = std::min(extent, last * kBand) - begin;
+    if (split_rows) {  // rows of op(a) and of c
+      const T* a_rows = ta == CblasNoTrans ? a + begin * lda : a + begin;
+      gemm<T>(ta, tb, len, m, k, alpha, a_rows, lda, b, ldb, beta, c + begin * ldc, ldc);
+    } else {  // columns of op(b) and of c
+      const T* b_cols = tb == CblasNoTrans ? b + begin : b + begin * ldb;
+      gemm<T>(ta, tb, n, len, k, alpha, a, lda, b_cols, ldb, beta, c + begin, ldc);
+    }
+  });
+}
+
 template <typename T>
 void blas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T beta, T alpha) {
   const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
@@ -62,9 +103,20 @@ void blas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T beta,
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
   T* pc = static_cast<T*>(out.data_ptr());
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm<T>(la.trans, lb.trans, n, m, k, alpha, pa + i * a.strides()[0], la.ld, pb + i * b.strides()[0], lb.ld, beta,
-            pc + i * n * m, std::max<int64_t>(1, m));
+  const int64_t ldc = std::max<int64_t>(1, m);
+  auto one = [&](int64_t i) {
+    parallel_gemm<T>(la.trans, lb.trans, n, m, k, alpha, pa + i * a.strides()[0], la.ld, pb + i * b.strides()[0],
+                     lb.ld, beta, pc + i * n * m, ldc);
+  };
+  if (batch >= num_threads() && !in_parallel_region()) {
+    use_our_threads_for_blas();
+    // Many small products: one per task (inside the pool parallel_gemm stays single-threaded).
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, n * m * k));
+    parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i);
   }
 }
 

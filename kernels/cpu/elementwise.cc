@@ -126,7 +126,8 @@ void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::o
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto s = loop_shape<4>({&out, &cond, &a, &b});
   dispatch_all(out.dtype(), "where", [&]<typename T>() {
-    elementwise<T, bool, T, T>(s, [](bool c, T x, T y) { return c ? x : y; });
+    // The condition is read as bytes: GCC vectorises no loop that loads a bool.
+    elementwise<T, uint8_t, T, T>(s, [](uint8_t c, T x, T y) { return c != 0 ? x : y; });
   });
 }
 

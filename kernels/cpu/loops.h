@@ -3,6 +3,7 @@
 // contiguous and broadcast-scalar runs are plain loops the compiler vectorizes.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <tuple>
@@ -84,6 +85,10 @@ T& at(char* p, int64_t i, int64_t stride) {
 
 namespace detail {
 
+// Operands broadcast from one element (x + 1, where(c, g, 0), x * w[j]) read from a short run of
+// copies, so the loop sees only contiguous arrays and vectorises like the all-contiguous case.
+constexpr int64_t kSplatRun = 256;
+
 template <typename Out, typename... In, typename F, size_t... I>
 inline void elementwise_run(char** p, const int64_t* s, int64_t n, const F& f, std::index_sequence<I...>) {
   Out* out = reinterpret_cast<Out*>(p[0]);
@@ -92,22 +97,23 @@ inline void elementwise_run(char** p, const int64_t* s, int64_t n, const F& f, s
     for (int64_t i = 0; i < n; ++i) out[i] = f(std::get<I>(in)[i]...);
     return;
   }
-  if constexpr (sizeof...(In) == 2) {
-    // One operand is a broadcast scalar (x + 1, x * w[j]) and the rest contiguous.
-    using A = std::tuple_element_t<0, std::tuple<In...>>;
-    using B = std::tuple_element_t<1, std::tuple<In...>>;
-    if (s[0] == sizeof(Out) && s[1] == 0 && s[2] == sizeof(B)) {
-      A a = *reinterpret_cast<const A*>(p[1]);
-      const B* b = reinterpret_cast<const B*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a, b[i]);
-      return;
+  if (s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In) || s[I + 1] == 0) && ...)) {
+    std::tuple<std::array<In, kSplatRun>...> splat;
+    auto source = [&]<size_t J>(std::integral_constant<size_t, J>) {
+      using T = std::tuple_element_t<J, std::tuple<In...>>;
+      const T* src = reinterpret_cast<const T*>(p[J + 1]);
+      if (s[J + 1] != 0) return src;
+      std::fill_n(std::get<J>(splat).data(), std::min(n, kSplatRun), *src);
+      return static_cast<const T*>(std::get<J>(splat).data());
+    };
+    const std::tuple<const In*...> base{source(std::integral_constant<size_t, I>{})...};
+    for (int64_t start = 0; start < n; start += kSplatRun) {
+      const int64_t len = std::min(kSplatRun, n - start);
+      const std::tuple<const In*...> in{(std::get<I>(base) + (s[I + 1] == 0 ? 0 : start))...};
+      Out* o = out + start;
+      for (int64_t i = 0; i < len; ++i) o[i] = f(std::get<I>(in)[i]...);
     }
-    if (s[0] == sizeof(Out) && s[1] == sizeof(A) && s[2] == 0) {
-      const A* a = reinterpret_cast<const A*>(p[1]);
-      B b = *reinterpret_cast<const B*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b);
-      return;
-    }
+    return;
   }
   for (int64_t i = 0; i < n; ++i) at<Out>(p[0], i, s[0]) = f(at<const In>(p[I + 1], i, s[I + 1])...);
 }

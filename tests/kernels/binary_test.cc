@@ -231,6 +231,29 @@ TEST_CASE("where picks element-wise and broadcasts condition and both branches",
   check_error([] { td::where(td::tensor({true, false}), td::ones({3}), td::zeros({2})); }, {"where", "[2]", "[3]"});
 }
 
+TEST_CASE("ops with operands broadcast from one element match per element over long contiguous runs", "[cpu]") {
+  // Runs longer than the loop's 256-element blocks, and not a multiple of them, with the
+  // broadcast operand in every position.
+  td::testing::reseed(25);
+  const int64_t n = 1000;
+  td::Tensor cond = td::testing::random_tensor({n}, td::kBool);
+  td::Tensor x = td::testing::random_tensor({n}, td::kFloat32);
+  td::Tensor one = td::tensor({0.5f});
+  std::vector<double> relu_grad, picked, sums;
+  for (int64_t i = 0; i < n; ++i) {
+    relu_grad.push_back(read(cond, i) ? read(x, i) : 0.0);
+    picked.push_back(read(cond, i) ? 0.5 : read(x, i));
+    sums.push_back(static_cast<float>(read(x, i) + 0.5f));
+  }
+  check_close(td::where(cond, x, 0), relu_grad, 0, 0);
+  check_close(td::where(cond, one, x), picked, 0, 0);
+  check_close(x + one, sums, 0, 0);
+  check_close(one + x, sums, 0, 0);
+  std::vector<double> all_broadcast(n);
+  for (int64_t i = 0; i < n; ++i) all_broadcast[i] = read(cond, 0) ? 1 : 2;
+  check_close(td::where(cond.narrow(0, 0, 1).expand({n}), td::tensor({1.0f}).expand({n}), 2), all_broadcast, 0, 0);
+}
+
 TEST_CASE("masked_fill fills where the broadcast mask is true", "[cpu]") {
   td::Tensor x = td::arange(6.0).view({2, 3});
   td::Tensor mask = td::tensor({true, false, true});

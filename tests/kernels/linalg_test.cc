@@ -237,6 +237,40 @@ TEST_CASE("mm of operands in every random_tensor layout matches the reference", 
   }
 }
 
+TEST_CASE("products big enough to be split across threads, by rows or by columns, match the reference", "[cpu]") {
+  tt::reseed(106);
+  struct RestoreThreads {
+    int saved = td::num_threads();
+    ~RestoreThreads() { td::set_num_threads(saved); }
+  } restore;
+  td::set_num_threads(3);  // an odd count: bands of uneven size on any machine
+  // [n, k] @ [k, m]: tall (split by rows), wide (split by columns), and a band count not
+  // dividing evenly, with a last band shorter than the rest.
+  const std::vector<Size> sizes = {{300, 70, 90}, {40, 100, 333}, {129, 64, 65}};
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (const Size& s : sizes) {
+      for (Form fa : {Form::Contiguous, Form::Transposed}) {
+        for (Form fb : {Form::Contiguous, Form::Transposed}) {
+          Tensor a = matrix(s.n, s.k, dtype, fa), b = matrix(s.k, s.m, dtype, fb);
+          const Values va = values(a), vb = values(b);
+          check_product(td::mm(a, b), {{s.n, s.m}, ref_mm(va, vb, s.n, s.k, s.m)}, dtype, s.k, max_abs(va),
+                        max_abs(vb), describe(dtype, s, form_name(fa) + " x " + form_name(fb)));
+        }
+      }
+    }
+    // Many products in a batch go one per thread.
+    Tensor a = operand({7, 70, 30}, dtype), b = operand({7, 30, 50}, dtype);
+    const Values va = values(a), vb = values(b);
+    Values expected;
+    for (int64_t i = 0; i < 7; ++i) {
+      Values block = ref_mm(Values(va.begin() + i * 70 * 30, va.begin() + (i + 1) * 70 * 30),
+                            Values(vb.begin() + i * 30 * 50, vb.begin() + (i + 1) * 30 * 50), 70, 30, 50);
+      expected.insert(expected.end(), block.begin(), block.end());
+    }
+    check_product(td::bmm(a, b), {{7, 70, 50}, expected}, dtype, 30, max_abs(va), max_abs(vb), "bmm, 7 batches");
+  }
+}
+
 TEST_CASE("mm with an empty inner dim gives zeros, and with an empty outer dim an empty result", "[cpu]") {
   for (td::DType dtype : kDTypes) {
     INFO(td::dtype_name(dtype));
