@@ -1,5 +1,7 @@
 #include "tests/testing.h"
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <random>
 #include <set>
@@ -206,6 +208,15 @@ void Snapshot::check_unchanged(const Tensor& t) const {
       return;
     }
   }
+}
+
+std::string scratch_dir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + name + ".XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  REQUIRE(::mkdtemp(buffer.data()) != nullptr);
+  return buffer.data();
 }
 
 }  // namespace tandem::testing

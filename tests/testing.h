@@ -59,6 +59,9 @@ struct Snapshot {
   uint32_t version;
 };
 
+// A new, empty directory of its own for one test's files, under Bazel's TEST_TMPDIR (or /tmp).
+std::string scratch_dir(const std::string& name);
+
 }  // namespace tandem::testing
 
 #define TD_SKIP_UNLESS_CUDA()                                                      \

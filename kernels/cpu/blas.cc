@@ -55,12 +55,18 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t 
   }
 }
 
-// OpenBLAS keeps threads of its own that spin for a long while after each call; beside our pool
-// they fight for the same cores, and every elementwise op after a GEMM paid for it. So BLAS runs
-// single-threaded, and parallel_gemm splits the product across our pool instead.
+// OpenBLAS keeps threads of its own that spin (sched_yield) while they wait for work; beside our
+// pool they fight for the same cores, and every elementwise op after a GEMM paid for it. So BLAS
+// runs single-threaded, and parallel_gemm splits the product across our pool instead. Even then
+// OpenBLAS's idle threads go on spinning; blas_thread_shutdown_ (the routine OpenBLAS runs before
+// a fork) ends them, and single-threaded calls never start them again. Declared weak: a BLAS
+// without it only keeps its idle threads.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 void use_our_threads_for_blas() {
   static const bool once = [] {
     openblas_set_num_threads(1);
+    if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
     return true;
   }();
   (void)once;

@@ -5,7 +5,12 @@
 #include <cstdint>
 #include <span>
 
-#include "tandem.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/generator.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/factory.h"
 
 namespace tandem::data {
 

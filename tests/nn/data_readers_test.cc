@@ -20,14 +20,7 @@ using Bytes = std::vector<uint8_t>;
 
 namespace {
 
-// A fresh, empty folder for one test's files.
-fs::path fresh_dir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(tmp ? tmp : fs::temp_directory_path().string()) / ("tandem_data_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return td::testing::scratch_dir("tandem_data_" + name); }
 
 void write_file(const fs::path& path, const Bytes& bytes) {
   std::ofstream out(path, std::ios::binary);

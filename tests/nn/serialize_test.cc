@@ -30,16 +30,6 @@ using td::testing::check_error;
 
 namespace {
 
-// A new empty directory for one test (Bazel's TEST_TMPDIR when it runs the test).
-std::string fresh_dir() {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/serialize_test.XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  REQUIRE(::mkdtemp(buffer.data()) != nullptr);
-  return buffer.data();
-}
-
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
@@ -173,7 +163,7 @@ void refused(const std::string& bytes, std::vector<std::string> fragments) {
 }  // namespace
 
 TEST_CASE("every dtype round-trips bit for bit, NaN payloads and signed zeros included", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   td::StateDict state;
   for (td::DType dtype : kAllDTypes) {
     state.insert(std::string("special_") + td::dtype_name(dtype), special_values(dtype));
@@ -187,7 +177,7 @@ TEST_CASE("every dtype round-trips bit for bit, NaN payloads and signed zeros in
 }
 
 TEST_CASE("views, 0-dim, zero-size and cpu:1 tensors are saved as their contiguous values", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   for (td::DType dtype : kAllDTypes) {
     INFO(td::dtype_name(dtype));
     // Random bits with the special patterns first, so that every view below copies NaN
@@ -219,7 +209,7 @@ TEST_CASE("views, 0-dim, zero-size and cpu:1 tensors are saved as their contiguo
 }
 
 TEST_CASE("names, metadata and insertion order survive a round trip", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   td::StateDict state;
   // Not sorted, and with characters JSON must escape.
   for (std::string name : {"z", "a", "layer.0.weight", "with \"quotes\", \\ and\nnewline", "\xc3\xbc" "ber"}) {
@@ -242,7 +232,7 @@ TEST_CASE("names, metadata and insertion order survive a round trip", "[cpu]") {
 }
 
 TEST_CASE("saved files have the reference layout: length, space-padded JSON header, data in order", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   td::StateDict state;
   state.insert("b", td::tensor({1, 2, 3}, td::kUInt8));
   state.insert("a", td::tensor({1.5f, -2.0f}));
@@ -264,7 +254,7 @@ TEST_CASE("saved files have the reference layout: length, space-padded JSON head
 }
 
 TEST_CASE("a save replaces an existing file with a file of ordinary permissions", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   std::string path = dir + "/model.safetensors";
   td::StateDict first, second;
   first.insert("w", td::tensor({1.0f, 2.0f}));
@@ -282,7 +272,7 @@ TEST_CASE("a save replaces an existing file with a file of ordinary permissions"
 }
 
 TEST_CASE("a failed save leaves the existing file as it was and no temporary file behind", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   std::string path = dir + "/model.safetensors";
   td::StateDict original;
   original.insert("w", td::tensor({1.0f, 2.0f, 3.0f}));
@@ -342,7 +332,7 @@ TEST_CASE("a failed save leaves the existing file as it was and no temporary fil
 }
 
 TEST_CASE("saving where it cannot names the path and the OS error", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   td::StateDict state;
   state.insert("w", td::ones({2}));
   check_error([&] { td::save(state, dir + "/missing/x.safetensors"); },
@@ -352,7 +342,7 @@ TEST_CASE("saving where it cannot names the path and the OS error", "[cpu]") {
 }
 
 TEST_CASE("loading a missing file or a directory names the path and the problem", "[cpu]") {
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   check_error([&] { td::load(dir + "/absent.safetensors"); },
               {"cannot load '" + dir + "/absent.safetensors'", "No such file or directory"});
   check_error([&] { td::load(dir); }, {"cannot load '" + dir + "'", "not a regular file"});
@@ -393,7 +383,7 @@ TEST_CASE("malformed lengths and non-JSON headers are refused with the file name
   refused(st_file("\"text\""), {"not a JSON object (it starts with a string)"});
   refused(st_file(std::string(5000, '[') + std::string(5000, ']')), {"not a JSON object"});
   // Through a file too: the path is the name in the message.
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   write_file(dir + "/bad.safetensors", with_length(1000, "{}"));
   check_error([&] { td::load(dir + "/bad.safetensors"); },
               {"cannot load '" + dir + "/bad.safetensors'", "runs past the end"});
@@ -522,7 +512,7 @@ TEST_CASE("PyTorch's safetensors reads the files tandem writes, and tandem reads
   }
   const std::string script = "tests/nn/safetensors_interop.py";  // in the runfiles
   REQUIRE(fs::exists(script));
-  std::string dir = fresh_dir();
+  std::string dir = td::testing::scratch_dir("serialize_test");
   std::string prefix = shell_quote(python) + " " + shell_quote(script) + " ";
 
   // PyTorch writes; tandem reads.

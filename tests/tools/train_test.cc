@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return (fs::path(dir ? dir : "/tmp") / name).string();
+  static const std::string dir = td::testing::scratch_dir("train_test");
+  return dir + "/" + name;
 }
 
 td::train::Options quiet(td::train::Options o) {

@@ -1,0 +1,52 @@
+// The model and training step the README shows, kept compiling and working.
+#include "tests/testing.h"  // includes tandem.h
+
+namespace td = tandem;
+
+namespace {
+
+// --- as in the README ---
+class NetImpl : public td::nn::Cloneable<NetImpl> {
+ public:
+  NetImpl() { reset(); }
+  void reset() override {
+    fc1 = register_module("fc1", td::nn::Linear(784, 128));
+    fc2 = register_module("fc2", td::nn::Linear(128, 10));
+  }
+  td::Tensor forward(const td::Tensor& x) override { return fc2(td::relu(fc1(x.flatten(1)))); }
+  td::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+class Net : public td::nn::ModuleHolder<NetImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+// ---
+
+}  // namespace
+
+TEST_CASE("the README's model trains on the shapes data, and td::save / td::load carry it over", "[cpu]") {
+  td::manual_seed(0);
+  td::data::ShapesDataset data(256, 7);
+  const td::Tensor images = data.data(), labels = data.targets();
+
+  Net net;
+  td::optim::SGD opt(net->parameters(), td::optim::SGDOptions(0.05).momentum(0.9));
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    td::Tensor loss = td::nn::functional::cross_entropy(net(images), labels);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.5 * first);
+
+  const std::string path = td::testing::scratch_dir("readme_test") + "/net.safetensors";
+  td::save(*net, path);
+  td::manual_seed(1);
+  Net restored;
+  td::load(*restored, path);
+  td::NoGradGuard no_grad;
+  CHECK(td::testing::values(restored(images)) == td::testing::values(net(images)));
+}
