@@ -24,3 +24,4 @@
 #include "nn/optim/optim.h"
 #include "nn/serialize/module_io.h"
 #include "nn/serialize/safetensors.h"
+#include "parallel/parallel.h"

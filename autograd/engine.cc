@@ -5,7 +5,9 @@
 // the gradient arriving at the requested inputs.
 #include "autograd/engine.h"
 
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +20,9 @@
 namespace tandem::autograd {
 
 namespace {
+
+std::mutex g_seconds_mutex;
+std::map<Device, double> g_seconds_by_device;
 
 struct Capture {
   Edge edge;
@@ -147,8 +152,16 @@ void execute(Run& run) {
         AutogradMeta& m = ensure_meta(Tensor(impl));
         m.grad = m.grad.defined() ? m.grad + grads[i] : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
       }
+      const auto start = std::chrono::steady_clock::now();
       outputs = node->apply(grads);
       if (!run.keep_graph) node->release();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      for (const Tensor& g : grads) {
+        if (!g.defined()) continue;
+        std::lock_guard lock(g_seconds_mutex);
+        g_seconds_by_device[g.device()] += seconds;
+        break;
+      }
     }
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
@@ -162,6 +175,11 @@ void execute(Run& run) {
 }
 
 }  // namespace
+
+std::map<Device, double> backward_seconds_by_device() {
+  std::lock_guard lock(g_seconds_mutex);
+  return g_seconds_by_device;
+}
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               std::optional<bool> retain_graph, bool create_graph) {

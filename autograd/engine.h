@@ -1,6 +1,7 @@
 // The backward engine: runs the graph from some outputs back to the leaves (or to chosen inputs).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -21,5 +22,10 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
                          bool create_graph = false, bool allow_unused = false);
+
+// Seconds the engine has spent running backward nodes, per device (the device of the gradients a
+// node receives), since the program started: DataParallel reads these to time each replica's
+// backward.
+std::map<Device, double> backward_seconds_by_device();
 
 }  // namespace tandem::autograd

@@ -62,7 +62,7 @@ GradcheckResult gradcheck(const TestedFn& fn, const std::vector<Tensor>& inputs,
   for (int64_t j = 0; j < n_out; ++j) {
     Tensor seed = zeros(y.sizes(), kFloat64);
     element(seed, j) = 1;
-    seed = kernels::to(seed, y.dtype());
+    seed = kernels::to(seed, y.device(), y.dtype());
     std::vector<Tensor> grads;
     if (y.requires_grad()) grads = grad({y}, wrt, {seed}, true, false, true);
     for (size_t c = 0; c < checked.size(); ++c) {
@@ -116,7 +116,7 @@ GradcheckResult gradgradcheck(const TestedFn& fn, const std::vector<Tensor>& inp
                               double rtol) {
   // The tested function of (inputs, grad_output): the gradients of fn, flattened and joined.
   Tensor y = fn(inputs);
-  Tensor grad_output = kernels::to(randn(y.sizes(), kFloat64), y.dtype()).requires_grad_(true);
+  Tensor grad_output = kernels::to(randn(y.sizes(), kFloat64), y.device(), y.dtype()).requires_grad_(true);
   std::vector<Tensor> all = inputs;
   all.push_back(grad_output);
   const size_t n = inputs.size();
@@ -131,9 +131,11 @@ GradcheckResult gradgradcheck(const TestedFn& fn, const std::vector<Tensor>& inp
     std::vector<Tensor> wrt;
     for (size_t i : differentiable) wrt.push_back(ins[i]);
     std::vector<Tensor> grads = grad({out}, wrt, {args[n]}, true, true, true);
+    // Joined on the output's device (inputs may live on several).
     std::vector<Tensor> parts;
     for (size_t i = 0; i < grads.size(); ++i) {
-      parts.push_back(grads[i].defined() ? grads[i].reshape({-1}) : zeros({wrt[i].numel()}, kFloat64));
+      parts.push_back(grads[i].defined() ? to(grads[i].reshape({-1}), out.device(), kFloat64)
+                                         : zeros({wrt[i].numel()}, TensorOptions(kFloat64).device(out.device())));
     }
     return cat(parts);
   };

@@ -20,6 +20,7 @@ namespace tandem {
 namespace {
 
 thread_local bool t_in_parallel = false;
+thread_local int t_thread_limit = 0;  // 0: no limit
 
 // Ops come back to back, and waking a sleeping thread (a futex call on each side) costs more than
 // a small op itself; so a thread that waits for work, or for its helpers to finish, first spins
@@ -151,7 +152,17 @@ ThreadPool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+  int size = pool().size();
+  return t_thread_limit > 0 ? std::min(size, t_thread_limit) : size;
+}
+
+ThreadLimit::ThreadLimit(int max_threads) : previous_(t_thread_limit) {
+  TD_CHECK(max_threads >= 1, "ThreadLimit: ", max_threads, " is not a thread count of at least 1");
+  t_thread_limit = max_threads;
+}
+
+ThreadLimit::~ThreadLimit() { t_thread_limit = previous_; }
 
 void set_num_threads(int n) {
   TD_CHECK(n >= 1 && n <= 1024, "set_num_threads: ", n, " is not a thread count between 1 and 1024");
@@ -166,12 +177,12 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   if (begin >= end) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t n = end - begin;
-  if (n <= grain || t_in_parallel) {
+  if (n <= grain || t_in_parallel || t_thread_limit == 1) {
     body(begin, end);
     return;
   }
   ThreadPool& p = pool();
-  int64_t chunks = std::min<int64_t>(p.size(), (n + grain - 1) / grain);
+  int64_t chunks = std::min<int64_t>(num_threads(), (n + grain - 1) / grain);
   if (chunks <= 1) {
     body(begin, end);
     return;

@@ -7,6 +7,7 @@
 
 namespace tandem {
 
+// The threads an op started on this thread may use: the pool's size, or less under a ThreadLimit.
 int num_threads();
 // Resizes the pool (joins and restarts its workers). Not to be called while ops run.
 void set_num_threads(int n);
@@ -15,6 +16,20 @@ void set_num_threads(int n);
 // long (but the last), on up to num_threads() threads; the caller takes part. A call made from
 // inside a parallel_for body runs inline. The first exception a body throws is rethrown here.
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+// Caps the threads ops started on this thread may use, for a scope. DataParallel's device
+// workers run under ThreadLimit(1) or a share of the cores, so that several CPU devices divide
+// the machine between them instead of all queueing for the whole pool.
+class ThreadLimit {
+ public:
+  explicit ThreadLimit(int max_threads);
+  ~ThreadLimit();
+  ThreadLimit(const ThreadLimit&) = delete;
+  ThreadLimit& operator=(const ThreadLimit&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Whether the calling thread is running a parallel_for body on a pool worker or as the caller.
 bool in_parallel_region();

@@ -180,6 +180,9 @@ void Module::to(DType dtype) {
 }
 
 void Module::zero_grad(bool set_to_none) {
+  TD_CHECK(!is_replica_, "zero_grad: this ", name(), " is a DataParallel replica; its parameters are copies of the "
+           "original module's, and backward reduces their gradients into the original's parameters, so call "
+           "zero_grad() on the original module (or on the DataParallel)");
   for (Tensor& p : parameters()) {
     Tensor& g = p.mutable_grad();
     if (!g.defined()) continue;
@@ -216,14 +219,18 @@ void Module::clear_registrations() {
 
 void Module::copy_values_from(const Module& other) {
   NoGradGuard no_grad;
+  // The copy takes the original's values, dtypes and devices (reset() made default ones).
   auto copy = [](const std::vector<std::pair<std::string, Tensor>>& to,
                  const std::vector<std::pair<std::string, Tensor>>& from, bool params) {
     TD_CHECK(to.size() == from.size(), "clone: the copy registered ", to.size(), params ? " parameters" : " buffers",
              " but the original has ", from.size(), "; reset() must register the same tensors as the constructor");
     for (size_t i = 0; i < to.size(); ++i) {
       Tensor dst = to[i].second;
-      dst.copy_(from[i].second);
-      if (params) dst.requires_grad_(from[i].second.requires_grad());
+      const Tensor& src = from[i].second;
+      TD_CHECK(dst.sizes() == src.sizes(), "clone: ", to[i].first, " has shape ", shape_str(src.sizes()),
+               " in the original but reset() made it ", shape_str(dst.sizes()));
+      set_data(dst, src.detach().clone());
+      if (params) dst.requires_grad_(src.requires_grad());
     }
   };
   copy(named_parameters(), other.named_parameters(), true);

@@ -72,6 +72,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // The one-tensor forward that Sequential calls; layers define their own forward.
   virtual Tensor forward(const Tensor& input);
 
+  // ---- replicas (td::parallel::replicate marks every module of a replica) ----
+  // A replica's parameters are broadcasts of the original module's; their gradients flow back
+  // into the original's. So a replica has no gradients of its own to zero or to step.
+  void mark_as_replica() { is_replica_ = true; }
+  bool is_replica() const { return is_replica_; }
+
   // ---- checkpoints ----
   // Parameters and persistent buffers under dotted names, as PyTorch's state_dict().
   StateDict state_dict() const;
@@ -101,6 +107,7 @@ class Module : public std::enable_shared_from_this<Module> {
 
   mutable std::string name_;
   bool training_ = true;
+  bool is_replica_ = false;
   std::vector<std::pair<std::string, Tensor>> parameters_, buffers_;
   std::vector<std::string> non_persistent_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

@@ -69,3 +69,35 @@ TEST_CASE("parallel_for may be called from several threads at once", "[cpu]") {
 TEST_CASE("set_num_threads rejects counts outside 1..1024", "[cpu]") {
   td::testing::check_error([] { td::set_num_threads(0); }, {"set_num_threads", "0"});
 }
+
+TEST_CASE("a ThreadLimit caps the threads ops started on this thread may use, for its scope", "[cpu]") {
+  int before = td::num_threads();
+  td::set_num_threads(3);
+  {
+    td::ThreadLimit limit(1);
+    CHECK(td::num_threads() == 1);
+    std::atomic<int> calls{0};
+    std::thread::id who;
+    td::parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) {
+      CHECK(b == 0);
+      CHECK(e == 1000);
+      who = std::this_thread::get_id();
+      ++calls;
+    });
+    CHECK(calls == 1);
+    CHECK(who == std::this_thread::get_id());
+    {
+      td::ThreadLimit two(2);
+      CHECK(td::num_threads() == 2);
+      std::atomic<int> chunks{0};
+      td::parallel_for(0, 1000, 1, [&](int64_t, int64_t) { ++chunks; });
+      CHECK(chunks == 2);
+    }
+    CHECK(td::num_threads() == 1);
+  }
+  CHECK(td::num_threads() == 3);
+  std::thread other([] { CHECK(td::num_threads() == 3); });  // per thread: others are not limited
+  other.join();
+  td::testing::check_error([] { td::ThreadLimit none(0); }, {"ThreadLimit", "0"});
+  td::set_num_threads(before);
+}

@@ -168,6 +168,24 @@ TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") 
   check_error([] { nn::Module plain; plain.clone(); }, {"clone", "Cloneable"});
 }
 
+TEST_CASE("clone keeps dtypes and devices, and clone(device) moves the copy", "[cpu]") {
+  Net net;
+  net->to(td::Device("cpu:1"), td::kFloat64);
+  auto same = net->clone();
+  auto moved = net->clone(td::Device("cpu:2"));
+  auto original = net->named_parameters();
+  for (size_t i = 0; i < original.size(); ++i) {
+    const td::Tensor a = same->named_parameters()[i].second;
+    const td::Tensor b = moved->named_parameters()[i].second;
+    CHECK(a.dtype() == td::kFloat64);
+    CHECK(a.device() == td::Device("cpu:1"));
+    CHECK(b.dtype() == td::kFloat64);
+    CHECK(b.device() == td::Device("cpu:2"));
+    CHECK(values(a) == values(original[i].second));  // float64 values, not rounded through float32
+    CHECK(values(b) == values(original[i].second));
+  }
+}
+
 TEST_CASE("state_dict round-trips into a fresh model and reports mismatches by name", "[cpu]") {
   td::manual_seed(1);
   Net a;

@@ -1,0 +1,121 @@
+#include "core/device_threads.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+
+namespace tandem {
+
+namespace {
+
+thread_local const Device* t_worker_device = nullptr;
+
+class DeviceThread {
+ public:
+  explicit DeviceThread(Device device) : device_(device), thread_([this] { loop(); }) {}
+  ~DeviceThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void loop() {
+    t_worker_device = &device_;
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  Device device_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after the members it uses exist
+};
+
+std::mutex g_threads_mutex;
+
+DeviceThread& thread_for(Device device) {
+  // Never destroyed: a worker may be running when static destructors run at exit.
+  static auto* threads = new std::map<Device, std::unique_ptr<DeviceThread>>();
+  std::lock_guard lock(g_threads_mutex);
+  auto& slot = (*threads)[device];
+  if (!slot) slot = std::make_unique<DeviceThread>(device);
+  return *slot;
+}
+
+}  // namespace
+
+const Device* current_device_thread() { return t_worker_device; }
+
+void post_to_device_thread(Device device, std::function<void()> task) { thread_for(device).post(std::move(task)); }
+
+std::vector<std::exception_ptr> run_on_device_threads(const std::vector<Device>& devices,
+                                                      const std::vector<std::function<void()>>& tasks) {
+  TD_CHECK(devices.size() == tasks.size(), "run_on_device_threads: ", tasks.size(), " tasks for ", devices.size(),
+           " devices");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      TD_CHECK(devices[i] != devices[j], "run_on_device_threads: device ", devices[i], " is listed twice");
+    }
+  }
+  // Shared with the posted closures: a worker may still be unlocking after the caller returns.
+  struct State {
+    std::vector<std::exception_ptr> errors;
+    std::mutex mutex;
+    std::condition_variable finished;
+    size_t remaining = 0;
+  };
+  auto state = std::make_shared<State>();
+  state->errors.resize(tasks.size());
+  state->remaining = tasks.size();
+  auto run = [state, &tasks](size_t i) {
+    try {
+      tasks[i]();
+    } catch (...) {
+      state->errors[i] = std::current_exception();
+    }
+    std::lock_guard lock(state->mutex);
+    if (--state->remaining == 0) state->finished.notify_all();
+  };
+  int inline_task = -1;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (t_worker_device && *t_worker_device == devices[i]) {
+      inline_task = static_cast<int>(i);  // this thread is that device's worker
+      continue;
+    }
+    thread_for(devices[i]).post([run, i] { run(i); });
+  }
+  if (inline_task >= 0) run(static_cast<size_t>(inline_task));
+  std::unique_lock lock(state->mutex);
+  state->finished.wait(lock, [&] { return state->remaining == 0; });
+  return std::move(state->errors);
+}
+
+}  // namespace tandem

@@ -1,0 +1,278 @@
+#include "parallel/data_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "autograd/engine.h"
+#include "core/allocator.h"
+#include "core/cuda.h"
+
+namespace tandem::parallel {
+
+namespace detail {
+
+double elapsed_since(const std::chrono::steady_clock::time_point& start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace detail
+
+std::vector<Device> visible_devices() {
+  std::vector<Device> devices;
+  const int gpus = cuda::is_available() ? cuda::device_count() : 0;
+  for (int i = 0; i < gpus; ++i) devices.emplace_back(kCUDA, i);
+  if (!devices.empty()) return devices;
+  int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("TANDEM_CPU_DEVICES")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    TD_CHECK(end != env && *end == '\0' && n >= 1 && n <= Device::kMaxIndex, "TANDEM_CPU_DEVICES='", env,
+             "' is not a device count between 1 and ", Device::kMaxIndex);
+    cpus = static_cast<int>(n);
+  }
+  for (int i = 0; i < cpus; ++i) devices.emplace_back(kCPU, i);
+  return devices;
+}
+
+std::vector<Device> parse_devices(const std::string& spec) {
+  if (spec == "all") return visible_devices();
+  std::vector<Device> devices;
+  std::stringstream in(spec);
+  for (std::string part; std::getline(in, part, ',');) {
+    TD_CHECK(!part.empty(), "devices: '", spec, "' has an empty entry; expected e.g. cpu:0,cpu:1 or all");
+    devices.emplace_back(part);
+  }
+  TD_CHECK(!devices.empty(), "devices: '", spec, "' names no device; expected e.g. cpu:0,cpu:1 or all");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      TD_CHECK(devices[i] != devices[j], "devices: ", devices[i], " is listed twice in '", spec, "'");
+    }
+  }
+  return devices;
+}
+
+std::string StepStats::table() const {
+  std::ostringstream out;
+  auto ms = [](double s) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(3) << s * 1e3;
+    return o.str();
+  };
+  out << "step " << step << " (milliseconds)\n";
+  out << std::left << std::setw(10) << "device" << std::right << std::setw(8) << "rows" << std::setw(11) << "forward"
+      << std::setw(11) << "loss" << std::setw(11) << "backward" << std::setw(13) << "peak MiB" << "\n";
+  for (const DeviceStepStats& d : devices) {
+    std::ostringstream peak;
+    peak << std::fixed << std::setprecision(2) << static_cast<double>(d.peak_bytes) / (1 << 20);
+    out << std::left << std::setw(10) << d.device.str() << std::right << std::setw(8) << d.rows << std::setw(11)
+        << ms(d.forward) << std::setw(11) << ms(d.loss) << std::setw(11) << ms(d.backward) << std::setw(13)
+        << peak.str() << "\n";
+  }
+  out << "caller: scatter " << ms(scatter) << ", replicate " << ms(replicate) << ", gather " << ms(gather)
+      << ", reduce " << ms(reduce) << ", update " << ms(update) << "\n";
+  for (const auto& [name, s] : comm) {
+    out << "  " << std::left << std::setw(22) << name << std::right << std::setw(4) << s.calls << " calls"
+        << std::setw(12) << s.bytes << " bytes" << std::setw(10) << ms(s.seconds) << " ms\n";
+  }
+  return out.str();
+}
+
+DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParallelOptions options)
+    : base_(std::move(module)),
+      options_(std::move(options)),
+      device_ids_(options_.device_ids_.empty() ? visible_devices() : options_.device_ids_),
+      output_device_(options_.output_device_.value_or(device_ids_.front())),
+      replicator_(base_, device_ids_) {
+  TD_CHECK(base_ != nullptr, "DataParallel: the module is null");
+  for (size_t i = 0; i < device_ids_.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      TD_CHECK(device_ids_[i] != device_ids_[j], "DataParallel: device ", device_ids_[i],
+               " is listed twice in device_ids");
+    }
+  }
+  const Device home = device_ids_.front();
+  auto check_home = [&](const std::vector<std::pair<std::string, Tensor>>& tensors, const char* what) {
+    for (const auto& [name, t] : tensors) {
+      if (!t.defined()) continue;
+      TD_CHECK(t.device() == home, "DataParallel: the module's ", what, " must be on device_ids[0] = ", home,
+               ", but '", name, "' is on ", t.device(), "; move the module there first: model->to(td::Device(\"",
+               home.str(), "\"))");
+    }
+  };
+  check_home(base_->named_parameters(), "parameters");
+  check_home(base_->named_buffers(), "buffers");
+  if (options_.chunk_sizes_) {
+    const auto& sizes = *options_.chunk_sizes_;
+    TD_CHECK(sizes.size() == device_ids_.size(), "DataParallel: ", sizes.size(), " chunk_sizes for ",
+             device_ids_.size(), " devices");
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      TD_CHECK(sizes[i] >= 0, "DataParallel: chunk_sizes[", i, "] is negative (", sizes[i], ")");
+    }
+  }
+  seconds_per_row_.assign(device_ids_.size(), 0.0);
+}
+
+ScatterPlan DataParallelBase::plan(int64_t rows) const {
+  ScatterPlan p;
+  p.dim = options_.dim_;
+  p.rows = rows;
+  const int64_t n = static_cast<int64_t>(device_ids_.size());
+  std::vector<int64_t> sizes;
+  if (options_.chunk_sizes_) {
+    sizes = *options_.chunk_sizes_;
+    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+    TD_CHECK(total == rows, "DataParallel: chunk_sizes add up to ", total, " but the batch has ", rows,
+             " rows along dim ", p.dim);
+  } else if (options_.chunking_ == Chunking::kBalanced &&
+             std::all_of(seconds_per_row_.begin(), seconds_per_row_.end(), [](double s) { return s > 0; })) {
+    // Rows in proportion to speed (rows per second), by largest remainder; every device keeps at
+    // least one row while there are rows enough, so its speed stays measured.
+    std::vector<double> speed;
+    for (double s : seconds_per_row_) speed.push_back(1.0 / s);
+    const double total_speed = std::accumulate(speed.begin(), speed.end(), 0.0);
+    const int64_t floor_rows = rows >= n ? 1 : 0;
+    const int64_t spare = rows - floor_rows * n;
+    std::vector<std::pair<double, int64_t>> remainders;
+    int64_t given = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double exact = static_cast<double>(spare) * speed[i] / total_speed;
+      int64_t whole = static_cast<int64_t>(std::floor(exact));
+      sizes.push_back(floor_rows + whole);
+      given += floor_rows + whole;
+      remainders.emplace_back(-(exact - static_cast<double>(whole)), i);
+    }
+    std::sort(remainders.begin(), remainders.end());
+    for (int64_t k = 0; given < rows; ++k, ++given) sizes[remainders[k % n].second] += 1;
+  } else {
+    sizes = comm::even_chunk_sizes(rows, n);
+    sizes.resize(static_cast<size_t>(n), 0);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (sizes[i] == 0) continue;
+    p.devices.push_back(device_ids_[i]);
+    p.chunk_sizes.push_back(sizes[i]);
+  }
+  if (p.devices.empty()) {  // an empty batch: one replica gets it
+    p.devices.push_back(device_ids_.front());
+    p.chunk_sizes.push_back(0);
+  }
+  return p;
+}
+
+std::vector<size_t> DataParallelBase::replica_indices(const ScatterPlan& plan) const {
+  std::vector<size_t> indices;
+  for (const Device& d : plan.devices) {
+    indices.push_back(static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d) - device_ids_.begin()));
+  }
+  return indices;
+}
+
+void DataParallelBase::begin_step() {
+  backward_at_start_ = autograd::backward_seconds_by_device();
+  comm_at_start_ = comm::comm_stats();
+}
+
+void DataParallelBase::start_single_step(int64_t rows) {
+  const int64_t step = current_.step + 1;
+  current_ = StepStats();
+  current_.step = step;
+  DeviceStepStats only;
+  only.device = device_ids_.front();
+  only.rows = rows;
+  current_.devices.push_back(only);
+  reset_peak_memory_stats(device_ids_.front());
+}
+
+std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const ScatterPlan& plan, double scatter_seconds) {
+  const int64_t step = current_.step + 1;
+  current_ = StepStats();
+  current_.step = step;
+  current_.scatter = scatter_seconds;
+  for (size_t i = 0; i < plan.devices.size(); ++i) {
+    DeviceStepStats d;
+    d.device = plan.devices[i];
+    d.rows = plan.chunk_sizes[i];
+    current_.devices.push_back(d);
+  }
+  for (const Device& d : plan.devices) reset_peak_memory_stats(d);
+  const auto start = std::chrono::steady_clock::now();
+  auto replicas = replicator_.refresh(replica_indices(plan));
+  current_.replicate = detail::elapsed_since(start);
+  return replicas;
+}
+
+void DataParallelBase::finish_forward(const std::vector<double>& forward, const std::vector<double>& loss,
+                                      double gather_seconds) {
+  for (size_t i = 0; i < current_.devices.size() && i < forward.size(); ++i) {
+    current_.devices[i].forward = forward[i];
+    current_.devices[i].loss = loss[i];
+  }
+  current_.gather = gather_seconds;
+  if (options_.chunking_ != Chunking::kBalanced || current_.devices.size() < 2) return;
+  // What balanced chunking learns from: each device's forward seconds per row this step
+  // (backward, measured later, costs in proportion), smoothed over steps.
+  for (const DeviceStepStats& d : current_.devices) {
+    if (d.rows == 0) continue;
+    size_t i = static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d.device) - device_ids_.begin());
+    double per_row = (d.forward + d.loss) / static_cast<double>(d.rows);
+    seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
+  }
+}
+
+StepStats DataParallelBase::stats() const {
+  StepStats s = current_;
+  const auto backward_now = autograd::backward_seconds_by_device();
+  for (DeviceStepStats& d : s.devices) {
+    auto now = backward_now.find(d.device);
+    auto then = backward_at_start_.find(d.device);
+    d.backward = (now == backward_now.end() ? 0.0 : now->second) - (then == backward_at_start_.end() ? 0.0 : then->second);
+    d.peak_bytes = memory_stats(d.device).peak_allocated;
+  }
+  for (const auto& [name, total] : comm::comm_stats()) {
+    comm::PrimitiveStats delta = total;
+    if (auto it = comm_at_start_.find(name); it != comm_at_start_.end()) {
+      delta.calls -= it->second.calls;
+      delta.bytes -= it->second.bytes;
+      delta.seconds -= it->second.seconds;
+    }
+    if (delta.calls > 0) s.comm[name] = delta;
+  }
+  if (auto it = s.comm.find("reduce_add_coalesced"); it != s.comm.end()) s.reduce = it->second.seconds;
+  return s;
+}
+
+void DataParallelBase::step(optim::Optimizer& optimizer) {
+  const auto start = std::chrono::steady_clock::now();
+  optimizer.step();
+  current_.update += detail::elapsed_since(start);
+}
+
+nn::Module::LoadResult DataParallelBase::load_state_dict(const StateDict& state, bool strict) {
+  const std::string prefix = "module.";
+  bool all_prefixed = !state.empty();
+  for (const auto& [key, t] : state) all_prefixed = all_prefixed && key.starts_with(prefix);
+  if (!all_prefixed) return base_->load_state_dict(state, strict);
+  StateDict stripped;
+  stripped.metadata = state.metadata;
+  for (const auto& [key, t] : state) stripped.insert(key.substr(prefix.size()), t);
+  return base_->load_state_dict(stripped, strict);
+}
+
+std::string DataParallelBase::str() const {
+  std::string inner = base_->str();
+  std::string indented;
+  for (char c : inner) {
+    indented += c;
+    if (c == '\n') indented += "  ";
+  }
+  return "DataParallel(\n  (module): " + indented + "\n)";
+}
+
+std::ostream& operator<<(std::ostream& out, const DataParallelBase& dp) { return out << dp.str(); }
+
+}  // namespace tandem::parallel

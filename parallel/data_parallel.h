@@ -1,0 +1,310 @@
+// DataParallel: one module, trained on several devices at once, the way PyTorch's
+// nn.DataParallel does it, step by step in view:
+//   scatter    the batch is split along `dim`, chunk i to device_ids[i]
+//   replicate  the module's current values go to a replica per device (kept across steps)
+//   forward    every replica runs its chunk on its device's worker thread
+//   gather     the outputs are joined on output_device (or each replica computes its own loss
+//              with forward_with_loss, and only the scalars travel)
+//   backward   runs back through gather, the replicas and the broadcast, whose backward
+//              reduce-adds the replicas' gradients onto the module's own parameters
+//   update     the optimizer, built on dp->parameters() (the module's), steps once
+// Optimizers are never wrapped in DataParallel: they update the one set of parameters.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "kernels/factory.h"
+#include "nn/module.h"
+#include "nn/optim/optimizer.h"
+#include "parallel/comm.h"
+#include "parallel/parallel_apply.h"
+#include "parallel/replicate.h"
+#include "parallel/scatter_gather.h"
+
+namespace tandem::parallel {
+
+// How the batch is split: kEven as evenly as possible (sizes differ by at most one, larger
+// first); kBalanced in proportion to each device's measured speed (rows per second of forward
+// and backward over the last steps), so a slower device gets fewer rows.
+enum class Chunking { kEven, kBalanced };
+
+struct DataParallelOptions {
+  DataParallelOptions() = default;
+  DataParallelOptions(std::vector<Device> device_ids) : device_ids_(std::move(device_ids)) {}
+  // Empty: visible_devices().
+  DataParallelOptions& device_ids(std::vector<Device> ids) { device_ids_ = std::move(ids); return *this; }
+  // Where outputs are gathered; default device_ids[0].
+  DataParallelOptions& output_device(Device d) { output_device_ = d; return *this; }
+  DataParallelOptions& dim(int64_t d) { dim_ = d; return *this; }
+  // Rows per device, in device_ids order, summing to the batch (CenterTrack's chunk_sizes).
+  DataParallelOptions& chunk_sizes(std::vector<int64_t> sizes) { chunk_sizes_ = std::move(sizes); return *this; }
+  DataParallelOptions& chunking(Chunking c) { chunking_ = c; return *this; }
+
+  std::vector<Device> device_ids_;
+  std::optional<Device> output_device_;
+  int64_t dim_ = 0;
+  std::optional<std::vector<int64_t>> chunk_sizes_;
+  Chunking chunking_ = Chunking::kEven;
+};
+
+// The devices DataParallel uses by default: every CUDA device; with none, CPU devices cpu:0 ...
+// cpu:n-1, n from TANDEM_CPU_DEVICES or else the hardware's thread count.
+std::vector<Device> visible_devices();
+// "all", or a comma-separated list such as "cpu:0,cpu:1" or "cuda:1,cuda:0".
+std::vector<Device> parse_devices(const std::string& spec);
+
+// One step as DataParallel saw it. Times are seconds on the calling thread, except the
+// per-device ones, which each device's worker measured.
+struct DeviceStepStats {
+  Device device = Device(kCPU);
+  int64_t rows = 0;
+  double forward = 0, loss = 0, backward = 0;
+  int64_t peak_bytes = 0;  // the most memory tensors on this device held during the step
+};
+
+struct StepStats {
+  int64_t step = 0;  // counts forwards from 1
+  double scatter = 0, replicate = 0, gather = 0, reduce = 0, update = 0;
+  std::vector<DeviceStepStats> devices;
+  std::map<std::string, comm::PrimitiveStats> comm;  // this step's calls
+  // The per-device phase table that `tandem train --devices` and `tandem trace` print.
+  std::string table() const;
+};
+
+// What DataParallel does that does not depend on the module's type.
+class DataParallelBase {
+ public:
+  DataParallelBase(std::shared_ptr<nn::Module> module, DataParallelOptions options);
+  virtual ~DataParallelBase() = default;
+
+  const std::vector<Device>& device_ids() const { return device_ids_; }
+  Device output_device() const { return output_device_; }
+  int64_t dim() const { return options_.dim_; }
+
+  // The wrapped module's parameters: what an optimizer steps.
+  std::vector<Tensor> parameters(bool recurse = true) const { return base_->parameters(recurse); }
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
+    return base_->named_parameters(recurse);
+  }
+  std::vector<Tensor> buffers(bool recurse = true) const { return base_->buffers(recurse); }
+  // The module's own keys: no "module." prefix to strip.
+  StateDict state_dict() const { return base_->state_dict(); }
+  // Accepts the module's keys, or keys saved from a PyTorch DataParallel ("module.fc1.weight").
+  nn::Module::LoadResult load_state_dict(const StateDict& state, bool strict = true);
+  void zero_grad(bool set_to_none = true) { base_->zero_grad(set_to_none); }
+  void train(bool on = true) { base_->train(on); }
+  void eval() { train(false); }
+  bool is_training() const { return base_->is_training(); }
+  // optimizer.step(), timed as this step's update phase.
+  void step(optim::Optimizer& optimizer);
+
+  // The replicas, one per device_ids entry, built on the first multi-device forward and reused.
+  const std::vector<std::shared_ptr<nn::Module>>& replicas() const { return replicator_.replicas(); }
+
+  // The latest step: its forward, and the backward and update that followed it so far.
+  StepStats stats() const;
+  std::string str() const;
+
+ protected:
+  // The devices and chunk sizes for a batch of `rows` (devices whose chunk is empty are left out).
+  ScatterPlan plan(int64_t rows) const;
+  std::vector<size_t> replica_indices(const ScatterPlan& plan) const;
+  // Starts a step's accounting; returns the replicas for the plan's devices, refreshed.
+  std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
+  // Marks where a step's accounting starts: the comm and backward totals it will subtract.
+  void begin_step();
+  void start_single_step(int64_t rows);
+  void finish_forward(const std::vector<double>& forward, const std::vector<double>& loss, double gather_seconds);
+
+  std::shared_ptr<nn::Module> base_;
+  DataParallelOptions options_;
+  std::vector<Device> device_ids_;
+  Device output_device_;
+  Replicator replicator_;
+
+ private:
+  StepStats current_;
+  std::map<Device, double> backward_at_start_;
+  std::map<std::string, comm::PrimitiveStats> comm_at_start_;
+  std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
+};
+
+std::ostream& operator<<(std::ostream& out, const DataParallelBase& dp);
+
+namespace detail {
+
+// v with every tensor moved to `device` (differentiably), structure kept.
+template <typename T>
+T move_to(const T& v, Device device) {
+  using U = std::decay_t<T>;
+  if constexpr (std::is_same_v<U, Tensor>) {
+    return !v.defined() || v.device() == device ? v : to(v, device, v.dtype());
+  } else if constexpr (is_vector<U>::value || is_array<U>::value) {
+    T out = v;
+    for (auto& e : out) e = move_to(e, device);
+    return out;
+  } else if constexpr (is_map<U>::value) {
+    T out;
+    for (const auto& [k, e] : v) out.emplace(k, move_to(e, device));
+    return out;
+  } else if constexpr (is_tuple_like<U>::value) {
+    return std::apply([&](const auto&... e) { return T{move_to(e, device)...}; }, v);
+  } else if constexpr (is_optional<U>::value) {
+    return v ? T(move_to(*v, device)) : T{};
+  } else {
+    return v;
+  }
+}
+
+double elapsed_since(const std::chrono::steady_clock::time_point& start);
+
+}  // namespace detail
+
+template <typename Impl>
+class DataParallelImpl : public DataParallelBase {
+ public:
+  explicit DataParallelImpl(std::shared_ptr<Impl> module, DataParallelOptions options = {})
+      : DataParallelBase(module, std::move(options)), module_(std::move(module)) {}
+
+  // The wrapped module (PyTorch's dp.module).
+  const std::shared_ptr<Impl>& module() const { return module_; }
+
+  // The module's forward on the whole batch, computed as described at the top of this file.
+  // Every tensor argument is split along dim; other arguments reach every replica whole.
+  template <typename... Args>
+  auto forward(const Args&... args) {
+    using Result = std::decay_t<decltype(module_->forward(args...))>;
+    begin_step();
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<int64_t> rows = batch_rows(dim(), args...);
+    if (!rows || device_ids().size() == 1) {
+      // No batch to split, or one device: the module itself runs, as PyTorch does.
+      start_single_step(rows.value_or(0));
+      const auto forward_start = std::chrono::steady_clock::now();
+      Result out = module_->forward(args...);
+      const double forward = detail::elapsed_since(forward_start);
+      const auto gather_start = std::chrono::steady_clock::now();
+      out = detail::move_to(out, output_device());
+      finish_forward({forward}, {0.0}, detail::elapsed_since(gather_start));
+      return out;
+    }
+    const ScatterPlan p = plan(*rows);
+    auto inputs = scatter_arguments(p, args...);
+    auto replicas = start_step(p, detail::elapsed_since(start));
+    std::vector<double> forward;
+    std::vector<Result> outputs = parallel_apply(
+        p.devices,
+        [&](size_t i) {
+          return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+        },
+        &forward);
+    const auto gather_start = std::chrono::steady_clock::now();
+    Result out = gather_outputs(outputs, output_device(), dim());
+    finish_forward(forward, std::vector<double>(forward.size(), 0.0), detail::elapsed_since(gather_start));
+    return out;
+  }
+
+  // The loss computed inside the replicas: replica i runs criterion(forward(chunk i), target
+  // chunk i), which must return the mean over its chunk; the result, on output_device, is the
+  // mean over the whole batch (each replica's loss weighted by its share of the rows). Only one
+  // number per replica travels, and no device holds all outputs.
+  template <typename Criterion, typename Target, typename... Args>
+  Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
+    begin_step();
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<int64_t> rows = batch_rows(dim(), args...);
+    TD_CHECK(rows.has_value(), "DataParallel::forward_with_loss: no tensor among the inputs to split into chunks");
+    if (device_ids().size() == 1) {
+      start_single_step(*rows);
+      auto forward_start = std::chrono::steady_clock::now();
+      auto out = module_->forward(args...);
+      const double forward = detail::elapsed_since(forward_start);
+      auto loss_start = std::chrono::steady_clock::now();
+      Tensor loss = criterion(out, target);
+      const double loss_seconds = detail::elapsed_since(loss_start);
+      auto gather_start = std::chrono::steady_clock::now();
+      loss = detail::move_to(loss, output_device());
+      finish_forward({forward}, {loss_seconds}, detail::elapsed_since(gather_start));
+      return loss;
+    }
+    const ScatterPlan p = plan(*rows);
+    auto inputs = scatter_arguments(p, args...);
+    auto targets = detail::scatter_value(target, p);
+    auto replicas = start_step(p, detail::elapsed_since(start));
+    std::vector<double> forward(p.devices.size()), loss_seconds(p.devices.size());
+    std::vector<Tensor> losses = parallel_apply(p.devices, [&](size_t i) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+      forward[i] = detail::elapsed_since(t0);
+      auto t1 = std::chrono::steady_clock::now();
+      Tensor loss = criterion(out, targets[i]);
+      loss_seconds[i] = detail::elapsed_since(t1);
+      TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
+               "0-dim loss (the mean over the chunk), but returned shape ",
+               loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
+      return loss;
+    });
+    const auto gather_start = std::chrono::steady_clock::now();
+    Tensor per_replica = gather_outputs(losses, output_device(), 0);  // one value per replica
+    std::vector<double> shares;
+    for (int64_t n : p.chunk_sizes) shares.push_back(static_cast<double>(n) / static_cast<double>(p.rows));
+    Tensor weights = tensor(shares, TensorOptions(kFloat64).device(output_device())).to(per_replica.dtype());
+    Tensor loss = (per_replica * weights).sum();
+    finish_forward(forward, loss_seconds, detail::elapsed_since(gather_start));
+    return loss;
+  }
+
+ private:
+  Impl* replica(const std::shared_ptr<nn::Module>& m) const {
+    auto* r = dynamic_cast<Impl*>(m.get());
+    TD_CHECK(r != nullptr, "DataParallel: clone() of ", base_->name(), " made a ", m->name(),
+             "; a module must be Cloneable as its own type to be replicated");
+    return r;
+  }
+
+  std::shared_ptr<Impl> module_;
+};
+
+// A shared handle, used as a module holder is: `td::parallel::DataParallel dp(model);`,
+// `dp(x)`, `dp->parameters()`, `dp->stats()`.
+template <typename Impl>
+class DataParallel {
+ public:
+  DataParallel(std::shared_ptr<Impl> module, DataParallelOptions options = {})
+      : impl_(std::make_shared<DataParallelImpl<Impl>>(std::move(module), std::move(options))) {}
+  DataParallel(const nn::ModuleHolder<Impl>& module, DataParallelOptions options = {})
+      : DataParallel(module.ptr(), std::move(options)) {}
+
+  DataParallelImpl<Impl>* operator->() const { return impl_.get(); }
+  DataParallelImpl<Impl>& operator*() const { return *impl_; }
+  template <typename... Args>
+  auto operator()(const Args&... args) const {
+    return impl_->forward(args...);
+  }
+
+ private:
+  std::shared_ptr<DataParallelImpl<Impl>> impl_;
+};
+
+template <typename Impl>
+DataParallel(std::shared_ptr<Impl>) -> DataParallel<Impl>;
+template <typename Impl>
+DataParallel(std::shared_ptr<Impl>, DataParallelOptions) -> DataParallel<Impl>;
+template <typename Impl>
+DataParallel(const nn::ModuleHolder<Impl>&) -> DataParallel<Impl>;
+template <typename Impl>
+DataParallel(const nn::ModuleHolder<Impl>&, DataParallelOptions) -> DataParallel<Impl>;
+
+template <typename Impl>
+std::ostream& operator<<(std::ostream& out, const DataParallel<Impl>& dp) {
+  return out << *dp;
+}
+
+}  // namespace tandem::parallel

@@ -1,0 +1,45 @@
+#include "parallel/parallel_apply.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "autograd/grad_mode.h"
+#include "core/device_threads.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace tandem::parallel {
+
+void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
+                  std::vector<double>* seconds) {
+  const bool grad_mode = is_grad_enabled();
+  const int threads = std::max<int>(1, num_threads() / static_cast<int>(std::max<size_t>(devices.size(), 1)));
+  if (seconds) seconds->assign(devices.size(), 0.0);
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    tasks.push_back([&, i] {
+      AutoGradMode mode(grad_mode);
+      ThreadLimit limit(threads);
+      auto start = std::chrono::steady_clock::now();
+      fn(i);
+      if (seconds) (*seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+  }
+  std::vector<std::exception_ptr> errors = run_on_device_threads(devices, tasks);
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    std::string what;
+    try {
+      std::rethrow_exception(errors[i]);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "an exception that is not a std::exception";
+    }
+    TD_FAIL("in replica ", i, " on device ", devices[i], ": ", what);
+  }
+}
+
+}  // namespace tandem::parallel

@@ -1,0 +1,31 @@
+// parallel_apply: runs one function per replica, each on its device's persistent worker thread
+// (core/device_threads.h), all at once. Each worker takes the caller's grad mode and an equal
+// share of the intra-op threads. Failures are re-raised once every worker has finished, as
+// tandem::Error "in replica i on device d: <what>" (the first failing replica's).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "core/device.h"
+
+namespace tandem::parallel {
+
+// Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time.
+void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
+                  std::vector<double>* seconds = nullptr);
+
+template <typename F>
+auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<double>* seconds = nullptr) {
+  using R = std::invoke_result_t<F&, size_t>;
+  std::vector<std::optional<R>> results(devices.size());
+  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds);
+  std::vector<R> out;
+  out.reserve(results.size());
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
+}
+
+}  // namespace tandem::parallel

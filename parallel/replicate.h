@@ -1,0 +1,46 @@
+// replicate: copies of a module on several devices whose parameters are autograd-connected
+// broadcasts of the original's, so that backward through any replica reduces its gradients onto
+// the original parameters. Buffers are broadcast too. When the first device is the module's own,
+// the first replica's tensors are aliases of the module's: BatchNorm running statistics it
+// updates are the original's.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/module.h"
+
+namespace tandem::parallel {
+
+// Replicas kept from step to step: the module tree is cloned once per device; refresh() only
+// moves the current values in and reconnects autograd (PyTorch and LibTorch rebuild them on every
+// forward). Rebuilt when the module's tensors change shape, dtype or device.
+class Replicator {
+ public:
+  Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices);
+
+  // Brings the replicas on devices()[i], i in `which`, up to date with the module: values,
+  // training mode, and (with grad mode on) one broadcast node joining their parameters to the
+  // module's. Returns them, in the order of `which`.
+  std::vector<std::shared_ptr<nn::Module>> refresh(const std::vector<size_t>& which);
+  const std::vector<std::shared_ptr<nn::Module>>& replicas() const { return replicas_; }
+  const std::vector<Device>& devices() const { return devices_; }
+
+ private:
+  bool up_to_date() const;
+  void build();
+
+  std::shared_ptr<nn::Module> module_;
+  std::vector<Device> devices_;
+  std::vector<std::shared_ptr<nn::Module>> replicas_;
+  std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
+  std::vector<Device> layout_devices_;
+};
+
+// Fresh replicas of `module`, one per device (PyTorch's replicate). detach: the replicas'
+// parameters are plain copies, not connected to the module's.
+std::vector<std::shared_ptr<nn::Module>> replicate(const std::shared_ptr<nn::Module>& module,
+                                                   const std::vector<Device>& devices, bool detach = false);
+
+}  // namespace tandem::parallel

@@ -1,0 +1,203 @@
+// The collectives on CPU devices against naive references: each output read back element by
+// element and compared with sums and slices computed here, over awkward shapes and layouts.
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace comm = td::parallel::comm;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+std::vector<td::Device> cpus(int n) {
+  std::vector<td::Device> devices;
+  for (int i = 0; i < n; ++i) devices.emplace_back(td::kCPU, i);
+  return devices;
+}
+
+// A random tensor on `device`, stored non-contiguously when `layout` says so.
+td::Tensor on(td::Device device, const td::Shape& shape, td::DType dtype, td::testing::Layout layout) {
+  return td::testing::random_tensor(shape, dtype, layout).to(device);
+}
+
+}  // namespace
+
+TEST_CASE("broadcast gives every device a copy, and the source device the tensor itself", "[cpu]") {
+  td::testing::reseed(1);
+  for (auto layout : td::testing::all_layouts()) {
+    td::Tensor t = td::testing::random_tensor({7, 33}, td::kFloat32, layout).to(td::Device("cpu:1"));
+    auto out = comm::broadcast(t, cpus(3));
+    REQUIRE(out.size() == 3);
+    for (int d = 0; d < 3; ++d) {
+      CHECK(out[d].device() == td::Device(td::kCPU, d));
+      td::testing::check_equal(out[d], values(t), td::testing::layout_name(layout));
+    }
+    CHECK(out[1].is_same(t));
+    CHECK_FALSE(out[0].is_alias_of(t));
+  }
+}
+
+TEST_CASE("broadcast_coalesced copies many tensors of mixed dtypes to each device", "[cpu]") {
+  td::testing::reseed(2);
+  std::vector<td::Tensor> tensors = {on(td::Device("cpu:0"), {1}, td::kFloat64, td::testing::Layout::Contiguous),
+                                     on(td::Device("cpu:0"), {5, 3}, td::kFloat32, td::testing::Layout::Permuted),
+                                     on(td::Device("cpu:0"), {4}, td::kInt64, td::testing::Layout::Strided),
+                                     td::zeros({0, 3})};
+  // A buffer smaller than one tensor must not change the result.
+  auto out = comm::broadcast_coalesced(tensors, cpus(4), 8);
+  for (int d = 0; d < 4; ++d) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      CHECK(out[d][i].device() == td::Device(td::kCPU, d));
+      CHECK(out[d][i].dtype() == tensors[i].dtype());
+      CHECK(out[d][i].sizes() == tensors[i].sizes());
+      td::testing::check_equal(out[d][i], values(tensors[i]));
+    }
+  }
+}
+
+TEST_CASE("scatter splits into chunks evenly or by chunk_sizes, along any dim", "[cpu]") {
+  td::testing::reseed(3);
+  CHECK(comm::even_chunk_sizes(10, 3) == std::vector<int64_t>{4, 3, 3});
+  CHECK(comm::even_chunk_sizes(2, 3) == std::vector<int64_t>{1, 1});
+  CHECK(comm::even_chunk_sizes(0, 3) == std::vector<int64_t>{0});
+  for (auto layout : td::testing::all_layouts()) {
+    td::Tensor t = td::testing::random_tensor({10, 6}, td::kFloat64, layout);
+    auto even = comm::scatter(t, cpus(3));
+    REQUIRE(even.size() == 3);
+    std::vector<int64_t> rows = {4, 3, 3};
+    int64_t start = 0;
+    for (int d = 0; d < 3; ++d) {
+      CHECK(even[d].device() == td::Device(td::kCPU, d));
+      td::testing::check_equal(even[d], values(t.narrow(0, start, rows[d])));
+      start += rows[d];
+    }
+    CHECK(even[0].is_alias_of(t));  // already on cpu:0: a view, not a copy
+
+    auto sized = comm::scatter(t, cpus(3), std::vector<int64_t>{2, 4, 4});
+    td::testing::check_equal(sized[1], values(t.narrow(0, 2, 4)));
+    auto by_column = comm::scatter(t, cpus(2), std::nullopt, -1);
+    td::testing::check_equal(by_column[1], values(t.narrow(1, 3, 3)));
+  }
+  auto few = comm::scatter(td::ones({2, 5}), cpus(3));
+  CHECK(few.size() == 2);  // 2 rows over 3 devices: 2 chunks
+}
+
+TEST_CASE("gather joins tensors from several devices on the destination", "[cpu]") {
+  td::testing::reseed(4);
+  std::vector<td::Tensor> parts = {on(td::Device("cpu:2"), {3, 7}, td::kFloat32, td::testing::Layout::Permuted),
+                                   on(td::Device("cpu:0"), {1, 7}, td::kFloat32, td::testing::Layout::Contiguous),
+                                   on(td::Device("cpu:1"), {0, 7}, td::kFloat32, td::testing::Layout::Contiguous),
+                                   on(td::Device("cpu:3"), {2, 7}, td::kFloat32, td::testing::Layout::Offset)};
+  td::Tensor out = comm::gather(parts, 0, td::Device("cpu:1"));
+  CHECK(out.device() == td::Device("cpu:1"));
+  CHECK(out.sizes() == td::Shape{6, 7});
+  std::vector<double> expected;
+  for (const auto& p : parts) {
+    auto v = values(p);
+    expected.insert(expected.end(), v.begin(), v.end());
+  }
+  td::testing::check_equal(out, expected);
+  td::Tensor wide = comm::gather({td::ones({2, 1}), td::zeros({2, 3}).to(td::Device("cpu:1"))}, 1, td::Device("cpu:0"));
+  td::testing::check_equal(wide, {1, 0, 0, 0, 1, 0, 0, 0});
+}
+
+TEST_CASE("reduce_add, reduce_add_coalesced and all_reduce sum across devices", "[cpu]") {
+  td::testing::reseed(5);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16, td::kInt64, td::kInt32}) {
+    for (int64_t n : {1, 7, 33, 100003}) {
+      std::vector<td::Tensor> parts;
+      for (int d = 0; d < 3; ++d) {
+        auto layout = td::testing::all_layouts()[static_cast<size_t>(d) % 4];
+        parts.push_back(on(td::Device(td::kCPU, d), {n}, dtype, layout == td::testing::Layout::Permuted
+                                                                   ? td::testing::Layout::Strided
+                                                                   : layout));
+      }
+      std::vector<double> expected(static_cast<size_t>(n), 0.0);
+      for (const auto& p : parts) {
+        auto v = values(p);
+        for (size_t i = 0; i < v.size(); ++i) expected[i] += v[i];
+      }
+      td::Tensor sum = comm::reduce_add(parts, td::Device("cpu:2"));
+      CHECK(sum.device() == td::Device("cpu:2"));
+      CHECK(sum.dtype() == dtype);
+      // Half and bfloat16 add in float32 and round once.
+      check_close(sum, expected, td::testing::rtol_for(dtype), dtype == td::kFloat16 || dtype == td::kBFloat16 ? 1e-2 : 1e-6);
+    }
+  }
+  std::vector<std::vector<td::Tensor>> per_device;
+  for (int d = 0; d < 2; ++d) {
+    per_device.push_back({td::full({2, 2}, d + 1.0).to(td::Device(td::kCPU, d)),
+                          td::full({3}, 10.0 * (d + 1), td::kFloat64).to(td::Device(td::kCPU, d))});
+  }
+  auto sums = comm::reduce_add_coalesced(per_device, td::Device("cpu:0"));
+  td::testing::check_equal(sums[0], {3, 3, 3, 3});
+  td::testing::check_equal(sums[1], {30, 30, 30});
+
+  std::vector<td::Tensor> all = {td::full({4}, 1.0), td::full({4}, 2.0).to(td::Device("cpu:1")),
+                                 td::full({4}, 4.0).to(td::Device("cpu:2"))};
+  uint32_t version = all[1].version();
+  comm::all_reduce(all);
+  for (const auto& t : all) td::testing::check_equal(t, {7, 7, 7, 7});
+  CHECK(all[1].device() == td::Device("cpu:1"));
+  CHECK(all[1].version() > version);  // an in-place write
+}
+
+TEST_CASE("all_gather and reduce_scatter give each device its share", "[cpu]") {
+  td::testing::reseed(6);
+  std::vector<td::Tensor> parts;
+  for (int d = 0; d < 3; ++d) parts.push_back(on(td::Device(td::kCPU, d), {6, 2}, td::kFloat64, td::testing::Layout::Permuted));
+  auto gathered = comm::all_gather(parts, 0);
+  std::vector<double> joined;
+  for (const auto& p : parts) {
+    auto v = values(p);
+    joined.insert(joined.end(), v.begin(), v.end());
+  }
+  for (int d = 0; d < 3; ++d) {
+    CHECK(gathered[d].device() == td::Device(td::kCPU, d));
+    td::testing::check_equal(gathered[d], joined);
+  }
+  auto scattered = comm::reduce_scatter(parts, 0);
+  td::Tensor total = parts[0].cpu() + parts[1].to(td::Device("cpu:0")) + parts[2].to(td::Device("cpu:0"));
+  for (int d = 0; d < 3; ++d) {
+    CHECK(scattered[d].device() == td::Device(td::kCPU, d));
+    CHECK(scattered[d].sizes() == td::Shape{2, 2});
+    check_close(scattered[d], values(total.narrow(0, 2 * d, 2)), 1e-12, 1e-12);
+  }
+}
+
+TEST_CASE("comm_stats counts calls and the bytes that crossed devices", "[cpu]") {
+  comm::reset_comm_stats();
+  td::Tensor t = td::ones({256});  // 1 KiB
+  comm::broadcast(t, cpus(3));     // two copies leave cpu:0
+  comm::reduce_add({t, t.to(td::Device("cpu:1"))}, td::Device("cpu:0"));
+  auto stats = comm::comm_stats();
+  CHECK(stats.at("broadcast").calls == 1);
+  CHECK(stats.at("broadcast").bytes == 2 * 1024);
+  CHECK(stats.at("reduce_add").bytes == 1024);
+  CHECK(stats.at("broadcast").seconds >= 0);
+  comm::reset_comm_stats();
+  CHECK(comm::comm_stats().empty());
+}
+
+TEST_CASE("the collectives reject bad input with the facts, leaving the inputs unchanged", "[cpu]") {
+  td::Tensor a = td::ones({4, 3}), b = td::ones({4, 2}).to(td::Device("cpu:1"));
+  td::testing::Snapshot before(a);
+  check_error([&] { comm::reduce_add({a, b}); }, {"reduce_add", "tensor 1 on cpu:1", "[4, 2]", "[4, 3]"});
+  check_error([&] { comm::reduce_add({a, a}); }, {"reduce_add", "both on cpu:0"});
+  check_error([&] { comm::reduce_add({a, a.to(td::kFloat64).to(td::Device("cpu:1"))}); }, {"dtype", "float64"});
+  check_error([&] { comm::broadcast(a, {td::Device("cpu:0"), td::Device("cpu:0")}); }, {"broadcast", "cpu:0", "twice"});
+  check_error([&] { comm::broadcast(a, {}); }, {"broadcast", "at least one device"});
+  check_error([&] { comm::scatter(a, cpus(2), std::vector<int64_t>{1, 2}); }, {"scatter", "add up to 3", "4 along dim 0"});
+  check_error([&] { comm::scatter(a, cpus(2), std::vector<int64_t>{5, -1}); }, {"scatter", "negative"});
+  check_error([&] { comm::scatter(a, cpus(2), std::vector<int64_t>{4}); }, {"scatter", "1 chunk sizes for 2 devices"});
+  check_error([&] { comm::scatter(a, cpus(2), std::nullopt, 2); }, {"scatter", "dim"});
+  check_error([&] { comm::scatter(td::ones({}), cpus(2)); }, {"scatter", "0-dim"});
+  check_error([&] { comm::gather({a, b}, 0, td::Device("cpu:0")); }, {"gather", "tensor 1", "[4, 2]", "only along dim 0"});
+  check_error([&] { comm::gather({}, 0, td::Device("cpu:0")); }, {"gather", "at least one tensor"});
+  check_error([&] { comm::reduce_scatter({a, a.to(td::Device("cpu:1"))}, 1); }, {"reduce_scatter", "3", "2 chunks"});
+  td::Tensor c = a.clone().to(td::Device("cpu:1"));
+  check_error([&] { comm::all_reduce({a, c.to(td::kFloat64)}); }, {"all_reduce", "dtype"});
+  before.check_unchanged(a);
+  td::testing::check_equal(c, std::vector<double>(12, 1.0));
+}

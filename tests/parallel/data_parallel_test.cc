@@ -1,0 +1,427 @@
+// DataParallel on CPU devices, after PyTorch's own DataParallel tests: where outputs land, that
+// outputs, gradients and whole training runs equal single-device ones (float64, tight), how the
+// batch is split, what travels through scatter and gather, BatchNorm's buffers, errors, and
+// what a user sees inside (stats, printing, state_dict).
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+namespace par = td::parallel;
+using td::Device;
+using td::Tensor;
+
+namespace {
+
+const Device cpu0("cpu:0"), cpu1("cpu:1"), cpu2("cpu:2"), cpu3("cpu:3");
+
+class MlpImpl : public nn::Cloneable<MlpImpl> {
+ public:
+  MlpImpl() { reset(); }
+  void reset() override {
+    fc1 = register_module("fc1", nn::Linear(5, 8));
+    fc2 = register_module("fc2", nn::Linear(8, 3));
+  }
+  Tensor forward(const Tensor& x) override { return fc2(td::tanh(fc1(x))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+
+class CnnImpl : public nn::Cloneable<CnnImpl> {
+ public:
+  CnnImpl() { reset(); }
+  void reset() override {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(2, 4, 3).padding(1)));
+    fc = register_module("fc", nn::Linear(4 * 4 * 4, 3));
+  }
+  Tensor forward(const Tensor& x) override {
+    return fc(td::flatten(td::max_pool2d(td::relu(conv(x)), {2}), 1));
+  }
+  nn::Conv2d conv{nullptr};
+  nn::Linear fc{nullptr};
+};
+
+class BnNetImpl : public nn::Cloneable<BnNetImpl> {
+ public:
+  BnNetImpl() { reset(); }
+  void reset() override {
+    fc = register_module("fc", nn::Linear(4, 6));
+    bn = register_module("bn", nn::BatchNorm1d(6));
+  }
+  Tensor forward(const Tensor& x) override { return bn(fc(x)); }
+  nn::Linear fc{nullptr};
+  nn::BatchNorm1d bn{nullptr};
+};
+
+template <typename Impl>
+std::shared_ptr<Impl> make_model(uint64_t seed, Device device) {
+  td::manual_seed(seed);
+  auto m = std::make_shared<Impl>();
+  m->to(device, td::kFloat64);
+  return m;
+}
+
+std::vector<Device> first_devices(int n) {
+  std::vector<Device> d;
+  for (int i = 0; i < n; ++i) d.emplace_back(td::kCPU, i);
+  return d;
+}
+
+void check_same_parameters(const nn::Module& a, const nn::Module& b, double tol, const std::string& what) {
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    td::testing::check_close(pa[i].second.cpu(), pb[i].second.cpu(), tol, tol, what + " " + pa[i].first);
+  }
+}
+
+// Five SGD steps (momentum) on the whole batch, under DataParallel and on one device; the
+// weights must agree after every step.
+template <typename Impl>
+void check_training_matches(const std::vector<Device>& devices, std::optional<std::vector<int64_t>> chunk_sizes,
+                            const Tensor& x, const Tensor& y, const std::string& what) {
+  auto model = make_model<Impl>(7, devices[0]);
+  auto reference = make_model<Impl>(7, cpu0);
+  par::DataParallelOptions options(devices);
+  if (chunk_sizes) options.chunk_sizes(*chunk_sizes);
+  par::DataParallel dp(model, options);
+  td::optim::SGD opt(dp->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
+  td::optim::SGD ref_opt(reference->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
+  for (int step = 0; step < 5; ++step) {
+    Tensor out = dp(x);
+    CHECK(out.device() == devices[0]);
+    Tensor ref_out = reference->forward(x);
+    td::testing::check_close(out.cpu(), ref_out, 1e-12, 1e-12, what + " output");
+    Tensor loss = td::nn::functional::mse_loss(out, y.to(out.device()));
+    Tensor ref_loss = td::nn::functional::mse_loss(ref_out, y);
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    loss.backward();
+    ref_loss.backward();
+    for (const Tensor& p : model->parameters()) CHECK(p.grad().device() == devices[0]);
+    opt.step();
+    ref_opt.step();
+    check_same_parameters(*model, *reference, 1e-11, what + " step " + std::to_string(step));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("DataParallel trains an MLP and a CNN exactly as one device does, over 1-4 devices", "[cpu]") {
+  td::testing::reseed(21);
+  Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64), y = td::testing::random_tensor({10, 3}, td::kFloat64);
+  Tensor images = td::testing::random_tensor({10, 2, 8, 8}, td::kFloat64);
+  const std::vector<std::vector<Device>> orders = {{cpu0}, {cpu0, cpu1}, {cpu1, cpu0}, {cpu0, cpu1, cpu2},
+                                                   {cpu2, cpu0, cpu3, cpu1}};
+  for (const auto& devices : orders) {
+    std::string name;
+    for (const Device& d : devices) name += d.str() + " ";
+    check_training_matches<MlpImpl>(devices, std::nullopt, x, y, "mlp even over " + name);
+    check_training_matches<CnnImpl>(devices, std::nullopt, images, y, "cnn even over " + name);
+  }
+  check_training_matches<MlpImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{2, 4, 4}, x, y, "mlp 2,4,4");
+  check_training_matches<CnnImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{7, 0, 3}, images, y, "cnn 7,0,3");
+  check_training_matches<MlpImpl>({cpu1, cpu3}, std::vector<int64_t>{1, 9}, x, y, "mlp 1,9");
+}
+
+TEST_CASE("the batch splits 4,3,3 over three devices, by chunk_sizes when given, and only over the rows there are",
+          "[cpu]") {
+  auto rows_of = [](const par::StepStats& s) {
+    std::vector<int64_t> rows;
+    for (const auto& d : s.devices) rows.push_back(d.rows);
+    return rows;
+  };
+  auto model = make_model<MlpImpl>(1, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  dp(td::ones({10, 5}, td::kFloat64));
+  CHECK(rows_of(dp->stats()) == std::vector<int64_t>{4, 3, 3});
+  Tensor two = dp(td::ones({2, 5}, td::kFloat64));
+  CHECK(rows_of(dp->stats()) == std::vector<int64_t>{1, 1});  // two replicas for two rows
+  CHECK(two.sizes() == td::Shape{2, 3});
+
+  par::DataParallel sized(model, par::DataParallelOptions(first_devices(3)).chunk_sizes({2, 4, 4}));
+  sized(td::ones({10, 5}, td::kFloat64));
+  CHECK(rows_of(sized->stats()) == std::vector<int64_t>{2, 4, 4});
+  td::testing::check_error([&] { sized(td::ones({9, 5}, td::kFloat64)); }, {"chunk_sizes add up to 10", "9 rows"});
+}
+
+namespace {
+
+// Several inputs, a non-tensor argument, a keyword-style map, and nested outputs.
+class MixedImpl : public nn::Cloneable<MixedImpl> {
+ public:
+  MixedImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(3, 2)); }
+  std::tuple<Tensor, std::vector<Tensor>, std::map<std::string, Tensor>> forward(
+      const Tensor& a, const std::pair<Tensor, Tensor>& pair, double scale, const std::map<std::string, Tensor>& kwargs,
+      const std::string& tag) {
+    TD_CHECK(tag == "whole", "the string argument arrived as '", tag, "'");
+    Tensor h = fc(a) * scale + kwargs.at("bias");
+    return {h, {pair.first * 2.0, pair.second.sum(1)}, {{"h2", h * h}}};
+  }
+  nn::Linear fc{nullptr};
+};
+
+}  // namespace
+
+TEST_CASE("DataParallel scatters nested arguments, passes non-tensor ones whole, and keeps the output's structure",
+          "[cpu]") {
+  td::testing::reseed(22);
+  auto model = make_model<MixedImpl>(3, cpu1);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu1, cpu0, cpu2}).output_device(cpu2));
+  Tensor a = td::testing::random_tensor({7, 3}, td::kFloat64).requires_grad_();
+  Tensor p0 = td::testing::random_tensor({7, 2}, td::kFloat64), p1 = td::testing::random_tensor({7, 4}, td::kFloat64);
+  std::map<std::string, Tensor> kwargs = {{"bias", td::testing::random_tensor({7, 2}, td::kFloat64)}};
+  auto [h, list, map] = dp(a, std::make_pair(p0, p1), 0.5, kwargs, std::string("whole"));
+  std::map<std::string, Tensor> kwargs1 = {{"bias", kwargs.at("bias").to(cpu1)}};
+  auto [rh, rlist, rmap] = model->forward(a.to(cpu1), std::make_pair(p0.to(cpu1), p1.to(cpu1)), 0.5, kwargs1, "whole");
+  CHECK(h.device() == cpu2);
+  CHECK(list.size() == 2);
+  CHECK(list[1].sizes() == td::Shape{7});
+  td::testing::check_close(h.cpu(), rh.detach().cpu(), 1e-12, 1e-12, "h");
+  td::testing::check_close(list[0].cpu(), rlist[0].cpu(), 0, 0, "pair.first * 2");
+  td::testing::check_close(list[1].cpu(), rlist[1].cpu(), 1e-12, 1e-12, "pair.second summed");
+  td::testing::check_close(map.at("h2").cpu(), rmap.at("h2").detach().cpu(), 1e-12, 1e-12, "h2");
+  // Gradients reach the input through scatter and gather.
+  (h.sum() + map.at("h2").sum()).backward();
+  Tensor dp_grad = a.grad().clone();
+  a.mutable_grad() = Tensor();
+  (rh.sum() + rmap.at("h2").sum()).backward();
+  td::testing::check_close(dp_grad, a.grad(), 1e-12, 1e-12, "input gradient");
+}
+
+namespace {
+
+class NoInputImpl : public nn::Cloneable<NoInputImpl> {
+ public:
+  NoInputImpl() { reset(); }
+  void reset() override { w = register_parameter("w", td::ones({3})); }
+  Tensor forward() { return w * 2.0; }
+  Tensor w;
+};
+
+// Records, per device, whether grad mode was on inside the replica.
+class ProbeImpl : public nn::Cloneable<ProbeImpl> {
+ public:
+  ProbeImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(2, 2)); }
+  Tensor forward(const Tensor& x) override {
+    std::lock_guard lock(*mutex);
+    (*grad_mode)[x.device().index()] = td::is_grad_enabled();
+    (*threads)[x.device().index()] = std::this_thread::get_id();
+    if (*fail_on && x.device() == **fail_on) TD_FAIL("the input on ", x.device(), " has ", x.size(0), " rows");
+    return fc(x);
+  }
+  nn::Linear fc{nullptr};
+  std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+  std::shared_ptr<std::map<int, bool>> grad_mode = std::make_shared<std::map<int, bool>>();
+  std::shared_ptr<std::map<int, std::thread::id>> threads = std::make_shared<std::map<int, std::thread::id>>();
+  // Shared with the replicas, which copy the module's other members once, when they are built.
+  std::shared_ptr<std::optional<Device>> fail_on = std::make_shared<std::optional<Device>>();
+};
+
+}  // namespace
+
+TEST_CASE("a forward without tensor inputs runs the module on device_ids[0]", "[cpu]") {
+  auto model = std::make_shared<NoInputImpl>();
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  Tensor out = dp->forward();
+  td::testing::check_equal(out, {2, 2, 2});
+  CHECK(out.device() == cpu0);
+}
+
+TEST_CASE("replicas run on persistent per-device threads, with the caller's grad mode", "[cpu]") {
+  auto model = std::make_shared<ProbeImpl>();
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  dp(td::ones({6, 2}));
+  std::map<int, std::thread::id> first = *model->threads;
+  for (int d = 0; d < 3; ++d) CHECK(model->grad_mode->at(d));
+  {
+    td::NoGradGuard no_grad;
+    Tensor out = dp(td::ones({6, 2}));
+    CHECK_FALSE(out.requires_grad());
+  }
+  for (int d = 0; d < 3; ++d) {
+    CHECK_FALSE(model->grad_mode->at(d));
+    CHECK(model->threads->at(d) == first.at(d));  // the same worker as the step before
+    CHECK(model->threads->at(d) != std::this_thread::get_id());
+  }
+  CHECK(dp->replicas().size() == 3);
+  auto replica = dp->replicas()[1];
+  dp(td::ones({6, 2}));
+  CHECK(dp->replicas()[1] == replica);  // built once, refreshed each step
+}
+
+TEST_CASE("an exception in a replica is re-raised naming the replica and its device", "[cpu]") {
+  auto model = std::make_shared<ProbeImpl>();
+  *model->fail_on = cpu1;
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  td::testing::check_error([&] { dp(td::ones({9, 2})); }, {"in replica 1 on device cpu:1", "has 3 rows"});
+  model->fail_on->reset();
+  CHECK(dp(td::ones({9, 2})).sizes() == td::Shape{9, 2});  // the workers still serve
+}
+
+TEST_CASE("replicated BatchNorm: each replica normalises its chunk; the first replica's statistics update the module",
+          "[cpu]") {
+  td::testing::reseed(23);
+  auto model = make_model<BnNetImpl>(5, cpu0);
+  auto reference = make_model<BnNetImpl>(5, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).chunk_sizes({4, 6}));
+  Tensor x = td::testing::random_tensor({10, 4}, td::kFloat64);
+  Tensor out = dp(x);
+  // PyTorch's DataParallel semantics: the same as the module on each chunk separately...
+  Tensor first = reference->forward(x.narrow(0, 0, 4));
+  auto second_model = make_model<BnNetImpl>(5, cpu0);
+  Tensor second = second_model->forward(x.narrow(0, 4, 6));
+  td::testing::check_close(out.narrow(0, 0, 4).detach(), first.detach(), 1e-12, 1e-12, "chunk 0");
+  td::testing::check_close(out.narrow(0, 4, 6).detach(), second.detach(), 1e-12, 1e-12, "chunk 1");
+  // ...and the module's running statistics are those of the first replica's chunk.
+  td::testing::check_close(model->bn->running_mean, reference->bn->running_mean, 1e-12, 1e-12, "running_mean");
+  td::testing::check_close(model->bn->running_var, reference->bn->running_var, 1e-12, 1e-12, "running_var");
+  CHECK(model->bn->num_batches_tracked.item<int64_t>() == 1);
+  dp(x);
+  CHECK(model->bn->num_batches_tracked.item<int64_t>() == 2);
+  // In eval mode every replica uses the module's running statistics.
+  dp->eval();
+  reference->eval();
+  Tensor evaluated = dp(x);
+  td::testing::check_close(evaluated.detach(), model->forward(x).detach(), 1e-12, 1e-12, "eval");
+  CHECK_FALSE(dp->replicas()[1]->is_training());
+}
+
+TEST_CASE("loss in the replicas is the exact mean over the whole batch, also for uneven chunks", "[cpu]") {
+  td::testing::reseed(24);
+  Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64);
+  Tensor labels = td::randint(0, 3, {10});
+  auto criterion = [](const Tensor& out, const Tensor& target) { return td::nn::functional::cross_entropy(out, target); };
+  for (auto sizes : {std::vector<int64_t>{1, 2, 7}, std::vector<int64_t>{4, 3, 3}, std::vector<int64_t>{0, 10, 0}}) {
+    auto model = make_model<MlpImpl>(9, cpu0);
+    auto reference = make_model<MlpImpl>(9, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).chunk_sizes(sizes));
+    Tensor loss = dp->forward_with_loss(criterion, labels, x);
+    Tensor expected = criterion(reference->forward(x), labels);
+    CHECK(loss.dim() == 0);
+    CHECK(loss.device() == cpu0);
+    td::testing::check_close(loss, expected.detach(), 1e-13, 1e-13, "loss");
+    loss.backward();
+    expected.backward();
+    check_same_parameters(*model, *reference, 0, "");  // unchanged: no step
+    auto g = model->parameters(), rg = reference->parameters();
+    for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, "grad");
+  }
+}
+
+TEST_CASE("gathering 0-dim outputs gives one value per replica", "[cpu]") {
+  class MeanImpl : public nn::Cloneable<MeanImpl> {
+   public:
+    MeanImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const Tensor& x) override { return x.sum(); }
+  };
+  par::DataParallel dp(std::make_shared<MeanImpl>(), par::DataParallelOptions(first_devices(3)));
+  Tensor out = dp(td::arange(10, td::kFloat32));
+  CHECK(out.sizes() == td::Shape{3});
+  td::testing::check_equal(out, {0 + 1 + 2 + 3, 4 + 5 + 6, 7 + 8 + 9});
+}
+
+TEST_CASE("state_dict has the module's keys and round-trips between DataParallel and a plain module", "[cpu]") {
+  auto model = make_model<MlpImpl>(11, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  td::StateDict state = dp->state_dict();
+  CHECK(state.keys() == model->state_dict().keys());
+  CHECK(state.contains("fc1.weight"));
+  auto plain = make_model<MlpImpl>(12, cpu0);
+  plain->load_state_dict(state);
+  check_same_parameters(*plain, *model, 0, "plain from dp");
+  // Keys saved from a PyTorch DataParallel carry "module."; they load too.
+  td::StateDict prefixed;
+  auto other = make_model<MlpImpl>(13, cpu0);
+  for (const auto& [k, t] : other->state_dict()) prefixed.insert("module." + k, t);
+  dp->load_state_dict(prefixed);
+  check_same_parameters(*model, *other, 0, "dp from prefixed");
+}
+
+TEST_CASE("balanced chunking gives a slow device fewer rows", "[cpu]") {
+  class SlowOnOneImpl : public nn::Cloneable<SlowOnOneImpl> {
+   public:
+    SlowOnOneImpl() { reset(); }
+    void reset() override { fc = register_module("fc", nn::Linear(2, 2)); }
+    Tensor forward(const Tensor& x) override {
+      if (x.device() == Device("cpu:1")) std::this_thread::sleep_for(std::chrono::milliseconds(2 * x.size(0)));
+      return fc(x);
+    }
+    nn::Linear fc{nullptr};
+  };
+  par::DataParallel dp(std::make_shared<SlowOnOneImpl>(),
+                       par::DataParallelOptions({cpu0, cpu1}).chunking(par::Chunking::kBalanced));
+  dp(td::ones({32, 2}));
+  CHECK(dp->stats().devices[1].rows == 16);  // nothing measured yet: even
+  for (int i = 0; i < 3; ++i) dp(td::ones({32, 2}));
+  const auto& devices = dp->stats().devices;
+  INFO("rows: " << devices[0].rows << ", " << devices[1].rows);
+  CHECK(devices[1].rows >= 1);
+  CHECK(devices[1].rows < 8);
+  CHECK(devices[0].rows + devices[1].rows == 32);
+}
+
+TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]") {
+  auto model = make_model<MlpImpl>(14, cpu0);
+  td::testing::Snapshot weight(model->fc1->weight);
+  td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu1, cpu0})); },
+                           {"device_ids[0] = cpu:1", "'fc1.weight' is on cpu:0", "model->to(td::Device(\"cpu:1\"))"});
+  td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu0})); },
+                           {"cpu:0", "twice"});
+  td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).chunk_sizes({3})); },
+                           {"1 chunk_sizes for 2 devices"});
+  class TwoInputsImpl : public nn::Cloneable<TwoInputsImpl> {
+   public:
+    TwoInputsImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const Tensor& a, const Tensor& b) { return a + b; }
+  };
+  par::DataParallel two(std::make_shared<TwoInputsImpl>(), par::DataParallelOptions({cpu0, cpu1}));
+  td::testing::check_error([&] { two(td::ones({4, 5}), td::ones({3, 5})); }, {"shape [3, 5]", "4 rows"});
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  dp(td::ones({4, 5}, td::kFloat64));
+  td::testing::check_error([&] { dp->replicas()[1]->zero_grad(); }, {"zero_grad", "replica", "original module"});
+  weight.check_unchanged(model->fc1->weight);
+}
+
+TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's phases", "[cpu]") {
+  auto model = make_model<MlpImpl>(15, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  std::ostringstream printed;
+  printed << dp;
+  CHECK(printed.str() ==
+        "DataParallel(\n"
+        "  (module): Mlp(\n"
+        "    (fc1): Linear(in_features=5, out_features=8, bias=True)\n"
+        "    (fc2): Linear(in_features=8, out_features=3, bias=True)\n"
+        "  )\n"
+        ")");
+  td::optim::SGD opt(dp->parameters(), 0.1);
+  Tensor loss = dp(td::ones({8, 5}, td::kFloat64)).sum();
+  loss.backward();
+  dp->step(opt);
+  par::StepStats s = dp->stats();
+  CHECK(s.step == 1);
+  REQUIRE(s.devices.size() == 2);
+  for (const auto& d : s.devices) {
+    CHECK(d.rows == 4);
+    CHECK(d.forward > 0);
+    CHECK(d.backward > 0);
+    CHECK(d.peak_bytes > 0);
+  }
+  CHECK(s.update > 0);
+  // Half the batch went to cpu:1, and in backward half the output's gradient (Gather's backward).
+  CHECK(s.comm.at("scatter").bytes == (4 * 5 + 4 * 3) * 8);
+  CHECK(s.comm.at("gather").bytes == 4 * 3 * 8);
+  CHECK(s.comm.at("broadcast_coalesced").calls >= 1);
+  CHECK(s.comm.at("reduce_add_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);  // cpu:1's gradients
+  CHECK(s.reduce > 0);
+  CHECK(s.table().find("cpu:1") != std::string::npos);
+}
