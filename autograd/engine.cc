@@ -5,7 +5,11 @@
 // the gradient arriving at the requested inputs.
 #include "autograd/engine.h"
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <queue>
@@ -15,6 +19,9 @@
 #include "autograd/grad_mode.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "core/device_threads.h"
+#include "core/thread_pool.h"
+#include "core/trace.h"
 #include "kernels/factory.h"
 
 namespace tandem::autograd {
@@ -100,78 +107,184 @@ void execute(Run& run) {
     }
   }
 
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  auto deliver = [&](const Edge& e, const Tensor& g) {
+  // Gradients arriving for each node input, kept with the sequence number of the node that sent
+  // them and added up in that order when the node runs: the same sums whatever order threads
+  // deliver in.
+  using Arrivals = std::vector<std::pair<uint64_t, Tensor>>;
+  std::unordered_map<Node*, std::vector<Arrivals>> buffers;
+  auto deliver = [&](const Edge& e, const Tensor& g, uint64_t from) {
     if (!e.node || !g.defined()) return;
     auto& buffer = buffers[e.node.get()];
     if (buffer.size() < e.node->num_outputs) buffer.resize(e.node->num_outputs);
-    buffer[e.input_nr] = add_gradients(buffer[e.input_nr], g);
+    buffer[e.input_nr].emplace_back(from, g);
   };
-  auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
-  std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)> ready(cmp);
-  std::unordered_map<Node*, std::shared_ptr<Node>> owners;  // keep nodes alive while they wait
-  for (size_t i = 0; i < run.roots.size(); ++i) {
-    const Edge& e = run.roots[i];
-    deliver(e, run.root_grads[i]);
-    if (e.node) owners[e.node.get()] = e.node;
-  }
-  for (const Edge& e : run.roots) {
-    if (e.node && dependencies[e.node.get()] == 0 && owners.count(e.node.get())) {
-      ready.push(e.node.get());
-      dependencies[e.node.get()] = -1;  // queued once
+  auto collect = [&](Node* node) {
+    std::vector<Tensor> grads(node->num_outputs);
+    auto it = buffers.find(node);
+    if (it == buffers.end()) return grads;
+    for (size_t i = 0; i < it->second.size() && i < grads.size(); ++i) {
+      Arrivals& arrivals = it->second[i];
+      std::sort(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (auto& [from, g] : arrivals) grads[i] = add_gradients(grads[i], g);
     }
-  }
+    buffers.erase(it);
+    return grads;
+  };
 
-  AutoGradMode mode(run.create_graph);
-  while (!ready.empty()) {
-    Node* node = ready.top();
-    ready.pop();
-    std::vector<Tensor> grads = std::move(buffers[node]);
-    buffers.erase(node);
-    grads.resize(node->num_outputs);
+  // Each ready node runs on the thread of the device its gradients are on: the calling thread
+  // for the device of the first output (home), a device worker for any other. So the replicas of
+  // a DataParallel model run their backward at the same time, each on its own device's thread.
+  auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
+  using ReadyQueue = std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)>;
+  struct Ready {
+    ReadyQueue queue;
+    bool worker_running = false;
+  };
+  const Device home = run.root_grads.empty() ? Device(kCPU) : run.root_grads[0].device();
+  std::map<Device, Ready> ready;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t pending = 0;  // nodes queued or running
+  int workers = 0;      // device workers still running
+  std::exception_ptr error;
+  std::unordered_map<Node*, std::shared_ptr<Node>> owners;  // keep nodes alive while they wait
+  // The devices busy at once share the intra-op threads.
+  const int total_threads = num_threads();
+  auto thread_share = [&] { return std::max(1, total_threads / (1 + workers)); };  // under the lock
+  // The calling thread also serves its own device when it is a device worker (a backward started
+  // inside DataParallel's forward), so that nothing waits on a thread that is waiting itself.
+  const Device* own = current_device_thread();
+  auto served_by_caller = [&](const Device& device) { return device == home || (own && *own == device); };
+
+  std::function<void(Device)> run_queue;  // drains a device's queue (declared for enqueue)
+  auto enqueue = [&](Node* node, const Device& device) {  // under the lock
+    Ready& r = ready.try_emplace(device, Ready{ReadyQueue(cmp)}).first->second;
+    r.queue.push(node);
+    ++pending;
+    if (!served_by_caller(device) && !r.worker_running) {
+      r.worker_running = true;
+      ++workers;
+      post_to_device_thread(device, [&run_queue, device] { run_queue(device); });
+    }
+    changed.notify_all();
+  };
+  auto device_of = [&](Node* node) {  // under the lock: where its incoming gradients are
+    auto it = buffers.find(node);
+    if (it != buffers.end()) {
+      for (const Arrivals& arrivals : it->second) {
+        if (!arrivals.empty()) return arrivals.front().second.device();
+      }
+    }
+    return home;
+  };
+
+  // Runs one node (without the lock), then hands its results on (with it).
+  auto process = [&](Node* node, std::unique_lock<std::mutex>& lock) {
+    std::vector<Tensor> grads = collect(node);
     for (Capture& c : run.captures) {
       if (c.edge.node.get() == node) c.grad = add_gradients(c.grad, grads[c.edge.input_nr]);
     }
+    lock.unlock();
     bool any_gradient = false;
     for (const Tensor& g : grads) any_gradient |= g.defined();
     bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
     bool run_node = any_gradient && (run.captures.empty() ? (run.accumulate || !is_leaf_node)
                                                           : needed.count(node) && !is_leaf_node);
     std::vector<Tensor> outputs;
+    std::exception_ptr failure;
     if (run_node) {
-      for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
-        for (auto& [handle, hook] : node->pre_hooks[i]) {
-          if (!grads[i].defined()) continue;
-          Tensor changed = hook(grads[i]);
-          if (changed.defined()) grads[i] = changed;
+      try {
+        for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
+          for (auto& [handle, hook] : node->pre_hooks[i]) {
+            if (!grads[i].defined()) continue;
+            Tensor replaced = hook(grads[i]);
+            if (replaced.defined()) grads[i] = replaced;
+          }
         }
-      }
-      for (uint32_t i = 0; i < node->retained.size() && i < grads.size(); ++i) {
-        auto impl = node->retained[i].lock();
-        if (!impl || !grads[i].defined()) continue;
-        AutogradMeta& m = ensure_meta(Tensor(impl));
-        m.grad = m.grad.defined() ? m.grad + grads[i] : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
-      }
-      const auto start = std::chrono::steady_clock::now();
-      outputs = node->apply(grads);
-      if (!run.keep_graph) node->release();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      for (const Tensor& g : grads) {
-        if (!g.defined()) continue;
-        std::lock_guard lock(g_seconds_mutex);
-        g_seconds_by_device[g.device()] += seconds;
-        break;
+        for (uint32_t i = 0; i < node->retained.size() && i < grads.size(); ++i) {
+          auto impl = node->retained[i].lock();
+          if (!impl || !grads[i].defined()) continue;
+          AutogradMeta& m = ensure_meta(Tensor(impl));
+          m.grad = m.grad.defined() ? m.grad + grads[i]
+                                    : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
+        }
+        const auto start = std::chrono::steady_clock::now();
+        outputs = node->apply(grads);
+        if (!run.keep_graph) node->release();
+        const auto end = std::chrono::steady_clock::now();
+        for (const Tensor& g : grads) {
+          if (!g.defined()) continue;
+          if (trace::enabled()) trace::record(node->name(), g.device().str(), start, end);
+          std::lock_guard seconds_lock(g_seconds_mutex);
+          g_seconds_by_device[g.device()] += std::chrono::duration<double>(end - start).count();
+          break;
+        }
+      } catch (...) {
+        failure = std::current_exception();
       }
     }
+    lock.lock();
+    if (failure && !error) error = failure;
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.node) continue;
-      if (run_node && i < outputs.size()) deliver(e, outputs[i]);
+      if (run_node && i < outputs.size()) deliver(e, outputs[i], node->sequence_nr);
       owners[e.node.get()] = e.node;
-      if (--dependencies[e.node.get()] == 0) ready.push(e.node.get());
+      if (--dependencies[e.node.get()] == 0 && !error) enqueue(e.node.get(), device_of(e.node.get()));
     }
     owners.erase(node);
+    --pending;
+    changed.notify_all();
+  };
+
+  run_queue = [&](Device device) {
+    AutoGradMode mode(run.create_graph);
+    std::unique_lock lock(mutex);
+    Ready& r = ready.at(device);
+    while (!r.queue.empty() && !error) {
+      Node* node = r.queue.top();
+      r.queue.pop();
+      ThreadLimit limit(thread_share());
+      process(node, lock);
+    }
+    r.worker_running = false;
+    --workers;
+    changed.notify_all();
+  };
+
+  std::unique_lock lock(mutex);
+  for (size_t i = 0; i < run.roots.size(); ++i) {
+    const Edge& e = run.roots[i];
+    deliver(e, run.root_grads[i], UINT64_MAX);
+    if (e.node) owners[e.node.get()] = e.node;
   }
+  for (const Edge& e : run.roots) {
+    if (e.node && dependencies[e.node.get()] == 0 && owners.count(e.node.get())) {
+      dependencies[e.node.get()] = -1;  // queued once
+      enqueue(e.node.get(), device_of(e.node.get()));
+    }
+  }
+  // The calling thread serves the home device until every node has run and every worker is done.
+  AutoGradMode mode(run.create_graph);
+  auto next_for_caller = [&]() -> Node* {
+    for (auto& [device, r] : ready) {
+      if (!served_by_caller(device) || r.queue.empty()) continue;
+      Node* node = r.queue.top();
+      r.queue.pop();
+      return node;
+    }
+    return nullptr;
+  };
+  for (;;) {
+    if (Node* node = error ? nullptr : next_for_caller()) {
+      ThreadLimit limit(thread_share());
+      process(node, lock);
+      continue;
+    }
+    if ((pending == 0 || error) && workers == 0) break;
+    changed.wait(lock);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/device_threads.h"
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
+#include "core/trace.h"
 #include "kernels/backend.h"
 #include "kernels/elementwise.h"
 #include "kernels/index.h"
@@ -27,7 +28,9 @@ class Record {
   explicit Record(const char* name) : name_(name), start_(std::chrono::steady_clock::now()) {}
   ~Record() {
     if (!name_) return;  // a helper's count inside a primitive that counts the whole
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const auto end = std::chrono::steady_clock::now();
+    trace::record(name_, "comm", start_, end);
+    double seconds = std::chrono::duration<double>(end - start_).count();
     std::lock_guard lock(g_stats_mutex);
     PrimitiveStats& s = g_stats[name_];
     s.calls += 1;

@@ -11,6 +11,7 @@
 #include "autograd/engine.h"
 #include "core/allocator.h"
 #include "core/cuda.h"
+#include "core/trace.h"
 
 namespace tandem::parallel {
 
@@ -249,6 +250,7 @@ StepStats DataParallelBase::stats() const {
 void DataParallelBase::step(optim::Optimizer& optimizer) {
   const auto start = std::chrono::steady_clock::now();
   optimizer.step();
+  trace::record("update", output_device_.str(), start, std::chrono::steady_clock::now());
   current_.update += detail::elapsed_since(start);
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "core/trace.h"
 #include "kernels/factory.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
@@ -239,18 +240,23 @@ class DataParallelImpl : public DataParallelBase {
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
     std::vector<double> forward(p.devices.size()), loss_seconds(p.devices.size());
-    std::vector<Tensor> losses = parallel_apply(p.devices, [&](size_t i) {
+    std::vector<Tensor> losses = parallel_apply(
+        p.devices,
+        [&](size_t i) {
       auto t0 = std::chrono::steady_clock::now();
       auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
       forward[i] = detail::elapsed_since(t0);
+      trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
       Tensor loss = criterion(out, targets[i]);
+      trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
       loss_seconds[i] = detail::elapsed_since(t1);
       TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
                "0-dim loss (the mean over the chunk), but returned shape ",
                loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
       return loss;
-    });
+        },
+        nullptr, nullptr);  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
     Tensor per_replica = gather_outputs(losses, output_device(), 0);  // one value per replica
     std::vector<double> shares;
@@ -263,6 +269,7 @@ class DataParallelImpl : public DataParallelBase {
 
  private:
   Impl* replica(const std::shared_ptr<nn::Module>& m) const {
+    if constexpr (std::is_same_v<Impl, nn::Module>) return m.get();
     auto* r = dynamic_cast<Impl*>(m.get());
     TD_CHECK(r != nullptr, "DataParallel: clone() of ", base_->name(), " made a ", m->name(),
              "; a module must be Cloneable as its own type to be replicated");

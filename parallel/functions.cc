@@ -1,5 +1,7 @@
 #include "parallel/functions.h"
 
+#include <map>
+
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
@@ -69,20 +71,30 @@ void Broadcast::connect(const std::vector<Tensor>& tensors, const std::vector<st
   std::vector<Device> devices;
   for (const auto& per_device : outputs) devices.push_back(per_device[differentiable[0]].device());
   autograd::record("BroadcastBackward", inputs, recorded, [n, num_devices, sources, devices](const std::vector<Tensor>& g) {
-    // Each input's gradient is the sum of its copies' gradients, on the input's device.
+    // Each input's gradient is the sum of its copies' gradients, on the input's device: one
+    // coalesced reduction per source device (normally one) for all inputs that got gradients.
     std::vector<Tensor> result(n);
+    std::map<Device, std::vector<size_t>> by_source;
     for (size_t j = 0; j < n; ++j) {
-      std::vector<std::vector<Tensor>> copies;
-      Tensor like;
       for (size_t d = 0; d < num_devices; ++d) {
-        if (g[d * n + j].defined()) like = g[d * n + j];
+        if (g[d * n + j].defined()) {
+          by_source[sources[j]].push_back(j);
+          break;
+        }
       }
-      if (!like.defined()) continue;
-      for (size_t d = 0; d < num_devices; ++d) {
-        const Tensor& gd = g[d * n + j];
-        copies.push_back({gd.defined() ? gd : zeros(like.sizes(), TensorOptions(like.dtype()).device(devices[d]))});
+    }
+    for (const auto& [source, inputs] : by_source) {
+      std::vector<std::vector<Tensor>> per_device(num_devices);
+      for (size_t j : inputs) {
+        Tensor like;
+        for (size_t d = 0; d < num_devices && !like.defined(); ++d) like = g[d * n + j];
+        for (size_t d = 0; d < num_devices; ++d) {
+          const Tensor& gd = g[d * n + j];
+          per_device[d].push_back(gd.defined() ? gd : zeros(like.sizes(), TensorOptions(like.dtype()).device(devices[d])));
+        }
       }
-      result[j] = ReduceAddCoalesced::apply(copies, sources[j]).front();
+      std::vector<Tensor> sums = ReduceAddCoalesced::apply(per_device, source);
+      for (size_t k = 0; k < inputs.size(); ++k) result[inputs[k]] = sums[k];
     }
     return result;
   });

@@ -9,11 +9,12 @@
 #include "core/device_threads.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/trace.h"
 
 namespace tandem::parallel {
 
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds) {
+                  std::vector<double>* seconds, const char* what) {
   const bool grad_mode = is_grad_enabled();
   const int threads = std::max<int>(1, num_threads() / static_cast<int>(std::max<size_t>(devices.size(), 1)));
   if (seconds) seconds->assign(devices.size(), 0.0);
@@ -22,9 +23,11 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
     tasks.push_back([&, i] {
       AutoGradMode mode(grad_mode);
       ThreadLimit limit(threads);
-      auto start = std::chrono::steady_clock::now();
+      const auto start = std::chrono::steady_clock::now();
       fn(i);
-      if (seconds) (*seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const auto end = std::chrono::steady_clock::now();
+      if (what) trace::record(what, devices[i].str(), start, end);
+      if (seconds) (*seconds)[i] = std::chrono::duration<double>(end - start).count();
     });
   }
   std::vector<std::exception_ptr> errors = run_on_device_threads(devices, tasks);

@@ -13,15 +13,17 @@
 
 namespace tandem::parallel {
 
-// Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time.
+// Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time,
+// and a trace (TANDEM_TRACE) shows each call as `what` (unless null) on its device's row.
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds = nullptr);
+                  std::vector<double>* seconds = nullptr, const char* what = "forward");
 
 template <typename F>
-auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<double>* seconds = nullptr) {
+auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<double>* seconds = nullptr,
+                    const char* what = "forward") {
   using R = std::invoke_result_t<F&, size_t>;
   std::vector<std::optional<R>> results(devices.size());
-  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds);
+  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds, what);
   std::vector<R> out;
   out.reserve(results.size());
   for (auto& r : results) out.push_back(std::move(*r));

@@ -1,4 +1,4 @@
-// The `tandem` command line: train, demo, devices, bench.
+// The `tandem` command line: train, trace, demo, devices, bench.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   train->add_option("--optimizer", train_options.optimizer, "sgd (momentum 0.9) or adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}));
-  train->add_option("--devices", train_options.devices, "the device to train on, e.g. cpu:0");
+  train->add_option("--devices", train_options.devices,
+                    "cpu:0 (one device), a list such as cpu:0,cpu:1 or all: data parallel over them");
   train->add_option("--seed", train_options.seed, "seed of the initial weights, the data order and the default data");
   train->add_option("--save", train_options.save, "write a checkpoint here after every epoch");
   train->add_option("--resume", train_options.resume, "continue the run saved in this checkpoint");
@@ -55,6 +56,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   train->add_option("--test-size", train_options.test_size, "default data: held-out examples to generate")
       ->check(CLI::PositiveNumber);
+
+  td::train::TraceOptions trace_options;
+  auto* trace = app.add_subcommand("trace", "a few data-parallel steps of the default model, and their phase table");
+  trace->add_option("--devices", trace_options.devices, "devices to run over: a list such as cpu:0,cpu:1, or all");
+  trace->add_option("--model", trace_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  trace->add_option("--steps", trace_options.steps, "steps to run")->check(CLI::PositiveNumber);
+  trace->add_option("--batch-size", trace_options.batch_size, "examples per step")->check(CLI::PositiveNumber);
+  trace->add_option("--trace", trace_options.trace, "write a Chrome / Perfetto trace here (or set TANDEM_TRACE)");
 
   auto* demo = app.add_subcommand("demo", "a tour of the tensor library: creation, views, ops, printing");
   auto* devs = app.add_subcommand("devices", "list the CPU and CUDA devices tandem can use");
@@ -81,6 +90,10 @@ int main(int argc, char** argv) {
   try {
     if (*train) {
       td::train::run(train_options, std::cout);
+      return 0;
+    }
+    if (*trace) {
+      td::train::trace(trace_options, std::cout);
       return 0;
     }
     if (*demo) return td::demo::run();

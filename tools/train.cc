@@ -17,6 +17,8 @@
 #include "nn/data/shapes.h"
 #include "nn/optim/optim.h"
 #include "nn/serialize/safetensors.h"
+#include "parallel/parallel.h"
+#include "core/trace.h"
 #include "tandem.h"
 
 namespace tandem::train {
@@ -66,14 +68,29 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const Options& o, const std::ve
   throw UsageError("--optimizer must be sgd or adamw, got '" + o.optimizer + "'");
 }
 
-Device parse_device(const std::string& spec) {
-  TD_CHECK(spec.find(',') == std::string::npos && spec != "all",
-           "--devices: this build trains on one device; data-parallel training over several comes with "
-           "DataParallel. Got '", spec, "'");
-  Device device(spec);
-  TD_CHECK(device.is_cpu() || cuda::is_available(), "--devices: ", device, " is not available (",
-           cuda::device_count(), " CUDA devices)");
-  return device;
+std::vector<Device> parse_device_list(const std::string& spec) {
+  std::vector<Device> devices;
+  try {
+    devices = parallel::parse_devices(spec);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  for (const Device& d : devices) {
+    if (d.is_cuda() && (!cuda::is_available() || d.index() >= cuda::device_count())) {
+      throw UsageError("--devices: " + d.str() + " is not available (" + std::to_string(cuda::device_count()) +
+                       " CUDA devices)");
+    }
+  }
+  return devices;
+}
+
+std::string device_list(const std::vector<Device>& devices) {
+  std::string out;
+  for (const Device& d : devices) {
+    if (!out.empty()) out += ',';
+    out += d.str();
+  }
+  return out;
 }
 
 // What a checkpoint records besides tensors, so that a resume can check it continues the same run.
@@ -195,18 +212,16 @@ Result run(const Options& o, std::ostream& log) {
   if (o.epochs < 1) throw UsageError("--epochs must be at least 1");
   if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
   if (o.lr < 0) throw UsageError("--lr must not be negative");
-  Device device = [&] {
-    try {
-      return parse_device(o.devices);
-    } catch (const Error& e) {
-      throw UsageError(e.what());
-    }
-  }();
+  const std::vector<Device> devices = parse_device_list(o.devices);
+  const Device device = devices.front();
 
   manual_seed(o.seed);
   Data d = load_data(o);
   auto model = make_model(o, d);
   model->to(device);
+  // Several devices: DataParallel over them, the module's own parameters on the first.
+  std::unique_ptr<parallel::DataParallelImpl<nn::Module>> dp;
+  if (devices.size() > 1) dp = std::make_unique<parallel::DataParallelImpl<nn::Module>>(model, devices);
   auto optimizer = make_optimizer(o, model->parameters());
   int64_t first_epoch = 0;
   Result result;
@@ -221,7 +236,8 @@ Result run(const Options& o, std::ostream& log) {
            return n;
          }()
       << " parameters) on " << o.data << " (" << d.train->size() << " train / " << d.test->size() << " held out), "
-      << o.optimizer << ", batch " << o.batch_size << ", " << device << ", " << num_threads() << " threads\n";
+      << o.optimizer << ", batch " << o.batch_size << ", " << (dp ? "data parallel over " : "")
+      << device_list(devices) << ", " << num_threads() << " threads\n";
 
   data::DataLoader loader(d.train,
                           data::DataLoaderOptions().batch_size(o.batch_size).shuffle(true).seed(o.seed).num_workers(o.workers));
@@ -232,11 +248,15 @@ Result run(const Options& o, std::ostream& log) {
     int64_t correct = 0, samples = 0, batches = 0;
     for (data::Example& batch : loader) {
       Tensor x = batch.data.to(device), y = batch.target.to(device);
-      Tensor logits = model->forward(x);
+      Tensor logits = dp ? dp->forward(x) : model->forward(x);
       Tensor loss = nn::functional::cross_entropy(logits, y);
       optimizer->zero_grad();
       loss.backward();
-      optimizer->step();
+      if (dp) {
+        dp->step(*optimizer);
+      } else {
+        optimizer->step();
+      }
       ++result.steps;
       ++batches;
       loss_sum += loss.item<double>();
@@ -257,7 +277,40 @@ Result run(const Options& o, std::ostream& log) {
   log << "held-out accuracy: " << std::fixed << std::setprecision(2) << 100 * result.test_accuracy << "% ("
       << d.test->size() << " examples)\n";
   if (!o.save.empty()) log << "checkpoint: " << o.save << "\n";
+  if (dp) log << "data parallel, the last step per device:\n" << dp->stats().table();
   return result;
+}
+
+void trace(const TraceOptions& o, std::ostream& log) {
+  if (o.steps < 1) throw UsageError("--steps must be at least 1");
+  if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
+  const std::vector<Device> devices = parse_device_list(o.devices);
+  if (!o.trace.empty()) trace::set_output(o.trace);
+  manual_seed(0);
+  auto split = data::shapes_train_test(o.batch_size, 1, 0);
+  data::DataLoader loader(split.train, data::DataLoaderOptions().batch_size(o.batch_size));
+  data::Example batch = *loader.begin();
+  Tensor x = batch.data.to(devices.front()), y = batch.target.to(devices.front());
+  Options defaults;
+  defaults.model = o.model;
+  auto model = make_model(defaults, Data{split.train, split.test, 1, 28, 28, 10});
+  model->to(devices.front());
+  parallel::DataParallelImpl<nn::Module> dp(model, devices);
+  auto optimizer = make_optimizer(defaults, model->parameters());
+  log << "tracing " << o.steps << " data-parallel steps of " << model->name() << " (batch " << o.batch_size
+      << ") over " << device_list(devices) << "\n";
+  for (int64_t step = 0; step < o.steps; ++step) {
+    Tensor loss = nn::functional::cross_entropy(dp.forward(x), y);
+    optimizer->zero_grad();
+    loss.backward();
+    dp.step(*optimizer);
+  }
+  log << dp.stats().table();
+  if (trace::enabled()) {
+    trace::flush();
+    log << "trace: " << (o.trace.empty() ? std::string(std::getenv("TANDEM_TRACE")) : o.trace)
+        << " (open it in ui.perfetto.dev or chrome://tracing)\n";
+  }
 }
 
 }  // namespace tandem::train

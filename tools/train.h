@@ -1,7 +1,8 @@
 // `tandem train`: trains the MLP or the CNN of examples/models.h on the built-in shapes data,
 // MNIST or CIFAR-10, with a progress bar per epoch and a held-out accuracy at the end.
 // Checkpoints hold the model, the optimizer, the data position and the random state, so a
-// resumed run continues bit-exactly as the uninterrupted run would.
+// resumed run continues bit-exactly as the uninterrupted run would. With several --devices the
+// model trains under DataParallel and the run ends with the per-device phase table.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ struct Options {
   int64_t batch_size = 64;
   double lr = 0;                  // 0: the optimizer's default (SGD 0.05, AdamW 0.001)
   std::string optimizer = "sgd";  // sgd (momentum 0.9) | adamw
-  std::string devices = "cpu:0";
+  std::string devices = "cpu:0";  // one device, a list (cpu:0,cpu:1) or all: DataParallel
   uint64_t seed = 0;
   std::string save;               // checkpoint written after every epoch
   std::string resume;             // checkpoint to continue from
@@ -43,5 +44,16 @@ class UsageError : public std::runtime_error {
 };
 
 Result run(const Options& options, std::ostream& log);
+
+// `tandem trace`: a few DataParallel steps of the default model, then the phase table of the last
+// one; with `trace` (or TANDEM_TRACE) also a Chrome / Perfetto trace of every step.
+struct TraceOptions {
+  std::string devices = "all";
+  std::string model = "mlp";
+  int64_t steps = 5;
+  int64_t batch_size = 512;
+  std::string trace;  // the trace file; empty: TANDEM_TRACE's, if set
+};
+void trace(const TraceOptions& options, std::ostream& log);
 
 }  // namespace tandem::train

@@ -1,6 +1,10 @@
 // The autograd engine and Tensor's autograd API: accumulation, retain_graph, implicit
 // gradients, grad mode, detach, hooks, retain_grad, autograd::grad, higher-order gradients,
 // and the errors PyTorch gives for in-place writes that would corrupt a gradient.
+#include <map>
+#include <mutex>
+#include <thread>
+
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -225,4 +229,39 @@ TEST_CASE("a long chain of ops runs backward and is freed without exhausting the
     y.sum().backward();
   }
   CHECK(x.grad().item<double>() == Approx(std::pow(1.0001, 20000)).epsilon(1e-9));
+}
+
+TEST_CASE("backward runs each device's part of the graph on that device's thread, and the sums stay the same",
+          "[cpu]") {
+  td::Tensor x = td::testing::random_tensor({64, 16}, td::kFloat64).requires_grad_();
+  std::mutex mutex;
+  std::map<std::string, std::thread::id> threads;
+  auto branch = [&](const td::Device& device, double scale) {
+    td::Tensor y = x.to(device) * scale;
+    y.register_hook([&, device](const td::Tensor& g) {
+      std::lock_guard lock(mutex);
+      threads[device.str()] = std::this_thread::get_id();
+      return g;
+    });
+    return y.sin().sum().to(td::Device("cpu:0"));
+  };
+  auto grad_once = [&] {
+    x.mutable_grad() = td::Tensor();
+    (branch(td::Device("cpu:0"), 1.5) + branch(td::Device("cpu:1"), 0.25) + branch(td::Device("cpu:2"), -3.0)).backward();
+    return x.grad().clone();
+  };
+  td::Tensor first = grad_once();
+  CHECK(threads.at("cpu:0") == std::this_thread::get_id());  // the caller serves the output's device
+  CHECK(threads.at("cpu:1") != std::this_thread::get_id());
+  CHECK(threads.at("cpu:2") != std::this_thread::get_id());
+  CHECK(threads.at("cpu:1") != threads.at("cpu:2"));
+  td::Tensor expected = (1.5 * td::cos(1.5 * x) + 0.25 * td::cos(0.25 * x) - 3.0 * td::cos(-3.0 * x)).detach();
+  td::testing::check_close(first, expected, 1e-12, 1e-12);
+  for (int i = 0; i < 5; ++i) CHECK(td::testing::values(grad_once()) == td::testing::values(first));  // bit for bit
+
+  // A failure on a device thread reaches the caller, and the engine stays usable.
+  td::Tensor z = x.to(td::Device("cpu:1")) * 2.0;
+  z.register_hook([](const td::Tensor&) -> td::Tensor { TD_FAIL("hook on cpu:1 failed"); });
+  td::testing::check_error([&] { z.sum().to(td::Device("cpu:0")).backward(); }, {"hook on cpu:1 failed"});
+  CHECK(values(grad_once()) == values(first));
 }

@@ -3,10 +3,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "nn/serialize/safetensors.h"
 #include "tests/testing.h"
+#include "core/trace.h"
 #include "tools/train.h"
 
 namespace td = tandem;
@@ -71,6 +75,56 @@ TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted 
   }
 }
 
+TEST_CASE("--devices over several CPU devices trains data-parallel to the same model, and ends with the device table",
+          "[cpu]") {
+  td::train::Options o = quiet({});
+  o.epochs = 2;
+  o.train_size = 2000;
+  o.test_size = 500;
+  std::ostringstream single_log, parallel_log;
+  td::train::Result single = td::train::run(o, single_log);
+  o.devices = "cpu:1,cpu:0,cpu:2";
+  td::train::Result parallel = td::train::run(o, parallel_log);
+  INFO(parallel_log.str());
+  CHECK(parallel.steps == single.steps);
+  // float32 sums in another order: close, not bit-equal.
+  for (size_t e = 0; e < 2; ++e) CHECK(parallel.epoch_losses[e] == Approx(single.epoch_losses[e]).epsilon(1e-3));
+  CHECK(std::abs(parallel.test_accuracy - single.test_accuracy) <= 0.01);
+  const std::string log = parallel_log.str();
+  CHECK(log.find("data parallel over cpu:1,cpu:0,cpu:2") != std::string::npos);
+  for (const char* row : {"cpu:0", "cpu:1", "cpu:2", "reduce_add_coalesced", "backward"}) {
+    CHECK(log.find(row, log.find("the last step per device")) != std::string::npos);
+  }
+}
+
+TEST_CASE("tandem trace prints the phase table and writes a Chrome trace with a row per device", "[cpu]") {
+  td::train::TraceOptions o;
+  o.devices = "cpu:0,cpu:1";
+  o.steps = 2;
+  o.batch_size = 64;
+  o.trace = temp_path("trace.json");
+  std::ostringstream log;
+  td::train::trace(o, log);
+  td::trace::set_output("");  // stop tracing
+  CHECK(log.str().find("step 2") != std::string::npos);
+  std::ifstream in(o.trace);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  REQUIRE_FALSE(json.empty());
+  auto parsed = nlohmann::json::parse(json);  // well-formed
+  std::set<std::string> rows, names;
+  for (const auto& e : parsed["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") rows.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
+  }
+  CHECK(rows == std::set<std::string>{"comm", "cpu:0", "cpu:1"});
+  for (const char* name : {"scatter", "broadcast_coalesced", "forward", "gather", "AddmmBackward0",
+                           "reduce_add_coalesced", "update"}) {
+    CHECK(names.count(name) == 1);
+  }
+}
+
 TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage errors", "[cpu]") {
   std::ostringstream log;
   auto usage_error = [&](td::train::Options o, const std::string& fragment) {
@@ -91,8 +145,14 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   o.data = "imagenet";
   usage_error(o, "--data");
   o = {};
-  o.devices = "cpu:0,cpu:1";
-  usage_error(o, "one device");
+  o.devices = "cpu:0,,cpu:1";
+  usage_error(o, "empty entry");
+  o = {};
+  o.devices = "cpu:0,cpu:0";
+  usage_error(o, "twice");
+  o = {};
+  o.devices = "cuda:7";
+  usage_error(o, "not available");
   o = {};
   o.resume = temp_path("missing.safetensors");
   usage_error(o, "cannot resume");
