@@ -1,5 +1,7 @@
 #include "core/device_threads.h"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -15,6 +17,8 @@ namespace {
 
 thread_local const Device* t_worker_device = nullptr;
 
+constexpr auto kSpin = std::chrono::microseconds(200);
+
 class DeviceThread {
  public:
   explicit DeviceThread(Device device) : device_(device), thread_([this] { loop(); }) {}
@@ -23,29 +27,48 @@ class DeviceThread {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
+    queued_.fetch_add(1);  // ends a spin
     wake_.notify_one();
     thread_.join();
   }
 
   void post(std::function<void()> task) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(task));
-    }
-    wake_.notify_one();
+    enqueue(std::move(task));
+    wake();
   }
+  // Queuing and waking apart: a thread that wakes another may lose its core to it at once, so
+  // a caller handing out work to several devices queues it everywhere before waking anyone
+  // (a worker still spinning takes its task without being woken).
+  void enqueue(std::function<void()> task) {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(task));
+    queued_.fetch_add(1);
+  }
+  void wake() { wake_.notify_one(); }
 
  private:
   void loop() {
     t_worker_device = &device_;
     for (;;) {
       std::function<void()> task;
+      // A step hands each device several tasks in a row (scatter, broadcast, forward, backward).
+      // A thread that has just gone to sleep is often woken on the core of the thread that woke
+      // it, queued behind its sibling device's thread until the scheduler moves it, a millisecond
+      // later; waiting awake for a moment keeps each device's thread running on a core of its own.
+      const auto deadline = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 1; queued_.load(std::memory_order_relaxed) == 0; ++i) {
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+      }
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, nothing left
         task = std::move(queue_.front());
         queue_.pop_front();
+        queued_.fetch_sub(1);
       }
       task();
     }
@@ -55,6 +78,7 @@ class DeviceThread {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while spinning
   bool stopping_ = false;
   std::thread thread_;  // last: starts after the members it uses exist
 };
@@ -110,7 +134,10 @@ std::vector<std::exception_ptr> run_on_device_threads(const std::vector<Device>&
       inline_task = static_cast<int>(i);  // this thread is that device's worker
       continue;
     }
-    thread_for(devices[i]).post([run, i] { run(i); });
+    thread_for(devices[i]).enqueue([run, i] { run(i); });
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (static_cast<int>(i) != inline_task) thread_for(devices[i]).wake();
   }
   if (inline_task >= 0) run(static_cast<size_t>(inline_task));
   std::unique_lock lock(state->mutex);
