@@ -88,7 +88,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps,
-                  int64_t batches_tracked) {
+                  int64_t batches_tracked, const BatchStatsSync& sync) {
   TD_CHECK(x.defined() && x.dim() >= 2, "batch_norm: expected an input of at least 2 dims [N, C, ...], got ",
            x.defined() ? shape_str(x.sizes()) : "undefined");
   const int64_t channels = x.size(1);
@@ -99,11 +99,17 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   const Shape shape = channel_shape(x, channels);
   Tensor out;
   if (training) {
-    const int64_t per_channel = x.numel() / std::max<int64_t>(channels, 1);
-    TD_CHECK(per_channel > 1, "batch_norm: expected more than 1 value per channel when training, got input of shape ",
-             shape_str(x.sizes()));
+    int64_t per_channel = x.numel() / std::max<int64_t>(channels, 1);
     Tensor mean = x.mean(dims, true);
     Tensor var = x.var(dims, 0, true);
+    if (sync) {
+      BatchStats total = sync({mean, var, per_channel});
+      mean = total.mean;
+      var = total.var;
+      per_channel = total.count;
+    }
+    TD_CHECK(per_channel > 1, "batch_norm: expected more than 1 value per channel when training, got input of shape ",
+             shape_str(x.sizes()));
     if (running_mean.defined()) {
       NoGradGuard no_grad;
       double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(batches_tracked, 1));

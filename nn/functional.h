@@ -1,6 +1,7 @@
 // td::nn::functional (alias F): the layers' math as functions, as torch.nn.functional.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -21,12 +22,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // matrix product per group.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
-// Normalizes over every dim but 1. training: batch statistics, and running_mean / running_var
-// (if defined) move toward them by `momentum` (nullopt: a cumulative average over
-// `batches_tracked` batches); otherwise the running statistics.
+// Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
+// replica's per-channel mean and biased variance over `count` values per channel, returns the
+// mean, biased variance and count of the whole batch, differentiably.
+struct BatchStats {
+  Tensor mean, var;
+  int64_t count = 0;
+};
+using BatchStatsSync = std::function<BatchStats(const BatchStats& local)>;
+
+// Normalizes over every dim but 1. training: batch statistics (the whole batch's, through `sync`
+// if given), and running_mean / running_var (if defined) move toward them by `momentum`
+// (nullopt: a cumulative average over `batches_tracked` batches); otherwise the running statistics.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, std::optional<double> momentum = 0.1, double eps = 1e-5,
-                  int64_t batches_tracked = 0);
+                  int64_t batches_tracked = 0, const BatchStatsSync& sync = nullptr);
 // Normalizes over the last normalized_shape.size() dims.
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);

@@ -133,7 +133,7 @@ Tensor BatchNormBase<Derived>::forward(const Tensor& x) {
     tracked = num_batches_tracked.template item<int64_t>();
   }
   return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, options.momentum_, options.eps_,
-                       tracked);
+                       tracked, this->is_training() ? sync : nullptr);
 }
 
 template <typename Derived>

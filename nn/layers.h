@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "nn/functional.h"
 #include "nn/module.h"
 
 namespace tandem::nn {
@@ -81,10 +82,18 @@ struct BatchNormOptions {
   bool affine_ = true, bias_ = true, track_running_stats_ = true;
 };
 
+// What every BatchNorm has, whatever its dims: a hook through which replicas under DataParallel
+// with sync_batchnorm share their batch statistics (empty otherwise).
+class SyncableBatchNorm {
+ public:
+  virtual ~SyncableBatchNorm() = default;
+  functional::BatchStatsSync sync;
+};
+
 // Batch normalization over dim 1; running_mean, running_var and num_batches_tracked are buffers.
 // BatchNorm1d takes [N, C] or [N, C, L], BatchNorm2d [N, C, H, W].
 template <typename Derived>
-class BatchNormBase : public Cloneable<Derived> {
+class BatchNormBase : public Cloneable<Derived>, public SyncableBatchNorm {
  public:
   BatchNormBase(const BatchNormOptions& options, std::vector<int64_t> input_dims);
   void reset() override;

@@ -82,7 +82,14 @@ void check_same_layout(const std::vector<Tensor>& tensors, const char* op, bool 
 }
 
 // Runs task(d) for each device on that device's worker thread, rethrowing the first failure.
+// Called on a device's thread (a collective inside a replica's forward or backward), it does all
+// the work right there: waiting for other devices' threads, which may be waiting for this one,
+// could deadlock.
 void on_each_device(const std::vector<Device>& devices, const std::function<void(size_t)>& task) {
+  if (devices.size() == 1 || current_device_thread() != nullptr) {
+    for (size_t d = 0; d < devices.size(); ++d) task(d);
+    return;
+  }
   if (devices.size() == 1) {
     task(0);
     return;

@@ -203,6 +203,8 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   for (const Device& d : plan.devices) reset_peak_memory_stats(d);
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
+  sync_points_.clear();
+  if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas);
   current_.replicate = detail::elapsed_since(start);
   return replicas;
 }

@@ -27,6 +27,7 @@
 #include "parallel/comm.h"
 #include "parallel/parallel_apply.h"
 #include "parallel/replicate.h"
+#include "parallel/sync_batchnorm.h"
 #include "parallel/scatter_gather.h"
 
 namespace tandem::parallel {
@@ -47,12 +48,16 @@ struct DataParallelOptions {
   // Rows per device, in device_ids order, summing to the batch (CenterTrack's chunk_sizes).
   DataParallelOptions& chunk_sizes(std::vector<int64_t> sizes) { chunk_sizes_ = std::move(sizes); return *this; }
   DataParallelOptions& chunking(Chunking c) { chunking_ = c; return *this; }
+  // BatchNorm layers in training mode normalise with the whole batch's statistics, shared across
+  // the replicas, instead of each replica's chunk's (PyTorch's DataParallel does the latter).
+  DataParallelOptions& sync_batchnorm(bool on) { sync_batchnorm_ = on; return *this; }
 
   std::vector<Device> device_ids_;
   std::optional<Device> output_device_;
   int64_t dim_ = 0;
   std::optional<std::vector<int64_t>> chunk_sizes_;
   Chunking chunking_ = Chunking::kEven;
+  bool sync_batchnorm_ = false;
 };
 
 // The devices DataParallel uses by default: every CUDA device; with none, CPU devices cpu:0 ...
@@ -123,6 +128,17 @@ class DataParallelBase {
   void begin_step();
   void start_single_step(int64_t rows);
   void finish_forward(const std::vector<double>& forward, const std::vector<double>& loss, double gather_seconds);
+  // Runs one replica's part of a step; if it fails, replicas waiting for it (sync_batchnorm)
+  // are released.
+  template <typename F>
+  auto in_replica(F&& f) {
+    try {
+      return f();
+    } catch (...) {
+      for (const auto& point : sync_points_) point->abort();
+      throw;
+    }
+  }
 
   std::shared_ptr<nn::Module> base_;
   DataParallelOptions options_;
@@ -135,6 +151,9 @@ class DataParallelBase {
   std::map<Device, double> backward_at_start_;
   std::map<std::string, comm::PrimitiveStats> comm_at_start_;
   std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
+
+ protected:
+  std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_points_;  // this step's, with sync_batchnorm
 };
 
 std::ostream& operator<<(std::ostream& out, const DataParallelBase& dp);
@@ -203,7 +222,9 @@ class DataParallelImpl : public DataParallelBase {
     std::vector<Result> outputs = parallel_apply(
         p.devices,
         [&](size_t i) {
-          return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+          return in_replica([&] {
+            return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+          });
         },
         &forward);
     const auto gather_start = std::chrono::steady_clock::now();
@@ -243,6 +264,7 @@ class DataParallelImpl : public DataParallelBase {
     std::vector<Tensor> losses = parallel_apply(
         p.devices,
         [&](size_t i) {
+      return in_replica([&] {
       auto t0 = std::chrono::steady_clock::now();
       auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
       forward[i] = detail::elapsed_since(t0);
@@ -255,6 +277,7 @@ class DataParallelImpl : public DataParallelBase {
                "0-dim loss (the mean over the chunk), but returned shape ",
                loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
       return loss;
+      });
         },
         nullptr, nullptr);  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();

@@ -7,3 +7,4 @@
 #include "parallel/parallel_apply.h"
 #include "parallel/replicate.h"
 #include "parallel/scatter_gather.h"
+#include "parallel/sync_batchnorm.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "autograd/grad_mode.h"
@@ -12,6 +13,20 @@
 #include "core/trace.h"
 
 namespace tandem::parallel {
+
+namespace {
+
+bool is_aborted(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const ReplicaAborted&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
 
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
                   std::vector<double>* seconds, const char* what) {
@@ -31,18 +46,21 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
     });
   }
   std::vector<std::exception_ptr> errors = run_on_device_threads(devices, tasks);
+  // The first replica that failed on its own; one that only stopped for it comes last.
+  std::optional<size_t> failed;
   for (size_t i = 0; i < errors.size(); ++i) {
-    if (!errors[i]) continue;
-    std::string what;
-    try {
-      std::rethrow_exception(errors[i]);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-      what = "an exception that is not a std::exception";
-    }
-    TD_FAIL("in replica ", i, " on device ", devices[i], ": ", what);
+    if (errors[i] && (!failed || (!is_aborted(errors[i]) && is_aborted(errors[*failed])))) failed = i;
   }
+  if (!failed) return;
+  std::string message;
+  try {
+    std::rethrow_exception(errors[*failed]);
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "an exception that is not a std::exception";
+  }
+  TD_FAIL("in replica ", *failed, " on device ", devices[*failed], ": ", message);
 }
 
 }  // namespace tandem::parallel

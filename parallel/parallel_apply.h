@@ -10,8 +10,15 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/error.h"
 
 namespace tandem::parallel {
+
+// Thrown in a replica that stopped because another failed; parallel_run reports the other.
+class ReplicaAborted : public Error {
+ public:
+  using Error::Error;
+};
 
 // Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time,
 // and a trace (TANDEM_TRACE) shows each call as `what` (unless null) on its device's row.

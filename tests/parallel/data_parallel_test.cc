@@ -425,3 +425,97 @@ TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's pha
   CHECK(s.reduce > 0);
   CHECK(s.table().find("cpu:1") != std::string::npos);
 }
+
+namespace {
+
+class BnMlpImpl : public nn::Cloneable<BnMlpImpl> {
+ public:
+  BnMlpImpl() { reset(); }
+  void reset() override {
+    fc1 = register_module("fc1", nn::Linear(5, 6));
+    bn = register_module("bn", nn::BatchNorm1d(6));
+    fc2 = register_module("fc2", nn::Linear(6, 3));
+  }
+  Tensor forward(const Tensor& x) override { return fc2(td::tanh(bn(fc1(x)))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  nn::BatchNorm1d bn{nullptr};
+};
+
+class BnCnnImpl : public nn::Cloneable<BnCnnImpl> {
+ public:
+  BnCnnImpl() { reset(); }
+  void reset() override {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1)));
+    bn = register_module("bn", nn::BatchNorm2d(3));
+    fc = register_module("fc", nn::Linear(3 * 8 * 8, 3));
+  }
+  Tensor forward(const Tensor& x) override { return fc(td::flatten(td::relu(bn(conv(x))), 1)); }
+  nn::Conv2d conv{nullptr};
+  nn::BatchNorm2d bn{nullptr};
+  nn::Linear fc{nullptr};
+};
+
+// Training with sync_batchnorm equals single-device training: weights and running statistics.
+template <typename Impl>
+void check_sync_batchnorm(const std::vector<Device>& devices, std::optional<std::vector<int64_t>> chunk_sizes,
+                          const Tensor& x, const Tensor& y, const std::string& what) {
+  auto model = make_model<Impl>(17, devices[0]);
+  auto reference = make_model<Impl>(17, cpu0);
+  par::DataParallelOptions options(devices);
+  options.sync_batchnorm(true);
+  if (chunk_sizes) options.chunk_sizes(*chunk_sizes);
+  par::DataParallel dp(model, options);
+  td::optim::SGD opt(dp->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
+  td::optim::SGD ref_opt(reference->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
+  for (int step = 0; step < 5; ++step) {
+    Tensor out = dp(x);
+    Tensor ref_out = reference->forward(x);
+    td::testing::check_close(out.cpu(), ref_out, 1e-11, 1e-11, what + " output");
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    td::nn::functional::mse_loss(out, y.to(out.device())).backward();
+    td::nn::functional::mse_loss(ref_out, y).backward();
+    opt.step();
+    ref_opt.step();
+    check_same_parameters(*model, *reference, 1e-10, what + " step " + std::to_string(step));
+  }
+  td::testing::check_close(model->bn->running_mean.cpu(), reference->bn->running_mean, 1e-12, 1e-12, what + " mean");
+  td::testing::check_close(model->bn->running_var.cpu(), reference->bn->running_var, 1e-12, 1e-12, what + " var");
+  CHECK(model->bn->num_batches_tracked.template item<int64_t>() == 5);
+}
+
+}  // namespace
+
+TEST_CASE("sync_batchnorm: BatchNorm over all replicas' rows makes DataParallel train exactly as one device does",
+          "[cpu]") {
+  td::testing::reseed(25);
+  Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64), y = td::testing::random_tensor({10, 3}, td::kFloat64);
+  Tensor images = td::testing::random_tensor({10, 2, 8, 8}, td::kFloat64);
+  check_sync_batchnorm<BnMlpImpl>({cpu0, cpu1}, std::nullopt, x, y, "mlp 5,5");
+  check_sync_batchnorm<BnMlpImpl>({cpu2, cpu0, cpu1}, std::vector<int64_t>{2, 5, 3}, x, y, "mlp 2,5,3");
+  check_sync_batchnorm<BnCnnImpl>({cpu0, cpu1, cpu2, cpu3}, std::nullopt, images, y, "cnn 3,3,2,2");
+
+  // Without it each replica normalises its own chunk, and training differs from one device's.
+  auto model = make_model<BnMlpImpl>(17, cpu0);
+  auto reference = make_model<BnMlpImpl>(17, cpu0);
+  par::DataParallel plain(model, par::DataParallelOptions({cpu0, cpu1}));
+  Tensor difference = (plain(x).detach() - reference->forward(x).detach()).abs().max();
+  CHECK(difference.item<double>() > 1e-3);
+}
+
+TEST_CASE("with sync_batchnorm a failing replica is reported, and the others do not wait for it", "[cpu]") {
+  class FailingBnImpl : public nn::Cloneable<FailingBnImpl> {
+   public:
+    FailingBnImpl() { reset(); }
+    void reset() override { bn = register_module("bn", nn::BatchNorm1d(2)); }
+    Tensor forward(const Tensor& x) override {
+      if (x.device() == Device("cpu:2")) TD_FAIL("no statistics from ", x.device());
+      return bn(x);
+    }
+    nn::BatchNorm1d bn{nullptr};
+  };
+  par::DataParallel dp(std::make_shared<FailingBnImpl>(), par::DataParallelOptions(first_devices(3)).sync_batchnorm(true));
+  td::testing::check_error([&] { dp(td::randn({9, 2})); }, {"in replica 2 on device cpu:2", "no statistics from cpu:2"});
+  // Two rows use only cpu:0 and cpu:1; their statistics still meet, and the point is usable again.
+  CHECK(dp(td::randn({2, 2})).sizes() == td::Shape{2, 2});
+}
