@@ -50,3 +50,35 @@ TEST_CASE("the README's model trains on the shapes data, and td::save / td::load
   td::NoGradGuard no_grad;
   CHECK(td::testing::values(restored(images)) == td::testing::values(net(images)));
 }
+
+TEST_CASE("the README's data-parallel step trains the same model over two CPU devices", "[cpu]") {
+  td::manual_seed(0);
+  td::data::ShapesDataset data(256, 7);
+  const td::Tensor images = data.data(), labels = data.targets();
+  Net net;
+  td::manual_seed(0);
+  Net single;
+
+  // --- as in the README ---
+  td::parallel::DataParallel dp(net, td::parallel::DataParallelOptions({"cpu:0", "cpu:1"}));
+  td::optim::SGD opt(dp->parameters(), 0.05);   // the module's parameters: never wrap the optimizer
+  td::Tensor loss = td::nn::functional::cross_entropy(dp(images), labels);
+  opt.zero_grad();
+  loss.backward();                              // the replicas' gradients add up on net's parameters
+  dp->step(opt);
+  std::ostringstream table;
+  table << dp->stats().table();                 // rows, forward/backward time, bytes moved, per device
+  // ---
+
+  td::optim::SGD single_opt(single->parameters(), 0.05);
+  td::nn::functional::cross_entropy(single(images), labels).backward();
+  single_opt.step();
+  auto a = net->parameters(), b = single->parameters();
+  for (size_t i = 0; i < a.size(); ++i) td::testing::check_close(a[i], b[i], 1e-5, 1e-6);
+  CHECK(table.str().find("cpu:1") != std::string::npos);
+  td::Tensor in_replicas = dp->forward_with_loss(
+      [](const td::Tensor& out, const td::Tensor& y) { return td::nn::functional::cross_entropy(out, y); }, labels,
+      images);
+  CHECK(in_replicas.item<double>() ==
+        Approx(td::nn::functional::cross_entropy(net(images), labels).item<double>()).epsilon(1e-5));
+}

@@ -519,3 +519,37 @@ TEST_CASE("with sync_batchnorm a failing replica is reported, and the others do 
   // Two rows use only cpu:0 and cpu:1; their statistics still meet, and the point is usable again.
   CHECK(dp(td::randn({2, 2})).sizes() == td::Shape{2, 2});
 }
+
+TEST_CASE("one device: the module itself runs, and its output still goes to output_device", "[cpu]") {
+  auto model = make_model<MlpImpl>(19, cpu1);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu1}).output_device(cpu2));
+  Tensor x = td::testing::random_tensor({4, 5}, td::kFloat64);
+  Tensor out = dp(x.to(cpu1));
+  CHECK(out.device() == cpu2);
+  td::testing::check_close(out.cpu(), model->forward(x.to(cpu1)).detach().cpu(), 0, 0);
+  out.sum().backward();
+  CHECK(model->fc1->weight.grad().device() == cpu1);
+  CHECK(dp->replicas().empty());  // nothing to replicate
+}
+
+TEST_CASE("a gradient penalty (double backward) through DataParallel equals one device's", "[cpu]") {
+  td::testing::reseed(26);
+  Tensor x = td::testing::random_tensor({9, 5}, td::kFloat64);
+  auto penalty_grads = [&](const std::shared_ptr<MlpImpl>& model, auto&& forward) {
+    Tensor input = x.clone().requires_grad_();
+    Tensor out = forward(input);
+    Tensor g = td::autograd::grad({out.pow(2).sum()}, {input}, {}, std::nullopt, true)[0];
+    Tensor loss = out.sum() + g.pow(2).sum();
+    model->zero_grad();
+    loss.backward();
+    std::vector<Tensor> grads;
+    for (const Tensor& p : model->parameters()) grads.push_back(p.grad().clone());
+    return grads;
+  };
+  auto model = make_model<MlpImpl>(21, cpu0);
+  auto reference = make_model<MlpImpl>(21, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1, cpu2}));
+  auto got = penalty_grads(model, [&](const Tensor& in) { return dp(in); });
+  auto expected = penalty_grads(reference, [&](const Tensor& in) { return reference->forward(in); });
+  for (size_t i = 0; i < got.size(); ++i) td::testing::check_close(got[i], expected[i], 1e-11, 1e-12, "double backward");
+}
