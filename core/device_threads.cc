@@ -17,7 +17,8 @@ namespace {
 
 thread_local const Device* t_worker_device = nullptr;
 
-constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kYieldSpin = std::chrono::microseconds(2000);
 
 class DeviceThread {
  public:
@@ -51,16 +52,21 @@ class DeviceThread {
     t_worker_device = &device_;
     for (;;) {
       std::function<void()> task;
-      // A step hands each device several tasks in a row (scatter, broadcast, forward, backward).
-      // A thread that has just gone to sleep is often woken on the core of the thread that woke
-      // it, queued behind its sibling device's thread until the scheduler moves it, a millisecond
-      // later; waiting awake for a moment keeps each device's thread running on a core of its own.
-      const auto deadline = std::chrono::steady_clock::now() + kSpin;
+      // A step hands each device several tasks in a row (scatter, broadcast, forward, backward)
+      // with gaps of a few hundred microseconds between them (loss, reduction, update), and
+      // waking a sleeping thread costs about as much on a virtual machine. So a thread waits
+      // awake: spinning briefly, then yielding its core to anyone who needs it, then sleeping.
+      const auto start = std::chrono::steady_clock::now();
       for (int i = 1; queued_.load(std::memory_order_relaxed) == 0; ++i) {
-        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
+        if (i % 64 != 0) {
 #if defined(__x86_64__)
-        __builtin_ia32_pause();
+          __builtin_ia32_pause();
 #endif
+          continue;
+        }
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited > kYieldSpin) break;
+        if (waited > kSpin) std::this_thread::yield();
       }
       {
         std::unique_lock lock(mutex_);
