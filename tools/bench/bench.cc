@@ -33,7 +33,8 @@ Aim aim_for(const std::string& name) {
   if (name.rfind("sgemm", 0) == 0) return {1 / 0.9, ">= 0.9x PyTorch speed"};
   if (name == "add_1elem") return {0, "<= 1.5 us per op"};
   if (name == "mlp_train_step") return {1 / 1.5, ">= 1.5x PyTorch speed"};
-  if (name == "cnn_train_step" || name.rfind("mlp512_", 0) == 0) return {0, "measured (no PyTorch side on CPU)"};
+  if (name == "cnn_train_step") return {0, "measured"};
+  if (name.rfind("mlp512_", 0) == 0) return {0, "data parallel: see below"};
   return {1.0, "as fast as PyTorch"};
 }
 
