@@ -12,6 +12,7 @@ configs=("" "--config=asan")
 if [ "${1:-}" = "--quick" ]; then configs=(""); fi
 
 total_passed=0 total_failed=0 total_skipped=0 ok=1
+tools/prune_disk_cache.sh || echo "tools/test.sh: could not prune the disk cache; going on"
 
 # Runs bazel test with the given flags and adds its counts to the totals.
 run() {

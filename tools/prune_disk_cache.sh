@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Keeps Bazel's disk cache (~/.cache/tandem/bazel-disk-cache, see .bazelrc) from filling the disk:
+# Bazel 4 never deletes from it, and every optimised and sanitizer build adds to it. Above
+# TANDEM_DISK_CACHE_GB (default 8) GiB it deletes the least recently written entries until the
+# cache is down to three quarters of that. tools/test.sh runs it first.
+set -euo pipefail
+cache="${HOME}/.cache/tandem/bazel-disk-cache"
+[ -d "$cache" ] || exit 0
+limit_gb="${TANDEM_DISK_CACHE_GB:-8}"
+limit=$((limit_gb * 1024 * 1024 * 1024))
+size=$(du -sb "$cache" | cut -f1)
+[ "$size" -gt "$limit" ] || exit 0
+target=$((limit * 3 / 4))
+echo "prune_disk_cache: $((size / 1024 / 1024)) MiB in $cache, over ${limit_gb} GiB; deleting the oldest entries"
+find "$cache" -type f -printf '%T@ %s %p\n' | sort -n | while read -r _ bytes path; do
+  [ "$size" -le "$target" ] && break
+  rm -f -- "$path"
+  size=$((size - bytes))
+done || true  # sort stops early (SIGPIPE) once enough is deleted
+echo "prune_disk_cache: now $(($(du -sb "$cache" | cut -f1) / 1024 / 1024)) MiB"
