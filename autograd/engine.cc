@@ -108,8 +108,8 @@ void execute(Run& run) {
   }
 
   // Gradients arriving for each node input, kept with the sequence number of the node that sent
-  // them and added up in that order when the node runs: the same sums whatever order threads
-  // deliver in.
+  // them and added up in that order (then by device) when the node runs: the same sums whatever
+  // order threads deliver in.
   using Arrivals = std::vector<std::pair<uint64_t, Tensor>>;
   std::unordered_map<Node*, std::vector<Arrivals>> buffers;
   auto deliver = [&](const Edge& e, const Tensor& g, uint64_t from) {
@@ -124,7 +124,10 @@ void execute(Run& run) {
     if (it == buffers.end()) return grads;
     for (size_t i = 0; i < it->second.size() && i < grads.size(); ++i) {
       Arrivals& arrivals = it->second[i];
-      std::sort(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::sort(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) {
+        if (a.first != b.first) return a.first > b.first;
+        return a.second.device() < b.second.device();
+      });
       for (auto& [from, g] : arrivals) grads[i] = add_gradients(grads[i], g);
     }
     buffers.erase(it);
@@ -151,22 +154,27 @@ void execute(Run& run) {
   // The devices busy at once share the intra-op threads.
   const int total_threads = num_threads();
   auto thread_share = [&] { return std::max(1, total_threads / (1 + workers)); };  // under the lock
-  // The calling thread also serves its own device when it is a device worker (a backward started
-  // inside DataParallel's forward), so that nothing waits on a thread that is waiting itself.
-  const Device* own = current_device_thread();
-  auto served_by_caller = [&](const Device& device) { return device == home || (own && *own == device); };
+  // A backward started on a device's own thread (inside a replica's forward) runs every node
+  // right there: the other devices' threads may be waiting for this one.
+  const bool on_device_thread = current_device_thread() != nullptr;
+  auto served_by_caller = [&](const Device& device) { return device == home || on_device_thread; };
 
   std::function<void(Device)> run_queue;  // drains a device's queue (declared for enqueue)
   auto enqueue = [&](Node* node, const Device& device) {  // under the lock
     Ready& r = ready.try_emplace(device, Ready{ReadyQueue(cmp)}).first->second;
     r.queue.push(node);
     ++pending;
-    if (!served_by_caller(device) && !r.worker_running) {
-      r.worker_running = true;
-      ++workers;
-      post_to_device_thread(device, [&run_queue, device] { run_queue(device); });
-    }
     changed.notify_all();
+    if (served_by_caller(device) || r.worker_running) return;
+    r.worker_running = true;
+    ++workers;
+    try {
+      post_to_device_thread(device, [&run_queue, device] { run_queue(device); });
+    } catch (...) {
+      r.worker_running = false;  // no worker will run: the caller must not wait for one
+      --workers;
+      throw;
+    }
   };
   auto device_of = [&](Node* node) {  // under the lock: where its incoming gradients are
     auto it = buffers.find(node);
@@ -178,21 +186,28 @@ void execute(Run& run) {
     return home;
   };
 
-  // Runs one node (without the lock), then hands its results on (with it).
+  // Runs one node (without the lock), then hands its results on (with it). Called and returns
+  // with the lock held, and never throws: a failure is kept in `error` for the caller to raise
+  // once every thread has stopped using this function's state.
   auto process = [&](Node* node, std::unique_lock<std::mutex>& lock) {
-    std::vector<Tensor> grads = collect(node);
-    for (Capture& c : run.captures) {
-      if (c.edge.node.get() == node) c.grad = add_gradients(c.grad, grads[c.edge.input_nr]);
+    std::exception_ptr failure;
+    std::vector<Tensor> grads;
+    try {
+      grads = collect(node);
+      for (Capture& c : run.captures) {
+        if (c.edge.node.get() == node) c.grad = add_gradients(c.grad, grads[c.edge.input_nr]);
+      }
+    } catch (...) {
+      failure = std::current_exception();
     }
-    lock.unlock();
     bool any_gradient = false;
     for (const Tensor& g : grads) any_gradient |= g.defined();
-    bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
-    bool run_node = any_gradient && (run.captures.empty() ? (run.accumulate || !is_leaf_node)
-                                                          : needed.count(node) && !is_leaf_node);
+    const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    const bool run_node = !failure && any_gradient &&
+                          (run.captures.empty() ? (run.accumulate || !is_leaf_node) : needed.count(node) && !is_leaf_node);
     std::vector<Tensor> outputs;
-    std::exception_ptr failure;
     if (run_node) {
+      lock.unlock();
       try {
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {
@@ -222,15 +237,19 @@ void execute(Run& run) {
       } catch (...) {
         failure = std::current_exception();
       }
+      lock.lock();
     }
-    lock.lock();
     if (failure && !error) error = failure;
-    for (size_t i = 0; i < node->next_edges.size(); ++i) {
-      const Edge& e = node->next_edges[i];
-      if (!e.node) continue;
-      if (run_node && i < outputs.size()) deliver(e, outputs[i], node->sequence_nr);
-      owners[e.node.get()] = e.node;
-      if (--dependencies[e.node.get()] == 0 && !error) enqueue(e.node.get(), device_of(e.node.get()));
+    try {
+      for (size_t i = 0; i < node->next_edges.size(); ++i) {
+        const Edge& e = node->next_edges[i];
+        if (!e.node) continue;
+        if (run_node && !failure && i < outputs.size()) deliver(e, outputs[i], node->sequence_nr);
+        owners[e.node.get()] = e.node;
+        if (--dependencies[e.node.get()] == 0 && !error) enqueue(e.node.get(), device_of(e.node.get()));
+      }
+    } catch (...) {
+      if (!error) error = std::current_exception();
     }
     owners.erase(node);
     --pending;
@@ -258,11 +277,15 @@ void execute(Run& run) {
     deliver(e, run.root_grads[i], UINT64_MAX);
     if (e.node) owners[e.node.get()] = e.node;
   }
-  for (const Edge& e : run.roots) {
-    if (e.node && dependencies[e.node.get()] == 0 && owners.count(e.node.get())) {
-      dependencies[e.node.get()] = -1;  // queued once
-      enqueue(e.node.get(), device_of(e.node.get()));
+  try {
+    for (const Edge& e : run.roots) {
+      if (e.node && dependencies[e.node.get()] == 0 && owners.count(e.node.get())) {
+        dependencies[e.node.get()] = -1;  // queued once
+        enqueue(e.node.get(), device_of(e.node.get()));
+      }
     }
+  } catch (...) {
+    error = std::current_exception();
   }
   // The calling thread serves the home device until every node has run and every worker is done.
   AutoGradMode mode(run.create_graph);

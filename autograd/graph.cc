@@ -99,9 +99,12 @@ CurrentNodeGuard::CurrentNodeGuard(std::shared_ptr<Node> node) : previous_(std::
 
 CurrentNodeGuard::~CurrentNodeGuard() { t_current_node = std::move(previous_); }
 
+// Per thread: replicas recording the same model at the same time on their devices' threads
+// number their nodes alike, whatever the timing, so the engine's order of adding gradients
+// (by sender number, then device) is the same on every run.
 uint64_t next_sequence_nr() {
-  static std::atomic<uint64_t> counter{0};
-  return counter.fetch_add(1);
+  thread_local uint64_t counter = 0;
+  return counter++;
 }
 
 }  // namespace autograd

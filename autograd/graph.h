@@ -35,7 +35,7 @@ struct Node : std::enable_shared_from_this<Node> {
 
   std::vector<Edge> next_edges;
   uint32_t num_outputs = 1;
-  uint64_t sequence_nr = 0;  // creation order: the engine runs later nodes first
+  uint64_t sequence_nr = 0;  // creation order on its thread: the engine runs later nodes first
   // Hooks on the gradient of output i (Tensor::register_hook on a non-leaf), and the tensors
   // that keep that gradient (retain_grad), filled after the hooks have run.
   std::vector<std::vector<std::pair<int, TensorHook>>> pre_hooks;

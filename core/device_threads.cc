@@ -115,37 +115,48 @@ std::vector<std::exception_ptr> run_on_device_threads(const std::vector<Device>&
       TD_CHECK(devices[i] != devices[j], "run_on_device_threads: device ", devices[i], " is listed twice");
     }
   }
-  // Shared with the posted closures: a worker may still be unlocking after the caller returns.
+  std::vector<std::exception_ptr> errors(tasks.size());
+  // On a device's own thread (work started inside another device task) everything runs right
+  // here, one task after another: waiting for other devices' threads, which may themselves be
+  // waiting for this one, could deadlock.
+  if (t_worker_device) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      try {
+        tasks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+    return errors;
+  }
+  // Every thread exists before any task is queued, so nothing below can fail halfway.
+  std::vector<DeviceThread*> threads;
+  for (const Device& d : devices) threads.push_back(&thread_for(d));
+  // Shared with the queued closures, tasks included: a worker may still be unlocking after the
+  // caller returns, or (if queuing failed midway) run after the caller has unwound.
   struct State {
+    std::vector<std::function<void()>> tasks;
     std::vector<std::exception_ptr> errors;
     std::mutex mutex;
     std::condition_variable finished;
     size_t remaining = 0;
   };
   auto state = std::make_shared<State>();
-  state->errors.resize(tasks.size());
+  state->tasks = tasks;
+  state->errors = std::move(errors);
   state->remaining = tasks.size();
-  auto run = [state, &tasks](size_t i) {
-    try {
-      tasks[i]();
-    } catch (...) {
-      state->errors[i] = std::current_exception();
-    }
-    std::lock_guard lock(state->mutex);
-    if (--state->remaining == 0) state->finished.notify_all();
-  };
-  int inline_task = -1;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (t_worker_device && *t_worker_device == devices[i]) {
-      inline_task = static_cast<int>(i);  // this thread is that device's worker
-      continue;
-    }
-    thread_for(devices[i]).enqueue([run, i] { run(i); });
+    threads[i]->enqueue([state, i] {
+      try {
+        state->tasks[i]();
+      } catch (...) {
+        state->errors[i] = std::current_exception();
+      }
+      std::lock_guard lock(state->mutex);
+      if (--state->remaining == 0) state->finished.notify_all();
+    });
   }
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (static_cast<int>(i) != inline_task) thread_for(devices[i]).wake();
-  }
-  if (inline_task >= 0) run(static_cast<size_t>(inline_task));
+  for (DeviceThread* t : threads) t->wake();
   std::unique_lock lock(state->mutex);
   state->finished.wait(lock, [&] { return state->remaining == 0; });
   return std::move(state->errors);

@@ -13,7 +13,8 @@ namespace tandem {
 
 // Runs tasks[i] on the worker of devices[i] (devices distinct), all at once, and waits for all of
 // them. Returns one exception_ptr per task (null where it succeeded); never throws what a task
-// threw. A task started from a device's own worker runs inline there, so nesting cannot deadlock.
+// threw. Called on any device's worker (nested work), it runs the tasks right there, one after
+// another, so that workers never wait for each other.
 std::vector<std::exception_ptr> run_on_device_threads(const std::vector<Device>& devices,
                                                       const std::vector<std::function<void()>>& tasks);
 

@@ -1,12 +1,15 @@
 #include "core/trace.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 
 namespace tandem::trace {
@@ -33,37 +36,66 @@ struct Trace {
       on = true;
     }
   }
-  ~Trace() {
-    if (on) write();
-  }
 
-  void write() {
-    std::lock_guard lock(mutex);
+  // Writes the file; says whether it could. Called with the mutex held.
+  bool write() {
     std::ofstream out(path, std::ios::trunc);
-    if (!out) return;  // at exit there is no one left to tell; flush() checks below
-    // Rows sorted so devices come in order and "comm" last.
+    if (!out) return false;
+    // Devices in their order (cpu:2 before cpu:10), then any other row, "comm" last.
+    std::vector<std::pair<std::string, int>> ordered(rows.begin(), rows.end());
+    auto key = [](const std::string& name) {
+      try {
+        Device d(name);
+        return std::make_tuple(0, static_cast<int>(d.type()), d.index(), name);
+      } catch (const Error&) {
+        return std::make_tuple(name == "comm" ? 2 : 1, 0, 0, name);
+      }
+    };
+    std::sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
     out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
     bool first = true;
-    int rank = 0;
-    for (const auto& [name, id] : rows) {
+    for (size_t rank = 0; rank < ordered.size(); ++rank) {
+      const auto& [name, id] = ordered[rank];
       out << (first ? "" : ",\n") << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": " << id
-          << ", \"args\": {\"name\": \"" << name << "\"}}";
+          << ", \"args\": {\"name\": \"" << escaped(name) << "\"}}";
       out << ",\n{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": 1, \"tid\": " << id
-          << ", \"args\": {\"sort_index\": " << (name == "comm" ? 1000000 : rank++) << "}}";
+          << ", \"args\": {\"sort_index\": " << rank << "}}";
       first = false;
     }
     for (const Event& e : events) {
-      out << (first ? "" : ",\n") << "{\"ph\": \"X\", \"name\": \"" << e.name << "\", \"pid\": 1, \"tid\": " << e.row
-          << ", \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us << "}";
+      out << (first ? "" : ",\n") << "{\"ph\": \"X\", \"name\": \"" << escaped(e.name)
+          << "\", \"pid\": 1, \"tid\": " << e.row << ", \"ts\": " << e.start_us << ", \"dur\": " << e.duration_us
+          << "}";
       first = false;
     }
     out << "\n]}\n";
+    out.flush();
+    return static_cast<bool>(out);
+  }
+
+  static std::string escaped(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;  // control characters: dropped
+      out += c;
+    }
+    return out;
   }
 };
 
+// Never destroyed (device threads may still record while the program exits); written at exit.
 Trace& global() {
-  static Trace trace;
-  return trace;
+  static Trace* trace = [] {
+    auto* t = new Trace();
+    std::atexit([] {
+      Trace& g = global();
+      std::lock_guard lock(g.mutex);
+      if (g.on) g.write();
+    });
+    return t;
+  }();
+  return *trace;
 }
 
 }  // namespace
@@ -80,10 +112,9 @@ void set_output(const std::string& path) {
 
 void flush() {
   Trace& t = global();
+  std::lock_guard lock(t.mutex);
   if (!t.on) return;
-  t.write();
-  std::ifstream check(t.path);
-  TD_CHECK(check.good(), "trace: cannot write ", t.path);
+  TD_CHECK(t.write(), "trace: cannot write ", t.path);
 }
 
 void record(const std::string& name, const std::string& row, Clock::time_point start, Clock::time_point end) {

@@ -90,10 +90,6 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
     for (size_t d = 0; d < devices.size(); ++d) task(d);
     return;
   }
-  if (devices.size() == 1) {
-    task(0);
-    return;
-  }
   std::vector<std::function<void()>> tasks;
   for (size_t d = 0; d < devices.size(); ++d) tasks.push_back([&task, d] { task(d); });
   for (const std::exception_ptr& e : run_on_device_threads(devices, tasks)) {

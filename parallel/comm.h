@@ -7,9 +7,10 @@
 //   all_reduce         every device's tensor becomes the sum of all (in place)
 //   all_gather         every device gets the concatenation of all
 //   reduce_scatter     device i gets chunk i of the sum
-// and the _coalesced forms, which move many tensors per call in buffers of at most buffer_size
-// bytes. On CPU devices each destination device's worker thread does its own copies and adds,
-// straight from the sources, with no staging copies. Every call adds to comm_stats(): bytes that
+// and the _coalesced forms, which move many tensors per call. buffer_size is the most a device
+// backend that stages tensors through one buffer (the CUDA backend, to come) copies at once; on
+// CPU devices nothing is staged: each destination device's worker thread does its own copies
+// and adds, straight from the sources, so there buffer_size changes nothing. Every call adds to comm_stats(): bytes that
 // crossed from one device to another, and time.
 #pragma once
 

@@ -226,7 +226,7 @@ class DataParallelImpl : public DataParallelBase {
             return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
           });
         },
-        &forward);
+        &forward, "forward", replica_indices(p));
     const auto gather_start = std::chrono::steady_clock::now();
     Result out = gather_outputs(outputs, output_device(), dim());
     finish_forward(forward, std::vector<double>(forward.size(), 0.0), detail::elapsed_since(gather_start));
@@ -279,7 +279,7 @@ class DataParallelImpl : public DataParallelBase {
       return loss;
       });
         },
-        nullptr, nullptr);  // traced as forward and loss above
+        nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
     Tensor per_replica = gather_outputs(losses, output_device(), 0);  // one value per replica
     std::vector<double> shares;

@@ -101,31 +101,44 @@ void Broadcast::connect(const std::vector<Tensor>& tensors, const std::vector<st
 }
 
 std::vector<Tensor> ReduceAddCoalesced::apply(const std::vector<std::vector<Tensor>>& per_device, Device destination) {
+  for (size_t d = 0; d < per_device.size(); ++d) {
+    for (const Tensor& t : per_device[d]) {
+      TD_CHECK(t.defined() && t.device() == per_device[d][0].device(), "ReduceAddCoalesced: list ", d,
+               " must hold tensors of one device, but has ", per_device[d][0].device(), " and ",
+               t.defined() ? t.device().str() : std::string("an undefined tensor"));
+    }
+  }
   std::vector<Tensor> out;
   {
     NoGradGuard no_grad;
     out = comm::reduce_add_coalesced(per_device, destination);
   }
+  std::vector<Tensor> all;
+  for (const auto& list : per_device) all.insert(all.end(), list.begin(), list.end());
+  if (!autograd::needs_grad(all)) return out;
   std::vector<const Tensor*> inputs;
   for (const auto& list : per_device) {
     for (const Tensor& t : list) inputs.push_back(&t);
   }
-  std::vector<Tensor> all;
-  for (const auto& list : per_device) all.insert(all.end(), list.begin(), list.end());
-  if (!autograd::needs_grad(all)) return out;
   std::vector<Tensor*> outputs;
   for (Tensor& t : out) outputs.push_back(&t);
   std::vector<Device> devices;
   for (const auto& list : per_device) devices.push_back(list.empty() ? destination : list[0].device());
   const size_t count = out.size();
   autograd::record("ReduceAddCoalescedBackward", inputs, outputs, [devices, count](const std::vector<Tensor>& g) {
-    // Every summand's gradient is the sum's gradient, on the summand's device.
-    std::vector<Tensor> result(devices.size() * count);
+    // Every summand's gradient is the sum's gradient: a broadcast back to the summands' devices.
+    std::vector<size_t> defined;
+    std::vector<Tensor> grads;
     for (size_t i = 0; i < count; ++i) {
       if (!g[i].defined()) continue;
-      for (size_t d = 0; d < devices.size(); ++d) {
-        result[d * count + i] = devices[d] == g[i].device() ? g[i] : to(g[i], devices[d], g[i].dtype());
-      }
+      defined.push_back(i);
+      grads.push_back(g[i]);
+    }
+    std::vector<Tensor> result(devices.size() * count);
+    if (grads.empty()) return result;
+    std::vector<std::vector<Tensor>> copies = Broadcast::apply(grads, devices);
+    for (size_t d = 0; d < devices.size(); ++d) {
+      for (size_t k = 0; k < defined.size(); ++k) result[d * count + defined[k]] = copies[d][k];
     }
     return result;
   });

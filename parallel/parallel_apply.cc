@@ -29,7 +29,7 @@ bool is_aborted(const std::exception_ptr& e) {
 }  // namespace
 
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds, const char* what) {
+                  std::vector<double>* seconds, const char* what, const std::vector<size_t>& replica_numbers) {
   const bool grad_mode = is_grad_enabled();
   const int threads = std::max<int>(1, num_threads() / static_cast<int>(std::max<size_t>(devices.size(), 1)));
   if (seconds) seconds->assign(devices.size(), 0.0);
@@ -60,7 +60,8 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
   } catch (...) {
     message = "an exception that is not a std::exception";
   }
-  TD_FAIL("in replica ", *failed, " on device ", devices[*failed], ": ", message);
+  const size_t replica = *failed < replica_numbers.size() ? replica_numbers[*failed] : *failed;
+  TD_FAIL("in replica ", replica, " on device ", devices[*failed], ": ", message);
 }
 
 }  // namespace tandem::parallel

@@ -21,16 +21,18 @@ class ReplicaAborted : public Error {
 };
 
 // Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time,
-// and a trace (TANDEM_TRACE) shows each call as `what` (unless null) on its device's row.
+// and a trace (TANDEM_TRACE) shows each call as `what` (unless null) on its device's row. Errors
+// name call i "replica replica_numbers[i]" (default: i).
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds = nullptr, const char* what = "forward");
+                  std::vector<double>* seconds = nullptr, const char* what = "forward",
+                  const std::vector<size_t>& replica_numbers = {});
 
 template <typename F>
 auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<double>* seconds = nullptr,
-                    const char* what = "forward") {
+                    const char* what = "forward", const std::vector<size_t>& replica_numbers = {}) {
   using R = std::invoke_result_t<F&, size_t>;
   std::vector<std::optional<R>> results(devices.size());
-  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds, what);
+  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds, what, replica_numbers);
   std::vector<R> out;
   out.reserve(results.size());
   for (auto& r : results) out.push_back(std::move(*r));

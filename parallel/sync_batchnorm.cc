@@ -13,14 +13,30 @@ nn::functional::BatchStats BatchNormSyncPoint::combine(size_t rank, const nn::fu
   {
     std::unique_lock lock(mutex_);
     TD_CHECK(rank < slots_.size(), "sync_batchnorm: replica ", rank, " of ", slots_.size());
+    auto wait = [&](auto ready) {
+      if (!changed_.wait_for(lock, kTimeout, [&] { return aborted_ || ready(); })) {
+        TD_FAIL("sync_batchnorm: replica ", rank, " waited ", kTimeout.count(), " s for the other replicas' batch "
+                "statistics; every replica must run the same BatchNorm layers, the same number of times");
+      }
+      if (aborted_) throw ReplicaAborted("sync_batchnorm: another replica failed before sharing its batch statistics");
+    };
+    // A second call of this layer waits until every replica has read the first round.
+    wait([&] { return !filled_[rank]; });
+    const uint64_t round = round_;
     slots_[rank] = local;
-    if (++arrived_ == slots_.size()) all_arrived_.notify_all();
-    all_arrived_.wait(lock, [&] { return aborted_ || arrived_ == slots_.size(); });
-    if (aborted_) throw ReplicaAborted("sync_batchnorm: another replica failed before sharing its batch statistics");
+    filled_[rank] = true;
+    if (++arrived_ == slots_.size()) {
+      complete_ = round + 1;
+      changed_.notify_all();
+    }
+    wait([&] { return complete_ > round; });
     all = slots_;
-    if (++left_ == slots_.size()) {  // the last to read resets the point for the next forward
+    if (++left_ == slots_.size()) {  // the last to read opens the next round
       arrived_ = left_ = 0;
       for (auto& s : slots_) s = {};
+      filled_.assign(slots_.size(), false);
+      ++round_;
+      changed_.notify_all();
     }
   }
   // Every replica combines all replicas' statistics on its own device: the chunk means and
@@ -46,7 +62,7 @@ nn::functional::BatchStats BatchNormSyncPoint::combine(size_t rank, const nn::fu
 void BatchNormSyncPoint::abort() {
   std::lock_guard lock(mutex_);
   aborted_ = true;
-  all_arrived_.notify_all();
+  changed_.notify_all();
 }
 
 std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_batchnorm(

@@ -5,7 +5,9 @@
 // offers this only for DistributedDataParallel (SyncBatchNorm).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -15,19 +17,27 @@
 
 namespace tandem::parallel {
 
+// Where the replicas' calls of one BatchNorm layer meet. Calls pair up in rounds: every
+// replica's first call, then every replica's second (a layer used twice in a forward).
 class BatchNormSyncPoint {
  public:
-  explicit BatchNormSyncPoint(size_t replicas) : slots_(replicas) {}
+  explicit BatchNormSyncPoint(size_t replicas) : slots_(replicas), filled_(replicas, false) {}
   // Replica `rank`'s statistics in, the whole batch's out. Waits for every replica; throws
-  // ReplicaAborted if another replica failed first.
+  // ReplicaAborted if another replica failed first, and tandem::Error if the others have not
+  // come within `timeout` (a replica that skipped the layer: every replica must run the same
+  // BatchNorm layers the same number of times).
   nn::functional::BatchStats combine(size_t rank, const nn::functional::BatchStats& local);
   void abort();
+  static constexpr auto kTimeout = std::chrono::seconds(300);
 
  private:
   std::mutex mutex_;
-  std::condition_variable all_arrived_;
+  std::condition_variable changed_;
   std::vector<nn::functional::BatchStats> slots_;
+  std::vector<bool> filled_;
   size_t arrived_ = 0, left_ = 0;
+  uint64_t round_ = 0;     // the round being filled
+  uint64_t complete_ = 0;  // rounds whose slots are all filled
   bool aborted_ = false;
 };
 

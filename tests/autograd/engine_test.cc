@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "autograd/record.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -264,4 +265,21 @@ TEST_CASE("backward runs each device's part of the graph on that device's thread
   z.register_hook([](const td::Tensor&) -> td::Tensor { TD_FAIL("hook on cpu:1 failed"); });
   td::testing::check_error([&] { z.sum().to(td::Device("cpu:0")).backward(); }, {"hook on cpu:1 failed"});
   CHECK(values(grad_once()) == values(first));
+}
+
+TEST_CASE("a failure while gradients from several devices are added is an error, not a crash", "[cpu]") {
+  td::Tensor x = td::testing::random_tensor({4}, td::kFloat64).requires_grad_();
+  td::Tensor y = x.to(td::Device("cpu:1"));
+  // A node whose backward returns a gradient of the wrong shape for y, which y's other use's
+  // gradient then meets on cpu:1's thread.
+  td::Tensor z = td::zeros({}, td::kFloat64).to(td::Device("cpu:1"));
+  td::autograd::record("BadBackward", {&y}, {&z}, [](const std::vector<td::Tensor>& g) {
+    return std::vector<td::Tensor>{td::ones({3}, td::kFloat64).to(g[0].device())};
+  });
+  td::Tensor loss = (z + (y * 2.0).sum()).to(td::Device("cpu:0"));
+  CHECK_THROWS_AS(loss.backward(), td::Error);
+  // The engine and the device threads still work.
+  x.mutable_grad() = td::Tensor();
+  (x.to(td::Device("cpu:1")) * 3.0).sum().to(td::Device("cpu:0")).backward();
+  check_close(x.grad(), std::vector<double>(4, 3.0), 0, 0);
 }

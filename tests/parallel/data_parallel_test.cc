@@ -267,6 +267,9 @@ TEST_CASE("an exception in a replica is re-raised naming the replica and its dev
   *model->fail_on = cpu1;
   par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
   td::testing::check_error([&] { dp(td::ones({9, 2})); }, {"in replica 1 on device cpu:1", "has 3 rows"});
+  // Replicas are numbered as device_ids are, also when some get no rows.
+  par::DataParallel skewed(model, par::DataParallelOptions(first_devices(3)).chunk_sizes({0, 9, 0}));
+  td::testing::check_error([&] { skewed(td::ones({9, 2})); }, {"in replica 1 on device cpu:1", "has 9 rows"});
   model->fail_on->reset();
   CHECK(dp(td::ones({9, 2})).sizes() == td::Shape{9, 2});  // the workers still serve
 }
@@ -529,4 +532,46 @@ TEST_CASE("a gradient penalty (double backward) through DataParallel equals one 
   auto got = penalty_grads(model, [&](const Tensor& in) { return dp(in); });
   auto expected = penalty_grads(reference, [&](const Tensor& in) { return reference->forward(in); });
   for (size_t i = 0; i < got.size(); ++i) td::testing::check_close(got[i], expected[i], 1e-11, 1e-12, "double backward");
+}
+
+namespace {
+
+// One BatchNorm layer applied twice in a forward: its replicas meet twice, in order.
+class TwiceBnImpl : public nn::Cloneable<TwiceBnImpl> {
+ public:
+  TwiceBnImpl() { reset(); }
+  void reset() override {
+    fc = register_module("fc", nn::Linear(5, 5));
+    bn = register_module("bn", nn::BatchNorm1d(5));
+  }
+  Tensor forward(const Tensor& x) override { return bn(td::tanh(fc(bn(x)))); }
+  nn::Linear fc{nullptr};
+  nn::BatchNorm1d bn{nullptr};
+};
+
+}  // namespace
+
+TEST_CASE("sync_batchnorm: a layer used twice in a forward, and gradients the same bit for bit on every run",
+          "[cpu]") {
+  td::testing::reseed(27);
+  Tensor x = td::testing::random_tensor({11, 5}, td::kFloat64);
+  auto run = [&](bool data_parallel) {
+    auto model = make_model<TwiceBnImpl>(29, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1, cpu2}).sync_batchnorm(true));
+    Tensor out = data_parallel ? dp(x) : model->forward(x);
+    (out * out).sum().backward();
+    std::vector<std::vector<double>> grads;
+    for (const Tensor& p : model->parameters()) grads.push_back(td::testing::values(p.grad()));
+    grads.push_back(td::testing::values(out));
+    return grads;
+  };
+  auto single = run(false);
+  auto first = run(true);
+  for (size_t i = 0; i < single.size(); ++i) {
+    for (size_t k = 0; k < single[i].size(); ++k) {
+      INFO("tensor " << i << " element " << k);
+      CHECK(first[i][k] == Approx(single[i][k]).epsilon(1e-10).margin(1e-12));
+    }
+  }
+  for (int repeat = 0; repeat < 5; ++repeat) CHECK(run(true) == first);
 }

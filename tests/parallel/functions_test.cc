@@ -89,15 +89,30 @@ TEST_CASE("Broadcast's gradient is the sum of its copies' gradients; ReduceAddCo
 
 TEST_CASE("the collectives' backward nodes are each other's", "[cpu]") {
   td::Tensor x = leaf({4, 2});
+  // The gradient of each function, computed with create_graph, is the output of its partner.
+  auto grad_fn_of_gradient = [&](const td::Tensor& out, const td::Tensor& input) {
+    td::Tensor g = td::autograd::grad({(out * out).sum().to(cpu0)}, {input}, {}, std::nullopt, true)[0];
+    return g.grad_fn() ? g.grad_fn()->name() : std::string("none");
+  };
   auto chunks = par::Scatter::apply(x, {cpu0, cpu1});
   CHECK(chunks[1].grad_fn()->name() == "ScatterBackward");
-  td::Tensor g = par::Gather::apply(chunks, cpu0);
+  CHECK(grad_fn_of_gradient(chunks[1], x) == "GatherBackward");
+  td::Tensor a = leaf({2, 2}, cpu1), b = leaf({3, 2}, cpu2);
+  td::Tensor g = par::Gather::apply({a, b}, cpu0);
   CHECK(g.grad_fn()->name() == "GatherBackward");
+  CHECK(grad_fn_of_gradient(g, b) == "ScatterBackward");
   auto copies = par::Broadcast::apply({x}, {cpu0, cpu1});
   CHECK(copies[1][0].grad_fn()->name() == "BroadcastBackward");
+  CHECK(grad_fn_of_gradient(copies[1][0], x) == "ReduceAddCoalescedBackward");
   CHECK(copies[0][0].is_alias_of(x));  // on x's own device: x's memory, its own autograd state
   CHECK_FALSE(copies[0][0].is_same(x));
   CHECK(x.is_leaf());
+  td::Tensor c = leaf({4, 2}, cpu1);
+  auto sums = par::ReduceAddCoalesced::apply({{x}, {c}}, cpu2);
+  CHECK(sums[0].grad_fn()->name() == "ReduceAddCoalescedBackward");
+  CHECK(grad_fn_of_gradient(sums[0], c) == "BroadcastBackward");
+  td::testing::check_error([&] { par::ReduceAddCoalesced::apply({{x, c}, {c, x}}, cpu2); },
+                           {"ReduceAddCoalesced", "list 0", "cpu:0", "cpu:1"});
   // With grad mode off nothing is recorded.
   td::NoGradGuard no_grad;
   CHECK_FALSE(par::Scatter::apply(x, {cpu0, cpu1})[1].requires_grad());
