@@ -209,6 +209,7 @@ void execute(Run& run) {
     if (run_node) {
       lock.unlock();
       try {
+        const auto start = std::chrono::steady_clock::now();  // hooks count as the node's time
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {
             if (!grads[i].defined()) continue;
@@ -223,7 +224,6 @@ void execute(Run& run) {
           m.grad = m.grad.defined() ? m.grad + grads[i]
                                     : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
         }
-        const auto start = std::chrono::steady_clock::now();
         outputs = node->apply(grads);
         if (!run.keep_graph) node->release();
         const auto end = std::chrono::steady_clock::now();

@@ -174,6 +174,16 @@ std::vector<size_t> DataParallelBase::replica_indices(const ScatterPlan& plan) c
 }
 
 void DataParallelBase::begin_step() {
+  // What balanced chunking learns from: each device's seconds per row in the step that just
+  // ended, forward, loss and backward, smoothed over steps.
+  if (options_.chunking_ == Chunking::kBalanced && current_.devices.size() >= 2) {
+    for (const DeviceStepStats& d : stats().devices) {
+      if (d.rows == 0) continue;
+      size_t i = static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d.device) - device_ids_.begin());
+      double per_row = (d.forward + d.loss + d.backward) / static_cast<double>(d.rows);
+      seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
+    }
+  }
   backward_at_start_ = autograd::backward_seconds_by_device();
   comm_at_start_ = comm::comm_stats();
 }
@@ -216,15 +226,6 @@ void DataParallelBase::finish_forward(const std::vector<double>& forward, const 
     current_.devices[i].loss = loss[i];
   }
   current_.gather = gather_seconds;
-  if (options_.chunking_ != Chunking::kBalanced || current_.devices.size() < 2) return;
-  // What balanced chunking learns from: each device's forward seconds per row this step
-  // (backward, measured later, costs in proportion), smoothed over steps.
-  for (const DeviceStepStats& d : current_.devices) {
-    if (d.rows == 0) continue;
-    size_t i = static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d.device) - device_ids_.begin());
-    double per_row = (d.forward + d.loss) / static_cast<double>(d.rows);
-    seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
-  }
 }
 
 StepStats DataParallelBase::stats() const {

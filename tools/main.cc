@@ -16,6 +16,12 @@ namespace {
 
 int devices() {
   fmt::print("cpu:N   any index; {} intra-op threads (TANDEM_NUM_THREADS)\n", td::num_threads());
+  std::string visible;
+  for (const td::Device& d : td::parallel::visible_devices()) {
+    if (!visible.empty()) visible += ',';
+    visible += d.str();
+  }
+  fmt::print("data parallel over all devices (--devices all): {}\n", visible);
   if (!td::cuda::built_with_cuda()) {
     fmt::print("cuda    this build has no CUDA support\n");
     return 0;

@@ -354,27 +354,42 @@ TEST_CASE("state_dict has the module's keys and round-trips between DataParallel
   check_same_parameters(*model, *other, 0, "dp from prefixed");
 }
 
-TEST_CASE("balanced chunking gives a slow device fewer rows", "[cpu]") {
+TEST_CASE("balanced chunking gives a device that is slow in forward or in backward fewer rows", "[cpu]") {
+  // Sleeps on cpu:1 in proportion to the rows there: in forward, or in backward (a gradient hook).
   class SlowOnOneImpl : public nn::Cloneable<SlowOnOneImpl> {
    public:
-    SlowOnOneImpl() { reset(); }
+    explicit SlowOnOneImpl(bool in_backward = false) : in_backward(in_backward) { reset(); }
     void reset() override { fc = register_module("fc", nn::Linear(2, 2)); }
     Tensor forward(const Tensor& x) override {
-      if (x.device() == Device("cpu:1")) std::this_thread::sleep_for(std::chrono::milliseconds(2 * x.size(0)));
-      return fc(x);
+      const bool slow = x.device() == Device("cpu:1");
+      const int64_t rows = x.size(0);
+      if (slow && !in_backward) std::this_thread::sleep_for(std::chrono::milliseconds(2 * rows));
+      Tensor out = fc(x);
+      if (slow && in_backward) {
+        out.register_hook([rows](const Tensor& g) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2 * rows));
+          return g;
+        });
+      }
+      return out;
     }
     nn::Linear fc{nullptr};
+    bool in_backward;
   };
-  par::DataParallel dp(std::make_shared<SlowOnOneImpl>(),
-                       par::DataParallelOptions({cpu0, cpu1}).chunking(par::Chunking::kBalanced));
-  dp(td::ones({32, 2}));
-  CHECK(dp->stats().devices[1].rows == 16);  // nothing measured yet: even
-  for (int i = 0; i < 3; ++i) dp(td::ones({32, 2}));
-  const auto& devices = dp->stats().devices;
-  INFO("rows: " << devices[0].rows << ", " << devices[1].rows);
-  CHECK(devices[1].rows >= 1);
-  CHECK(devices[1].rows < 8);
-  CHECK(devices[0].rows + devices[1].rows == 32);
+  for (bool in_backward : {false, true}) {
+    INFO((in_backward ? "slow in backward" : "slow in forward"));
+    par::DataParallel dp(std::make_shared<SlowOnOneImpl>(in_backward),
+                         par::DataParallelOptions({cpu0, cpu1}).chunking(par::Chunking::kBalanced));
+    auto step = [&] { dp(td::ones({32, 2})).sum().backward(); };
+    step();
+    CHECK(dp->stats().devices[1].rows == 16);  // nothing measured yet: even
+    for (int i = 0; i < 3; ++i) step();
+    const auto& devices = dp->stats().devices;
+    INFO("rows: " << devices[0].rows << ", " << devices[1].rows);
+    CHECK(devices[1].rows >= 1);
+    CHECK(devices[1].rows < 8);
+    CHECK(devices[0].rows + devices[1].rows == 32);
+  }
 }
 
 TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]") {
