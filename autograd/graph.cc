@@ -4,6 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/elementwise.h"
 
@@ -19,8 +20,19 @@ std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_output
   }
   if (!m.grad.defined()) {
     // The leaf gets a dense tensor of its own (an incoming gradient may be an expanded view);
-    // under create_graph the copy is recorded, so the gradient stays differentiable.
-    m.grad = is_grad_enabled() ? clone(grad) : kernels::clone(grad);
+    // under create_graph the copy is recorded, so the gradient stays differentiable. A fresh
+    // dense gradient that nothing else holds (the engine's handle and this one; its memory
+    // only through it) becomes .grad() as it is: no copy.
+    const bool only_here = grad.impl_ptr().use_count() <= 2 && grad.storage().use_count() == 1 &&
+                           !grad.requires_grad() && kernels::is_non_overlapping_and_dense(grad) &&
+                           grad.dtype() == variable.dtype() && grad.device() == variable.device();
+    if (is_grad_enabled()) {
+      m.grad = clone(grad);
+    } else if (only_here) {
+      m.grad = grad;
+    } else {
+      m.grad = kernels::clone(grad);
+    }
   } else if (is_grad_enabled()) {
     m.grad = m.grad + grad;  // create_graph: the accumulation itself is differentiable
   } else {

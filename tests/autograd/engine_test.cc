@@ -283,3 +283,24 @@ TEST_CASE("a failure while gradients from several devices are added is an error,
   (x.to(td::Device("cpu:1")) * 3.0).sum().to(td::Device("cpu:0")).backward();
   check_close(x.grad(), std::vector<double>(4, 3.0), 0, 0);
 }
+
+TEST_CASE("a leaf's first gradient is taken without a copy only when nothing else can see it", "[cpu]") {
+  td::Tensor x = td::ones({3}, td::kFloat64).requires_grad_(), y = td::ones({3}, td::kFloat64).requires_grad_();
+  (x + y).sum().backward();  // add's backward hands the same gradient to both
+  CHECK_FALSE(x.grad().is_alias_of(y.grad()));
+  x.mutable_grad().mul_(5.0);
+  check_close(y.grad(), std::vector<double>(3, 1.0), 0, 0);
+
+  td::Tensor kept;
+  td::Tensor w = td::ones({2, 2}, td::kFloat64).requires_grad_();
+  w.register_hook([&kept](const td::Tensor& g) {
+    kept = g;  // the hook holds the gradient: .grad() must be a copy
+    return td::Tensor();
+  });
+  (w * 3.0).sum().backward();
+  CHECK_FALSE(w.grad().is_alias_of(kept));
+  // A fresh, dense gradient nobody holds is stored as it is (its values are what matter here).
+  td::Tensor v = td::ones({4, 4}, td::kFloat64).requires_grad_();
+  (v * v).sum().backward();
+  check_close(v.grad(), std::vector<double>(16, 2.0), 0, 0);
+}
