@@ -154,6 +154,11 @@ TEST_CASE("integer powers: squaring, zero exponent, and negative exponents", "[c
   CHECK(values(td::pow(i, 0)) == std::vector<double>{1, 1, 1, 1, 1, 1});
   CHECK(values(td::pow(i, td::tensor({-1, -1, 2, -2, -1, 1}))) == std::vector<double>{0, -1, 0, 1, 0, 5});
   check_error([&] { td::pow(i, -1); }, {"pow", "negative integer powers"});
+  {
+    td::testing::Snapshot before(i);
+    check_error([&] { i.pow_(-2); }, {"pow_", "negative integer powers (-2)"});
+    before.check_unchanged(i);
+  }
   CHECK(td::pow(i, 0.5).dtype() == td::kFloat32);
 }
 
