@@ -590,3 +590,24 @@ TEST_CASE("sync_batchnorm: a layer used twice in a forward, and gradients the sa
   }
   for (int repeat = 0; repeat < 5; ++repeat) CHECK(run(true) == first);
 }
+
+TEST_CASE("a Sequential of library layers replicates and trains as one device does", "[cpu]") {
+  td::testing::reseed(28);
+  auto build = [] {
+    td::manual_seed(31);
+    nn::Sequential seq(nn::Linear(5, 7), nn::ReLU(), nn::Dropout(0.0), nn::Linear(7, 3));
+    seq->to(cpu0, td::kFloat64);
+    return seq;
+  };
+  nn::Sequential model = build(), reference = build();
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1, cpu2}));
+  Tensor x = td::testing::random_tensor({8, 5}, td::kFloat64);
+  td::testing::check_close(dp(x).detach(), reference(x).detach(), 1e-12, 1e-12, "output");
+  dp(x).sum().backward();
+  reference(x).sum().backward();
+  auto a = model->parameters(), b = reference->parameters();
+  for (size_t i = 0; i < a.size(); ++i) td::testing::check_close(a[i].grad(), b[i].grad(), 1e-12, 1e-12, "grad");
+  std::ostringstream printed;
+  printed << dp;
+  CHECK(printed.str().rfind("DataParallel(\n  (module): Sequential(\n    (0): Linear(", 0) == 0);
+}
