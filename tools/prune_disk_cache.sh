@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Keeps Bazel's disk cache (~/.cache/tandem/bazel-disk-cache, see .bazelrc) from filling the disk:
 # Bazel 4 never deletes from it, and every optimised and sanitizer build adds to it. Above
-# TANDEM_DISK_CACHE_GB (default 8) GiB it deletes the least recently written entries until the
+# TANDEM_DISK_CACHE_GB (default 16) GiB it deletes the least recently written entries until the
 # cache is down to three quarters of that. tools/test.sh runs it first.
 set -euo pipefail
 cache="${HOME}/.cache/tandem/bazel-disk-cache"
 [ -d "$cache" ] || exit 0
-limit_gb="${TANDEM_DISK_CACHE_GB:-8}"
+limit_gb="${TANDEM_DISK_CACHE_GB:-16}"
 limit=$((limit_gb * 1024 * 1024 * 1024))
 size=$(du -sb "$cache" | cut -f1)
 [ "$size" -gt "$limit" ] || exit 0
