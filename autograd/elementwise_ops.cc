@@ -276,8 +276,7 @@ Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
 
 Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   kernels::check_defined(self, kernels::op_name(op), "self");
-  TD_CHECK(!(op == BinaryOp::Pow && is_integral(self.dtype(), true) && other.is_integral() && other.to_int() < 0),
-           "pow_: ", self.dtype(), " tensors to negative integer powers (", other.to_int(), ") are not allowed");
+  if (op == BinaryOp::Pow) kd::check_pow_exponent(self, other, "pow_");
   return binary_(op, self, kd::scalar_tensor(other, result_type(self, other), self.device()), alpha);
 }
 

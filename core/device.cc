@@ -40,4 +40,13 @@ std::string Device::str() const { return detail::str_cat(is_cpu() ? "cpu:" : "cu
 std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }
 std::ostream& operator<<(std::ostream& out, DeviceType type) { return out << (type == kCPU ? "cpu" : "cuda"); }
 
+std::optional<Device> repeated_device(const std::vector<Device>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) return devices[i];
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace tandem

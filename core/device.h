@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tandem {
 
@@ -37,6 +39,9 @@ class Device {
 };
 
 std::ostream& operator<<(std::ostream& out, const Device& device);
+// The first device listed a second time in `devices`, if any (a list of devices to run on, one
+// task each, must not name one twice).
+std::optional<Device> repeated_device(const std::vector<Device>& devices);
 std::ostream& operator<<(std::ostream& out, DeviceType type);
 
 }  // namespace tandem

@@ -110,11 +110,8 @@ std::vector<std::exception_ptr> run_on_device_threads(const std::vector<Device>&
                                                       const std::vector<std::function<void()>>& tasks) {
   TD_CHECK(devices.size() == tasks.size(), "run_on_device_threads: ", tasks.size(), " tasks for ", devices.size(),
            " devices");
-  for (size_t i = 0; i < devices.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      TD_CHECK(devices[i] != devices[j], "run_on_device_threads: device ", devices[i], " is listed twice");
-    }
-  }
+  auto twice = repeated_device(devices);
+  TD_CHECK(!twice, "run_on_device_threads: device ", *twice, " is listed twice");
   std::vector<std::exception_ptr> errors(tasks.size());
   // On a device's own thread (work started inside another device task) everything runs right
   // here, one task after another: waiting for other devices' threads, which may themselves be

@@ -268,11 +268,6 @@ Tensor& binary_into(BinaryOp op, Tensor& self, const Tensor& other, DType common
   return self;
 }
 
-void check_pow_exponent(const Tensor& base, Scalar exponent) {
-  TD_CHECK(!(is_integral(base.dtype(), true) && exponent.is_integral() && exponent.to_int() < 0), "pow: ",
-           base.dtype(), " tensors to negative integer powers (", exponent.to_int(), ") are not allowed");
-}
-
 }  // namespace
 
 namespace detail {
@@ -295,8 +290,14 @@ Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
   return binary_into(op, self, other, result_type(self, other), alpha);
 }
 
+void check_pow_exponent(const Tensor& base, Scalar exponent, const char* op) {
+  TD_CHECK(!(is_integral(base.dtype(), true) && exponent.is_integral() && exponent.to_int() < 0), op, ": ",
+           base.dtype(), " tensors to negative integer powers (", exponent.to_int(), ") are not allowed");
+}
+
 Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   check_defined(self, op_name(op), "self");
+  if (op == BinaryOp::Pow) check_pow_exponent(self, other, "pow_");
   DType common = result_type(self, other);
   Tensor b = scalar_tensor(other, common, self.device());
   return binary_into(op, self, b, common, alpha);
@@ -318,7 +319,7 @@ Tensor pow(const Tensor& base, const Tensor& exponent) { return detail::binary(B
 
 Tensor pow(const Tensor& base, Scalar exponent) {
   check_defined(base, "pow", "input");
-  check_pow_exponent(base, exponent);
+  detail::check_pow_exponent(base, exponent, "pow");
   return detail::binary(BinaryOp::Pow, base, exponent);
 }
 

@@ -86,6 +86,8 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
 UnaryOp gelu_op(const std::string& approximate);  // checks the name
 // 0-dim tensor holding `value` as `dtype` on `device`.
 Tensor scalar_tensor(Scalar value, DType dtype, Device device);
+// Integer tensors to negative integer powers are an error (op: "pow" or "pow_"), as in PyTorch.
+void check_pow_exponent(const Tensor& base, Scalar exponent, const char* op);
 }  // namespace detail
 
 }  // namespace tandem::kernels

@@ -56,11 +56,8 @@ void check_tensors(const std::vector<Tensor>& tensors, const char* op) {
 
 void check_devices(const std::vector<Device>& devices, const char* op) {
   TD_CHECK(!devices.empty(), op, ": expected at least one device");
-  for (size_t i = 0; i < devices.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      TD_CHECK(devices[i] != devices[j], op, ": device ", devices[i], " is listed twice");
-    }
-  }
+  auto twice = repeated_device(devices);
+  TD_CHECK(!twice, op, ": device ", *twice, " is listed twice");
 }
 
 // Tensors on distinct devices with one shape and dtype (the inputs of the reductions).

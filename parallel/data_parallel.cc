@@ -49,11 +49,8 @@ std::vector<Device> parse_devices(const std::string& spec) {
     devices.emplace_back(part);
   }
   TD_CHECK(!devices.empty(), "devices: '", spec, "' names no device; expected e.g. cpu:0,cpu:1 or all");
-  for (size_t i = 0; i < devices.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      TD_CHECK(devices[i] != devices[j], "devices: ", devices[i], " is listed twice in '", spec, "'");
-    }
-  }
+  auto twice = repeated_device(devices);
+  TD_CHECK(!twice, "devices: ", *twice, " is listed twice in '", spec, "'");
   return devices;
 }
 
@@ -83,19 +80,25 @@ std::string StepStats::table() const {
   return out.str();
 }
 
+namespace {
+
+// The options' device_ids, or every visible device; checked before anything is built on them.
+std::vector<Device> device_ids_of(const DataParallelOptions& options) {
+  std::vector<Device> ids = options.device_ids_.empty() ? visible_devices() : options.device_ids_;
+  auto twice = repeated_device(ids);
+  TD_CHECK(!twice, "DataParallel: device ", *twice, " is listed twice in device_ids");
+  return ids;
+}
+
+}  // namespace
+
 DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParallelOptions options)
     : base_(std::move(module)),
       options_(std::move(options)),
-      device_ids_(options_.device_ids_.empty() ? visible_devices() : options_.device_ids_),
+      device_ids_(device_ids_of(options_)),
       output_device_(options_.output_device_.value_or(device_ids_.front())),
       replicator_(base_, device_ids_) {
   TD_CHECK(base_ != nullptr, "DataParallel: the module is null");
-  for (size_t i = 0; i < device_ids_.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      TD_CHECK(device_ids_[i] != device_ids_[j], "DataParallel: device ", device_ids_[i],
-               " is listed twice in device_ids");
-    }
-  }
   const Device home = device_ids_.front();
   auto check_home = [&](const std::vector<std::pair<std::string, Tensor>>& tensors, const char* what) {
     for (const auto& [name, t] : tensors) {
@@ -188,29 +191,24 @@ void DataParallelBase::begin_step() {
   comm_at_start_ = comm::comm_stats();
 }
 
-void DataParallelBase::start_single_step(int64_t rows) {
+void DataParallelBase::new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows) {
   const int64_t step = current_.step + 1;
   current_ = StepStats();
   current_.step = step;
-  DeviceStepStats only;
-  only.device = device_ids_.front();
-  only.rows = rows;
-  current_.devices.push_back(only);
-  reset_peak_memory_stats(device_ids_.front());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    DeviceStepStats d;
+    d.device = devices[i];
+    d.rows = rows[i];
+    current_.devices.push_back(d);
+    reset_peak_memory_stats(devices[i]);
+  }
 }
 
+void DataParallelBase::start_single_step(int64_t rows) { new_step({device_ids_.front()}, {rows}); }
+
 std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const ScatterPlan& plan, double scatter_seconds) {
-  const int64_t step = current_.step + 1;
-  current_ = StepStats();
-  current_.step = step;
+  new_step(plan.devices, plan.chunk_sizes);
   current_.scatter = scatter_seconds;
-  for (size_t i = 0; i < plan.devices.size(); ++i) {
-    DeviceStepStats d;
-    d.device = plan.devices[i];
-    d.rows = plan.chunk_sizes[i];
-    current_.devices.push_back(d);
-  }
-  for (const Device& d : plan.devices) reset_peak_memory_stats(d);
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
   sync_points_.clear();

@@ -126,6 +126,8 @@ class DataParallelBase {
   std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
   // Marks where a step's accounting starts: the comm and backward totals it will subtract.
   void begin_step();
+  // A fresh StepStats for a step over these devices, with these rows each.
+  void new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows);
   void start_single_step(int64_t rows);
   void finish_forward(const std::vector<double>& forward, const std::vector<double>& loss, double gather_seconds);
   // Runs one replica's part of a step; if it fails, replicas waiting for it (sync_batchnorm)

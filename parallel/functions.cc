@@ -10,19 +10,6 @@
 
 namespace tandem::parallel {
 
-namespace {
-
-bool distinct(const std::vector<Device>& devices) {
-  for (size_t i = 0; i < devices.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (devices[i] == devices[j]) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 Tensor alias_of(const Tensor& t) {
   auto impl = std::make_shared<TensorImpl>(t.impl());
   impl->autograd = nullptr;
@@ -197,7 +184,7 @@ Tensor Gather::apply(const std::vector<Tensor>& inputs, Device destination, int6
     sizes.push_back(t.sizes()[d]);
   }
   autograd::record("GatherBackward", pointers, {&out}, [devices, sizes, d](const std::vector<Tensor>& g) {
-    if (distinct(devices)) return Scatter::apply(g[0], devices, sizes, d);
+    if (!repeated_device(devices)) return Scatter::apply(g[0], devices, sizes, d);
     // Several inputs from one device: the same split, as differentiable slices and copies.
     std::vector<Tensor> result;
     int64_t start = 0;

@@ -35,11 +35,8 @@ Replicator::Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> d
     : module_(std::move(module)), devices_(std::move(devices)) {
   TD_CHECK(module_ != nullptr, "replicate: the module is null");
   TD_CHECK(!devices_.empty(), "replicate: expected at least one device");
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      TD_CHECK(devices_[i] != devices_[j], "replicate: device ", devices_[i], " is listed twice");
-    }
-  }
+  auto twice = repeated_device(devices_);
+  TD_CHECK(!twice, "replicate: device ", *twice, " is listed twice");
 }
 
 bool Replicator::up_to_date() const {

@@ -398,7 +398,7 @@ TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]")
   td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu1, cpu0})); },
                            {"device_ids[0] = cpu:1", "'fc1.weight' is on cpu:0", "model->to(td::Device(\"cpu:1\"))"});
   td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu0})); },
-                           {"cpu:0", "twice"});
+                           {"DataParallel", "cpu:0", "twice", "device_ids"});
   td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).chunk_sizes({3})); },
                            {"1 chunk_sizes for 2 devices"});
   class TwoInputsImpl : public nn::Cloneable<TwoInputsImpl> {
