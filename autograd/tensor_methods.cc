@@ -44,6 +44,8 @@ std::vector<Tensor> Tensor::unbind(int64_t dim) const { return tandem::unbind(*t
 Tensor Tensor::reshape(IntList sizes) const { return tandem::reshape(*this, sizes); }
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return tandem::flatten(*this, start_dim, end_dim); }
 Tensor Tensor::contiguous() const { return tandem::contiguous(*this); }
+Tensor Tensor::pin_memory() const { return kernels::pin_memory(*this); }
+bool Tensor::is_pinned() const { return kernels::is_pinned(*this); }
 Tensor Tensor::clone() const { return tandem::clone(*this); }
 Tensor Tensor::to(DType dtype) const { return tandem::to(*this, device(), dtype); }
 Tensor Tensor::to(Device device) const { return tandem::to(*this, device, dtype()); }

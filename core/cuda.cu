@@ -1,34 +1,96 @@
-// Device discovery through the CUDA runtime (linked statically). A machine without a GPU or a
+// The CUDA runtime behind core/cuda.h (cudart linked statically). A machine without a GPU or a
 // driver answers cudaGetDeviceCount with an error: that means "no devices", not a failure.
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
 #include "core/cuda.h"
+#include "core/cuda_check.h"
 #include "core/error.h"
 
 namespace tandem::cuda {
 
-int device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();  // clear the sticky "no device" error
-      return 0;
-    }
-    return n;
-  }();
-  return count;
+namespace detail {
+
+void fail(cudaError_t err, const char* what, const char* call, const char* file, int line) {
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  TD_FAIL(what, ": CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ") in ", call, " at ", file,
+          ":", line);
 }
+
+}  // namespace detail
+
+namespace {
+
+constexpr int kStreamsPerDevice = 32;
+
+const std::vector<int>& logical_map() {
+  static const std::vector<int> map = [] {
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky "no device" error
+      gpus = 0;
+    }
+    if (const char* env = std::getenv("TANDEM_VISIBLE_DEVICES"); env && gpus > 0) {
+      return parse_visible_devices(env, gpus);
+    }
+    std::vector<int> identity(gpus);
+    for (int i = 0; i < gpus; ++i) identity[i] = i;
+    return identity;
+  }();
+  return map;
+}
+
+void check_device(int device, const char* op) {
+  TD_CHECK(device >= 0 && device < device_count(), op, ": cuda:", device, " does not exist (",
+           device_count(), " CUDA devices", built_with_cuda() && device_count() == 0 ? ", no GPU found" : "", ")");
+}
+
+struct DeviceStreams {
+  std::once_flag once;
+  cudaStream_t default_stream = nullptr;
+  std::mutex mutex;
+  std::vector<cudaStream_t> pool;
+  int next = 0;
+};
+
+DeviceStreams& streams_of(int device) {
+  static std::array<DeviceStreams, Device::kMaxIndex>* all = new std::array<DeviceStreams, Device::kMaxIndex>;
+  return (*all)[device];
+}
+
+cudaStream_t create_stream(int device) {
+  DeviceGuard guard(device);
+  cudaStream_t s = nullptr;
+  TD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a stream on cuda:", device);
+  return s;
+}
+
+// This thread's current stream per device, when a StreamGuard set one.
+thread_local std::vector<Stream> current_streams;
+
+}  // namespace
+
+int device_count() { return static_cast<int>(logical_map().size()); }
 
 bool is_available() { return device_count() > 0; }
 
+int physical_device(int device) {
+  check_device(device, "cuda::physical_device");
+  return logical_map()[device];
+}
+
 DeviceProperties get_device_properties(int device) {
-  TD_CHECK(device >= 0 && device < device_count(), "cuda::get_device_properties: device ", device,
-           " does not exist (", device_count(), " CUDA devices)");
+  check_device(device, "cuda::get_device_properties");
+  const int physical = logical_map()[device];
   cudaDeviceProp prop{};
-  cudaError_t err = cudaGetDeviceProperties(&prop, device);
-  TD_CHECK(err == cudaSuccess, "cuda::get_device_properties(", device, "): ", cudaGetErrorString(err));
+  TD_CUDA_CHECK(cudaGetDeviceProperties(&prop, physical), "cuda::get_device_properties(", device, ")");
   return DeviceProperties{prop.name, static_cast<int64_t>(prop.totalGlobalMem), prop.major, prop.minor,
-                          prop.multiProcessorCount};
+                          prop.multiProcessorCount, physical};
 }
 
 bool built_with_cuda() { return true; }
@@ -38,5 +100,193 @@ int runtime_version() {
   cudaRuntimeGetVersion(&v);
   return v;
 }
+
+int driver_version() {
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return v;
+}
+
+void synchronize(int device) {
+  check_device(device, "cuda::synchronize");
+  DeviceGuard guard(device);
+  TD_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize on cuda:", device);
+}
+
+void synchronize() {
+  for (int d = 0; d < device_count(); ++d) synchronize(d);
+}
+
+// ---- streams ----
+
+bool Stream::query() const {
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(handle_));
+  if (err == cudaErrorNotReady) return false;
+  TD_CUDA_CHECK(err, "stream query on cuda:", device_);
+  return true;
+}
+
+void Stream::synchronize() const {
+  TD_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), "stream synchronize on cuda:", device_);
+}
+
+Stream default_stream(int device) {
+  check_device(device, "cuda::default_stream");
+  DeviceStreams& s = streams_of(device);
+  std::call_once(s.once, [&] { s.default_stream = create_stream(device); });
+  return Stream(device, s.default_stream);
+}
+
+Stream current_stream(int device) {
+  if (device < static_cast<int>(current_streams.size()) && current_streams[device].handle()) {
+    return current_streams[device];
+  }
+  return default_stream(device);
+}
+
+Stream new_stream(int device) {
+  check_device(device, "cuda::new_stream");
+  DeviceStreams& s = streams_of(device);
+  std::lock_guard lock(s.mutex);
+  if (static_cast<int>(s.pool.size()) < kStreamsPerDevice) s.pool.push_back(create_stream(device));
+  cudaStream_t handle = s.pool[s.next];
+  s.next = (s.next + 1) % kStreamsPerDevice;
+  return Stream(device, handle);
+}
+
+StreamGuard::StreamGuard(Stream stream) {
+  const int d = stream.device();
+  check_device(d, "cuda::StreamGuard");
+  if (static_cast<int>(current_streams.size()) <= d) current_streams.resize(d + 1);
+  previous_ = current_streams[d];
+  if (!previous_.handle()) previous_ = Stream(d, nullptr);
+  current_streams[d] = stream;
+}
+
+StreamGuard::~StreamGuard() { current_streams[previous_.device()] = previous_; }
+
+DeviceGuard::DeviceGuard(int device) {
+  const int physical = physical_device(device);
+  TD_CUDA_CHECK(cudaGetDevice(&previous_physical_), "DeviceGuard for cuda:", device);
+  if (previous_physical_ == physical) {
+    previous_physical_ = -1;
+    return;
+  }
+  TD_CUDA_CHECK(cudaSetDevice(physical), "DeviceGuard: selecting cuda:", device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_physical_ >= 0) cudaSetDevice(previous_physical_);
+}
+
+// ---- events ----
+
+Event::Event(bool timing) : timing_(timing) {}
+
+Event::~Event() {
+  if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
+}
+
+Event::Event(Event&& other) noexcept { *this = std::move(other); }
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
+    handle_ = other.handle_;
+    device_ = other.device_;
+    timing_ = other.timing_;
+    other.handle_ = nullptr;
+    other.device_ = -1;
+  }
+  return *this;
+}
+
+void Event::record(const Stream& stream) {
+  DeviceGuard guard(stream.device());
+  if (handle_ && physical_device(device_) != physical_device(stream.device())) {
+    cudaEventDestroy(static_cast<cudaEvent_t>(handle_));  // an event belongs to one GPU
+    handle_ = nullptr;
+  }
+  if (!handle_) {
+    cudaEvent_t e = nullptr;
+    TD_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming),
+                  "creating an event on cuda:", stream.device());
+    handle_ = e;
+  }
+  device_ = stream.device();
+  TD_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.handle())),
+                "recording an event on cuda:", device_);
+}
+
+void Event::wait(const Stream& stream) const {
+  if (!handle_) return;
+  DeviceGuard guard(stream.device());
+  TD_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.handle()), static_cast<cudaEvent_t>(handle_), 0),
+                "cuda:", stream.device(), " waiting for an event of cuda:", device_);
+}
+
+bool Event::query() const {
+  if (!handle_) return true;
+  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
+  if (err == cudaErrorNotReady) return false;
+  TD_CUDA_CHECK(err, "event query on cuda:", device_);
+  return true;
+}
+
+void Event::synchronize() const {
+  if (!handle_) return;
+  TD_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)), "event synchronize on cuda:", device_);
+}
+
+double Event::elapsed_ms(const Event& end) const {
+  TD_CHECK(timing_ && end.timing_ && handle_ && end.handle_,
+           "Event::elapsed_ms: both events must be created with timing = true and recorded");
+  float ms = 0;
+  TD_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle_), static_cast<cudaEvent_t>(end.handle_)),
+                "Event::elapsed_ms on cuda:", device_);
+  return ms;
+}
+
+// ---- peers ----
+
+bool can_access_peer(int device, int peer) {
+  const int a = physical_device(device), b = physical_device(peer);
+  if (a == b) return true;
+  static std::mutex mutex;
+  static std::vector<std::vector<int8_t>> known;  // -1 unknown, 0 no, 1 enabled
+  std::lock_guard lock(mutex);
+  const int gpus = [] {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    return n;
+  }();
+  if (known.empty()) known.assign(gpus, std::vector<int8_t>(gpus, -1));
+  int8_t& state = known[a][b];
+  if (state < 0) {
+    int can = 0;
+    TD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b), "peer access query cuda:", device, " -> cuda:", peer);
+    if (can) {
+      DeviceGuard guard(device);
+      cudaError_t err = cudaDeviceEnablePeerAccess(b, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+      } else {
+        TD_CUDA_CHECK(err, "enabling peer access cuda:", device, " -> cuda:", peer);
+      }
+    }
+    state = can ? 1 : 0;
+  }
+  return state == 1;
+}
+
+namespace {
+std::atomic<bool> tf32{false};
+}  // namespace
+
+void set_allow_tf32(bool allow) { tf32.store(allow); }
+bool allow_tf32() { return tf32.load(); }
 
 }  // namespace tandem::cuda

@@ -49,4 +49,27 @@ std::optional<Device> repeated_device(const std::vector<Device>& devices) {
   return std::nullopt;
 }
 
+std::vector<int> parse_visible_devices(const std::string& spec, int gpus) {
+  std::vector<int> map;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string entry = spec.substr(start, comma - start);
+    while (!entry.empty() && entry.front() == ' ') entry.erase(entry.begin());
+    while (!entry.empty() && entry.back() == ' ') entry.pop_back();
+    if (entry.empty() && comma == spec.size() && map.empty()) break;  // "" selects no device
+    int gpu = -1;
+    auto [end, err] = std::from_chars(entry.data(), entry.data() + entry.size(), gpu);
+    TD_CHECK(err == std::errc() && end == entry.data() + entry.size() && gpu >= 0 && gpu < gpus,
+             "TANDEM_VISIBLE_DEVICES='", spec, "': entry '", entry, "' is not a GPU number from 0 to ", gpus - 1,
+             " (", gpus, " GPUs visible to the CUDA runtime)");
+    map.push_back(gpu);
+    TD_CHECK(map.size() <= static_cast<size_t>(Device::kMaxIndex), "TANDEM_VISIBLE_DEVICES='", spec,
+             "' lists more than ", Device::kMaxIndex, " devices");
+    start = comma + 1;
+  }
+  return map;
+}
+
 }  // namespace tandem

@@ -44,4 +44,8 @@ std::ostream& operator<<(std::ostream& out, const Device& device);
 std::optional<Device> repeated_device(const std::vector<Device>& devices);
 std::ostream& operator<<(std::ostream& out, DeviceType type);
 
+// The GPUs behind cuda:0, cuda:1, ... from a TANDEM_VISIBLE_DEVICES value ("1,0", or "0,0" for two
+// logical devices on GPU 0), given how many GPUs the CUDA runtime shows; an error names the bad entry.
+std::vector<int> parse_visible_devices(const std::string& spec, int gpus);
+
 }  // namespace tandem

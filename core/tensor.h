@@ -151,6 +151,8 @@ class Tensor {
   Tensor to(Device device) const;
   Tensor to(Device device, DType dtype) const;
   Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor pin_memory() const;  // a copy in pinned host memory (needs CUDA); no autograd history
+  bool is_pinned() const;
   Tensor& copy_(const Tensor& src);  // broadcasts src into this, converting dtype and device
   Tensor& fill_(Scalar value);
   Tensor& zero_();

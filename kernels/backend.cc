@@ -1,6 +1,7 @@
 #include "kernels/backend.h"
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #include <algorithm>
 #include <vector>
@@ -69,16 +70,11 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* o
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  if (dst.device().is_cpu() && src.device().is_cpu()) return cpu::copy(dst, src);
-  unsupported_device("copy_", dst.device().is_cpu() ? src.device() : dst.device());
+  dst.is_cpu() && src.is_cpu() ? cpu::copy(dst, src) : cuda::copy(dst, src);
 }
 
 void fill_into(const Tensor& dst, Scalar value) {
-  switch (dst.device().type()) {
-    case kCPU: return cpu::fill(dst, value);
-    case kCUDA: break;
-  }
-  unsupported_device("fill_", dst.device());
+  dst.is_cuda() ? cuda::fill(dst, value) : cpu::fill(dst, value);
 }
 
 Tensor empty_tensor(IntList sizes, DType dtype, Device device) {

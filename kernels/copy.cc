@@ -1,5 +1,6 @@
 #include "kernels/copy.h"
 
+#include "core/cuda.h"
 #include "core/dispatch.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -65,6 +66,18 @@ void fill_(const Tensor& self, Scalar value) {
 }
 
 void zero_(const Tensor& self) { fill_(self, 0); }
+
+Tensor pin_memory(const Tensor& self) {
+  check_defined(self, "pin_memory", "self");
+  TD_CHECK(self.is_cpu(), "pin_memory: only CPU tensors can be pinned, got a tensor on ", self.device());
+  if (is_pinned(self)) return self;
+  Storage storage = tandem::cuda::pinned_storage(self.nbytes());
+  Tensor out = Tensor::make(std::move(storage), self.sizes(), contiguous_strides(self.sizes()), 0, self.dtype());
+  copy_into(out, self);
+  return out;
+}
+
+bool is_pinned(const Tensor& self) { return self.defined() && tandem::cuda::is_pinned(self.storage()); }
 
 Scalar item(const Tensor& self) {
   check_defined(self, "item", "self");

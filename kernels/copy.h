@@ -18,5 +18,8 @@ Tensor to(const Tensor& self, Device device, DType dtype);
 Tensor reshape(const Tensor& self, IntList sizes);  // a view when the layout allows, else a copy
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
 Scalar item(const Tensor& self);  // exactly one element
+// A copy in pinned host memory (needs a CUDA device), for asynchronous copies to a GPU. No autograd history.
+Tensor pin_memory(const Tensor& self);
+bool is_pinned(const Tensor& self);
 
 }  // namespace tandem::kernels

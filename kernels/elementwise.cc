@@ -4,6 +4,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace tandem::kernels {
 
@@ -96,11 +97,7 @@ DType unary_dtype(UnaryOp op, DType t) {
 }
 
 void run_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
-  switch (out.device().type()) {
-    case kCPU: return cpu::unary(op, out, in);
-    case kCUDA: break;
-  }
-  unsupported_device(op_name(op), out.device());
+  out.is_cuda() ? cuda::unary(op, out, in) : cpu::unary(op, out, in);
 }
 
 }  // namespace
@@ -171,11 +168,7 @@ DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::o
 }
 
 void run_clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
-  switch (out.device().type()) {
-    case kCPU: return cpu::clamp(out, in, lo, hi);
-    case kCUDA: break;
-  }
-  unsupported_device("clamp", out.device());
+  out.is_cuda() ? cuda::clamp(out, in, lo, hi) : cpu::clamp(out, in, lo, hi);
 }
 
 }  // namespace
@@ -228,11 +221,7 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
 }
 
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
-  switch (out.device().type()) {
-    case kCPU: return cpu::binary(op, out, a, b, alpha);
-    case kCUDA: break;
-  }
-  unsupported_device(op_name(op), out.device());
+  out.is_cuda() ? cuda::binary(op, out, a, b, alpha) : cpu::binary(op, out, a, b, alpha);
 }
 
 Tensor binary_with(BinaryOp op, const Tensor& a, const Tensor& b, DType common, Scalar alpha) {
@@ -353,11 +342,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
   Tensor out = empty_tensor(shape, t, device);
-  switch (device.type()) {
-    case kCPU: cpu::where(out, cond, to(a, t), to(b, t)); return out;
-    case kCUDA: break;
-  }
-  unsupported_device("where", device);
+  Tensor at = to(a, t), bt = to(b, t);
+  device.is_cuda() ? cuda::where(out, cond, at, bt) : cpu::where(out, cond, at, bt);
+  return out;
 }
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
@@ -388,10 +375,7 @@ Tensor& masked_fill_into(Tensor& x, const Tensor& mask, Scalar value, bool in_pl
            " does not broadcast to the shape ", shape_str(x.sizes()), " of the tensor filled");
   check_no_internal_overlap(x, "masked_fill_");
   check_no_partial_overlap(x, mask, "masked_fill_");
-  switch (device.type()) {
-    case kCPU: cpu::masked_fill(x, mask, value); break;
-    case kCUDA: unsupported_device("masked_fill_", device);
-  }
+  device.is_cuda() ? cuda::masked_fill(x, mask, value) : cpu::masked_fill(x, mask, value);
   if (in_place) x.bump_version();
   return x;
 }

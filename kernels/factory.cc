@@ -5,6 +5,7 @@
 #include "core/generator.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/reduce.h"
 
 namespace tandem {
@@ -37,11 +38,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / d))
                        : (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) / step.to_int();
   Tensor out = kernels::empty_tensor({n}, dtype, options.device());
-  switch (out.device().type()) {
-    case kCPU: kernels::cpu::arange(out, start, step); return out;
-    case kCUDA: break;
-  }
-  kernels::unsupported_device("arange", out.device());
+  out.is_cuda() ? kernels::cuda::arange(out, start, step) : kernels::cpu::arange(out, start, step);
+  return out;
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
@@ -49,11 +47,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   DType dtype = options.dtype_or(kDefaultFloat);
   TD_CHECK(dtype != kBool, "linspace: dtype bool is not supported");
   Tensor out = kernels::empty_tensor({steps}, dtype, options.device());
-  switch (out.device().type()) {
-    case kCPU: kernels::cpu::linspace(out, start, end); return out;
-    case kCUDA: break;
-  }
-  kernels::unsupported_device("linspace", out.device());
+  out.is_cuda() ? kernels::cuda::linspace(out, start, end) : kernels::cpu::linspace(out, start, end);
+  return out;
 }
 
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
@@ -164,10 +159,7 @@ template <typename Fill>
 Tensor& fill_random(Tensor& t, const char* op, Fill fill, bool in_place = true) {
   TD_CHECK(t.defined(), op, ": undefined tensor");
   Tensor target = t.is_contiguous() ? t : kernels::empty_tensor(t.sizes(), t.dtype(), t.device());
-  switch (t.device().type()) {
-    case kCPU: fill(target); break;
-    case kCUDA: kernels::unsupported_device(op, t.device());
-  }
+  fill(target);
   if (!target.is_same(t)) kernels::copy_into(t, target);
   if (in_place) t.bump_version();
   return t;
@@ -182,7 +174,8 @@ Tensor& uniform_fill(Tensor& t, double from, double to, bool in_place) {
   TD_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " > to=", to);
   return fill_random(t, "uniform_", [&](const Tensor& out) {
     uint64_t words = static_cast<uint64_t>(out.numel()) * (out.dtype() == kFloat64 ? 2 : 1);
-    kernels::cpu::uniform(out, from, to, default_generator().reserve(words));
+    PhiloxState state = default_generator().reserve(words);
+    out.is_cuda() ? kernels::cuda::uniform(out, from, to, state) : kernels::cpu::uniform(out, from, to, state);
   }, in_place);
 }
 
@@ -191,15 +184,17 @@ Tensor& normal_fill(Tensor& t, double mean, double std, bool in_place) {
   TD_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
   return fill_random(t, "normal_", [&](const Tensor& out) {
     uint64_t pairs = (static_cast<uint64_t>(out.numel()) + 1) / 2;
-    kernels::cpu::normal(out, mean, std, default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2)));
+    PhiloxState state = default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2));
+    out.is_cuda() ? kernels::cuda::normal(out, mean, std, state) : kernels::cpu::normal(out, mean, std, state);
   }, in_place);
 }
 
 Tensor& bernoulli_fill(Tensor& t, double p, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, "bernoulli_: p must be in [0, 1], got ", p);
   return fill_random(t, "bernoulli_", [&](const Tensor& out) {
-    Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64));
-    kernels::cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+    Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64).device(out.device()));
+    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()));
+    out.is_cuda() ? kernels::cuda::bernoulli(out, prob, state) : kernels::cpu::bernoulli(out, prob, state);
   }, in_place);
 }
 
@@ -223,7 +218,8 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) 
   TD_CHECK(low < high, "randint: expects low < high, got low=", low, " >= high=", high);
   Tensor t = kernels::empty_tensor(sizes, options.dtype_or(kInt64), options.device());
   return fill_random(t, "randint", [&](const Tensor& out) {
-    kernels::cpu::randint(out, low, high, default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2));
+    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2);
+    out.is_cuda() ? kernels::cuda::randint(out, low, high, state) : kernels::cpu::randint(out, low, high, state);
   }, false);
 }
 
@@ -238,7 +234,8 @@ Tensor bernoulli(const Tensor& p) {
            "bernoulli: every probability must be in [0, 1]");
   Tensor t = empty_like(p);
   return fill_random(t, "bernoulli", [&](const Tensor& out) {
-    kernels::cpu::bernoulli(out, prob, default_generator().reserve(static_cast<uint64_t>(out.numel())));
+    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()));
+    out.is_cuda() ? kernels::cuda::bernoulli(out, prob, state) : kernels::cpu::bernoulli(out, prob, state);
   }, false);
 }
 

@@ -135,7 +135,13 @@ struct Sigmoid {
   template <typename T> TD_INLINE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
 };
 struct Relu {  // NaN stays NaN, as in PyTorch
-  template <typename T> TD_INLINE T operator()(T x) const { return x < T(0) ? T(0) : x; }
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x < T(0) ? T(0) : x;
+    }
+  }
 };
 struct GeluErf {  // x * Phi(x)
   template <typename T> TD_INLINE T operator()(T x) const {
@@ -153,7 +159,11 @@ struct Silu {
 };
 struct Sign {  // NaN gives 0, as in PyTorch
   template <typename T> TD_INLINE T operator()(T x) const {
-    return static_cast<T>(static_cast<int>(T(0) < x) - static_cast<int>(x < T(0)));
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(T(0) < x);
+    } else {
+      return static_cast<T>(static_cast<int>(T(0) < x) - static_cast<int>(x < T(0)));
+    }
   }
 };
 struct Reciprocal {
@@ -184,12 +194,12 @@ struct Pow {
       return math::pow(a, b);
     } else {
       // Integer power by squaring; a negative exponent gives 1/a^n truncated, as PyTorch does.
-      if (b < 0) {
-        if (a == 1) return 1;
-        if constexpr (std::is_signed_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < 0) {
+          if (a == 1) return 1;
           if (a == -1) return (b & 1) ? T(-1) : T(1);
+          return 0;
         }
-        return 0;
       }
       T result = 1;
       while (b) {

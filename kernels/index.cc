@@ -2,6 +2,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
 #include "kernels/reduce.h"
@@ -24,15 +25,6 @@ void check_index_range(const Tensor& index, int64_t size, const char* op, const 
   int64_t at = item(lo < 0 ? argmin(index) : argmax(index)).to_int();
   TD_FAIL(op, ": index ", bad, " (at flat position ", at, " of the index tensor) is out of range for ", what,
           " of size ", size);
-}
-
-template <typename Kernel>
-void on_device(const char* op, Device device, Kernel cpu_kernel) {
-  switch (device.type()) {
-    case kCPU: cpu_kernel(); return;
-    case kCUDA: break;
-  }
-  unsupported_device(op, device);
 }
 
 }  // namespace
@@ -106,9 +98,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape shape = x.sizes();
   if (x.dim() > 0) shape[d] = index.numel();
   Tensor out = empty_tensor(shape, x.dtype(), x.device());
-  on_device("index_select", x.device(), [&] {
-    cpu::index_select(out, contiguous(x), d, contiguous(to(index, kInt64)));
-  });
+  Tensor xc = contiguous(x), ic = contiguous(to(index, kInt64));
+  x.is_cuda() ? cuda::index_select(out, xc, d, ic) : cpu::index_select(out, xc, d, ic);
   return out;
 }
 
@@ -126,7 +117,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "gather", "dim " + std::to_string(d));
   Tensor out = empty_tensor(index.sizes(), x.dtype(), x.device());
-  on_device("gather", x.device(), [&] { cpu::gather(out, x, d, to(index, kInt64)); });
+  Tensor i64 = to(index, kInt64);
+  x.is_cuda() ? cuda::gather(out, x, d, i64) : cpu::gather(out, x, d, i64);
   return out;
 }
 
@@ -151,7 +143,8 @@ Tensor& scatter_add_into(Tensor& x, int64_t dim, const Tensor& index, const Tens
   check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "scatter_add_", "dim " + std::to_string(d));
   check_no_internal_overlap(x, "scatter_add_");
   check_no_partial_overlap(x, src, "scatter_add_");
-  on_device("scatter_add_", x.device(), [&] { cpu::scatter_add(x, d, to(index, kInt64), src); });
+  Tensor i64 = to(index, kInt64);
+  x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
   if (in_place) x.bump_version();
   return x;
 }
@@ -192,9 +185,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   Shape shape = indices.sizes();
   shape.push_back(num_classes);
   Tensor out = zeros(shape, TensorOptions(kInt64).device(indices.device()));
-  on_device("one_hot", indices.device(), [&] {
-    cpu::one_hot(view(out, {indices.numel(), num_classes}), contiguous(indices));
-  });
+  Tensor rows = view(out, {indices.numel(), num_classes}), ic = contiguous(indices);
+  indices.is_cuda() ? cuda::one_hot(rows, ic) : cpu::one_hot(rows, ic);
   return out;
 }
 

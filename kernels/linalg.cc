@@ -2,6 +2,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace tandem::kernels {
 
@@ -18,11 +19,7 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
 
 // out = beta * out + alpha * a @ b on [B, n, k] x [B, k, m] operands.
 void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
-  switch (out.device().type()) {
-    case kCPU: return cpu::bmm(out, a, b, beta, alpha);
-    case kCUDA: break;
-  }
-  unsupported_device("matmul", out.device());
+  out.is_cuda() ? cuda::bmm(out, a, b, beta, alpha) : cpu::bmm(out, a, b, beta, alpha);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/factory.h"
 
 namespace tandem::kernels {
@@ -14,11 +15,10 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   TD_CHECK(is_floating(x.dtype()), op, ": expected a floating tensor, got dtype ", x.dtype());
   int64_t d = wrap_dim(dim, x.dim(), op);
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu::softmax(out, contiguous(x), x.dim() == 0 ? 0 : d, log); return out;
-    case kCUDA: break;
-  }
-  unsupported_device(op, x.device());
+  Tensor xc = contiguous(x);
+  const int64_t along = x.dim() == 0 ? 0 : d;
+  x.is_cuda() ? cuda::softmax(out, xc, along, log) : cpu::softmax(out, xc, along, log);
+  return out;
 }
 
 // (height, width) from one or two values.
@@ -36,7 +36,7 @@ int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t 
 }
 
 struct PoolShape {
-  cpu::Pool2d p;
+  Pool2d p;
   int64_t planes, h, w, oh, ow;
   Shape out_shape;
 };
@@ -56,7 +56,7 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
   TD_CHECK(ph >= 0 && pw >= 0 && ph <= ((kh - 1) * dh + 1) / 2 && pw <= ((kw - 1) * dw + 1) / 2, op,
            ": padding ", shape_str(padding.vec()), " must be non-negative and at most half of the effective kernel size");
   PoolShape s;
-  s.p = cpu::Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
+  s.p = Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
   s.h = x.sizes()[x.dim() - 2];
   s.w = x.sizes()[x.dim() - 1];
   s.planes = numel_of(Shape(x.sizes().begin(), x.sizes().end() - 2));
@@ -81,11 +81,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kern
   TD_CHECK(x.dtype() != kBool, "max_pool2d: bool tensors are not supported");
   Tensor out = empty_tensor(s.out_shape, x.dtype(), x.device());
   Tensor indices = empty_tensor(s.out_shape, kInt64, x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu::max_pool2d(out, indices, contiguous(x), s.p); return {out, indices};
-    case kCUDA: break;
-  }
-  unsupported_device("max_pool2d", x.device());
+  Tensor xc = contiguous(x);
+  x.is_cuda() ? cuda::max_pool2d(out, indices, xc, s.p) : cpu::max_pool2d(out, indices, xc, s.p);
+  return {out, indices};
 }
 
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
@@ -99,11 +97,10 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
   TD_CHECK(is_floating(x.dtype()), "avg_pool2d: expected a floating tensor, got dtype ", x.dtype());
   TD_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor_override must not be zero");
   Tensor out = empty_tensor(s.out_shape, x.dtype(), x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu::avg_pool2d(out, contiguous(x), s.p, count_include_pad, divisor_override); return out;
-    case kCUDA: break;
-  }
-  unsupported_device("avg_pool2d", x.device());
+  Tensor xc = contiguous(x);
+  x.is_cuda() ? cuda::avg_pool2d(out, xc, s.p, count_include_pad, divisor_override)
+              : cpu::avg_pool2d(out, xc, s.p, count_include_pad, divisor_override);
+  return out;
 }
 
 Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kernel_size, IntList stride,
@@ -114,16 +111,15 @@ Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kerne
   PoolShape s = pool_shape(grad_input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d_backward");
   TD_CHECK(grad.sizes() == s.out_shape, "avg_pool2d_backward: grad has shape ", shape_str(grad.sizes()),
            " but the pooling of ", shape_str(input_size.vec()), " gives ", shape_str(s.out_shape));
-  switch (grad.device().type()) {
-    case kCPU: cpu::avg_pool2d_backward(grad_input, contiguous(grad), s.p, count_include_pad, divisor_override); break;
-    case kCUDA: unsupported_device("avg_pool2d_backward", grad.device());
-  }
+  Tensor gc = contiguous(grad);
+  grad.is_cuda() ? cuda::avg_pool2d_backward(grad_input, gc, s.p, count_include_pad, divisor_override)
+                 : cpu::avg_pool2d_backward(grad_input, gc, s.p, count_include_pad, divisor_override);
   return grad_input;
 }
 
 namespace {
 
-cpu::Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList stride, const char* op) {
+Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList stride, const char* op) {
   auto [kh, kw] = pair_of(kernel, op, "kernel_size");
   auto [dh, dw] = pair_of(dilation, op, "dilation");
   auto [ph, pw] = pair_of(padding, op, "padding");
@@ -131,7 +127,7 @@ cpu::Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntLi
   TD_CHECK(kh > 0 && kw > 0 && dh > 0 && dw > 0 && sh > 0 && sw > 0, op,
            ": kernel_size, dilation and stride must be positive");
   TD_CHECK(ph >= 0 && pw >= 0, op, ": padding must be non-negative, got ", shape_str(padding.vec()));
-  return cpu::Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
+  return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
 }
 
 int64_t conv_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation) {
@@ -145,17 +141,15 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation, IntList pa
   check_defined(x, "im2col", "input");
   TD_CHECK(x.dim() == 3 || x.dim() == 4, "im2col: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
-  cpu::Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
   Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
   const int64_t n = x4.sizes()[0], c = x4.sizes()[1], h = x4.sizes()[2], w = x4.sizes()[3];
   const int64_t oh = conv_out(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, "im2col: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
            ", kernel ", p.kh, "x", p.kw, ")");
   Tensor cols = empty_tensor({n, c * p.kh * p.kw, oh * ow}, x.dtype(), x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu::im2col(cols, contiguous(x4), p); break;
-    case kCUDA: unsupported_device("im2col", x.device());
-  }
+  Tensor xc = contiguous(x4);
+  x.is_cuda() ? cuda::im2col(cols, xc, p) : cpu::im2col(cols, xc, p);
   return x.dim() == 3 ? squeeze(cols, 0) : cols;
 }
 
@@ -164,7 +158,7 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   check_defined(cols, "col2im", "input");
   TD_CHECK(cols.dim() == 2 || cols.dim() == 3, "col2im: expected a 2-D or 3-D input, got shape ",
            shape_str(cols.sizes()));
-  cpu::Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im");
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im");
   auto [h, w] = pair_of(output_size, "col2im", "output_size");
   Tensor c3 = cols.dim() == 2 ? unsqueeze(cols, 0) : cols;
   const int64_t fields = p.kh * p.kw;
@@ -174,10 +168,8 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   TD_CHECK(c3.sizes()[2] == oh * ow, "col2im: the input has ", c3.sizes()[2], " columns but output_size ", h, "x", w,
            " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
   Tensor out = zeros({c3.sizes()[0], c3.sizes()[1] / fields, h, w}, TensorOptions(cols.dtype()).device(cols.device()));
-  switch (cols.device().type()) {
-    case kCPU: cpu::col2im(out, contiguous(c3), p); break;
-    case kCUDA: unsupported_device("col2im", cols.device());
-  }
+  Tensor cc = contiguous(c3);
+  cols.is_cuda() ? cuda::col2im(out, cc, p) : cpu::col2im(out, cc, p);
   return cols.dim() == 2 ? squeeze(out, 0) : out;
 }
 

@@ -2,6 +2,8 @@
 // a backend switches on the code to pick the functor from kernels/functors.h.
 #pragma once
 
+#include <cstdint>
+
 namespace tandem::kernels {
 
 enum class UnaryOp {
@@ -14,6 +16,11 @@ enum class BinaryOp {
 };
 
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+// A 2-D window: kernel size, stride, padding and dilation (pooling, im2col and convolution).
+struct Pool2d {
+  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+};
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);

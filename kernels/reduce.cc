@@ -6,6 +6,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
 
@@ -46,14 +47,12 @@ void check_nonempty(const Tensor& x, const Reduction& r, const char* op) {
            "): the operation has no identity");
 }
 
+// A fresh output for the reduction, filled by kernel(out, reduced), which calls the backend of x's device.
 template <typename Kernel>
-Tensor run(const char* op, const Tensor& x, const Reduction& r, DType out_dtype, Kernel cpu_kernel) {
+Tensor run(const Tensor& x, const Reduction& r, DType out_dtype, Kernel kernel) {
   Tensor out = empty_tensor(r.out_shape, out_dtype, x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu_kernel(out, r.reduced); return out;
-    case kCUDA: break;
-  }
-  unsupported_device(op, x.device());
+  kernel(out, r.reduced);
+  return out;
 }
 
 DType sum_dtype(DType in, std::optional<DType> dtype) {
@@ -69,7 +68,8 @@ Tensor sum_like(const char* op, const Tensor& x, IntList dims, bool keepdim, std
              "dtype given, got ", x.dtype());
   }
   Tensor in = dtype ? to(x, *dtype) : x;
-  return run(op, x, r, out, [&](const Tensor& o, const std::vector<bool>& red) {
+  return run(x, r, out, [&](const Tensor& o, const std::vector<bool>& red) {
+    if (x.is_cuda()) return is_mean ? cuda::mean(o, in, red) : cuda::sum(o, in, red);
     is_mean ? cpu::mean(o, in, red) : cpu::sum(o, in, red);
   });
 }
@@ -77,7 +77,8 @@ Tensor sum_like(const char* op, const Tensor& x, IntList dims, bool keepdim, std
 Tensor extremum(const char* op, const Tensor& x, IntList dims, bool keepdim, bool is_max) {
   Reduction r = plan(x, dims, keepdim, op);
   check_nonempty(x, r, op);
-  return run(op, x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) {
+  return run(x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) {
+    if (x.is_cuda()) return is_max ? cuda::amax(o, x, red) : cuda::amin(o, x, red);
     is_max ? cpu::amax(o, x, red) : cpu::amin(o, x, red);
   });
 }
@@ -86,7 +87,8 @@ std::tuple<Tensor, Tensor> arg_extremum(const char* op, const Tensor& x, const R
                                         bool with_values) {
   check_nonempty(x, r, op);
   Tensor values = with_values ? empty_tensor(r.out_shape, x.dtype(), x.device()) : Tensor();
-  Tensor indices = run(op, x, r, kInt64, [&](const Tensor& idx, const std::vector<bool>& red) {
+  Tensor indices = run(x, r, kInt64, [&](const Tensor& idx, const std::vector<bool>& red) {
+    if (x.is_cuda()) return cuda::arg_reduce(values, idx, x, red, is_max);
     cpu::arg_reduce(values, idx, x, red, is_max);
   });
   return {values, indices};
@@ -105,7 +107,8 @@ Tensor arg_only(const char* op, const Tensor& x, std::optional<int64_t> dim, boo
 Tensor logical(const char* op, const Tensor& x, IntList dims, bool keepdim, bool is_all) {
   Reduction r = plan(x, dims, keepdim, op);
   DType out = x.dtype() == kUInt8 ? kUInt8 : kBool;  // PyTorch keeps uint8
-  return run(op, x, r, out, [&](const Tensor& o, const std::vector<bool>& red) {
+  return run(x, r, out, [&](const Tensor& o, const std::vector<bool>& red) {
+    if (x.is_cuda()) return is_all ? cuda::all(o, x, red) : cuda::any(o, x, red);
     is_all ? cpu::all(o, x, red) : cpu::any(o, x, red);
   });
 }
@@ -114,7 +117,8 @@ Tensor var_like(const char* op, const Tensor& x, IntList dims, int64_t correctio
   Reduction r = plan(x, dims, keepdim, op);
   TD_CHECK(is_floating(x.dtype()), op, ": only floating tensors are supported, got ", x.dtype());
   TD_CHECK(correction >= 0, op, ": correction must be non-negative, got ", correction);
-  return run(op, x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) {
+  return run(x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) {
+    if (x.is_cuda()) return cuda::var(o, x, red, correction, take_sqrt);
     cpu::var(o, x, red, correction, take_sqrt);
   });
 }
@@ -133,15 +137,17 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dt
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {
   Reduction r = plan(x, {}, false, "prod");
   Tensor in = dtype ? to(x, *dtype) : x;
-  return run("prod", x, r, sum_dtype(x.dtype(), dtype),
-             [&](const Tensor& o, const std::vector<bool>& red) { cpu::prod(o, in, red); });
+  return run(x, r, sum_dtype(x.dtype(), dtype), [&](const Tensor& o, const std::vector<bool>& red) {
+    x.is_cuda() ? cuda::prod(o, in, red) : cpu::prod(o, in, red);
+  });
 }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
   Reduction r = plan_dim(x, dim, keepdim, "prod");
   Tensor in = dtype ? to(x, *dtype) : x;
-  return run("prod", x, r, sum_dtype(x.dtype(), dtype),
-             [&](const Tensor& o, const std::vector<bool>& red) { cpu::prod(o, in, red); });
+  return run(x, r, sum_dtype(x.dtype(), dtype), [&](const Tensor& o, const std::vector<bool>& red) {
+    x.is_cuda() ? cuda::prod(o, in, red) : cpu::prod(o, in, red);
+  });
 }
 
 Tensor max(const Tensor& x) { return extremum("max", x, {}, false, true); }
@@ -170,7 +176,9 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
   TD_CHECK(is_floating(x.dtype()), "norm: only floating tensors are supported, got ", x.dtype());
   TD_CHECK(!std::isnan(p), "norm: p must not be NaN");
   if (std::isinf(p)) check_nonempty(x, r, "norm");
-  return run("norm", x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) { cpu::norm(o, x, red, p); });
+  return run(x, r, x.dtype(), [&](const Tensor& o, const std::vector<bool>& red) {
+    x.is_cuda() ? cuda::norm(o, x, red, p) : cpu::norm(o, x, red, p);
+  });
 }
 
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
@@ -202,11 +210,8 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   DType out_dtype = sum_dtype(x.dtype(), dtype);
   Tensor out = empty_tensor(x.sizes(), out_dtype, x.device());
-  switch (x.device().type()) {
-    case kCPU: cpu::cumsum(out, x, d); return out;
-    case kCUDA: break;
-  }
-  unsupported_device("cumsum", x.device());
+  x.is_cuda() ? cuda::cumsum(out, x, d) : cpu::cumsum(out, x, d);
+  return out;
 }
 
 }  // namespace tandem::kernels

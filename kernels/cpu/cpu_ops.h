@@ -63,9 +63,6 @@ void one_hot(const Tensor& out, const Tensor& indices);  // out zeroed, contiguo
 
 // ---- softmax, pooling, im2col (cpu/softmax.cc, cpu/pool.cc, cpu/im2col.cc) ----
 void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log);  // x and out contiguous
-struct Pool2d {
-  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
-};
 // x contiguous [planes, H, W]; out (and indices) contiguous [planes, OH, OW].
 void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2d& p);
 void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2d& p, bool count_include_pad,

@@ -1,4 +1,6 @@
-// CPU kernels that create values: ranges and the Philox-based random fills.
+// CPU kernels that create values: ranges and the Philox-based random fills. Sums of a product
+// are written as explicit fma, as in the CUDA kernels, so both backends give the same bits
+// whatever the compiler would contract on its own.
 // A random element's value depends only on the seed, the offset and its index: element e takes
 // its words from block offset + e / per_block, so threads can split the blocks any way.
 #include <cmath>
@@ -38,7 +40,7 @@ void arange(const Tensor& out, Scalar start, Scalar step) {
     parallel_for(0, out.numel(), 1 << 16, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         if constexpr (is_floating_type_v<T>) {
-          data[i] = convert<T>(start.to_double() + static_cast<double>(i) * step.to_double());
+          data[i] = convert<T>(std::fma(static_cast<double>(i), step.to_double(), start.to_double()));
         } else {
           data[i] = static_cast<T>(start.to_int() + i * step.to_int());
         }
@@ -54,8 +56,8 @@ void linspace(const Tensor& out, double start, double end) {
     T* data = out.data_ptr<T>();
     // Both ends exact: the first half counts up from start, the second down from end.
     for (int64_t i = 0; i < steps; ++i) {
-      double v = (i < steps / 2 || steps == 1) ? start + step * static_cast<double>(i)
-                                               : end - step * static_cast<double>(steps - 1 - i);
+      double v = (i < steps / 2 || steps == 1) ? std::fma(step, static_cast<double>(i), start)
+                                               : std::fma(-step, static_cast<double>(steps - 1 - i), end);
       data[i] = convert<T>(v);
     }
   });
@@ -66,12 +68,12 @@ void uniform(const Tensor& out, double from, double to, PhiloxState state) {
     T* data = out.data_ptr<T>();
     if constexpr (std::is_same_v<T, double>) {
       for_each_block(out.numel(), 2, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
-        for (int64_t k = 0; k < count; ++k) data[first + k] = from + (to - from) * uniform_double(w.w[2 * k], w.w[2 * k + 1]);
+        for (int64_t k = 0; k < count; ++k) data[first + k] = std::fma(to - from, uniform_double(w.w[2 * k], w.w[2 * k + 1]), from);
       });
     } else {
       const float lo = static_cast<float>(from), span = static_cast<float>(to - from);
       for_each_block(out.numel(), 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
-        for (int64_t k = 0; k < count; ++k) data[first + k] = static_cast<T>(lo + span * uniform_float(w.w[k]));
+        for (int64_t k = 0; k < count; ++k) data[first + k] = static_cast<T>(std::fma(span, uniform_float(w.w[k]), lo));
       });
     }
   });
@@ -85,8 +87,8 @@ void normal(const Tensor& out, double mean, double std, PhiloxState state) {
       for_each_block(out.numel(), 2, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
         double u1 = 1.0 - uniform_double(w.w[0], w.w[1]), u2 = uniform_double(w.w[2], w.w[3]);
         double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * std::numbers::pi * u2;
-        data[first] = mean + std * r * std::cos(theta);
-        if (count > 1) data[first + 1] = mean + std * r * std::sin(theta);
+        data[first] = std::fma(std * r, std::cos(theta), mean);
+        if (count > 1) data[first + 1] = std::fma(std * r, std::sin(theta), mean);
       });
     } else {
       const float m = static_cast<float>(mean), sd = static_cast<float>(std);
@@ -94,8 +96,8 @@ void normal(const Tensor& out, double mean, double std, PhiloxState state) {
         for (int64_t pair = 0; pair * 2 < count; ++pair) {
           float u1 = 1.0f - uniform_float(w.w[2 * pair]), u2 = uniform_float(w.w[2 * pair + 1]);
           float r = std::sqrt(-2.0f * std::log(u1)), theta = 2.0f * std::numbers::pi_v<float> * u2;
-          data[first + 2 * pair] = static_cast<T>(m + sd * r * std::cos(theta));
-          if (2 * pair + 1 < count) data[first + 2 * pair + 1] = static_cast<T>(m + sd * r * std::sin(theta));
+          data[first + 2 * pair] = static_cast<T>(std::fma(sd * r, std::cos(theta), m));
+          if (2 * pair + 1 < count) data[first + 2 * pair + 1] = static_cast<T>(std::fma(sd * r, std::sin(theta), m));
         }
       });
     }

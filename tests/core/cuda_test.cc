@@ -1,29 +1,173 @@
+// The CUDA runtime: discovery, streams, events, guards, the caching allocator on a real device,
+// pinned memory. Tests tagged [cuda] skip themselves (and are counted as skipped) without a GPU.
+#include <thread>
+
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#define TD_TEST_HAS_CUDART 1
+#endif
+
+#include "core/allocator.h"
 #include "core/cuda.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
 
-TEST_CASE("a build without the CUDA toolkit reports no CUDA devices", "[cpu]") {
+TEST_CASE("a build without the CUDA toolkit or a GPU reports no CUDA devices", "[cpu]") {
   if (td::cuda::built_with_cuda()) {
     CHECK(td::cuda::runtime_version() > 0);
   } else {
     CHECK(td::cuda::device_count() == 0);
     CHECK(!td::cuda::is_available());
   }
+  CHECK(td::cuda::is_available() == (td::cuda::device_count() > 0));
   td::testing::check_error([] { td::cuda::get_device_properties(td::cuda::device_count()); }, {"does not exist"});
+}
+
+TEST_CASE("without a GPU, CUDA tensors are an error that names the device", "[cpu]") {
+  if (td::cuda::is_available()) return;
+  td::testing::check_error([] { td::zeros({2}, td::Device("cuda:0")); }, {"cuda:0"});
+  td::testing::check_error([] { td::ones({2}).to(td::Device("cuda:0")); }, {"cuda:0"});
 }
 
 TEST_CASE("every visible CUDA device reports a name, memory and compute capability", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
+  CHECK(td::cuda::driver_version() > 0);
   for (int d = 0; d < td::cuda::device_count(); ++d) {
     auto p = td::cuda::get_device_properties(d);
     CHECK(!p.name.empty());
     CHECK(p.total_memory > 0);
     CHECK(p.major >= 5);
     CHECK(p.multiprocessors > 0);
+    CHECK(p.physical_index == td::cuda::physical_device(d));
   }
 }
 
-TEST_CASE("tensors cannot be made on CUDA devices until the CUDA backend exists", "[cpu]") {
-  td::testing::check_error([] { td::zeros({2}, td::Device("cuda:0")); }, {"cuda:0"});
+#ifdef TD_TEST_HAS_CUDART
+TEST_CASE("device guard selects the GPU behind a logical device and restores the previous one", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  int before = -1;
+  REQUIRE(cudaGetDevice(&before) == cudaSuccess);
+  const int last = td::cuda::device_count() - 1;
+  {
+    td::cuda::DeviceGuard guard(last);
+    int now = -1;
+    REQUIRE(cudaGetDevice(&now) == cudaSuccess);
+    CHECK(now == td::cuda::physical_device(last));
+  }
+  int after = -1;
+  REQUIRE(cudaGetDevice(&after) == cudaSuccess);
+  CHECK(after == before);
+  td::testing::check_error([] { td::cuda::DeviceGuard g(td::cuda::device_count()); }, {"does not exist"});
+}
+#endif
+
+TEST_CASE("each thread has its current stream per device; a guard changes it for a scope", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  const td::cuda::Stream def = td::cuda::default_stream(0);
+  CHECK(def.handle() != nullptr);  // not CUDA's legacy stream: logical devices must not share it
+  CHECK(td::cuda::current_stream(0) == def);
+  td::cuda::Stream side = td::cuda::new_stream(0);
+  CHECK(!(side == def));
+  {
+    td::cuda::StreamGuard guard(side);
+    CHECK(td::cuda::current_stream(0) == side);
+    std::thread other([&] { CHECK(td::cuda::current_stream(0) == def); });
+    other.join();
+  }
+  CHECK(td::cuda::current_stream(0) == def);
+}
+
+TEST_CASE("events order work between streams and time it", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::cuda::Stream a = td::cuda::new_stream(0), b = td::cuda::new_stream(0);
+  td::Tensor x;
+  {
+    td::cuda::StreamGuard on_a(a);
+    x = td::full({1 << 22}, 3.0f, td::TensorOptions().device("cuda:0"));
+  }
+  td::cuda::Event start(true), ready(true);
+  start.record(a);
+  ready.record(a);
+  ready.wait(b);
+  td::Tensor y;
+  {
+    td::cuda::StreamGuard on_b(b);
+    y = (x * 2).sum();
+  }
+  CHECK(y.item<double>() == Approx(6.0 * (1 << 22)));
+  ready.synchronize();
+  CHECK(ready.query());
+  CHECK(start.elapsed_ms(ready) >= 0.0);
+  td::cuda::Event untimed;
+  untimed.record(a);
+  td::testing::check_error([&] { start.elapsed_ms(untimed); }, {"timing"});
+}
+
+TEST_CASE("the caching allocator reuses freed blocks and reports statistics per device", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  const td::Device dev("cuda:0");
+  td::cuda::synchronize(0);
+  td::empty_cache(td::kCUDA);
+  td::reset_peak_memory_stats(dev);
+  const td::MemoryStats base = td::memory_stats(dev);
+  void* first = nullptr;
+  {
+    td::Tensor t = td::empty({1 << 20}, td::TensorOptions(td::kFloat32).device(dev));  // 4 MiB
+    first = t.data_ptr();
+    CHECK(td::memory_stats(dev).allocated == base.allocated + (4 << 20));
+  }
+  td::MemoryStats freed = td::memory_stats(dev);
+  CHECK(freed.allocated == base.allocated);
+  CHECK(freed.cached >= (4 << 20));
+  CHECK(freed.peak_allocated >= base.allocated + (4 << 20));
+  td::Tensor again = td::empty({1 << 20}, td::TensorOptions(td::kFloat32).device(dev));
+  CHECK(again.data_ptr() == first);
+  again = td::Tensor();
+  td::empty_cache(td::kCUDA);
+  CHECK(td::memory_stats(dev).cached < freed.cached);
+}
+
+TEST_CASE("the CUDA allocator reports running out of memory with the facts", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  const int64_t too_many = td::cuda::get_device_properties(0).total_memory * 2;
+  td::testing::check_error([&] { td::empty({too_many}, td::TensorOptions(td::kUInt8).device("cuda:0")); },
+                           {"cuda:0", "out of memory"});
+}
+
+TEST_CASE("poisoned allocations fill fresh CUDA memory with NaN", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::cuda::set_poison_allocations(true);
+  td::Tensor t = td::empty({1000}, td::TensorOptions(td::kFloat32).device("cuda:0"));
+  td::cuda::set_poison_allocations(false);
+  CHECK(td::ne(t, t).all().item<bool>());  // NaN only
+}
+
+TEST_CASE("pinned host memory: copies to and from it round-trip, and it is known as pinned", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::Tensor host = td::arange(0, 100000, 1, td::kFloat32);
+  td::Tensor pinned = host.pin_memory();
+  CHECK(pinned.is_pinned());
+  CHECK(!host.is_pinned());
+  CHECK(pinned.is_cpu());
+  td::Tensor dev = pinned.to(td::Device("cuda:0"));
+  td::Tensor back = dev.cpu();
+  CHECK(td::eq(back, host).all().item<bool>());
+  td::testing::check_error([] { td::ones({2}, td::TensorOptions().device("cuda:0")).pin_memory(); },
+                           {"pin_memory", "cuda:0"});
+}
+
+TEST_CASE("logical devices on one GPU each have their own stream and memory pool", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (td::cuda::device_count() < 2) {
+    td::testing::mark_skipped("needs two logical CUDA devices (e.g. TANDEM_VISIBLE_DEVICES=0,0)");
+    return;
+  }
+  CHECK(!(td::cuda::default_stream(0) == td::cuda::default_stream(1)));
+  td::Tensor a = td::ones({1 << 20}, td::TensorOptions().device("cuda:0"));
+  td::Tensor b = a.to(td::Device("cuda:1"));
+  CHECK(b.device() == td::Device("cuda:1"));
+  CHECK(td::memory_stats(td::Device("cuda:1")).allocated >= (4 << 20));
+  CHECK(b.sum().item<double>() == Approx(1 << 20));
+  CHECK(td::cuda::can_access_peer(0, 1));
 }

@@ -31,3 +31,14 @@ TEST_CASE("malformed device strings are rejected with the string in the message"
   check_error([] { td::Device("cpu:99999"); }, {"bad index"});
   check_error([] { td::Device(td::kCPU, -1); }, {"out of range"});
 }
+
+TEST_CASE("TANDEM_VISIBLE_DEVICES maps logical CUDA devices to GPUs, repeats allowed", "[cpu]") {
+  CHECK(td::parse_visible_devices("0,1", 2) == std::vector<int>{0, 1});
+  CHECK(td::parse_visible_devices("1,0", 2) == std::vector<int>{1, 0});
+  CHECK(td::parse_visible_devices(" 0, 0 ,0", 1) == std::vector<int>{0, 0, 0});
+  CHECK(td::parse_visible_devices("", 4).empty());
+  td::testing::check_error([] { td::parse_visible_devices("0,2", 2); }, {"TANDEM_VISIBLE_DEVICES='0,2'", "'2'", "0 to 1"});
+  td::testing::check_error([] { td::parse_visible_devices("0,,1", 2); }, {"entry ''"});
+  td::testing::check_error([] { td::parse_visible_devices("x", 2); }, {"entry 'x'"});
+  td::testing::check_error([] { td::parse_visible_devices("-1", 2); }, {"entry '-1'"});
+}

@@ -55,6 +55,18 @@ _nvcc_objects = rule(
     },
 )
 
+def cuda_objects(name, srcs, hdrs = [], deps = []):
+    """Objects of the .cu `srcs` compiled by nvcc, to list in a cc_library's srcs (with its other
+    sources, so one library holds both and they may call each other); [] without a CUDA toolkit."""
+    if not CUDA_ENABLED:
+        return []
+    _nvcc_objects(name = name, srcs = srcs, hdrs = hdrs, deps = deps + ["@local_cuda//:headers"])
+    return [":" + name]
+
+def if_cuda(with_cuda, without_cuda = []):
+    """`with_cuda` in a build with the CUDA toolkit, else `without_cuda`."""
+    return with_cuda if CUDA_ENABLED else without_cuda
+
 def cuda_library(name, srcs, hdrs = [], deps = [], without_cuda_srcs = [], **kwargs):
     """A cc_library whose .cu `srcs` are compiled by nvcc.
 

@@ -1,0 +1,177 @@
+// The CUDA memory of tandem: one BlockPool (core/block_pool.h) per logical device on cudaMalloc,
+// registered as the allocator for CUDA tensors, and one for pinned host memory on cudaHostAlloc.
+// A block belongs to the stream that was current when it was allocated.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+
+#include "core/allocator.h"
+#include "core/block_pool.h"
+#include "core/cuda.h"
+#include "core/cuda_check.h"
+
+namespace tandem::cuda {
+
+namespace {
+
+std::atomic<bool> poison{false};
+
+// Events are recorded on the stream's own GPU.
+class StreamDeviceGuard {
+ public:
+  explicit StreamDeviceGuard(cudaStream_t stream) {
+    int device = 0;
+    TD_CUDA_CHECK(cudaStreamGetDevice(stream, &device), "finding the device of a stream");
+    TD_CUDA_CHECK(cudaGetDevice(&previous_), "finding the current device");
+    if (device != previous_) TD_CUDA_CHECK(cudaSetDevice(device), "selecting GPU ", device);
+  }
+  ~StreamDeviceGuard() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+class EventBackend : public PoolBackend {
+ public:
+  void* record_event(void* stream) override {
+    StreamDeviceGuard guard(static_cast<cudaStream_t>(stream));
+    cudaEvent_t event = nullptr;
+    TD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "memory pool: creating an event");
+    TD_CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(stream)), "memory pool: recording an event");
+    return event;
+  }
+  bool event_done(void* event) override {
+    cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (err == cudaErrorNotReady) return false;
+    TD_CUDA_CHECK(err, "memory pool: event query");
+    return true;
+  }
+  void release_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+};
+
+class DeviceBackend final : public EventBackend {
+ public:
+  explicit DeviceBackend(int device) : device_(device) {}
+  void* raw_alloc(size_t nbytes) override {
+    DeviceGuard guard(device_);
+    void* ptr = nullptr;
+    cudaError_t err = cudaMalloc(&ptr, nbytes);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    TD_CUDA_CHECK(err, "cudaMalloc of ", nbytes, " bytes on cuda:", device_);
+    return ptr;
+  }
+  void raw_free(void* ptr) override {
+    DeviceGuard guard(device_);
+    TD_CUDA_CHECK(cudaFree(ptr), "cudaFree on cuda:", device_);
+  }
+
+ private:
+  int device_;
+};
+
+class PinnedBackend final : public EventBackend {
+ public:
+  void* raw_alloc(size_t nbytes) override {
+    void* ptr = nullptr;
+    cudaError_t err = cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    TD_CUDA_CHECK(err, "cudaHostAlloc of ", nbytes, " bytes of pinned memory");
+    return ptr;
+  }
+  void raw_free(void* ptr) override { TD_CUDA_CHECK(cudaFreeHost(ptr), "cudaFreeHost"); }
+};
+
+struct DevicePool {
+  std::once_flag once;
+  DeviceBackend* backend = nullptr;
+  BlockPool* pool = nullptr;
+};
+
+// Never destroyed: tensors may outlive static destructors.
+std::array<DevicePool, Device::kMaxIndex>& device_pools() {
+  static auto* pools = new std::array<DevicePool, Device::kMaxIndex>;
+  return *pools;
+}
+
+BlockPool& pool_of(int device) {
+  TD_CHECK(device >= 0 && device < device_count(), "CUDA memory: cuda:", device, " does not exist (",
+           device_count(), " CUDA devices)");
+  DevicePool& p = device_pools()[device];
+  std::call_once(p.once, [&] {
+    p.backend = new DeviceBackend(device);
+    p.pool = new BlockPool(*p.backend, Device(kCUDA, device).str());
+  });
+  return *p.pool;
+}
+
+BlockPool& pinned_pool() {
+  static PinnedBackend* backend = new PinnedBackend;
+  static BlockPool* pool = new BlockPool(*backend, "pinned host memory");
+  return *pool;
+}
+
+class CudaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device device) override {
+    const Stream stream = current_stream(device.index());
+    void* ptr = pool_of(device.index()).allocate(nbytes, stream.handle());
+    if (ptr && poison.load(std::memory_order_relaxed)) {
+      DeviceGuard guard(device.index());
+      TD_CUDA_CHECK(cudaMemsetAsync(ptr, 0xFF, nbytes, static_cast<cudaStream_t>(stream.handle())),
+                    "poisoning fresh memory on ", device);
+    }
+    return ptr;
+  }
+  void deallocate(void* ptr, size_t, Device device) override { pool_of(device.index()).free(ptr); }
+  MemoryStats stats(Device device) const override {
+    PoolStats s = pool_of(device.index()).stats();
+    return MemoryStats{s.allocated, s.peak_allocated, s.reserved - s.allocated};
+  }
+  void reset_peak(Device device) override { pool_of(device.index()).reset_peak(); }
+  void empty_cache() override {
+    for (int d = 0; d < device_count(); ++d) {
+      if (device_pools()[d].pool) device_pools()[d].pool->empty_cache();
+    }
+  }
+};
+
+// Registered when the program starts (the library is linked whole: alwayslink).
+[[maybe_unused]] const bool registered = [] {
+  static CudaAllocator* allocator = new CudaAllocator;
+  register_allocator(kCUDA, allocator);
+  return true;
+}();
+
+}  // namespace
+
+void set_poison_allocations(bool on) { poison.store(on); }
+
+void record_stream(const Storage& storage, const Stream& stream) {
+  if (!storage.defined() || !storage.data()) return;
+  if (storage.device().is_cuda()) {
+    pool_of(storage.device().index()).record_stream(storage.data(), stream.handle());
+  } else if (pinned_pool().owns(storage.data())) {
+    pinned_pool().record_stream(storage.data(), stream.handle());
+  }
+}
+
+Storage pinned_storage(size_t nbytes) {
+  TD_CHECK(is_available(), "pin_memory: pinned memory needs a CUDA device, and ",
+           built_with_cuda() ? "no GPU was found" : "this build of tandem has no CUDA");
+  void* ptr = pinned_pool().allocate(nbytes, nullptr);
+  return Storage::wrap(ptr, nbytes, Device(kCPU), [](void* p) { pinned_pool().free(p); });
+}
+
+bool is_pinned(const Storage& storage) {
+  return storage.defined() && storage.data() && is_available() && pinned_pool().owns(storage.data());
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,26 @@
+// Checks for CUDA runtime calls (for .cu files and others that include the CUDA headers): a
+// failure becomes a tandem::Error naming the op, the device and CUDA's own message.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/error.h"
+
+namespace tandem::cuda::detail {
+
+[[noreturn]] void fail(cudaError_t err, const char* what, const char* call, const char* file, int line);
+
+}  // namespace tandem::cuda::detail
+
+// TD_CUDA_CHECK(cudaMalloc(...), "empty on cuda:0"): `what` says which op on which device.
+#define TD_CUDA_CHECK(call, ...)                                                                        \
+  do {                                                                                                  \
+    cudaError_t td_cuda_err_ = (call);                                                                  \
+    if (td_cuda_err_ != cudaSuccess) {                                                                  \
+      ::tandem::cuda::detail::fail(td_cuda_err_, ::tandem::detail::str_cat(__VA_ARGS__).c_str(), #call, \
+                                   __FILE__, __LINE__);                                                 \
+    }                                                                                                   \
+  } while (0)
+
+// After a kernel launch: a bad launch configuration shows up here, faults later at a synchronising call.
+#define TD_CUDA_CHECK_LAUNCH(...) TD_CUDA_CHECK(cudaGetLastError(), __VA_ARGS__)

@@ -1,0 +1,48 @@
+// The CUDA backend in a build without the CUDA toolkit: no tensor can be on a CUDA device, and
+// each entry says so if it is reached anyway.
+#include "kernels/backend.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace tandem::kernels::cuda {
+
+namespace {
+[[noreturn]] void absent(const char* op) { unsupported_device(op, Device(kCUDA)); }
+}  // namespace
+
+void unary(UnaryOp, const Tensor&, const Tensor&) { absent("unary"); }
+void binary(BinaryOp, const Tensor&, const Tensor&, const Tensor&, Scalar) { absent("binary"); }
+void clamp(const Tensor&, const Tensor&, std::optional<Scalar>, std::optional<Scalar>) { absent("clamp"); }
+void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("where"); }
+void masked_fill(const Tensor&, const Tensor&, Scalar) { absent("masked_fill"); }
+void copy(const Tensor&, const Tensor&) { absent("copy"); }
+void fill(const Tensor&, Scalar) { absent("fill"); }
+void arange(const Tensor&, Scalar, Scalar) { absent("arange"); }
+void linspace(const Tensor&, double, double) { absent("linspace"); }
+void uniform(const Tensor&, double, double, PhiloxState) { absent("uniform"); }
+void normal(const Tensor&, double, double, PhiloxState) { absent("normal"); }
+void randint(const Tensor&, int64_t, int64_t, PhiloxState) { absent("randint"); }
+void bernoulli(const Tensor&, const Tensor&, PhiloxState) { absent("bernoulli"); }
+void sum(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("sum"); }
+void mean(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("mean"); }
+void prod(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("prod"); }
+void amax(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("amax"); }
+void amin(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("amin"); }
+void arg_reduce(const Tensor&, const Tensor&, const Tensor&, const std::vector<bool>&, bool) { absent("arg_reduce"); }
+void var(const Tensor&, const Tensor&, const std::vector<bool>&, int64_t, bool) { absent("var"); }
+void norm(const Tensor&, const Tensor&, const std::vector<bool>&, double) { absent("norm"); }
+void all(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("all"); }
+void any(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("any"); }
+void cumsum(const Tensor&, const Tensor&, int64_t) { absent("cumsum"); }
+void bmm(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar) { absent("bmm"); }
+void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("index_select"); }
+void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("gather"); }
+void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { absent("scatter_add"); }
+void one_hot(const Tensor&, const Tensor&) { absent("one_hot"); }
+void softmax(const Tensor&, const Tensor&, int64_t, bool) { absent("softmax"); }
+void max_pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2d&) { absent("max_pool2d"); }
+void avg_pool2d(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional<int64_t>) { absent("avg_pool2d"); }
+void avg_pool2d_backward(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional<int64_t>) { absent("avg_pool2d_backward"); }
+void im2col(const Tensor&, const Tensor&, const Pool2d&) { absent("im2col"); }
+void col2im(const Tensor&, const Tensor&, const Pool2d&) { absent("col2im"); }
+
+}  // namespace tandem::kernels::cuda

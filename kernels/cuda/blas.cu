@@ -1,0 +1,148 @@
+// CUDA matrix products: cuBLAS strided-batched GEMM for the floating dtypes (float16/bfloat16
+// with float32 accumulation; float32 in TF32 only when the user allows it, as PyTorch's
+// allow_tf32), and a plain kernel for integers. tandem's matrices are row-major and cuBLAS's
+// column-major, so out = a @ b is computed as out^T = b^T @ a^T: the operands swap places and
+// each is read in place, transposed or not, when its strides allow.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace tandem::kernels::cuda {
+
+namespace {
+
+#define TD_CUBLAS_CHECK(call, ...)                                                                        \
+  do {                                                                                                    \
+    cublasStatus_t td_status_ = (call);                                                                   \
+    TD_CHECK(td_status_ == CUBLAS_STATUS_SUCCESS, __VA_ARGS__, ": cuBLAS error ", cublasGetStatusName(td_status_), \
+             " (", cublasGetStatusString(td_status_), ") in " #call);                                     \
+  } while (0)
+
+// One handle per logical device and thread (a handle must not be used by two threads at once);
+// handles live as long as the process, as the device threads of DataParallel do.
+cublasHandle_t handle_for(Device device) {
+  thread_local std::vector<cublasHandle_t> handles;
+  const int d = device.index();
+  if (static_cast<int>(handles.size()) <= d) handles.resize(d + 1, nullptr);
+  if (!handles[d]) {
+    tandem::cuda::DeviceGuard guard(d);
+    TD_CUBLAS_CHECK(cublasCreate(&handles[d]), "matmul on ", device, ": creating the cuBLAS handle");
+  }
+  TD_CUBLAS_CHECK(cublasSetStream(handles[d], stream_of(device)), "matmul on ", device);
+  return handles[d];
+}
+
+// How cuBLAS reads a row-major rows x cols operand with strides (s0, s1), if it can: the
+// column-major matrix with leading dimension `ld` is the operand's transpose, or (op T) itself.
+struct Layout {
+  cublasOperation_t op;
+  int64_t ld;
+};
+
+std::optional<Layout> layout_of(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
+  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols))) {
+    return Layout{CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(1, cols) : s0};
+  }
+  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows))) {
+    return Layout{CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(1, rows) : s1};
+  }
+  return std::nullopt;
+}
+
+Tensor contiguous_copy(const Tensor& t) {
+  Tensor c = Tensor::make(Storage::allocate(t.nbytes(), t.device()), t.sizes(), contiguous_strides(t.sizes()), 0,
+                          t.dtype());
+  copy(c, t);
+  return c;
+}
+
+// A [B, rows, cols] operand cuBLAS can read: itself, or a contiguous copy.
+Tensor gemm_ready(const Tensor& t, Layout& layout) {
+  if (auto l = layout_of(t.sizes()[1], t.sizes()[2], t.strides()[1], t.strides()[2])) {
+    layout = *l;
+    return t;
+  }
+  layout = Layout{CUBLAS_OP_N, std::max<int64_t>(1, t.sizes()[2])};
+  return contiguous_copy(t);
+}
+
+void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scalar beta, Scalar alpha) {
+  const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
+  const Device device = out.device();
+  Layout la{}, lb{};
+  Tensor a = gemm_ready(a_in, la), b = gemm_ready(b_in, lb);
+  cudaDataType_t type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  switch (out.dtype()) {
+    case kFloat32: compute = tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case kFloat64: type = CUDA_R_64F; compute = CUBLAS_COMPUTE_64F; break;
+    case kFloat16: type = CUDA_R_16F; break;
+    case kBFloat16: type = CUDA_R_16BF; break;
+    default: TD_FAIL("matmul on ", device, ": no cuBLAS path for dtype ", out.dtype());
+  }
+  const double alpha64 = alpha.to_double(), beta64 = beta.to_double();
+  const float alpha32 = static_cast<float>(alpha64), beta32 = static_cast<float>(beta64);
+  const void* alpha_ptr = out.dtype() == kFloat64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta_ptr = out.dtype() == kFloat64 ? static_cast<const void*>(&beta64) : &beta32;
+  TD_CHECK(std::max({n, m, k, la.ld, lb.ld}) <= INT32_MAX && batch <= INT32_MAX, "matmul on ", device,
+           ": a dimension beyond 2^31 - 1 is not supported by cuBLAS (out [", batch, ", ", n, ", ", m, "], k ", k, ")");
+  tandem::cuda::DeviceGuard guard(device.index());
+  // out^T (m x n, column-major, ld m) = op(b as column-major) @ op(a as column-major)
+  TD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_for(device), lb.op, la.op, static_cast<int>(m),
+                                             static_cast<int>(n), static_cast<int>(k), alpha_ptr, b.data_ptr(), type,
+                                             static_cast<int>(lb.ld), b.strides()[0], a.data_ptr(), type,
+                                             static_cast<int>(la.ld), a.strides()[0], beta_ptr, out.data_ptr(), type,
+                                             static_cast<int>(std::max<int64_t>(1, m)), n * m,
+                                             static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+                  "matmul on ", device, " (out [", batch, ", ", n, ", ", m, "], k ", k, ", dtype ", out.dtype(), ")");
+}
+
+struct IntGemm {
+  int64_t batch, n, m, k;
+  int64_t sa0, sa1, sa2, sb0, sb1, sb2;
+};
+
+template <typename T>
+__global__ void int_bmm_kernel(T* c, const T* a, const T* b, IntGemm g, T beta, T alpha) {
+  TD_GRID_STRIDE(e, g.batch * g.n * g.m) {
+    const int64_t j = e % g.m, i = (e / g.m) % g.n, bi = e / (g.n * g.m);
+    T acc = 0;
+    for (int64_t p = 0; p < g.k; ++p) {
+      acc = static_cast<T>(acc + a[bi * g.sa0 + i * g.sa1 + p * g.sa2] * b[bi * g.sb0 + p * g.sb1 + j * g.sb2]);
+    }
+    c[e] = static_cast<T>((beta == 0 ? T(0) : static_cast<T>(beta * c[e])) + alpha * acc);
+  }
+}
+
+}  // namespace
+
+void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  if (out.numel() == 0) return;
+  if (a.sizes()[2] == 0) {  // empty inner dim: the product is zero
+    if (beta.to_double() == 0) {
+      fill(out, 0);
+    } else {
+      Tensor factor = Tensor::make(Storage::allocate(out.element_size(), out.device()), Shape{}, Shape{}, 0,
+                                   out.dtype());
+      fill(factor, beta);
+      binary(BinaryOp::Mul, out, out, factor, 1);
+    }
+    return;
+  }
+  if (is_floating(out.dtype())) return cublas_bmm(out, a, b, beta, alpha);
+  const IntGemm g{out.sizes()[0], out.sizes()[1], out.sizes()[2], a.sizes()[2], a.strides()[0], a.strides()[1],
+                  a.strides()[2], b.strides()[0], b.strides()[1], b.strides()[2]};
+  dispatch_types<int64_t, int32_t, uint8_t>(out.dtype(), "bmm", [&]<typename T>() {
+    launch("bmm", out.device(), out.numel(), int_bmm_kernel<T>, static_cast<T*>(out.data_ptr()),
+           static_cast<const T*>(a.data_ptr()), static_cast<const T*>(b.data_ptr()), g, beta.to<T>(), alpha.to<T>());
+  });
+}
+
+}  // namespace tandem::kernels::cuda

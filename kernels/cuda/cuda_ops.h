@@ -1,0 +1,80 @@
+// The CUDA backend: the same functions as the CPU backend (kernels/cpu/cpu_ops.h), with the same
+// contracts, for tensors on one CUDA device (copy: any devices, at least one CUDA). Kernels are
+// queued on the device's current stream and return without waiting, except copies to the host.
+// In a build without CUDA (kernels/cuda/absent.cc) each raises the "no CUDA kernels" error; no
+// tensor can be on a CUDA device there anyway.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "core/generator.h"
+#include "core/tensor.h"
+#include "kernels/op_codes.h"
+
+namespace tandem::kernels::cuda {
+
+// ---- element-wise (cuda/elementwise.cu); inputs broadcast to `out` ----
+void unary(UnaryOp op, const Tensor& out, const Tensor& in);  // same dtype
+// a and b share a dtype; out has it too, or bool for comparisons. alpha scales b in Add/Sub.
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha);
+void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+void masked_fill(const Tensor& self, const Tensor& mask, Scalar value);  // in place
+void copy(const Tensor& dst, const Tensor& src);  // any dtypes and devices (cuda/copy.cu)
+void fill(const Tensor& dst, Scalar value);
+
+// ---- creation (cuda/factory.cu); outputs contiguous ----
+void arange(const Tensor& out, Scalar start, Scalar step);
+void linspace(const Tensor& out, double start, double end);
+void uniform(const Tensor& out, double from, double to, PhiloxState state);
+void normal(const Tensor& out, double mean, double std, PhiloxState state);
+void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
+void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
+
+// ---- reductions (cuda/reduce.cu) ----
+// `reduced` flags the input dims folded away; outputs are contiguous, one element per combination
+// of kept indices in row-major order (keepdim does not change that layout). Accumulation is in
+// float64 for float64 inputs, float32 for the other floating dtypes, int64 for integers.
+void sum(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void amax(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void amin(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+// values (may be undefined) and int64 indices of the max/min; ties and NaN: the first wins.
+void arg_reduce(const Tensor& values, const Tensor& indices, const Tensor& in, const std::vector<bool>& reduced,
+                bool is_max);
+void var(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, int64_t correction, bool take_sqrt);
+void norm(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, double p);
+void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous, its own dtype
+
+// ---- matrix products (cuda/blas.cu: cuBLAS) ----
+// out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],
+// a is [B, n, k] and b [B, k, m] with any strides. With beta = 0 out is only written.
+void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha);
+
+// ---- indexing (cuda/index.cu); indices already checked to be in range ----
+// x contiguous viewed as [outer, size, inner]; out contiguous [outer, index.numel(), inner].
+void index_select(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
+void gather(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);  // out contiguous
+void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);  // in place
+void one_hot(const Tensor& out, const Tensor& indices);  // out zeroed, contiguous [indices.numel(), C]
+
+// ---- softmax, pooling, im2col (cuda/softmax.cu, cuda/pool.cu) ----
+void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log);  // x and out contiguous
+// x contiguous [planes, H, W]; out (and indices) contiguous [planes, OH, OW].
+void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2d& p);
+void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2d& p, bool count_include_pad,
+                std::optional<int64_t> divisor_override);
+// grad_input zeroed and contiguous [planes, H, W]; each output's gradient spread over its window.
+void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Pool2d& p, bool count_include_pad,
+                         std::optional<int64_t> divisor_override);
+// x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
+void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
+void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
+
+}  // namespace tandem::kernels::cuda

@@ -1,0 +1,171 @@
+// CUDA element-wise kernels: each op's functor from kernels/functors.h run by the generic kernel
+// of launch.cuh, instantiated for the dtypes the op allows (the same as the CPU backend's).
+// 16-bit floats are computed in float, as on the CPU.
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/functors.h"
+
+namespace tandem::kernels::cuda {
+
+namespace {
+
+using cpu::loop_shape;
+
+// f applied in op-math (float for the 16-bit floats), the result stored as T.
+template <typename T, typename F>
+struct InOpMath {
+  F f;
+  TD_INLINE T operator()(T x) const { return static_cast<T>(f(static_cast<opmath_t<T>>(x))); }
+  TD_INLINE T operator()(T a, T b) const {
+    return static_cast<T>(f(static_cast<opmath_t<T>>(a), static_cast<opmath_t<T>>(b)));
+  }
+};
+
+template <typename T, typename F>
+struct CompareInOpMath {
+  F f;
+  TD_INLINE bool operator()(T a, T b) const { return f(static_cast<opmath_t<T>>(a), static_cast<opmath_t<T>>(b)); }
+};
+
+template <typename F>
+void floating_unary(const cpu::LoopShape<2>& s, Device d, DType t, F f) {
+  dispatch_floating(t, "unary", [&]<typename T>() { elementwise<T, T>("unary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
+void numeric_unary(const cpu::LoopShape<2>& s, Device d, DType t, F f) {
+  dispatch_numeric(t, "unary", [&]<typename T>() { elementwise<T, T>("unary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
+void binary_all(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
+  dispatch_all(t, "binary", [&]<typename T>() { elementwise<T, T, T>("binary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
+void binary_numeric(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
+  dispatch_numeric(t, "binary", [&]<typename T>() { elementwise<T, T, T>("binary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
+void compare(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
+  dispatch_all(t, "compare", [&]<typename T>() { elementwise<bool, T, T>("compare", s, d, CompareInOpMath<T, F>{f}); });
+}
+
+// a + alpha * b (Sub passes -alpha).
+void add_scaled(const cpu::LoopShape<3>& s, Device d, DType t, Scalar alpha) {
+  dispatch_numeric(t, "add", [&]<typename T>() {
+    using M = opmath_t<T>;
+    using F = fn::AddScaled<M>;
+    elementwise<T, T, T>("add", s, d, InOpMath<T, F>{F{alpha.to<M>()}});
+  });
+}
+
+template <typename T>
+struct Select {  // where(c, x, y); the condition read as a byte
+  TD_INLINE T operator()(uint8_t c, T x, T y) const { return c != 0 ? x : y; }
+};
+
+template <typename T>
+struct FillWhere {  // masked_fill: the value where the mask is set, else the element as it was
+  T value;
+  TD_INLINE T operator()(T x, uint8_t mask) const { return mask != 0 ? value : x; }
+};
+
+template <typename T>
+struct Constant {
+  T value;
+  TD_INLINE T operator()() const { return value; }
+};
+
+}  // namespace
+
+void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  auto s = loop_shape<2>({&out, &in});
+  const Device d = out.device();
+  const DType t = out.dtype();
+  switch (op) {
+    case UnaryOp::Neg: return numeric_unary(s, d, t, fn::Neg{});
+    case UnaryOp::Abs: return numeric_unary(s, d, t, fn::Abs{});
+    case UnaryOp::Relu: return numeric_unary(s, d, t, fn::Relu{});
+    case UnaryOp::Sign: return numeric_unary(s, d, t, fn::Sign{});
+    case UnaryOp::Exp: return floating_unary(s, d, t, fn::Exp{});
+    case UnaryOp::Log: return floating_unary(s, d, t, fn::Log{});
+    case UnaryOp::Log1p: return floating_unary(s, d, t, fn::Log1p{});
+    case UnaryOp::Sqrt: return floating_unary(s, d, t, fn::Sqrt{});
+    case UnaryOp::Rsqrt: return floating_unary(s, d, t, fn::Rsqrt{});
+    case UnaryOp::Sin: return floating_unary(s, d, t, fn::Sin{});
+    case UnaryOp::Cos: return floating_unary(s, d, t, fn::Cos{});
+    case UnaryOp::Tanh: return floating_unary(s, d, t, fn::Tanh{});
+    case UnaryOp::Sigmoid: return floating_unary(s, d, t, fn::Sigmoid{});
+    case UnaryOp::GeluErf: return floating_unary(s, d, t, fn::GeluErf{});
+    case UnaryOp::GeluTanh: return floating_unary(s, d, t, fn::GeluTanh{});
+    case UnaryOp::Silu: return floating_unary(s, d, t, fn::Silu{});
+    case UnaryOp::Reciprocal: return floating_unary(s, d, t, fn::Reciprocal{});
+    case UnaryOp::Erf: return floating_unary(s, d, t, fn::Erf{});
+  }
+}
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  auto s = loop_shape<3>({&out, &a, &b});
+  const Device d = out.device();
+  const DType t = a.dtype();
+  const bool unit_alpha = alpha.to_double() == 1.0;
+  switch (op) {
+    case BinaryOp::Add:
+      if (unit_alpha) return binary_all(s, d, t, fn::Add{});
+      return add_scaled(s, d, t, alpha);
+    case BinaryOp::Sub:
+      if (unit_alpha) return binary_numeric(s, d, t, fn::Sub{});
+      return add_scaled(s, d, t, alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int()));
+    case BinaryOp::Mul: return binary_all(s, d, t, fn::Mul{});
+    case BinaryOp::Div:
+      return dispatch_floating(t, "div", [&]<typename T>() {
+        elementwise<T, T, T>("div", s, d, InOpMath<T, fn::Div>{fn::Div{}});
+      });
+    case BinaryOp::Pow: return binary_numeric(s, d, t, fn::Pow{});
+    case BinaryOp::Maximum: return binary_all(s, d, t, fn::Maximum{});
+    case BinaryOp::Minimum: return binary_all(s, d, t, fn::Minimum{});
+    case BinaryOp::Eq: return compare(s, d, t, fn::Eq{});
+    case BinaryOp::Ne: return compare(s, d, t, fn::Ne{});
+    case BinaryOp::Lt: return compare(s, d, t, fn::Lt{});
+    case BinaryOp::Le: return compare(s, d, t, fn::Le{});
+    case BinaryOp::Gt: return compare(s, d, t, fn::Gt{});
+    case BinaryOp::Ge: return compare(s, d, t, fn::Ge{});
+  }
+}
+
+void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  auto s = loop_shape<2>({&out, &in});
+  dispatch_numeric(out.dtype(), "clamp", [&]<typename T>() {
+    using M = opmath_t<T>;
+    using F = fn::Clamp<M>;
+    F f{lo ? lo->to<M>() : M(0), hi ? hi->to<M>() : M(0), lo.has_value(), hi.has_value()};
+    elementwise<T, T>("clamp", s, out.device(), InOpMath<T, F>{f});
+  });
+}
+
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  auto s = loop_shape<4>({&out, &cond, &a, &b});
+  dispatch_all(out.dtype(), "where", [&]<typename T>() {
+    elementwise<T, uint8_t, T, T>("where", s, out.device(), Select<T>{});
+  });
+}
+
+void masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
+  auto s = loop_shape<3>({&self, &self, &mask});
+  dispatch_all(self.dtype(), "masked_fill", [&]<typename T>() {
+    elementwise<T, T, uint8_t>("masked_fill", s, self.device(), FillWhere<T>{value.to<T>()});
+  });
+}
+
+void fill(const Tensor& dst, Scalar value) {
+  auto s = loop_shape<1>({&dst});
+  dispatch_all(dst.dtype(), "fill", [&]<typename T>() {
+    elementwise<T>("fill", s, dst.device(), Constant<T>{value.to<T>()});
+  });
+}
+
+}  // namespace tandem::kernels::cuda
