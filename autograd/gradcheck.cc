@@ -6,25 +6,36 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/factory.h"
+#include "kernels/views.h"
 
 namespace tandem::autograd {
 
 namespace {
 
-// Element `flat` (row-major) of a float64 tensor, for reading and perturbing in place.
-double& element(const Tensor& t, int64_t flat) {
-  int64_t offset = 0;
-  for (int64_t d = t.dim() - 1; d >= 0; --d) {
-    offset += (flat % t.sizes()[d]) * t.strides()[d];
-    flat /= t.sizes()[d];
+// Element `flat` (row-major) of a float64 tensor on any device, read and perturbed in place
+// (not counted as an in-place write: the tested function sees the same tensor, nudged).
+class Element {
+ public:
+  Element(const Tensor& t, int64_t flat) {
+    int64_t offset = t.storage_offset();
+    for (int64_t d = t.dim() - 1; d >= 0; --d) {
+      offset += (flat % t.sizes()[d]) * t.strides()[d];
+      flat /= t.sizes()[d];
+    }
+    view_ = kernels::as_strided(t, {}, {}, offset);
   }
-  return static_cast<double*>(t.data_ptr())[offset];
-}
+  double get() const { return kernels::item(view_).to_double(); }
+  void set(double value) const { kernels::fill_into(view_, value); }
+
+ private:
+  Tensor view_;
+};
 
 std::vector<double> flat_values(const Tensor& t) {
-  Tensor c = kernels::contiguous(kernels::to(t.detach(), kFloat64));
+  Tensor c = kernels::contiguous(kernels::to(t.detach(), Device(kCPU), kFloat64));
   const double* p = static_cast<const double*>(c.data_ptr());
   return std::vector<double>(p, p + c.numel());
 }
@@ -60,9 +71,8 @@ GradcheckResult gradcheck(const TestedFn& fn, const std::vector<Tensor>& inputs,
   for (size_t i : checked) wrt.push_back(inputs[i]);
   std::vector<std::vector<std::vector<double>>> analytical(checked.size());  // [input][out][in]
   for (int64_t j = 0; j < n_out; ++j) {
-    Tensor seed = zeros(y.sizes(), kFloat64);
-    element(seed, j) = 1;
-    seed = kernels::to(seed, y.device(), y.dtype());
+    Tensor seed = zeros(y.sizes(), TensorOptions(y.dtype()).device(y.device()));
+    Element(seed, j).set(1);
     std::vector<Tensor> grads;
     if (y.requires_grad()) grads = grad({y}, wrt, {seed}, true, false, true);
     for (size_t c = 0; c < checked.size(); ++c) {
@@ -84,13 +94,13 @@ GradcheckResult gradcheck(const TestedFn& fn, const std::vector<Tensor>& inputs,
   for (size_t c = 0; c < checked.size(); ++c) {
     const Tensor& x = inputs[checked[c]];
     for (int64_t k = 0; k < x.numel(); ++k) {
-      double& v = element(x, k);
-      const double saved = v;
-      v = saved + eps;
+      const Element v(x, k);
+      const double saved = v.get();
+      v.set(saved + eps);
       std::vector<double> plus = flat_values(fn(inputs));
-      v = saved - eps;
+      v.set(saved - eps);
       std::vector<double> minus = flat_values(fn(inputs));
-      v = saved;
+      v.set(saved);
       for (int64_t j = 0; j < n_out; ++j) {
         double numerical = (plus[j] - minus[j]) / (2 * eps);
         double a = analytical[c][j][k];

@@ -61,6 +61,25 @@ Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
 
 }  // namespace detail
 
+// ---- several operands ----
+
+void add_n_into(const Tensor& out, const std::vector<Tensor>& inputs) {
+  check_defined(out, "add_n", "out");
+  TD_CHECK(!inputs.empty(), "add_n: no tensors to add");
+  TD_CHECK(out.is_contiguous(), "add_n: the output must be contiguous");
+  TD_CHECK(out.dtype() != kBool, "add_n: bool tensors cannot be added");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    check_defined(t, "add_n", "inputs");
+    TD_CHECK(t.sizes() == out.sizes() && t.dtype() == out.dtype() && t.is_contiguous(), "add_n: input ", i, " is ",
+             t.dtype(), shape_str(t.sizes()), t.is_contiguous() ? "" : " (not contiguous)", " but the output is ",
+             out.dtype(), shape_str(out.sizes()), " and every operand must match it, contiguous");
+    TD_CHECK(t.device() == out.device() || (t.is_cpu() && out.is_cpu()), "add_n: input ", i, " is on ", t.device(),
+             " but the output is on ", out.device());
+  }
+  out.is_cuda() ? cuda::add_n(out, inputs) : cpu::add_n(out, inputs);
+}
+
 // ---- unary ----
 
 namespace {

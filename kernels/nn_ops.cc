@@ -130,10 +130,6 @@ Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList st
   return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
 }
 
-int64_t conv_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation) {
-  int64_t span = in + 2 * pad - dilation * (k - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
-}
 
 }  // namespace
 
@@ -144,7 +140,7 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation, IntList pa
   Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
   Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
   const int64_t n = x4.sizes()[0], c = x4.sizes()[1], h = x4.sizes()[2], w = x4.sizes()[3];
-  const int64_t oh = conv_out(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out(w, p.kw, p.pw, p.sw, p.dw);
+  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, "im2col: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
            ", kernel ", p.kh, "x", p.kw, ")");
   Tensor cols = empty_tensor({n, c * p.kh * p.kw, oh * ow}, x.dtype(), x.device());
@@ -164,7 +160,7 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   const int64_t fields = p.kh * p.kw;
   TD_CHECK(c3.sizes()[1] % fields == 0, "col2im: dim 1 of the input (", c3.sizes()[1],
            ") must be divisible by the kernel's ", p.kh, "x", p.kw, " = ", fields);
-  const int64_t oh = conv_out(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out(w, p.kw, p.pw, p.sw, p.dw);
+  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(c3.sizes()[2] == oh * ow, "col2im: the input has ", c3.sizes()[2], " columns but output_size ", h, "x", w,
            " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
   Tensor out = zeros({c3.sizes()[0], c3.sizes()[1] / fields, h, w}, TensorOptions(cols.dtype()).device(cols.device()));

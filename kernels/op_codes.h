@@ -22,6 +22,13 @@ struct Pool2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
 };
 
+// Positions of a window of size k (dilated) along a padded input of size `in`: 0 when it does not
+// fit (C++ division would truncate a short negative span to a position that is not there).
+inline int64_t conv_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation) {
+  const int64_t span = in + 2 * pad - dilation * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 

@@ -186,7 +186,8 @@ Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
   Tensor in = is_floating(x.dtype()) ? x : to(x, kDefaultFloat);
   // max + log(sum(exp(x - max))), with an infinite max replaced by 0 so inf - inf gives no NaN.
   Reduction r = plan(in, dims, true, "logsumexp");
-  Tensor maxes = r.fold > 0 ? amax(in, dims, true) : zeros(r.out_shape, in.dtype());
+  Tensor maxes =
+      r.fold > 0 ? amax(in, dims, true) : zeros(r.out_shape, TensorOptions(in.dtype()).device(in.device()));
   maxes = masked_fill(maxes, eq(abs(maxes), std::numeric_limits<double>::infinity()), 0);
   Tensor out = detail::binary(BinaryOp::Add, log(sum(exp(detail::binary(BinaryOp::Sub, in, maxes)), dims, true)), maxes);
   if (!keepdim) {

@@ -94,31 +94,6 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
   }
 }
 
-// out = sum of inputs, one pass over memory: each block of the output is filled from the first two
-// inputs and the rest are added while it is still in cache. Half and bfloat16 add in float32.
-void add_into(const Tensor& out, const std::vector<Tensor>& inputs) {
-  constexpr int64_t kBlock = 4096;
-  const int64_t n = out.numel();
-  dispatch_numeric(out.dtype(), "reduce_add", [&]<typename T>() {
-    using Acc = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
-    std::vector<const T*> src;
-    for (const Tensor& t : inputs) src.push_back(static_cast<const T*>(t.data_ptr()));
-    T* dst = static_cast<T*>(out.data_ptr());
-    parallel_for(0, (n + kBlock - 1) / kBlock, 16, [&](int64_t first, int64_t last) {
-      Acc acc[kBlock];
-      for (int64_t b = first; b < last; ++b) {
-        const int64_t begin = b * kBlock, len = std::min(kBlock, n - begin);
-        for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<Acc>(src[0][begin + i]);
-        for (size_t k = 1; k < src.size(); ++k) {
-          const T* s = src[k] + begin;
-          for (int64_t i = 0; i < len; ++i) acc[i] += static_cast<Acc>(s[i]);
-        }
-        for (int64_t i = 0; i < len; ++i) dst[begin + i] = static_cast<T>(acc[i]);
-      }
-    });
-  });
-}
-
 }  // namespace
 
 std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& devices) {
@@ -288,25 +263,19 @@ Tensor concat_on(const std::vector<Tensor>& tensors, int64_t d, Device destinati
   return out;
 }
 
-// The sum of one tensor per device, on destination. Inputs are read where they are (a CPU
-// device's memory is the host's), so nothing is staged.
+// The sum of one tensor per device, on destination, added in the order of the group in one pass.
+// A CPU destination reads CPU devices' tensors where they are (their memory is the host's); a GPU
+// destination first copies each other device's tensor into its own memory (peer to peer where
+// the GPUs allow), ordered after that device's work by events.
 Tensor sum_on(const std::vector<Tensor>& group, Device destination, Record& record) {
   std::vector<Tensor> inputs;
   for (const Tensor& t : group) {
-    inputs.push_back(kernels::contiguous(t));
+    const bool readable = t.device() == destination || (t.is_cpu() && destination.is_cpu());
+    inputs.push_back(kernels::contiguous(readable ? t : kernels::to(t, destination)));
     record.moved(t, t.device(), destination);
   }
   Tensor sum = kernels::empty_tensor(group[0].sizes(), group[0].dtype(), destination);
-  bool all_cpu = destination.is_cpu() &&
-                 std::all_of(group.begin(), group.end(), [](const Tensor& t) { return t.is_cpu(); });
-  if (all_cpu) {
-    add_into(sum, inputs);
-  } else {
-    kernels::copy_into(sum, inputs[0]);
-    for (size_t k = 1; k < inputs.size(); ++k) {
-      kernels::copy_into(sum, kernels::add(sum, kernels::to(inputs[k], destination)));
-    }
-  }
+  kernels::add_n_into(sum, inputs);
   return sum;
 }
 

@@ -1,14 +1,24 @@
-"""td_test: one Catch2 binary per unit, linked with the shared test main and helpers."""
+"""td_test: one Catch2 binary per unit, linked with the shared test main and helpers.
+
+Each test's cases are also a library, `<name>_cases`, so that other binaries can gather them
+(the GPU suite links every [cuda] case into one binary: tools/gpu/BUILD)."""
 
 load("//tools:copts.bzl", "TD_COPTS")
 
 def td_test(name, srcs = None, size = "small", deps = [], **kwargs):
+    native.cc_library(
+        name = name + "_cases",
+        testonly = True,
+        srcs = srcs or [name + ".cc"],
+        copts = TD_COPTS,
+        alwayslink = True,
+        visibility = ["//visibility:public"],
+        deps = deps + ["//tests:testing", "//:tandem", "@catch2"],
+    )
     native.cc_test(
         name = name,
-        srcs = srcs or [name + ".cc"],
         size = size,
         linkstatic = True,
-        copts = TD_COPTS,
-        deps = deps + ["//tests:testing", "//:tandem", "@catch2"],
+        deps = [":" + name + "_cases"],
         **kwargs
     )

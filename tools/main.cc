@@ -30,7 +30,7 @@ int devices() {
   fmt::print("cuda    {} device{} (CUDA runtime {})\n", n, n == 1 ? "" : "s", td::cuda::runtime_version());
   for (int d = 0; d < n; ++d) {
     auto p = td::cuda::get_device_properties(d);
-    fmt::print("cuda:{}  {}, {:.1f} GiB, compute capability {}.{}, {} SMs\n", d, p.name,
+    fmt::print("cuda:{}  {} (GPU {}), {:.1f} GiB, compute capability {}.{}, {} SMs\n", d, p.name, p.physical_index,
                static_cast<double>(p.total_memory) / (1 << 30), p.major, p.minor, p.multiprocessors);
   }
   return 0;

@@ -21,6 +21,7 @@ void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::o
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 void masked_fill(const Tensor& self, const Tensor& mask, Scalar value);  // in place
 void copy(const Tensor& dst, const Tensor& src);  // any dtypes
+void add_n(const Tensor& out, const std::vector<Tensor>& inputs);  // all contiguous, one dtype
 void fill(const Tensor& dst, Scalar value);
 
 // ---- creation (cpu/factory.cc); outputs contiguous ----

@@ -159,6 +159,31 @@ void copy(const Tensor& dst, const Tensor& src) {
   });
 }
 
+// Each block of the output is filled from the first input and the rest are added while it is
+// still in cache.
+void add_n(const Tensor& out, const std::vector<Tensor>& inputs) {
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = out.numel();
+  dispatch_numeric(out.dtype(), "add_n", [&]<typename T>() {
+    using Acc = opmath_t<T>;
+    std::vector<const T*> src;
+    for (const Tensor& t : inputs) src.push_back(static_cast<const T*>(t.data_ptr()));
+    T* dst = static_cast<T*>(out.data_ptr());
+    parallel_for(0, (n + kBlock - 1) / kBlock, 16, [&](int64_t first, int64_t last) {
+      Acc acc[kBlock];
+      for (int64_t b = first; b < last; ++b) {
+        const int64_t begin = b * kBlock, len = std::min(kBlock, n - begin);
+        for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<Acc>(src[0][begin + i]);
+        for (size_t k = 1; k < src.size(); ++k) {
+          const T* s = src[k] + begin;
+          for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<Acc>(acc[i] + static_cast<Acc>(s[i]));
+        }
+        for (int64_t i = 0; i < len; ++i) dst[begin + i] = static_cast<T>(acc[i]);
+      }
+    });
+  });
+}
+
 void fill(const Tensor& dst, Scalar value) {
   auto s = loop_shape<1>({&dst});
   dispatch_all(dst.dtype(), "fill", [&]<typename T>() {

@@ -17,8 +17,8 @@ struct Geometry {
 
 Geometry geometry(const Tensor& image, const Pool2d& p) {
   Geometry g{image.sizes()[0], image.sizes()[1], image.sizes()[2], image.sizes()[3], 0, 0};
-  g.oh = (g.h + 2 * p.ph - p.dh * (p.kh - 1) - 1) / p.sh + 1;
-  g.ow = (g.w + 2 * p.pw - p.dw * (p.kw - 1) - 1) / p.sw + 1;
+  g.oh = conv_out_size(g.h, p.kh, p.ph, p.sh, p.dh);
+  g.ow = conv_out_size(g.w, p.kw, p.pw, p.sw, p.dw);
   return g;
 }
 

@@ -15,6 +15,7 @@ void clamp(const Tensor&, const Tensor&, std::optional<Scalar>, std::optional<Sc
 void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("where"); }
 void masked_fill(const Tensor&, const Tensor&, Scalar) { absent("masked_fill"); }
 void copy(const Tensor&, const Tensor&) { absent("copy"); }
+void add_n(const Tensor&, const std::vector<Tensor>&) { absent("add_n"); }
 void fill(const Tensor&, Scalar) { absent("fill"); }
 void arange(const Tensor&, Scalar, Scalar) { absent("arange"); }
 void linspace(const Tensor&, double, double) { absent("linspace"); }

@@ -2,9 +2,8 @@
 // layouts or dtypes differ), between devices (peer-to-peer when the GPUs allow it, ordered with
 // events on both streams), and to or from the host. Layout and dtype changes happen on the
 // device when the device is the destination and on the host when the host is, so a transfer
-// always moves one dense block. A copy from pinned memory is queued without waiting (the pinned
-// block is kept until it is done); any other copy with the host waits for the transfer, as
-// PyTorch's blocking copies do.
+// always moves one dense block. A copy with the host waits for the transfer, as PyTorch's
+// blocking copies do (pinned memory makes the transfer itself faster).
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -97,11 +96,7 @@ void copy_from_host(const Tensor& dst, const Tensor& src) {
                   "copy_ from cpu to ", d);
   }
   if (!landing.is_same(dst)) copy_on_device(dst, landing);
-  if (tandem::cuda::is_pinned(staged.storage())) {
-    tandem::cuda::record_stream(staged.storage(), stream);
-  } else {
-    stream.synchronize();
-  }
+  stream.synchronize();  // the caller may reuse or change the host memory next
 }
 
 void copy_to_host(const Tensor& dst, const Tensor& src) {

@@ -401,16 +401,21 @@ void logical(const Tensor& out, const Tensor& in, const std::vector<bool>& reduc
   });
 }
 
-// One thread per line along `dim`, scanning it in order.
+// One thread per line along `dim`, scanning it in order. The running sum is kept as the CPU keeps it
+// (float64 for floating outputs, int64 for integers), so each output rounds the same sum: in float32 a
+// line of 10^6 elements drifts from the CPU's by far more than one rounding.
+template <typename Out>
+using scan_acc_t = std::conditional_t<is_floating_type_v<Out>, double, int64_t>;
+
 template <typename In, typename Out>
 __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines,
                               int64_t length, int64_t out_stride, int64_t in_stride) {
   TD_GRID_STRIDE(line, lines) {
     const In* s = in + in_lines.offset(line);
     Out* t = out + out_lines.offset(line);
-    acc_t<Out> acc = 0;
+    scan_acc_t<Out> acc = 0;
     for (int64_t i = 0; i < length; ++i) {
-      acc += static_cast<acc_t<Out>>(op_value(s[i * in_stride]));
+      acc += static_cast<scan_acc_t<Out>>(op_value(s[i * in_stride]));
       t[i * out_stride] = convert<Out>(acc);
     }
   }

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "core/cuda.h"
+
 namespace tandem::data {
 
 namespace {
@@ -48,6 +50,7 @@ struct DataLoader::Run {
   std::shared_ptr<Dataset> dataset;
   int64_t epoch = 0;
   int64_t batch_size = 1;
+  bool pin_memory = false;  // and a GPU is there to copy to
   int64_t num_batches = 0;
   std::vector<int64_t> order;
 
@@ -83,6 +86,10 @@ struct DataLoader::Run {
       fail("the dataset's get_batch returned data of shape " + shape_str(batch.data.sizes()) +
            " and targets of shape " + shape_str(batch.target.sizes()) + " for " + std::to_string(end - begin) +
            " examples; both need that many along dim 0");
+    }
+    if (pin_memory) {
+      batch.data = batch.data.pin_memory();
+      batch.target = batch.target.pin_memory();
     }
     return batch;
   }
@@ -179,6 +186,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   run->dataset = dataset_;
   run->epoch = epoch;
   run->batch_size = options_.batch_size();
+  run->pin_memory = options_.pin_memory() && cuda::is_available();
   run->num_batches = num_batches;
   run->order = epoch_order(epoch);
   run->next_claim = run->consumed = skip_batches;

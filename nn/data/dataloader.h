@@ -58,8 +58,8 @@ class DataLoaderOptions {
     return *this;
   }
   int64_t prefetch_factor() const { return prefetch_factor_; }
-  // Asks for batches in page-locked memory, for fast asynchronous copies to a GPU. Recorded for
-  // the CUDA backend, which does not exist yet: today it is a no-op (CPU memory is never pinned).
+  // Batches in page-locked ("pinned") memory, for fast asynchronous copies to a GPU; without a
+  // CUDA device it does nothing, as in PyTorch.
   DataLoaderOptions& pin_memory(bool value) {
     pin_memory_ = value;
     return *this;

@@ -157,7 +157,7 @@ TEST_CASE("pinned host memory: copies to and from it round-trip, and it is known
                            {"pin_memory", "cuda:0"});
 }
 
-TEST_CASE("logical devices on one GPU each have their own stream and memory pool", "[cuda]") {
+TEST_CASE("logical devices on one GPU each have their own stream and memory pool", "[cuda][devices]") {
   TD_SKIP_UNLESS_CUDA();
   if (td::cuda::device_count() < 2) {
     td::testing::mark_skipped("needs two logical CUDA devices (e.g. TANDEM_VISIBLE_DEVICES=0,0)");

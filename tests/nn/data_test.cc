@@ -367,7 +367,10 @@ TEST_CASE("loader options are checked and recorded", "[cpu]") {
   check_error([&] { loader.start_epoch(0, 5); }, {"start_epoch", "skip 5", "4 batches"});
   check_error([&] { loader.start_epoch(0, -1); }, {"start_epoch", "skip -1"});
   check_error([&] { loader.start_epoch(-2); }, {"start_epoch", "epoch", "-2"});
-  // pin_memory is a no-op on CPU: batches are ordinary CPU tensors.
+  // Pinned batches are CPU tensors all the same, with the same values; without a GPU, ordinary ones.
   CHECK(epoch_targets(loader) == std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {9}});
-  CHECK(collect(loader).front().data.device() == td::Device("cpu"));
+  data::Example first = collect(loader).front();
+  CHECK(first.data.device() == td::Device("cpu"));
+  CHECK(first.data.is_pinned() == td::cuda::is_available());
+  CHECK(first.target.is_pinned() == td::cuda::is_available());
 }

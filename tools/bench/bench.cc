@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tandem.h"
+#include "tools/bench/cuda_benchmarks.h"
 #include "tools/bench/parallel_benchmarks.h"
 
 namespace tandem::bench {
@@ -30,6 +31,12 @@ struct Aim {
 };
 
 Aim aim_for(const std::string& name) {
+  if (name.rfind("cuda_copy", 0) == 0) return {0, "the copy bandwidth (ceiling)"};
+  if (name.rfind("cuda_gemm", 0) == 0) return {1 / 0.97, ">= 0.97x torch.matmul speed"};
+  if (name.rfind("cuda_", 0) == 0 && name.find("train_step") != std::string::npos) {
+    return {1 / 1.25, ">= 1.25x PyTorch eager speed"};
+  }
+  if (name.rfind("cuda_", 0) == 0) return {1 / 1.2, ">= 1.2x PyTorch eager speed and >= 90% of copy bandwidth"};
   if (name.rfind("sgemm", 0) == 0) return {1 / 0.9, ">= 0.9x PyTorch speed"};
   if (name == "add_1elem") return {0, "<= 1.5 us per op"};
   if (name == "mlp_train_step") return {1 / 1.5, ">= 1.5x PyTorch speed"};
@@ -122,6 +129,7 @@ int run(const Options& options, const char* argv0) {
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   benchmark::Initialize(&argc, argv.data());
+  register_cuda_benchmarks();
   fmt::print("tandem bench: running tandem's benchmarks on {} threads...\n", threads);
   std::fflush(stdout);
   Collector ours;
@@ -158,7 +166,7 @@ int run(const Options& options, const char* argv0) {
   gethostname(host, sizeof host - 1);
   fmt::print("\n{} on {}, {} threads; PyTorch {}; median of {} batches\n", date, host, threads,
              torch_version.empty() ? "not run" : torch_version, options.repetitions);
-  fmt::print("{:<20} {:>12} {:>12} {:>8}   {}\n", "benchmark", "tandem", "PyTorch", "ratio", "aim (ratio = tandem / PyTorch time)");
+  fmt::print("{:<28} {:>12} {:>12} {:>8}   {}\n", "benchmark", "tandem", "PyTorch", "ratio", "aim (ratio = tandem / PyTorch time)");
   nlohmann::json report = {{"date", date}, {"threads", threads}, {"torch", torch_version}, {"results", nlohmann::json::object()}};
   for (const auto& [name, t] : ours.seconds) {
     auto it = theirs.find(name);
@@ -170,10 +178,28 @@ int run(const Options& options, const char* argv0) {
       if (aim.max_ratio > 0) verdict = r <= aim.max_ratio ? "met" : "not met";
     }
     if (name == "add_1elem") verdict = t <= 1.5e-6 ? "met" : "not met";
+    // GPU memory-bound kernels: bandwidth against the copy's at the same size.
+    std::string of_copy;
+    if (double bytes = cuda_bytes_per_call(name); bytes > 0 && name.rfind("cuda_copy", 0) != 0) {
+      const std::string size = name.substr(name.find('/'));
+      auto copy = ours.seconds.find("cuda_copy" + size);
+      if (copy != ours.seconds.end()) {
+        const double fraction = (bytes / t) / (cuda_bytes_per_call("cuda_copy" + size) / copy->second);
+        of_copy = fmt::format("{:.0f}% of copy bandwidth", 100 * fraction);
+        if (fraction < 0.9) verdict = "not met";
+        report["results"][name]["fraction_of_copy_bandwidth"] = fraction;
+      }
+    }
+    if (double bytes = cuda_bytes_per_call(name); bytes > 0 && name.rfind("cuda_copy", 0) == 0) {
+      of_copy = fmt::format("{:.0f} GB/s", bytes / t / 1e9);
+    }
     if (aim.max_ratio == 0 && name != "add_1elem") verdict = "";
-    fmt::print("{:<20} {:>12} {:>12} {:>8}   {} ({})\n", name, human(t),
-               it != theirs.end() ? human(it->second) : "-", ratio, aim.text, verdict.empty() ? "-" : verdict);
-    report["results"][name] = {{"tandem_s", t}, {"torch_s", it != theirs.end() ? nlohmann::json(it->second) : nlohmann::json()}};
+    fmt::print("{:<28} {:>12} {:>12} {:>8}   {} ({}){}\n", name, human(t),
+               it != theirs.end() ? human(it->second) : "-", ratio, aim.text, verdict.empty() ? "-" : verdict,
+               of_copy.empty() ? "" : "; " + of_copy);
+    report["results"][name]["tandem_s"] = t;
+    report["results"][name]["torch_s"] = it != theirs.end() ? nlohmann::json(it->second) : nlohmann::json();
+    report["results"][name]["verdict"] = verdict;
   }
   // Data parallelism over CPU devices, against tandem itself (PyTorch's DataParallel needs GPUs).
   auto one_core = ours.seconds.find("mlp512_one_device/threads:1");

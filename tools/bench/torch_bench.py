@@ -1,6 +1,8 @@
 """PyTorch's side of `tandem bench`: the operations of tools/bench/cpu_benchmarks.cc under the
 same names, on CPU tensors of the same shapes, timed the same way (median over repeated
-batches). Prints one JSON object: {"torch": version, "threads": n, "results": {name: seconds}}."""
+batches), and, when PyTorch sees a GPU, those of tools/bench/cuda_benchmarks.cc on cuda:0, timed
+with CUDA events around batches of calls as tandem times them. Prints one JSON object:
+{"torch": version, "threads": n, "results": {name: seconds}}."""
 import argparse
 import json
 import re
@@ -28,6 +30,64 @@ def timed(fn, min_time, repetitions):
             fn()
         per_call.append((time.perf_counter() - start) / n)
     return statistics.median(per_call)
+
+
+CALLS_PER_BATCH = 10  # as kCallsPerIteration in cuda_benchmarks.cc
+
+
+def timed_cuda(fn, min_time, repetitions):
+    """Median GPU seconds per call, each batch of CALLS_PER_BATCH calls between two CUDA events."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call, spent = [], 0.0
+    while len(per_call) < repetitions or spent < min_time:
+        start.record()
+        for _ in range(CALLS_PER_BATCH):
+            fn()
+        end.record()
+        end.synchronize()
+        seconds = start.elapsed_time(end) / 1e3
+        per_call.append(seconds / CALLS_PER_BATCH)
+        spent += seconds
+        if len(per_call) >= 1000:
+            break
+    return statistics.median(per_call)
+
+
+def cuda_cases():
+    gpu = torch.device("cuda:0")
+    F = torch.nn.functional
+    for mib in (64, 1024):
+        n = (mib << 20) // 4
+        x, y = torch.randn(n, device=gpu), torch.empty(n, device=gpu)
+        yield f"cuda_copy/MiB:{mib}", (lambda x=x, y=y: y.copy_(x))
+        a, b = torch.randn(n, device=gpu), torch.randn(n, device=gpu)
+        yield f"cuda_add/MiB:{mib}", (lambda a=a, b=b: a + b)
+        yield f"cuda_mul/MiB:{mib}", (lambda a=a, b=b: a * b)
+        yield f"cuda_gelu/MiB:{mib}", (lambda a=a: F.gelu(a))
+        del x, y, b
+        rows = a.view(n // 4096, 4096)
+        yield f"cuda_sum_rows/MiB:{mib}", (lambda r=rows: r.sum(1))
+        yield f"cuda_sum_cols/MiB:{mib}", (lambda r=rows: r.sum(0))
+        yield f"cuda_softmax/MiB:{mib}", (lambda r=rows: r.softmax(1))
+        w, bias = torch.ones(4096, device=gpu), torch.zeros(4096, device=gpu)
+        yield f"cuda_layernorm/MiB:{mib}", (lambda r=rows, w=w, bias=bias: F.layer_norm(r, (4096,), w, bias))
+        logits = a.view(n // 1024, 1024)
+        target = torch.randint(0, 1024, (n // 1024,), device=gpu)
+        yield f"cuda_cross_entropy/MiB:{mib}", (lambda l=logits, t=target: F.cross_entropy(l, t))
+    for name, dtype, tf32 in (("cuda_gemm_f32", torch.float32, False), ("cuda_gemm_tf32", torch.float32, True),
+                              ("cuda_gemm_bf16", torch.bfloat16, False)):
+        for n in (4096, 8192):
+            a, b = torch.randn(n, n, device=gpu, dtype=dtype), torch.randn(n, n, device=gpu, dtype=dtype)
+
+            def mm(a=a, b=b, tf32=tf32):
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                return torch.matmul(a, b)
+            yield f"{name}/{n}", mm
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield "cuda_mlp_train_step", train_step(mlp(), 128, gpu)
+    yield "cuda_cnn_train_step", train_step(cnn(), 64, gpu)
 
 
 def cases():
@@ -61,10 +121,11 @@ def cnn():
                          nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def train_step(model, batch):
+def train_step(model, batch, device=torch.device("cpu")):
     """One step of tandem's train_step: forward, cross-entropy, backward, SGD with momentum."""
     torch.manual_seed(0)
-    x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+    model = model.to(device)
+    x, y = torch.randn(batch, 1, 28, 28, device=device), torch.randint(0, 10, (batch,), device=device)
     sgd = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     def step():
@@ -89,6 +150,10 @@ def main():
     for name, fn in cases():
         if pattern.search(name):
             results[name] = timed(fn, args.min_time, args.repetitions)
+    if torch.cuda.is_available():
+        for name, fn in cuda_cases():
+            if pattern.search(name):
+                results[name] = timed_cuda(fn, args.min_time, args.repetitions)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "results": results}))
 
 

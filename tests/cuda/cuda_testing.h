@@ -1,0 +1,71 @@
+// Helpers for the [cuda] tests, which prove each CUDA kernel against its CPU twin: inputs in the
+// same layout on both devices, a comparison of a CUDA result with the CPU's that names the worst
+// element, poisoned CUDA allocations for the length of a test, and snapshots of operands on any device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/testing.h"
+
+namespace tandem::cuda_testing {
+
+// The device under test.
+const Device& device();
+
+// While a guard lives, fresh CUDA memory is filled with 0xFF bytes: an output element a kernel
+// forgets to write reads back as NaN (floating dtypes), -1 or 255 (integers) or true (bool).
+class PoisonGuard {
+ public:
+  PoisonGuard();
+  ~PoisonGuard();
+  PoisonGuard(const PoisonGuard&) = delete;
+  PoisonGuard& operator=(const PoisonGuard&) = delete;
+};
+
+// Layouts of an input: testing::Layout's four, and Broadcast (a size-1 dim expanded, stride 0).
+enum class Layout { Contiguous, Permuted, Strided, Offset, Broadcast };
+const std::vector<Layout>& all_layouts();
+std::string layout_name(Layout layout);
+
+// `cpu`'s values in the same layout (sizes, strides, storage offset) on the device under test:
+// the whole storage is copied, so a strided or offset view stays one.
+Tensor twin(const Tensor& cpu);
+
+// A random input on the CPU and its twin. Values in [lo, hi) (integers truncated, uint8 from
+// max(lo, 0), bool: above the midpoint).
+struct Pair {
+  Tensor cpu, dev;
+};
+Tensor random_input(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2, double hi = 2);
+Pair random_pair(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2, double hi = 2);
+
+// Checks a result of the device under test against the CPU's: on that device, of the reference's
+// shape and dtype, and every element within atol + rtol * |scale| (scale: the reference itself
+// unless given, e.g. the sum of |x| for a sum, on any device). NaN matches NaN and infinities match
+// exactly. A failure names the worst element: its index and both values.
+void check_close(const Tensor& actual, const Tensor& cpu_ref, double rtol, double atol = 0,
+                 const std::string& what = "", const Tensor& scale = Tensor());
+// Every element equal (integers compared as int64, floats as doubles, NaN matching NaN).
+void check_equal(const Tensor& actual, const Tensor& cpu_ref, const std::string& what = "");
+
+// The relative tolerance for a result of `dtype` computed two ways (testing::rtol_for).
+double rtol_for(DType dtype);
+
+// |t| as float64 on the CPU: the magnitudes that scale a tolerance.
+Tensor abs64(const Tensor& t);
+
+// An operand on any device, to prove it unchanged after a failed op: its layout, version and values.
+class Unchanged {
+ public:
+  explicit Unchanged(const Tensor& t);
+  void check() const;
+
+ private:
+  Tensor tensor_;
+  uint32_t version_;
+  Shape sizes_, strides_;
+  testing::Snapshot values_;
+};
+
+}  // namespace tandem::cuda_testing

@@ -1,0 +1,1926 @@
+// Every op of the CUDA backend against its CPU twin on fresh random inputs: 0, 1, 7, 33 and 1000003
+// elements, non-contiguous and broadcast layouts, every dtype the op takes, with fresh CUDA memory
+// poisoned so that an element a kernel leaves unwritten shows; and mixed devices are an error.
+//
+// Each sweep runs twice: [cuda] on small inputs whose layouts take turns, light enough for the
+// compute-sanitizer runs of tools/gpu/run.sh (which leave out [large]) yet running every kernel and
+// dtype; and [cuda][large] on every size, long ones included, in every layout.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/cuda/cuda_testing.h"
+
+namespace td = tandem;
+namespace tt = td::testing;
+namespace ct = td::cuda_testing;
+namespace F = td::nn::functional;
+using ct::check_close;
+using ct::check_equal;
+using ct::Layout;
+using ct::Pair;
+using ct::rtol_for;
+using td::DType;
+using td::Shape;
+using td::Tensor;
+using Dims = std::vector<int64_t>;
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const std::vector<DType> kAll = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16,
+                                 td::kInt64,   td::kInt32,   td::kUInt8,   td::kBool};
+const std::vector<DType> kNumeric = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16,
+                                     td::kInt64,   td::kInt32,   td::kUInt8};
+const std::vector<DType> kFloating = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16};
+const std::vector<DType> kIntegers = {td::kInt64, td::kInt32, td::kUInt8};
+
+td::TensorOptions on_device(DType dtype) { return td::TensorOptions(dtype).device(ct::device()); }
+
+bool is_big(const Shape& shape) { return td::numel_of(shape) > 100000; }
+
+bool contains(const std::vector<DType>& dtypes, DType t) {
+  for (DType d : dtypes) {
+    if (d == t) return true;
+  }
+  return false;
+}
+
+bool contains_layout(const std::vector<Layout>& layouts, Layout l) {
+  for (Layout k : layouts) {
+    if (k == l) return true;
+  }
+  return false;
+}
+
+// The shapes element-wise ops run on: 0-dim (one element), empty, 7 and 33 elements, several dims;
+// and, large, also 1 element, more dims and a long vector.
+const std::vector<Shape> kSmallShapes = {{}, {0}, {7}, {3, 1, 33}};
+const std::vector<Shape> kLargeShapes = {{1}, {33}, {3, 0, 2}, {7, 33}, {3, 1, 7, 5}, {1000003}};
+
+// Every layout for small inputs; for long ones the dense path, the strided path and a broadcast.
+std::vector<Layout> layouts_for(const Shape& shape) {
+  if (is_big(shape)) return {Layout::Contiguous, Layout::Strided, Layout::Broadcast};
+  return ct::all_layouts();
+}
+
+// The (shape, layout) pairs of a sweep. Small: every other small shape, each in one layout, shapes
+// and layouts taking turns with `turn` (callers advance it per op and dtype). Large: the small and
+// the big shapes in every layout of `layouts` that suits their size.
+std::vector<std::pair<Shape, Layout>> sweep(bool large, const std::vector<Shape>& small, const std::vector<Shape>& big,
+                                            size_t turn, const std::vector<Layout>& layouts = ct::all_layouts()) {
+  std::vector<std::pair<Shape, Layout>> out;
+  if (!large) {
+    for (size_t i = 0; i < small.size(); ++i) {
+      if ((i + turn) % 2 == 0) out.push_back({small[i], layouts[(i + turn) % layouts.size()]});
+    }
+    return out;
+  }
+  for (const Shape& shape : small) {
+    for (Layout layout : layouts) out.push_back({shape, layout});
+  }
+  for (const Shape& shape : big) {
+    for (Layout layout : layouts_for(shape)) {
+      if (contains_layout(layouts, layout)) out.push_back({shape, layout});
+    }
+  }
+  return out;
+}
+
+std::string describe(const std::string& op, DType dtype, const Shape& shape, Layout layout) {
+  std::ostringstream s;
+  s << op << " on " << td::dtype_name(dtype) << " " << td::shape_str(shape) << " (" << ct::layout_name(layout) << ")";
+  return s.str();
+}
+
+// t's whole storage as a 1-D tensor: an in-place op must leave what lies outside its view alone.
+Tensor whole(const Tensor& t) {
+  return Tensor::make(t.storage(), {static_cast<int64_t>(t.storage().nbytes() / t.element_size())}, {1}, 0, t.dtype());
+}
+
+// After an in-place op on a view: everything stored around the view is equal on both devices.
+void check_outside_equal(const Tensor& dev, const Tensor& cpu, const std::string& what) {
+  Tensor d = whole(dev).clone(), c = whole(cpu).clone();
+  d.as_strided(dev.sizes(), dev.strides(), dev.storage_offset()).fill_(0);
+  c.as_strided(cpu.sizes(), cpu.strides(), cpu.storage_offset()).fill_(0);
+  check_equal(d, c, what + ", outside the view");
+}
+
+// Sets about a fraction p of the elements stored under t to `value` (before its twin is made).
+void sprinkle(const Tensor& t, double p, double value) {
+  Tensor all = whole(t);
+  all.masked_fill_(td::rand(all.sizes(), td::kFloat64) < p, value);
+}
+
+// A result that is a selection or one correctly rounded operation is equal on both devices;
+// otherwise floating results agree to the dtype's tolerance (absolute too: values are about 1).
+void compare(const Tensor& dev, const Tensor& cpu, bool exact, const std::string& what) {
+  if (exact || !td::is_floating(cpu.dtype())) return check_equal(dev, cpu, what);
+  const double r = rtol_for(cpu.dtype());
+  check_close(dev, cpu, r, r, what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// element-wise
+
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+
+struct UnaryCase {
+  std::string name;
+  UnaryFn fn;
+  std::vector<DType> dtypes;
+  double lo = -2, hi = 2;
+  bool exact = false;
+};
+
+const std::vector<UnaryCase>& unary_cases() {
+  using T = const Tensor&;
+  static const std::vector<UnaryCase> cases = {
+      {"neg", [](T x) { return td::neg(x); }, kNumeric, -2, 2, true},
+      {"abs", [](T x) { return td::abs(x); }, kNumeric, -2, 2, true},
+      {"relu", [](T x) { return td::relu(x); }, kNumeric, -2, 2, true},
+      {"sign", [](T x) { return td::sign(x); }, kNumeric, -2, 2, true},
+      {"exp", [](T x) { return td::exp(x); }, kAll},
+      {"log", [](T x) { return td::log(x); }, kAll, 0.1, 3},
+      {"log1p", [](T x) { return td::log1p(x); }, kAll, -0.5, 3},
+      {"sqrt", [](T x) { return td::sqrt(x); }, kAll, 0, 3},
+      {"rsqrt", [](T x) { return td::rsqrt(x); }, kAll, 0.1, 3},
+      {"sin", [](T x) { return td::sin(x); }, kAll},
+      {"cos", [](T x) { return td::cos(x); }, kAll},
+      {"tanh", [](T x) { return td::tanh(x); }, kAll},
+      {"sigmoid", [](T x) { return td::sigmoid(x); }, kAll},
+      {"gelu", [](T x) { return td::gelu(x); }, kFloating},
+      {"gelu tanh", [](T x) { return td::gelu(x, "tanh"); }, kFloating},
+      {"silu", [](T x) { return td::silu(x); }, kFloating},
+      {"reciprocal", [](T x) { return td::reciprocal(x); }, kAll},
+      {"erf", [](T x) { return td::erf(x); }, kAll},
+      {"pow 2.5", [](T x) { return td::pow(x, 2.5); }, kAll, 0, 2},
+      {"pow 3", [](T x) { return td::pow(x, 3); }, kNumeric, -3, 4},
+      {"clamp", [](T x) { return td::clamp(x, -0.5, 1.25); }, kNumeric, -2, 2, true},
+      {"clamp integer bounds", [](T x) { return td::clamp(x, -1, 2); }, kNumeric, -3, 4, true},
+      {"clamp_min", [](T x) { return x.clamp_min(0.25); }, kNumeric, -2, 2, true},
+      {"clamp_max", [](T x) { return x.clamp_max(-0.25); }, kNumeric, -2, 2, true},
+      {"clamp min > max", [](T x) { return td::clamp(x, 1.0, -1.0); }, kNumeric, -2, 2, true},
+  };
+  return cases;
+}
+
+void unary_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 101 : 1);
+  size_t turn = 0;
+  for (const UnaryCase& c : unary_cases()) {
+    for (DType dtype : c.dtypes) {
+      for (const auto& [shape, layout] : sweep(large, kSmallShapes, kLargeShapes, turn++)) {
+        Pair x = ct::random_pair(shape, dtype, layout, c.lo, c.hi);
+        compare(c.fn(x.dev), c.fn(x.cpu), c.exact, describe(c.name, dtype, shape, layout));
+      }
+    }
+  }
+}
+
+TEST_CASE("unary ops match the CPU for every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  unary_sweep(false);
+}
+
+TEST_CASE("unary ops match the CPU for every dtype, size and layout", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  unary_sweep(true);
+}
+
+TEST_CASE("unary ops treat zeros, infinities, NaN and extreme values as the CPU does", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  const std::vector<double> specials = {0.0,  -0.0,  kInf, -kInf, kNaN, 1,   -1,    0.5,    -0.5,  3,     -3,
+                                        1e-3, -1e-3, 20,   -20,   88,   -87, 1e-30, -1e-30, 1e-40, 65504, -65504};
+  for (DType dtype : kFloating) {
+    Tensor base = td::tensor(specials, td::kFloat64).to(dtype);
+    // The smallest normal number: below it, results are subnormal and rounding steps are absolute.
+    const double tiny = dtype == td::kFloat64 ? 2.3e-308 : dtype == td::kFloat16 ? 6.2e-5 : 1.2e-38;
+    for (Tensor x : {base, base.expand({3, static_cast<int64_t>(specials.size())}).t()}) {
+      Tensor dev = ct::twin(x);
+      for (const UnaryCase& c : unary_cases()) {
+        if (!contains(c.dtypes, dtype)) continue;
+        std::string what = c.name + " of special values in " + td::dtype_name(dtype);
+        if (c.exact) {
+          check_equal(c.fn(dev), c.fn(x), what);
+        } else {
+          check_close(c.fn(dev), c.fn(x), rtol_for(dtype), tiny, what);
+        }
+      }
+    }
+  }
+}
+
+// In-place forms write through the view only: the rest of the storage is compared afterwards.
+void in_place_unary_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 102 : 2);
+  using T = Tensor&;
+  struct InPlace {
+    std::string name;
+    std::function<void(Tensor&)> fn;
+    std::vector<DType> dtypes;
+    double lo = -2, hi = 2;
+  };
+  const std::vector<InPlace> cases = {
+      {"neg_", [](T x) { x.neg_(); }, kNumeric},
+      {"abs_", [](T x) { x.abs_(); }, kNumeric},
+      {"relu_", [](T x) { x.relu_(); }, kNumeric},
+      {"sign_", [](T x) { x.sign_(); }, kNumeric},
+      {"exp_", [](T x) { x.exp_(); }, kFloating},
+      {"log_", [](T x) { x.log_(); }, kFloating, 0.1, 3},
+      {"log1p_", [](T x) { x.log1p_(); }, kFloating},
+      {"sqrt_", [](T x) { x.sqrt_(); }, kFloating, 0, 3},
+      {"rsqrt_", [](T x) { x.rsqrt_(); }, kFloating, 0.1, 3},
+      {"sin_", [](T x) { x.sin_(); }, kFloating},
+      {"cos_", [](T x) { x.cos_(); }, kFloating},
+      {"tanh_", [](T x) { x.tanh_(); }, kFloating},
+      {"sigmoid_", [](T x) { x.sigmoid_(); }, kFloating},
+      {"gelu_", [](T x) { x.gelu_(); }, kFloating},
+      {"silu_", [](T x) { x.silu_(); }, kFloating},
+      {"reciprocal_", [](T x) { x.reciprocal_(); }, kFloating},
+      {"pow_ 2", [](T x) { x.pow_(2); }, kNumeric},
+      {"clamp_", [](T x) { x.clamp_(-1, 1); }, kNumeric},
+      {"fill_", [](T x) { x.fill_(1.5); }, kAll},
+      {"zero_", [](T x) { x.zero_(); }, kAll},
+  };
+  const std::vector<Layout> writable = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Offset};
+  size_t turn = 0;
+  for (const InPlace& c : cases) {
+    for (DType dtype : c.dtypes) {
+      for (const auto& [shape, layout] :
+           sweep(large, {{}, {7, 33}, {2, 0, 3}}, {{1}, {33}, {1000003}}, turn++, writable)) {
+        Pair x = ct::random_pair(shape, dtype, layout, c.lo, c.hi);
+        const uint32_t version = x.dev.version();
+        c.fn(x.cpu);
+        c.fn(x.dev);
+        std::string what = describe(c.name, dtype, shape, layout);
+        CHECK(x.dev.version() == version + 1);
+        compare(x.dev, x.cpu, false, what);
+        check_outside_equal(x.dev, x.cpu, what);
+      }
+    }
+  }
+}
+
+TEST_CASE("in-place unary ops write their view of a non-contiguous tensor and nothing else", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  in_place_unary_sweep(false);
+}
+
+TEST_CASE("in-place unary ops write their view of a non-contiguous tensor and nothing else, every size",
+          "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  in_place_unary_sweep(true);
+}
+
+using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+struct BinaryCase {
+  std::string name;
+  BinaryFn fn;
+  std::vector<DType> dtypes;
+  double lo_a = -2, hi_a = 2, lo_b = -2, hi_b = 2;
+  bool exact = true;  // one correctly rounded operation (or a comparison, a selection)
+};
+
+const std::vector<BinaryCase>& binary_cases() {
+  using T = const Tensor&;
+  static const std::vector<BinaryCase> cases = {
+      {"add", [](T a, T b) { return a + b; }, kAll},
+      {"sub", [](T a, T b) { return a - b; }, kNumeric},
+      {"mul", [](T a, T b) { return a * b; }, kAll},
+      {"div", [](T a, T b) { return a / b; }, kAll},
+      {"add alpha 2", [](T a, T b) { return td::add(a, b, 2); }, kNumeric},
+      {"add alpha 3", [](T a, T b) { return td::add(a, b, 3); }, kNumeric, -2, 2, -2, 2, false},
+      {"sub alpha 3", [](T a, T b) { return td::sub(a, b, 3); }, kNumeric, -2, 2, -2, 2, false},
+      {"add alpha 0.75", [](T a, T b) { return td::add(a, b, 0.75); }, kFloating, -2, 2, -2, 2, false},
+      {"pow", [](T a, T b) { return td::pow(a, b); }, kFloating, 0.1, 2, -2, 2, false},
+      {"pow of integers", [](T a, T b) { return td::pow(a, b); }, kIntegers, -3, 4, -2, 5},
+      {"maximum", [](T a, T b) { return td::maximum(a, b); }, kAll},
+      {"minimum", [](T a, T b) { return td::minimum(a, b); }, kAll},
+      {"eq", [](T a, T b) { return td::eq(a, b); }, kAll, -3, 3, -3, 3},
+      {"ne", [](T a, T b) { return td::ne(a, b); }, kAll, -3, 3, -3, 3},
+      {"lt", [](T a, T b) { return td::lt(a, b); }, kAll, -3, 3, -3, 3},
+      {"le", [](T a, T b) { return td::le(a, b); }, kAll, -3, 3, -3, 3},
+      {"gt", [](T a, T b) { return td::gt(a, b); }, kAll, -3, 3, -3, 3},
+      {"ge", [](T a, T b) { return td::ge(a, b); }, kAll, -3, 3, -3, 3},
+  };
+  return cases;
+}
+
+// Operand shapes that broadcast: equal, a 0-dim either side, trailing dims, both sides stretched,
+// empty; and, large, long vectors.
+const std::vector<std::pair<Shape, Shape>> kSmallPairs = {
+    {{}, {}}, {{7}, {7}}, {{33}, {}}, {{}, {33}}, {{7, 1}, {1, 33}}, {{2, 3, 33}, {3, 1}}, {{0}, {1}}};
+const std::vector<std::pair<Shape, Shape>> kLargePairs = {
+    {{1}, {1}}, {{7, 33}, {33}}, {{3, 0}, {3, 1}}, {{1000003}, {1000003}}, {{1000003}, {1}}};
+
+// Results of the CUDA and CPU ops compared, and for inexact ones scaled by |a| + |alpha b|.
+void compare_binary(const BinaryCase& c, const Pair& a, const Pair& b, const std::string& what) {
+  Tensor dev = c.fn(a.dev, b.dev), cpu = c.fn(a.cpu, b.cpu);
+  if (c.exact || !td::is_floating(cpu.dtype())) return check_equal(dev, cpu, what);
+  const double r = rtol_for(cpu.dtype());
+  Tensor scale = c.name == "pow" ? ct::abs64(cpu) : ct::abs64(a.cpu) + 3 * ct::abs64(b.cpu);
+  check_close(dev, cpu, r, r, what, scale);
+}
+
+void binary_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 103 : 3);
+  const std::vector<DType> big_dtypes = {td::kFloat32, td::kFloat64, td::kFloat16, td::kUInt8, td::kBool};
+  std::vector<std::pair<Shape, Shape>> pairs = kSmallPairs;
+  if (large) pairs.insert(pairs.end(), kLargePairs.begin(), kLargePairs.end());
+  size_t turn = 0;
+  for (const BinaryCase& c : binary_cases()) {
+    for (DType dtype : c.dtypes) {
+      for (const auto& [sa, sb] : pairs) {
+        if (is_big(sa) && !contains(big_dtypes, dtype)) continue;
+        const size_t t = turn++;
+        if (!large && t % 2 == 1) continue;  // small: every other pair, taking turns
+        const std::vector<Layout> layouts = layouts_for(sa.size() >= sb.size() ? sa : sb);
+        // Large: each layout of a against the next one of b; small: one such pair, taking turns.
+        const size_t first = large ? 0 : (t / 2) % layouts.size(), last = large ? layouts.size() : first + 1;
+        for (size_t i = first; i < last; ++i) {
+          Layout la = layouts[i], lb = layouts[(i + 1) % layouts.size()];
+          Pair a = ct::random_pair(sa, dtype, la, c.lo_a, c.hi_a);
+          Pair b = ct::random_pair(sb, dtype, lb, c.lo_b, c.hi_b);
+          std::ostringstream what;
+          what << c.name << " of " << td::dtype_name(dtype) << " " << td::shape_str(sa) << " (" << ct::layout_name(la)
+               << ") and " << td::shape_str(sb) << " (" << ct::layout_name(lb) << ")";
+          compare_binary(c, a, b, what.str());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("binary ops and comparisons match the CPU with broadcasting, every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  binary_sweep(false);
+}
+
+TEST_CASE("binary ops and comparisons match the CPU with broadcasting, every dtype, size and layout", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  binary_sweep(true);
+}
+
+TEST_CASE("binary ops promote mixed dtypes, 0-dim tensors and numbers as on the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(4);
+  const std::vector<std::pair<DType, DType>> pairs = {{td::kInt32, td::kFloat16},    {td::kUInt8, td::kInt64},
+                                                      {td::kBool, td::kFloat32},     {td::kFloat32, td::kFloat64},
+                                                      {td::kBFloat16, td::kFloat16}, {td::kInt64, td::kBFloat16},
+                                                      {td::kBool, td::kUInt8},       {td::kInt32, td::kInt64}};
+  for (const auto& [ta, tb] : pairs) {
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{7, 33}, {33}}, {{33}, {}}, {{}, {7, 1}}}) {
+      Pair a = ct::random_pair(sa, ta, Layout::Strided, -3, 3);
+      Pair b = ct::random_pair(sb, tb, Layout::Permuted, -3, 3);
+      for (const BinaryCase& c : binary_cases()) {
+        if (!c.exact || c.name == "sub" || c.name == "pow of integers") continue;
+        std::ostringstream what;
+        what << c.name << " of " << td::dtype_name(ta) << " " << td::shape_str(sa) << " and " << td::dtype_name(tb)
+             << " " << td::shape_str(sb);
+        compare_binary(c, a, b, what.str());
+      }
+    }
+  }
+  // Numbers, and 0-dim tensors on the device, on either side.
+  using T = const Tensor&;
+  const std::vector<std::pair<std::string, std::function<Tensor(T)>>> with_numbers = {
+      {"x + 2.5", [](T x) { return x + 2.5; }},
+      {"x + 3", [](T x) { return x + 3; }},
+      {"x * true", [](T x) { return x * true; }},
+      {"x - 1.5 alpha 2", [](T x) { return td::sub(x, 1.5, 2); }},
+      {"2.0 - x", [](T x) { return 2.0 - x; }},
+      {"2.0 / x", [](T x) { return 2.0 / x; }},
+      {"x / 4", [](T x) { return x / 4; }},
+      {"x > 0.5", [](T x) { return x > 0.5; }},
+      {"x == 1", [](T x) { return x == 1; }},
+      {"x + 0-dim float64", [](T x) { return x + td::full({}, 0.25, on_device(td::kFloat64)).to(x.device()); }},
+      {"0-dim int32 * x", [](T x) { return td::full({}, 3, on_device(td::kInt32)).to(x.device()) * x; }},
+      {"maximum(x, 0-dim)",
+       [](T x) { return td::maximum(x, td::zeros({}, td::TensorOptions(x.dtype()).device(x.device()))); }},
+  };
+  for (DType dtype : kAll) {
+    for (const Shape& shape : {Shape{}, Shape{33}, Shape{7, 33}}) {
+      Pair x = ct::random_pair(shape, dtype, Layout::Strided, -3, 3);
+      for (const auto& [name, fn] : with_numbers) {
+        check_equal(fn(x.dev), fn(x.cpu), name + " for " + td::dtype_name(dtype) + " " + td::shape_str(shape));
+      }
+    }
+  }
+}
+
+void in_place_binary_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 105 : 5);
+  size_t turn = 0;
+  using T = Tensor&;
+  using C = const Tensor&;
+  const std::vector<std::pair<std::string, std::function<void(T, C)>>> ops = {
+      {"add_", [](T a, C b) { a.add_(b); }},   {"add_ alpha 2", [](T a, C b) { a.add_(b, 2); }},
+      {"sub_", [](T a, C b) { a.sub_(b); }},   {"mul_", [](T a, C b) { a.mul_(b); }},
+      {"div_", [](T a, C b) { a.div_(b); }},   {"pow_", [](T a, C b) { a.pow_(b.abs()); }},
+      {"copy_", [](T a, C b) { a.copy_(b); }}, {"masked_fill_", [](T a, C b) { a.masked_fill_(b > 0, 7); }},
+  };
+  // (destination, source): same dtype; a wider source whose result is cast back; an integer into a float.
+  const std::vector<std::pair<DType, DType>> dtypes = {{td::kFloat32, td::kFloat32},   {td::kFloat16, td::kFloat32},
+                                                       {td::kInt32, td::kInt64},       {td::kFloat64, td::kInt32},
+                                                       {td::kBFloat16, td::kBFloat16}, {td::kInt64, td::kUInt8}};
+  for (const auto& [name, op] : ops) {
+    for (const auto& [td_dst, td_src] : dtypes) {
+      const bool integral_result = !td::is_floating(td_dst) && !td::is_floating(td_src);
+      if (name == "div_" && !td::is_floating(td_dst)) continue;  // true division gives a float
+      for (const auto& [sd, ss] :
+           std::vector<std::pair<Shape, Shape>>{{{7, 33}, {33}}, {{33}, {}}, {{5, 4, 3}, {5, 1, 3}}}) {
+        const std::vector<Layout> layouts = {Layout::Permuted, Layout::Strided, Layout::Offset};
+        const size_t first = large ? 0 : turn % layouts.size(), last = large ? layouts.size() : first + 1;
+        ++turn;
+        for (size_t l = first; l < last; ++l) {
+          const Layout layout = layouts[l];
+          Pair a = ct::random_pair(sd, td_dst, layout, -3, 3);
+          Pair b = ct::random_pair(ss, td_src, Layout::Broadcast, integral_result ? 1 : -3, 3);
+          op(a.cpu, b.cpu);
+          op(a.dev, b.dev);
+          std::string what = name + " of " + td::dtype_name(td_src) + " " + td::shape_str(ss) + " into " +
+                             td::dtype_name(td_dst) + " " + td::shape_str(sd) + " (" + ct::layout_name(layout) + ")";
+          compare(a.dev, a.cpu, name != "pow_", what);
+          check_outside_equal(a.dev, a.cpu, what);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("in-place binary ops, converting and broadcasting into a non-contiguous destination", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  in_place_binary_sweep(false);
+}
+
+TEST_CASE("in-place binary ops, converting and broadcasting into a non-contiguous destination, every layout",
+          "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  in_place_binary_sweep(true);
+}
+
+void where_clamp_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 106 : 6);
+  size_t turn = 0;
+  for (DType dtype : kAll) {
+    std::vector<std::tuple<Shape, Shape, Shape>> shapes = {
+        {{7, 33}, {7, 33}, {7, 33}}, {{33}, {7, 1}, {}}, {{}, {33}, {33}}, {{0, 3}, {3}, {1}}};
+    if (large) shapes.push_back({{1000003}, {1000003}, {}});
+    for (const auto& [sc, sa, sb] : shapes) {
+      const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Strided, Layout::Broadcast};
+      const size_t first = large ? 0 : turn % layouts.size(), last = large ? layouts.size() : first + 1;
+      ++turn;
+      for (size_t l = first; l < last; ++l) {
+        const Layout layout = layouts[l];
+        Pair c = ct::random_pair(sc, td::kBool, layout);
+        Pair a = ct::random_pair(sa, dtype, Layout::Permuted);
+        Pair b = ct::random_pair(sb, dtype, layout);
+        if (td::is_floating(dtype)) {
+          sprinkle(a.cpu, 0.1, kNaN);
+          a.dev = ct::twin(a.cpu);
+        }
+        std::string what = std::string(td::dtype_name(dtype)) + " " + td::shape_str(sc) + " " + td::shape_str(sa) +
+                           " " + td::shape_str(sb) + " (" + ct::layout_name(layout) + ")";
+        check_equal(td::where(c.dev, a.dev, b.dev), td::where(c.cpu, a.cpu, b.cpu), "where " + what);
+        check_equal(td::where(c.dev, a.dev, 2), td::where(c.cpu, a.cpu, 2), "where(c, a, 2) " + what);
+        check_equal(td::where(c.dev, 0.5, b.dev), td::where(c.cpu, 0.5, b.cpu), "where(c, 0.5, b) " + what);
+        check_equal(td::where(c.dev, 1, 0), td::where(c.cpu, 1, 0), "where(c, 1, 0) " + what);
+        if (td::broadcast_shapes(sa, sc, "test") == sa) {
+          check_equal(td::masked_fill(a.dev, c.dev, -7), td::masked_fill(a.cpu, c.cpu, -7), "masked_fill " + what);
+        }
+        if (dtype != td::kBool) {
+          check_equal(td::clamp(a.dev, -1, 1), td::clamp(a.cpu, -1, 1), "clamp " + what);
+          check_equal(td::clamp(a.dev, std::nullopt, 0.5), td::clamp(a.cpu, std::nullopt, 0.5), "clamp max " + what);
+          if (td::is_floating(dtype)) {
+            check_equal(td::clamp(a.dev, kNaN, 1.0), td::clamp(a.cpu, kNaN, 1.0), "clamp NaN min " + what);
+            check_equal(td::clamp(a.dev, -1.0, kNaN), td::clamp(a.cpu, -1.0, kNaN), "clamp NaN max " + what);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("where, masked_fill and clamp select as on the CPU, NaN included", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  where_clamp_sweep(false);
+}
+
+TEST_CASE("where, masked_fill and clamp select as on the CPU, NaN included, every size and layout", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  where_clamp_sweep(true);
+}
+
+void fill_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 107 : 7);
+  size_t turn = 0;
+  for (DType dtype : kAll) {
+    const std::vector<Layout> writable = {Layout::Permuted, Layout::Strided, Layout::Offset};
+    for (const auto& [shape, layout] : sweep(large, {{}, {7, 33}, {3, 0}}, {{7}, {1000003}}, turn++, writable)) {
+      std::string what = describe("fill", dtype, shape, layout);
+      Pair x = ct::random_pair(shape, dtype, layout);
+      x.cpu.fill_(-1.5);
+      x.dev.fill_(-1.5);
+      check_equal(whole(x.dev), whole(x.cpu), what);
+      Pair y = ct::random_pair(shape, dtype, layout);
+      Pair mask = ct::random_pair(shape.empty() ? Shape{} : Shape{shape.back()}, td::kBool);
+      y.cpu.masked_fill_(mask.cpu, true);
+      y.dev.masked_fill_(mask.dev, true);
+      check_equal(whole(y.dev), whole(y.cpu), "masked_fill_ " + what);
+    }
+  }
+}
+
+TEST_CASE("fill_ and masked_fill_ write only the elements of a non-contiguous view", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  fill_sweep(false);
+}
+
+TEST_CASE("fill_ and masked_fill_ write only the elements of a non-contiguous view, every size", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  fill_sweep(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// copies, conversions, factories
+
+// Every dtype's values, including those whose conversion saturates, wraps or rounds: NaN, infinities,
+// values beyond the integer ranges, halfway cases.
+Tensor conversion_values(DType dtype) {
+  Tensor x = tt::random_tensor({1000}, td::kFloat64, tt::Layout::Contiguous, -70000, 70000);
+  Tensor special = td::tensor(std::vector<double>{0.0, -0.0, kInf,  -kInf, kNaN, 0.5,   -0.5, 1.5,   2.5,     -2.5, 255,
+                                                  256, -129, 65504, 65520, 1e10, -1e10, 3e38, 1e300, 1.0 / 3, 2049});
+  return td::cat({x, special}).to(dtype);
+}
+
+TEST_CASE("casts between every pair of dtypes give the CPU's values", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(8);
+  for (DType from : kAll) {
+    Tensor x = conversion_values(from);
+    for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
+      Tensor src = layout == Layout::Contiguous ? x : x.slice(0, 1, std::nullopt, 3);
+      Tensor dev = ct::twin(src);
+      for (DType to : kAll) {
+        std::string what =
+            std::string(td::dtype_name(from)) + " to " + td::dtype_name(to) + " (" + ct::layout_name(layout) + ")";
+        check_equal(dev.to(to), src.to(to), what);
+        check_equal(src.to(ct::device(), to), src.to(to), what + ", from the host");
+        Tensor back = dev.to(td::Device(td::kCPU), to);
+        CHECK(back.is_cpu());
+        check_equal(back.to(ct::device()), src.to(to), what + ", to the host");
+      }
+    }
+  }
+}
+
+TEST_CASE("copy_ between devices, dtypes and layouts, broadcasting, writes only the destination's view", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(9);
+  // Destinations are views of a base that lives on either device; sources on either device.
+  auto views = [](const Tensor& base) -> std::vector<std::pair<std::string, Tensor>> {
+    return {{"whole", base},
+            {"transposed", base.t()},
+            {"rows with step 2", base.slice(0, 1, std::nullopt, 2)},
+            {"columns with step 3 of the transpose", base.t().slice(0, 0, std::nullopt, 3)},
+            {"one row", base.select(0, 2)},
+            {"narrowed", base.narrow(1, 3, 20)}};
+  };
+  for (const auto& [dst_dtype, src_dtype] : std::vector<std::pair<DType, DType>>{{td::kFloat32, td::kFloat32},
+                                                                                 {td::kFloat16, td::kFloat64},
+                                                                                 {td::kInt32, td::kFloat32},
+                                                                                 {td::kBool, td::kInt64},
+                                                                                 {td::kFloat64, td::kBFloat16},
+                                                                                 {td::kUInt8, td::kUInt8}}) {
+    for (bool dst_on_device : {true, false}) {
+      for (bool src_on_device : {true, false}) {
+        if (!dst_on_device && !src_on_device) continue;
+        Tensor base_cpu = tt::random_tensor({9, 33}, dst_dtype, tt::Layout::Contiguous, -3, 3);
+        const auto cpu_views = views(base_cpu);
+        for (size_t v = 0; v < cpu_views.size(); ++v) {
+          Tensor ref_base = base_cpu.clone();
+          Tensor dev_base = dst_on_device ? ct::twin(base_cpu) : base_cpu.clone();
+          Tensor ref_dst = views(ref_base)[v].second, dst = views(dev_base)[v].second;
+          for (const Shape& src_shape : {ref_dst.sizes(), Shape{ref_dst.sizes().back()}, Shape{}}) {
+            Pair src =
+                ct::random_pair(src_shape, src_dtype, src_shape.size() > 1 ? Layout::Permuted : Layout::Strided, -3, 3);
+            const uint32_t version = dst.version();
+            ref_dst.copy_(src.cpu);
+            dst.copy_(src_on_device ? src.dev : src.cpu);
+            CHECK(dst.version() == version + 1);
+            std::ostringstream what;
+            what << td::dtype_name(src_dtype) << " " << td::shape_str(src_shape)
+                 << (src_on_device ? " on the device" : " on the host") << " into the " << cpu_views[v].first
+                 << " view of " << td::dtype_name(dst_dtype) << " [9, 33]"
+                 << (dst_on_device ? " on the device" : " on the host");
+            if (dst_on_device) {
+              check_equal(dev_base, ref_base, what.str());
+            } else {
+              check_equal(dev_base.to(ct::device()), ref_base, what.str());
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void copy_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 110 : 10);
+  size_t turn = 0;
+  for (DType dtype : kAll) {
+    for (const auto& [shape, layout] : sweep(large, {{}, {0}, {7, 33}, {3, 5, 7}}, {{7}, {1000003}}, turn++)) {
+      Pair x = ct::random_pair(shape, dtype, layout);
+      std::string what = describe("copy", dtype, shape, layout);
+      Tensor c = x.dev.contiguous();
+      CHECK(c.is_contiguous());
+      check_equal(c, x.cpu, "contiguous " + what);
+      Tensor k = x.dev.clone();
+      CHECK(!k.is_alias_of(x.dev));
+      check_equal(k, x.cpu, "clone " + what);
+      Tensor back = x.dev.cpu();
+      CHECK(back.is_cpu());
+      check_equal(back.to(ct::device()), x.cpu, "to the host " + what);
+      check_equal(x.dev.reshape({-1}), x.cpu.reshape({-1}), "reshape " + what);
+    }
+  }
+  // The same tensor object when nothing changes, as on the CPU.
+  Tensor t = td::ones({3}, on_device(td::kFloat32));
+  CHECK(t.to(ct::device()).is_same(t));
+  CHECK(t.to(td::kFloat32).is_same(t));
+}
+
+TEST_CASE("to(), clone and contiguous of non-contiguous CUDA tensors", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  copy_sweep(false);
+}
+
+TEST_CASE("to(), clone and contiguous of non-contiguous CUDA tensors, every size and layout", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  copy_sweep(true);
+}
+
+TEST_CASE("to() and copy_ between two CUDA devices, converting and into a transposed view", "[cuda][devices]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (td::cuda::device_count() < 2) {
+    tt::mark_skipped("needs two CUDA devices (TANDEM_VISIBLE_DEVICES=0,0 makes two of one GPU)");
+    return;
+  }
+  ct::PoisonGuard poison;
+  tt::reseed(34);
+  const td::Device other(td::kCUDA, 1);
+  for (DType dtype : kAll) {
+    for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Broadcast}) {
+      Pair x = ct::random_pair({7, 33}, dtype, layout);
+      const std::string what = describe("to cuda:1", dtype, {7, 33}, layout);
+      Tensor moved = x.dev.to(other);
+      CHECK(moved.device() == other);
+      check_equal(moved.to(ct::device()), x.cpu, what);
+      Tensor converted = x.dev.to(other, td::kFloat64);
+      CHECK(converted.device() == other);
+      check_equal(converted.to(ct::device()), x.cpu.to(td::kFloat64), what + " as float64");
+      Tensor dst = td::zeros({33, 7}, td::TensorOptions(td::kFloat16).device(other)).t();
+      dst.copy_(x.dev);
+      check_equal(dst.to(ct::device()), x.cpu.to(td::kFloat16), what + ", copy_ into a transposed float16 view");
+      Tensor back = td::zeros({7, 33}, on_device(dtype));
+      back.copy_(moved);
+      check_equal(back, x.cpu, what + ", and back");
+    }
+  }
+}
+
+TEST_CASE("item() reads one element of every dtype back from the device", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(11);
+  for (DType dtype : kAll) {
+    Pair x = ct::random_pair({7, 33}, dtype, Layout::Strided, -100, 100);
+    for (int64_t i : {0, 3, 6}) {
+      const td::Scalar a = x.dev.select(0, i).select(0, 32 - i).item(), e = x.cpu.select(0, i).select(0, 32 - i).item();
+      CHECK(a.kind() == e.kind());
+      CHECK(a.to_double() == e.to_double());
+    }
+    CHECK(x.dev.to(td::kInt64).sum().item<int64_t>() == x.cpu.to(td::kInt64).sum().item<int64_t>());
+  }
+  CHECK(td::full({}, 2.5, on_device(td::kFloat64)).item<double>() == 2.5);
+  CHECK(td::full({1, 1}, -7, on_device(td::kInt64)).item<int64_t>() == -7);
+  tt::check_error([] { td::zeros({2}, on_device(td::kFloat32)).item(); }, {"item", "2 elements"});
+}
+
+TEST_CASE("pinned host memory: to the device and back, and copies into pinned memory", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(12);
+  for (DType dtype : {td::kFloat32, td::kFloat16, td::kInt64, td::kBool}) {
+    for (const Shape& shape : {Shape{0}, Shape{1}, Shape{7, 33}, Shape{100003}}) {
+      Tensor host = tt::random_tensor(shape, dtype, tt::Layout::Strided);
+      Tensor pinned = host.pin_memory();
+      if (td::numel_of(shape) > 0) CHECK(pinned.is_pinned());  // no memory, nothing pinned
+      CHECK(pinned.is_cpu());
+      Tensor dev = pinned.to(ct::device());
+      Tensor landing = td::empty(shape, td::TensorOptions(dtype)).pin_memory();
+      landing.copy_(dev);
+      std::string what = describe("pinned", dtype, shape, Layout::Strided);
+      check_equal(landing.to(ct::device()), host, what);
+      check_equal(dev, host, what);
+      // Asynchronous copies from pinned memory, many in flight, then one read back.
+      std::vector<Tensor> pieces;
+      for (int k = 0; k < 4; ++k) pieces.push_back(host.pin_memory().to(ct::device()));
+      for (const Tensor& p : pieces) check_equal(p, host, what + ", one of several copies");
+    }
+  }
+}
+
+void factory_sweep(bool large) {
+  ct::PoisonGuard poison;
+  const int64_t n = large ? 1000003 : 1003;
+  for (DType dtype : kAll) {
+    const td::TensorOptions cpu(dtype), dev = on_device(dtype);
+    std::string name = td::dtype_name(dtype);
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{7, 33}, Shape{n}}) {
+      check_equal(td::zeros(shape, dev), td::zeros(shape, cpu), "zeros " + name);
+      check_equal(td::ones(shape, dev), td::ones(shape, cpu), "ones " + name);
+      check_equal(td::full(shape, -2.75, dev), td::full(shape, -2.75, cpu), "full " + name);
+    }
+    for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 1}, {7, 7}, {7, 33}, {33, 7}}) {
+      check_equal(td::eye(n, m, dev), td::eye(n, m, cpu), "eye " + name);
+    }
+    if (dtype == td::kBool) continue;
+    check_equal(td::arange(0, n, 1, dev), td::arange(0, n, 1, cpu), "arange " + name);
+    check_equal(td::arange(50, -7, -3, dev), td::arange(50, -7, -3, cpu), "arange down " + name);
+    check_equal(td::arange(0, 0, 1, dev), td::arange(0, 0, 1, cpu), "empty arange " + name);
+    check_equal(td::arange(-1.5, 2.3, 0.1, dev), td::arange(-1.5, 2.3, 0.1, cpu), "float arange " + name);
+    for (int64_t steps : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{7}, int64_t{33}, n}) {
+      check_equal(td::linspace(-3, 11.5, steps, dev), td::linspace(-3, 11.5, steps, cpu), "linspace " + name);
+    }
+  }
+  check_equal(td::arange(n, on_device(td::kInt64)), td::arange(n), "arange(n)");
+  check_equal(td::arange(0.0, 1.0, 1.0 / 7, on_device(td::kFloat64)), td::arange(0.0, 1.0, 1.0 / 7, td::kFloat64),
+              "arange in float64");
+  check_equal(td::tensor({{1.5, 2.0}, {3.0, -4.0}}, on_device(td::kFloat16)),
+              td::tensor({{1.5, 2.0}, {3.0, -4.0}}, td::kFloat16), "tensor() on the device");
+}
+
+TEST_CASE("zeros, ones, full, eye, arange and linspace on the device equal the CPU's", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  factory_sweep(false);
+}
+
+TEST_CASE("zeros, ones, full, eye, arange and linspace on the device equal the CPU's, 1000003 elements",
+          "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  factory_sweep(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// random
+
+void random_sweep(bool large) {
+  ct::PoisonGuard poison;
+  const uint64_t seed = tt::test_seed() ^ 0x5eed;
+  const std::vector<Shape> shapes =
+      large ? std::vector<Shape>{{1000003}, {3, 333335}} : std::vector<Shape>{{}, {0}, {1}, {7}, {33}, {7, 33}};
+  for (const Shape& shape : shapes) {
+    const std::string s = td::shape_str(shape);
+    for (DType dtype : kFloating) {
+      const std::string what = std::string(td::dtype_name(dtype)) + " " + s;
+      // Two fills in a row: the second also starts where the first left the generator.
+      td::manual_seed(seed);
+      Tensor c1 = td::rand(shape, dtype), c2 = td::rand(shape, dtype);
+      td::manual_seed(seed);
+      Tensor d1 = td::rand(shape, on_device(dtype)), d2 = td::rand(shape, on_device(dtype));
+      check_equal(d1, c1, "rand " + what);
+      check_equal(d2, c2, "second rand " + what);
+
+      td::manual_seed(seed);
+      Tensor cn = td::randn(shape, dtype);
+      td::manual_seed(seed);
+      Tensor dn = td::randn(shape, on_device(dtype));
+      // Box-Muller's log, sqrt and sin/cos may differ in the last bit between the host and the device.
+      check_close(dn, cn, rtol_for(dtype), rtol_for(dtype), "randn " + what);
+
+      Tensor pc = td::rand(shape, dtype), pd = ct::twin(pc);
+      td::manual_seed(seed);
+      Tensor bc = td::bernoulli(pc);
+      td::manual_seed(seed);
+      Tensor bd = td::bernoulli(pd);
+      check_equal(bd, bc, "bernoulli(p) " + what);
+    }
+    for (DType dtype : {td::kInt64, td::kInt32, td::kUInt8, td::kFloat32, td::kBool}) {
+      const std::string what = std::string(td::dtype_name(dtype)) + " " + s;
+      td::manual_seed(seed);
+      Tensor c = td::randint(-5, dtype == td::kUInt8 || dtype == td::kBool ? 2 : 1000, shape, dtype);
+      td::manual_seed(seed);
+      Tensor d = td::randint(-5, dtype == td::kUInt8 || dtype == td::kBool ? 2 : 1000, shape, on_device(dtype));
+      check_equal(d, c, "randint " + what);
+      Tensor like_c = td::empty(shape, dtype);
+      Tensor like_d = td::empty(shape, on_device(dtype));
+      td::manual_seed(seed);
+      Tensor bc = td::bernoulli(like_c, 0.3);
+      td::manual_seed(seed);
+      Tensor bd = td::bernoulli(like_d, 0.3);
+      check_equal(bd, bc, "bernoulli(like, 0.3) " + what);
+    }
+  }
+  td::manual_seed(seed);
+  Tensor big = td::randint(std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2, {33, 33});
+  td::manual_seed(seed);
+  check_equal(td::randint(std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2, {33, 33},
+                          on_device(td::kInt64)),
+              big, "randint over a wide range");
+}
+
+TEST_CASE("random fills are bit-identical to the CPU's for the same seed", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  random_sweep(false);
+}
+
+TEST_CASE("random fills of a million elements are bit-identical to the CPU's for the same seed", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  random_sweep(true);
+}
+
+TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  const uint64_t seed = tt::test_seed() ^ 0xd209;
+  tt::reseed(13);
+  for (DType dtype : kFloating) {
+    for (Layout layout : {Layout::Permuted, Layout::Strided, Layout::Offset}) {
+      const std::string what = std::string(td::dtype_name(dtype)) + " " + ct::layout_name(layout);
+      Pair x = ct::random_pair({7, 33}, dtype, layout);
+      td::manual_seed(seed);
+      td::uniform_(x.cpu, -3, 5);
+      Tensor cpu_row = x.cpu.select(0, 1), cpu_column = x.cpu.select(1, 4);
+      td::normal_(cpu_row, 2, 0.5);
+      td::bernoulli_(cpu_column, 0.25);
+      td::manual_seed(seed);
+      td::uniform_(x.dev, -3, 5);
+      Tensor row = x.dev.select(0, 1), column = x.dev.select(1, 4);
+      td::normal_(row, 2, 0.5);
+      td::bernoulli_(column, 0.25);
+      // Uniform and Bernoulli exact; the normal row within rounding.
+      check_close(whole(x.dev), whole(x.cpu), rtol_for(dtype), rtol_for(dtype), "fills " + what);
+      check_equal(x.dev.select(1, 4), x.cpu.select(1, 4), "bernoulli_ column " + what);
+      check_equal(x.dev.select(0, 0), x.cpu.select(0, 0), "uniform_ row " + what);
+
+      Pair y = ct::random_pair({7, 33, 5}, dtype, layout);
+      for (double p : {0.0, 0.3, 1.0}) {
+        td::manual_seed(seed);
+        Tensor c = F::dropout(y.cpu, p, true);
+        td::manual_seed(seed);
+        Tensor d = F::dropout(y.dev, p, true);
+        check_equal(d == 0, c == 0, "dropout mask " + what);
+        check_close(d, c, rtol_for(dtype), 0, "dropout " + what);
+      }
+      td::nn::Dropout module(0.5);
+      module->eval();
+      check_equal(module(y.dev), y.cpu, "dropout in eval mode " + what);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// reductions
+
+struct ReduceCase {
+  Shape shape;
+  Dims dims;  // empty: all dims
+};
+
+// Sizes 1, 7, 33; single, negative, sets of and all dims; 0-dim and empty inputs; shapes for each
+// of the CUDA reduction's strategies: one thread per output, coalesced columns, a group of threads
+// per output; and, large, long folds split over blocks.
+const std::vector<ReduceCase> kSmallReductions = {
+    {{}, {}},           {{}, {0}},
+    {{1}, {0}},         {{7}, {0}},
+    {{33}, {-1}},       {{33}, {}},
+    {{33, 7}, {0}},     {{33, 7}, {1}},
+    {{7, 33}, {-1}},    {{33, 7}, {}},
+    {{1, 7}, {0}},      {{4, 5, 6}, {0, 2}},
+    {{4, 5, 6}, {1}},   {{4, 5, 6}, {-1, 0}},
+    {{3, 1, 33}, {1}},  {{2, 3, 4, 5}, {1, 3}},
+    {{2, 3, 4, 5}, {}}, {{40, 20}, {0}},
+    {{3, 9, 40}, {1}},  {{5, 300}, {1}},
+    {{300, 40}, {0}},   {{0, 3}, {0}},
+    {{3, 0}, {1}},      {{2, 0, 3}, {}},
+};
+const std::vector<ReduceCase> kLargeReductions = {
+    {{1000003}, {}}, {{3, 100003}, {1}}, {{100003, 3}, {0}}, {{2000, 64}, {0}}, {{2000, 100}, {1}},
+};
+
+int64_t fold_of(const ReduceCase& c) {
+  int64_t fold = 1;
+  if (c.dims.empty() || c.shape.empty()) return td::numel_of(c.shape);
+  for (int64_t d : c.dims) fold *= c.shape[d < 0 ? d + static_cast<int64_t>(c.shape.size()) : d];
+  return fold;
+}
+
+struct ReduceInput {
+  Pair x;
+  ReduceCase c;
+  bool keepdim;
+  std::string what;
+};
+
+// Calls body for cases and dtypes: small, half of the pairs (each dtype in every other case), each
+// in one layout and keepdim or not, taking turns; large, every small case and dtype in every layout
+// with and without keepdim, and the long folds in fewer dtypes and layouts. `nonempty`: only cases
+// whose folds have elements; `single_dim`: only cases naming one dim.
+void for_each_reduction(bool large, const std::vector<DType>& dtypes, double lo, double hi, bool nonempty,
+                        bool single_dim, const std::function<void(const ReduceInput&)>& body) {
+  const std::vector<DType> big_dtypes = {td::kFloat32, td::kFloat16, td::kInt64, td::kBool};
+  std::vector<ReduceCase> cases = kSmallReductions;
+  if (large) cases.insert(cases.end(), kLargeReductions.begin(), kLargeReductions.end());
+  size_t turn = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ReduceCase& c = cases[i];
+    if (nonempty && (fold_of(c) == 0 || td::numel_of(c.shape) == 0)) continue;
+    if (single_dim && c.dims.size() != 1) continue;
+    const bool big = is_big(c.shape);
+    for (size_t j = 0; j < dtypes.size(); ++j) {
+      const DType dtype = dtypes[j];
+      if (big && !contains(big_dtypes, dtype)) continue;
+      if (!large && (i + j) % 2 != 0) continue;
+      std::vector<std::pair<Layout, bool>> variants;  // layout, keepdim
+      if (!large) {
+        variants.push_back({ct::all_layouts()[turn % ct::all_layouts().size()], turn % 2 == 1});
+      } else if (big) {
+        variants = {{Layout::Contiguous, false}, {c.shape.size() == 1 ? Layout::Strided : Layout::Permuted, false}};
+      } else {
+        for (Layout layout : ct::all_layouts()) variants.insert(variants.end(), {{layout, false}, {layout, true}});
+      }
+      ++turn;
+      for (const auto& [layout, keepdim] : variants) {
+        std::ostringstream what;
+        what << td::dtype_name(dtype) << " " << td::shape_str(c.shape) << " (" << ct::layout_name(layout)
+             << ") over dims " << (c.dims.empty() ? std::string("all") : td::shape_str(c.dims))
+             << (keepdim ? " keepdim" : "");
+        INFO(what.str());
+        body(ReduceInput{ct::random_pair(c.shape, dtype, layout, lo, hi), c, keepdim, what.str()});
+      }
+    }
+  }
+}
+
+// Half the spacing of the dtype's subnormals: how far rounding moves a result below the normal range.
+double subnormal_atol(DType dtype) {
+  switch (dtype) {
+    case td::kFloat16: return std::ldexp(1.0, -25);
+    case td::kBFloat16: return std::ldexp(1.0, -134);
+    case td::kFloat32: return std::ldexp(1.0, -150);
+    default: return 0;
+  }
+}
+
+void sum_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 114 : 14);
+  for_each_reduction(large, kAll, -2, 2, false, false, [](const ReduceInput& in) {
+    const Tensor &dev = in.x.dev, &cpu = in.x.cpu;
+    const Dims& dims = in.c.dims;
+    Tensor s = td::sum(dev, dims, in.keepdim);
+    if (td::is_floating(cpu.dtype())) {
+      const double r = rtol_for(cpu.dtype()), a = 2 * subnormal_atol(cpu.dtype());
+      check_close(s, td::sum(cpu, dims, in.keepdim), r, a, "sum " + in.what, td::sum(ct::abs64(cpu), dims, in.keepdim));
+      check_close(td::mean(dev, dims, in.keepdim), td::mean(cpu, dims, in.keepdim), r, a, "mean " + in.what,
+                  td::mean(ct::abs64(cpu), dims, in.keepdim));
+      check_close(td::sum(dev, dims, in.keepdim, td::kFloat64), td::sum(cpu, dims, in.keepdim, td::kFloat64),
+                  rtol_for(td::kFloat64), 0, "sum in float64 " + in.what, td::sum(ct::abs64(cpu), dims, in.keepdim));
+    } else {
+      check_equal(s, td::sum(cpu, dims, in.keepdim), "sum " + in.what);
+      check_equal(td::sum(dev, dims, in.keepdim, td::kInt32), td::sum(cpu, dims, in.keepdim, td::kInt32),
+                  "sum in int32 " + in.what);
+      check_close(td::mean(dev, dims, in.keepdim, td::kFloat32), td::mean(cpu, dims, in.keepdim, td::kFloat32),
+                  rtol_for(td::kFloat32), 0, "mean in float32 " + in.what, td::mean(ct::abs64(cpu), dims, in.keepdim));
+    }
+  });
+}
+
+TEST_CASE("sum and mean over any dims match the CPU within rounding of the sum of |x|", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  sum_sweep(false);
+}
+
+TEST_CASE("sum and mean over any dims, every layout and long folds, match the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  sum_sweep(true);
+}
+
+void prod_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 115 : 15);
+  // Factors of magnitude near 1 (floats in [0.5, 1.5), integers 0 and 1 with a few 2s) and random
+  // signs: products of hundreds of them stay inside every dtype's range.
+  auto check = [](const ReduceInput& in) {
+    if (is_big(in.c.shape)) return;  // a million factors over- or underflow
+    Tensor cpu = in.x.cpu;
+    if (!td::is_floating(cpu.dtype())) sprinkle(cpu, 0.02, 2);
+    if (cpu.dtype() != td::kUInt8 && cpu.dtype() != td::kBool) {
+      Tensor all = whole(cpu);
+      all.copy_(td::where(td::rand(all.sizes()) < 0.5, -all, all));
+    }
+    Tensor dev = ct::twin(cpu);
+    const double r = rtol_for(cpu.dtype()), a = 2 * subnormal_atol(cpu.dtype());
+    auto same = [&](const Tensor& d, const Tensor& c, const std::string& what) {
+      if (td::is_floating(c.dtype())) return check_close(d, c, r, a, what);
+      check_equal(d, c, what);
+    };
+    same(td::prod(dev), td::prod(cpu), "prod of all " + in.what);
+    if (in.c.dims.size() == 1) {
+      same(td::prod(dev, in.c.dims[0], in.keepdim), td::prod(cpu, in.c.dims[0], in.keepdim), "prod " + in.what);
+      same(td::prod(dev, in.c.dims[0], in.keepdim, td::kFloat64), td::prod(cpu, in.c.dims[0], in.keepdim, td::kFloat64),
+           "prod in float64 " + in.what);
+    }
+  };
+  for_each_reduction(large, kFloating, 0.5, 1.5, false, false, check);
+  for_each_reduction(large, {td::kInt64, td::kInt32, td::kUInt8, td::kBool}, 0.5, 2, false, false, check);
+  if (!large) return;
+  // A long product that stays exact: factors of +-1 and a few powers of two that cancel.
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kInt64}) {
+    Tensor x = td::where(td::rand({1000003}) < 0.5, -1.0, 1.0);
+    x.narrow(0, 1000, 10).fill_(2);
+    x.narrow(0, 900000, 10).fill_(0.5);
+    if (!td::is_floating(dtype)) x.narrow(0, 900000, 10).fill_(1);
+    x = x.to(dtype);
+    check_equal(td::prod(ct::twin(x)), td::prod(x), std::string("long exact product in ") + td::dtype_name(dtype));
+    Tensor square = x.narrow(0, 0, 1009 * 991).view({1009, 991});
+    check_equal(td::prod(ct::twin(square), 0), td::prod(square, 0),
+                std::string("exact products of columns in ") + td::dtype_name(dtype));
+  }
+}
+
+TEST_CASE("prod matches the CPU, over all dims and along one", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  prod_sweep(false);
+}
+
+TEST_CASE("prod over every layout, and long exact products, match the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  prod_sweep(true);
+}
+
+void extremum_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 116 : 16);
+  // Integers in [-3, 4) tie often: the first of equal extremes must win on the device too.
+  for_each_reduction(large, kAll, -3, 4, true, false, [](const ReduceInput& in) {
+    const Tensor &dev = in.x.dev, &cpu = in.x.cpu;
+    const Dims& dims = in.c.dims;
+    check_equal(td::amax(dev, dims, in.keepdim), td::amax(cpu, dims, in.keepdim), "amax " + in.what);
+    check_equal(td::amin(dev, dims, in.keepdim), td::amin(cpu, dims, in.keepdim), "amin " + in.what);
+    if (dims.empty()) {
+      check_equal(td::max(dev), td::max(cpu), "max " + in.what);
+      check_equal(td::min(dev), td::min(cpu), "min " + in.what);
+      check_equal(td::argmax(dev, std::nullopt, in.keepdim), td::argmax(cpu, std::nullopt, in.keepdim),
+                  "argmax " + in.what);
+      check_equal(td::argmin(dev, std::nullopt, in.keepdim), td::argmin(cpu, std::nullopt, in.keepdim),
+                  "argmin " + in.what);
+    }
+    if (dims.size() == 1) {
+      auto [vd, id] = td::max(dev, dims[0], in.keepdim);
+      auto [vc, ic] = td::max(cpu, dims[0], in.keepdim);
+      check_equal(vd, vc, "max values " + in.what);
+      check_equal(id, ic, "max indices " + in.what);
+      auto [wd, jd] = td::min(dev, dims[0], in.keepdim);
+      auto [wc, jc] = td::min(cpu, dims[0], in.keepdim);
+      check_equal(wd, wc, "min values " + in.what);
+      check_equal(jd, jc, "min indices " + in.what);
+      check_equal(td::argmax(dev, dims[0], in.keepdim), td::argmax(cpu, dims[0], in.keepdim), "argmax " + in.what);
+      check_equal(td::argmin(dev, dims[0], in.keepdim), td::argmin(cpu, dims[0], in.keepdim), "argmin " + in.what);
+    }
+  });
+}
+
+TEST_CASE("amax, amin, max and min with indices, argmax and argmin: the same values and first indices", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  extremum_sweep(false);
+}
+
+TEST_CASE("amax, amin, max, min, argmax and argmin over every layout and long folds", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  extremum_sweep(true);
+}
+
+void var_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 117 : 17);
+  for_each_reduction(large, kFloating, -2, 2, false, false, [](const ReduceInput& in) {
+    const Tensor &dev = in.x.dev, &cpu = in.x.cpu;
+    const Dims& dims = in.c.dims;
+    const double r = 4 * rtol_for(cpu.dtype()), a = 2 * subnormal_atol(cpu.dtype());
+    Tensor squares = ct::abs64(cpu) * ct::abs64(cpu);
+    for (int64_t correction : {0, 1, 2}) {
+      // The scale of the squared deviations: sum of x^2 over the divisor.
+      Tensor scale =
+          td::sum(squares, dims, in.keepdim) / static_cast<double>(std::max<int64_t>(1, fold_of(in.c) - correction));
+      std::string what = " with correction " + std::to_string(correction) + " of " + in.what;
+      check_close(td::var(dev, dims, correction, in.keepdim), td::var(cpu, dims, correction, in.keepdim), r, a,
+                  "var" + what, scale);
+      check_close(td::std(dev, dims, correction, in.keepdim), td::std(cpu, dims, correction, in.keepdim), r, a,
+                  "std" + what, td::sqrt(scale));
+    }
+  });
+}
+
+TEST_CASE("var and std with corrections 0, 1 and 2 match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  var_sweep(false);
+}
+
+TEST_CASE("var and std with corrections, every layout and long folds, match the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  var_sweep(true);
+}
+
+void norm_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 118 : 18);
+  for_each_reduction(large, kFloating, -2, 2, false, false, [](const ReduceInput& in) {
+    const Tensor &dev = in.x.dev, &cpu = in.x.cpu;
+    const Dims& dims = in.c.dims;
+    const double r = 4 * rtol_for(cpu.dtype()), a = 2 * subnormal_atol(cpu.dtype());
+    for (double p : {0.0, 1.0, 2.0, 3.5, kInf, -kInf}) {
+      if (std::isinf(p) && (fold_of(in.c) == 0 || td::numel_of(in.c.shape) == 0)) continue;
+      std::string what = "norm " + std::to_string(p) + " of " + in.what;
+      Tensor d = td::norm(dev, p, dims, in.keepdim), c = td::norm(cpu, p, dims, in.keepdim);
+      if (p == 0 || std::isinf(p)) {
+        check_equal(d, c, what);  // a count, or one of the |x|
+      } else {
+        check_close(d, c, r, a, what);
+      }
+    }
+  });
+}
+
+TEST_CASE("norm for p in {0, 1, 2, 3.5, inf, -inf} matches the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  norm_sweep(false);
+}
+
+TEST_CASE("norm for every p, every layout and long folds, matches the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  norm_sweep(true);
+}
+
+void logical_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 119 : 19);
+  for (double zeros : large ? std::vector<double>{0.0, 0.02, 0.5, 1.0} : std::vector<double>{0.02, 0.5}) {
+    for_each_reduction(large, kAll, 0.5, 2, false, false, [zeros](const ReduceInput& in) {
+      // Some elements zero (none, a few, half, all), so every output may go either way.
+      Tensor cpu = in.x.cpu;
+      sprinkle(cpu, zeros, 0);
+      Tensor dev = ct::twin(cpu);
+      const Dims& dims = in.c.dims;
+      std::string what = in.what + " with zeros at rate " + std::to_string(zeros);
+      check_equal(td::all(dev, dims, in.keepdim), td::all(cpu, dims, in.keepdim), "all " + what);
+      check_equal(td::any(dev, dims, in.keepdim), td::any(cpu, dims, in.keepdim), "any " + what);
+      if (dims.empty()) {
+        check_equal(td::all(dev), td::all(cpu), "all() " + what);
+        check_equal(td::any(dev), td::any(cpu), "any() " + what);
+      }
+    });
+  }
+}
+
+TEST_CASE("all and any match the CPU for every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  logical_sweep(false);
+}
+
+TEST_CASE("all and any, every layout and long folds, match the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  logical_sweep(true);
+}
+
+void cumsum_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 120 : 20);
+  size_t turn = 0;
+  for (DType dtype : kAll) {
+    const bool long_lines = dtype == td::kFloat32 || dtype == td::kInt64 || dtype == td::kFloat16;
+    const std::vector<Shape> big = long_lines ? std::vector<Shape>{{1000003}, {3, 100003}} : std::vector<Shape>{};
+    for (const auto& [shape, layout] : sweep(large, {{}, {0}, {33}, {7, 33}, {4, 0, 3}, {3, 5, 7}}, big, turn++)) {
+      if (is_big(shape) && layout == Layout::Broadcast) continue;
+      Pair x = ct::random_pair(shape, dtype, layout);
+      for (int64_t dim = shape.empty() ? 0 : -1; dim < static_cast<int64_t>(shape.size()); ++dim) {
+        std::string what = describe("cumsum along " + std::to_string(dim), dtype, shape, layout);
+        Tensor d = td::cumsum(x.dev, dim), c = td::cumsum(x.cpu, dim);
+        if (td::is_floating(dtype)) {
+          check_close(d, c, rtol_for(dtype), 2 * subnormal_atol(dtype), what, td::cumsum(ct::abs64(x.cpu), dim));
+          check_close(td::cumsum(x.dev, dim, td::kFloat64), td::cumsum(x.cpu, dim, td::kFloat64),
+                      rtol_for(td::kFloat64), 0, what + " in float64", td::cumsum(ct::abs64(x.cpu), dim));
+        } else {
+          check_equal(d, c, what);
+          check_close(td::cumsum(x.dev, dim, td::kFloat32), td::cumsum(x.cpu, dim, td::kFloat32),
+                      rtol_for(td::kFloat32), 0, what + " in float32", td::cumsum(ct::abs64(x.cpu), dim));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cumsum along every dim matches the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  cumsum_sweep(false);
+}
+
+TEST_CASE("cumsum along every dim matches the CPU, every layout and lines of 100003 and 1000003", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  cumsum_sweep(true);
+}
+
+void logsumexp_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 121 : 21);
+  for (double infinity : large ? std::vector<double>{0.0, -kInf, kInf} : std::vector<double>{-kInf, kInf}) {
+    for_each_reduction(large, kAll, -3, 3, false, false, [infinity](const ReduceInput& in) {
+      Tensor cpu = in.x.cpu;
+      if (infinity != 0 && td::is_floating(cpu.dtype())) sprinkle(cpu, 0.3, infinity);
+      Tensor dev = ct::twin(cpu);
+      const DType out = td::is_floating(cpu.dtype()) ? cpu.dtype() : td::kFloat32;
+      const double r = 4 * rtol_for(out);
+      check_close(td::logsumexp(dev, in.c.dims, in.keepdim), td::logsumexp(cpu, in.c.dims, in.keepdim), r, r,
+                  "logsumexp " + in.what + " with " + std::to_string(infinity));
+    });
+  }
+}
+
+TEST_CASE("logsumexp matches the CPU, with rows of -inf and +inf", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  logsumexp_sweep(false);
+}
+
+TEST_CASE("logsumexp, every layout and long folds, matches the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  logsumexp_sweep(true);
+}
+
+TEST_CASE("one reduction over 10^7 elements matches the CPU", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(22);
+  const int64_t n = 10000000;
+  Tensor cpu = td::rand({n}) * 4 - 2;
+  cpu.narrow(0, 7654321, 1).fill_(3);  // the maximum, twice: the first must win
+  cpu.narrow(0, 8765432, 1).fill_(3);
+  cpu.narrow(0, 1234567, 1).fill_(-3);
+  Tensor dev = cpu.to(ct::device());
+  const double r = rtol_for(td::kFloat32);
+  check_close(dev.sum(), cpu.sum(), r, 0, "sum", ct::abs64(cpu).sum());
+  check_close(dev.mean(), cpu.mean(), r, 0, "mean", ct::abs64(cpu).mean());
+  check_equal(dev.amax(), cpu.amax(), "amax");
+  check_equal(dev.amin(), cpu.amin(), "amin");
+  CHECK(dev.argmax().item<int64_t>() == 7654321);
+  CHECK(dev.argmin().item<int64_t>() == 1234567);
+  check_close(dev.var(), cpu.var(), 4 * r, 0, "var");
+  check_close(dev.std({}, 0), cpu.std({}, 0), 4 * r, 0, "std");
+  check_close(dev.norm(), cpu.norm(), 4 * r, 0, "norm");
+  check_close(dev.norm(1), cpu.norm(1), 4 * r, 0, "norm 1");
+  check_equal(dev.norm(0), cpu.norm(0), "norm 0");
+  check_close(dev.logsumexp({0}), cpu.logsumexp({0}), 4 * r, 0, "logsumexp");
+  Tensor ints = (cpu * 1000).to(td::kInt64);
+  check_equal(ints.to(ct::device()).sum(), ints.sum(), "int64 sum");
+  Tensor halves = cpu.to(td::kFloat16);
+  check_close(halves.to(ct::device()).sum(), halves.sum(), rtol_for(td::kFloat16), 0, "float16 sum",
+              ct::abs64(halves).sum());
+  Tensor flags = cpu > -2.9;
+  check_equal(flags.to(ct::device()).all(), flags.all(), "all");
+  CHECK(!flags.to(ct::device()).all().item<bool>());
+  check_equal(flags.to(ct::device()).sum(), flags.sum(), "count of true");
+  check_close(dev.view({10, n / 10}).sum({1}), cpu.view({10, n / 10}).sum({1}), r, 0, "sums of ten rows",
+              ct::abs64(cpu).view({10, n / 10}).sum({1}));
+}
+
+void nan_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 123 : 23);
+  for (double rate : large ? std::vector<double>{0.01, 0.3} : std::vector<double>{0.1}) {
+    for_each_reduction(large, kFloating, -2, 2, true, false, [rate](const ReduceInput& in) {
+      Tensor cpu = in.x.cpu;
+      sprinkle(cpu, rate, kNaN);
+      Tensor dev = ct::twin(cpu);
+      const Dims& dims = in.c.dims;
+      const double r = 4 * rtol_for(cpu.dtype());
+      std::string what = in.what + " with NaN";
+      check_close(td::sum(dev, dims, in.keepdim), td::sum(cpu, dims, in.keepdim), r, r, "sum " + what,
+                  td::sum(ct::abs64(cpu), dims, in.keepdim));
+      check_equal(td::amax(dev, dims, in.keepdim), td::amax(cpu, dims, in.keepdim), "amax " + what);
+      check_equal(td::amin(dev, dims, in.keepdim), td::amin(cpu, dims, in.keepdim), "amin " + what);
+      check_close(td::var(dev, dims, 1, in.keepdim), td::var(cpu, dims, 1, in.keepdim), r, r, "var " + what,
+                  td::sum(ct::abs64(cpu) * ct::abs64(cpu), dims, in.keepdim));
+      check_equal(td::norm(dev, kInf, dims, in.keepdim), td::norm(cpu, kInf, dims, in.keepdim), "norm inf " + what);
+      check_equal(td::any(dev, dims, in.keepdim), td::any(cpu, dims, in.keepdim), "any " + what);
+      if (dims.size() == 1) {
+        auto [vd, id] = td::max(dev, dims[0], in.keepdim);
+        auto [vc, ic] = td::max(cpu, dims[0], in.keepdim);
+        check_equal(vd, vc, "max values " + what);
+        check_equal(id, ic, "max indices " + what);
+        check_equal(td::argmin(dev, dims[0], in.keepdim), td::argmin(cpu, dims[0], in.keepdim), "argmin " + what);
+      }
+      if (dims.empty()) {
+        check_equal(td::argmax(dev), td::argmax(cpu), "argmax " + what);
+        check_equal(td::argmin(dev), td::argmin(cpu), "argmin " + what);
+      }
+    });
+  }
+  // Spelled out: NaN at half and 7/10 of the elements, the maximum at 9/10.
+  const int64_t n = large ? 1000003 : 1003, first = n / 2;
+  Tensor x = td::zeros({n}, td::kFloat32);
+  x.narrow(0, n / 10 * 9, 1).fill_(5);
+  x.narrow(0, n / 10 * 7, 1).fill_(kNaN);
+  x.narrow(0, first, 1).fill_(kNaN);
+  Tensor d = x.to(ct::device());
+  CHECK(d.argmax().item<int64_t>() == first);
+  CHECK(d.argmin().item<int64_t>() == first);
+  CHECK(std::isnan(d.amax().item<double>()));
+  CHECK(std::isnan(d.sum().item<double>()));
+  CHECK(std::get<1>(d.view({1, -1}).max(1)).item<int64_t>() == first);
+}
+
+TEST_CASE("reductions propagate NaN; max, argmax and argmin report the first NaN", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  nan_sweep(false);
+}
+
+TEST_CASE("reductions propagate NaN over every layout and long folds", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  nan_sweep(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// matrix products
+
+struct MatmulOperands {
+  Pair a, b;
+  std::string what;
+};
+
+// a [n, k] and b [k, m] stored as themselves, transposed, or as every other row of a larger matrix.
+std::vector<MatmulOperands> matmul_operands(int64_t n, int64_t k, int64_t m, DType dtype) {
+  auto make = [dtype](int64_t rows, int64_t cols, int form) -> Pair {
+    Tensor t;
+    if (form == 0) t = tt::random_tensor({rows, cols}, dtype, tt::Layout::Contiguous, -2, 2);
+    if (form == 1) t = tt::random_tensor({cols, rows}, dtype, tt::Layout::Contiguous, -2, 2).t();
+    if (form == 2) t = tt::random_tensor({rows, cols}, dtype, tt::Layout::Strided, -2, 2);
+    return {t, ct::twin(t)};
+  };
+  const char* names[] = {"plain", "transposed", "strided"};
+  std::vector<MatmulOperands> out;
+  for (int fa = 0; fa < 3; ++fa) {
+    for (int fb = 0; fb < 3; ++fb) {
+      if (fa == 2 && fb == 2) continue;
+      std::ostringstream what;
+      what << td::dtype_name(dtype) << " [" << n << ", " << k << "] (" << names[fa] << ") @ [" << k << ", " << m
+           << "] (" << names[fb] << ")";
+      out.push_back({make(n, k, fa), make(k, m, fb), what.str()});
+    }
+  }
+  return out;
+}
+
+// Floating products agree within rounding of |a| @ |b|; integer ones exactly.
+void compare_product(const Tensor& dev, const Tensor& cpu, const Tensor& scale, const std::string& what) {
+  if (!td::is_floating(cpu.dtype())) return check_equal(dev, cpu, what);
+  const double r = 2 * rtol_for(cpu.dtype());
+  check_close(dev, cpu, r, 2 * subnormal_atol(cpu.dtype()), what, scale);
+}
+
+void mm_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 124 : 24);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> sizes = {{1, 1, 1}, {7, 33, 1}, {33, 7, 33}, {5, 0, 4}};
+  if (large) sizes.insert(sizes.end(), {{1, 7, 33}, {64, 60, 48}, {0, 3, 4}, {300, 257, 129}});
+  size_t turn = 0;
+  for (DType dtype : kNumeric) {
+    for (const auto& [n, k, m] : sizes) {
+      ++turn;
+      const std::vector<MatmulOperands> operands = matmul_operands(n, k, m, dtype);
+      for (size_t i = 0; i < operands.size(); ++i) {
+        if (!large && (i + turn) % 3 != 0) continue;  // a third of the operand layouts, taking turns
+        const MatmulOperands& o = operands[i];
+        Tensor scale = td::mm(ct::abs64(o.a.cpu), ct::abs64(o.b.cpu));
+        compare_product(td::mm(o.a.dev, o.b.dev), td::mm(o.a.cpu, o.b.cpu), scale, "mm " + o.what);
+        compare_product(td::matmul(o.a.dev, o.b.dev), td::matmul(o.a.cpu, o.b.cpu), scale, "matmul " + o.what);
+        // addmm: bias broadcast from a row or given whole; beta 0 ignores a NaN bias.
+        for (const Shape& bias_shape : {Shape{m}, Shape{n, m}}) {
+          if (!large && (bias_shape.size() + i + turn) % 2 == 0) continue;  // small: one bias shape, taking turns
+          Pair bias = ct::random_pair(bias_shape, dtype, Layout::Contiguous, 0, 3);
+          const bool floating = td::is_floating(dtype);
+          const std::vector<std::pair<td::Scalar, td::Scalar>> coefficients =
+              floating ? std::vector<std::pair<td::Scalar, td::Scalar>>{{1, 1}, {0.5, 2.0}, {0, 1.5}}
+                       : std::vector<std::pair<td::Scalar, td::Scalar>>{{1, 1}, {2, 3}, {0, 1}};
+          for (const auto& [beta, alpha] : coefficients) {
+            Tensor bias_dev = bias.dev, bias_cpu = bias.cpu;
+            if (beta.to_double() == 0 && floating) {
+              bias_cpu = td::full(bias_shape, kNaN, dtype);
+              bias_dev = ct::twin(bias_cpu);
+            }
+            Tensor s = scale * std::abs(alpha.to_double()) + (beta.to_double() == 0
+                                                                  ? td::zeros({}, td::kFloat64)
+                                                                  : ct::abs64(bias_cpu) * std::abs(beta.to_double()));
+            std::ostringstream what;
+            what << "addmm beta " << beta.to_double() << " alpha " << alpha.to_double() << " bias "
+                 << td::shape_str(bias_shape) << " " << o.what;
+            compare_product(td::addmm(bias_dev, o.a.dev, o.b.dev, beta, alpha),
+                            td::addmm(bias_cpu, o.a.cpu, o.b.cpu, beta, alpha), s, what.str());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("mm and addmm match the CPU for transposed and strided operands, every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  mm_sweep(false);
+}
+
+TEST_CASE("mm and addmm match the CPU for every operand layout and larger matrices", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  mm_sweep(true);
+}
+
+void bmm_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 125 : 25);
+  size_t turn = 0;
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{4}, {4}},
+                                                       {{3, 4}, {4}},
+                                                       {{4}, {4, 5}},
+                                                       {{2, 3, 4}, {4, 5}},
+                                                       {{5, 3, 4}, {4}},
+                                                       {{4}, {2, 4, 5}},
+                                                       {{2, 1, 3, 4}, {3, 4, 5}},
+                                                       {{3, 7, 33}, {3, 33, 7}},
+                                                       {{1, 7, 33}, {5, 33, 1}},
+                                                       {{2, 3, 0}, {2, 0, 4}},
+                                                       {{6, 17, 40}, {40, 19}}};
+  for (DType dtype : kNumeric) {
+    for (const auto& [sa, sb] : shapes) {
+      const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Broadcast};
+      const size_t first = large ? 0 : turn % layouts.size(), last = large ? layouts.size() : first + 1;
+      ++turn;
+      for (size_t l = first; l < last; ++l) {
+        const Layout layout = layouts[l];
+        Pair a = ct::random_pair(sa, dtype, layout, dtype == td::kUInt8 ? 0 : -2, 2);
+        Pair b = ct::random_pair(sb, dtype, layout == Layout::Permuted ? Layout::Contiguous : Layout::Permuted,
+                                 dtype == td::kUInt8 ? 0 : -2, 2);
+        std::string what = std::string(td::dtype_name(dtype)) + " " + td::shape_str(sa) + " (" +
+                           ct::layout_name(layout) + ") @ " + td::shape_str(sb);
+        compare_product(td::matmul(a.dev, b.dev), td::matmul(a.cpu, b.cpu),
+                        td::matmul(ct::abs64(a.cpu), ct::abs64(b.cpu)), "matmul " + what);
+        if (sa.size() == 3 && sb.size() == 3 && sa[0] == sb[0]) {
+          compare_product(td::bmm(a.dev, b.dev), td::bmm(a.cpu, b.cpu), td::bmm(ct::abs64(a.cpu), ct::abs64(b.cpu)),
+                          "bmm " + what);
+          compare_product(td::bmm(a.dev, b.dev.transpose(1, 2).contiguous().transpose(1, 2)), td::bmm(a.cpu, b.cpu),
+                          td::bmm(ct::abs64(a.cpu), ct::abs64(b.cpu)), "bmm with a transposed operand " + what);
+        }
+      }
+    }
+  }
+  // A batch shared by every product: stride 0 between the matrices of a batch.
+  Pair a = ct::random_pair({1, 7, 33}, td::kFloat32);
+  Pair b = ct::random_pair({4, 33, 5}, td::kFloat32);
+  compare_product(td::bmm(a.dev.expand({4, 7, 33}), b.dev), td::bmm(a.cpu.expand({4, 7, 33}), b.cpu),
+                  td::bmm(ct::abs64(a.cpu).expand({4, 7, 33}), ct::abs64(b.cpu)), "bmm with an expanded batch");
+}
+
+TEST_CASE("bmm and matmul with batches, vectors and broadcast batch dims match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  bmm_sweep(false);
+}
+
+TEST_CASE("bmm and matmul with batches, vectors and broadcast batch dims, every layout", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  bmm_sweep(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// indexing
+
+// Indices in [0, size) for every position of `shape`, as int64 or int32 in a given layout.
+Pair random_indices(const Shape& shape, int64_t size, DType dtype = td::kInt64, Layout layout = Layout::Contiguous) {
+  return ct::random_pair(shape, dtype, layout, 0, static_cast<double>(size));
+}
+
+void index_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 126 : 26);
+  size_t turn = 0;
+  for (DType dtype : kAll) {
+    const std::vector<Layout> stored = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Offset};
+    for (const auto& [shape, layout] :
+         sweep(large, {{}, {7, 33}, {5, 4, 3}, {3, 0, 2}}, {{7}, {2000, 3, 2}, {100003, 2}}, turn++, stored)) {
+      Pair x = ct::random_pair(shape, dtype, layout, -100, 100);
+      for (int64_t dim = 0; dim < std::max<int64_t>(1, static_cast<int64_t>(shape.size())); ++dim) {
+        const int64_t size = shape.empty() ? 1 : shape[dim];
+        for (int64_t count : {0, 1, 7, 40}) {
+          if (size == 0 && count > 0) continue;
+          if (shape.empty() && count != 1) continue;
+          if (!large && count == 1 && !shape.empty()) continue;
+          for (DType index_dtype : {td::kInt64, td::kInt32}) {
+            if (!large && index_dtype == (count % 2 == 0 ? td::kInt64 : td::kInt32)) continue;
+            Pair index = random_indices(count == 1 && shape.empty() ? Shape{} : Shape{count}, size, index_dtype,
+                                        count > 1 ? Layout::Strided : Layout::Contiguous);
+            std::string what = describe("index_select along " + std::to_string(dim) + " of " + std::to_string(count),
+                                        dtype, shape, layout) +
+                               " by " + td::dtype_name(index_dtype);
+            check_equal(x.dev.index_select(dim, index.dev), x.cpu.index_select(dim, index.cpu), what);
+          }
+        }
+      }
+    }
+    Pair weight = ct::random_pair({10, 33}, dtype, Layout::Offset, -100, 100);
+    for (const Shape& ishape : {Shape{}, Shape{5}, Shape{3, 4}, Shape{0}}) {
+      Pair indices = random_indices(ishape, 10, td::kInt64, Layout::Permuted);
+      check_equal(td::embedding(weight.dev, indices.dev), td::embedding(weight.cpu, indices.cpu),
+                  "embedding " + td::shape_str(ishape) + " " + td::dtype_name(dtype));
+      check_equal(F::embedding(indices.dev, weight.dev), F::embedding(indices.cpu, weight.cpu),
+                  "F::embedding " + td::shape_str(ishape) + " " + td::dtype_name(dtype));
+    }
+  }
+  for (const Shape& shape : {Shape{}, Shape{7}, Shape{7, 5}, Shape{0}, Shape{large ? 1000003 : 1003}}) {
+    Pair indices = random_indices(shape, 6, td::kInt64, Layout::Strided);
+    if (td::numel_of(shape) > 0) {
+      check_equal(td::one_hot(indices.dev), td::one_hot(indices.cpu), "one_hot " + td::shape_str(shape));
+    }
+    check_equal(td::one_hot(indices.dev, 9), td::one_hot(indices.cpu, 9),
+                "one_hot with 9 classes " + td::shape_str(shape));
+  }
+}
+
+TEST_CASE("index_select, embedding and one_hot copy the CPU's elements exactly", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  index_sweep(false);
+}
+
+TEST_CASE("index_select, embedding and one_hot copy the CPU's elements exactly, every layout and size",
+          "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  index_sweep(true);
+}
+
+void gather_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 127 : 27);
+  size_t turn = 0;
+  // (input shape, index shape): the index smaller than the input off the dim, or longer along it.
+  std::vector<std::pair<Shape, Shape>> shapes = {{{7, 33}, {7, 5}},      {{7, 33}, {3, 40}}, {{5, 4, 3}, {5, 4, 3}},
+                                                 {{5, 4, 3}, {2, 6, 1}}, {{33}, {50}},       {{}, {}},
+                                                 {{4, 5}, {0, 5}}};
+  if (large) shapes.push_back({{300, 400}, {300, 400}});
+  for (DType dtype : kAll) {
+    for (const auto& [sx, si] : shapes) {
+      for (int64_t dim = 0; dim < std::max<int64_t>(1, static_cast<int64_t>(sx.size())); ++dim) {
+        const int64_t size = sx.empty() ? 1 : sx[dim];
+        bool fits = true;  // off the dim, the index may not exceed the input (gather) or self (scatter)
+        for (size_t k = 0; k < si.size(); ++k) fits = fits && (static_cast<int64_t>(k) == dim || si[k] <= sx[k]);
+        if (!fits) continue;
+        const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided};
+        const size_t first = large ? 0 : turn % layouts.size(), last = large ? layouts.size() : first + 1;
+        ++turn;
+        for (size_t l = first; l < last; ++l) {
+          const Layout layout = layouts[l];
+          if (is_big(sx) && layout == Layout::Strided) continue;
+          Pair x = ct::random_pair(sx, dtype, layout, -100, 100);
+          Pair index = random_indices(si, size, layout == Layout::Permuted ? td::kInt32 : td::kInt64, layout);
+          std::ostringstream what;
+          what << td::dtype_name(dtype) << " " << td::shape_str(sx) << " (" << ct::layout_name(layout) << ") by "
+               << td::shape_str(si) << " along " << dim;
+          check_equal(x.dev.gather(dim, index.dev), x.cpu.gather(dim, index.cpu), "gather " + what.str());
+          if (dtype == td::kBool) continue;
+          // Collisions add up in some order on the device: float sums within rounding of their terms.
+          Pair src = ct::random_pair(si, dtype, Layout::Permuted, -100, 100);
+          Tensor d = x.dev.scatter_add(dim, index.dev, src.dev), c = x.cpu.scatter_add(dim, index.cpu, src.cpu);
+          const Tensor scale = ct::abs64(x.cpu).scatter_add(dim, index.cpu, ct::abs64(src.cpu));
+          if (td::is_floating(dtype)) {
+            check_close(d, c, 8 * rtol_for(dtype), 0, "scatter_add " + what.str(), scale);
+          } else {
+            check_equal(d, c, "scatter_add " + what.str());
+          }
+          // In place, into a non-contiguous tensor: only its view changes.
+          if (layout != Layout::Contiguous) {
+            x.cpu.scatter_add_(dim, index.cpu, src.cpu);
+            x.dev.scatter_add_(dim, index.dev, src.dev);
+            if (td::is_floating(dtype)) {
+              check_close(x.dev, x.cpu, 8 * rtol_for(dtype), 0, "scatter_add_ " + what.str(), scale);
+            } else {
+              check_equal(x.dev, x.cpu, "scatter_add_ " + what.str());
+            }
+            check_outside_equal(x.dev, x.cpu, "scatter_add_ " + what.str());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gather and scatter_add along every dim match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  gather_sweep(false);
+}
+
+TEST_CASE("gather and scatter_add along every dim match the CPU, every layout and size", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  gather_sweep(true);
+}
+
+TEST_CASE("cat and stack on the device, with mixed dtypes and layouts", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(28);
+  for (DType dtype : kAll) {
+    Pair a = ct::random_pair({3, 5, 7}, dtype, Layout::Permuted);
+    Pair b = ct::random_pair({3, 2, 7}, dtype == td::kFloat16 ? td::kInt32 : dtype, Layout::Strided);
+    Pair c = ct::random_pair({3, 5, 7}, dtype, Layout::Offset);
+    Pair e = ct::random_pair({0}, td::kFloat64);
+    std::string name = td::dtype_name(dtype);
+    check_equal(td::cat({a.dev, b.dev}, 1), td::cat({a.cpu, b.cpu}, 1), "cat " + name);
+    check_equal(td::cat({a.dev, e.dev, c.dev}, -1), td::cat({a.cpu, e.cpu, c.cpu}, -1),
+                "cat with an empty tensor " + name);
+    check_equal(td::stack({a.dev, c.dev}, 2), td::stack({a.cpu, c.cpu}, 2), "stack " + name);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// softmax, pooling, convolution
+
+void softmax_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 129 : 29);
+  size_t turn = 0;
+  std::vector<Shape> shapes = {{}, {33}, {7, 33}, {3, 4, 5}, {0, 5}, {2, 1500}};
+  if (large) shapes.insert(shapes.end(), {{1}, {2, 1025, 3}, {3, 2000}, {1000003}});
+  for (DType dtype : kFloating) {
+    for (const Shape& shape : shapes) {
+      const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Broadcast};
+      const std::vector<double> specials = {0.0, -kInf, kInf, kNaN};
+      for (size_t v = 0; v < layouts.size() * specials.size(); ++v, ++turn) {
+        // Small: every special value in one layout, the layouts taking turns from shape to shape.
+        if (!large && v % layouts.size() != (turn / (layouts.size() * specials.size())) % layouts.size()) continue;
+        const Layout layout = layouts[v % layouts.size()];
+        const double special = specials[v / layouts.size()];
+        if (is_big(shape) && (layout == Layout::Permuted || layout == Layout::Strided)) continue;
+        Tensor cpu = ct::random_input(shape, dtype, layout, -5, 5);
+        if (special != 0) sprinkle(cpu, special == -kInf ? 0.5 : 0.01, special);
+        if (special == -kInf && shape.size() == 2) {  // whole rows of -inf
+          whole(cpu).narrow(0, 0, std::min<int64_t>(whole(cpu).numel(), 2 * shape.back())).fill_(-kInf);
+        }
+        Tensor dev = ct::twin(cpu);
+        const double r = 2 * rtol_for(dtype);
+        for (int64_t dim = shape.empty() ? 0 : -1; dim < static_cast<int64_t>(shape.size()); ++dim) {
+          std::string what =
+              describe("along " + std::to_string(dim) + " with " + std::to_string(special), dtype, shape, layout);
+          check_close(td::softmax(dev, dim), td::softmax(cpu, dim), r, r, "softmax " + what);
+          check_close(td::log_softmax(dev, dim), td::log_softmax(cpu, dim), r, r, "log_softmax " + what);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax and log_softmax along each dim match the CPU, rows of -inf included", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  softmax_sweep(false);
+}
+
+TEST_CASE("softmax and log_softmax along each dim match the CPU, every layout and long rows", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  softmax_sweep(true);
+}
+
+struct PoolParams {
+  Dims kernel, stride, padding, dilation;
+  bool ceil_mode;
+};
+
+const std::vector<PoolParams>& pool_params() {
+  static const std::vector<PoolParams> params = {
+      {{2}, {}, {0}, {1}, false},
+      {{3}, {2}, {1}, {1}, false},
+      {{2, 3}, {1, 2}, {1, 1}, {2, 1}, false},
+      {{3}, {2}, {0}, {1}, true},
+      {{2}, {2}, {1}, {2}, true},
+      {{1}, {1}, {0}, {1}, false},
+      {{3, 2}, {3, 1}, {1, 0}, {1, 1}, true},
+  };
+  return params;
+}
+
+std::string describe_pool(const PoolParams& p) {
+  std::ostringstream s;
+  s << "kernel " << td::shape_str(p.kernel) << " stride " << td::shape_str(p.stride) << " padding "
+    << td::shape_str(p.padding) << " dilation " << td::shape_str(p.dilation) << (p.ceil_mode ? " ceil" : "");
+  return s.str();
+}
+
+void max_pool_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 130 : 30);
+  size_t turn = 0;
+  for (DType dtype : kNumeric) {
+    std::vector<Shape> shapes = {{2, 3, 9, 11}, {3, 7, 8}, {1, 1, 1, 1}};
+    if (large) shapes.push_back({1, 2, 64, 257});
+    for (const Shape& shape : shapes) {
+      for (const PoolParams& p : pool_params()) {
+        if (shape[shape.size() - 1] == 1 && p.kernel[0] > 1) continue;
+        const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided};
+        const size_t first = large ? 0 : turn % layouts.size(), last = large ? layouts.size() : first + 1;
+        ++turn;
+        for (size_t l = first; l < last; ++l) {
+          const Layout layout = layouts[l];
+          Tensor cpu = ct::random_input(shape, dtype, layout, -3, 4);  // integers tie: the first maximum wins
+          if (td::is_floating(dtype)) sprinkle(cpu, 0.05, kNaN);
+          Tensor dev = ct::twin(cpu);
+          std::string what = describe("max_pool2d " + describe_pool(p), dtype, shape, layout);
+          auto [vd, id] = td::max_pool2d_with_indices(dev, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+          auto [vc, ic] = td::max_pool2d_with_indices(cpu, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+          check_equal(vd, vc, what + " values");
+          check_equal(id, ic, what + " indices");
+          if (!td::is_floating(dtype)) continue;
+          // The gradient lands on the maxima; overlapping windows add theirs up.
+          Tensor xd = dev.detach().clone().requires_grad_(), xc = cpu.detach().clone().requires_grad_();
+          Pair g = ct::random_pair(vc.sizes(), dtype, Layout::Permuted);
+          td::max_pool2d(xd, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode).backward(g.dev);
+          td::max_pool2d(xc, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode).backward(g.cpu);
+          Tensor x64 = cpu.detach().to(td::kFloat64).requires_grad_();
+          td::max_pool2d(x64, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode).backward(ct::abs64(g.cpu));
+          check_close(xd.grad(), xc.grad(), 4 * rtol_for(dtype), 0, what + " gradient", x64.grad());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("max_pool2d gives the CPU's values and indices, NaN included, and its gradient", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  max_pool_sweep(false);
+}
+
+TEST_CASE("max_pool2d gives the CPU's values, indices and gradient in every layout, larger images too",
+          "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  max_pool_sweep(true);
+}
+
+void avg_pool_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 131 : 31);
+  size_t turn = 0;
+  for (DType dtype : kFloating) {
+    std::vector<Shape> shapes = {{2, 3, 9, 11}, {3, 7, 8}};
+    if (large) shapes.push_back({1, 2, 64, 257});
+    for (const Shape& shape : shapes) {
+      for (const PoolParams& p : pool_params()) {
+        bool dilated = false;
+        for (int64_t d : p.dilation) dilated = dilated || d != 1;
+        if (dilated) continue;
+        for (bool count_include_pad : {true, false}) {
+          for (std::optional<int64_t> divisor : {std::optional<int64_t>{}, std::optional<int64_t>{5}}) {
+            if (!large && turn++ % 3 != 0) continue;  // small: a third of the modes, taking turns
+            Pair x = ct::random_pair(shape, dtype, Layout::Strided, -3, 3);
+            std::ostringstream what;
+            what << describe("avg_pool2d " + describe_pool(p), dtype, shape, Layout::Strided)
+                 << (count_include_pad ? " counting padding" : "") << (divisor ? " divisor 5" : "");
+            Tensor d = td::avg_pool2d(x.dev, p.kernel, p.stride, p.padding, p.ceil_mode, count_include_pad, divisor);
+            Tensor c = td::avg_pool2d(x.cpu, p.kernel, p.stride, p.padding, p.ceil_mode, count_include_pad, divisor);
+            check_close(d, c, rtol_for(dtype), 2 * subnormal_atol(dtype), what.str());
+            // The backward kernels sum each input's shares in the CPU's order: equal bit for bit.
+            Tensor xd = x.dev.detach().clone().requires_grad_(), xc = x.cpu.detach().clone().requires_grad_();
+            Pair g = ct::random_pair(c.sizes(), dtype, Layout::Permuted);
+            td::avg_pool2d(xd, p.kernel, p.stride, p.padding, p.ceil_mode, count_include_pad, divisor).backward(g.dev);
+            td::avg_pool2d(xc, p.kernel, p.stride, p.padding, p.ceil_mode, count_include_pad, divisor).backward(g.cpu);
+            check_equal(xd.grad(), xc.grad(), what.str() + " gradient");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("avg_pool2d with padding, ceil_mode, count_include_pad and divisor_override, and its gradient", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  avg_pool_sweep(false);
+}
+
+TEST_CASE("avg_pool2d and its gradient in every mode, larger images too", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  avg_pool_sweep(true);
+}
+
+TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d within rounding", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(32);
+  struct ConvParams {
+    Dims kernel, dilation, padding, stride;
+  };
+  const std::vector<ConvParams> params = {{{3}, {1}, {0}, {1}}, {{3}, {1}, {1}, {1}}, {{2, 3}, {1}, {1}, {2, 1}},
+                                          {{3}, {2}, {2}, {2}}, {{1}, {1}, {0}, {1}}, {{5, 2}, {1, 2}, {2, 0}, {1, 3}}};
+  for (DType dtype : kAll) {
+    for (const Shape& shape : {Shape{2, 3, 9, 11}, Shape{3, 7, 8}}) {
+      for (const ConvParams& p : params) {
+        Pair x = ct::random_pair(shape, dtype, Layout::Permuted, -3, 3);
+        std::ostringstream what;
+        what << td::dtype_name(dtype) << " " << td::shape_str(shape) << " kernel " << td::shape_str(p.kernel)
+             << " dilation " << td::shape_str(p.dilation) << " padding " << td::shape_str(p.padding) << " stride "
+             << td::shape_str(p.stride);
+        Tensor cd = td::im2col(x.dev, p.kernel, p.dilation, p.padding, p.stride);
+        Tensor cc = td::im2col(x.cpu, p.kernel, p.dilation, p.padding, p.stride);
+        check_equal(cd, cc, "im2col " + what.str());
+        if (dtype == td::kBool) continue;
+        const int64_t h = shape[shape.size() - 2], w = shape.back();
+        Pair cols = ct::random_pair(cc.sizes(), dtype, Layout::Strided, -3, 3);
+        check_equal(td::col2im(cols.dev, {h, w}, p.kernel, p.dilation, p.padding, p.stride),
+                    td::col2im(cols.cpu, {h, w}, p.kernel, p.dilation, p.padding, p.stride), "col2im " + what.str());
+      }
+    }
+  }
+  for (DType dtype : kFloating) {
+    for (int64_t groups : {1, 2}) {
+      for (const ConvParams& p : params) {
+        Pair x = ct::random_pair({2, 4, 9, 10}, dtype, Layout::Permuted);
+        Pair w = ct::random_pair({6, 4 / groups, p.kernel[0], p.kernel.back()}, dtype, Layout::Strided);
+        Pair b = ct::random_pair({6}, dtype);
+        std::ostringstream what;
+        what << "conv2d " << td::dtype_name(dtype) << " groups " << groups << " kernel " << td::shape_str(p.kernel)
+             << " dilation " << td::shape_str(p.dilation) << " padding " << td::shape_str(p.padding) << " stride "
+             << td::shape_str(p.stride);
+        Tensor d = F::conv2d(x.dev, w.dev, b.dev, p.stride, p.padding, p.dilation, groups);
+        Tensor c = F::conv2d(x.cpu, w.cpu, b.cpu, p.stride, p.padding, p.dilation, groups);
+        Tensor scale =
+            F::conv2d(ct::abs64(x.cpu), ct::abs64(w.cpu), ct::abs64(b.cpu), p.stride, p.padding, p.dilation, groups);
+        check_close(d, c, 2 * rtol_for(dtype), 0, what.str(), scale);
+        check_close(
+            F::conv2d(x.dev[0], w.dev, Tensor(), p.stride, p.padding, p.dilation, groups),
+            F::conv2d(x.cpu[0], w.cpu, Tensor(), p.stride, p.padding, p.dilation, groups), 2 * rtol_for(dtype), 0,
+            what.str() + " of one image, no bias",
+            F::conv2d(ct::abs64(x.cpu[0]), ct::abs64(w.cpu), Tensor(), p.stride, p.padding, p.dilation, groups));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+TEST_CASE("an op mixing a CPU and a CUDA tensor is an error naming both devices, and changes nothing", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(33);
+  const std::string host = td::Device(td::kCPU).str(), dev = ct::device().str();
+  Tensor a = td::randn({3, 4}), b = td::randn({3, 4}).to(ct::device());
+  Tensor m_dev = td::randn({4, 5}).to(ct::device()), m_cpu = td::randn({4, 5});
+  Tensor mask = td::randn({3, 4}) > 0, index = td::tensor({0, 2}), gather_index = td::tensor({{0, 1}, {2, 3}, {1, 1}});
+  Tensor src = td::randn({3, 2}), bias = td::randn({5}), weight = td::randn({6, 4, 3, 3}).to(ct::device());
+  Tensor image = td::randn({1, 4, 5, 5});
+  const std::vector<Tensor> operands = {a, b, m_dev, m_cpu, mask, index, gather_index, src, bias, weight, image};
+  std::vector<ct::Unchanged> before;
+  for (const Tensor& t : operands) before.emplace_back(t);
+
+  tt::check_error([&] { td::add(a, b); }, {"add", host, dev});
+  tt::check_error([&] { td::mul(b, a); }, {"mul", host, dev});
+  tt::check_error([&] { td::maximum(b, a); }, {"maximum", host, dev});
+  tt::check_error([&] { td::lt(a, b); }, {"lt", host, dev});
+  tt::check_error([&] { a.add_(b); }, {"add", host, dev});
+  tt::check_error([&] { b.mul_(a); }, {"mul", host, dev});
+  tt::check_error([&] { b.copy_(a.t()); }, {"copy_"});  // a shape error, whatever the devices
+  tt::check_error([&] { td::mm(b, m_cpu); }, {"mm", host, dev});
+  tt::check_error([&] { td::matmul(a, m_dev); }, {"matmul", host, dev});
+  tt::check_error([&] { td::addmm(bias, b, m_dev); }, {"addmm", host, dev});
+  tt::check_error([&] { F::linear(a, m_dev.t()); }, {host, dev});
+  tt::check_error([&] { td::where(mask, b, b); }, {"where", host, dev});
+  tt::check_error([&] { b.masked_fill_(mask, 0); }, {"masked_fill", host, dev});
+  tt::check_error([&] { td::masked_fill(b, mask, 0); }, {"masked_fill", host, dev});
+  tt::check_error([&] { b.index_select(0, index); }, {"index_select", host, dev});
+  tt::check_error([&] { b.gather(1, gather_index); }, {"gather", host, dev});
+  tt::check_error([&] { b.scatter_add_(1, gather_index, src); }, {"scatter_add", host, dev});
+  tt::check_error([&] { td::embedding(b, index); }, {host, dev});
+  tt::check_error([&] { td::cat({a, b}); }, {"cat", host, dev});
+  tt::check_error([&] { F::conv2d(image, weight); }, {host, dev});
+  for (const ct::Unchanged& u : before) u.check();
+}
+
+}  // namespace

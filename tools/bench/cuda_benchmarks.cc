@@ -1,0 +1,162 @@
+// The GPU benchmarks `tandem bench` runs beside PyTorch on cuda:0 (tools/bench/torch_bench.py
+// --device cuda times the same operations under the same names). Each iteration queues a batch
+// of calls between two CUDA events and reports the GPU time per call, so host overhead is hidden
+// the way it is in real training (the host runs ahead of the GPU). The memory-bound benchmarks
+// name the bytes they must move, which `tandem bench` divides by the time and compares with the
+// device's measured copy bandwidth (cuda_copy).
+#include "tools/bench/cuda_benchmarks.h"
+
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "core/cuda.h"
+#include "examples/models.h"
+#include "nn/optim/sgd.h"
+#include "tandem.h"
+
+namespace td = tandem;
+
+namespace tandem::bench {
+
+namespace {
+
+constexpr int kCallsPerIteration = 10;
+const td::Device kGpu("cuda:0");
+
+std::map<std::string, double>& bytes_table() {
+  static std::map<std::string, double> table;
+  return table;
+}
+
+// Times `call` on cuda:0's current stream; `bytes` per call (0: not memory-bound).
+void gpu_timed(benchmark::State& state, const std::function<void()>& call, double bytes) {
+  call();  // warm the allocator's cache and the handles
+  td::cuda::synchronize(0);
+  const td::cuda::Stream stream = td::cuda::current_stream(0);
+  td::cuda::Event start(true), end(true);
+  for (auto _ : state) {
+    start.record(stream);
+    for (int i = 0; i < kCallsPerIteration; ++i) call();
+    end.record(stream);
+    end.synchronize();
+    state.SetIterationTime(start.elapsed_ms(end) / 1e3 / kCallsPerIteration);
+  }
+  if (bytes > 0) state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+}
+
+td::TensorOptions on_gpu(td::DType dtype = td::kFloat32) { return td::TensorOptions(dtype).device(kGpu); }
+
+void add_memory_bound(const std::string& name, int64_t mib, double bytes_per_element_moved,
+                      std::function<std::function<void()>(int64_t elements)> make) {
+  const int64_t elements = (mib << 20) / 4;  // float32 elements in the operand
+  const std::string full = name + "/MiB:" + std::to_string(mib);
+  const double bytes = bytes_per_element_moved * 4.0 * static_cast<double>(elements);
+  bytes_table()[full] = bytes;
+  benchmark::RegisterBenchmark(full.c_str(), [make, elements, bytes](benchmark::State& state) {
+    std::function<void()> call = make(elements);
+    gpu_timed(state, call, bytes);
+  })->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+void add_gemm(const std::string& name, td::DType dtype, bool tf32) {
+  for (int64_t n : {4096, 8192}) {
+    const std::string full = name + "/" + std::to_string(n);
+    benchmark::RegisterBenchmark(full.c_str(), [n, dtype, tf32](benchmark::State& state) {
+      td::manual_seed(0);
+      td::Tensor a = td::randn({n, n}, on_gpu(dtype)), b = td::randn({n, n}, on_gpu(dtype));
+      td::cuda::set_allow_tf32(tf32);
+      gpu_timed(state, [&] { benchmark::DoNotOptimize(a.mm(b).data_ptr()); }, 0);
+      td::cuda::set_allow_tf32(false);
+      state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    })->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
+}
+
+// One step: forward, cross-entropy, backward, SGD with momentum, on a fixed batch on cuda:0.
+template <typename Model>
+void train_step(benchmark::State& state, Model& model, int64_t batch) {
+  td::manual_seed(0);
+  model->to(kGpu);
+  td::Tensor x = td::randn({batch, 1, 28, 28}, on_gpu()), y = td::randint(0, 10, {batch}, on_gpu(td::kInt64));
+  td::optim::SGD sgd(model->parameters(), td::optim::SGDOptions(0.01).momentum(0.9));
+  gpu_timed(state, [&] {
+    sgd.zero_grad();
+    td::Tensor loss = td::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    sgd.step();
+  }, 0);
+  state.SetItemsProcessed(state.iterations() * kCallsPerIteration * batch);
+}
+
+}  // namespace
+
+double cuda_bytes_per_call(const std::string& name) {
+  auto it = bytes_table().find(name);
+  return it == bytes_table().end() ? 0 : it->second;
+}
+
+void register_cuda_benchmarks() {
+  static bool done = false;
+  if (done || !td::cuda::is_available()) return;
+  done = true;
+  namespace F = td::nn::functional;
+  for (int64_t mib : {64, 1024}) {
+    // The ceiling: a device-to-device copy, bytes read plus bytes written.
+    add_memory_bound("cuda_copy", mib, 2, [](int64_t n) {
+      td::Tensor x = td::randn({n}, on_gpu()), y = td::empty({n}, on_gpu());
+      return [x, y]() mutable { y.copy_(x); };
+    });
+    add_memory_bound("cuda_add", mib, 3, [](int64_t n) {
+      td::Tensor a = td::randn({n}, on_gpu()), b = td::randn({n}, on_gpu());
+      return [a, b] { benchmark::DoNotOptimize((a + b).data_ptr()); };
+    });
+    add_memory_bound("cuda_mul", mib, 3, [](int64_t n) {
+      td::Tensor a = td::randn({n}, on_gpu()), b = td::randn({n}, on_gpu());
+      return [a, b] { benchmark::DoNotOptimize((a * b).data_ptr()); };
+    });
+    add_memory_bound("cuda_gelu", mib, 2, [](int64_t n) {
+      td::Tensor a = td::randn({n}, on_gpu());
+      return [a] { benchmark::DoNotOptimize(a.gelu().data_ptr()); };
+    });
+    add_memory_bound("cuda_sum_rows", mib, 1, [](int64_t n) {
+      td::Tensor a = td::randn({n / 4096, 4096}, on_gpu());
+      return [a] { benchmark::DoNotOptimize(a.sum(1).data_ptr()); };
+    });
+    add_memory_bound("cuda_sum_cols", mib, 1, [](int64_t n) {
+      td::Tensor a = td::randn({n / 4096, 4096}, on_gpu());
+      return [a] { benchmark::DoNotOptimize(a.sum(0).data_ptr()); };
+    });
+    add_memory_bound("cuda_softmax", mib, 2, [](int64_t n) {
+      td::Tensor a = td::randn({n / 4096, 4096}, on_gpu());
+      return [a] { benchmark::DoNotOptimize(a.softmax(1).data_ptr()); };
+    });
+    add_memory_bound("cuda_layernorm", mib, 2, [](int64_t n) {
+      td::Tensor a = td::randn({n / 4096, 4096}, on_gpu());
+      td::Tensor w = td::ones({4096}, on_gpu()), b = td::zeros({4096}, on_gpu());
+      return [a, w, b] { benchmark::DoNotOptimize(F::layer_norm(a, {4096}, w, b).data_ptr()); };
+    });
+    add_memory_bound("cuda_cross_entropy", mib, 1, [](int64_t n) {
+      td::Tensor logits = td::randn({n / 1024, 1024}, on_gpu());
+      td::Tensor target = td::randint(0, 1024, {n / 1024}, on_gpu(td::kInt64));
+      return [logits, target] { benchmark::DoNotOptimize(F::cross_entropy(logits, target).data_ptr()); };
+    });
+  }
+  add_gemm("cuda_gemm_f32", td::kFloat32, false);
+  add_gemm("cuda_gemm_tf32", td::kFloat32, true);
+  add_gemm("cuda_gemm_bf16", td::kBFloat16, false);
+  benchmark::RegisterBenchmark("cuda_mlp_train_step", [](benchmark::State& state) {
+    td::manual_seed(0);
+    td::examples::Mlp mlp(784, 10);
+    train_step(state, mlp, 128);
+  })->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("cuda_cnn_train_step", [](benchmark::State& state) {
+    td::manual_seed(0);
+    td::examples::Cnn cnn(1, 28, 28, 10);
+    train_step(state, cnn, 64);
+  })->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the GPU suite on a machine with the CUDA toolkit (no GPU needed): one self-contained
+# folder (default .gpu-suite/) with the [cuda] test program, the `tandem` command for the
+# benchmarks, PyTorch's side of the benchmarks, the shared libraries the programs need that a
+# bare Linux lacks (compressed), and run.sh, which proves everything on a GPU in one run.
+#   tools/gpu/build.sh [FOLDER]
+# Then, on the GPU machine: bash FOLDER/run.sh RESULTS_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-.gpu-suite}
+
+[ -x /usr/local/cuda/bin/nvcc ] || { echo "tools/gpu/build.sh: the CUDA toolkit (nvcc) is needed to build the suite" >&2; exit 1; }
+# cudart is linked statically everywhere, libstdc++ and libgcc for the suite too (--config=gpu_suite).
+bazel build --config=gpu_suite //tools/gpu:cuda_tests //tools:tandem
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/tools/bench"
+cp bazel-bin/tools/gpu/cuda_tests bazel-bin/tools/tandem "$out/bin/"
+chmod u+w "$out"/bin/*
+strip --strip-debug "$out"/bin/*
+cp tools/bench/torch_bench.py "$out/tools/bench/"
+cp tools/gpu/run.sh tools/gpu/summary.py "$out/"
+
+# Shared libraries from this machine's packages (OpenBLAS, fmt, Google Benchmark, ...), but not
+# glibc's, which every Linux has, nor CUDA's libraries, which run.sh finds on the GPU machine.
+system='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.'
+cuda='^lib(cuda|cublas|cublasLt|cudnn|nccl|cudart)'
+for bin in "$out"/bin/*; do
+  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  if [[ "$name" =~ $system || "$name" =~ $cuda ]]; then continue; fi
+  xz -T0 -6 -c "$path" >"$out/lib/$name.xz"
+done
+
+size=$(du -sm "$out" | cut -f1)
+echo "GPU suite in $out: ${size} MiB"
+ls -la "$out" "$out/bin" "$out/lib"
+if [ "$size" -ge 50 ]; then echo "tools/gpu/build.sh: the suite is ${size} MiB, over the 50 MiB it should fit in" >&2; exit 1; fi
