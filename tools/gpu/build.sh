@@ -2,7 +2,8 @@
 # Builds the GPU suite on a machine with the CUDA toolkit (no GPU needed): one self-contained
 # folder (default .gpu-suite/) with the [cuda] test program, the `tandem` command for the
 # benchmarks, PyTorch's side of the benchmarks, the shared libraries the programs need that a
-# bare Linux lacks (compressed), and run.sh, which proves everything on a GPU in one run.
+# bare Linux lacks, and run.sh, which proves everything on a GPU in one run. Programs and
+# libraries are xz-compressed (their GPU code is most of their size); run.sh unpacks them.
 #   tools/gpu/build.sh [FOLDER]
 # Then, on the GPU machine: bash FOLDER/run.sh RESULTS_DIR
 set -euo pipefail
@@ -18,6 +19,7 @@ mkdir -p "$out/bin" "$out/lib" "$out/tools/bench"
 cp bazel-bin/tools/gpu/cuda_tests bazel-bin/tools/tandem "$out/bin/"
 chmod u+w "$out"/bin/*
 strip --strip-debug "$out"/bin/*
+programs=("$out"/bin/cuda_tests "$out"/bin/tandem)
 cp tools/bench/torch_bench.py "$out/tools/bench/"
 cp tools/gpu/run.sh tools/gpu/summary.py "$out/"
 
@@ -25,12 +27,13 @@ cp tools/gpu/run.sh tools/gpu/summary.py "$out/"
 # glibc's, which every Linux has, nor CUDA's libraries, which run.sh finds on the GPU machine.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.'
 cuda='^lib(cuda|cublas|cublasLt|cudnn|nccl|cudart)'
-for bin in "$out"/bin/*; do
+for bin in "${programs[@]}"; do
   ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
   if [[ "$name" =~ $system || "$name" =~ $cuda ]]; then continue; fi
   xz -T0 -6 -c "$path" >"$out/lib/$name.xz"
 done
+for bin in "${programs[@]}"; do xz -T0 -6 "$bin"; done
 
 size=$(du -sm "$out" | cut -f1)
 echo "GPU suite in $out: ${size} MiB"

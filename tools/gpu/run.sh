@@ -15,9 +15,10 @@ mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
 
-# Libraries: ours (decompressed once), then cuBLAS/cuDNN/NCCL from the system's CUDA or from the
-# NVIDIA packages PyTorch installed.
-libs=$(mktemp -d)
+# Programs and libraries, unpacked once; then cuBLAS/cuDNN/NCCL from the system's CUDA or from
+# the NVIDIA packages PyTorch installed.
+bin=$(mktemp -d) libs=$(mktemp -d)
+for f in "$here"/bin/*.xz; do xz -dc "$f" >"$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")"; done
 for f in "$here"/lib/*.xz; do [ -e "$f" ] && xz -dc "$f" >"$libs/$(basename "${f%.xz}")"; done
 cuda_libs=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
@@ -40,21 +41,21 @@ stage() { echo; echo "=== $* ==="; }
 
 stage "GPU and driver"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee "$results/gpu.txt"
-"$here/bin/tandem" devices 2>&1 | tee -a "$results/gpu.txt"
+"$bin/tandem" devices 2>&1 | tee -a "$results/gpu.txt"
 echo "libraries: $LD_LIBRARY_PATH"
 
 stage "tests: every [cuda] case"
-timeout 240 "$here/bin/cuda_tests" 2>&1 | tee "$results/tests.log" | grep -v "^\s*$" | tail -n 60
+timeout 240 "$bin/cuda_tests" 2>&1 | tee "$results/tests.log" | grep -v "^\s*$" | tail -n 60
 echo "exit status: ${PIPESTATUS[0]}" | tee -a "$results/tests.log"
 
 stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
-TANDEM_VISIBLE_DEVICES=0,0 timeout 120 "$here/bin/cuda_tests" "[devices]" 2>&1 | tee "$results/tests_logical.log" | tail -n 30
+TANDEM_VISIBLE_DEVICES=0,0 timeout 120 "$bin/cuda_tests" "[devices]" 2>&1 | tee "$results/tests_logical.log" | tail -n 30
 
 for tool in memcheck racecheck; do
   stage "compute-sanitizer --tool $tool"
   if command -v compute-sanitizer >/dev/null 2>&1; then
     # The large-size cases make the sanitizers crawl; every kernel still runs in the others.
-    timeout 150 compute-sanitizer --tool "$tool" --print-limit 20 "$here/bin/cuda_tests" "~[large]" \
+    timeout 150 compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "~[large]" \
       >"$results/sanitizer_$tool.log" 2>&1
     echo "exit status: $?" >>"$results/sanitizer_$tool.log"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|tandem-tests:|exit status" "$results/sanitizer_$tool.log" | tail -n 5
@@ -64,7 +65,7 @@ for tool in memcheck racecheck; do
 done
 
 stage "benchmarks beside PyTorch"
-TANDEM_ROOT="$here" timeout 300 "$here/bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
+TANDEM_ROOT="$here" timeout 300 "$bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
   --repetitions 5 --json "$results/bench.json" 2>&1 | tee "$results/bench.log"
 
 stage "summary"
