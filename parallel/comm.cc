@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 
@@ -13,6 +14,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/index.h"
 #include "kernels/views.h"
+#include "parallel/nccl.h"
 
 namespace tandem::parallel::comm {
 
@@ -46,6 +48,19 @@ class Record {
   std::chrono::steady_clock::time_point start_;
   int64_t bytes_ = 0;
 };
+
+// Collectives over GPUs run as copies and add kernels ordered by events (TANDEM_COMM=kernels, the
+// default), or through NCCL (TANDEM_COMM=nccl) where the devices are distinct GPUs and the tensors
+// suit it; anything NCCL cannot serve falls back to the kernels.
+bool use_nccl(const std::vector<Tensor>& tensors) {
+  static const bool nccl = [] {
+    const char* env = std::getenv("TANDEM_COMM");
+    if (env == nullptr || std::string(env) == "kernels") return false;
+    TD_CHECK(std::string(env) == "nccl", "TANDEM_COMM='", env, "': expected kernels or nccl");
+    return true;
+  }();
+  return nccl && nccl::can_serve(tensors);
+}
 
 void check_tensors(const std::vector<Tensor>& tensors, const char* op) {
   TD_CHECK(!tensors.empty(), op, ": expected at least one tensor");
@@ -121,10 +136,18 @@ void broadcast_into(const Tensor& tensor, const std::vector<Tensor>& outputs) {
   }
   check_devices(devices, "broadcast_into");
   Record record("broadcast");
+  for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
+  auto root = std::find_if(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o.is_same(tensor); });
+  if (root != outputs.end() && use_nccl(outputs)) {
+    nccl::broadcast(outputs, static_cast<size_t>(root - outputs.begin()));
+    for (const Tensor& o : outputs) {
+      if (!o.is_same(tensor)) o.bump_version();
+    }
+    return;
+  }
   on_each_device(devices, [&](size_t d) {
     if (!outputs[d].is_same(tensor)) kernels::copy_(outputs[d], tensor);
   });
-  for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
 }
 
 void broadcast_coalesced_into(const std::vector<Tensor>& tensors, const std::vector<std::vector<Tensor>>& outputs,
@@ -268,6 +291,13 @@ Tensor concat_on(const std::vector<Tensor>& tensors, int64_t d, Device destinati
 // destination first copies each other device's tensor into its own memory (peer to peer where
 // the GPUs allow), ordered after that device's work by events.
 Tensor sum_on(const std::vector<Tensor>& group, Device destination, Record& record) {
+  auto root = std::find_if(group.begin(), group.end(), [&](const Tensor& t) { return t.device() == destination; });
+  if (root != group.end() && use_nccl(group)) {
+    for (const Tensor& t : group) record.moved(t, t.device(), destination);
+    Tensor sum = kernels::empty_tensor(group[0].sizes(), group[0].dtype(), destination);
+    nccl::reduce(group, sum, static_cast<size_t>(root - group.begin()));
+    return sum;
+  }
   std::vector<Tensor> inputs;
   for (const Tensor& t : group) {
     const bool readable = t.device() == destination || (t.is_cpu() && destination.is_cpu());
@@ -328,6 +358,15 @@ void all_reduce(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) kernels::check_no_internal_overlap(t, "all_reduce");
   Record record("all_reduce");
   const std::vector<Device> devices = devices_of(tensors);
+  if (use_nccl(tensors)) {
+    nccl::all_reduce(tensors);
+    for (const Tensor& t : tensors) {
+      t.bump_version();
+      record.moved(t, t.device(), devices[0]);  // each tensor's share crosses once each way
+      record.moved(t, devices[0], t.device());
+    }
+    return;
+  }
   Tensor sum = sum_on(tensors, devices[0], record);
   on_each_device(devices, [&](size_t d) { kernels::copy_(tensors[d], sum); });
   for (const Device& d : devices) record.moved(sum, devices[0], d);

@@ -3,6 +3,7 @@
 // devices trains as one device does. Cases tagged [devices] need two logical CUDA devices; the
 // GPU suite runs them on one GPU with TANDEM_VISIBLE_DEVICES=0,0 (and on distinct GPUs where present).
 #include "kernels/elementwise.h"
+#include "parallel/nccl.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -180,5 +181,54 @@ TEST_CASE("DataParallel over CUDA devices trains as one device does, in any devi
     }
     const auto stats = dp->stats();
     CHECK(stats.devices.size() == 2);
+  }
+}
+
+TEST_CASE("NCCL serves distinct GPUs only; on one GPU its collectives are the identity", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (!par::nccl::built_with_nccl()) {
+    td::testing::mark_skipped("this build has no NCCL");
+    return;
+  }
+  td::testing::reseed(105);
+  Tensor t = td::testing::random_tensor({1000, 33}, td::kFloat32).to(cuda0);
+  const Tensor before = t.clone();
+  CHECK(par::nccl::can_serve({t}));
+  CHECK_FALSE(par::nccl::can_serve({t.t()}));  // not contiguous
+  CHECK_FALSE(par::nccl::can_serve({t.to(td::kBool)}));
+  CHECK_FALSE(par::nccl::can_serve({t.cpu()}));
+  par::nccl::all_reduce({t});
+  td::testing::check_close(t.cpu(), before.cpu(), 0, 0, "all_reduce over one GPU");
+  Tensor out = td::empty({1000, 33}, td::TensorOptions().device(cuda0));
+  par::nccl::reduce({t}, out, 0);
+  td::testing::check_close(out.cpu(), before.cpu(), 0, 0, "reduce over one GPU");
+  par::nccl::broadcast({t}, 0);
+  td::testing::check_close(t.cpu(), before.cpu(), 0, 0, "broadcast over one GPU");
+  if (td::cuda::device_count() >= 2 &&
+      td::cuda::physical_device(0) == td::cuda::physical_device(1)) {
+    CHECK_FALSE(par::nccl::can_serve({t, td::zeros({1000, 33}, td::TensorOptions().device(cuda1))}));
+  }
+}
+
+TEST_CASE("on distinct GPUs, NCCL's collectives equal the kernels'", "[cuda][devices]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (!two_cuda_devices()) return;
+  if (td::cuda::physical_device(0) == td::cuda::physical_device(1) || !par::nccl::built_with_nccl()) {
+    td::testing::mark_skipped("needs two distinct GPUs and NCCL");
+    return;
+  }
+  td::testing::reseed(106);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kInt64}) {
+    auto [on_cpu, on_gpu] = per_device({4097, 3}, dtype);
+    std::vector<Tensor> expected = on_cpu;
+    comm::all_reduce(expected);
+    par::nccl::all_reduce(on_gpu);
+    check_same(on_gpu, expected, td::detail::str_cat("nccl all_reduce ", dtype));
+    Tensor sum = td::empty({4097, 3}, td::TensorOptions(dtype).device(cuda1));
+    auto [cpu2, gpu2] = per_device({4097, 3}, dtype);
+    par::nccl::reduce(gpu2, sum, 1);
+    check_same({sum}, {comm::reduce_add(cpu2, cpu1)}, td::detail::str_cat("nccl reduce ", dtype));
+    par::nccl::broadcast(gpu2, 0);
+    check_same(gpu2, {cpu2[0], cpu2[0].to(cpu1)}, td::detail::str_cat("nccl broadcast ", dtype));
   }
 }

@@ -32,6 +32,8 @@ struct Aim {
 
 Aim aim_for(const std::string& name) {
   if (name.rfind("cuda_copy", 0) == 0) return {0, "the copy bandwidth (ceiling)"};
+  if (name.rfind("cuda_comm", 0) == 0) return {0, ">= 90% of copy bandwidth"};
+  if (name.rfind("cuda_dp", 0) == 0) return {0, "data parallel: 2 devices against 1"};
   if (name.rfind("cuda_gemm", 0) == 0) return {1 / 0.97, ">= 0.97x torch.matmul speed"};
   if (name.rfind("cuda_", 0) == 0 && name.find("train_step") != std::string::npos) {
     return {1 / 1.25, ">= 1.25x PyTorch eager speed"};
@@ -187,6 +189,7 @@ int run(const Options& options, const char* argv0) {
         const double fraction = (bytes / t) / (cuda_bytes_per_call("cuda_copy" + size) / copy->second);
         of_copy = fmt::format("{:.0f}% of copy bandwidth", 100 * fraction);
         if (fraction < 0.9) verdict = "not met";
+        if (name.rfind("cuda_comm", 0) == 0) verdict = fraction >= 0.9 ? "met" : "not met";
         report["results"][name]["fraction_of_copy_bandwidth"] = fraction;
       }
     }

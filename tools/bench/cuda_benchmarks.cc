@@ -91,6 +91,64 @@ void train_step(benchmark::State& state, Model& model, int64_t batch) {
   state.SetItemsProcessed(state.iterations() * kCallsPerIteration * batch);
 }
 
+// Work across devices: each call ends with every device synchronised, timed on the host clock.
+void wall_timed(benchmark::State& state, const std::function<void()>& call, double bytes) {
+  call();
+  td::cuda::synchronize();
+  for (auto _ : state) {
+    call();
+    td::cuda::synchronize();
+  }
+  if (bytes > 0) state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+}
+
+// Data parallelism on GPUs (two or more CUDA devices: distinct GPUs, or logical devices of one
+// with TANDEM_VISIBLE_DEVICES=0,0): the collectives' bandwidth and a DataParallel training step.
+void register_data_parallel_benchmarks() {
+  const std::vector<td::Device> two = {kGpu, td::Device("cuda:1")};
+  for (int64_t mib : {256}) {
+    const int64_t n = (mib << 20) / 4;
+    const std::string size = "/MiB:" + std::to_string(mib);
+    add_memory_bound("cuda_copy", mib, 2, [](int64_t n) {  // the ceiling at this size
+      td::Tensor x = td::randn({n}, on_gpu()), y = td::empty({n}, on_gpu());
+      return [x, y]() mutable { y.copy_(x); };
+    });
+    // One copy into the other device: read once, written once.
+    bytes_table()["cuda_comm_broadcast" + size] = 2.0 * 4 * n;
+    benchmark::RegisterBenchmark(("cuda_comm_broadcast" + size).c_str(), [n, two](benchmark::State& state) {
+      td::Tensor t = td::randn({n}, on_gpu());
+      std::vector<td::Tensor> outputs = {t, td::empty({n}, td::TensorOptions().device(two[1]))};
+      wall_timed(state, [&] { td::parallel::comm::broadcast_into(t, outputs); }, 2.0 * 4 * n);
+    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+    // The other device's tensor copied over (read, written), then both read and the sum written.
+    bytes_table()["cuda_comm_reduce_add" + size] = 5.0 * 4 * n;
+    benchmark::RegisterBenchmark(("cuda_comm_reduce_add" + size).c_str(), [n, two](benchmark::State& state) {
+      std::vector<td::Tensor> parts = {td::randn({n}, on_gpu()), td::randn({n}, td::TensorOptions().device(two[1]))};
+      wall_timed(state, [&] { benchmark::DoNotOptimize(td::parallel::comm::reduce_add(parts, kGpu).data_ptr()); },
+                 5.0 * 4 * n);
+    })->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+  // The default MLP, batch 512, SGD with momentum: one device, then DataParallel over two.
+  for (int devices : {1, 2}) {
+    const std::string name = "cuda_dp_mlp512_step/devices:" + std::to_string(devices);
+    benchmark::RegisterBenchmark(name.c_str(), [devices, two](benchmark::State& state) {
+      td::manual_seed(0);
+      td::examples::Mlp mlp(784, 10);
+      mlp->to(kGpu);
+      td::Tensor x = td::randn({512, 1, 28, 28}, on_gpu()), y = td::randint(0, 10, {512}, on_gpu(td::kInt64));
+      td::optim::SGD sgd(mlp->parameters(), td::optim::SGDOptions(0.01).momentum(0.9));
+      td::parallel::DataParallel dp(mlp.ptr(), std::vector<td::Device>(two.begin(), two.begin() + devices));
+      wall_timed(state, [&] {
+        sgd.zero_grad();
+        td::Tensor loss = td::nn::functional::cross_entropy(dp(x), y);
+        loss.backward();
+        dp->step(sgd);
+      }, 0);
+      state.SetItemsProcessed(state.iterations() * 512);
+    })->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+}
+
 }  // namespace
 
 double cuda_bytes_per_call(const std::string& name) {
@@ -157,6 +215,7 @@ void register_cuda_benchmarks() {
     td::examples::Cnn cnn(1, 28, 28, 10);
     train_step(state, cnn, 64);
   })->UseManualTime()->Unit(benchmark::kMillisecond);
+  if (td::cuda::device_count() >= 2) register_data_parallel_benchmarks();
 }
 
 }  // namespace tandem::bench

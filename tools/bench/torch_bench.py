@@ -55,6 +55,23 @@ def timed_cuda(fn, min_time, repetitions):
     return statistics.median(per_call)
 
 
+def timed_wall_cuda(fn, min_time, repetitions):
+    """Median host seconds per call, each call ending with the GPU synchronised (as tandem times
+    work that spans devices)."""
+    fn()
+    torch.cuda.synchronize()
+    per_call, spent = [], 0.0
+    while len(per_call) < repetitions or spent < min_time:
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        per_call.append(time.perf_counter() - start)
+        spent += per_call[-1]
+        if len(per_call) >= 1000:
+            break
+    return statistics.median(per_call)
+
+
 def cuda_cases():
     gpu = torch.device("cuda:0")
     F = torch.nn.functional
@@ -88,6 +105,11 @@ def cuda_cases():
     torch.backends.cuda.matmul.allow_tf32 = False
     yield "cuda_mlp_train_step", train_step(mlp(), 128, gpu)
     yield "cuda_cnn_train_step", train_step(cnn(), 64, gpu)
+    # PyTorch's DataParallel on the default MLP, batch 512: one GPU, and two where it has them.
+    for devices in (1, 2):
+        if torch.cuda.device_count() >= devices:
+            yield f"cuda_dp_mlp512_step/devices:{devices}", train_step(
+                torch.nn.DataParallel(mlp().to(gpu), device_ids=list(range(devices))), 512, gpu)
 
 
 def cases():
@@ -153,7 +175,8 @@ def main():
     if torch.cuda.is_available():
         for name, fn in cuda_cases():
             if pattern.search(name):
-                results[name] = timed_cuda(fn, args.min_time, args.repetitions)
+                timer = timed_wall_cuda if name.startswith("cuda_dp") else timed_cuda
+                results[name] = timer(fn, args.min_time, args.repetitions)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "results": results}))
 
 

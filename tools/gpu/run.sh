@@ -65,6 +65,9 @@ for tool in memcheck racecheck; do
 done
 
 stage "benchmarks beside PyTorch"
+# With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$gpus" = 1 ] && export TANDEM_VISIBLE_DEVICES=0,0
 TANDEM_ROOT="$here" timeout 300 "$bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
   --repetitions 5 --json "$results/bench.json" 2>&1 | tee "$results/bench.log"
 

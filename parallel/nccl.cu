@@ -1,0 +1,125 @@
+// The NCCL collectives of nccl.h. Host code only: it is compiled by nvcc because NCCL comes with
+// the CUDA toolkit here, and built from nccl_absent.cc where there is none.
+#include <nccl.h>
+
+#include <map>
+#include <optional>
+#include <mutex>
+#include <set>
+
+#include "core/cuda.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "parallel/nccl.h"
+
+namespace tandem::parallel::nccl {
+
+namespace {
+
+#define TD_NCCL_CHECK(call, ...)                                                                              \
+  do {                                                                                                        \
+    ncclResult_t td_nccl_result_ = (call);                                                                    \
+    TD_CHECK(td_nccl_result_ == ncclSuccess, __VA_ARGS__, ": NCCL error ", ncclGetErrorString(td_nccl_result_), \
+             " in " #call);                                                                                   \
+  } while (0)
+
+std::optional<ncclDataType_t> nccl_type(DType t) {
+  switch (t) {
+    case kFloat32: return ncclFloat32;
+    case kFloat64: return ncclFloat64;
+    case kFloat16: return ncclFloat16;
+    case kBFloat16: return ncclBfloat16;
+    case kInt64: return ncclInt64;
+    case kInt32: return ncclInt32;
+    case kUInt8: return ncclUint8;
+    default: return std::nullopt;
+  }
+}
+
+// One communicator per GPU for each list of logical devices, in the list's order.
+const std::vector<ncclComm_t>& communicators(const std::vector<int>& devices) {
+  static std::mutex mutex;
+  static auto* all = new std::map<std::vector<int>, std::vector<ncclComm_t>>;  // kept to the end
+  std::lock_guard lock(mutex);
+  auto it = all->find(devices);
+  if (it != all->end()) return it->second;
+  std::vector<int> gpus;
+  for (int d : devices) gpus.push_back(tandem::cuda::physical_device(d));
+  std::vector<ncclComm_t> comms(devices.size());
+  TD_NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(gpus.size()), gpus.data()),
+                "NCCL: creating a communicator for ", devices.size(), " GPUs");
+  return all->emplace(devices, std::move(comms)).first->second;
+}
+
+std::vector<int> device_indices(const std::vector<Tensor>& tensors) {
+  std::vector<int> devices;
+  for (const Tensor& t : tensors) devices.push_back(t.device().index());
+  return devices;
+}
+
+cudaStream_t stream_of(const Tensor& t) {
+  return static_cast<cudaStream_t>(tandem::cuda::current_stream(t.device().index()).handle());
+}
+
+// Runs one NCCL call per device inside a group, each with that device current.
+template <typename Call>
+void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
+  const auto& comms = communicators(device_indices(tensors));
+  TD_NCCL_CHECK(ncclGroupStart(), op);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    tandem::cuda::DeviceGuard guard(tensors[i].device().index());
+    call(i, comms[i]);
+  }
+  TD_NCCL_CHECK(ncclGroupEnd(), op, " over ", tensors.size(), " GPUs");
+}
+
+}  // namespace
+
+bool built_with_nccl() { return true; }
+
+bool can_serve(const std::vector<Tensor>& tensors) {
+  std::set<int> gpus;
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || !t.is_cuda() || !t.is_contiguous() || !nccl_type(t.dtype())) return false;
+    if (!gpus.insert(tandem::cuda::physical_device(t.device().index())).second) return false;
+  }
+  return !tensors.empty();
+}
+
+void all_reduce(const std::vector<Tensor>& tensors) {
+  TD_CHECK(can_serve(tensors), "nccl::all_reduce: the tensors must be contiguous, on distinct GPUs");
+  const ncclDataType_t type = *nccl_type(tensors[0].dtype());
+  grouped(tensors, "nccl::all_reduce", [&](size_t i, ncclComm_t comm) {
+    const Tensor& t = tensors[i];
+    TD_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm,
+                                stream_of(t)),
+                  "nccl::all_reduce on ", t.device());
+  });
+}
+
+void broadcast(const std::vector<Tensor>& outputs, size_t root) {
+  TD_CHECK(can_serve(outputs) && root < outputs.size(), "nccl::broadcast: the tensors must be contiguous, on ",
+           "distinct GPUs, and the root one of them");
+  const ncclDataType_t type = *nccl_type(outputs[0].dtype());
+  grouped(outputs, "nccl::broadcast", [&](size_t i, ncclComm_t comm) {
+    const Tensor& t = outputs[i];
+    TD_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, static_cast<int>(root),
+                                comm, stream_of(t)),
+                  "nccl::broadcast on ", t.device());
+  });
+}
+
+void reduce(const std::vector<Tensor>& inputs, const Tensor& output, size_t root) {
+  TD_CHECK(can_serve(inputs) && root < inputs.size() && output.device() == inputs[root].device() &&
+               output.is_contiguous() && output.numel() == inputs[root].numel(),
+           "nccl::reduce: the inputs must be contiguous, on distinct GPUs, and the output beside input ", root);
+  const ncclDataType_t type = *nccl_type(inputs[0].dtype());
+  grouped(inputs, "nccl::reduce", [&](size_t i, ncclComm_t comm) {
+    const Tensor& t = inputs[i];
+    TD_NCCL_CHECK(ncclReduce(t.data_ptr(), i == root ? output.data_ptr() : nullptr, static_cast<size_t>(t.numel()), type,
+                             ncclSum, static_cast<int>(root), comm, stream_of(t)),
+                  "nccl::reduce on ", t.device());
+  });
+}
+
+}  // namespace tandem::parallel::nccl
