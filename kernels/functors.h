@@ -259,4 +259,56 @@ struct Clamp {
   }
 };
 
+// ---- optimizer steps (kernels/optim.h) ----
+// One element of a step, in op-math M, with the roundings of the op-by-op form in nn/optim: each
+// line below is one op there (a + alpha * b is one op, as add(b, alpha)).
+
+template <typename M>
+struct SgdUpdate {
+  M lr, momentum, dampening_complement, weight_decay;  // dampening_complement: 1 - dampening
+  bool has_momentum, nesterov, first;
+  TD_INLINE void operator()(M& p, M g, M& buf) const {
+    if (weight_decay != M(0)) g = g + weight_decay * p;
+    if (has_momentum) {
+      if (first) {
+        buf = g;
+      } else {
+        buf = buf * momentum;
+        buf = buf + dampening_complement * g;
+      }
+      g = nesterov ? g + momentum * buf : buf;
+    }
+    p = p + (-lr) * g;
+  }
+};
+
+template <typename M>
+struct AdamUpdate {
+  M decay;          // decoupled weight decay: 1 - lr * weight_decay
+  M weight_decay;   // coupled weight decay, added to the gradient
+  M lerp_alpha;     // torch.lerp toward g by w = 1 - beta1: m + w (g - m), or for |w| >= 0.5, g - (1 - w)(g - m)
+  bool lerp_from_start;
+  M beta2, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
+  bool decoupled, amsgrad;
+  TD_INLINE void operator()(M& p, M g, M& m, M& v, M* v_max) const {
+    if (decoupled) {
+      if (weight_decay != M(0)) p = p * decay;
+    } else if (weight_decay != M(0)) {
+      g = g + weight_decay * p;
+    }
+    const M diff = g - m;
+    m = (lerp_from_start ? m : g) + lerp_alpha * diff;
+    const M decayed = v * beta2;
+    const M scaled = g * one_minus_beta2;
+    v = decayed + scaled * g;
+    M second = v;
+    if (amsgrad) {
+      *v_max = Maximum{}(*v_max, v);
+      second = *v_max;
+    }
+    const M denom = math::sqrt(second) / bias_correction2_sqrt + eps;
+    p = p + (m * (-step_size)) / denom;
+  }
+};
+
 }  // namespace tandem::fn

@@ -29,6 +29,16 @@ inline int64_t conv_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
   return span < 0 ? 0 : span / stride + 1;
 }
 
+// An [N, C, H, W] image and the OH x OW positions of a window over it (im2col, col2im).
+struct ConvGeometry {
+  int64_t n, c, h, w, oh, ow;
+};
+
+inline ConvGeometry conv_geometry(const int64_t* nchw, const Pool2d& p) {
+  return ConvGeometry{nchw[0], nchw[1], nchw[2], nchw[3], conv_out_size(nchw[2], p.kh, p.ph, p.sh, p.dh),
+                      conv_out_size(nchw[3], p.kw, p.pw, p.sw, p.dw)};
+}
+
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 

@@ -11,39 +11,12 @@
 #include "core/thread_pool.h"
 #include "kernels/copy.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/gemm_operand.h"
 #include "kernels/views.h"
 
 namespace tandem::kernels::cpu {
 
 namespace {
-
-// How BLAS reads a rows x cols matrix with strides (s0, s1) in row-major terms, if it can.
-struct BlasLayout {
-  CBLAS_TRANSPOSE trans;
-  int64_t ld;
-};
-
-std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
-  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols))) {
-    return BlasLayout{CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : s0};
-  }
-  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows))) {
-    return BlasLayout{CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : s1};
-  }
-  return std::nullopt;
-}
-
-// A [B, rows, cols] operand in a layout BLAS reads: itself, or a contiguous copy.
-Tensor blas_ready(const Tensor& t, BlasLayout& layout) {
-  auto l = blas_layout(t.sizes()[1], t.sizes()[2], t.strides()[1], t.strides()[2]);
-  if (l) {
-    layout = *l;
-    return t;
-  }
-  Tensor c = contiguous(t);
-  layout = BlasLayout{CblasNoTrans, std::max<int64_t>(1, t.sizes()[2])};
-  return c;
-}
 
 template <typename T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda,
@@ -104,14 +77,16 @@ void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m,
 template <typename T>
 void blas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T beta, T alpha) {
   const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
-  BlasLayout la{}, lb{};
-  Tensor a = blas_ready(a_in, la), b = blas_ready(b_in, lb);
+  GemmOperand la{}, lb{};
+  Tensor a = gemm_ready(a_in, la), b = gemm_ready(b_in, lb);
+  const CBLAS_TRANSPOSE ta = la.transposed ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = lb.transposed ? CblasTrans : CblasNoTrans;
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
   T* pc = static_cast<T*>(out.data_ptr());
   const int64_t ldc = std::max<int64_t>(1, m);
   auto one = [&](int64_t i) {
-    parallel_gemm<T>(la.trans, lb.trans, n, m, k, alpha, pa + i * a.strides()[0], la.ld, pb + i * b.strides()[0],
+    parallel_gemm<T>(ta, tb, n, m, k, alpha, pa + i * a.strides()[0], la.ld, pb + i * b.strides()[0],
                      lb.ld, beta, pc + i * n * m, ldc);
   };
   if (batch >= num_threads() && !in_parallel_region()) {

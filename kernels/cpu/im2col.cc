@@ -9,23 +9,8 @@
 
 namespace tandem::kernels::cpu {
 
-namespace {
-
-struct Geometry {
-  int64_t n, c, h, w, oh, ow;
-};
-
-Geometry geometry(const Tensor& image, const Pool2d& p) {
-  Geometry g{image.sizes()[0], image.sizes()[1], image.sizes()[2], image.sizes()[3], 0, 0};
-  g.oh = conv_out_size(g.h, p.kh, p.ph, p.sh, p.dh);
-  g.ow = conv_out_size(g.w, p.kw, p.pw, p.sw, p.dw);
-  return g;
-}
-
-}  // namespace
-
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p) {
-  const Geometry g = geometry(x, p);
+  const ConvGeometry g = conv_geometry(x.sizes().data(), p);
   const int64_t rows = g.n * g.c * p.kh * p.kw, width = g.oh * g.ow;
   dispatch_all(x.dtype(), "im2col", [&]<typename T>() {
     const T* src = static_cast<const T*>(x.data_ptr());
@@ -48,7 +33,7 @@ void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p) {
 }
 
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p) {
-  const Geometry g = geometry(x, p);
+  const ConvGeometry g = conv_geometry(x.sizes().data(), p);
   const int64_t width = g.oh * g.ow;
   dispatch_numeric(x.dtype(), "col2im", [&]<typename T>() {
     using M = opmath_t<T>;

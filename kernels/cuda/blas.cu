@@ -6,12 +6,12 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/gemm_operand.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace tandem::kernels::cuda {
@@ -39,45 +39,13 @@ cublasHandle_t handle_for(Device device) {
   return handles[d];
 }
 
-// How cuBLAS reads a row-major rows x cols operand with strides (s0, s1), if it can: the
-// column-major matrix with leading dimension `ld` is the operand's transpose, or (op T) itself.
-struct Layout {
-  cublasOperation_t op;
-  int64_t ld;
-};
-
-std::optional<Layout> layout_of(int64_t rows, int64_t cols, int64_t s0, int64_t s1) {
-  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols))) {
-    return Layout{CUBLAS_OP_N, rows == 1 ? std::max<int64_t>(1, cols) : s0};
-  }
-  if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows))) {
-    return Layout{CUBLAS_OP_T, cols == 1 ? std::max<int64_t>(1, rows) : s1};
-  }
-  return std::nullopt;
-}
-
-Tensor contiguous_copy(const Tensor& t) {
-  Tensor c = Tensor::make(Storage::allocate(t.nbytes(), t.device()), t.sizes(), contiguous_strides(t.sizes()), 0,
-                          t.dtype());
-  copy(c, t);
-  return c;
-}
-
-// A [B, rows, cols] operand cuBLAS can read: itself, or a contiguous copy.
-Tensor gemm_ready(const Tensor& t, Layout& layout) {
-  if (auto l = layout_of(t.sizes()[1], t.sizes()[2], t.strides()[1], t.strides()[2])) {
-    layout = *l;
-    return t;
-  }
-  layout = Layout{CUBLAS_OP_N, std::max<int64_t>(1, t.sizes()[2])};
-  return contiguous_copy(t);
-}
-
 void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scalar beta, Scalar alpha) {
   const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
   const Device device = out.device();
-  Layout la{}, lb{};
+  GemmOperand la{}, lb{};
   Tensor a = gemm_ready(a_in, la), b = gemm_ready(b_in, lb);
+  const cublasOperation_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   cudaDataType_t type = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (out.dtype()) {
@@ -95,7 +63,7 @@ void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scala
            ": a dimension beyond 2^31 - 1 is not supported by cuBLAS (out [", batch, ", ", n, ", ", m, "], k ", k, ")");
   tandem::cuda::DeviceGuard guard(device.index());
   // out^T (m x n, column-major, ld m) = op(b as column-major) @ op(a as column-major)
-  TD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_for(device), lb.op, la.op, static_cast<int>(m),
+  TD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_for(device), op_b, op_a, static_cast<int>(m),
                                              static_cast<int>(n), static_cast<int>(k), alpha_ptr, b.data_ptr(), type,
                                              static_cast<int>(lb.ld), b.strides()[0], a.data_ptr(), type,
                                              static_cast<int>(la.ld), a.strides()[0], beta_ptr, out.data_ptr(), type,

@@ -13,6 +13,7 @@
 #include "core/generator.h"
 #include "core/tensor.h"
 #include "kernels/op_codes.h"
+#include "kernels/optim.h"
 
 namespace tandem::kernels::cuda {
 
@@ -77,5 +78,12 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 // x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
+
+// ---- fused optimizer steps (cuda/optim.cu); lists checked by kernels/optim.cc ----
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs,
+              const std::vector<bool>& first, const SgdStep& step);
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+               const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
+               const std::vector<int64_t>& steps, const AdamStep& step);
 
 }  // namespace tandem::kernels::cuda

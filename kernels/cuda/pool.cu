@@ -120,21 +120,9 @@ __global__ void avg_pool2d_backward_kernel(T* grad_input, const T* grad, int64_t
   }
 }
 
-// The convolution geometry of an [N, C, H, W] image, as the CPU's im2col computes it.
-struct Geometry {
-  int64_t n, c, h, w, oh, ow;
-};
-
-Geometry geometry(const Tensor& image, const Pool2d& p) {
-  Geometry g{image.sizes()[0], image.sizes()[1], image.sizes()[2], image.sizes()[3], 0, 0};
-  g.oh = conv_out_size(g.h, p.kh, p.ph, p.sh, p.dh);
-  g.ow = conv_out_size(g.w, p.kw, p.pw, p.sw, p.dw);
-  return g;
-}
-
 // Row (plane, a, b) of the columns holds the plane shifted by kernel offset (a, b), zero outside it.
 template <typename T>
-__global__ void im2col_kernel(T* cols, const T* x, int64_t n, Geometry g, Pool2d p) {
+__global__ void im2col_kernel(T* cols, const T* x, int64_t n, ConvGeometry g, Pool2d p) {
   const int64_t width = g.oh * g.ow;
   TD_GRID_STRIDE(e, n) {
     const int64_t col = e % width, row = e / width;
@@ -148,7 +136,7 @@ __global__ void im2col_kernel(T* cols, const T* x, int64_t n, Geometry g, Pool2d
 // One thread per image element: each kernel offset (a, b) in the CPU's order adds the one column
 // entry (if any) that it maps onto this element, on top of the element's current value.
 template <typename T>
-__global__ void col2im_kernel(T* x, const T* cols, int64_t n, Geometry g, Pool2d p) {
+__global__ void col2im_kernel(T* x, const T* cols, int64_t n, ConvGeometry g, Pool2d p) {
   using M = opmath_t<T>;
   const int64_t width = g.oh * g.ow;
   TD_GRID_STRIDE(e, n) {
@@ -207,7 +195,7 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 }
 
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p) {
-  const Geometry g = geometry(x, p);
+  const ConvGeometry g = conv_geometry(x.sizes().data(), p);
   dispatch_all(x.dtype(), "im2col", [&]<typename T>() {
     launch("im2col", x.device(), cols.numel(), im2col_kernel<T>, static_cast<T*>(cols.data_ptr()),
            static_cast<const T*>(x.data_ptr()), cols.numel(), g, p);
@@ -215,7 +203,7 @@ void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p) {
 }
 
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p) {
-  const Geometry g = geometry(x, p);
+  const ConvGeometry g = conv_geometry(x.sizes().data(), p);
   if (g.oh <= 0 || g.ow <= 0) return;  // no columns: x keeps its values
   dispatch_numeric(x.dtype(), "col2im", [&]<typename T>() {
     launch("col2im", x.device(), x.numel(), col2im_kernel<T>, static_cast<T*>(x.data_ptr()),

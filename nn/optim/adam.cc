@@ -6,6 +6,8 @@
 
 #include "autograd/ops.h"
 #include "kernels/factory.h"
+#include "kernels/optim.h"
+#include "nn/optim/fused.h"
 
 namespace tandem::optim {
 
@@ -101,6 +103,31 @@ void Adam::update() {
     const auto& o = static_cast<const AdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();
     const double lr = o.lr();
+    if (std::vector<Tensor> params = detail::fusable(group.params()); !params.empty()) {
+      std::vector<Tensor> grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+      std::vector<int64_t> steps;
+      for (const Tensor& p : params) {
+        auto& slot = state_slot(p);
+        if (!slot) {
+          auto fresh = std::make_unique<AdamParamState>();
+          fresh->exp_avg = zeros_like(p);
+          fresh->exp_avg_sq = zeros_like(p);
+          slot = std::move(fresh);
+        }
+        auto& s = static_cast<AdamParamState&>(*slot);
+        if (o.amsgrad() && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
+        s.step += 1;
+        grads.push_back(p.grad());
+        exp_avgs.push_back(s.exp_avg);
+        exp_avg_sqs.push_back(s.exp_avg_sq);
+        if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq);
+        steps.push_back(s.step);
+      }
+      kernels::adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+                          kernels::AdamStep{lr, beta1, beta2, o.eps(), o.weight_decay(), decoupled_weight_decay_,
+                                            o.amsgrad()});
+      continue;
+    }
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;

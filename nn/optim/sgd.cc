@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.h"
+#include "kernels/factory.h"
+#include "kernels/optim.h"
+#include "nn/optim/fused.h"
 
 namespace tandem::optim {
 
@@ -61,10 +64,27 @@ SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaul
 
 std::unique_ptr<OptimizerParamState> SGD::make_param_state() const { return std::make_unique<SGDParamState>(); }
 
-// torch/optim/sgd.py, _single_tensor_sgd, with maximize=False.
+// torch/optim/sgd.py, _single_tensor_sgd, with maximize=False; on a GPU, one fused step per group.
 void SGD::update() {
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
+    if (std::vector<Tensor> params = detail::fusable(group.params()); !params.empty()) {
+      std::vector<Tensor> grads, bufs;
+      std::vector<bool> first;
+      for (const Tensor& p : params) {
+        grads.push_back(p.grad());
+        if (o.momentum() == 0) continue;
+        auto& slot = state_slot(p);
+        if (!slot) slot = std::make_unique<SGDParamState>();
+        Tensor& buf = static_cast<SGDParamState&>(*slot).momentum_buffer;
+        first.push_back(!buf.defined());
+        if (!buf.defined()) buf = empty_like(p);
+        bufs.push_back(buf);
+      }
+      kernels::sgd_step_(params, grads, bufs, first,
+                         kernels::SgdStep{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov()});
+      continue;
+    }
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;

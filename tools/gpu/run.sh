@@ -7,7 +7,8 @@
 #   4. the GPU benchmarks beside PyTorch (the machine's python3 with torch);
 #   5. one summary table, printed last and written as RESULTS_DIR/summary.json.
 #   bash run.sh [RESULTS_DIR]      (default: ./gpu-results)
-# Each stage has a time limit, so one that hangs cannot take the others' time.
+# Each stage has a time limit (570 s in all), so one that hangs cannot take the others' time, and
+# the whole run fits a 10-minute lease of a GPU machine.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 results=${1:-gpu-results}
@@ -45,17 +46,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 echo "libraries: $LD_LIBRARY_PATH"
 
 stage "tests: every [cuda] case"
-timeout 240 "$bin/cuda_tests" 2>&1 | tee "$results/tests.log" | grep -v "^\s*$" | tail -n 60
+timeout 150 "$bin/cuda_tests" 2>&1 | tee "$results/tests.log" | grep -v "^\s*$" | tail -n 60
 echo "exit status: ${PIPESTATUS[0]}" | tee -a "$results/tests.log"
 
 stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
-TANDEM_VISIBLE_DEVICES=0,0 timeout 120 "$bin/cuda_tests" "[devices]" 2>&1 | tee "$results/tests_logical.log" | tail -n 30
+TANDEM_VISIBLE_DEVICES=0,0 timeout 60 "$bin/cuda_tests" "[devices]" 2>&1 | tee "$results/tests_logical.log" | tail -n 30
 
 for tool in memcheck racecheck; do
   stage "compute-sanitizer --tool $tool"
   if command -v compute-sanitizer >/dev/null 2>&1; then
     # The large-size cases make the sanitizers crawl; every kernel still runs in the others.
-    timeout 150 compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "~[large]" \
+    timeout 90 compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "~[large]" \
       >"$results/sanitizer_$tool.log" 2>&1
     echo "exit status: $?" >>"$results/sanitizer_$tool.log"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|tandem-tests:|exit status" "$results/sanitizer_$tool.log" | tail -n 5
@@ -68,7 +69,7 @@ stage "benchmarks beside PyTorch"
 # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$gpus" = 1 ] && export TANDEM_VISIBLE_DEVICES=0,0
-TANDEM_ROOT="$here" timeout 300 "$bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
+TANDEM_ROOT="$here" timeout 180 "$bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
   --repetitions 5 --json "$results/bench.json" 2>&1 | tee "$results/bench.log"
 
 stage "summary"

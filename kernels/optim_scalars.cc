@@ -1,0 +1,45 @@
+// The scalars of the fused optimizer steps (kernels/optim.h), computed as nn/optim computes them
+// for the op-by-op steps: in double, one rounding per operation (this file is compiled without
+// fused multiply-adds, as nn/optim is), then rounded once to the op-math type.
+#include <cmath>
+
+#include "kernels/optim.h"
+
+namespace tandem::kernels {
+
+namespace detail {
+
+template <typename M>
+fn::SgdUpdate<M> sgd_update(const SgdStep& s, bool first) {
+  return fn::SgdUpdate<M>{static_cast<M>(s.lr), static_cast<M>(s.momentum), static_cast<M>(1 - s.dampening),
+                          static_cast<M>(s.weight_decay), s.momentum != 0, s.nesterov, first};
+}
+
+template <typename M>
+fn::AdamUpdate<M> adam_update(const AdamStep& s, int64_t step_count) {
+  const double weight = 1 - s.beta1;  // the arithmetic of nn/optim/adam.cc, in double, then M
+  const bool from_start = std::abs(weight) < 0.5;
+  const double step = static_cast<double>(step_count);
+  const double bias_correction1 = 1 - std::pow(s.beta1, step);
+  const double bias_correction2 = 1 - std::pow(s.beta2, step);
+  return fn::AdamUpdate<M>{static_cast<M>(1 - s.lr * s.weight_decay),
+                           static_cast<M>(s.weight_decay),
+                           static_cast<M>(from_start ? weight : -(1 - weight)),
+                           from_start,
+                           static_cast<M>(s.beta2),
+                           static_cast<M>(1 - s.beta2),
+                           static_cast<M>(s.lr / bias_correction1),
+                           static_cast<M>(std::pow(bias_correction2, 0.5)),
+                           static_cast<M>(s.eps),
+                           s.decoupled_weight_decay,
+                           s.amsgrad};
+}
+
+template fn::SgdUpdate<float> sgd_update<float>(const SgdStep&, bool);
+template fn::SgdUpdate<double> sgd_update<double>(const SgdStep&, bool);
+template fn::AdamUpdate<float> adam_update<float>(const AdamStep&, int64_t);
+template fn::AdamUpdate<double> adam_update<double>(const AdamStep&, int64_t);
+
+}  // namespace detail
+
+}  // namespace tandem::kernels

@@ -1,0 +1,167 @@
+// The fused optimizer steps (kernels/optim.h) against the op-by-op steps of nn/optim (which match
+// PyTorch's arithmetic): the same parameters after several steps, on the CPU here and on a GPU
+// in the [cuda] case (where SGD and Adam take the fused path themselves).
+#include "kernels/optim.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+using td::Tensor;
+
+namespace {
+
+struct Params {
+  std::vector<Tensor> values, grads;
+};
+
+// Three parameters of awkward sizes and their gradients for `steps` steps.
+std::vector<Params> problem(td::DType dtype, int steps) {
+  std::vector<Params> out(steps);
+  const std::vector<td::Shape> shapes = {{7}, {33, 5}, {1}};
+  std::vector<Tensor> start;
+  for (const auto& s : shapes) start.push_back(td::testing::random_tensor(s, dtype));
+  for (int k = 0; k < steps; ++k) {
+    out[k].values = start;
+    for (const auto& s : shapes) out[k].grads.push_back(td::testing::random_tensor(s, dtype));
+  }
+  return out;
+}
+
+std::vector<Tensor> leaves(const std::vector<Tensor>& values, td::Device device) {
+  std::vector<Tensor> out;
+  for (const Tensor& v : values) out.push_back(v.to(device).clone().requires_grad_(true));
+  return out;
+}
+
+void set_grads(std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
+  for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].to(params[i].device()).clone();
+}
+
+double tolerance(td::DType dtype) { return dtype == td::kFloat64 ? 1e-13 : 1e-5; }
+
+}  // namespace
+
+TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") {
+  td::testing::reseed(31);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (double momentum : {0.0, 0.9}) {
+      for (double dampening : {0.0, 0.25}) {
+        for (bool nesterov : {false, true}) {
+          if (nesterov && (momentum == 0 || dampening != 0)) continue;
+          for (double weight_decay : {0.0, 0.01}) {
+            const std::string what = td::detail::str_cat(dtype, " momentum ", momentum, " dampening ", dampening,
+                                                          " nesterov ", nesterov, " wd ", weight_decay);
+            auto steps = problem(dtype, 3);
+            std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
+            td::optim::SGD sgd(reference, td::optim::SGDOptions(0.1).momentum(momentum).dampening(dampening)
+                                              .nesterov(nesterov).weight_decay(weight_decay));
+            std::vector<Tensor> fused, bufs;
+            for (const Tensor& v : steps[0].values) {
+              fused.push_back(v.clone());
+              bufs.push_back(td::zeros_like(v));
+            }
+            for (int k = 0; k < 3; ++k) {
+              set_grads(reference, steps[k].grads);
+              sgd.step();
+              td::kernels::sgd_step_(fused, steps[k].grads, bufs, std::vector<bool>(3, k == 0),
+                                     td::kernels::SgdStep{0.1, momentum, dampening, weight_decay, nesterov});
+              for (size_t i = 0; i < fused.size(); ++i) {
+                td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
+                                         what + " step " + std::to_string(k) + " param " + std::to_string(i));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without amsgrad", "[cpu]") {
+  td::testing::reseed(32);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (bool decoupled : {false, true}) {
+      for (bool amsgrad : {false, true}) {
+        for (double weight_decay : {0.0, 0.05}) {
+          for (double beta1 : {0.9, 0.3}) {  // both of torch.lerp's branches
+            const std::string what = td::detail::str_cat(dtype, decoupled ? " AdamW" : " Adam", " amsgrad ", amsgrad,
+                                                          " wd ", weight_decay, " beta1 ", beta1);
+            auto steps = problem(dtype, 4);
+            std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
+            std::unique_ptr<td::optim::Optimizer> opt;
+            if (decoupled) {
+              opt = std::make_unique<td::optim::AdamW>(
+                  reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad));
+            } else {
+              opt = std::make_unique<td::optim::Adam>(
+                  reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad));
+            }
+            std::vector<Tensor> fused, m, v, v_max;
+            for (const Tensor& x : steps[0].values) {
+              fused.push_back(x.clone());
+              m.push_back(td::zeros_like(x));
+              v.push_back(td::zeros_like(x));
+              v_max.push_back(td::zeros_like(x));
+            }
+            for (int k = 0; k < 4; ++k) {
+              set_grads(reference, steps[k].grads);
+              opt->step();
+              td::kernels::adam_step_(fused, steps[k].grads, m, v, v_max, std::vector<int64_t>(3, k + 1),
+                                      td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled, amsgrad});
+              for (size_t i = 0; i < fused.size(); ++i) {
+                td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
+                                         what + " step " + std::to_string(k) + " param " + std::to_string(i));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused steps check their lists and change nothing when they refuse", "[cpu]") {
+  Tensor p = td::ones({3}), g = td::ones({3}), b = td::zeros({3});
+  td::testing::Snapshot before(p);
+  td::testing::check_error([&] { td::kernels::sgd_step_({p}, {}, {}, {}, td::kernels::SgdStep{0.1}); },
+                           {"sgd_step_", "0 grads for 1 parameters"});
+  td::testing::check_error([&] { td::kernels::sgd_step_({p}, {td::ones({4})}, {}, {}, td::kernels::SgdStep{0.1}); },
+                           {"sgd_step_", "grads 0", "[4]", "[3]"});
+  td::testing::check_error([&] { td::kernels::sgd_step_({p}, {g.to(td::kFloat64)}, {}, {}, td::kernels::SgdStep{0.1}); },
+                           {"sgd_step_", "float64"});
+  td::testing::check_error(
+      [&] { td::kernels::sgd_step_({p.to(td::kInt64)}, {g.to(td::kInt64)}, {}, {}, td::kernels::SgdStep{0.1}); },
+      {"sgd_step_", "float32 or float64", "int64"});
+  td::testing::check_error([&] { td::kernels::adam_step_({p}, {g}, {b}, {b}, {}, {0}, td::kernels::AdamStep{0.1}); },
+                           {"adam_step_", "start at 1"});
+  td::testing::check_error(
+      [&] { td::kernels::adam_step_({p}, {g}, {b}, {b}, {}, {1}, td::kernels::AdamStep{0.1, 0.9, 0.99, 1e-8, 0, false, true}); },
+      {"adam_step_", "0 max_exp_avg_sqs for 1 parameters"});
+  before.check_unchanged(p);
+}
+
+TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-by-op steps do", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::testing::reseed(33);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    auto steps = problem(dtype, 5);
+    std::vector<Tensor> cpu = leaves(steps[0].values, td::Device("cpu"));
+    std::vector<Tensor> gpu = leaves(steps[0].values, td::Device("cuda:0"));
+    td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    td::optim::AdamW adam_cpu(cpu, td::optim::AdamWOptions(0.01).amsgrad(true));
+    td::optim::AdamW adam_gpu(gpu, td::optim::AdamWOptions(0.01).amsgrad(true));
+    for (int k = 0; k < 5; ++k) {
+      set_grads(cpu, steps[k].grads);
+      set_grads(gpu, steps[k].grads);
+      const uint32_t version = gpu[0].version();
+      (k % 2 ? static_cast<td::optim::Optimizer&>(adam_cpu) : sgd_cpu).step();
+      (k % 2 ? static_cast<td::optim::Optimizer&>(adam_gpu) : sgd_gpu).step();
+      CHECK(gpu[0].version() > version);
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        CHECK(gpu[i].device() == td::Device("cuda:0"));
+        td::testing::check_close(gpu[i].detach().cpu(), cpu[i].detach(), tolerance(dtype), tolerance(dtype),
+                                 td::detail::str_cat(dtype, " step ", k, " param ", i));
+      }
+    }
+  }
+}
