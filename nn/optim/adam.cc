@@ -94,6 +94,20 @@ void lerp_(Tensor& self, const Tensor& end, double weight) {
   }
 }
 
+// p's state, made on its first step; the amsgrad buffer also when amsgrad was switched on after
+// the first steps (a group's options can change).
+AdamParamState& adam_state(std::unique_ptr<OptimizerParamState>& slot, const Tensor& p, bool amsgrad) {
+  if (!slot) {
+    auto fresh = std::make_unique<AdamParamState>();
+    fresh->exp_avg = zeros_like(p);
+    fresh->exp_avg_sq = zeros_like(p);
+    slot = std::move(fresh);
+  }
+  auto& s = static_cast<AdamParamState&>(*slot);
+  if (amsgrad && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
+  return s;
+}
+
 }  // namespace
 
 // torch/optim/adam.py, _single_tensor_adam, with maximize, capturable and differentiable off;
@@ -107,15 +121,7 @@ void Adam::update() {
       std::vector<Tensor> grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
       std::vector<int64_t> steps;
       for (const Tensor& p : params) {
-        auto& slot = state_slot(p);
-        if (!slot) {
-          auto fresh = std::make_unique<AdamParamState>();
-          fresh->exp_avg = zeros_like(p);
-          fresh->exp_avg_sq = zeros_like(p);
-          slot = std::move(fresh);
-        }
-        auto& s = static_cast<AdamParamState&>(*slot);
-        if (o.amsgrad() && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
+        AdamParamState& s = adam_state(state_slot(p), p, o.amsgrad());
         s.step += 1;
         grads.push_back(p.grad());
         exp_avgs.push_back(s.exp_avg);
@@ -131,17 +137,7 @@ void Adam::update() {
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      auto& slot = state_slot(p);
-      if (!slot) {
-        auto fresh = std::make_unique<AdamParamState>();
-        fresh->exp_avg = zeros_like(p);
-        fresh->exp_avg_sq = zeros_like(p);
-        slot = std::move(fresh);
-      }
-      auto& s = static_cast<AdamParamState&>(*slot);
-      // Also when amsgrad was switched on after the first steps (a group's options can change).
-      if (o.amsgrad() && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);
-
+      AdamParamState& s = adam_state(state_slot(p), p, o.amsgrad());
       s.step += 1;
       if (o.weight_decay() != 0) {
         if (decoupled_weight_decay_) {
