@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "core/cuda.h"
 #include "core/device_threads.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -40,6 +41,9 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
       ThreadLimit limit(threads);
       const auto start = std::chrono::steady_clock::now();
       fn(i);
+      // A GPU's work is only queued when fn returns: wait for it, so that the time (and the trace)
+      // is the device's work and not the launches'. The caller waits for every replica anyway.
+      if (devices[i].is_cuda()) cuda::current_stream(devices[i].index()).synchronize();
       const auto end = std::chrono::steady_clock::now();
       if (what) trace::record(what, devices[i].str(), start, end);
       if (seconds) (*seconds)[i] = std::chrono::duration<double>(end - start).count();
