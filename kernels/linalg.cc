@@ -3,6 +3,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/elementwise.h"
 
 namespace tandem::kernels {
 
@@ -17,8 +18,16 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   TD_CHECK(a.dtype() != kBool, op, ": bool matrices are not supported");
 }
 
-// out = beta * out + alpha * a @ b on [B, n, k] x [B, k, m] operands.
+// out = beta * out + alpha * a @ b on [B, n, k] x [B, k, m] operands. An empty inner dim makes the
+// product zero: out = beta * out, which the backends' GEMMs need not handle.
 void run_bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  if (out.numel() == 0) return;
+  if (a.sizes()[2] == 0) {
+    if (beta.to_double() == 0) return fill_into(out, 0);
+    Tensor factor = detail::scalar_tensor(beta, out.dtype(), out.device());
+    return out.is_cuda() ? cuda::binary(BinaryOp::Mul, out, out, factor, 1)
+                         : cpu::binary(BinaryOp::Mul, out, out, factor, 1);
+  }
   out.is_cuda() ? cuda::bmm(out, a, b, beta, alpha) : cpu::bmm(out, a, b, beta, alpha);
 }
 

@@ -136,17 +136,6 @@ Tensor converted(const Tensor& t, DType dtype) {
 }  // namespace
 
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
-  if (out.numel() == 0) return;
-  if (a.sizes()[2] == 0) {  // empty inner dim: the product is zero
-    if (beta.to_double() == 0) {
-      fill(out, 0);
-    } else {
-      Tensor factor = converted(kernels::select(kernels::select(out, 0, 0), 0, 0), out.dtype());
-      fill(factor, beta);
-      binary(BinaryOp::Mul, out, out, factor, 1);
-    }
-    return;
-  }
   switch (out.dtype()) {
     case kFloat32: return blas_bmm<float>(out, a, b, beta.to<float>(), alpha.to<float>());
     case kFloat64: return blas_bmm<double>(out, a, b, beta.to<double>(), alpha.to<double>());

@@ -92,18 +92,6 @@ __global__ void int_bmm_kernel(T* c, const T* a, const T* b, IntGemm g, T beta, 
 }  // namespace
 
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
-  if (out.numel() == 0) return;
-  if (a.sizes()[2] == 0) {  // empty inner dim: the product is zero
-    if (beta.to_double() == 0) {
-      fill(out, 0);
-    } else {
-      Tensor factor = Tensor::make(Storage::allocate(out.element_size(), out.device()), Shape{}, Shape{}, 0,
-                                   out.dtype());
-      fill(factor, beta);
-      binary(BinaryOp::Mul, out, out, factor, 1);
-    }
-    return;
-  }
   if (is_floating(out.dtype())) return cublas_bmm(out, a, b, beta, alpha);
   const IntGemm g{out.sizes()[0], out.sizes()[1], out.sizes()[2], a.sizes()[2], a.strides()[0], a.strides()[1],
                   a.strides()[2], b.strides()[0], b.strides()[1], b.strides()[2]};

@@ -56,7 +56,8 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguou
 
 // ---- matrix products (cuda/blas.cu: cuBLAS) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],
-// a is [B, n, k] and b [B, k, m] with any strides. With beta = 0 out is only written.
+// a is [B, n, k] and b [B, k, m] with any strides, out not empty and k > 0. With beta = 0 out is
+// only written.
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha);
 
 // ---- indexing (cuda/index.cu); indices already checked to be in range ----
