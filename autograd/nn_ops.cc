@@ -1,4 +1,7 @@
-// Differentiable softmax, pooling and im2col/col2im.
+// Differentiable softmax, pooling, im2col/col2im and the fused layers.
+#include <numeric>
+
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/factory.h"
@@ -122,6 +125,99 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
     return {im2col(g[0], k, d, p, s)};
   });
   return y;
+}
+
+namespace {
+
+// Dropout's gradient, differentiable in grad (its own gradient is itself).
+Tensor dropout_backward(const Tensor& grad, const Tensor& keep, double scale) {
+  Tensor y = kernels::dropout_backward(grad, keep, scale);
+  if (needs_grad({&grad})) {
+    record("NativeDropoutBackwardBackward0", {&grad}, {&y},
+           [keep, scale](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+             return {dropout_backward(g[0], keep, scale)};
+           });
+  }
+  return y;
+}
+
+std::vector<int64_t> dims_range(int64_t begin, int64_t end) {
+  std::vector<int64_t> dims(static_cast<size_t>(end - begin));
+  std::iota(dims.begin(), dims.end(), begin);
+  return dims;
+}
+
+// Layer norm's gradients in differentiable ops, for create_graph: the statistics are recomputed
+// from x so that they carry their own dependence on it.
+std::vector<Tensor> layer_norm_backward_ops(const Tensor& g, const Tensor& x, const Tensor& weight, bool with_bias,
+                                            int64_t normalized_dims, double eps) {
+  const std::vector<int64_t> normalized = dims_range(x.dim() - normalized_dims, x.dim());
+  const std::vector<int64_t> leading = dims_range(0, x.dim() - normalized_dims);
+  Tensor rstd = rsqrt(x.var(normalized, 0, true) + eps);
+  Tensor xhat = (x - x.mean(normalized, true)) * rstd;
+  Tensor gy = weight.defined() ? g * weight : g;
+  Tensor grad_x = rstd * (gy - gy.mean(normalized, true) - xhat * (gy * xhat).mean(normalized, true));
+  auto over_rows = [&](const Tensor& t) { return leading.empty() ? t : t.sum(leading); };
+  return {grad_x, weight.defined() ? over_rows(g * xhat) : Tensor(), with_bias ? over_rows(g) : Tensor()};
+}
+
+// d(sum_r scale[r] * losses[r]) / dx in differentiable ops, for create_graph.
+Tensor cross_entropy_backward_ops(const Tensor& scale, const Tensor& x, const Tensor& target, const Tensor& weight,
+                                  int64_t ignore_index, double smoothing) {
+  const int64_t classes = x.size(1);
+  Tensor safe = where(target == ignore_index, 0, target);
+  Tensor kept = (target != ignore_index).to(x.dtype()).unsqueeze(1);
+  Tensor p = softmax(x, 1);
+  Tensor target_weight = (weight.defined() ? weight.index_select(0, safe).unsqueeze(1) : ones_like(kept)) * kept;
+  Tensor grad = (p - one_hot(safe, classes).to(x.dtype())) * target_weight * (1 - smoothing);
+  if (smoothing > 0) {
+    Tensor spread = weight.defined() ? p * weight.sum() - weight : p * static_cast<double>(classes) - 1;
+    grad = grad + spread * kept * (smoothing / static_cast<double>(classes));
+  }
+  return grad * scale.unsqueeze(1);
+}
+
+}  // namespace
+
+Tensor fused_dropout(const Tensor& x, double p) {
+  auto [y, keep] = kernels::dropout(x, p);
+  if (!needs_grad({&x})) return y;
+  const double scale = 1 / (1 - p);
+  record("NativeDropoutBackward0", {&x}, {&y}, [keep, scale](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {dropout_backward(g[0], keep, scale)};
+  });
+  return y;
+}
+
+Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
+                        double eps) {
+  auto [y, mean, rstd] = kernels::layer_norm(x, normalized_dims, weight, bias, eps);
+  if (!needs_grad({&x, &weight, &bias})) return y;
+  SavedTensor sx(x, false), sw(weight, false);
+  const bool with_bias = bias.defined();
+  record("NativeLayerNormBackward0", {&x, &weight, &bias}, {&y},
+         [=, mean = mean, rstd = rstd](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+           Tensor xv = sx.unpack("NativeLayerNormBackward0");
+           Tensor wv = sw.defined() ? sw.unpack("NativeLayerNormBackward0") : Tensor();
+           if (is_grad_enabled()) return layer_norm_backward_ops(g[0], xv, wv, with_bias, normalized_dims, eps);
+           auto [grad_x, grad_w, grad_b] = kernels::layer_norm_backward(g[0], xv, mean, rstd, normalized_dims, wv, with_bias);
+           return {grad_x, grad_w, grad_b};
+         });
+  return y;
+}
+
+std::tuple<Tensor, Tensor> fused_cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                               int64_t ignore_index, double smoothing) {
+  auto [losses, target_weights, lse] = kernels::cross_entropy(x, target, weight, ignore_index, smoothing);
+  if (!needs_grad({&x})) return {losses, target_weights};
+  SavedTensor sx(x, false);
+  record("CrossEntropyLossBackward0", {&x}, {&losses},
+         [=, lse = lse](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+           Tensor xv = sx.unpack("CrossEntropyLossBackward0");
+           if (is_grad_enabled()) return {cross_entropy_backward_ops(g[0], xv, target, weight, ignore_index, smoothing)};
+           return {kernels::cross_entropy_backward(g[0], xv, lse, target, weight, ignore_index, smoothing)};
+         });
+  return {losses, target_weights};
 }
 
 }  // namespace tandem

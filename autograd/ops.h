@@ -183,6 +183,16 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntLis
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
 
+// Fused layers (kernels/nn_ops.h), each one node whose backward is one kernel; under create_graph the
+// backward is written in differentiable ops instead, so second derivatives work. nn::functional's
+// dropout, layer_norm and cross_entropy check their arguments and take these where they apply.
+Tensor fused_dropout(const Tensor& x, double p);  // training, 0 <= p < 1
+Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
+                        double eps);
+// {losses, target_weights} of kernels::cross_entropy for x [rows, C]: losses differentiable in x.
+std::tuple<Tensor, Tensor> fused_cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                               int64_t ignore_index, double smoothing);
+
 // ---- what the Tensor methods share: in-place forms ----
 namespace detail {
 Tensor& unary_(kernels::UnaryOp op, Tensor& x);

@@ -311,4 +311,15 @@ struct AdamUpdate {
   }
 };
 
+// Dropout and its gradient: x * keep * scale, rounded as the op-by-op product x * mask * scale
+// (x * keep is exact in T, so its NaN and signed zeros are the product's).
+template <typename T, typename M>
+struct KeepScale {
+  M scale;
+  TD_INLINE T operator()(T x, uint8_t keep) const {
+    const T kept = static_cast<T>(static_cast<M>(x) * (keep != 0 ? M(1) : M(0)));
+    return static_cast<T>(static_cast<M>(kept) * scale);
+  }
+};
+
 }  // namespace tandem::fn

@@ -3,7 +3,12 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/copy.h"
+#include "kernels/elementwise.h"
 #include "kernels/factory.h"
+#include "kernels/reduce.h"
+#include "kernels/views.h"
+#include "core/generator.h"
 
 namespace tandem::kernels {
 
@@ -167,6 +172,168 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   Tensor cc = contiguous(c3);
   cols.is_cuda() ? cuda::col2im(out, cc, p) : cpu::col2im(out, cc, p);
   return cols.dim() == 2 ? squeeze(out, 0) : out;
+}
+
+std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p) {
+  check_defined(x, "dropout", "input");
+  TD_CHECK(is_floating(x.dtype()), "dropout: expected a floating tensor, got dtype ", x.dtype());
+  TD_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
+  Tensor keep = empty_tensor(x.sizes(), kBool, x.device());
+  Tensor xc = contiguous(x);
+  const PhiloxState state = default_generator().reserve(static_cast<uint64_t>(x.numel()));
+  x.is_cuda() ? cuda::dropout(out, keep, xc, 1 - p, 1 / (1 - p), state)
+              : cpu::dropout(out, keep, xc, 1 - p, 1 / (1 - p), state);
+  return {out, keep};
+}
+
+Tensor dropout_backward(const Tensor& grad, const Tensor& keep, double scale) {
+  check_defined(grad, "dropout_backward", "grad");
+  check_defined(keep, "dropout_backward", "keep");
+  common_device("dropout_backward", {&grad, &keep});
+  TD_CHECK(is_floating(grad.dtype()) && keep.dtype() == kBool,
+           "dropout_backward: expected a floating grad and a bool mask, got ", grad.dtype(), " and ", keep.dtype());
+  TD_CHECK(broadcast_shapes(grad.sizes(), keep.sizes(), "dropout_backward") == grad.sizes(), "dropout_backward: mask of shape ",
+           shape_str(keep.sizes()), " does not broadcast to grad ", shape_str(grad.sizes()));
+  Tensor out = empty_tensor(grad.sizes(), grad.dtype(), grad.device());
+  grad.is_cuda() ? cuda::keep_scale(out, grad, keep, scale) : cpu::keep_scale(out, grad, keep, scale);
+  return out;
+}
+
+namespace {
+
+DType opmath_dtype(DType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
+
+// A per-row or per-column parameter: undefined, or `shape`, x's dtype and device, made contiguous.
+Tensor row_parameter(const Tensor& p, const Tensor& x, const Shape& shape, const char* op, const char* name) {
+  if (!p.defined()) return p;
+  TD_CHECK(p.sizes() == shape && p.dtype() == x.dtype() && p.device() == x.device(), op, ": ", name,
+           " must have shape ", shape_str(shape), ", dtype ", x.dtype(), " and device ", x.device(), ", got ",
+           shape_str(p.sizes()), ", ", p.dtype(), " on ", p.device());
+  return contiguous(p);
+}
+
+struct RowShape {
+  int64_t rows, cols;
+  Shape normalized;
+};
+
+RowShape layer_norm_rows(const Tensor& x, int64_t normalized_dims, const char* op) {
+  check_defined(x, op, "input");
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating tensor, got dtype ", x.dtype());
+  TD_CHECK(normalized_dims >= 1 && normalized_dims <= x.dim(), op, ": cannot normalize the last ", normalized_dims,
+           " dims of a tensor of shape ", shape_str(x.sizes()));
+  Shape normalized(x.sizes().end() - normalized_dims, x.sizes().end());
+  const int64_t cols = numel_of(normalized);
+  TD_CHECK(cols > 0, op, ": the normalized shape ", shape_str(normalized), " has no elements");
+  return {x.numel() / cols, cols, normalized};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight,
+                                              const Tensor& bias, double eps) {
+  const RowShape s = layer_norm_rows(x, normalized_dims, "layer_norm");
+  Tensor w = row_parameter(weight, x, s.normalized, "layer_norm", "weight");
+  Tensor b = row_parameter(bias, x, s.normalized, "layer_norm", "bias");
+  Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
+  Tensor mean = empty_tensor({s.rows}, opmath_dtype(x.dtype()), x.device());
+  Tensor rstd = empty_tensor({s.rows}, opmath_dtype(x.dtype()), x.device());
+  Tensor xc = contiguous(x);
+  x.is_cuda() ? cuda::layer_norm(out, mean, rstd, xc, w, b, eps) : cpu::layer_norm(out, mean, rstd, xc, w, b, eps);
+  return {out, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                                       const Tensor& rstd, int64_t normalized_dims,
+                                                       const Tensor& weight, bool with_bias) {
+  check_defined(grad, "layer_norm_backward", "grad");
+  check_defined(mean, "layer_norm_backward", "mean");
+  check_defined(rstd, "layer_norm_backward", "rstd");
+  const RowShape s = layer_norm_rows(x, normalized_dims, "layer_norm_backward");
+  common_device("layer_norm_backward", {&grad, &x, &mean, &rstd});
+  TD_CHECK(grad.sizes() == x.sizes() && grad.dtype() == x.dtype(), "layer_norm_backward: grad ",
+           shape_str(grad.sizes()), " ", grad.dtype(), " does not match the input ", shape_str(x.sizes()), " ", x.dtype());
+  const DType stats = opmath_dtype(x.dtype());
+  TD_CHECK(mean.sizes() == Shape{s.rows} && rstd.sizes() == Shape{s.rows} && mean.dtype() == stats &&
+               rstd.dtype() == stats,
+           "layer_norm_backward: mean and rstd must be ", stats, " [", s.rows, "], got ", shape_str(mean.sizes()), " ",
+           mean.dtype(), " and ", shape_str(rstd.sizes()), " ", rstd.dtype());
+  Tensor w = row_parameter(weight, x, s.normalized, "layer_norm_backward", "weight");
+  Tensor grad_x = empty_tensor(x.sizes(), x.dtype(), x.device());
+  Tensor grad_w = w.defined() ? empty_tensor(s.normalized, x.dtype(), x.device()) : Tensor();
+  Tensor grad_b = with_bias ? empty_tensor(s.normalized, x.dtype(), x.device()) : Tensor();
+  Tensor gc = contiguous(grad), xc = contiguous(x), mc = contiguous(mean), rc = contiguous(rstd);
+  x.is_cuda() ? cuda::layer_norm_backward(grad_x, grad_w, grad_b, gc, xc, mc, rc, w)
+              : cpu::layer_norm_backward(grad_x, grad_w, grad_b, gc, xc, mc, rc, w);
+  return {grad_x, grad_w, grad_b};
+}
+
+namespace {
+
+struct CrossEntropyArgs {
+  Tensor x, target, weight, weight_sum;
+  int64_t rows, classes;
+};
+
+CrossEntropyArgs cross_entropy_args(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                    double smoothing, const char* op, bool check_targets) {
+  check_defined(x, op, "input");
+  check_defined(target, op, "target");
+  common_device(op, {&x, &target});
+  TD_CHECK(is_floating(x.dtype()) && x.dim() == 2, op, ": expected floating class scores [rows, C], got ",
+           shape_str(x.sizes()), " ", x.dtype());
+  const int64_t rows = x.sizes()[0], classes = x.sizes()[1];
+  TD_CHECK(classes > 0, op, ": class scores ", shape_str(x.sizes()), " have no classes");
+  TD_CHECK(target.dtype() == kInt64 && target.sizes() == Shape{rows}, op, ": input of shape ", shape_str(x.sizes()),
+           " needs an int64 target of shape [", rows, "], got ", shape_str(target.sizes()), " ", target.dtype());
+  TD_CHECK(smoothing >= 0 && smoothing <= 1, op, ": label_smoothing must be in [0, 1], got ", smoothing);
+  Tensor w = row_parameter(weight, x, {classes}, op, "weight");
+  Tensor t = contiguous(target);
+  if (check_targets && rows > 0) {  // the backward takes the forward's targets, already checked
+    Tensor kept = where(eq(t, ignore_index), 0, t);
+    const int64_t lo = item(amin(kept)).to_int(), hi = item(amax(kept)).to_int();
+    TD_CHECK(lo >= 0 && hi < classes, op, ": target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
+             " classes");
+  }
+  const DType acc = opmath_dtype(x.dtype());
+  Tensor weight_sum = w.defined() ? sum(w, acc) : full({}, static_cast<double>(classes), TensorOptions(acc).device(x.device()));
+  return {contiguous(x), t, w, weight_sum, rows, classes};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                                 int64_t ignore_index, double smoothing) {
+  CrossEntropyArgs a = cross_entropy_args(x, target, weight, ignore_index, smoothing, "cross_entropy", true);
+  Tensor losses = empty_tensor({a.rows}, x.dtype(), x.device());
+  Tensor target_weights = empty_tensor({a.rows}, x.dtype(), x.device());
+  Tensor lse = empty_tensor({a.rows}, opmath_dtype(x.dtype()), x.device());
+  x.is_cuda() ? cuda::cross_entropy(losses, target_weights, lse, a.x, a.target, a.weight, a.weight_sum, ignore_index,
+                                    smoothing)
+              : cpu::cross_entropy(losses, target_weights, lse, a.x, a.target, a.weight, a.weight_sum, ignore_index,
+                                   smoothing);
+  return {losses, target_weights, lse};
+}
+
+Tensor cross_entropy_backward(const Tensor& row_scale, const Tensor& x, const Tensor& lse, const Tensor& target,
+                              const Tensor& weight, int64_t ignore_index, double smoothing) {
+  CrossEntropyArgs a = cross_entropy_args(x, target, weight, ignore_index, smoothing, "cross_entropy_backward", false);
+  check_defined(row_scale, "cross_entropy_backward", "row_scale");
+  check_defined(lse, "cross_entropy_backward", "lse");
+  common_device("cross_entropy_backward", {&x, &row_scale, &lse});
+  const DType acc = opmath_dtype(x.dtype());
+  TD_CHECK(row_scale.sizes() == Shape{a.rows} && lse.sizes() == Shape{a.rows} && lse.dtype() == acc,
+           "cross_entropy_backward: row_scale and lse must be [", a.rows, "] (lse ", acc, "), got ",
+           shape_str(row_scale.sizes()), " and ", shape_str(lse.sizes()), " ", lse.dtype());
+  Tensor scale = contiguous(to(row_scale, acc));
+  Tensor grad_x = empty_tensor(x.sizes(), x.dtype(), x.device());
+  Tensor lc = contiguous(lse);
+  x.is_cuda() ? cuda::cross_entropy_backward(grad_x, scale, a.x, lc, a.target, a.weight, a.weight_sum, ignore_index,
+                                             smoothing)
+              : cpu::cross_entropy_backward(grad_x, scale, a.x, lc, a.target, a.weight, a.weight_sum, ignore_index,
+                                            smoothing);
+  return grad_x;
 }
 
 }  // namespace tandem::kernels

@@ -1,6 +1,8 @@
 // The tensor ops neural networks are built from: softmax and log_softmax, 2-D pooling, and
 // im2col/col2im (PyTorch's F.unfold / F.fold), the core of convolution on the CPU.
 // Pooling and im2col take [N, C, H, W] or [C, H, W]; sizes are one value or two (height, width).
+// The fused layers (dropout, layer norm, cross-entropy with index targets) do in one or two passes
+// what their op-by-op forms in nn::functional do in many; autograd/nn_ops.cc makes them differentiable.
 #pragma once
 
 #include <optional>
@@ -33,5 +35,33 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntLis
 // The adjoint: [N, C*kh*kw, L] -> [N, C, H, W] with H, W = output_size, overlapping fields summed.
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
+
+// Dropout in training, 0 <= p < 1: {x * keep / (1 - p), keep}, keep (bool, x's shape) drawn from the
+// default generator exactly as bernoulli(x, 1 - p) draws it.
+std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p);
+// grad * keep * scale, the gradient of dropout for scale = 1 / (1 - p); keep broadcasts to grad.
+Tensor dropout_backward(const Tensor& grad, const Tensor& keep, double scale);
+
+// Layer norm over the last `normalized_dims` dims of x (a floating tensor): {out, mean, rstd}, mean and
+// rstd = 1 / sqrt(var + eps) of shape [rows] (x's leading dims flattened) in x's op-math dtype.
+// weight and bias, each optional, have the normalized shape, x's dtype and device.
+std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight,
+                                              const Tensor& bias, double eps);
+// {grad_x, grad_weight, grad_bias} from the forward's saved mean and rstd; grad_weight only with a
+// weight, grad_bias only when with_bias.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                                       const Tensor& rstd, int64_t normalized_dims,
+                                                       const Tensor& weight, bool with_bias);
+
+// Cross-entropy of class scores x [rows, C] against int64 class indices target [rows] (a row whose
+// target is ignore_index adds nothing), class weights [C] or undefined, label smoothing s in [0, 1]:
+// {losses, target_weights, lse}, each [rows]: losses[r] = (1 - s) w[t] (lse - x[t]) + s / C * sum_c
+// w[c] (lse - x[c]) and target_weights[r] = w[t] (1 without weights; both 0 for ignored rows) in x's
+// dtype, lse (the log-sum-exp of the row) in op-math.
+std::tuple<Tensor, Tensor, Tensor> cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                                 int64_t ignore_index, double smoothing);
+// The gradient of sum_r row_scale[r] * losses[r] with respect to x ([rows, C], x's dtype).
+Tensor cross_entropy_backward(const Tensor& row_scale, const Tensor& x, const Tensor& lse, const Tensor& target,
+                              const Tensor& weight, int64_t ignore_index, double smoothing);
 
 }  // namespace tandem::kernels

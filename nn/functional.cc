@@ -135,6 +135,14 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
                Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
            "layer_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",
            " does not end in the normalized shape ", shape_str(normalized_shape.vec()));
+  auto fits = [&](const Tensor& p) {
+    return !p.defined() || (p.sizes() == normalized_shape.vec() && p.dtype() == x.dtype() && p.device() == x.device());
+  };
+  // The fused kernel takes the common case; parameters of another shape, dtype or device broadcast
+  // and promote as in the op-by-op form below.
+  if (k > 0 && numel_of(normalized_shape.vec()) > 0 && is_floating(x.dtype()) && fits(weight) && fits(bias)) {
+    return fused_layer_norm(x, k, weight, bias, eps);
+  }
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
   Tensor mean = x.mean(dims, true);
@@ -149,8 +157,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   TD_CHECK(p >= 0 && p <= 1, "dropout: probability must be in [0, 1], got ", p);
   if (!training || p == 0) return x;
   if (p == 1) return x * 0;
-  Tensor keep = bernoulli(x.detach(), 1 - p);
-  return x * keep * (1 / (1 - p));
+  return fused_dropout(x, p);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
@@ -248,10 +255,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   TD_CHECK(input.defined() && target.defined(), "cross_entropy: input and target must be defined");
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t classes = input.size(class_dim);
-  Tensor logp = log_softmax(input, class_dim);
   Shape weight_shape(input.dim(), 1);
   weight_shape[class_dim] = classes;
   if (is_floating(target.dtype())) {  // class probabilities
+    Tensor logp = log_softmax(input, class_dim);
     TD_CHECK(target.sizes() == input.sizes(), "cross_entropy: probability targets must have the input's shape ",
              shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
     Tensor q = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / classes : target;
@@ -261,6 +268,26 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     if (reduction == kMean) return losses.sum() / static_cast<double>(input.numel() / classes);
     return reduce(losses, reduction);
   }
+  auto [scores, classes_of] = batch_first(input, target, "cross_entropy");
+  TD_CHECK(classes_of.dtype() == kInt64, "cross_entropy: expected an int64 target of class indices, got ",
+           classes_of.dtype());
+  const bool weight_fits = !weight.defined() || (weight.sizes() == Shape{classes} && weight.dtype() == input.dtype() &&
+                                                 weight.device() == input.device() && !weight.requires_grad());
+  if (weight_fits && is_floating(input.dtype())) {
+    // Rows of class scores: [N, C, d...] -> [N * d..., C].
+    Shape class_last{0};
+    for (int64_t d = 2; d < scores.dim(); ++d) class_last.push_back(d);
+    class_last.push_back(1);
+    Tensor rows = scores.dim() == 2 ? scores : scores.permute(class_last).reshape({-1, classes});
+    auto [losses, target_weights] =
+        fused_cross_entropy(rows, classes_of.reshape({-1}), weight, ignore_index, label_smoothing);
+    switch (reduction) {
+      case kNone: return losses.view(target.sizes());
+      case kSum: return losses.sum();
+      case kMean: return losses.sum() / target_weights.sum();
+    }
+  }
+  Tensor logp = log_softmax(input, class_dim);
   Tensor nll = nll_loss(logp, target, weight, ignore_index, reduction);
   if (label_smoothing == 0) return nll;
   // PyTorch's smoothing term: the (weighted) sum of -log p over the classes.

@@ -32,6 +32,13 @@ void uniform(const Tensor& out, double from, double to, PhiloxState state);
 void normal(const Tensor& out, double mean, double std, PhiloxState state);
 void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
 void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
+// Dropout in one pass: keep[e] = uniform_float(word e) < keep_prob, the words and comparison of
+// bernoulli (so a mask equals bernoulli(x, keep_prob)'s for the same state); out = x * keep * scale.
+// x and out contiguous, one floating dtype; mask bool contiguous.
+void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
+             PhiloxState state);
+// out = x * mask * scale (mask bool), operands broadcast to out: dropout's gradient (cpu/elementwise.cc).
+void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale);
 
 // ---- reductions (cpu/reduce.cc) ----
 // `reduced` flags the input dims folded away; outputs are contiguous, one element per combination
@@ -76,6 +83,33 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 // x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
+
+// ---- fused layer norm and cross-entropy (cpu/layer_norm.cc, cpu/cross_entropy.cc) ----
+// Over rows of a contiguous x [rows, cols], cols > 0: mean and rstd = 1 / sqrt(var + eps) (biased
+// variance) per row, contiguous [rows] in x's op-math dtype (float64 for float64, float32 otherwise);
+// out = (x - mean) * rstd * weight + bias, contiguous like x. weight and bias: [cols] in x's dtype,
+// either may be undefined.
+void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                const Tensor& bias, double eps);
+// grad contiguous like x. grad_x = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)) with gy = grad * weight
+// and xhat = (x - mean) * rstd; grad_weight = sum over rows of grad * xhat, grad_bias of grad. Each output
+// is written only when defined (grad_weight and grad_bias [cols], x's dtype).
+void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad,
+                         const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight);
+// Class scores x contiguous [rows, C], C > 0; target int64 contiguous [rows], each in [0, C) or
+// ignore_index; weight [C] in x's dtype or undefined (all 1); weight_sum: a 0-dim op-math tensor on x's
+// device holding the sum of the weights. Per row, with lse the log-sum-exp of its scores and t its target:
+// losses = (1 - s) w[t] (lse - x[t]) + s / C * sum_c w[c] (lse - x[c]) in x's dtype, target_weights = w[t]
+// in x's dtype, and lse in op-math; an ignored row gets a loss and a target weight of 0.
+void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Tensor& lse, const Tensor& x,
+                   const Tensor& target, const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
+                   double smoothing);
+// grad_x [rows, C] contiguous like x: row_scale[r] * d losses[r] / d x[r, :] =
+// row_scale[r] * ((1 - s) w[t] (p - onehot(t)) + s / C * (weight_sum * p - w)), p = exp(x - lse);
+// 0 for ignored rows. row_scale contiguous [rows] in op-math.
+void cross_entropy_backward(const Tensor& grad_x, const Tensor& row_scale, const Tensor& x, const Tensor& lse,
+                            const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
+                            int64_t ignore_index, double smoothing);
 
 // ---- fused optimizer steps (cpu/optim.cc); lists checked by kernels/optim.cc ----
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs,

@@ -131,6 +131,14 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
   });
 }
 
+void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale) {
+  auto s = loop_shape<3>({&out, &x, &mask});
+  dispatch_floating(out.dtype(), "dropout_backward", [&]<typename T>() {
+    using M = opmath_t<T>;
+    elementwise<T, T, uint8_t>(s, fn::KeepScale<T, M>{static_cast<M>(scale)});
+  });
+}
+
 void masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
   auto s = loop_shape<2>({&self, &mask});
   dispatch_all(self.dtype(), "masked_fill", [&]<typename T>() {

@@ -11,6 +11,7 @@
 #include "core/philox.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/functors.h"
 
 namespace tandem::kernels::cpu {
 
@@ -124,6 +125,24 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state) {
     for_each_block(out.numel(), 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
       for (int64_t k = 0; k < count; ++k) {
         data[first + k] = convert<T>(static_cast<double>(uniform_float(w.w[k])) < prob[first + k]);
+      }
+    });
+  });
+}
+
+void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
+             PhiloxState state) {
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    using M = opmath_t<T>;
+    const fn::KeepScale<T, M> keep_scale{static_cast<M>(scale)};
+    const T* in = x.data_ptr<T>();
+    T* res = out.data_ptr<T>();
+    bool* keep = mask.data_ptr<bool>();
+    for_each_block(x.numel(), 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
+      for (int64_t k = 0; k < count; ++k) {
+        const bool kept = static_cast<double>(uniform_float(w.w[k])) < keep_prob;
+        keep[first + k] = kept;
+        res[first + k] = keep_scale(in[first + k], kept);
       }
     });
   });

@@ -23,6 +23,8 @@ void uniform(const Tensor&, double, double, PhiloxState) { absent("uniform"); }
 void normal(const Tensor&, double, double, PhiloxState) { absent("normal"); }
 void randint(const Tensor&, int64_t, int64_t, PhiloxState) { absent("randint"); }
 void bernoulli(const Tensor&, const Tensor&, PhiloxState) { absent("bernoulli"); }
+void dropout(const Tensor&, const Tensor&, const Tensor&, double, double, PhiloxState) { absent("dropout"); }
+void keep_scale(const Tensor&, const Tensor&, const Tensor&, double) { absent("dropout_backward"); }
 void sum(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("sum"); }
 void mean(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("mean"); }
 void prod(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("prod"); }
@@ -45,5 +47,20 @@ void avg_pool2d(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional
 void avg_pool2d_backward(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional<int64_t>) { absent("avg_pool2d_backward"); }
 void im2col(const Tensor&, const Tensor&, const Pool2d&) { absent("im2col"); }
 void col2im(const Tensor&, const Tensor&, const Pool2d&) { absent("col2im"); }
+void layer_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, double) {
+  absent("layer_norm");
+}
+void layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, const Tensor&) {
+  absent("layer_norm_backward");
+}
+void cross_entropy(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                   const Tensor&, int64_t, double) {
+  absent("cross_entropy");
+}
+void cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                            const Tensor&, int64_t, double) {
+  absent("cross_entropy_backward");
+}
 
 }  // namespace tandem::kernels::cuda

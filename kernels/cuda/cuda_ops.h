@@ -35,6 +35,9 @@ void uniform(const Tensor& out, double from, double to, PhiloxState state);
 void normal(const Tensor& out, double mean, double std, PhiloxState state);
 void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
 void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
+void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
+             PhiloxState state);
+void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale);  // cuda/elementwise.cu
 
 // ---- reductions (cuda/reduce.cu) ----
 // `reduced` flags the input dims folded away; outputs are contiguous, one element per combination
@@ -79,6 +82,18 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 // x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
+
+// ---- fused layer norm and cross-entropy (cuda/layer_norm.cu, cuda/cross_entropy.cu) ----
+void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                const Tensor& bias, double eps);
+void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad,
+                         const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight);
+void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Tensor& lse, const Tensor& x,
+                   const Tensor& target, const Tensor& weight, const Tensor& weight_sum, int64_t ignore_index,
+                   double smoothing);
+void cross_entropy_backward(const Tensor& grad_x, const Tensor& row_scale, const Tensor& x, const Tensor& lse,
+                            const Tensor& target, const Tensor& weight, const Tensor& weight_sum,
+                            int64_t ignore_index, double smoothing);
 
 // ---- fused optimizer steps (cuda/optim.cu); lists checked by kernels/optim.cc ----
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs,

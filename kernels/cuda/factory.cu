@@ -11,6 +11,7 @@
 #include "core/philox.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/functors.h"
 
 namespace tandem::kernels::cuda {
 
@@ -111,6 +112,18 @@ __global__ void bernoulli_kernel(T* out, int64_t n, const double* prob, PhiloxSt
   });
 }
 
+template <typename T>
+__global__ void dropout_kernel(T* out, bool* keep, const T* x, int64_t n, double keep_prob, fn::KeepScale<T, opmath_t<T>> f,
+                               PhiloxState state) {
+  for_each_block(n, 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) {
+      const bool kept = static_cast<double>(uniform_float(w.w[k])) < keep_prob;
+      keep[first + k] = kept;
+      out[first + k] = f(x[first + k], kept);
+    }
+  });
+}
+
 }  // namespace
 
 void arange(const Tensor& out, Scalar start, Scalar step) {
@@ -176,6 +189,17 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state) {
   const double* prob = p.data_ptr<double>();
   dispatch_all(out.dtype(), "bernoulli", [&]<typename T>() {
     launch("bernoulli", out.device(), philox_blocks(n, 4), bernoulli_kernel<T>, out.data_ptr<T>(), n, prob, state);
+  });
+}
+
+// x, out and mask contiguous on one device (kernels/nn_ops.cc).
+void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
+             PhiloxState state) {
+  const int64_t n = x.numel();
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    using M = opmath_t<T>;
+    launch("dropout", x.device(), philox_blocks(n, 4), dropout_kernel<T>, out.data_ptr<T>(), mask.data_ptr<bool>(),
+           x.data_ptr<T>(), n, keep_prob, fn::KeepScale<T, M>{static_cast<M>(scale)}, state);
   });
 }
 

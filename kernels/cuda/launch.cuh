@@ -75,6 +75,32 @@ Indexer<N> make_indexer(const cpu::LoopShape<N>& s) {
   return ix;
 }
 
+// combine(v of every thread of a block), returned to every thread, in a fixed order (warp shuffles,
+// then the warps' results one after another). blockDim.x: a multiple of 32, at most 1024.
+template <typename M, typename Combine>
+__device__ M block_reduce(M v, const Combine& combine) {
+  __shared__ M warp_results[32];
+#pragma unroll
+  for (int step = 16; step > 0; step /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, step));
+  __syncthreads();  // a previous call's readers are done with warp_results
+  if (threadIdx.x % 32 == 0) warp_results[threadIdx.x / 32] = v;
+  __syncthreads();
+  M total = warp_results[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) total = combine(total, warp_results[w]);
+  return total;
+}
+
+template <typename M>
+__device__ M block_sum(M v) {
+  return block_reduce(v, [](M a, M b) { return a + b; });
+}
+
+// Threads for a block that walks rows of `cols` elements: a whole number of warps, at most 512.
+inline int row_threads(int64_t cols) {
+  const int64_t warps = (cols + 31) / 32;
+  return static_cast<int>(32 * (warps < 1 ? 1 : warps > 16 ? 16 : warps));
+}
+
 // ---- the generic element-wise kernel ----
 
 namespace detail {

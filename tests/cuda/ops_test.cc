@@ -1884,6 +1884,100 @@ TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d wit
 }
 
 // ---------------------------------------------------------------------------------------------
+// fused layers: layer norm, cross-entropy and dropout, forward and backward
+
+// Gradients of sum(out * probe) for out = f(inputs), inputs made leaves on their device.
+std::vector<Tensor> fused_grads(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                                const Tensor& probe, Tensor* out) {
+  for (Tensor& t : inputs) t = t.detach().requires_grad_(true);
+  *out = f(inputs);
+  (*out * probe).sum().backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& t : inputs) grads.push_back(t.grad());
+  return grads;
+}
+
+void fused_sweep(bool large) {
+  ct::PoisonGuard poison;
+  tt::reseed(large ? 134 : 34);
+  std::vector<Shape> shapes = {{1, 1}, {7, 33}, {33, 7}, {3, 5, 40}, {0, 6}, {2, 1500}};
+  if (large) shapes.insert(shapes.end(), {{1, 1000003}, {5000, 257}, {100003, 3}});
+  for (DType dtype : kFloating) {
+    const double r = 4 * rtol_for(dtype);
+    for (const Shape& shape : shapes) {
+      const int64_t cols = shape.back();
+      for (Layout layout : {Layout::Contiguous, Layout::Permuted, Layout::Strided}) {
+        if (is_big(shape) && layout == Layout::Permuted) continue;
+        const std::string what = describe("", dtype, shape, layout);
+        Pair x = ct::random_pair(shape, dtype, layout, -3, 5);
+        Pair w = ct::random_pair({cols}, dtype, Layout::Contiguous, 0.5, 2);
+        Pair b = ct::random_pair({cols}, dtype);
+        Pair probe = ct::random_pair(shape, dtype);
+
+        // Layer norm: output and the gradients of x, weight and bias; tolerances scaled by the
+        // magnitudes each result sums (float64, on the CPU).
+        auto ln = [&](const std::vector<Tensor>& in) { return F::layer_norm(in[0], {cols}, in[1], in[2]); };
+        Tensor y_dev, y_cpu;
+        auto g_dev = fused_grads(ln, {x.dev, w.dev, b.dev}, probe.dev, &y_dev);
+        auto g_cpu = fused_grads(ln, {x.cpu, w.cpu, b.cpu}, probe.cpu, &y_cpu);
+        Tensor x64 = x.cpu.to(td::kFloat64), g64 = probe.cpu.to(td::kFloat64).abs();
+        Tensor xhat = ((x64 - x64.mean({-1}, true)) / td::sqrt(x64.var({-1}, 0, true) + 1e-5)).abs();
+        Tensor gy = g64 * ct::abs64(w.cpu);
+        std::vector<int64_t> leading;
+        for (int64_t d = 0; d + 1 < static_cast<int64_t>(shape.size()); ++d) leading.push_back(d);
+        check_close(y_dev, y_cpu, r, r, "layer_norm " + what, xhat * ct::abs64(w.cpu) + ct::abs64(b.cpu));
+        check_close(g_dev[0], g_cpu[0], r, r, "layer_norm grad x " + what,
+                    (gy + gy.mean({-1}, true) + xhat * (gy * xhat).mean({-1}, true)) /
+                        td::sqrt(x64.var({-1}, 0, true) + 1e-5));
+        check_close(g_dev[1], g_cpu[1], r, r, "layer_norm grad weight " + what, (g64 * xhat).sum(leading));
+        check_close(g_dev[2], g_cpu[2], r, r, "layer_norm grad bias " + what, g64.sum(leading));
+
+        // Cross-entropy over rows of `cols` classes: per-row losses and the gradient, with weights,
+        // a quarter of the rows ignored and label smoothing.
+        Pair scores = ct::random_pair({td::numel_of(shape) / std::max<int64_t>(cols, 1), cols}, dtype, layout, -5, 5);
+        const int64_t rows = scores.cpu.size(0);
+        Tensor t = td::where(td::rand({rows}) < 0.25, -100, td::randint(0, cols, {rows}));
+        for (double smoothing : {0.0, 0.1}) {
+          auto ce = [&](const std::vector<Tensor>& in) {
+            const bool on_device = in[0].device() == ct::device();
+            return F::cross_entropy(in[0], on_device ? t.to(ct::device()) : t, on_device ? w.dev : w.cpu, -100,
+                                    td::kNone, smoothing);
+          };
+          Pair row_probe = ct::random_pair({rows}, dtype);
+          Tensor l_dev, l_cpu;
+          auto ce_dev = fused_grads(ce, {scores.dev}, row_probe.dev, &l_dev);
+          auto ce_cpu = fused_grads(ce, {scores.cpu}, row_probe.cpu, &l_cpu);
+          const std::string ce_what = what + " smoothing " + std::to_string(smoothing);
+          Tensor row_scale = (ct::abs64(scores.cpu).amax({1}) * 2 + std::log(static_cast<double>(cols)) + 1) * 2;
+          check_close(l_dev, l_cpu, r, r, "cross_entropy " + ce_what, rows > 0 ? row_scale : Tensor());
+          check_close(ce_dev[0], ce_cpu[0], r, r * 4, "cross_entropy grad " + ce_what);
+        }
+
+        // Dropout's mask and gradient: the CPU's for the same seed.
+        td::manual_seed(tt::test_seed() ^ 0xd0);
+        Tensor d_dev, d_cpu;
+        auto drop = [](const std::vector<Tensor>& in) { return F::dropout(in[0], 0.3, true); };
+        auto dd = fused_grads(drop, {x.dev}, probe.dev, &d_dev);
+        td::manual_seed(tt::test_seed() ^ 0xd0);
+        auto dc = fused_grads(drop, {x.cpu}, probe.cpu, &d_cpu);
+        check_equal(d_dev == 0, d_cpu == 0, "dropout mask " + what);
+        check_close(dd[0], dc[0], rtol_for(dtype), 0, "dropout grad " + what);
+      }
+    }
+  }
+}
+
+TEST_CASE("layer norm, cross-entropy and dropout, forward and backward, match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  fused_sweep(false);
+}
+
+TEST_CASE("layer norm, cross-entropy and dropout match the CPU on long rows and many rows", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  fused_sweep(true);
+}
+
+// ---------------------------------------------------------------------------------------------
 // errors
 
 TEST_CASE("an op mixing a CPU and a CUDA tensor is an error naming both devices, and changes nothing", "[cuda]") {

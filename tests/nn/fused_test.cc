@@ -1,0 +1,281 @@
+// The fused layers (dropout, layer norm, cross-entropy with index targets) against the op-by-op
+// forms they replace, written here in plain ops: values and gradients in float64 to rounding, the
+// same dropout mask as bernoulli for the same seed, first and second derivatives by gradcheck, and
+// the kernels' entry points refusing bad arguments with their inputs left as they were.
+#include <cmath>
+#include <vector>
+
+#include "kernels/nn_ops.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace tt = td::testing;
+namespace F = td::nn::functional;
+using td::Shape;
+using td::Tensor;
+using tt::check_close;
+using tt::check_error;
+
+namespace {
+
+Tensor leaf(const Shape& shape, td::DType dtype = td::kFloat64, tt::Layout layout = tt::Layout::Contiguous) {
+  return tt::random_tensor(shape, dtype, layout).requires_grad_(true);
+}
+
+// Gradients of sum(out * probe) with respect to each input, where out = f(inputs).
+std::vector<Tensor> grads_of(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                             const Tensor& probe) {
+  for (Tensor& t : inputs) t = t.detach().requires_grad_(true);
+  (f(inputs) * probe).sum().backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& t : inputs) grads.push_back(t.grad());
+  return grads;
+}
+
+void check_grads(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected, double tol,
+                 const std::string& what) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    check_close(actual[i], expected[i], tol, tol, what + " gradient " + std::to_string(i));
+  }
+}
+
+void check_derivatives(const char* name, const td::autograd::TestedFn& fn, const std::vector<Tensor>& inputs) {
+  auto once = td::autograd::gradcheck(fn, inputs);
+  INFO(name << ": " << once.report);
+  CHECK(once.ok);
+  auto twice = td::autograd::gradgradcheck(fn, inputs);
+  INFO(name << " (second order): " << twice.report);
+  CHECK(twice.ok);
+}
+
+// ---- references in plain ops ----
+
+Tensor layer_norm_reference(const Tensor& x, int64_t dims, const Tensor& w, const Tensor& b, double eps) {
+  std::vector<int64_t> last;
+  for (int64_t d = x.dim() - dims; d < x.dim(); ++d) last.push_back(d);
+  Tensor out = (x - x.mean(last, true)) / td::sqrt(x.var(last, 0, true) + eps);
+  if (w.defined()) out = out * w;
+  if (b.defined()) out = out + b;
+  return out;
+}
+
+// Cross-entropy of [N, C] scores, per row, with PyTorch's definition of weights and smoothing.
+Tensor cross_entropy_rows_reference(const Tensor& x, const Tensor& t, const Tensor& w, int64_t ignore, double s) {
+  const int64_t classes = x.size(1);
+  Tensor logp = x.log_softmax(1);
+  Tensor kept = (t != ignore).to(x.dtype());
+  Tensor safe = td::where(t == ignore, 0, t);
+  Tensor wt = (w.defined() ? w.index_select(0, safe) : td::ones_like(kept)) * kept;
+  Tensor nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * wt;
+  Tensor smooth = -(w.defined() ? logp * w : logp).sum({1}) * kept;
+  return nll * (1 - s) + smooth * (s / static_cast<double>(classes));
+}
+
+}  // namespace
+
+TEST_CASE("fused dropout draws bernoulli's mask and scales as the op-by-op form", "[cpu]") {
+  const uint64_t seed = tt::test_seed() ^ 0x5eed;
+  for (td::DType dtype : {td::kFloat64, td::kFloat32}) {
+    for (tt::Layout layout : tt::all_layouts()) {
+      Tensor x = tt::random_tensor({9, 31, 5}, dtype, layout);
+      for (double p : {0.1, 0.5, 0.9}) {
+        td::manual_seed(seed);
+        Tensor y = F::dropout(x, p, true);
+        td::manual_seed(seed);
+        Tensor keep = td::bernoulli(x, 1 - p);
+        Tensor expected = x * keep * (1 / (1 - p));
+        INFO(td::dtype_name(dtype) << " " << tt::layout_name(layout) << " p=" << p);
+        tt::check_equal(y, tt::values(expected), "dropout");
+        // The generator moved on by as many words as bernoulli takes.
+        Tensor after = td::rand({3});
+        td::manual_seed(seed);
+        td::bernoulli(x, 1 - p);
+        tt::check_equal(after, tt::values(td::rand({3})), "generator after dropout");
+      }
+    }
+  }
+  // Non-finite inputs propagate through a kept or a dropped element alike, as x * mask does.
+  td::manual_seed(seed);
+  std::vector<double> specials;
+  for (int i = 0; i < 200; ++i) specials.insert(specials.end(), {INFINITY, -INFINITY, NAN, 1.0, -0.0});
+  Tensor special = td::tensor(specials);
+  Tensor y = F::dropout(special, 0.5, true);
+  td::manual_seed(seed);
+  Tensor expected = special * td::bernoulli(special, 0.5) * 2.0;
+  tt::check_equal(y, tt::values(expected), "non-finite dropout");
+}
+
+TEST_CASE("fused dropout's gradient is the mask times the scale, and twice differentiable", "[cpu]") {
+  tt::reseed(501);
+  Tensor x = leaf({6, 7});
+  td::manual_seed(77);
+  Tensor y = F::dropout(x, 0.4, true);
+  Tensor g = td::randn({6, 7}, td::kFloat64);
+  y.backward(g);
+  Tensor expected = (y != 0).to(td::kFloat64) * g / 0.6;
+  check_close(x.grad(), expected, 1e-15, 0, "dropout gradient");
+  CHECK(y.grad_fn()->name() == "NativeDropoutBackward0");
+  check_derivatives("dropout", [](const std::vector<Tensor>& in) {
+    td::manual_seed(78);  // the same mask on every evaluation
+    return F::dropout(in[0], 0.3, true);
+  }, {leaf({4, 5})});
+}
+
+TEST_CASE("fused layer norm equals the op-by-op form, forward and backward", "[cpu]") {
+  tt::reseed(502);
+  struct Case {
+    Shape shape;
+    int64_t dims;
+    bool weight, bias;
+  };
+  const std::vector<Case> cases = {{{3, 5}, 1, true, true},     {{2, 3, 4}, 2, true, false},
+                                   {{7, 1}, 1, false, true},    {{4, 33}, 1, false, false},
+                                   {{2, 2, 300}, 1, true, true}, {{0, 6}, 1, true, true},
+                                   {{5}, 1, true, true},        {{2, 3, 4}, 2, false, false},
+                                   {{3, 2, 2}, 3, false, true}};
+  for (const Case& c : cases) {
+    for (tt::Layout layout : tt::all_layouts()) {
+      INFO("shape " << td::shape_str(c.shape) << " over " << c.dims << " dims, " << tt::layout_name(layout));
+      Shape normalized(c.shape.end() - c.dims, c.shape.end());
+      Tensor x = tt::random_tensor(c.shape, td::kFloat64, layout, -3, 5);
+      Tensor w = c.weight ? tt::random_tensor(normalized, td::kFloat64) : Tensor();
+      Tensor b = c.bias ? tt::random_tensor(normalized, td::kFloat64) : Tensor();
+      Tensor y = F::layer_norm(x, normalized, w, b, 1e-5);
+      check_close(y, layer_norm_reference(x, c.dims, w, b, 1e-5), 1e-12, 1e-12, "layer_norm");
+      std::vector<Tensor> inputs = {x};
+      if (w.defined()) inputs.push_back(w);
+      if (b.defined()) inputs.push_back(b);
+      auto unpack = [&](const std::vector<Tensor>& in) {
+        return std::make_tuple(in[0], c.weight ? in[1] : Tensor(), c.bias ? in[c.weight ? 2 : 1] : Tensor());
+      };
+      Tensor probe = td::randn(c.shape, td::kFloat64);
+      auto fused = grads_of([&](const std::vector<Tensor>& in) {
+        auto [xi, wi, bi] = unpack(in);
+        return F::layer_norm(xi, normalized, wi, bi, 1e-5);
+      }, inputs, probe);
+      auto reference = grads_of([&](const std::vector<Tensor>& in) {
+        auto [xi, wi, bi] = unpack(in);
+        return layer_norm_reference(xi, c.dims, wi, bi, 1e-5);
+      }, inputs, probe);
+      check_grads(fused, reference, 1e-11, "layer_norm");
+    }
+  }
+  // float32 against the float64 result.
+  Tensor x = tt::random_tensor({16, 100}, td::kFloat32, tt::Layout::Strided);
+  Tensor w = tt::random_tensor({100}, td::kFloat32), b = tt::random_tensor({100}, td::kFloat32);
+  check_close(F::layer_norm(x, {100}, w, b), layer_norm_reference(x.to(td::kFloat64), 1, w.to(td::kFloat64),
+                                                                 b.to(td::kFloat64), 1e-5),
+              2e-5, 2e-5, "float32 layer_norm");
+  // A weight of another dtype takes the op-by-op form, with promotion (the fused kernel refuses it).
+  Tensor y = F::layer_norm(x, {100}, w.to(td::kFloat64), Tensor());
+  CHECK(y.dtype() == td::kFloat64);
+}
+
+TEST_CASE("fused layer norm passes gradcheck and gradgradcheck", "[cpu]") {
+  tt::reseed(503);
+  auto fn = [](const std::vector<Tensor>& in) { return F::layer_norm(in[0], {3, 4}, in[1], in[2]); };
+  Tensor x = leaf({2, 3, 4}), w = leaf({3, 4}), b = leaf({3, 4});
+  CHECK(fn({x, w, b}).grad_fn()->name() == "NativeLayerNormBackward0");
+  check_derivatives("layer_norm", fn, {x, w, b});
+  check_derivatives("layer_norm without affine", [](const std::vector<Tensor>& in) {
+    return F::layer_norm(in[0], {5}, Tensor(), Tensor());
+  }, {leaf({3, 5}, td::kFloat64, tt::Layout::Permuted)});
+}
+
+TEST_CASE("fused cross-entropy equals the op-by-op form for every reduction, weight, ignore_index and smoothing",
+          "[cpu]") {
+  tt::reseed(504);
+  const int64_t ignore = -100;
+  for (Shape shape : {Shape{6, 4}, Shape{3, 5, 2, 3}, Shape{1, 1}, Shape{40, 1000}}) {
+    const int64_t classes = shape[1];
+    Shape target_shape = shape;
+    target_shape.erase(target_shape.begin() + 1);
+    Tensor t = td::randint(0, classes, target_shape);
+    t = td::where(td::rand(target_shape) < 0.25, ignore, t);  // about a quarter ignored
+    for (bool weighted : {false, true}) {
+      for (double s : {0.0, 0.3}) {
+        Tensor x = tt::random_tensor(shape, td::kFloat64, tt::Layout::Permuted, -4, 4);
+        Tensor w = weighted ? td::rand({classes}, td::kFloat64) + 0.5 : Tensor();
+        // The reference over rows [M, C] with the class dim last.
+        auto rows_of = [&](const Tensor& v) {
+          if (v.dim() == 2) return v;
+          return v.permute({0, 2, 3, 1}).reshape({-1, classes});
+        };
+        Tensor flat_t = t.reshape({-1});
+        Tensor ref_rows = cross_entropy_rows_reference(rows_of(x), flat_t, w, ignore, s);
+        Tensor kept_weight = (w.defined() ? w.index_select(0, td::where(flat_t == ignore, 0, flat_t))
+                                          : td::ones({flat_t.numel()}, td::kFloat64)) *
+                             (flat_t != ignore).to(td::kFloat64);
+        INFO("shape " << td::shape_str(shape) << (weighted ? " weighted" : "") << " smoothing " << s);
+        check_close(F::cross_entropy(x, t, w, ignore, td::kNone, s), ref_rows.view(target_shape), 1e-12, 1e-12,
+                    "none");
+        check_close(F::cross_entropy(x, t, w, ignore, td::kSum, s), ref_rows.sum(), 1e-12, 1e-12, "sum");
+        check_close(F::cross_entropy(x, t, w, ignore, td::kMean, s), ref_rows.sum() / kept_weight.sum(), 1e-12,
+                    1e-12, "mean");
+        for (td::Reduction r : {td::kNone, td::kSum, td::kMean}) {
+          Tensor probe = r == td::kNone ? td::randn(target_shape, td::kFloat64) : td::randn({}, td::kFloat64);
+          auto fused = grads_of([&](const std::vector<Tensor>& in) {
+            return F::cross_entropy(in[0], t, w, ignore, r, s);
+          }, {x}, probe);
+          auto reference = grads_of([&](const std::vector<Tensor>& in) {
+            Tensor rows = cross_entropy_rows_reference(rows_of(in[0]), flat_t, w, ignore, s);
+            if (r == td::kNone) return rows.view(target_shape);
+            return r == td::kSum ? rows.sum() : rows.sum() / kept_weight.sum();
+          }, {x}, probe);
+          check_grads(fused, reference, 1e-12, std::string("reduction ") + F::reduction_name(r));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused cross-entropy: a 1-D input, float32, and second derivatives", "[cpu]") {
+  tt::reseed(505);
+  Tensor x = td::randn({7}, td::kFloat64);
+  Tensor one = F::cross_entropy(x, td::tensor(int64_t{3}), Tensor(), -100, td::kNone, 0.2);
+  CHECK(one.dim() == 0);
+  check_close(one, cross_entropy_rows_reference(x.unsqueeze(0), td::tensor({int64_t{3}}), Tensor(), -100, 0.2)
+                       .squeeze(0),
+              1e-13, 1e-13, "1-D");
+  Tensor x32 = tt::random_tensor({64, 33}, td::kFloat32, tt::Layout::Strided, -10, 10);
+  Tensor t = td::randint(0, 33, {64});
+  check_close(F::cross_entropy(x32, t), cross_entropy_rows_reference(x32.to(td::kFloat64), t, Tensor(), -100, 0)
+                                            .mean(),
+              1e-5, 1e-5, "float32");
+  Tensor w = td::tensor({0.5, 1.0, 2.0, 1.5, 0.7}, td::kFloat64);
+  Tensor targets = td::tensor({0, 4, -100, 2});
+  auto fn = [&](const std::vector<Tensor>& in) { return F::cross_entropy(in[0], targets, w, -100, td::kMean, 0.2); };
+  Tensor xs = leaf({4, 5});
+  CHECK(fn({xs}).grad_fn() != nullptr);
+  check_derivatives("cross_entropy", fn, {xs});
+  check_derivatives("cross_entropy per element", [&](const std::vector<Tensor>& in) {
+    return F::cross_entropy(in[0], td::tensor({{1, 0}, {2, 2}}), Tensor(), -100, td::kNone, 0.0);
+  }, {leaf({2, 3, 2})});
+}
+
+TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchanged", "[cpu]") {
+  namespace k = td::kernels;
+  Tensor x = td::randn({4, 5}), w = td::randn({5});
+  tt::Snapshot xs(x), ws(w);
+  const auto generator = td::default_generator().state();
+  check_error([&] { k::dropout(x, 1.0); }, {"dropout", "[0, 1)", "1"});
+  check_error([&] { k::dropout(td::ones({3}, td::kInt64), 0.5); }, {"dropout", "floating", "int64"});
+  CHECK(td::default_generator().state().offset == generator.offset);
+  check_error([&] { k::dropout_backward(x, td::ones({4, 5}), 2); }, {"dropout_backward", "bool"});
+  check_error([&] { k::layer_norm(x, 1, td::randn({4}), Tensor(), 1e-5); }, {"layer_norm", "weight", "[5]", "[4]"});
+  check_error([&] { k::layer_norm(x, 1, w.to(td::kFloat64), Tensor(), 1e-5); }, {"layer_norm", "float64"});
+  check_error([&] { k::layer_norm(x, 3, w, Tensor(), 1e-5); }, {"layer_norm", "last 3 dims", "[4, 5]"});
+  check_error([&] { k::layer_norm(td::ones({3}, td::kInt64), 1, Tensor(), Tensor(), 1e-5); }, {"layer_norm", "int64"});
+  check_error([&] { k::cross_entropy(x, td::tensor({0, 1, 2}), Tensor(), -100, 0); },
+              {"cross_entropy", "[4, 5]", "[4]", "[3]"});
+  check_error([&] { k::cross_entropy(x, td::tensor({0, 1, 5, 2}), Tensor(), -100, 0); },
+              {"cross_entropy", "target 5", "out of bounds", "5 classes"});
+  check_error([&] { k::cross_entropy(x, td::tensor({0, 1, 3, 2}), Tensor(), -100, 1.5); },
+              {"cross_entropy", "label_smoothing", "1.5"});
+  check_error([&] { k::cross_entropy(x, td::tensor({0.0, 1.0, 3.0, 2.0}), Tensor(), -100, 0); },
+              {"cross_entropy", "int64", "float32"});
+  check_error([&] { F::cross_entropy(x, td::tensor({0, 1})); }, {"cross_entropy", "[4, 5]", "[4]", "[2]"});
+  xs.check_unchanged(x);
+  ws.check_unchanged(w);
+}
