@@ -208,14 +208,19 @@ Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& 
 
 std::tuple<Tensor, Tensor> fused_cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
                                                int64_t ignore_index, double smoothing) {
+  TD_CHECK(!weight.defined() || !weight.requires_grad(),
+           "cross_entropy: the fused form gives class weights no gradient; this weight requires one");
   auto [losses, target_weights, lse] = kernels::cross_entropy(x, target, weight, ignore_index, smoothing);
   if (!needs_grad({&x})) return {losses, target_weights};
-  SavedTensor sx(x, false);
+  // Targets and weights are saved with their versions: changed in place before backward, they
+  // would give a wrong gradient (or, a target out of range, a read out of bounds).
+  SavedTensor sx(x, false), st(target, false), sw(weight, false);
   record("CrossEntropyLossBackward0", {&x}, {&losses},
          [=, lse = lse](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-           Tensor xv = sx.unpack("CrossEntropyLossBackward0");
-           if (is_grad_enabled()) return {cross_entropy_backward_ops(g[0], xv, target, weight, ignore_index, smoothing)};
-           return {kernels::cross_entropy_backward(g[0], xv, lse, target, weight, ignore_index, smoothing)};
+           const char* name = "CrossEntropyLossBackward0";
+           Tensor xv = sx.unpack(name), tv = st.unpack(name), wv = sw.defined() ? sw.unpack(name) : Tensor();
+           if (is_grad_enabled()) return {cross_entropy_backward_ops(g[0], xv, tv, wv, ignore_index, smoothing)};
+           return {kernels::cross_entropy_backward(g[0], xv, lse, tv, wv, ignore_index, smoothing)};
          });
   return {losses, target_weights};
 }

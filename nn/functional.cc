@@ -282,9 +282,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     auto [losses, target_weights] =
         fused_cross_entropy(rows, classes_of.reshape({-1}), weight, ignore_index, label_smoothing);
     switch (reduction) {
-      case kNone: return losses.view(target.sizes());
+      case kNone: return losses.sizes() == target.sizes() ? losses : losses.view(target.sizes());
       case kSum: return losses.sum();
-      case kMean: return losses.sum() / target_weights.sum();
+      case kMean: {
+        // 16-bit sums of many rows would overflow: both in float32, the quotient rounded once.
+        const bool narrow = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+        if (!narrow) return losses.sum() / target_weights.sum();
+        return (losses.to(kFloat32).sum() / target_weights.to(kFloat32).sum()).to(input.dtype());
+      }
     }
   }
   Tensor logp = log_softmax(input, class_dim);

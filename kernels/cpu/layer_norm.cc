@@ -77,8 +77,9 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const
 void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad,
                          const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
   const int64_t rows = mean.numel();
-  const int64_t cols = rows == 0 ? (grad_weight.defined() ? grad_weight.numel() : grad_bias.numel())
-                                 : x.numel() / rows;
+  const Tensor& param_grad = grad_weight.defined() ? grad_weight : grad_bias;
+  const int64_t cols = rows == 0 ? (param_grad.defined() ? param_grad.numel() : 0) : x.numel() / rows;
+  if (cols == 0) return;
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
     using M = opmath_t<T>;
     const T* g = grad.data_ptr<T>();

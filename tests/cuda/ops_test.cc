@@ -1914,54 +1914,79 @@ void fused_sweep(bool large) {
         Pair b = ct::random_pair({cols}, dtype);
         Pair probe = ct::random_pair(shape, dtype);
 
-        // Layer norm: output and the gradients of x, weight and bias; tolerances scaled by the
-        // magnitudes each result sums (float64, on the CPU).
-        auto ln = [&](const std::vector<Tensor>& in) { return F::layer_norm(in[0], {cols}, in[1], in[2]); };
-        Tensor y_dev, y_cpu;
-        auto g_dev = fused_grads(ln, {x.dev, w.dev, b.dev}, probe.dev, &y_dev);
-        auto g_cpu = fused_grads(ln, {x.cpu, w.cpu, b.cpu}, probe.cpu, &y_cpu);
-        Tensor x64 = x.cpu.to(td::kFloat64), g64 = probe.cpu.to(td::kFloat64).abs();
-        Tensor xhat = ((x64 - x64.mean({-1}, true)) / td::sqrt(x64.var({-1}, 0, true) + 1e-5)).abs();
-        Tensor gy = g64 * ct::abs64(w.cpu);
+        // Layer norm with and without its affine parameters: output and the gradients of x, weight
+        // and bias, each within a tolerance scaled by the magnitudes it sums (float64, on the CPU).
+        Tensor x64 = x.cpu.to(td::kFloat64), g64 = ct::abs64(probe.cpu);
+        Tensor rstd64 = 1 / td::sqrt(x64.var({-1}, 0, true) + 1e-5);
+        Tensor xhat = ((x64 - x64.mean({-1}, true)) * rstd64).abs();
         std::vector<int64_t> leading;
         for (int64_t d = 0; d + 1 < static_cast<int64_t>(shape.size()); ++d) leading.push_back(d);
-        check_close(y_dev, y_cpu, r, r, "layer_norm " + what, xhat * ct::abs64(w.cpu) + ct::abs64(b.cpu));
-        check_close(g_dev[0], g_cpu[0], r, r, "layer_norm grad x " + what,
-                    (gy + gy.mean({-1}, true) + xhat * (gy * xhat).mean({-1}, true)) /
-                        td::sqrt(x64.var({-1}, 0, true) + 1e-5));
-        check_close(g_dev[1], g_cpu[1], r, r, "layer_norm grad weight " + what, (g64 * xhat).sum(leading));
-        check_close(g_dev[2], g_cpu[2], r, r, "layer_norm grad bias " + what, g64.sum(leading));
+        for (bool affine : {true, false}) {
+          auto ln = [&](const std::vector<Tensor>& in) {
+            return F::layer_norm(in[0], {cols}, affine ? in[1] : Tensor(), affine ? in[2] : Tensor());
+          };
+          Tensor y_dev, y_cpu;
+          auto g_dev = fused_grads(ln, {x.dev, w.dev, b.dev}, probe.dev, &y_dev);
+          auto g_cpu = fused_grads(ln, {x.cpu, w.cpu, b.cpu}, probe.cpu, &y_cpu);
+          const Tensor w64 = affine ? ct::abs64(w.cpu) : td::ones({cols}, td::kFloat64);
+          const Tensor gy = g64 * w64;
+          const std::string ln_what = (affine ? "layer_norm " : "layer_norm without affine ") + what;
+          check_close(y_dev, y_cpu, r, r, ln_what, affine ? xhat * w64 + ct::abs64(b.cpu) : xhat);
+          check_close(g_dev[0], g_cpu[0], r, r, "grad x of " + ln_what,
+                      (gy + gy.mean({-1}, true) + xhat * (gy * xhat).mean({-1}, true)) * rstd64);
+          if (affine) {
+            check_close(g_dev[1], g_cpu[1], r, r, "grad weight of " + ln_what, (g64 * xhat).sum(leading));
+            check_close(g_dev[2], g_cpu[2], r, r, "grad bias of " + ln_what, g64.sum(leading));
+          }
+        }
 
-        // Cross-entropy over rows of `cols` classes: per-row losses and the gradient, with weights,
-        // a quarter of the rows ignored and label smoothing.
+        // Cross-entropy over rows of `cols` classes, with and without class weights, a quarter of
+        // the rows ignored, with and without label smoothing: per-row losses, and the gradient
+        // within a tolerance scaled by the terms it is made of.
         Pair scores = ct::random_pair({td::numel_of(shape) / std::max<int64_t>(cols, 1), cols}, dtype, layout, -5, 5);
         const int64_t rows = scores.cpu.size(0);
         Tensor t = td::where(td::rand({rows}) < 0.25, -100, td::randint(0, cols, {rows}));
-        for (double smoothing : {0.0, 0.1}) {
-          auto ce = [&](const std::vector<Tensor>& in) {
-            const bool on_device = in[0].device() == ct::device();
-            return F::cross_entropy(in[0], on_device ? t.to(ct::device()) : t, on_device ? w.dev : w.cpu, -100,
-                                    td::kNone, smoothing);
-          };
-          Pair row_probe = ct::random_pair({rows}, dtype);
-          Tensor l_dev, l_cpu;
-          auto ce_dev = fused_grads(ce, {scores.dev}, row_probe.dev, &l_dev);
-          auto ce_cpu = fused_grads(ce, {scores.cpu}, row_probe.cpu, &l_cpu);
-          const std::string ce_what = what + " smoothing " + std::to_string(smoothing);
-          Tensor row_scale = (ct::abs64(scores.cpu).amax({1}) * 2 + std::log(static_cast<double>(cols)) + 1) * 2;
-          check_close(l_dev, l_cpu, r, r, "cross_entropy " + ce_what, rows > 0 ? row_scale : Tensor());
-          check_close(ce_dev[0], ce_cpu[0], r, r * 4, "cross_entropy grad " + ce_what);
+        Tensor kept = (t != -100).to(td::kFloat64).unsqueeze(1);
+        Tensor p64 = scores.cpu.to(td::kFloat64).softmax(1);
+        Tensor onehot = td::one_hot(td::where(t == -100, 0, t), cols).to(td::kFloat64);
+        for (bool weighted : {true, false}) {
+          for (double smoothing : {0.0, 0.1}) {
+            auto ce = [&](const std::vector<Tensor>& in) {
+              const bool on_device = in[0].device() == ct::device();
+              Tensor weight = !weighted ? Tensor() : on_device ? w.dev : w.cpu;
+              return F::cross_entropy(in[0], on_device ? t.to(ct::device()) : t, weight, -100, td::kNone, smoothing);
+            };
+            Pair row_probe = ct::random_pair({rows}, dtype);
+            Tensor l_dev, l_cpu;
+            auto ce_dev = fused_grads(ce, {scores.dev}, row_probe.dev, &l_dev);
+            auto ce_cpu = fused_grads(ce, {scores.cpu}, row_probe.cpu, &l_cpu);
+            const std::string ce_what =
+                what + (weighted ? " weighted" : "") + " smoothing " + std::to_string(smoothing);
+            const Tensor w64 = weighted ? ct::abs64(w.cpu) : td::ones({cols}, td::kFloat64);
+            Tensor loss_scale = (ct::abs64(scores.cpu).amax({1}) * 2 + std::log(static_cast<double>(cols)) + 1) *
+                                w64.amax().item<double>();
+            check_close(l_dev, l_cpu, r, r, "cross_entropy " + ce_what, rows > 0 ? loss_scale : Tensor());
+            Tensor target_weight = kept * (onehot * w64).sum({1}, true);
+            Tensor grad_scale =
+                ct::abs64(row_probe.cpu).unsqueeze(1) *
+                (target_weight * (p64 + onehot) + kept * (smoothing / cols) * (p64 * w64.sum() + w64));
+            check_close(ce_dev[0], ce_cpu[0], r, r * 1e-3, "cross_entropy grad " + ce_what, grad_scale);
+          }
         }
 
-        // Dropout's mask and gradient: the CPU's for the same seed.
-        td::manual_seed(tt::test_seed() ^ 0xd0);
-        Tensor d_dev, d_cpu;
-        auto drop = [](const std::vector<Tensor>& in) { return F::dropout(in[0], 0.3, true); };
-        auto dd = fused_grads(drop, {x.dev}, probe.dev, &d_dev);
-        td::manual_seed(tt::test_seed() ^ 0xd0);
-        auto dc = fused_grads(drop, {x.cpu}, probe.cpu, &d_cpu);
-        check_equal(d_dev == 0, d_cpu == 0, "dropout mask " + what);
-        check_close(dd[0], dc[0], rtol_for(dtype), 0, "dropout grad " + what);
+        // Dropout: the CPU's mask, values and gradient for the same seed.
+        for (double p : {0.1, 0.5, 0.9}) {
+          auto drop = [p](const std::vector<Tensor>& in) { return F::dropout(in[0], p, true); };
+          Tensor d_dev, d_cpu;
+          td::manual_seed(tt::test_seed() ^ 0xd0);
+          auto dd = fused_grads(drop, {x.dev}, probe.dev, &d_dev);
+          td::manual_seed(tt::test_seed() ^ 0xd0);
+          auto dc = fused_grads(drop, {x.cpu}, probe.cpu, &d_cpu);
+          const std::string d_what = what + " p " + std::to_string(p);
+          check_equal(d_dev == 0, d_cpu == 0, "dropout mask " + d_what);
+          check_close(d_dev, d_cpu, rtol_for(dtype), 0, "dropout " + d_what);
+          check_close(dd[0], dc[0], rtol_for(dtype), 0, "dropout grad " + d_what);
+        }
       }
     }
   }

@@ -133,7 +133,7 @@ TEST_CASE("fused layer norm equals the op-by-op form, forward and backward", "[c
                                    {{7, 1}, 1, false, true},    {{4, 33}, 1, false, false},
                                    {{2, 2, 300}, 1, true, true}, {{0, 6}, 1, true, true},
                                    {{5}, 1, true, true},        {{2, 3, 4}, 2, false, false},
-                                   {{3, 2, 2}, 3, false, true}};
+                                   {{3, 2, 2}, 3, false, true}, {{0, 6}, 1, false, false}};
   for (const Case& c : cases) {
     for (tt::Layout layout : tt::all_layouts()) {
       INFO("shape " << td::shape_str(c.shape) << " over " << c.dims << " dims, " << tt::layout_name(layout));
@@ -192,7 +192,8 @@ TEST_CASE("fused cross-entropy equals the op-by-op form for every reduction, wei
     Shape target_shape = shape;
     target_shape.erase(target_shape.begin() + 1);
     Tensor t = td::randint(0, classes, target_shape);
-    t = td::where(td::rand(target_shape) < 0.25, ignore, t);  // about a quarter ignored
+    t = td::where(td::rand(target_shape) < 0.25, ignore, t);  // about a quarter ignored, never all
+    t.view({-1})[0].fill_(classes - 1);
     for (bool weighted : {false, true}) {
       for (double s : {0.0, 0.3}) {
         Tensor x = tt::random_tensor(shape, td::kFloat64, tt::Layout::Permuted, -4, 4);
@@ -247,11 +248,84 @@ TEST_CASE("fused cross-entropy: a 1-D input, float32, and second derivatives", "
   Tensor targets = td::tensor({0, 4, -100, 2});
   auto fn = [&](const std::vector<Tensor>& in) { return F::cross_entropy(in[0], targets, w, -100, td::kMean, 0.2); };
   Tensor xs = leaf({4, 5});
-  CHECK(fn({xs}).grad_fn() != nullptr);
+  CHECK(F::cross_entropy(xs, targets, w, -100, td::kNone, 0.2).grad_fn()->name() == "CrossEntropyLossBackward0");
   check_derivatives("cross_entropy", fn, {xs});
   check_derivatives("cross_entropy per element", [&](const std::vector<Tensor>& in) {
     return F::cross_entropy(in[0], td::tensor({{1, 0}, {2, 2}}), Tensor(), -100, td::kNone, 0.0);
   }, {leaf({2, 3, 2})});
+}
+
+// Second derivatives differentiate the create_graph form of each backward; that form must give the
+// kernels' first derivatives.
+TEST_CASE("the create_graph backward of layer norm and cross-entropy equals the kernels'", "[cpu]") {
+  tt::reseed(506);
+  auto both = [](const Tensor& out, const std::vector<Tensor>& inputs, const std::string& what) {
+    Tensor probe = td::randn(out.sizes(), td::kFloat64);
+    auto plain = td::autograd::grad({out}, inputs, {probe}, true, false);
+    auto graphed = td::autograd::grad({out}, inputs, {probe}, true, true);
+    REQUIRE(plain.size() == graphed.size());
+    CHECK(graphed[0].requires_grad());  // (a bias's gradient, the probe summed, depends on nothing)
+    for (size_t i = 0; i < plain.size(); ++i) {
+      check_close(graphed[i].detach(), plain[i], 1e-12, 1e-12, what + " input " + std::to_string(i));
+    }
+  };
+  for (bool affine : {false, true}) {
+    Tensor x = leaf({3, 4, 6}, td::kFloat64, tt::Layout::Strided), w = leaf({4, 6}), b = leaf({4, 6});
+    Tensor y = F::layer_norm(x, {4, 6}, affine ? w : Tensor(), affine ? b : Tensor());
+    both(y, affine ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x}, affine ? "layer_norm" : "layer_norm bare");
+  }
+  Tensor x = leaf({6, 5}), w = td::rand({5}, td::kFloat64) + 0.5;
+  Tensor t = td::tensor({0, 4, -100, 2, 2, 1});
+  for (double s : {0.0, 0.3}) {
+    both(F::cross_entropy(x, t, w, -100, td::kNone, s), {x}, "cross_entropy weighted");
+    both(F::cross_entropy(x, t, Tensor(), -100, td::kNone, s), {x}, "cross_entropy");
+  }
+}
+
+TEST_CASE("fused layers in float16 and bfloat16 stay within their rounding of the float64 result", "[cpu]") {
+  tt::reseed(507);
+  for (td::DType dtype : {td::kFloat16, td::kBFloat16}) {
+    const double tol = 4 * tt::rtol_for(dtype);
+    INFO(td::dtype_name(dtype));
+    Tensor x = tt::random_tensor({17, 300}, dtype, tt::Layout::Permuted, -3, 3);
+    Tensor w = tt::random_tensor({300}, dtype, tt::Layout::Contiguous, 0.5, 2), b = tt::random_tensor({300}, dtype);
+    Tensor x64 = x.to(td::kFloat64), w64 = w.to(td::kFloat64), b64 = b.to(td::kFloat64);
+    // Normalized values are O(1) and the affine map scales them by at most 2: a tolerance on that scale.
+    check_close(F::layer_norm(x, {300}, w, b).to(td::kFloat64), layer_norm_reference(x64, 1, w64, b64, 1e-5), tol,
+                tol * 8, "layer_norm");
+    Tensor t = td::randint(0, 300, {17});
+    check_close(F::cross_entropy(x, t, w, -100, td::kNone, 0.1).to(td::kFloat64),
+                cross_entropy_rows_reference(x64, t, w64, -100, 0.1), tol, tol * 8, "cross_entropy");
+    // The mean of many rows sums in float32: 70000 rows of loss ~ log(2) would overflow float16.
+    Tensor many = td::zeros({70000, 2}, dtype);
+    Tensor zero_targets = td::zeros({70000}, td::kInt64);
+    check_close(F::cross_entropy(many, zero_targets).to(td::kFloat64), std::vector<double>{std::log(2.0)}, tol, 0,
+                "mean over 70000 rows");
+  }
+}
+
+TEST_CASE("cross-entropy over only ignored rows: a NaN mean and zero gradients, as PyTorch's", "[cpu]") {
+  Tensor x = leaf({3, 4});
+  Tensor t = td::full({3}, -100, td::kInt64);
+  Tensor loss = F::cross_entropy(x, t, td::rand({4}, td::kFloat64), -100, td::kMean, 0.2);
+  CHECK(std::isnan(loss.item<double>()));
+  loss.backward();
+  tt::check_equal(x.grad(), std::vector<double>(12, 0.0), "gradient");
+  CHECK(F::cross_entropy(x, t, Tensor(), -100, td::kSum).item<double>() == 0);
+}
+
+TEST_CASE("a target changed in place before backward is an error, not a wrong gradient", "[cpu]") {
+  Tensor x = leaf({3, 4});
+  Tensor t = td::tensor({0, 3, 1});
+  Tensor loss = F::cross_entropy(x, t);
+  t.fill_(-1);
+  check_error([&] { loss.backward(); }, {"CrossEntropyLossBackward0", "modified by an in-place operation"});
+  Tensor w = td::ones({4}, td::kFloat64).requires_grad_(true);
+  check_error([&] { td::fused_cross_entropy(x, td::tensor({0, 3, 1}), w, -100, 0); },
+              {"cross_entropy", "weight", "gradient"});
+  // Through nn::functional a weight that requires grad takes the op-by-op form and gets its gradient.
+  F::cross_entropy(x, td::tensor({0, 3, 1}), w).backward();
+  CHECK(w.grad().defined());
 }
 
 TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchanged", "[cpu]") {
