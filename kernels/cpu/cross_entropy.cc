@@ -3,11 +3,11 @@
 // backward rebuilds the softmax from it and writes the gradient in one pass, without the
 // [rows, C] log-probabilities, one-hot targets and products the op-by-op form allocates.
 #include <cmath>
-#include <limits>
 
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/rows.h"
 #include "kernels/functors.h"
 
 namespace tandem::kernels::cpu {
@@ -18,6 +18,20 @@ namespace {
 template <typename T, typename M>
 M class_weight(const T* w, int64_t c) {
   return w ? static_cast<M>(w[c]) : M(1);
+}
+
+// Every class's gradient as if it were not the target: s * (mass * exp(x - lse) - spread * w). A
+// function of its own, branch-free, so that GCC vectorizes it (inside the dispatch lambdas it did not).
+template <typename T, typename M>
+void gradient_row(T* g, const T* in, const T* w, int64_t n, M s, M mass, M lse, M spread) {
+  const fn::Exp exp_fn;
+  if (w) {
+    for (int64_t c = 0; c < n; ++c) {
+      g[c] = static_cast<T>(s * (mass * exp_fn(static_cast<M>(in[c]) - lse) - spread * static_cast<M>(w[c])));
+    }
+  } else {
+    for (int64_t c = 0; c < n; ++c) g[c] = static_cast<T>(s * (mass * exp_fn(static_cast<M>(in[c]) - lse) - spread));
+  }
 }
 
 }  // namespace
@@ -42,17 +56,12 @@ void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Ten
     parallel_for(0, rows, std::max<int64_t>(1, 16384 / classes), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* in = scores + r * classes;
-        M max = -std::numeric_limits<M>::infinity();
-        for (int64_t c = 0; c < classes; ++c) {
-          const M v = static_cast<M>(in[c]);
-          max = (v > max || v != v) ? v : max;
-        }
-        double sum = 0, weighted = 0;
-        for (int64_t c = 0; c < classes; ++c) {
-          const M v = static_cast<M>(in[c]);
-          sum += static_cast<double>(exp_fn(v - max));
-          if (smoothing > 0) weighted += static_cast<double>(class_weight<T, M>(w, c) * v);
-        }
+        const M max = row_max<M>(classes, [&](int64_t c) { return static_cast<M>(in[c]); });
+        const double sum = row_sum(classes, [&](int64_t c) { return exp_fn(static_cast<M>(in[c]) - max); });
+        const double weighted =
+            smoothing == 0 ? 0
+            : w            ? row_sum(classes, [&](int64_t c) { return static_cast<M>(w[c]) * static_cast<M>(in[c]); })
+                           : row_sum(classes, [&](int64_t c) { return static_cast<M>(in[c]); });
         const M l = max + static_cast<M>(std::log(sum));
         row_lse[r] = l;
         if (t[r] == ignore_index) {
@@ -98,12 +107,9 @@ void cross_entropy_backward(const Tensor& grad_x, const Tensor& row_scale, const
         const M s = scale[r], l = row_lse[r];
         const M hit = keep * class_weight<T, M>(w, t[r]);  // the target's share of the probability mass
         const M mass = hit + spread * total_weight;
-        for (int64_t c = 0; c < classes; ++c) {
-          const M p = exp_fn(static_cast<M>(in[c]) - l);
-          M d = mass * p - spread * class_weight<T, M>(w, c);
-          if (c == t[r]) d = d - hit;
-          g[c] = static_cast<T>(s * d);
-        }
+        gradient_row(g, in, w, classes, s, mass, l, spread);
+        const int64_t c = t[r];
+        g[c] = static_cast<T>(s * (mass * exp_fn(static_cast<M>(in[c]) - l) - spread * class_weight<T, M>(w, c) - hit));
       }
     });
   });

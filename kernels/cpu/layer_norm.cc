@@ -1,34 +1,20 @@
 // CPU layer norm over the rows of a contiguous [rows, cols] tensor, forward and backward in one
-// pass over each row once its statistics are known. Row sums are kept in double in eight lanes (so
-// the loops vectorize); the column sums of the backward are taken over fixed blocks of rows and then
-// added in block order, so the result does not depend on the number of threads.
+// pass over each row once its statistics are known. Row sums are kept in double (cpu/rows.h); the
+// column sums of the backward are taken over fixed blocks of rows and then added in block order,
+// so the result does not depend on the number of threads.
 #include <cmath>
 #include <vector>
 
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/rows.h"
 
 namespace tandem::kernels::cpu {
 
 namespace {
 
-constexpr int kLanes = 8;
 constexpr int64_t kRowBlockElements = 1 << 16;  // elements of a block of rows in the column sums
-
-// sum over k < n of f(k), in double.
-template <typename F>
-double lane_sum(int64_t n, const F& f) {
-  double lanes[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(f(k + l));
-  }
-  double total = 0;
-  for (; k < n; ++k) total += static_cast<double>(f(k));
-  for (double v : lanes) total += v;
-  return total;
-}
 
 template <typename T>
 const T* data_or_null(const Tensor& t) {
@@ -53,8 +39,8 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const
     parallel_for(0, rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* in = src + r * cols;
-        const double m = lane_sum(cols, [&](int64_t k) { return static_cast<M>(in[k]); }) / static_cast<double>(cols);
-        const double var = lane_sum(cols, [&](int64_t k) {
+        const double m = row_sum(cols, [&](int64_t k) { return static_cast<M>(in[k]); }) / static_cast<double>(cols);
+        const double var = row_sum(cols, [&](int64_t k) {
                              const double d = static_cast<double>(static_cast<M>(in[k])) - m;
                              return d * d;
                            }) /
@@ -99,9 +85,9 @@ void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const 
             gy[k] = w ? static_cast<M>(gr[k]) * static_cast<M>(w[k]) : static_cast<M>(gr[k]);
             xhat[k] = (static_cast<M>(in[k]) - mu) * rs;
           }
-          const M a = static_cast<M>(lane_sum(cols, [&](int64_t k) { return gy[k]; }) / static_cast<double>(cols));
+          const M a = static_cast<M>(row_sum(cols, [&](int64_t k) { return gy[k]; }) / static_cast<double>(cols));
           const M c =
-              static_cast<M>(lane_sum(cols, [&](int64_t k) { return gy[k] * xhat[k]; }) / static_cast<double>(cols));
+              static_cast<M>(row_sum(cols, [&](int64_t k) { return gy[k] * xhat[k]; }) / static_cast<double>(cols));
           T* out = gx + r * cols;
           for (int64_t k = 0; k < cols; ++k) out[k] = static_cast<T>(rs * (gy[k] - a - xhat[k] * c));
         }

@@ -10,38 +10,24 @@
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/rows.h"
 #include "kernels/functors.h"
 
 namespace tandem::kernels::cpu {
 
 namespace {
 
-constexpr int kLanes = 8;
-
 // One contiguous row: independent lanes let the compiler vectorize the max and the sum.
 template <typename T>
 void softmax_row(const T* in, T* out, int64_t n, bool log) {
   using M = opmath_t<T>;
   const fn::Exp exp_fn;
-  M lane_max[kLanes];
-  for (int l = 0; l < kLanes; ++l) lane_max[l] = -std::numeric_limits<M>::infinity();
+  const M max = row_max<M>(n, [&](int64_t k) { return static_cast<M>(in[k]); });
+  // The sum in lanes as row_sum takes it, but keeping each exp for the last pass.
+  double lane_sum[kRowLanes] = {};
   int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      M v = static_cast<M>(in[k + l]);
-      lane_max[l] = (v > lane_max[l] || v != v) ? v : lane_max[l];
-    }
-  }
-  M max = -std::numeric_limits<M>::infinity();
-  for (; k < n; ++k) {
-    M v = static_cast<M>(in[k]);
-    max = (v > max || v != v) ? v : max;
-  }
-  for (int l = 0; l < kLanes; ++l) max = (lane_max[l] > max || lane_max[l] != lane_max[l]) ? lane_max[l] : max;
-
-  double lane_sum[kLanes] = {};
-  for (k = 0; k + kLanes <= n; k += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
+  for (; k + kRowLanes <= n; k += kRowLanes) {
+    for (int l = 0; l < kRowLanes; ++l) {
       M e = exp_fn(static_cast<M>(in[k + l]) - max);
       lane_sum[l] += static_cast<double>(e);
       if constexpr (std::is_same_v<T, M>) out[k + l] = e;  // kept for the last pass (exact in T)
@@ -53,7 +39,7 @@ void softmax_row(const T* in, T* out, int64_t n, bool log) {
     sum += static_cast<double>(e);
     if constexpr (std::is_same_v<T, M>) out[k] = e;
   }
-  for (int l = 0; l < kLanes; ++l) sum += lane_sum[l];
+  for (int l = 0; l < kRowLanes; ++l) sum += lane_sum[l];
 
   if (log) {
     const M log_sum = static_cast<M>(std::log(sum));

@@ -44,6 +44,35 @@ void softmax_rows_4096(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * 4 * 4096 * 4096);
 }
 
+// The fused layers, forward and backward: layer norm over rows of 1024 with its affine parameters,
+// cross-entropy over 1000 classes (mean), dropout of 16M elements (forward only).
+void layernorm_fwd_bwd_4096x1024(benchmark::State& state) {
+  td::Tensor x = td::randn({4096, 1024}).requires_grad_(true);
+  td::Tensor w = td::ones({1024}).requires_grad_(true), b = td::zeros({1024}).requires_grad_(true);
+  td::Tensor g = td::randn({4096, 1024});
+  for (auto _ : state) {
+    auto grads = td::autograd::grad({td::nn::functional::layer_norm(x, {1024}, w, b)}, {x, w, b}, {g});
+    keep(grads[0]);
+  }
+  state.SetBytesProcessed(state.iterations() * 5 * 4 * 4096 * 1024);  // x, out; grad, x, grad_x
+}
+
+void cross_entropy_fwd_bwd_4096x1000(benchmark::State& state) {
+  td::Tensor logits = td::randn({4096, 1000}).requires_grad_(true);
+  td::Tensor target = td::randint(0, 1000, {4096});
+  for (auto _ : state) {
+    auto grads = td::autograd::grad({td::nn::functional::cross_entropy(logits, target)}, {logits});
+    keep(grads[0]);
+  }
+  state.SetBytesProcessed(state.iterations() * 3 * 4 * 4096 * 1000);  // logits twice, grad once
+}
+
+void dropout_f32_16M(benchmark::State& state) {
+  td::Tensor a = td::randn({k16M});
+  for (auto _ : state) keep(td::nn::functional::dropout(a, 0.1, true));
+  state.SetBytesProcessed(state.iterations() * 2 * 4 * k16M);
+}
+
 void sgemm(benchmark::State& state) {
   const int64_t n = state.range(0);
   td::Tensor a = td::randn({n, n}), b = td::randn({n, n});
@@ -91,5 +120,8 @@ BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_cols_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(softmax_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(layernorm_fwd_bwd_4096x1024)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(cross_entropy_fwd_bwd_4096x1000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(dropout_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_1elem)->UseRealTime()->Unit(benchmark::kMicrosecond);

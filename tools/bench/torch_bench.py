@@ -122,6 +122,15 @@ def cases():
     yield "sum_rows_4096", lambda: sq.sum(1)
     yield "sum_cols_4096", lambda: sq.sum(0)
     yield "softmax_rows_4096", lambda: sq.softmax(1)
+    F = torch.nn.functional
+    ln_x = torch.randn(4096, 1024, requires_grad=True)
+    ln_w, ln_b = torch.ones(1024, requires_grad=True), torch.zeros(1024, requires_grad=True)
+    ln_g = torch.randn(4096, 1024)
+    yield "layernorm_fwd_bwd_4096x1024", lambda: torch.autograd.grad(
+        F.layer_norm(ln_x, (1024,), ln_w, ln_b), (ln_x, ln_w, ln_b), ln_g)
+    logits, target = torch.randn(4096, 1000, requires_grad=True), torch.randint(0, 1000, (4096,))
+    yield "cross_entropy_fwd_bwd_4096x1000", lambda: torch.autograd.grad(F.cross_entropy(logits, target), logits)
+    yield "dropout_f32_16M", lambda: F.dropout(a16, 0.1, training=True)
     for n in (256, 512, 1024, 2048):
         a, b = torch.randn(n, n), torch.randn(n, n)
         yield f"sgemm/{n}", (lambda a=a, b=b: a.mm(b))
