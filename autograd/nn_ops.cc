@@ -177,7 +177,52 @@ Tensor cross_entropy_backward_ops(const Tensor& scale, const Tensor& x, const Te
   return grad * scale.unsqueeze(1);
 }
 
+struct ConvGeometry {
+  Shape stride, padding, dilation;
+  int64_t groups;
+};
+
+// A convolution's gradients in differentiable ops (im2col, matrix products, col2im), for
+// create_graph: per group, grad_weight = g @ cols^T summed over the batch, grad_x = col2im(w^T @ g).
+std::vector<Tensor> conv2d_backward_ops(const Tensor& g, const Tensor& x, const Tensor& w, const ConvGeometry& c) {
+  const int64_t n = x.size(0), h = x.size(2), wd = x.size(3);
+  const int64_t out_channels = w.size(0), kh = w.size(2), kw = w.size(3);
+  const int64_t group_out = out_channels / c.groups, group_in = w.size(1) * kh * kw;
+  Tensor cols = im2col(x, {kh, kw}, c.dilation, c.padding, c.stride);  // [N, C*kh*kw, L]
+  Tensor g_cols = g.reshape({n, out_channels, -1});                      // [N, O, L]
+  std::vector<Tensor> weight_parts, cols_parts;
+  for (int64_t k = 0; k < c.groups; ++k) {
+    Tensor gk = g_cols.narrow(1, k * group_out, group_out);
+    Tensor wk = w.narrow(0, k * group_out, group_out).reshape({group_out, group_in});
+    weight_parts.push_back(matmul(gk, cols.narrow(1, k * group_in, group_in).transpose(1, 2)).sum({0}));
+    cols_parts.push_back(matmul(wk.t(), gk));
+  }
+  Tensor grad_w = (c.groups == 1 ? weight_parts[0] : cat(weight_parts, 0)).reshape(w.sizes());
+  Tensor grad_cols = c.groups == 1 ? cols_parts[0] : cat(cols_parts, 1);
+  return {col2im(grad_cols, {h, wd}, {kh, kw}, c.dilation, c.padding, c.stride), grad_w};
+}
+
 }  // namespace
+
+Tensor cudnn_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
+                    int64_t groups) {
+  Tensor y = kernels::conv2d_cudnn(x, weight, stride, padding, dilation, groups);
+  if (!needs_grad({&x, &weight})) return y;
+  SavedTensor sx(x, false), sw(weight, false);
+  const ConvGeometry c{stride.vec(), padding.vec(), dilation.vec(), groups};
+  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+  record("ConvolutionBackward0", {&x, &weight}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    Tensor xv = sx.unpack("ConvolutionBackward0"), wv = sw.unpack("ConvolutionBackward0");
+    if (is_grad_enabled()) return conv2d_backward_ops(g[0], xv, wv, c);
+    return {need_x ? kernels::conv2d_cudnn_backward_input(g[0], wv, xv.sizes(), c.stride, c.padding, c.dilation,
+                                                           c.groups)
+                   : Tensor(),
+            need_w ? kernels::conv2d_cudnn_backward_weight(g[0], xv, wv.sizes(), c.stride, c.padding, c.dilation,
+                                                            c.groups)
+                   : Tensor()};
+  });
+  return y;
+}
 
 Tensor fused_dropout(const Tensor& x, double p) {
   auto [y, keep] = kernels::dropout(x, p);

@@ -187,6 +187,9 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
 // backward is written in differentiable ops instead, so second derivatives work. nn::functional's
 // dropout, layer_norm and cross_entropy check their arguments and take these where they apply.
 Tensor fused_dropout(const Tensor& x, double p);  // training, 0 <= p < 1
+// 2-D convolution without bias through cuDNN (kernels::conv2d_cudnn), x [N, C, H, W] on a CUDA device.
+Tensor cudnn_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
+                    int64_t groups);
 Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                         double eps);
 // {losses, target_weights} of kernels::cross_entropy for x [rows, C]: losses differentiable in x.

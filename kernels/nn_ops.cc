@@ -1,5 +1,9 @@
 #include "kernels/nn_ops.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -172,6 +176,97 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   Tensor cc = contiguous(c3);
   cols.is_cuda() ? cuda::col2im(out, cc, p) : cpu::col2im(out, cc, p);
   return cols.dim() == 2 ? squeeze(out, 0) : out;
+}
+
+namespace {
+
+// -1: not yet read from TANDEM_CUDNN; then 0 or 1.
+std::atomic<int> cudnn_switch{-1};
+
+struct ConvShape {
+  Pool2d p;
+  Shape out;
+};
+
+// Checks a cuDNN convolution's operands (x, weight and a gradient of the output's shape may each
+// be given) and works out its geometry.
+ConvShape conv_shape(const Shape& x, const Shape& w, int64_t groups, IntList stride, IntList padding,
+                     IntList dilation, const char* op) {
+  TD_CHECK(x.size() == 4 && w.size() == 4, op, ": expected a 4-D input and weight, got ", shape_str(x), " and ",
+           shape_str(w));
+  TD_CHECK(groups >= 1 && x[1] == w[1] * groups && w[0] % groups == 0, op, ": input ", shape_str(x), " and weight ",
+           shape_str(w), " do not fit groups=", groups);
+  Pool2d p = conv_params({w[2], w[3]}, dilation, padding, stride, op);
+  const int64_t oh = conv_out_size(x[2], p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(x[3], p.kw, p.pw, p.sw, p.dw);
+  TD_CHECK(oh > 0 && ow > 0, op, ": the kernel does not fit the padded input (input ", shape_str(x), ", weight ",
+           shape_str(w), ")");
+  return {p, {x[0], w[0], oh, ow}};
+}
+
+void check_cudnn_operands(const char* op, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) check_defined(*t, op, "operand");
+  const Device device = common_device(op, operands);
+  TD_CHECK(device.is_cuda(), op, ": cuDNN convolutions take tensors on a CUDA device, got ", device);
+  const DType dtype = (*operands.begin())->dtype();
+  for (const Tensor* t : operands) {
+    TD_CHECK(t->dtype() == dtype && is_floating(dtype), op, ": expected operands of one floating dtype, got ", dtype,
+             " and ", t->dtype());
+  }
+}
+
+}  // namespace
+
+bool cudnn_enabled() {
+  int state = cudnn_switch.load();
+  if (state < 0) {
+    const char* env = std::getenv("TANDEM_CUDNN");
+    state = env && std::string(env) == "0" ? 0 : 1;
+    cudnn_switch.store(state);
+  }
+  return state == 1 && cuda::cudnn_available();
+}
+
+void set_cudnn_enabled(bool enabled) { cudnn_switch.store(enabled ? 1 : 0); }
+
+Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
+                    int64_t groups) {
+  check_cudnn_operands("conv2d", {&x, &weight});
+  const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
+  Tensor out = empty_tensor(s.out, x.dtype(), x.device());
+  if (out.numel() > 0) cuda::conv2d(out, contiguous(x), contiguous(weight), s.p, groups);
+  return out;
+}
+
+Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,
+                                   IntList padding, IntList dilation, int64_t groups) {
+  const char* op = "conv2d_backward_input";
+  check_cudnn_operands(op, {&grad, &weight});
+  const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
+  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
+           shape_str(s.out));
+  Tensor grad_x = empty_tensor(input_size, grad.dtype(), grad.device());
+  if (grad.numel() == 0 || weight.numel() == 0) {
+    fill_into(grad_x, 0);
+  } else if (grad_x.numel() > 0) {
+    cuda::conv2d_backward_input(grad_x, contiguous(grad), contiguous(weight), s.p, groups);
+  }
+  return grad_x;
+}
+
+Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList weight_size, IntList stride,
+                                    IntList padding, IntList dilation, int64_t groups) {
+  const char* op = "conv2d_backward_weight";
+  check_cudnn_operands(op, {&grad, &x});
+  const ConvShape s = conv_shape(x.sizes(), weight_size.vec(), groups, stride, padding, dilation, op);
+  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
+           shape_str(s.out));
+  Tensor grad_w = empty_tensor(weight_size, grad.dtype(), grad.device());
+  if (grad.numel() == 0 || x.numel() == 0) {
+    fill_into(grad_w, 0);
+  } else if (grad_w.numel() > 0) {
+    cuda::conv2d_backward_weight(grad_w, contiguous(grad), contiguous(x), s.p, groups);
+  }
+  return grad_w;
 }
 
 std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p) {

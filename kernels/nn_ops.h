@@ -36,6 +36,20 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntLis
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
 
+// 2-D convolution through cuDNN, for tensors on a CUDA device: x [N, C, H, W] and weight
+// [O, C / groups, kh, kw] of one floating dtype; no bias (nn::functional::conv2d adds it). Used by
+// conv2d while cudnn_enabled(): in a CUDA build, unless TANDEM_CUDNN=0 or set_cudnn_enabled(false)
+// (then convolutions run as im2col and a GEMM, as on the CPU).
+bool cudnn_enabled();
+void set_cudnn_enabled(bool enabled);
+Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
+                    int64_t groups);
+// The gradients of conv2d_cudnn with respect to its input (of shape input_size) and its weight.
+Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,
+                                   IntList padding, IntList dilation, int64_t groups);
+Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList weight_size, IntList stride,
+                                    IntList padding, IntList dilation, int64_t groups);
+
 // Dropout in training, 0 <= p < 1: {x * keep / (1 - p), keep}, keep (bool, x's shape) drawn from the
 // default generator exactly as bernoulli(x, 1 - p) draws it.
 std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p);

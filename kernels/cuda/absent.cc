@@ -47,6 +47,14 @@ void avg_pool2d(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional
 void avg_pool2d_backward(const Tensor&, const Tensor&, const Pool2d&, bool, std::optional<int64_t>) { absent("avg_pool2d_backward"); }
 void im2col(const Tensor&, const Tensor&, const Pool2d&) { absent("im2col"); }
 void col2im(const Tensor&, const Tensor&, const Pool2d&) { absent("col2im"); }
+bool cudnn_available() { return false; }
+void conv2d(const Tensor&, const Tensor&, const Tensor&, const Pool2d&, int64_t) { absent("conv2d"); }
+void conv2d_backward_input(const Tensor&, const Tensor&, const Tensor&, const Pool2d&, int64_t) {
+  absent("conv2d_backward_input");
+}
+void conv2d_backward_weight(const Tensor&, const Tensor&, const Tensor&, const Pool2d&, int64_t) {
+  absent("conv2d_backward_weight");
+}
 void layer_norm(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, double) {
   absent("layer_norm");
 }

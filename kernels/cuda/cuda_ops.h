@@ -83,6 +83,16 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
 
+// ---- convolution through cuDNN (cuda/conv.cu) ----
+// Whether this build has it (false in a build without CUDA).
+bool cudnn_available();
+// x contiguous [N, C, H, W], w contiguous [O, C / groups, kh, kw], out contiguous [N, O, OH, OW]; one
+// floating dtype, one device. Each writes its first argument.
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Pool2d& p, int64_t groups);
+void conv2d_backward_input(const Tensor& grad_x, const Tensor& grad, const Tensor& w, const Pool2d& p, int64_t groups);
+void conv2d_backward_weight(const Tensor& grad_w, const Tensor& grad, const Tensor& x, const Pool2d& p,
+                            int64_t groups);
+
 // ---- fused layer norm and cross-entropy (cuda/layer_norm.cu, cuda/cross_entropy.cu) ----
 void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                 const Tensor& bias, double eps);

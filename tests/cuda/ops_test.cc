@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/nn_ops.h"
 #include "tests/cuda/cuda_testing.h"
 
 namespace td = tandem;
@@ -1878,6 +1879,62 @@ TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d wit
             F::conv2d(x.cpu[0], w.cpu, Tensor(), p.stride, p.padding, p.dilation, groups), 2 * rtol_for(dtype), 0,
             what.str() + " of one image, no bias",
             F::conv2d(ct::abs64(x.cpu[0]), ct::abs64(w.cpu), Tensor(), p.stride, p.padding, p.dilation, groups));
+      }
+    }
+  }
+}
+
+// Output and gradients (input, weight, bias) of sum(conv2d(x, w, b) * probe), with cuDNN on or off.
+std::vector<Tensor> conv_run(bool cudnn, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& probe,
+                             const Dims& stride, const Dims& padding, const Dims& dilation, int64_t groups) {
+  td::kernels::set_cudnn_enabled(cudnn);
+  Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true), bl = b.detach().requires_grad_(true);
+  Tensor out = F::conv2d(xl, wl, bl, stride, padding, dilation, groups);
+  const std::string node = F::conv2d(xl, wl, Tensor(), stride, padding, dilation, groups).grad_fn()->name();
+  CHECK((node == "ConvolutionBackward0") == (cudnn && x.is_cuda()));  // the path asked for was taken
+  td::kernels::set_cudnn_enabled(true);
+  (out * probe).sum().backward();
+  return {out.detach(), xl.grad(), wl.grad(), bl.grad()};
+}
+
+TEST_CASE("conv2d through cuDNN: the CPU's output and gradients, with stride, padding, dilation and groups",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  REQUIRE(td::kernels::cudnn_enabled());
+  ct::PoisonGuard poison;
+  tt::reseed(35);
+  struct ConvParams {
+    Dims kernel, dilation, padding, stride;
+  };
+  const std::vector<ConvParams> params = {{{3}, {1}, {0}, {1}}, {{3}, {1}, {1}, {1}}, {{2, 3}, {1}, {1}, {2, 1}},
+                                          {{3}, {2}, {2}, {2}}, {{1}, {1}, {0}, {1}}, {{5, 2}, {1, 2}, {2, 0}, {1, 3}}};
+  for (DType dtype : kFloating) {
+    for (int64_t groups : {1, 2}) {
+      for (const ConvParams& p : params) {
+        Pair x = ct::random_pair({3, 4, 9, 10}, dtype, Layout::Permuted);
+        Pair w = ct::random_pair({6, 4 / groups, p.kernel[0], p.kernel.back()}, dtype, Layout::Strided);
+        Pair b = ct::random_pair({6}, dtype);
+        const Shape out_shape =
+            F::conv2d(x.cpu, w.cpu, b.cpu, p.stride, p.padding, p.dilation, groups).sizes();
+        Pair probe = ct::random_pair(out_shape, dtype);
+        std::ostringstream what;
+        what << "cuDNN conv2d " << td::dtype_name(dtype) << " groups " << groups << " kernel "
+             << td::shape_str(p.kernel) << " dilation " << td::shape_str(p.dilation) << " padding "
+             << td::shape_str(p.padding) << " stride " << td::shape_str(p.stride);
+        auto dev = conv_run(true, x.dev, w.dev, b.dev, probe.dev, p.stride, p.padding, p.dilation, groups);
+        auto cpu = conv_run(false, x.cpu, w.cpu, b.cpu, probe.cpu, p.stride, p.padding, p.dilation, groups);
+        // The magnitudes each result sums: the same problem on |x|, |w|, |b|, |probe| in float64.
+        auto scale = conv_run(false, ct::abs64(x.cpu), ct::abs64(w.cpu), ct::abs64(b.cpu), ct::abs64(probe.cpu),
+                              p.stride, p.padding, p.dilation, groups);
+        const double r = 4 * rtol_for(dtype);
+        const char* names[] = {" output", " grad input", " grad weight", " grad bias"};
+        for (size_t i = 0; i < dev.size(); ++i) check_close(dev[i], cpu[i], r, 0, what.str() + names[i], scale[i]);
+        // And the same on the device without cuDNN (im2col and cuBLAS).
+        auto plain = conv_run(false, x.dev, w.dev, b.dev, probe.dev, p.stride, p.padding, p.dilation, groups);
+        for (size_t i = 0; i < dev.size(); ++i) {
+          check_close(dev[i], plain[i].cpu(), r, 0, what.str() + " against im2col on the device" + names[i],
+                      scale[i]);
+        }
       }
     }
   }

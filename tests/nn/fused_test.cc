@@ -350,6 +350,11 @@ TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchang
   check_error([&] { k::cross_entropy(x, td::tensor({0.0, 1.0, 3.0, 2.0}), Tensor(), -100, 0); },
               {"cross_entropy", "int64", "float32"});
   check_error([&] { F::cross_entropy(x, td::tensor({0, 1})); }, {"cross_entropy", "[4, 5]", "[4]", "[2]"});
+  Tensor image = td::randn({1, 2, 5, 5}), filter = td::randn({3, 2, 3, 3});
+  tt::Snapshot image_before(image);
+  check_error([&] { k::conv2d_cudnn(image, filter, {1}, {0}, {1}, 1); },
+              {"conv2d", "cuDNN", "CUDA device", "cpu"});
+  image_before.check_unchanged(image);
   xs.check_unchanged(x);
   ws.check_unchanged(w);
 }
