@@ -189,7 +189,7 @@ std::vector<Tensor> conv2d_backward_ops(const Tensor& g, const Tensor& x, const 
   const int64_t out_channels = w.size(0), kh = w.size(2), kw = w.size(3);
   const int64_t group_out = out_channels / c.groups, group_in = w.size(1) * kh * kw;
   Tensor cols = im2col(x, {kh, kw}, c.dilation, c.padding, c.stride);  // [N, C*kh*kw, L]
-  Tensor g_cols = g.reshape({n, out_channels, -1});                      // [N, O, L]
+  Tensor g_cols = g.reshape({n, out_channels, g.size(2) * g.size(3)});  // [N, O, L]
   std::vector<Tensor> weight_parts, cols_parts;
   for (int64_t k = 0; k < c.groups; ++k) {
     Tensor gk = g_cols.narrow(1, k * group_out, group_out);

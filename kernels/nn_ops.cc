@@ -1,7 +1,9 @@
 #include "kernels/nn_ops.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "kernels/backend.h"
@@ -200,7 +202,11 @@ ConvShape conv_shape(const Shape& x, const Shape& w, int64_t groups, IntList str
   const int64_t oh = conv_out_size(x[2], p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(x[3], p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, op, ": the kernel does not fit the padded input (input ", shape_str(x), ", weight ",
            shape_str(w), ")");
-  return {p, {x[0], w[0], oh, ow}};
+  // cuDNN's descriptors take int sizes, and a tensor of 2^31 elements or more is not supported.
+  const Shape out = {x[0], w[0], oh, ow};
+  TD_CHECK(cudnn_conv_fits(x, w, out), op, ": input ", shape_str(x),
+           ", weight ", shape_str(w), " or output ", shape_str(out), " has 2^31 elements or more, beyond cuDNN");
+  return {p, out};
 }
 
 void check_cudnn_operands(const char* op, std::initializer_list<const Tensor*> operands) {
@@ -220,7 +226,8 @@ bool cudnn_enabled() {
   int state = cudnn_switch.load();
   if (state < 0) {
     const char* env = std::getenv("TANDEM_CUDNN");
-    state = env && std::string(env) == "0" ? 0 : 1;
+    const std::string value = env ? env : "";
+    state = value == "0" || value == "false" || value == "off" ? 0 : 1;
     cudnn_switch.store(state);
   }
   return state == 1 && cuda::cudnn_available();
@@ -228,12 +235,21 @@ bool cudnn_enabled() {
 
 void set_cudnn_enabled(bool enabled) { cudnn_switch.store(enabled ? 1 : 0); }
 
+bool cudnn_conv_fits(const Shape& x, const Shape& weight, const Shape& out) {
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  return numel_of(x) < limit && numel_of(weight) < limit && numel_of(out) < limit;
+}
+
 Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups) {
   check_cudnn_operands("conv2d", {&x, &weight});
   const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
   Tensor out = empty_tensor(s.out, x.dtype(), x.device());
-  if (out.numel() > 0) cuda::conv2d(out, contiguous(x), contiguous(weight), s.p, groups);
+  if (x.numel() == 0 || weight.numel() == 0) {  // nothing to sum (cuDNN refuses empty dims)
+    fill_into(out, 0);
+  } else if (out.numel() > 0) {
+    cuda::conv2d(out, contiguous(x), contiguous(weight), s.p, groups);
+  }
   return out;
 }
 

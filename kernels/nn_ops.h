@@ -42,6 +42,8 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
 // (then convolutions run as im2col and a GEMM, as on the CPU).
 bool cudnn_enabled();
 void set_cudnn_enabled(bool enabled);
+// Whether cuDNN takes a convolution of these sizes: each tensor under 2^31 elements (its limit).
+bool cudnn_conv_fits(const Shape& x, const Shape& weight, const Shape& out);
 Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups);
 // The gradients of conv2d_cudnn with respect to its input (of shape input_size) and its weight.

@@ -71,13 +71,13 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   auto [sh, sw] = pair_of(stride, "conv2d", "stride");
   auto [ph, pw] = pair_of(padding, "conv2d", "padding");
   auto [dh, dw] = pair_of(dilation, "conv2d", "dilation");
+  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
   if (x.is_cuda() && kernels::cudnn_enabled() && is_floating(x.dtype()) && weight.dtype() == x.dtype() &&
-      weight.device() == x.device()) {
+      weight.device() == x.device() && kernels::cudnn_conv_fits(x4.sizes(), weight.sizes(), {n, out_channels, oh, ow})) {
     Tensor out = cudnn_conv2d(x4, weight, {sh, sw}, {ph, pw}, {dh, dw}, groups);
     if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
-  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
   // im2col gives [N, C*kh*kw, L]; laid out as [C*kh*kw, N*L] the whole batch is one GEMM per
   // group, which BLAS runs far faster than N small ones.
   Tensor cols = im2col(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});

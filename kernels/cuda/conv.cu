@@ -1,11 +1,12 @@
 // 2-D convolution on CUDA devices through cuDNN: forward, and the gradients of the input and of the
 // weight, for contiguous NCHW tensors of one floating dtype, with groups. It uses cuDNN's
 // descriptor API (kept in cuDNN 9 beside the graph API): cuDNN's heuristics rank the algorithms for
-// a problem, the first that runs with a workspace the allocator can give is taken, and that choice
-// is remembered per problem. float32 runs in TF32 only when the user allows it (set_allow_tf32), as
+// a problem, the first deterministic one that runs with a workspace the allocator can give is
+// taken, and that choice is remembered per problem. float32 runs in TF32 only when the user allows it (set_allow_tf32), as
 // the GEMMs do; float16/bfloat16 accumulate in float32.
 #include <cudnn.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,18 @@ class Problem {
   Problem(const Shape& x, const Shape& w, const Shape& y, DType dtype, const Pool2d& p, int64_t groups,
           const char* op, Device device)
       : op_(op), device_(device) {
+    try {
+      describe(x, w, y, dtype, p, groups);
+    } catch (...) {
+      destroy();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~Problem() { destroy(); }
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
+
+  void describe(const Shape& x, const Shape& w, const Shape& y, DType dtype, const Pool2d& p, int64_t groups) {
     const cudnnDataType_t type = data_type(dtype);
     check(cudnnCreateTensorDescriptor(&x_));
     check(cudnnCreateTensorDescriptor(&y_));
@@ -77,14 +90,14 @@ class Problem {
     check(cudnnSetConvolutionMathType(conv_, math_type(dtype)));
     float_scalars_ = dtype != kFloat64;
   }
-  ~Problem() {
-    cudnnDestroyConvolutionDescriptor(conv_);
-    cudnnDestroyFilterDescriptor(w_);
-    cudnnDestroyTensorDescriptor(y_);
-    cudnnDestroyTensorDescriptor(x_);
+
+  void destroy() {
+    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
+    if (w_) cudnnDestroyFilterDescriptor(w_);
+    if (y_) cudnnDestroyTensorDescriptor(y_);
+    if (x_) cudnnDestroyTensorDescriptor(x_);
+    conv_ = nullptr, w_ = nullptr, y_ = nullptr, x_ = nullptr;
   }
-  Problem(const Problem&) = delete;
-  Problem& operator=(const Problem&) = delete;
 
   void check(cudnnStatus_t status) const {
     TD_CHECK(status == CUDNN_STATUS_SUCCESS, op_, " on ", device_, ": cuDNN error ", cudnnGetErrorString(status));
@@ -113,15 +126,16 @@ class Problem {
   double one_d_ = 1, zero_d_ = 0;
 };
 
-// A problem as a key: the pass, device, dtype, TF32, shapes and geometry.
+// A problem as a key: the pass, device, dtype, TF32, shapes, geometry, and the operands' alignment
+// (some algorithms need 16-byte aligned data, which a view at an offset may not have).
 using Key = std::tuple<int, int, int, bool, Shape, Shape, Shape, std::vector<int64_t>>;
 
 enum Pass { kForward, kInputGradient, kWeightGradient };
 
-Key key_of(Pass pass, Device device, DType dtype, const Shape& x, const Shape& w, const Shape& y, const Pool2d& p,
-           int64_t groups) {
-  return {pass, device.index(), static_cast<int>(dtype), tandem::cuda::allow_tf32(), x, w, y,
-          {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, groups}};
+Key key_of(Pass pass, const Tensor& x, const Tensor& w, const Tensor& y, const Pool2d& p, int64_t groups) {
+  auto alignment = [](const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16); };
+  return {pass, x.device().index(), static_cast<int>(x.dtype()), tandem::cuda::allow_tf32(), x.sizes(), w.sizes(),
+          y.sizes(), {p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, groups, alignment(x), alignment(w), alignment(y)}};
 }
 
 // The algorithm, math type and workspace remembered for each problem.
@@ -134,46 +148,52 @@ std::mutex choices_mutex;
 std::map<Key, Choice> choices;
 
 // Runs run(algo, workspace, bytes) -> cudnnStatus_t for the problem: with the algorithm remembered
-// for `key`, or else with each candidate of rank() (cuDNN's heuristics, best first) in turn until
-// one gets its workspace and runs; that one is remembered.
+// for `key`, or else (or if that one fails now, e.g. no memory for its workspace) with each
+// candidate of rank() in turn, cuDNN's heuristics' order, until one gets its workspace and runs;
+// that one is remembered. Only deterministic algorithms are taken (a seed gives the same training
+// on a GPU as it does on the CPU), and for float32 without TF32 only those in FMA math.
 template <typename Rank, typename Run>
-void run_convolution(const Key& key, const Problem& problem, const Rank& rank, const Run& run, Device device,
-                     const char* op) {
-  auto attempt = [&](const Choice& c) {
-    problem.check(cudnnSetConvolutionMathType(problem.conv_, c.math));
-    // Freed on return, after the convolution is queued: the allocator orders reuse on the stream.
-    Storage workspace = c.workspace > 0 ? Storage::allocate(c.workspace, device) : Storage();
-    return run(c.algo, c.workspace > 0 ? workspace.data() : nullptr, c.workspace);
+void run_convolution(const Key& key, const Problem& problem, bool fma_only, const Rank& rank, const Run& run,
+                     Device device, const char* op) {
+  // The status of one try, or the error that stopped it (no memory for the workspace).
+  auto attempt = [&](const Choice& c, std::string* failure) {
+    try {
+      problem.check(cudnnSetConvolutionMathType(problem.conv_, c.math));
+      // Freed on return, after the convolution is queued: the allocator orders reuse on the stream.
+      Storage workspace = c.workspace > 0 ? Storage::allocate(c.workspace, device) : Storage();
+      const cudnnStatus_t status = run(c.algo, c.workspace > 0 ? workspace.data() : nullptr, c.workspace);
+      if (status == CUDNN_STATUS_SUCCESS) return true;
+      *failure = cudnnGetErrorString(status);
+    } catch (const Error& e) {
+      *failure = e.what();
+    }
+    (void)cudaGetLastError();  // a failed try leaves no error for the next launch check to find
+    return false;
   };
   std::optional<Choice> known;
   {
     std::lock_guard lock(choices_mutex);
     if (auto it = choices.find(key); it != choices.end()) known = it->second;
   }
-  if (known) {
-    problem.check(attempt(*known));
-    return;
-  }
-  std::string tried;
+  std::string failure, tried;
+  if (known && attempt(*known, &failure)) return;
   for (const auto& perf : rank()) {
-    if (perf.status != CUDNN_STATUS_SUCCESS) continue;
+    if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) continue;
+    if (fma_only && perf.mathType != CUDNN_FMA_MATH) continue;
     const Choice c{static_cast<int>(perf.algo), perf.mathType, perf.memory};
-    std::string failure;
-    try {
-      const cudnnStatus_t status = attempt(c);
-      if (status == CUDNN_STATUS_SUCCESS) {
-        std::lock_guard lock(choices_mutex);
-        choices[key] = c;
-        return;
-      }
-      failure = cudnnGetErrorString(status);
-    } catch (const Error& e) {  // no memory for this one's workspace: the next may need less
-      failure = e.what();
+    if (attempt(c, &failure)) {
+      std::lock_guard lock(choices_mutex);
+      choices[key] = c;
+      return;
     }
     tried += (tried.empty() ? "" : "; ") + ("algorithm " + std::to_string(c.algo) + ": " + failure);
   }
-  TD_CHECK(false, op, " on ", device, ": no cuDNN algorithm ran (", tried.empty() ? "none offered" : tried, ")");
+  TD_CHECK(false, op, " on ", device, ": no deterministic cuDNN algorithm ran (",
+           tried.empty() ? "none offered" : tried, ")");
 }
+
+// float32 without TF32: only FMA-math algorithms, whatever the heuristics rank first.
+bool exact_float32(DType dtype) { return dtype == kFloat32 && !tandem::cuda::allow_tf32(); }
 
 // cuDNN's ranking of the algorithms for a problem, through its _v7 query for that pass.
 template <typename Perf, typename Query>
@@ -203,7 +223,7 @@ void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Pool2d& p
                                                     returned, perf);
     });
   };
-  run_convolution(key_of(kForward, device, x.dtype(), x.sizes(), w.sizes(), out.sizes(), p, groups), problem, rank,
+  run_convolution(key_of(kForward, x, w, out, p, groups), problem, exact_float32(x.dtype()), rank,
                   [&](int algo, void* workspace, size_t bytes) {
                     return cudnnConvolutionForward(handle, problem.one(), problem.x_, x.data_ptr(), problem.w_,
                                                    w.data_ptr(), problem.conv_,
@@ -228,8 +248,7 @@ void conv2d_backward_input(const Tensor& grad_x, const Tensor& grad, const Tenso
                                                          returned, perf);
     });
   };
-  run_convolution(key_of(kInputGradient, device, grad.dtype(), grad_x.sizes(), w.sizes(), grad.sizes(), p, groups),
-                  problem, rank,
+  run_convolution(key_of(kInputGradient, grad_x, w, grad, p, groups), problem, exact_float32(grad.dtype()), rank,
                   [&](int algo, void* workspace, size_t bytes) {
                     return cudnnConvolutionBackwardData(handle, problem.one(), problem.w_, w.data_ptr(), problem.y_,
                                                         grad.data_ptr(), problem.conv_,
@@ -254,8 +273,7 @@ void conv2d_backward_weight(const Tensor& grad_w, const Tensor& grad, const Tens
                                                            n, returned, perf);
     });
   };
-  run_convolution(key_of(kWeightGradient, device, grad.dtype(), x.sizes(), grad_w.sizes(), grad.sizes(), p, groups),
-                  problem, rank,
+  run_convolution(key_of(kWeightGradient, x, grad_w, grad, p, groups), problem, exact_float32(grad.dtype()), rank,
                   [&](int algo, void* workspace, size_t bytes) {
                     return cudnnConvolutionBackwardFilter(handle, problem.one(), problem.x_, x.data_ptr(), problem.y_,
                                                           grad.data_ptr(), problem.conv_,

@@ -1831,18 +1831,20 @@ TEST_CASE("avg_pool2d and its gradient in every mode, larger images too", "[cuda
   avg_pool_sweep(true);
 }
 
+// Convolution geometries: plain, padded, strided, dilated, 1x1, and all of them uneven.
+struct ConvParams {
+  Dims kernel, dilation, padding, stride;
+};
+const std::vector<ConvParams> kConvParams = {{{3}, {1}, {0}, {1}}, {{3}, {1}, {1}, {1}}, {{2, 3}, {1}, {1}, {2, 1}},
+                                             {{3}, {2}, {2}, {2}}, {{1}, {1}, {0}, {1}}, {{5, 2}, {1, 2}, {2, 0}, {1, 3}}};
+
 TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d within rounding", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   ct::PoisonGuard poison;
   tt::reseed(32);
-  struct ConvParams {
-    Dims kernel, dilation, padding, stride;
-  };
-  const std::vector<ConvParams> params = {{{3}, {1}, {0}, {1}}, {{3}, {1}, {1}, {1}}, {{2, 3}, {1}, {1}, {2, 1}},
-                                          {{3}, {2}, {2}, {2}}, {{1}, {1}, {0}, {1}}, {{5, 2}, {1, 2}, {2, 0}, {1, 3}}};
   for (DType dtype : kAll) {
     for (const Shape& shape : {Shape{2, 3, 9, 11}, Shape{3, 7, 8}}) {
-      for (const ConvParams& p : params) {
+      for (const ConvParams& p : kConvParams) {
         Pair x = ct::random_pair(shape, dtype, Layout::Permuted, -3, 3);
         std::ostringstream what;
         what << td::dtype_name(dtype) << " " << td::shape_str(shape) << " kernel " << td::shape_str(p.kernel)
@@ -1861,7 +1863,7 @@ TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d wit
   }
   for (DType dtype : kFloating) {
     for (int64_t groups : {1, 2}) {
-      for (const ConvParams& p : params) {
+      for (const ConvParams& p : kConvParams) {
         Pair x = ct::random_pair({2, 4, 9, 10}, dtype, Layout::Permuted);
         Pair w = ct::random_pair({6, 4 / groups, p.kernel[0], p.kernel.back()}, dtype, Layout::Strided);
         Pair b = ct::random_pair({6}, dtype);
@@ -1885,32 +1887,43 @@ TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d wit
 }
 
 // Output and gradients (input, weight, bias) of sum(conv2d(x, w, b) * probe), with cuDNN on or off.
+// Sets whether convolutions take cuDNN for the life of a scope, then restores what was.
+class CudnnGuard {
+ public:
+  explicit CudnnGuard(bool enabled) : previous_(td::kernels::cudnn_enabled()) {
+    td::kernels::set_cudnn_enabled(enabled);
+  }
+  ~CudnnGuard() { td::kernels::set_cudnn_enabled(previous_); }
+  CudnnGuard(const CudnnGuard&) = delete;
+  CudnnGuard& operator=(const CudnnGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 std::vector<Tensor> conv_run(bool cudnn, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& probe,
                              const Dims& stride, const Dims& padding, const Dims& dilation, int64_t groups) {
-  td::kernels::set_cudnn_enabled(cudnn);
+  CudnnGuard guard(cudnn);
   Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true), bl = b.detach().requires_grad_(true);
   Tensor out = F::conv2d(xl, wl, bl, stride, padding, dilation, groups);
   const std::string node = F::conv2d(xl, wl, Tensor(), stride, padding, dilation, groups).grad_fn()->name();
   CHECK((node == "ConvolutionBackward0") == (cudnn && x.is_cuda()));  // the path asked for was taken
-  td::kernels::set_cudnn_enabled(true);
   (out * probe).sum().backward();
   return {out.detach(), xl.grad(), wl.grad(), bl.grad()};
 }
 
-TEST_CASE("conv2d through cuDNN: the CPU's output and gradients, with stride, padding, dilation and groups",
-          "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
-  REQUIRE(td::kernels::cudnn_enabled());
+// Small: each dtype with two of the geometries (taking turns), light enough for the sanitizer runs;
+// large: every geometry, both group counts, every dtype.
+void cudnn_conv_sweep(bool large) {
   ct::PoisonGuard poison;
-  tt::reseed(35);
-  struct ConvParams {
-    Dims kernel, dilation, padding, stride;
-  };
-  const std::vector<ConvParams> params = {{{3}, {1}, {0}, {1}}, {{3}, {1}, {1}, {1}}, {{2, 3}, {1}, {1}, {2, 1}},
-                                          {{3}, {2}, {2}, {2}}, {{1}, {1}, {0}, {1}}, {{5, 2}, {1, 2}, {2, 0}, {1, 3}}};
+  tt::reseed(large ? 135 : 35);
+  size_t turn = 0;
   for (DType dtype : kFloating) {
     for (int64_t groups : {1, 2}) {
-      for (const ConvParams& p : params) {
+      const size_t pick = turn++ % kConvParams.size();  // small: one geometry for each dtype and group count
+      for (size_t i = 0; i < kConvParams.size(); ++i) {
+        if (!large && i != pick) continue;
+        const ConvParams& p = kConvParams[i];
         Pair x = ct::random_pair({3, 4, 9, 10}, dtype, Layout::Permuted);
         Pair w = ct::random_pair({6, 4 / groups, p.kernel[0], p.kernel.back()}, dtype, Layout::Strided);
         Pair b = ct::random_pair({6}, dtype);
@@ -1938,6 +1951,19 @@ TEST_CASE("conv2d through cuDNN: the CPU's output and gradients, with stride, pa
       }
     }
   }
+}
+
+TEST_CASE("conv2d through cuDNN: the CPU's output and gradients, with stride, padding, dilation and groups",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  REQUIRE(td::kernels::cudnn_enabled());
+  cudnn_conv_sweep(false);
+}
+
+TEST_CASE("conv2d through cuDNN, every geometry, group count and dtype", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  REQUIRE(td::kernels::cudnn_enabled());
+  cudnn_conv_sweep(true);
 }
 
 // ---------------------------------------------------------------------------------------------

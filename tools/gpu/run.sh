@@ -21,12 +21,13 @@ export PYTHONUNBUFFERED=1
 bin=$(mktemp -d) libs=$(mktemp -d)
 for f in "$here"/bin/*.xz; do xz -dc "$f" >"$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")"; done
 for f in "$here"/lib/*.xz; do [ -e "$f" ] && xz -dc "$f" >"$libs/$(basename "${f%.xz}")"; done
+# The system's CUDA first (the first folder with cuBLAS 13), then every NVIDIA package folder, so a
+# library the system lacks (cuDNN often) still comes from PyTorch's.
 cuda_libs=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
   if ls "$d"/libcublas.so.13* >/dev/null 2>&1; then cuda_libs="$d"; break; fi
 done
-if [ -z "$cuda_libs" ]; then
-  cuda_libs=$(python3 - <<'PY' 2>/dev/null
+pip_libs=$(python3 - <<'PY' 2>/dev/null
 import glob, os, site
 dirs = []
 for root in site.getsitepackages() + [site.getusersitepackages()]:
@@ -35,7 +36,7 @@ for root in site.getsitepackages() + [site.getusersitepackages()]:
 print(":".join(dict.fromkeys(dirs)))
 PY
 )
-fi
+cuda_libs="$cuda_libs${pip_libs:+${cuda_libs:+:}$pip_libs}"
 export LD_LIBRARY_PATH="$libs${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 stage() { echo; echo "=== $* ==="; }
