@@ -85,6 +85,11 @@ class Tensor {
     TD_CHECK(dtype_of<T> == dtype(), "data_ptr<", dtype_name(dtype_of<T>), ">: the tensor has dtype ", dtype());
     return static_cast<T*>(data_ptr());
   }
+  // data_ptr<T>(), or null for an undefined tensor: an optional operand (a weight, a bias) of a kernel.
+  template <typename T>
+  T* data_ptr_or_null() const {
+    return defined() ? data_ptr<T>() : nullptr;
+  }
   // The single element as a Scalar or as T; the tensor must hold exactly one element.
   Scalar item() const;
   template <typename T>

@@ -12,6 +12,7 @@
 #include "kernels/copy.h"
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
+#include "kernels/index.h"
 #include "kernels/reduce.h"
 #include "kernels/views.h"
 #include "core/generator.h"
@@ -220,6 +221,22 @@ void check_cudnn_operands(const char* op, std::initializer_list<const Tensor*> o
   }
 }
 
+// The gradient of one convolution operand (of size result_size) from the output's grad and the
+// other operand, through a cuDNN backward pass; zeros where either is empty.
+template <typename Pass>
+Tensor conv2d_cudnn_gradient(const char* op, const ConvShape& s, const Tensor& grad, const Tensor& other,
+                             IntList result_size, Pass pass) {
+  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
+           shape_str(s.out));
+  Tensor result = empty_tensor(result_size, grad.dtype(), grad.device());
+  if (grad.numel() == 0 || other.numel() == 0) {
+    fill_into(result, 0);
+  } else if (result.numel() > 0) {
+    pass(result, contiguous(grad), contiguous(other));
+  }
+  return result;
+}
+
 }  // namespace
 
 bool cudnn_enabled() {
@@ -258,15 +275,9 @@ Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, Int
   const char* op = "conv2d_backward_input";
   check_cudnn_operands(op, {&grad, &weight});
   const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
-  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
-           shape_str(s.out));
-  Tensor grad_x = empty_tensor(input_size, grad.dtype(), grad.device());
-  if (grad.numel() == 0 || weight.numel() == 0) {
-    fill_into(grad_x, 0);
-  } else if (grad_x.numel() > 0) {
-    cuda::conv2d_backward_input(grad_x, contiguous(grad), contiguous(weight), s.p, groups);
-  }
-  return grad_x;
+  return conv2d_cudnn_gradient(op, s, grad, weight, input_size, [&](const Tensor& grad_x, const Tensor& g, const Tensor& w) {
+    cuda::conv2d_backward_input(grad_x, g, w, s.p, groups);
+  });
 }
 
 Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList weight_size, IntList stride,
@@ -274,15 +285,9 @@ Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList
   const char* op = "conv2d_backward_weight";
   check_cudnn_operands(op, {&grad, &x});
   const ConvShape s = conv_shape(x.sizes(), weight_size.vec(), groups, stride, padding, dilation, op);
-  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
-           shape_str(s.out));
-  Tensor grad_w = empty_tensor(weight_size, grad.dtype(), grad.device());
-  if (grad.numel() == 0 || x.numel() == 0) {
-    fill_into(grad_w, 0);
-  } else if (grad_w.numel() > 0) {
-    cuda::conv2d_backward_weight(grad_w, contiguous(grad), contiguous(x), s.p, groups);
-  }
-  return grad_w;
+  return conv2d_cudnn_gradient(op, s, grad, x, weight_size, [&](const Tensor& grad_w, const Tensor& g, const Tensor& xc) {
+    cuda::conv2d_backward_weight(grad_w, g, xc, s.p, groups);
+  });
 }
 
 std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p) {
@@ -402,8 +407,10 @@ CrossEntropyArgs cross_entropy_args(const Tensor& x, const Tensor& target, const
   Tensor w = row_parameter(weight, x, {classes}, op, "weight");
   Tensor t = contiguous(target);
   if (check_targets && rows > 0) {  // the backward takes the forward's targets, already checked
+    // Both bounds come to the host in one copy: on a GPU, one wait for the device.
     Tensor kept = where(eq(t, ignore_index), 0, t);
-    const int64_t lo = item(amin(kept)).to_int(), hi = item(amax(kept)).to_int();
+    Tensor bounds = to(stack({amin(kept), amax(kept)}), Device(kCPU));
+    const int64_t lo = bounds.data_ptr<int64_t>()[0], hi = bounds.data_ptr<int64_t>()[1];
     TD_CHECK(lo >= 0 && hi < classes, op, ": target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
              " classes");
   }

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -69,12 +70,19 @@ const std::vector<Layout>& all_layouts() {
   return layouts;
 }
 
+const std::vector<Layout>& read_layouts() {
+  static const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Offset,
+                                              Layout::Broadcast};
+  return layouts;
+}
+
 std::string layout_name(Layout layout) {
   switch (layout) {
     case Layout::Contiguous: return "contiguous";
     case Layout::Permuted: return "permuted";
     case Layout::Strided: return "strided";
     case Layout::Offset: return "offset";
+    case Layout::Broadcast: return "broadcast";
   }
   return "?";
 }
@@ -106,6 +114,12 @@ Tensor random_tensor(const Shape& shape, DType dtype, Layout layout, double lo, 
       Shape bigger = shape;
       bigger[0] += 3;
       return make(bigger).narrow(0, 2, shape[0]);
+    }
+    case Layout::Broadcast: {
+      Shape base = shape;
+      auto wide = std::find_if(base.begin(), base.end(), [](int64_t s) { return s > 1; });
+      if (wide != base.end()) *wide = 1;
+      return make(base).expand(shape);
     }
   }
   return Tensor();

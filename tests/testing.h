@@ -29,9 +29,12 @@ std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
 int64_t ravel(const std::vector<int64_t>& index, const Shape& shape);
 
 // ---- inputs ----
-// Layouts a kernel must accept: the same logical values stored differently.
-enum class Layout { Contiguous, Permuted, Strided, Offset };
+// Layouts a kernel must accept: the same logical values stored differently. Broadcast (the first
+// dim of size > 1 expanded from one element, stride 0) can be read but not written, so it is not
+// among all_layouts(); read_layouts() adds it.
+enum class Layout { Contiguous, Permuted, Strided, Offset, Broadcast };
 const std::vector<Layout>& all_layouts();
+const std::vector<Layout>& read_layouts();
 std::string layout_name(Layout layout);
 // A random tensor of `shape` and `dtype` stored in `layout`; values in [lo, hi) (integers truncated).
 Tensor random_tensor(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2,

@@ -16,11 +16,6 @@ namespace {
 
 constexpr int64_t kRowBlockElements = 1 << 16;  // elements of a block of rows in the column sums
 
-template <typename T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
@@ -31,8 +26,8 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
     using M = opmath_t<T>;
     const T* src = x.data_ptr<T>();
-    const T* w = data_or_null<T>(weight);
-    const T* b = data_or_null<T>(bias);
+    const T* w = weight.data_ptr_or_null<T>();
+    const T* b = bias.data_ptr_or_null<T>();
     T* dst = out.data_ptr<T>();
     M* row_mean = mean.data_ptr<M>();
     M* row_rstd = rstd.data_ptr<M>();
@@ -70,7 +65,7 @@ void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const 
     using M = opmath_t<T>;
     const T* g = grad.data_ptr<T>();
     const T* src = x.data_ptr<T>();
-    const T* w = data_or_null<T>(weight);
+    const T* w = weight.data_ptr_or_null<T>();
     const M* row_mean = mean.data_ptr<M>();
     const M* row_rstd = rstd.data_ptr<M>();
     if (grad_x.defined() && rows > 0) {

@@ -73,11 +73,6 @@ __global__ void cross_entropy_backward_kernel(T* grad_x, const M* row_scale, con
   }
 }
 
-template <typename T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Tensor& lse, const Tensor& x,
@@ -92,7 +87,7 @@ void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Ten
     const unsigned blocks = static_cast<unsigned>(rows < 65536 ? rows : 65536);
     cross_entropy_kernel<T, M><<<blocks, row_threads(classes), 0, stream_of(x.device())>>>(
         losses.data_ptr<T>(), target_weights.data_ptr<T>(), lse.data_ptr<M>(), x.data_ptr<T>(),
-        target.data_ptr<int64_t>(), data_or_null<T>(weight), weight_sum.data_ptr<M>(), rows, classes, ignore_index,
+        target.data_ptr<int64_t>(), weight.data_ptr_or_null<T>(), weight_sum.data_ptr<M>(), rows, classes, ignore_index,
         static_cast<M>(1 - smoothing), static_cast<M>(smoothing / static_cast<double>(classes)));
     TD_CUDA_CHECK_LAUNCH("cross_entropy on ", x.device());
   });
@@ -108,7 +103,7 @@ void cross_entropy_backward(const Tensor& grad_x, const Tensor& row_scale, const
     using M = opmath_t<T>;
     launch("cross_entropy_backward", x.device(), rows * classes, cross_entropy_backward_kernel<T, M>,
            grad_x.data_ptr<T>(), row_scale.data_ptr<M>(), x.data_ptr<T>(), lse.data_ptr<M>(),
-           target.data_ptr<int64_t>(), data_or_null<T>(weight), weight_sum.data_ptr<M>(), rows, classes,
+           target.data_ptr<int64_t>(), weight.data_ptr_or_null<T>(), weight_sum.data_ptr<M>(), rows, classes,
            ignore_index, static_cast<M>(1 - smoothing), static_cast<M>(smoothing / static_cast<double>(classes)));
   });
 }

@@ -120,11 +120,6 @@ __global__ void layer_norm_column_totals(T* grad_w, T* grad_b, const double* par
   }
 }
 
-template <typename T>
-T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
@@ -136,8 +131,8 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const
     using M = opmath_t<T>;
     tandem::cuda::DeviceGuard guard(x.device().index());
     layer_norm_kernel<T, M><<<row_blocks(rows), row_threads(cols), 0, stream_of(x.device())>>>(
-        out.data_ptr<T>(), mean.data_ptr<M>(), rstd.data_ptr<M>(), x.data_ptr<T>(), data_or_null<T>(weight),
-        data_or_null<T>(bias), rows, cols, eps);
+        out.data_ptr<T>(), mean.data_ptr<M>(), rstd.data_ptr<M>(), x.data_ptr<T>(), weight.data_ptr_or_null<T>(),
+        bias.data_ptr_or_null<T>(), rows, cols, eps);
     TD_CUDA_CHECK_LAUNCH("layer_norm on ", x.device());
   });
 }
@@ -155,7 +150,7 @@ void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const 
     if (grad_x.defined() && rows > 0) {
       layer_norm_grad_input<T, M><<<row_blocks(rows), row_threads(cols), 0, stream>>>(
           grad_x.data_ptr<T>(), grad.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<M>(), rstd.data_ptr<M>(),
-          data_or_null<T>(weight), rows, cols);
+          weight.data_ptr_or_null<T>(), rows, cols);
       TD_CUDA_CHECK_LAUNCH("layer_norm_backward on ", x.device());
     }
     if (!param_grad.defined()) return;
@@ -175,7 +170,7 @@ void layer_norm_backward(const Tensor& grad_x, const Tensor& grad_weight, const 
       TD_CUDA_CHECK_LAUNCH("layer_norm_backward on ", x.device());
     }
     layer_norm_column_totals<T><<<blocks_for(cols), kThreads, 0, stream>>>(
-        data_or_null<T>(grad_weight), data_or_null<T>(grad_bias), partial_w, partial_b, chunks, cols);
+        grad_weight.data_ptr_or_null<T>(), grad_bias.data_ptr_or_null<T>(), partial_w, partial_b, chunks, cols);
     TD_CUDA_CHECK_LAUNCH("layer_norm_backward on ", x.device());
   });
 }

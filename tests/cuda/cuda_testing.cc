@@ -13,23 +13,6 @@ const Device& device() {
 PoisonGuard::PoisonGuard() { tandem::cuda::set_poison_allocations(true); }
 PoisonGuard::~PoisonGuard() { tandem::cuda::set_poison_allocations(false); }
 
-const std::vector<Layout>& all_layouts() {
-  static const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Offset,
-                                              Layout::Broadcast};
-  return layouts;
-}
-
-std::string layout_name(Layout layout) {
-  switch (layout) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Permuted: return "permuted";
-    case Layout::Strided: return "strided";
-    case Layout::Offset: return "offset";
-    case Layout::Broadcast: return "broadcast";
-  }
-  return "?";
-}
-
 Tensor twin(const Tensor& cpu) {
   REQUIRE(cpu.is_cpu());
   const int64_t elements = static_cast<int64_t>(cpu.storage().nbytes() / cpu.element_size());
@@ -40,23 +23,7 @@ Tensor twin(const Tensor& cpu) {
 
 Tensor random_input(const Shape& shape, DType dtype, Layout layout, double lo, double hi) {
   if (dtype == kUInt8 && lo < 0) lo = 0;
-  switch (layout) {
-    case Layout::Contiguous: return testing::random_tensor(shape, dtype, testing::Layout::Contiguous, lo, hi);
-    case Layout::Permuted: return testing::random_tensor(shape, dtype, testing::Layout::Permuted, lo, hi);
-    case Layout::Strided: return testing::random_tensor(shape, dtype, testing::Layout::Strided, lo, hi);
-    case Layout::Offset: return testing::random_tensor(shape, dtype, testing::Layout::Offset, lo, hi);
-    case Layout::Broadcast: {  // the first dim of size > 1 is one element seen many times
-      Shape base = shape;
-      for (auto& s : base) {
-        if (s > 1) {
-          s = 1;
-          break;
-        }
-      }
-      return testing::random_tensor(base, dtype, testing::Layout::Contiguous, lo, hi).expand(shape);
-    }
-  }
-  return Tensor();
+  return testing::random_tensor(shape, dtype, layout, lo, hi);
 }
 
 Pair random_pair(const Shape& shape, DType dtype, Layout layout, double lo, double hi) {

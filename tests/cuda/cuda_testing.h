@@ -23,10 +23,10 @@ class PoisonGuard {
   PoisonGuard& operator=(const PoisonGuard&) = delete;
 };
 
-// Layouts of an input: testing::Layout's four, and Broadcast (a size-1 dim expanded, stride 0).
-enum class Layout { Contiguous, Permuted, Strided, Offset, Broadcast };
-const std::vector<Layout>& all_layouts();
-std::string layout_name(Layout layout);
+// Layouts of an input: every layout a kernel reads, Broadcast included.
+using testing::Layout;
+using testing::layout_name;
+inline const std::vector<Layout>& all_layouts() { return testing::read_layouts(); }
 
 // `cpu`'s values in the same layout (sizes, strides, storage offset) on the device under test:
 // the whole storage is copied, so a strided or offset view stays one.
