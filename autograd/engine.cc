@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,7 +20,9 @@
 #include "autograd/grad_mode.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "core/cuda.h"
 #include "core/device_threads.h"
+#include "core/device_timer.h"
 #include "core/thread_pool.h"
 #include "core/trace.h"
 #include "kernels/factory.h"
@@ -28,8 +31,12 @@ namespace tandem::autograd {
 
 namespace {
 
-std::mutex g_seconds_mutex;
-std::map<Device, double> g_seconds_by_device;
+// Each CPU device's time is the sum of its nodes' times; a GPU's is, for each backward, the span
+// from its first node's work to the end of its last's, read when asked for.
+DeviceSeconds<Device>& backward_seconds() {
+  static auto* seconds = new DeviceSeconds<Device>();  // never destroyed: workers may outlive statics
+  return *seconds;
+}
 
 struct Capture {
   Edge edge;
@@ -158,6 +165,9 @@ void execute(Run& run) {
   // right there: the other devices' threads may be waiting for this one.
   const bool on_device_thread = current_device_thread() != nullptr;
   auto served_by_caller = [&](const Device& device) { return device == home || on_device_thread; };
+  // The device workers queue GPU work on the caller's streams, after what the caller queued.
+  const std::vector<cuda::Stream> caller_streams = cuda::current_streams();
+  std::map<Device, DeviceTimer> gpu_spans;  // this backward's, per GPU (entries added under the lock)
 
   std::function<void(Device)> run_queue;  // drains a device's queue (declared for enqueue)
   auto enqueue = [&](Node* node, const Device& device) {  // under the lock
@@ -169,7 +179,10 @@ void execute(Run& run) {
     r.worker_running = true;
     ++workers;
     try {
-      post_to_device_thread(device, [&run_queue, device] { run_queue(device); });
+      post_to_device_thread(device, [&run_queue, &caller_streams, device] {
+        cuda::CurrentStreamsGuard streams(caller_streams);
+        run_queue(device);
+      });
     } catch (...) {
       r.worker_running = false;  // no worker will run: the caller must not wait for one
       --workers;
@@ -206,10 +219,23 @@ void execute(Run& run) {
     const bool run_node = !failure && any_gradient &&
                           (run.captures.empty() ? (run.accumulate || !is_leaf_node) : needed.count(node) && !is_leaf_node);
     std::vector<Tensor> outputs;
-    if (run_node) {
+    std::optional<Device> device;  // of the gradients the node receives
+    for (const Tensor& g : grads) {
+      if (g.defined() && !device) device = g.device();
+    }
+    DeviceTimer* gpu_span = nullptr;
+    if (run_node && device && device->is_cuda()) {
+      try {
+        gpu_span = &gpu_spans.try_emplace(*device, *device).first->second;
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    if (run_node && !failure) {
       lock.unlock();
       try {
         const auto start = std::chrono::steady_clock::now();  // hooks count as the node's time
+        DeviceTimer cpu_timer = device && !device->is_cuda() ? DeviceTimer(*device) : DeviceTimer();
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {
             if (!grads[i].defined()) continue;
@@ -227,12 +253,11 @@ void execute(Run& run) {
         outputs = node->apply(grads);
         if (!run.keep_graph) node->release();
         const auto end = std::chrono::steady_clock::now();
-        for (const Tensor& g : grads) {
-          if (!g.defined()) continue;
-          if (trace::enabled()) trace::record(node->name(), g.device().str(), start, end);
-          std::lock_guard seconds_lock(g_seconds_mutex);
-          g_seconds_by_device[g.device()] += std::chrono::duration<double>(end - start).count();
-          break;
+        if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);
+        if (gpu_span) gpu_span->stop();
+        if (cpu_timer.started()) {
+          cpu_timer.stop();
+          backward_seconds().add(*device, std::move(cpu_timer));
         }
       } catch (...) {
         failure = std::current_exception();
@@ -307,15 +332,15 @@ void execute(Run& run) {
     if ((pending == 0 || error) && workers == 0) break;
     changed.wait(lock);
   }
+  for (auto& [device, span] : gpu_spans) backward_seconds().add(device, std::move(span));
   if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
 
-std::map<Device, double> backward_seconds_by_device() {
-  std::lock_guard lock(g_seconds_mutex);
-  return g_seconds_by_device;
-}
+BackwardMark backward_mark() { return backward_seconds().mark(); }
+
+std::map<Device, double> backward_seconds_since(const BackwardMark& mark) { return backward_seconds().since(mark); }
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               std::optional<bool> retain_graph, bool create_graph) {

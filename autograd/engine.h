@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/device_timer.h"
 #include "core/tensor.h"
 
 namespace tandem::autograd {
@@ -23,9 +24,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
                          bool create_graph = false, bool allow_unused = false);
 
-// Seconds the engine has spent running backward nodes, per device (the device of the gradients a
-// node receives), since the program started: DataParallel reads these to time each replica's
-// backward.
-std::map<Device, double> backward_seconds_by_device();
+// Seconds the engine spends running backward nodes, per device (the device of the gradients a
+// node receives): DataParallel reads these to time each replica's backward. A CPU device's are
+// its nodes' times; a GPU's, for each backward, the span from when the device began its first
+// node's work to when it finished its last's. Taking a mark never waits; reading the seconds
+// since one waits for the GPUs' backward work.
+using BackwardMark = DeviceSeconds<Device>::Mark;
+BackwardMark backward_mark();
+std::map<Device, double> backward_seconds_since(const BackwardMark& mark);
 
 }  // namespace tandem::autograd

@@ -71,7 +71,7 @@ cudaStream_t create_stream(int device) {
 }
 
 // This thread's current stream per device, when a StreamGuard set one.
-thread_local std::vector<Stream> current_streams;
+thread_local std::vector<Stream> t_current_streams;
 
 }  // namespace
 
@@ -141,8 +141,8 @@ Stream default_stream(int device) {
 }
 
 Stream current_stream(int device) {
-  if (device < static_cast<int>(current_streams.size()) && current_streams[device].handle()) {
-    return current_streams[device];
+  if (device < static_cast<int>(t_current_streams.size()) && t_current_streams[device].handle()) {
+    return t_current_streams[device];
   }
   return default_stream(device);
 }
@@ -160,13 +160,21 @@ Stream new_stream(int device) {
 StreamGuard::StreamGuard(Stream stream) {
   const int d = stream.device();
   check_device(d, "cuda::StreamGuard");
-  if (static_cast<int>(current_streams.size()) <= d) current_streams.resize(d + 1);
-  previous_ = current_streams[d];
+  if (static_cast<int>(t_current_streams.size()) <= d) t_current_streams.resize(d + 1);
+  previous_ = t_current_streams[d];
   if (!previous_.handle()) previous_ = Stream(d, nullptr);
-  current_streams[d] = stream;
+  t_current_streams[d] = stream;
 }
 
-StreamGuard::~StreamGuard() { current_streams[previous_.device()] = previous_; }
+StreamGuard::~StreamGuard() { t_current_streams[previous_.device()] = previous_; }
+
+std::vector<Stream> current_streams() { return t_current_streams; }
+
+CurrentStreamsGuard::CurrentStreamsGuard(std::vector<Stream> streams) : previous_(std::move(streams)) {
+  std::swap(previous_, t_current_streams);
+}
+
+CurrentStreamsGuard::~CurrentStreamsGuard() { std::swap(previous_, t_current_streams); }
 
 DeviceGuard::DeviceGuard(int device) {
   const int physical = physical_device(device);

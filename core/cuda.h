@@ -76,6 +76,22 @@ class StreamGuard {
   Stream previous_;
 };
 
+// The streams StreamGuards made current on this thread (empty: every device's default stream).
+// A thread doing another's work (a device thread running a replica, a backward, a collective)
+// makes the caller's current with CurrentStreamsGuard, so the work is queued where the caller's
+// own would be, after what the caller queued before.
+std::vector<Stream> current_streams();
+class CurrentStreamsGuard {
+ public:
+  explicit CurrentStreamsGuard(std::vector<Stream> streams);
+  ~CurrentStreamsGuard();
+  CurrentStreamsGuard(const CurrentStreamsGuard&) = delete;
+  CurrentStreamsGuard& operator=(const CurrentStreamsGuard&) = delete;
+
+ private:
+  std::vector<Stream> previous_;
+};
+
 // Makes the GPU behind logical `device` the runtime's current one on this thread until the guard goes.
 class DeviceGuard {
  public:

@@ -34,6 +34,9 @@ Stream current_stream(int) { no_cuda("cuda::current_stream"); }
 Stream new_stream(int) { no_cuda("cuda::new_stream"); }
 StreamGuard::StreamGuard(Stream) { no_cuda("cuda::StreamGuard"); }
 StreamGuard::~StreamGuard() = default;
+std::vector<Stream> current_streams() { return {}; }
+CurrentStreamsGuard::CurrentStreamsGuard(std::vector<Stream>) {}
+CurrentStreamsGuard::~CurrentStreamsGuard() = default;
 DeviceGuard::DeviceGuard(int) { no_cuda("cuda::DeviceGuard"); }
 DeviceGuard::~DeviceGuard() = default;
 

@@ -6,7 +6,9 @@
 #include <functional>
 #include <mutex>
 
+#include "core/cuda.h"
 #include "core/device_threads.h"
+#include "core/device_timer.h"
 #include "core/dispatch.h"
 #include "core/thread_pool.h"
 #include "core/trace.h"
@@ -21,23 +23,40 @@ namespace tandem::parallel::comm {
 namespace {
 
 std::mutex g_stats_mutex;
-std::map<std::string, PrimitiveStats> g_stats;
+std::map<std::string, PrimitiveStats> g_stats;  // calls and bytes since the start; the seconds are in g_seconds
+StatsMark g_reset;                              // where comm_stats() counts from
+DeviceSeconds<std::string>& g_seconds() {
+  static auto* seconds = new DeviceSeconds<std::string>();  // never destroyed: workers may outlive statics
+  return *seconds;
+}
 
 // Times one primitive call and adds it, with the bytes it moved, to comm_stats(); a null name
-// counts nothing.
+// counts nothing. The time is the host's, or, where GPUs take part, the longest any of them spent
+// on the call's work (which queues on their streams and may wait there for other devices').
 class Record {
  public:
-  explicit Record(const char* name) : name_(name), start_(std::chrono::steady_clock::now()) {}
-  ~Record() {
+  Record(const char* name, const std::vector<Device>& devices) : name_(name), start_(std::chrono::steady_clock::now()) {
     if (!name_) return;  // a helper's count inside a primitive that counts the whole
+    timers_.emplace_back(Device(kCPU));
+    for (const Device& d : devices) {
+      const bool timed = std::any_of(timers_.begin(), timers_.end(), [&](const DeviceTimer& t) { return t.device() == d; });
+      if (d.is_cuda() && !timed) timers_.emplace_back(d);
+    }
+  }
+  ~Record() {
+    if (!name_) return;
     const auto end = std::chrono::steady_clock::now();
     trace::record(name_, "comm", start_, end);
-    double seconds = std::chrono::duration<double>(end - start_).count();
+    try {
+      for (DeviceTimer& t : timers_) t.stop();
+      g_seconds().add(name_, std::move(timers_));
+    } catch (...) {
+      // A GPU that cannot record an event fails the next op as well; the count goes without its time.
+    }
     std::lock_guard lock(g_stats_mutex);
     PrimitiveStats& s = g_stats[name_];
     s.calls += 1;
     s.bytes += bytes_;
-    s.seconds += seconds;
   }
   void moved(const Tensor& t, Device from, Device to) {
     if (from != to) bytes_ += static_cast<int64_t>(t.nbytes());
@@ -46,8 +65,21 @@ class Record {
  private:
   const char* name_;
   std::chrono::steady_clock::time_point start_;
+  std::vector<DeviceTimer> timers_;
   int64_t bytes_ = 0;
 };
+
+std::vector<Device> devices_of(const std::vector<Tensor>& tensors) {
+  std::vector<Device> devices;
+  for (const Tensor& t : tensors) devices.push_back(t.device());
+  return devices;
+}
+
+// `devices` and `also`, for a Record.
+std::vector<Device> with(std::vector<Device> devices, Device also) {
+  devices.push_back(also);
+  return devices;
+}
 
 // Collectives over GPUs run as copies and add kernels ordered by events (TANDEM_COMM=kernels, the
 // default), or through NCCL (TANDEM_COMM=nccl) where the devices are distinct GPUs and the tensors
@@ -102,11 +134,32 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
     for (size_t d = 0; d < devices.size(); ++d) task(d);
     return;
   }
+  const std::vector<cuda::Stream> streams = cuda::current_streams();  // the work queues where the caller's would
   std::vector<std::function<void()>> tasks;
-  for (size_t d = 0; d < devices.size(); ++d) tasks.push_back([&task, d] { task(d); });
+  for (size_t d = 0; d < devices.size(); ++d) {
+    tasks.push_back([&task, &streams, d] {
+      cuda::CurrentStreamsGuard current(streams);
+      task(d);
+    });
+  }
   for (const std::exception_ptr& e : run_on_device_threads(devices, tasks)) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+// Whether a coalesced primitive moves its tensors through flat buffers (detail::*_buffered): where
+// GPUs take part, and each list's tensors are on one device. On CPU devices every worker reads
+// the sources in place, so a buffer would only add a copy.
+bool buffered(const std::vector<std::vector<Tensor>>& lists, const std::vector<Device>& devices) {
+  bool gpu = std::any_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cuda(); });
+  for (const std::vector<Tensor>& list : lists) {
+    if (list.empty()) return false;
+    for (const Tensor& t : list) {
+      if (t.device() != list[0].device()) return false;
+    }
+    gpu = gpu || list[0].is_cuda();
+  }
+  return gpu;
 }
 
 }  // namespace
@@ -114,7 +167,7 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
 std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& devices) {
   TD_CHECK(tensor.defined(), "broadcast: the tensor is undefined");
   check_devices(devices, "broadcast");
-  Record record("broadcast");
+  Record record("broadcast", with(devices, tensor.device()));
   std::vector<Tensor> out(devices.size());
   on_each_device(devices, [&](size_t d) {
     out[d] = devices[d] == tensor.device() ? tensor : kernels::to(tensor, devices[d]);
@@ -135,7 +188,7 @@ void broadcast_into(const Tensor& tensor, const std::vector<Tensor>& outputs) {
     devices.push_back(o.device());
   }
   check_devices(devices, "broadcast_into");
-  Record record("broadcast");
+  Record record("broadcast", with(devices, tensor.device()));
   for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
   auto root = std::find_if(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o.is_same(tensor); });
   if (root != outputs.end() && use_nccl(outputs)) {
@@ -170,15 +223,18 @@ void broadcast_coalesced_into(const std::vector<Tensor>& tensors, const std::vec
   }
   if (devices.size() != outputs.size()) return;  // no tensors
   check_devices(devices, "broadcast_coalesced");
-  Record record("broadcast_coalesced");
+  std::vector<Device> involved = devices;
+  for (const Tensor& t : tensors) involved.push_back(t.device());
+  Record record("broadcast_coalesced", involved);
+  for (const Device& d : devices) {
+    for (const Tensor& t : tensors) record.moved(t, t.device(), d);
+  }
+  if (buffered({tensors}, devices)) return detail::broadcast_coalesced_into_buffered(tensors, outputs, buffer_size);
   on_each_device(devices, [&](size_t d) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (!outputs[d][i].is_same(tensors[i])) kernels::copy_(outputs[d][i], tensors[i]);
     }
   });
-  for (const Device& d : devices) {
-    for (const Tensor& t : tensors) record.moved(t, t.device(), d);
-  }
 }
 
 std::vector<std::vector<Tensor>> broadcast_coalesced(const std::vector<Tensor>& tensors,
@@ -190,18 +246,26 @@ std::vector<std::vector<Tensor>> broadcast_coalesced(const std::vector<Tensor>& 
     TD_CHECK(tensors[i].device() == tensors[0].device(), "broadcast_coalesced: all tensors must be on one device, "
              "but tensor 0 is on ", tensors[0].device(), " and tensor ", i, " on ", tensors[i].device());
   }
-  Record record("broadcast_coalesced");
+  Record record("broadcast_coalesced", tensors.empty() ? devices : with(devices, tensors[0].device()));
+  for (const Device& d : devices) {
+    for (const Tensor& t : tensors) record.moved(t, t.device(), d);
+  }
   std::vector<std::vector<Tensor>> out(devices.size(), std::vector<Tensor>(tensors.size()));
-  // On CPU devices a buffer would only add a copy: each device's worker copies the tensors
-  // straight into its own memory; buffer_size matters to the device backends that stage.
+  if (buffered({tensors}, devices)) {
+    for (size_t d = 0; d < devices.size(); ++d) {
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[i];
+        out[d][i] = devices[d] == t.device() ? t : kernels::empty_tensor(t.sizes(), t.dtype(), devices[d]);
+      }
+    }
+    detail::broadcast_coalesced_into_buffered(tensors, out, buffer_size);
+    return out;
+  }
   on_each_device(devices, [&](size_t d) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       out[d][i] = devices[d] == tensors[i].device() ? tensors[i] : kernels::to(tensors[i], devices[d]);
     }
   });
-  for (const Device& d : devices) {
-    for (const Tensor& t : tensors) record.moved(t, t.device(), d);
-  }
   return out;
 }
 
@@ -239,9 +303,9 @@ std::vector<Tensor> scatter(const Tensor& tensor, const std::vector<Device>& dev
   } else {
     sizes = even_chunk_sizes(size, static_cast<int64_t>(devices.size()));
   }
-  Record record("scatter");
   std::vector<Tensor> out(sizes.size());
   std::vector<Device> used(devices.begin(), devices.begin() + static_cast<int64_t>(sizes.size()));
+  Record record("scatter", with(used, tensor.device()));
   std::vector<int64_t> starts(sizes.size(), 0);
   for (size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
   on_each_device(used, [&](size_t i) {
@@ -314,23 +378,106 @@ void check_reduce_group(const std::vector<Tensor>& group, const char* op) {
   TD_CHECK(group[0].dtype() != kBool, op, ": bool tensors cannot be added");
 }
 
-std::vector<Device> devices_of(const std::vector<Tensor>& tensors) {
-  std::vector<Device> devices;
-  for (const Tensor& t : tensors) devices.push_back(t.device());
-  return devices;
+}  // namespace
+
+namespace detail {
+
+std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensors, int64_t buffer_size) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<DType, std::pair<size_t, int64_t>> open;  // dtype -> its group still filling, and its bytes
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const DType dtype = tensors[i].dtype();
+    const int64_t bytes = static_cast<int64_t>(tensors[i].nbytes());
+    auto it = open.find(dtype);
+    if (it != open.end() && it->second.second + bytes <= buffer_size) {
+      groups[it->second.first].push_back(i);
+      it->second.second += bytes;
+      continue;
+    }
+    groups.push_back({i});
+    open[dtype] = {groups.size() - 1, bytes};
+  }
+  return groups;
+}
+
+namespace {
+
+// The tensors of a group one after another in a fresh 1-D tensor on `device` (theirs).
+Tensor flatten_group(const std::vector<Tensor>& tensors, const std::vector<size_t>& group, Device device) {
+  int64_t total = 0;
+  for (size_t i : group) total += tensors[i].numel();
+  Tensor flat = kernels::empty_tensor({total}, tensors[group[0]].dtype(), device);
+  int64_t offset = 0;
+  for (size_t i : group) {
+    const Tensor& t = tensors[i];
+    kernels::copy_into(kernels::view(kernels::narrow(flat, 0, offset, t.numel()), t.sizes()), t);
+    offset += t.numel();
+  }
+  return flat;
+}
+
+// The piece of `flat` at `offset` shaped as `like`.
+Tensor piece(const Tensor& flat, int64_t offset, const Tensor& like) {
+  return kernels::view(kernels::narrow(flat, 0, offset, like.numel()), like.sizes());
 }
 
 }  // namespace
 
+void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
+                                       const std::vector<std::vector<Tensor>>& outputs, int64_t buffer_size) {
+  if (tensors.empty()) return;
+  const Device source = tensors[0].device();
+  std::vector<Device> devices;
+  for (const auto& list : outputs) devices.push_back(list[0].device());
+  const bool elsewhere = std::any_of(devices.begin(), devices.end(), [&](const Device& d) { return d != source; });
+  // One group at a time, so the source holds at most one buffer (about buffer_size bytes) more.
+  for (const std::vector<size_t>& group : buffer_groups(tensors, buffer_size)) {
+    const Tensor flat = elsewhere ? flatten_group(tensors, group, source) : Tensor();
+    on_each_device(devices, [&](size_t d) {
+      const bool here = devices[d] == source;
+      const Tensor arrived = here ? Tensor() : kernels::to(flat, devices[d]);
+      int64_t offset = 0;
+      for (size_t i : group) {
+        const Tensor& out = outputs[d][i];
+        if (!out.is_same(tensors[i])) kernels::copy_(out, here ? tensors[i] : piece(arrived, offset, tensors[i]));
+        offset += tensors[i].numel();
+      }
+    });
+  }
+}
+
+std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<Tensor>>& per_device,
+                                                  Device destination, int64_t buffer_size) {
+  std::vector<Device> devices;
+  for (const auto& list : per_device) devices.push_back(list[0].device());
+  const std::vector<Tensor>& first = per_device[0];
+  std::vector<Tensor> out(first.size());
+  Record uncounted(nullptr, {});  // the primitive counts its bytes itself
+  for (const std::vector<size_t>& group : buffer_groups(first, buffer_size)) {
+    std::vector<Tensor> flats(devices.size());
+    on_each_device(devices, [&](size_t d) { flats[d] = flatten_group(per_device[d], group, devices[d]); });
+    // Element by element the same additions, in the same order, as the sums of single tensors.
+    const Tensor sum = sum_on(flats, destination, uncounted);
+    int64_t offset = 0;
+    for (size_t i : group) {
+      out[i] = piece(sum, offset, first[i]);
+      offset += first[i].numel();
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 Tensor gather(const std::vector<Tensor>& tensors, int64_t dim, Device destination) {
   const int64_t d = check_gather(tensors, dim, "gather");
-  Record record("gather");
+  Record record("gather", with(devices_of(tensors), destination));
   return concat_on(tensors, d, destination, record);
 }
 
 Tensor reduce_add(const std::vector<Tensor>& tensors, std::optional<Device> destination) {
   check_reduce_group(tensors, "reduce_add");
-  Record record("reduce_add");
+  Record record("reduce_add", with(devices_of(tensors), destination.value_or(tensors[0].device())));
   return sum_on(tensors, destination.value_or(tensors[0].device()), record);
 }
 
@@ -346,18 +493,31 @@ std::vector<Tensor> reduce_add_coalesced(const std::vector<std::vector<Tensor>>&
     for (size_t i = 0; i < count; ++i) by_tensor[i].push_back(per_device[d][i]);
   }
   for (const auto& group : by_tensor) check_reduce_group(group, "reduce_add_coalesced");
-  Record record("reduce_add_coalesced");
+  std::vector<Device> involved;
+  for (const auto& group : by_tensor) {
+    involved.push_back(destination.value_or(group[0].device()));
+    for (const Tensor& t : group) involved.push_back(t.device());
+  }
+  Record record("reduce_add_coalesced", involved);
+  for (const auto& group : by_tensor) {
+    for (const Tensor& t : group) record.moved(t, t.device(), destination.value_or(group[0].device()));
+  }
+  if (count > 0 && buffered(per_device, {destination.value_or(per_device[0][0].device())})) {
+    return detail::reduce_add_coalesced_buffered(per_device, destination.value_or(per_device[0][0].device()),
+                                                 buffer_size);
+  }
   // On CPU devices the sums read every source in place, so buffers would only add copies.
+  Record uncounted(nullptr, {});  // counted above
   std::vector<Tensor> out;
-  for (const auto& group : by_tensor) out.push_back(sum_on(group, destination.value_or(group[0].device()), record));
+  for (const auto& group : by_tensor) out.push_back(sum_on(group, destination.value_or(group[0].device()), uncounted));
   return out;
 }
 
 void all_reduce(const std::vector<Tensor>& tensors) {
   check_reduce_group(tensors, "all_reduce");
   for (const Tensor& t : tensors) kernels::check_no_internal_overlap(t, "all_reduce");
-  Record record("all_reduce");
   const std::vector<Device> devices = devices_of(tensors);
+  Record record("all_reduce", devices);
   if (use_nccl(tensors)) {
     nccl::all_reduce(tensors);
     for (const Tensor& t : tensors) {
@@ -376,11 +536,11 @@ std::vector<Tensor> all_gather(const std::vector<Tensor>& tensors, int64_t dim) 
   const int64_t d = check_gather(tensors, dim, "all_gather");
   const std::vector<Device> devices = devices_of(tensors);
   check_devices(devices, "all_gather");
-  Record record("all_gather");
+  Record record("all_gather", devices);
   std::vector<Tensor> out(tensors.size());
   std::mutex mutex;
   on_each_device(devices, [&](size_t i) {
-    Record uncounted(nullptr);  // the totals are counted below
+    Record uncounted(nullptr, {});  // the totals are counted below
     Tensor joined = concat_on(tensors, d, devices[i], uncounted);
     std::lock_guard lock(mutex);
     out[i] = joined;
@@ -400,14 +560,14 @@ std::vector<Tensor> reduce_scatter(const std::vector<Tensor>& tensors, int64_t d
   TD_CHECK(first.sizes()[d] % n == 0, "reduce_scatter: size ", first.sizes()[d], " along dim ", d, " of shape ",
            shape_str(first.sizes()), " does not divide evenly into ", n, " chunks");
   const std::vector<Device> devices = devices_of(tensors);
-  Record record("reduce_scatter");
+  Record record("reduce_scatter", devices);
   const int64_t rows = first.sizes()[d] / n;
   std::vector<Tensor> out(tensors.size());
   // Device i sums chunk i of every tensor into its own memory.
   on_each_device(devices, [&](size_t i) {
     std::vector<Tensor> chunks;
     for (const Tensor& t : tensors) chunks.push_back(kernels::narrow(t, d, static_cast<int64_t>(i) * rows, rows));
-    Record uncounted(nullptr);  // the totals are counted below
+    Record uncounted(nullptr, {});  // the totals are counted below
     out[i] = sum_on(chunks, devices[i], uncounted);
   });
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -416,14 +576,44 @@ std::vector<Tensor> reduce_scatter(const std::vector<Tensor>& tensors, int64_t d
   return out;
 }
 
-std::map<std::string, PrimitiveStats> comm_stats() {
+StatsMark stats_mark() {
+  StatsMark mark;
+  mark.seconds = g_seconds().mark();
   std::lock_guard lock(g_stats_mutex);
-  return g_stats;
+  mark.counts = g_stats;
+  return mark;
+}
+
+std::map<std::string, PrimitiveStats> comm_stats_since(const StatsMark& mark) {
+  const std::map<std::string, double> seconds = g_seconds().since(mark.seconds);  // waits for the GPUs' share
+  std::map<std::string, PrimitiveStats> stats;
+  std::lock_guard lock(g_stats_mutex);
+  for (const auto& [name, total] : g_stats) {
+    PrimitiveStats s = total;
+    if (auto before = mark.counts.find(name); before != mark.counts.end()) {
+      s.calls -= before->second.calls;
+      s.bytes -= before->second.bytes;
+    }
+    if (s.calls == 0) continue;
+    if (auto t = seconds.find(name); t != seconds.end()) s.seconds = t->second;
+    stats[name] = s;
+  }
+  return stats;
+}
+
+std::map<std::string, PrimitiveStats> comm_stats() {
+  StatsMark reset;
+  {
+    std::lock_guard lock(g_stats_mutex);
+    reset = g_reset;
+  }
+  return comm_stats_since(reset);
 }
 
 void reset_comm_stats() {
+  StatsMark mark = stats_mark();
   std::lock_guard lock(g_stats_mutex);
-  g_stats.clear();
+  g_reset = std::move(mark);
 }
 
 }  // namespace tandem::parallel::comm

@@ -7,11 +7,12 @@
 //   all_reduce         every device's tensor becomes the sum of all (in place)
 //   all_gather         every device gets the concatenation of all
 //   reduce_scatter     device i gets chunk i of the sum
-// and the _coalesced forms, which move many tensors per call. buffer_size is the most a device
-// backend that stages tensors through one buffer (the CUDA backend, to come) copies at once; on
-// CPU devices nothing is staged: each destination device's worker thread does its own copies
-// and adds, straight from the sources, so there buffer_size changes nothing. Every call adds to comm_stats(): bytes that
-// crossed from one device to another, and time.
+// and the _coalesced forms, which move many tensors per call. Where GPUs take part, those move
+// tensors of one dtype through flat buffers of up to buffer_size bytes: one copy per buffer and
+// device instead of one per tensor. On CPU devices nothing is staged: each destination device's
+// worker thread does its own copies and adds, straight from the sources, so there buffer_size
+// changes nothing. Every call adds to comm_stats(): bytes that crossed from one device to
+// another, and time (on GPUs, the longest any device spent on the call's work).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_timer.h"
 #include "core/tensor.h"
 
 namespace tandem::parallel::comm {
@@ -61,13 +63,39 @@ std::vector<Tensor> all_gather(const std::vector<Tensor>& tensors, int64_t dim =
 // The sum's size along dim must divide evenly by the number of tensors.
 std::vector<Tensor> reduce_scatter(const std::vector<Tensor>& tensors, int64_t dim = 0);
 
+namespace detail {
+
+// The buffered forms of the coalesced primitives, which the primitives use where GPUs take part;
+// they run on any devices, so CPU devices prove them too. The tensors of each list are on one
+// device, the arguments already checked. reduce_add_coalesced_buffered's results are views of
+// its buffers' sums.
+void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
+                                       const std::vector<std::vector<Tensor>>& outputs, int64_t buffer_size);
+std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<Tensor>>& per_device,
+                                                  Device destination, int64_t buffer_size);
+// The buffers: indices of tensors of one dtype, in order, up to buffer_size bytes each; a larger
+// tensor has one of its own.
+std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensors, int64_t buffer_size);
+
+}  // namespace detail
+
 struct PrimitiveStats {
   int64_t calls = 0;
   int64_t bytes = 0;  // crossed from one device to another
   double seconds = 0;
 };
-// Totals per primitive name ("broadcast_coalesced", ...) since the last reset.
+// Totals per primitive name ("broadcast_coalesced", ...) since the last reset. Reading them waits
+// for the GPUs' share of the calls.
 std::map<std::string, PrimitiveStats> comm_stats();
 void reset_comm_stats();
+
+// A point to count from, taken without waiting for any device (DataParallel marks each step).
+struct StatsMark {
+  std::map<std::string, PrimitiveStats> counts;  // calls and bytes before the mark
+  DeviceSeconds<std::string>::Mark seconds;
+};
+StatsMark stats_mark();
+// The totals of the calls made after `mark`.
+std::map<std::string, PrimitiveStats> comm_stats_since(const StatsMark& mark);
 
 }  // namespace tandem::parallel::comm

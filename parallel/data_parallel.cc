@@ -187,14 +187,17 @@ void DataParallelBase::begin_step() {
       seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
     }
   }
-  backward_at_start_ = autograd::backward_seconds_by_device();
-  comm_at_start_ = comm::comm_stats();
+  backward_mark_ = autograd::backward_mark();
+  comm_mark_ = comm::stats_mark();
 }
 
 void DataParallelBase::new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows) {
   const int64_t step = current_.step + 1;
   current_ = StepStats();
   current_.step = step;
+  forward_timers_.clear();
+  loss_timers_.clear();
+  update_timers_.clear();
   for (size_t i = 0; i < devices.size(); ++i) {
     DeviceStepStats d;
     d.device = devices[i];
@@ -217,42 +220,39 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   return replicas;
 }
 
-void DataParallelBase::finish_forward(const std::vector<double>& forward, const std::vector<double>& loss,
+void DataParallelBase::finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss,
                                       double gather_seconds) {
-  for (size_t i = 0; i < current_.devices.size() && i < forward.size(); ++i) {
-    current_.devices[i].forward = forward[i];
-    current_.devices[i].loss = loss[i];
-  }
+  forward_timers_ = std::move(forward);
+  loss_timers_ = std::move(loss);
   current_.gather = gather_seconds;
 }
 
 StepStats DataParallelBase::stats() const {
   StepStats s = current_;
-  const auto backward_now = autograd::backward_seconds_by_device();
+  for (size_t i = 0; i < s.devices.size(); ++i) {
+    if (i < forward_timers_.size()) s.devices[i].forward = forward_timers_[i].seconds();
+    if (i < loss_timers_.size()) s.devices[i].loss = loss_timers_[i].seconds();
+  }
+  for (const DeviceTimer& t : update_timers_) s.update += t.seconds();
+  const auto backward = autograd::backward_seconds_since(backward_mark_);
   for (DeviceStepStats& d : s.devices) {
-    auto now = backward_now.find(d.device);
-    auto then = backward_at_start_.find(d.device);
-    d.backward = (now == backward_now.end() ? 0.0 : now->second) - (then == backward_at_start_.end() ? 0.0 : then->second);
+    auto it = backward.find(d.device);
+    d.backward = it == backward.end() ? 0.0 : it->second;
     d.peak_bytes = memory_stats(d.device).peak_allocated;
   }
-  for (const auto& [name, total] : comm::comm_stats()) {
-    comm::PrimitiveStats delta = total;
-    if (auto it = comm_at_start_.find(name); it != comm_at_start_.end()) {
-      delta.calls -= it->second.calls;
-      delta.bytes -= it->second.bytes;
-      delta.seconds -= it->second.seconds;
-    }
-    if (delta.calls > 0) s.comm[name] = delta;
-  }
+  s.comm = comm::comm_stats_since(comm_mark_);
   if (auto it = s.comm.find("reduce_add_coalesced"); it != s.comm.end()) s.reduce = it->second.seconds;
   return s;
 }
 
 void DataParallelBase::step(optim::Optimizer& optimizer) {
+  const Device home = device_ids_.front();  // where the parameters are
   const auto start = std::chrono::steady_clock::now();
+  DeviceTimer timer(home);
   optimizer.step();
-  trace::record("update", output_device_.str(), start, std::chrono::steady_clock::now());
-  current_.update += detail::elapsed_since(start);
+  timer.stop();
+  trace::record("update", home.str(), start, std::chrono::steady_clock::now());
+  update_timers_.push_back(std::move(timer));
 }
 
 nn::Module::LoadResult DataParallelBase::load_state_dict(const StateDict& state, bool strict) {

@@ -19,7 +19,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "core/device_timer.h"
 #include "core/trace.h"
 #include "kernels/factory.h"
 #include "nn/module.h"
@@ -66,8 +68,10 @@ std::vector<Device> visible_devices();
 // "all", or a comma-separated list such as "cpu:0,cpu:1" or "cuda:1,cuda:0".
 std::vector<Device> parse_devices(const std::string& spec);
 
-// One step as DataParallel saw it. Times are seconds on the calling thread, except the
-// per-device ones, which each device's worker measured.
+// One step as DataParallel saw it, in seconds. The per-device times and the update are the
+// devices' own (for a GPU, from events around its work: reading stats() waits for that work); so
+// are the primitives' times in `comm`, and `reduce` is reduce_add_coalesced's. Scatter, replicate
+// and gather are the calling thread's: on GPUs, the time to queue their work.
 struct DeviceStepStats {
   Device device = Device(kCPU);
   int64_t rows = 0;
@@ -124,12 +128,13 @@ class DataParallelBase {
   std::vector<size_t> replica_indices(const ScatterPlan& plan) const;
   // Starts a step's accounting; returns the replicas for the plan's devices, refreshed.
   std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
-  // Marks where a step's accounting starts: the comm and backward totals it will subtract.
+  // Marks where a step's accounting starts (never waiting for a device).
   void begin_step();
   // A fresh StepStats for a step over these devices, with these rows each.
   void new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows);
   void start_single_step(int64_t rows);
-  void finish_forward(const std::vector<double>& forward, const std::vector<double>& loss, double gather_seconds);
+  // Each replica's forward and loss timers (loss: none, or one per replica).
+  void finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss, double gather_seconds);
   // Runs one replica's part of a step; if it fails, replicas waiting for it (sync_batchnorm)
   // are released.
   template <typename F>
@@ -150,8 +155,9 @@ class DataParallelBase {
 
  private:
   StepStats current_;
-  std::map<Device, double> backward_at_start_;
-  std::map<std::string, comm::PrimitiveStats> comm_at_start_;
+  std::vector<DeviceTimer> forward_timers_, loss_timers_, update_timers_;  // read into stats()
+  autograd::BackwardMark backward_mark_;  // where this step's backward and comm totals start
+  comm::StatsMark comm_mark_;
   std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
 
  protected:
@@ -209,18 +215,19 @@ class DataParallelImpl : public DataParallelBase {
     if (!rows || device_ids().size() == 1) {
       // No batch to split, or one device: the module itself runs, as PyTorch does.
       start_single_step(rows.value_or(0));
-      const auto forward_start = std::chrono::steady_clock::now();
+      std::vector<DeviceTimer> forward;
+      forward.emplace_back(device_ids().front());
       Result out = module_->forward(args...);
-      const double forward = detail::elapsed_since(forward_start);
+      forward[0].stop();
       const auto gather_start = std::chrono::steady_clock::now();
       out = detail::move_to(out, output_device());
-      finish_forward({forward}, {0.0}, detail::elapsed_since(gather_start));
+      finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
       return out;
     }
     const ScatterPlan p = plan(*rows);
     auto inputs = scatter_arguments(p, args...);
     auto replicas = start_step(p, detail::elapsed_since(start));
-    std::vector<double> forward;
+    std::vector<DeviceTimer> forward;
     std::vector<Result> outputs = parallel_apply(
         p.devices,
         [&](size_t i) {
@@ -231,7 +238,7 @@ class DataParallelImpl : public DataParallelBase {
         &forward, "forward", replica_indices(p));
     const auto gather_start = std::chrono::steady_clock::now();
     Result out = gather_outputs(outputs, output_device(), dim());
-    finish_forward(forward, std::vector<double>(forward.size(), 0.0), detail::elapsed_since(gather_start));
+    finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
     return out;
   }
 
@@ -247,34 +254,37 @@ class DataParallelImpl : public DataParallelBase {
     TD_CHECK(rows.has_value(), "DataParallel::forward_with_loss: no tensor among the inputs to split into chunks");
     if (device_ids().size() == 1) {
       start_single_step(*rows);
-      auto forward_start = std::chrono::steady_clock::now();
+      std::vector<DeviceTimer> forward, loss_timer;
+      forward.emplace_back(device_ids().front());
       auto out = module_->forward(args...);
-      const double forward = detail::elapsed_since(forward_start);
-      auto loss_start = std::chrono::steady_clock::now();
+      forward[0].stop();
+      loss_timer.emplace_back(device_ids().front());
       Tensor loss = criterion(out, target);
-      const double loss_seconds = detail::elapsed_since(loss_start);
+      loss_timer[0].stop();
       auto gather_start = std::chrono::steady_clock::now();
       loss = detail::move_to(loss, output_device());
-      finish_forward({forward}, {loss_seconds}, detail::elapsed_since(gather_start));
+      finish_forward(std::move(forward), std::move(loss_timer), detail::elapsed_since(gather_start));
       return loss;
     }
     const ScatterPlan p = plan(*rows);
     auto inputs = scatter_arguments(p, args...);
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
-    std::vector<double> forward(p.devices.size()), loss_seconds(p.devices.size());
+    std::vector<DeviceTimer> forward(p.devices.size()), loss_timers(p.devices.size());
     std::vector<Tensor> losses = parallel_apply(
         p.devices,
         [&](size_t i) {
       return in_replica([&] {
       auto t0 = std::chrono::steady_clock::now();
+      forward[i] = DeviceTimer(p.devices[i]);
       auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
-      forward[i] = detail::elapsed_since(t0);
+      forward[i].stop();
       trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
+      loss_timers[i] = DeviceTimer(p.devices[i]);
       Tensor loss = criterion(out, targets[i]);
+      loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
-      loss_seconds[i] = detail::elapsed_since(t1);
       TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
                "0-dim loss (the mean over the chunk), but returned shape ",
                loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
@@ -288,7 +298,7 @@ class DataParallelImpl : public DataParallelBase {
     for (int64_t n : p.chunk_sizes) shares.push_back(static_cast<double>(n) / static_cast<double>(p.rows));
     Tensor weights = tensor(shares, TensorOptions(kFloat64).device(output_device())).to(per_replica.dtype());
     Tensor loss = (per_replica * weights).sum();
-    finish_forward(forward, loss_seconds, detail::elapsed_since(gather_start));
+    finish_forward(std::move(forward), std::move(loss_timers), detail::elapsed_since(gather_start));
     return loss;
   }
 

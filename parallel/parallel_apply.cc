@@ -30,23 +30,31 @@ bool is_aborted(const std::exception_ptr& e) {
 }  // namespace
 
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds, const char* what, const std::vector<size_t>& replica_numbers) {
+                  std::vector<DeviceTimer>* timers, const char* what, const std::vector<size_t>& replica_numbers) {
   const bool grad_mode = is_grad_enabled();
   const int threads = std::max<int>(1, num_threads() / static_cast<int>(std::max<size_t>(devices.size(), 1)));
-  if (seconds) seconds->assign(devices.size(), 0.0);
+  if (timers) {
+    timers->clear();
+    timers->resize(devices.size());
+  }
+  const std::vector<cuda::Stream> streams = cuda::current_streams();
   std::vector<std::function<void()>> tasks;
   for (size_t i = 0; i < devices.size(); ++i) {
     tasks.push_back([&, i] {
       AutoGradMode mode(grad_mode);
       ThreadLimit limit(threads);
+      cuda::CurrentStreamsGuard current(streams);
       const auto start = std::chrono::steady_clock::now();
+      DeviceTimer timer(devices[i]);
       fn(i);
-      // A GPU's work is only queued when fn returns: wait for it, so that the time (and the trace)
-      // is the device's work and not the launches'. The caller waits for every replica anyway.
-      if (devices[i].is_cuda()) cuda::current_stream(devices[i].index()).synchronize();
-      const auto end = std::chrono::steady_clock::now();
-      if (what) trace::record(what, devices[i].str(), start, end);
-      if (seconds) (*seconds)[i] = std::chrono::duration<double>(end - start).count();
+      timer.stop();
+      if (what && trace::enabled()) {
+        // A GPU's work is only queued when fn returns: the span waits for it, so that it shows the
+        // device's work and not the launches'.
+        if (devices[i].is_cuda()) cuda::current_stream(devices[i].index()).synchronize();
+        trace::record(what, devices[i].str(), start, std::chrono::steady_clock::now());
+      }
+      if (timers) (*timers)[i] = std::move(timer);
     });
   }
   std::vector<std::exception_ptr> errors = run_on_device_threads(devices, tasks);

@@ -1,6 +1,6 @@
 // parallel_apply: runs one function per replica, each on its device's persistent worker thread
-// (core/device_threads.h), all at once. Each worker takes the caller's grad mode and an equal
-// share of the intra-op threads. Failures are re-raised once every worker has finished, as
+// (core/device_threads.h), all at once. Each worker takes the caller's grad mode, its current
+// GPU streams and an equal share of the intra-op threads. Failures are re-raised once every worker has finished, as
 // tandem::Error "in replica i on device d: <what>" (the first failing replica's).
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/device_timer.h"
 #include "core/error.h"
 
 namespace tandem::parallel {
@@ -20,19 +21,20 @@ class ReplicaAborted : public Error {
   using Error::Error;
 };
 
-// Calls fn(i) on the worker of devices[i]; seconds (if given) receives each call's wall time,
-// and a trace (TANDEM_TRACE) shows each call as `what` (unless null) on its device's row. Errors
-// name call i "replica replica_numbers[i]" (default: i).
+// Calls fn(i) on the worker of devices[i]; timers (if given) receive each call's time on its
+// device (a GPU's is read once its work is done), and a trace (TANDEM_TRACE) shows each call as
+// `what` (unless null) on its device's row (while tracing, a GPU worker waits for its work, so
+// that its span is the device's). Errors name call i "replica replica_numbers[i]" (default: i).
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
-                  std::vector<double>* seconds = nullptr, const char* what = "forward",
+                  std::vector<DeviceTimer>* timers = nullptr, const char* what = "forward",
                   const std::vector<size_t>& replica_numbers = {});
 
 template <typename F>
-auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<double>* seconds = nullptr,
+auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<DeviceTimer>* timers = nullptr,
                     const char* what = "forward", const std::vector<size_t>& replica_numbers = {}) {
   using R = std::invoke_result_t<F&, size_t>;
   std::vector<std::optional<R>> results(devices.size());
-  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, seconds, what, replica_numbers);
+  parallel_run(devices, [&](size_t i) { results[i].emplace(fn(i)); }, timers, what, replica_numbers);
   std::vector<R> out;
   out.reserve(results.size());
   for (auto& r : results) out.push_back(std::move(*r));

@@ -166,6 +166,79 @@ TEST_CASE("all_gather and reduce_scatter give each device its share", "[cpu]") {
   }
 }
 
+TEST_CASE("buffer groups hold tensors of one dtype up to buffer_size bytes; a larger tensor has its own", "[cpu]") {
+  std::vector<td::Tensor> tensors = {td::zeros({100}), td::zeros({100}, td::kFloat64), td::zeros({100}),
+                                     td::zeros({500}), td::zeros({25}), td::zeros({0}, td::kInt64)};
+  // float32 400 B, float64 800 B, float32 400 B, float32 2000 B, float32 100 B, int64 0 B.
+  auto groups = comm::detail::buffer_groups(tensors, 1000);
+  using Groups = std::vector<std::vector<size_t>>;
+  CHECK(groups == Groups{{0, 2}, {1}, {3}, {4}, {5}});
+  CHECK(comm::detail::buffer_groups(tensors, 1 << 20) == Groups{{0, 2, 3, 4}, {1}, {5}});
+  CHECK(comm::detail::buffer_groups({}, 1000).empty());
+}
+
+TEST_CASE("the buffered broadcast (the GPUs' form) gives every device exact copies through small buffers", "[cpu]") {
+  td::testing::reseed(41);
+  const td::Device source("cpu:1");
+  std::vector<td::Tensor> tensors = {on(source, {7, 5}, td::kFloat32, td::testing::Layout::Permuted),
+                                     on(source, {33}, td::kFloat64, td::testing::Layout::Strided),
+                                     on(source, {3, 4}, td::kFloat32, td::testing::Layout::Offset),
+                                     on(source, {0, 3}, td::kFloat32, td::testing::Layout::Contiguous),
+                                     on(source, {1000}, td::kInt64, td::testing::Layout::Contiguous),
+                                     on(source, {2, 2}, td::kBFloat16, td::testing::Layout::Contiguous)};
+  for (int64_t buffer_size : {int64_t{1}, int64_t{200}, comm::kDefaultBufferSize}) {
+    std::vector<std::vector<td::Tensor>> outputs;
+    for (int d : {0, 1, 2}) {
+      std::vector<td::Tensor> list;
+      for (const td::Tensor& t : tensors) {
+        // On the source device, the first output is the tensor itself and the others separate tensors.
+        const bool itself = d == 1 && &t == &tensors[0];
+        list.push_back(itself ? t : td::zeros(t.sizes(), td::TensorOptions(t.dtype()).device(td::Device(td::kCPU, d))));
+      }
+      outputs.push_back(list);
+    }
+    std::vector<uint32_t> versions;
+    for (const td::Tensor& o : outputs[2]) versions.push_back(o.version());
+    comm::detail::broadcast_coalesced_into_buffered(tensors, outputs, buffer_size);
+    for (size_t d = 0; d < outputs.size(); ++d) {
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        CHECK(outputs[d][i].device() == td::Device(td::kCPU, static_cast<int>(d)));
+        td::testing::check_equal(outputs[d][i], values(tensors[i]), "buffer " + std::to_string(buffer_size));
+      }
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) CHECK(outputs[2][i].version() > versions[i]);  // written in place
+    CHECK(outputs[1][0].is_same(tensors[0]));
+  }
+}
+
+TEST_CASE("the buffered reduce (the GPUs' form) gives the same sums, bit for bit, as one tensor at a time", "[cpu]") {
+  td::testing::reseed(42);
+  std::vector<std::vector<td::Tensor>> per_device;
+  for (int d = 0; d < 3; ++d) {
+    const td::Device device(td::kCPU, d);
+    per_device.push_back({on(device, {7, 33}, td::kFloat32, td::testing::all_layouts()[static_cast<size_t>(d)]),
+                          on(device, {1}, td::kFloat64, td::testing::Layout::Contiguous),
+                          on(device, {0}, td::kFloat32, td::testing::Layout::Contiguous),
+                          on(device, {5, 2}, td::kFloat16, td::testing::Layout::Strided),
+                          on(device, {1001}, td::kFloat32, td::testing::Layout::Offset),
+                          on(device, {6}, td::kInt32, td::testing::Layout::Contiguous)});
+  }
+  for (int64_t buffer_size : {int64_t{1}, int64_t{1000}, comm::kDefaultBufferSize}) {
+    for (const td::Device destination : {td::Device("cpu:0"), td::Device("cpu:2"), td::Device("cpu:3")}) {
+      auto expected = comm::reduce_add_coalesced(per_device, destination);  // CPU devices: one tensor at a time
+      auto sums = comm::detail::reduce_add_coalesced_buffered(per_device, destination, buffer_size);
+      REQUIRE(sums.size() == expected.size());
+      for (size_t i = 0; i < sums.size(); ++i) {
+        INFO("tensor " << i << ", buffer " << buffer_size << ", on " << destination);
+        CHECK(sums[i].device() == destination);
+        CHECK(sums[i].dtype() == expected[i].dtype());
+        CHECK(sums[i].sizes() == expected[i].sizes());
+        CHECK(td::testing::values(sums[i]) == td::testing::values(expected[i]));
+      }
+    }
+  }
+}
+
 TEST_CASE("comm_stats counts calls and the bytes that crossed devices", "[cpu]") {
   comm::reset_comm_stats();
   td::Tensor t = td::ones({256});  // 1 KiB

@@ -2,6 +2,7 @@
 // it gives on two CPU devices (proven there against naive references), and DataParallel over CUDA
 // devices trains as one device does. Cases tagged [devices] need two logical CUDA devices; the
 // GPU suite runs them on one GPU with TANDEM_VISIBLE_DEVICES=0,0 (and on distinct GPUs where present).
+#include "core/device_threads.h"
 #include "kernels/elementwise.h"
 #include "parallel/nccl.h"
 #include "tests/testing.h"
@@ -113,9 +114,12 @@ TEST_CASE("every collective gives on two CUDA devices what it gives on two CPU d
                                  td::testing::random_tensor({4}, td::kInt64), td::zeros({0, 3})};
   std::vector<Tensor> on_cuda0;
   for (const Tensor& t : tensors) on_cuda0.push_back(t.to(cuda0));
-  auto gpu_copies = comm::broadcast_coalesced(on_cuda0, gpus);
   auto cpu_copies = comm::broadcast_coalesced(tensors, cpus);
-  for (int d = 0; d < 2; ++d) check_same(gpu_copies[d], cpu_copies[d], "broadcast_coalesced");
+  // On GPUs the tensors travel through buffers: one for all, or several small ones.
+  for (int64_t buffer_size : {int64_t{16}, comm::kDefaultBufferSize}) {
+    auto gpu_copies = comm::broadcast_coalesced(on_cuda0, gpus, buffer_size);
+    for (int d = 0; d < 2; ++d) check_same(gpu_copies[d], cpu_copies[d], "broadcast_coalesced");
+  }
   std::vector<std::vector<Tensor>> cpu_lists(2), gpu_lists(2);
   for (int d = 0; d < 2; ++d) {
     for (const Tensor& t : tensors) {
@@ -125,10 +129,37 @@ TEST_CASE("every collective gives on two CUDA devices what it gives on two CPU d
       gpu_lists[d].push_back(v.to(Device(td::kCUDA, d)));
     }
   }
-  check_same(comm::reduce_add_coalesced(gpu_lists, cuda0), comm::reduce_add_coalesced(cpu_lists, cpu0),
-             "reduce_add_coalesced");
+  for (int64_t buffer_size : {int64_t{16}, comm::kDefaultBufferSize}) {
+    check_same(comm::reduce_add_coalesced(gpu_lists, cuda0, buffer_size), comm::reduce_add_coalesced(cpu_lists, cpu0),
+               "reduce_add_coalesced");
+  }
   auto stats = comm::comm_stats();
   CHECK(stats["all_reduce"].bytes > 0);
+}
+
+TEST_CASE("device threads queue GPU work on the caller's current streams", "[cuda][devices]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (!two_cuda_devices()) return;
+  const td::cuda::Stream s0 = td::cuda::new_stream(0), s1 = td::cuda::new_stream(1);
+  td::cuda::StreamGuard g0(s0), g1(s1);
+  std::vector<td::cuda::Stream> seen(2);
+  par::parallel_run({cuda0, cuda1}, [&](size_t i) { seen[i] = td::cuda::current_stream(static_cast<int>(i)); });
+  CHECK(seen[0] == s0);
+  CHECK(seen[1] == s1);
+  // A backward's nodes on cuda:1 run on cuda:1's thread (the root is on cuda:0).
+  Tensor a = td::ones({4}, td::TensorOptions().device(cuda0)).requires_grad_();
+  Tensor b = a.to(cuda1) * 2;
+  td::cuda::Stream in_backward;
+  const td::Device* thread_device = nullptr;
+  b.register_hook([&](const Tensor&) {
+    in_backward = td::cuda::current_stream(1);
+    thread_device = td::current_device_thread();
+    return Tensor();
+  });
+  b.to(cuda0).sum().backward();
+  CHECK(thread_device != nullptr);
+  CHECK(in_backward == s1);
+  td::testing::check_equal(a.grad().cpu(), {2, 2, 2, 2});
 }
 
 namespace {
