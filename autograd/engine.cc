@@ -332,7 +332,11 @@ void execute(Run& run) {
     if ((pending == 0 || error) && workers == 0) break;
     changed.wait(lock);
   }
-  for (auto& [device, span] : gpu_spans) backward_seconds().add(device, std::move(span));
+  try {
+    for (auto& [device, span] : gpu_spans) backward_seconds().add(device, std::move(span));
+  } catch (...) {
+    if (!error) error = std::current_exception();
+  }
   if (error) std::rethrow_exception(error);
 }
 

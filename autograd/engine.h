@@ -26,9 +26,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 // Seconds the engine spends running backward nodes, per device (the device of the gradients a
 // node receives): DataParallel reads these to time each replica's backward. A CPU device's are
-// its nodes' times; a GPU's, for each backward, the span from when the device began its first
+// its nodes' times; a GPU's, for each backward, the span from when the device reached its first
 // node's work to when it finished its last's. Taking a mark never waits; reading the seconds
-// since one waits for the GPUs' backward work.
+// since one waits for all the GPU work timed so far.
 using BackwardMark = DeviceSeconds<Device>::Mark;
 BackwardMark backward_mark();
 std::map<Device, double> backward_seconds_since(const BackwardMark& mark);

@@ -4,19 +4,37 @@ namespace tandem {
 
 DeviceTimer::DeviceTimer(Device device) : device_(device), started_(true), start_(std::chrono::steady_clock::now()) {
   if (!device.is_cuda()) return;
+  stream_ = cuda::current_stream(device.index());
   begin_.emplace(true);
   end_.emplace(true);
-  begin_->record(cuda::current_stream(device.index()));
+  begin_->record(stream_);
+}
+
+DeviceTimer::DeviceTimer(DeviceTimer&& other) noexcept { *this = std::move(other); }
+
+DeviceTimer& DeviceTimer::operator=(DeviceTimer&& other) noexcept {
+  if (this == &other) return *this;
+  device_ = other.device_;
+  started_ = std::exchange(other.started_, false);
+  stopped_ = std::exchange(other.stopped_, false);
+  start_ = other.start_;
+  stop_ = other.stop_;
+  begin_ = std::move(other.begin_);
+  end_ = std::move(other.end_);
+  stream_ = other.stream_;
+  other.begin_.reset();
+  other.end_.reset();
+  return *this;
 }
 
 void DeviceTimer::stop() {
   if (!started_) return;
-  stopped_ = true;
   if (end_) {
-    end_->record(cuda::current_stream(device_.index()));
+    end_->record(stream_);  // the start's stream, so both events mark one queue
   } else {
     stop_ = std::chrono::steady_clock::now();
   }
+  stopped_ = true;  // only once the end is recorded
 }
 
 bool DeviceTimer::ready() const { return !end_ || !stopped_ || end_->query(); }

@@ -84,15 +84,17 @@ std::vector<Device> with(std::vector<Device> devices, Device also) {
 // Collectives over GPUs run as copies and add kernels ordered by events (TANDEM_COMM=kernels, the
 // default), or through NCCL (TANDEM_COMM=nccl) where the devices are distinct GPUs and the tensors
 // suit it; anything NCCL cannot serve falls back to the kernels.
-bool use_nccl(const std::vector<Tensor>& tensors) {
+bool nccl_chosen() {
   static const bool nccl = [] {
     const char* env = std::getenv("TANDEM_COMM");
     if (env == nullptr || std::string(env) == "kernels") return false;
     TD_CHECK(std::string(env) == "nccl", "TANDEM_COMM='", env, "': expected kernels or nccl");
     return true;
   }();
-  return nccl && nccl::can_serve(tensors);
+  return nccl;
 }
+
+bool use_nccl(const std::vector<Tensor>& tensors) { return nccl_chosen() && nccl::can_serve(tensors); }
 
 void check_tensors(const std::vector<Tensor>& tensors, const char* op) {
   TD_CHECK(!tensors.empty(), op, ": expected at least one tensor");
@@ -137,7 +139,7 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
   const std::vector<cuda::Stream> streams = cuda::current_streams();  // the work queues where the caller's would
   std::vector<std::function<void()>> tasks;
   for (size_t d = 0; d < devices.size(); ++d) {
-    tasks.push_back([&task, &streams, d] {
+    tasks.push_back([&task, streams, d] {
       cuda::CurrentStreamsGuard current(streams);
       task(d);
     });
@@ -452,15 +454,47 @@ std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<
   for (const auto& list : per_device) devices.push_back(list[0].device());
   const std::vector<Tensor>& first = per_device[0];
   std::vector<Tensor> out(first.size());
-  Record uncounted(nullptr, {});  // the primitive counts its bytes itself
   for (const std::vector<size_t>& group : buffer_groups(first, buffer_size)) {
-    std::vector<Tensor> flats(devices.size());
-    on_each_device(devices, [&](size_t d) { flats[d] = flatten_group(per_device[d], group, devices[d]); });
-    // Element by element the same additions, in the same order, as the sums of single tensors.
-    const Tensor sum = sum_on(flats, destination, uncounted);
+    // Each other device's tensors cross in one buffer; the destination's own are read in place.
+    std::vector<Tensor> arrived(devices.size());
+    on_each_device(devices, [&](size_t d) {
+      if (devices[d] != destination) arrived[d] = flatten_group(per_device[d], group, devices[d]);
+    });
+    bool nccl = nccl_chosen() && devices.size() > 1;
+    if (nccl) {  // NCCL's choice depends on the devices and the dtype only
+      std::vector<Tensor> probes;
+      for (const Device& d : devices) probes.push_back(kernels::empty_tensor({0}, first[group[0]].dtype(), d));
+      nccl = nccl::can_serve(probes);
+    }
+    if (nccl) {
+      // NCCL sums whole buffers: the destination's tensors join a buffer too, and the results are
+      // views of the summed one.
+      for (size_t d = 0; d < devices.size(); ++d) {
+        if (!arrived[d].defined()) arrived[d] = flatten_group(per_device[d], group, devices[d]);
+      }
+      Record uncounted(nullptr, {});  // the primitive counts its bytes itself
+      const Tensor sum = sum_on(arrived, destination, uncounted);
+      int64_t offset = 0;
+      for (size_t i : group) {
+        out[i] = piece(sum, offset, first[i]);
+        offset += first[i].numel();
+      }
+      continue;
+    }
+    for (size_t d = 0; d < devices.size(); ++d) {
+      if (arrived[d].defined()) arrived[d] = kernels::to(arrived[d], destination);
+    }
+    // Each sum is fresh (an optimizer's gradient may keep it as it is), its terms in device order
+    // as in the sums of single tensors: the same additions, element by element.
     int64_t offset = 0;
     for (size_t i : group) {
-      out[i] = piece(sum, offset, first[i]);
+      std::vector<Tensor> terms;
+      for (size_t d = 0; d < devices.size(); ++d) {
+        terms.push_back(arrived[d].defined() ? piece(arrived[d], offset, first[i])
+                                             : kernels::contiguous(per_device[d][i]));
+      }
+      out[i] = kernels::empty_tensor(first[i].sizes(), first[i].dtype(), destination);
+      kernels::add_n_into(out[i], terms);
       offset += first[i].numel();
     }
   }

@@ -12,7 +12,8 @@
 // device instead of one per tensor. On CPU devices nothing is staged: each destination device's
 // worker thread does its own copies and adds, straight from the sources, so there buffer_size
 // changes nothing. Every call adds to comm_stats(): bytes that crossed from one device to
-// another, and time (on GPUs, the longest any device spent on the call's work).
+// another, and time: the host's, or where GPUs take part the longest of it and of each GPU's time
+// on the call's work.
 #pragma once
 
 #include <cstdint>
@@ -67,8 +68,8 @@ namespace detail {
 
 // The buffered forms of the coalesced primitives, which the primitives use where GPUs take part;
 // they run on any devices, so CPU devices prove them too. The tensors of each list are on one
-// device, the arguments already checked. reduce_add_coalesced_buffered's results are views of
-// its buffers' sums.
+// device, the arguments already checked. reduce_add_coalesced_buffered's sums are fresh tensors
+// (views of one summed buffer where NCCL adds, TANDEM_COMM=nccl).
 void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
                                        const std::vector<std::vector<Tensor>>& outputs, int64_t buffer_size);
 std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<Tensor>>& per_device,

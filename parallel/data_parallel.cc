@@ -71,7 +71,7 @@ std::string StepStats::table() const {
         << ms(d.forward) << std::setw(11) << ms(d.loss) << std::setw(11) << ms(d.backward) << std::setw(13)
         << peak.str() << "\n";
   }
-  out << "caller: scatter " << ms(scatter) << ", replicate " << ms(replicate) << ", gather " << ms(gather)
+  out << "phases: scatter " << ms(scatter) << ", replicate " << ms(replicate) << ", gather " << ms(gather)
       << ", reduce " << ms(reduce) << ", update " << ms(update) << "\n";
   for (const auto& [name, s] : comm) {
     out << "  " << std::left << std::setw(22) << name << std::right << std::setw(4) << s.calls << " calls"

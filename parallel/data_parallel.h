@@ -36,7 +36,9 @@ namespace tandem::parallel {
 
 // How the batch is split: kEven as evenly as possible (sizes differ by at most one, larger
 // first); kBalanced in proportion to each device's measured speed (rows per second of forward
-// and backward over the last steps), so a slower device gets fewer rows.
+// and backward over the last steps), so a slower device gets fewer rows. To learn from the step
+// before, kBalanced reads its times at the start of each step: on GPUs, that waits for the
+// previous step's work.
 enum class Chunking { kEven, kBalanced };
 
 struct DataParallelOptions {

@@ -40,7 +40,7 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
   const std::vector<cuda::Stream> streams = cuda::current_streams();
   std::vector<std::function<void()>> tasks;
   for (size_t i = 0; i < devices.size(); ++i) {
-    tasks.push_back([&, i] {
+    tasks.push_back([&, streams, i] {
       AutoGradMode mode(grad_mode);
       ThreadLimit limit(threads);
       cuda::CurrentStreamsGuard current(streams);

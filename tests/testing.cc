@@ -125,6 +125,12 @@ Tensor random_tensor(const Shape& shape, DType dtype, Layout layout, double lo, 
   return Tensor();
 }
 
+Tensor same_layout_on(const Tensor& t, Device device) {
+  const int64_t elements = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+  Tensor whole = Tensor::make(t.storage(), {elements}, {1}, 0, t.dtype());
+  return whole.to(device).as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
 double rtol_for(DType dtype) {
   switch (dtype) {
     case kFloat64: return 1e-12;

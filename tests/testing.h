@@ -39,6 +39,9 @@ std::string layout_name(Layout layout);
 // A random tensor of `shape` and `dtype` stored in `layout`; values in [lo, hi) (integers truncated).
 Tensor random_tensor(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2,
                      double hi = 2);
+// t's values in t's layout (sizes, strides, storage offset) on `device`: the whole storage is
+// copied, so a strided or offset view stays one (to() would make it contiguous).
+Tensor same_layout_on(const Tensor& t, Device device);
 
 // ---- comparisons ----
 // Checks |actual - expected| <= atol + rtol * |expected| everywhere (NaN matches NaN, infinities

@@ -37,6 +37,8 @@ void all(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("all")
 void any(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("any"); }
 void cumsum(const Tensor&, const Tensor&, int64_t) { absent("cumsum"); }
 void bmm(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar) { absent("bmm"); }
+bool addmm_bias_epilogue(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("addmm"); }
+int64_t addmm_bias_epilogue_count() { return 0; }
 void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("index_select"); }
 void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("gather"); }
 void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { absent("scatter_add"); }

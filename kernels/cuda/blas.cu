@@ -1,17 +1,23 @@
 // CUDA matrix products: cuBLAS strided-batched GEMM for the floating dtypes (float16/bfloat16
 // with float32 accumulation; float32 in TF32 only when the user allows it, as PyTorch's
-// allow_tf32), and a plain kernel for integers. tandem's matrices are row-major and cuBLAS's
-// column-major, so out = a @ b is computed as out^T = b^T @ a^T: the operands swap places and
-// each is read in place, transposed or not, when its strides allow.
+// allow_tf32), and a plain kernel for integers. A Linear layer's addmm (a bias row, beta = alpha
+// = 1) goes to cuBLASLt, which adds the bias in the GEMM's epilogue instead of a pass of its own.
+// tandem's matrices are row-major and cuBLAS's column-major, so out = a @ b is computed as
+// out^T = b^T @ a^T: the operands swap places and each is read in place, transposed or not,
+// when its strides allow.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/gemm_operand.h"
+#include "kernels/views.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace tandem::kernels::cuda {
@@ -89,7 +95,123 @@ __global__ void int_bmm_kernel(T* c, const T* a, const T* b, IntGemm g, T beta, 
   }
 }
 
+// ---- cuBLASLt: the bias epilogue ----
+
+cublasLtHandle_t lt_handle_for(Device device) {
+  thread_local std::vector<cublasLtHandle_t> handles;
+  const int d = device.index();
+  if (static_cast<int>(handles.size()) <= d) handles.resize(d + 1, nullptr);
+  if (!handles[d]) {
+    tandem::cuda::DeviceGuard guard(d);
+    TD_CUBLAS_CHECK(cublasLtCreate(&handles[d]), "addmm on ", device, ": creating the cuBLASLt handle");
+  }
+  return handles[d];
+}
+
+// The descriptors of one cuBLASLt product, destroyed with it.
+struct LtProblem {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  LtProblem() = default;
+  LtProblem(const LtProblem&) = delete;
+  LtProblem& operator=(const LtProblem&) = delete;
+  ~LtProblem() {
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+template <typename T>
+bool lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+  return cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
+}
+
+std::atomic<int64_t> lt_addmm_calls{0};
+
 }  // namespace
+
+bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_in, const Tensor& b_in) {
+  const int64_t n = out.sizes()[0], m = out.sizes()[1], k = a_in.sizes()[1];
+  const DType dtype = out.dtype();
+  if (dtype != kFloat32 && dtype != kFloat16 && dtype != kBFloat16) return false;
+  if (n == 0 || m == 0 || k == 0) return false;
+  // One value per column of out, packed: [m] or [1, m] with unit stride.
+  if (bias.numel() != m || bias.sizes().back() != m || bias.strides().back() != 1 || bias.dim() > 2) return false;
+  const Device device = out.device();
+  GemmOperand la{}, lb{};
+  Tensor a = gemm_ready(unsqueeze(a_in, 0), la), b = gemm_ready(unsqueeze(b_in, 0), lb);
+  const cudaDataType_t type = dtype == kFloat32 ? CUDA_R_32F : dtype == kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+  const cublasComputeType_t compute =
+      dtype == kFloat32 && tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const void* bias_ptr = bias.data_ptr();
+  tandem::cuda::DeviceGuard guard(device.index());
+  // As in cublas_bmm: D = out^T (m x n, column-major) = op(b) @ op(a), each described as stored;
+  // the bias runs along D's m rows.
+  LtProblem p;
+  const bool described =
+      cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+      lt_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, op_b) && lt_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, op_a) &&
+      lt_set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue) &&
+      lt_set(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr) &&
+      cublasLtMatrixLayoutCreate(&p.a, type, lb.transposed ? k : m, lb.transposed ? m : k, lb.ld) ==
+          CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&p.b, type, la.transposed ? n : k, la.transposed ? k : n, la.ld) ==
+          CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&p.d, type, m, n, m) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceCreate(&p.preference) == CUBLAS_STATUS_SUCCESS;
+  if (!described) return false;
+  // Hopper's kernels want a larger workspace than earlier GPUs'; it comes from the caching
+  // allocator and goes back once the product is queued (reuse is ordered on the stream).
+  int major = 0;
+  TD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                       tandem::cuda::physical_device(device.index())),
+                "addmm on ", device);
+  const uint64_t workspace_bytes = major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
+  // The heuristics assume 256-byte aligned operands unless told otherwise (views may start anywhere).
+  auto alignment = [](const void* ptr) {
+    uint32_t bytes = 256;
+    while (bytes > 1 && reinterpret_cast<uintptr_t>(ptr) % bytes != 0) bytes /= 2;
+    return bytes;
+  };
+  const uint32_t align_a = alignment(b.data_ptr()), align_b = alignment(a.data_ptr()), align_d = alignment(out.data_ptr());
+  auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
+    return cublasLtMatmulPreferenceSetAttribute(p.preference, attribute, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
+  };
+  if (!prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace_bytes) ||
+      !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a) ||
+      !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b) ||
+      !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d) ||
+      !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d)) {
+    return false;
+  }
+  cublasLtHandle_t handle = lt_handle_for(device);
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, p.preference, 1, &heuristic, &found) !=
+          CUBLAS_STATUS_SUCCESS ||
+      found == 0) {
+    return false;
+  }
+  Storage workspace = heuristic.workspaceSize > 0 ? Storage::allocate(heuristic.workspaceSize, device) : Storage();
+  const float one = 1, zero = 0;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle, p.desc, &one, b.data_ptr(), p.a, a.data_ptr(), p.b, &zero, out.data_ptr(), p.d,
+                     out.data_ptr(), p.d, &heuristic.algo, heuristic.workspaceSize > 0 ? workspace.data() : nullptr,
+                     heuristic.workspaceSize, stream_of(device));
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  TD_CUBLAS_CHECK(status, "addmm on ", device, " (out [", n, ", ", m, "], k ", k, ", dtype ", dtype, ", cuBLASLt)");
+  lt_addmm_calls.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+int64_t addmm_bias_epilogue_count() { return lt_addmm_calls.load(); }
 
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
   if (is_floating(out.dtype())) return cublas_bmm(out, a, b, beta, alpha);

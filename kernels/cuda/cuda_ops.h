@@ -62,6 +62,10 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguou
 // a is [B, n, k] and b [B, k, m] with any strides, out not empty and k > 0. With beta = 0 out is
 // only written.
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha);
+// out = a @ b + bias through cuBLASLt's bias epilogue, for 2-D floating operands and a bias of one
+// value per column of out; false (nothing written) where cuBLASLt does not serve the problem.
+bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a, const Tensor& b);
+int64_t addmm_bias_epilogue_count();  // how many addmm calls it served
 
 // ---- indexing (cuda/index.cu); indices already checked to be in range ----
 // x contiguous viewed as [outer, size, inner]; out contiguous [outer, index.numel(), inner].

@@ -28,8 +28,7 @@ using testing::Layout;
 using testing::layout_name;
 inline const std::vector<Layout>& all_layouts() { return testing::read_layouts(); }
 
-// `cpu`'s values in the same layout (sizes, strides, storage offset) on the device under test:
-// the whole storage is copied, so a strided or offset view stays one.
+// `cpu`'s values in the same layout (sizes, strides, storage offset) on the device under test.
 Tensor twin(const Tensor& cpu);
 
 // A random input on the CPU and its twin. Values in [lo, hi) (integers truncated, uint8 from

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/nn_ops.h"
 #include "tests/cuda/cuda_testing.h"
 
@@ -1461,6 +1462,47 @@ TEST_CASE("mm and addmm match the CPU for transposed and strided operands, every
 TEST_CASE("mm and addmm match the CPU for every operand layout and larger matrices", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   mm_sweep(true);
+}
+
+TEST_CASE("a Linear layer's addmm (a bias row, beta = alpha = 1) runs through cuBLASLt's bias epilogue", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(25);
+  for (DType dtype : {td::kFloat32, td::kFloat16, td::kBFloat16}) {
+    for (const auto& [n, k, m] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1}, {7, 33, 1}, {33, 7, 33},
+                                                                                     {300, 257, 129}}) {
+      for (const MatmulOperands& o : matmul_operands(n, k, m, dtype)) {
+        for (const Shape& bias_shape : {Shape{m}, Shape{1, m}}) {
+          Pair bias = ct::random_pair(bias_shape, dtype, Layout::Contiguous, -3, 3);
+          const std::string what = "addmm bias " + td::shape_str(bias_shape) + " " + o.what;
+          const int64_t before = td::kernels::cuda::addmm_bias_epilogue_count();
+          Tensor out = td::addmm(bias.dev, o.a.dev, o.b.dev);
+          CHECK(td::kernels::cuda::addmm_bias_epilogue_count() == before + 1);  // the epilogue served it
+          Tensor scale = td::mm(ct::abs64(o.a.cpu), ct::abs64(o.b.cpu)) + ct::abs64(bias.cpu);
+          compare_product(out, td::addmm(bias.cpu, o.a.cpu, o.b.cpu), scale, what);
+        }
+      }
+    }
+  }
+  // Forms the epilogue does not take, computed by copying the bias in first: a strided bias row,
+  // a bias per row, other coefficients, float64, an empty inner dim.
+  Pair a = ct::random_pair({5, 4}, td::kFloat32), b = ct::random_pair({4, 3}, td::kFloat32);
+  Pair strided = ct::random_pair({3}, td::kFloat32, Layout::Strided), column = ct::random_pair({5, 1}, td::kFloat32);
+  const int64_t before = td::kernels::cuda::addmm_bias_epilogue_count();
+  Tensor scale = td::mm(ct::abs64(a.cpu), ct::abs64(b.cpu)) + 3;
+  compare_product(td::addmm(strided.dev, a.dev, b.dev), td::addmm(strided.cpu, a.cpu, b.cpu), scale, "strided bias");
+  compare_product(td::addmm(column.dev, a.dev, b.dev), td::addmm(column.cpu, a.cpu, b.cpu), scale, "bias per row");
+  compare_product(td::addmm(strided.dev, a.dev, b.dev, 1, 2), td::addmm(strided.cpu, a.cpu, b.cpu, 1, 2), scale * 2,
+                  "alpha 2");
+  Pair a64 = ct::random_pair({5, 4}, td::kFloat64), b64 = ct::random_pair({4, 3}, td::kFloat64);
+  Pair bias64 = ct::random_pair({3}, td::kFloat64);
+  compare_product(td::addmm(bias64.dev, a64.dev, b64.dev), td::addmm(bias64.cpu, a64.cpu, b64.cpu),
+                  td::mm(ct::abs64(a64.cpu), ct::abs64(b64.cpu)) + 3, "float64");
+  Pair empty_a = ct::random_pair({5, 0}, td::kFloat32), empty_b = ct::random_pair({0, 3}, td::kFloat32);
+  Pair row = ct::random_pair({3}, td::kFloat32);
+  check_equal(td::addmm(row.dev, empty_a.dev, empty_b.dev), td::addmm(row.cpu, empty_a.cpu, empty_b.cpu),
+              "empty inner dim");
+  CHECK(td::kernels::cuda::addmm_bias_epilogue_count() == before);
 }
 
 void bmm_sweep(bool large) {

@@ -16,9 +16,14 @@ std::vector<td::Device> cpus(int n) {
   return devices;
 }
 
-// A random tensor on `device`, stored non-contiguously when `layout` says so.
+// A random tensor on `device` (contiguous there: to() copies it so).
 td::Tensor on(td::Device device, const td::Shape& shape, td::DType dtype, td::testing::Layout layout) {
   return td::testing::random_tensor(shape, dtype, layout).to(device);
+}
+
+// A random tensor on `device`, stored there in `layout`.
+td::Tensor in_layout(td::Device device, const td::Shape& shape, td::DType dtype, td::testing::Layout layout) {
+  return td::testing::same_layout_on(td::testing::random_tensor(shape, dtype, layout), device);
 }
 
 }  // namespace
@@ -180,12 +185,15 @@ TEST_CASE("buffer groups hold tensors of one dtype up to buffer_size bytes; a la
 TEST_CASE("the buffered broadcast (the GPUs' form) gives every device exact copies through small buffers", "[cpu]") {
   td::testing::reseed(41);
   const td::Device source("cpu:1");
-  std::vector<td::Tensor> tensors = {on(source, {7, 5}, td::kFloat32, td::testing::Layout::Permuted),
-                                     on(source, {33}, td::kFloat64, td::testing::Layout::Strided),
-                                     on(source, {3, 4}, td::kFloat32, td::testing::Layout::Offset),
-                                     on(source, {0, 3}, td::kFloat32, td::testing::Layout::Contiguous),
-                                     on(source, {1000}, td::kInt64, td::testing::Layout::Contiguous),
-                                     on(source, {2, 2}, td::kBFloat16, td::testing::Layout::Contiguous)};
+  std::vector<td::Tensor> tensors = {in_layout(source, {7, 5}, td::kFloat32, td::testing::Layout::Permuted),
+                                     in_layout(source, {33}, td::kFloat64, td::testing::Layout::Strided),
+                                     in_layout(source, {3, 4}, td::kFloat32, td::testing::Layout::Offset),
+                                     in_layout(source, {0, 3}, td::kFloat32, td::testing::Layout::Contiguous),
+                                     in_layout(source, {1000}, td::kInt64, td::testing::Layout::Contiguous),
+                                     in_layout(source, {2, 2}, td::kBFloat16, td::testing::Layout::Contiguous)};
+  REQUIRE_FALSE(tensors[1].is_contiguous());
+  const std::vector<double> first_values = values(tensors[0]);
+  const uint32_t first_version = tensors[0].version();
   for (int64_t buffer_size : {int64_t{1}, int64_t{200}, comm::kDefaultBufferSize}) {
     std::vector<std::vector<td::Tensor>> outputs;
     for (int d : {0, 1, 2}) {
@@ -207,7 +215,8 @@ TEST_CASE("the buffered broadcast (the GPUs' form) gives every device exact copi
       }
     }
     for (size_t i = 0; i < tensors.size(); ++i) CHECK(outputs[2][i].version() > versions[i]);  // written in place
-    CHECK(outputs[1][0].is_same(tensors[0]));
+    CHECK(tensors[0].version() == first_version);  // the source's own output is left alone
+    CHECK(values(tensors[0]) == first_values);
   }
 }
 
@@ -216,13 +225,15 @@ TEST_CASE("the buffered reduce (the GPUs' form) gives the same sums, bit for bit
   std::vector<std::vector<td::Tensor>> per_device;
   for (int d = 0; d < 3; ++d) {
     const td::Device device(td::kCPU, d);
-    per_device.push_back({on(device, {7, 33}, td::kFloat32, td::testing::all_layouts()[static_cast<size_t>(d)]),
-                          on(device, {1}, td::kFloat64, td::testing::Layout::Contiguous),
-                          on(device, {0}, td::kFloat32, td::testing::Layout::Contiguous),
-                          on(device, {5, 2}, td::kFloat16, td::testing::Layout::Strided),
-                          on(device, {1001}, td::kFloat32, td::testing::Layout::Offset),
-                          on(device, {6}, td::kInt32, td::testing::Layout::Contiguous)});
+    per_device.push_back({in_layout(device, {7, 33}, td::kFloat32, td::testing::all_layouts()[static_cast<size_t>(d) + 1]),
+                          in_layout(device, {1}, td::kFloat64, td::testing::Layout::Contiguous),
+                          in_layout(device, {0}, td::kFloat32, td::testing::Layout::Contiguous),
+                          in_layout(device, {5, 2}, td::kFloat16, td::testing::Layout::Strided),
+                          in_layout(device, {1001}, td::kFloat32, td::testing::Layout::Offset),
+                          in_layout(device, {6}, td::kInt32, td::testing::Layout::Contiguous)});
   }
+  REQUIRE_FALSE(per_device[0][0].is_contiguous());  // permuted, read through its strides
+  REQUIRE_FALSE(per_device[1][0].is_contiguous());  // strided
   for (int64_t buffer_size : {int64_t{1}, int64_t{1000}, comm::kDefaultBufferSize}) {
     for (const td::Device destination : {td::Device("cpu:0"), td::Device("cpu:2"), td::Device("cpu:3")}) {
       auto expected = comm::reduce_add_coalesced(per_device, destination);  // CPU devices: one tensor at a time

@@ -201,7 +201,7 @@ TEST_CASE("DataParallel over CUDA devices trains as one device does, in any devi
       ref_opt.zero_grad();
       loss.backward();
       ref_loss.backward();
-      opt.step();
+      dp->step(opt);  // opt.step(), timed as the update phase
       ref_opt.step();
       auto pa = model->named_parameters(), pb = reference->named_parameters();
       for (size_t i = 0; i < pa.size(); ++i) {
@@ -210,8 +210,20 @@ TEST_CASE("DataParallel over CUDA devices trains as one device does, in any devi
                                  what + " step " + std::to_string(step) + " " + pa[i].first);
       }
     }
+    // The step's phases as the GPUs timed them (events, read here).
     const auto stats = dp->stats();
-    CHECK(stats.devices.size() == 2);
+    REQUIRE(stats.devices.size() == 2);
+    for (const auto& d : stats.devices) {
+      CHECK(d.device.is_cuda());
+      CHECK(d.rows == 5);
+      CHECK(d.forward > 0);
+      CHECK(d.backward > 0);
+      CHECK(d.peak_bytes > 0);
+    }
+    CHECK(stats.update > 0);
+    CHECK(stats.reduce > 0);
+    CHECK(stats.comm.at("reduce_add_coalesced").calls == 1);
+    CHECK(stats.comm.at("broadcast_coalesced").seconds > 0);
   }
 }
 
