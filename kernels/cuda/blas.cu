@@ -125,6 +125,20 @@ struct LtProblem {
   }
 };
 
+// The most workspace a product may use: Hopper's kernels want more than earlier GPUs'.
+uint64_t lt_workspace_limit(Device device) {
+  thread_local std::vector<uint64_t> limits;
+  const int d = device.index();
+  if (static_cast<int>(limits.size()) <= d) limits.resize(d + 1, 0);
+  if (limits[d] == 0) {
+    int major = 0;
+    TD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, tandem::cuda::physical_device(d)),
+                  "addmm on ", device);
+    limits[d] = major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
+  }
+  return limits[d];
+}
+
 template <typename T>
 bool lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
   return cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
@@ -138,18 +152,25 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
   const int64_t n = out.sizes()[0], m = out.sizes()[1], k = a_in.sizes()[1];
   const DType dtype = out.dtype();
   if (dtype != kFloat32 && dtype != kFloat16 && dtype != kBFloat16) return false;
-  if (n == 0 || m == 0 || k == 0) return false;
-  // One value per column of out, packed: [m] or [1, m] with unit stride.
-  if (bias.numel() != m || bias.sizes().back() != m || bias.strides().back() != 1 || bias.dim() > 2) return false;
+  // A matrix with one row or column is left to cuBLAS, as PyTorch does: cuBLASLt's heuristics
+  // have turned such problems down.
+  if (n <= 1 || m <= 1 || k <= 1) return false;
+  // One value per column of out, packed: [m] or [1, m] with unit stride, 16-byte aligned (some
+  // epilogue kernels assume it).
+  if (bias.dim() < 1 || bias.dim() > 2 || bias.numel() != m || bias.sizes().back() != m ||
+      bias.strides().back() != 1 || reinterpret_cast<uintptr_t>(bias.data_ptr()) % 16 != 0) {
+    return false;
+  }
   const Device device = out.device();
   GemmOperand la{}, lb{};
   Tensor a = gemm_ready(unsqueeze(a_in, 0), la), b = gemm_ready(unsqueeze(b_in, 0), lb);
   const cudaDataType_t type = dtype == kFloat32 ? CUDA_R_32F : dtype == kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
   const cublasComputeType_t compute =
       dtype == kFloat32 && tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cublasOperation_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  // The attributes' documented types: int32_t for the operations, uint32_t for the epilogue.
+  const int32_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
   const void* bias_ptr = bias.data_ptr();
   tandem::cuda::DeviceGuard guard(device.index());
   // As in cublas_bmm: D = out^T (m x n, column-major) = op(b) @ op(a), each described as stored;
@@ -167,14 +188,9 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
       cublasLtMatrixLayoutCreate(&p.d, type, m, n, m) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulPreferenceCreate(&p.preference) == CUBLAS_STATUS_SUCCESS;
   if (!described) return false;
-  // Hopper's kernels want a larger workspace than earlier GPUs'; it comes from the caching
-  // allocator and goes back once the product is queued (reuse is ordered on the stream).
-  int major = 0;
-  TD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                       tandem::cuda::physical_device(device.index())),
-                "addmm on ", device);
-  const uint64_t workspace_bytes = major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
-  // The heuristics assume 256-byte aligned operands unless told otherwise (views may start anywhere).
+  const uint64_t workspace_bytes = lt_workspace_limit(device);
+  // The heuristics assume 256-byte aligned operands unless told otherwise (views may start
+  // anywhere); so views at other offsets may take another kernel and differ in the last bits.
   auto alignment = [](const void* ptr) {
     uint32_t bytes = 256;
     while (bytes > 1 && reinterpret_cast<uintptr_t>(ptr) % bytes != 0) bytes /= 2;
@@ -196,10 +212,16 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
   int found = 0;
   if (cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, p.preference, 1, &heuristic, &found) !=
           CUBLAS_STATUS_SUCCESS ||
-      found == 0) {
+      found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS) {
     return false;
   }
-  Storage workspace = heuristic.workspaceSize > 0 ? Storage::allocate(heuristic.workspaceSize, device) : Storage();
+  // From the caching allocator, back there once the product is queued (reuse is ordered on the stream).
+  Storage workspace;
+  try {
+    if (heuristic.workspaceSize > 0) workspace = Storage::allocate(heuristic.workspaceSize, device);
+  } catch (const Error&) {
+    return false;  // no memory for the workspace: cuBLAS does without
+  }
   const float one = 1, zero = 0;
   const cublasStatus_t status =
       cublasLtMatmul(handle, p.desc, &one, b.data_ptr(), p.a, a.data_ptr(), p.b, &zero, out.data_ptr(), p.d,

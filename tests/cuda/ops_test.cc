@@ -1469,15 +1469,17 @@ TEST_CASE("a Linear layer's addmm (a bias row, beta = alpha = 1) runs through cu
   ct::PoisonGuard poison;
   tt::reseed(25);
   for (DType dtype : {td::kFloat32, td::kFloat16, td::kBFloat16}) {
-    for (const auto& [n, k, m] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1}, {7, 33, 1}, {33, 7, 33},
-                                                                                     {300, 257, 129}}) {
+    for (const auto& [n, k, m] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 1, 1}, {7, 33, 1}, {1, 5, 9}, {2, 2, 2}, {5, 17, 9}, {33, 7, 33}, {300, 257, 129}}) {
       for (const MatmulOperands& o : matmul_operands(n, k, m, dtype)) {
         for (const Shape& bias_shape : {Shape{m}, Shape{1, m}}) {
           Pair bias = ct::random_pair(bias_shape, dtype, Layout::Contiguous, -3, 3);
           const std::string what = "addmm bias " + td::shape_str(bias_shape) + " " + o.what;
           const int64_t before = td::kernels::cuda::addmm_bias_epilogue_count();
           Tensor out = td::addmm(bias.dev, o.a.dev, o.b.dev);
-          CHECK(td::kernels::cuda::addmm_bias_epilogue_count() == before + 1);  // the epilogue served it
+          // The epilogue served it, unless a matrix has one row or column (left to cuBLAS).
+          const bool served = n > 1 && k > 1 && m > 1;
+          CHECK(td::kernels::cuda::addmm_bias_epilogue_count() == before + (served ? 1 : 0));
           Tensor scale = td::mm(ct::abs64(o.a.cpu), ct::abs64(o.b.cpu)) + ct::abs64(bias.cpu);
           compare_product(out, td::addmm(bias.cpu, o.a.cpu, o.b.cpu), scale, what);
         }
