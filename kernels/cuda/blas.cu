@@ -31,18 +31,29 @@ namespace {
              " (", cublasGetStatusString(td_status_), ") in " #call);                                     \
   } while (0)
 
-// One handle per logical device and thread (a handle must not be used by two threads at once);
-// handles live as long as the process, as the device threads of DataParallel do.
-cublasHandle_t handle_for(Device device) {
-  thread_local std::vector<cublasHandle_t> handles;
+// This thread's value for a logical device, made (with the device current) on first use: one
+// handle per device and thread, as a handle must not be used by two threads at once. They live
+// as long as the process, as the device threads of DataParallel do.
+template <typename T, typename Make>
+T per_thread_and_device(Device device, const Make& make) {
+  thread_local std::vector<T> values;  // one list per call site (each has its own Make)
   const int d = device.index();
-  if (static_cast<int>(handles.size()) <= d) handles.resize(d + 1, nullptr);
-  if (!handles[d]) {
+  if (static_cast<int>(values.size()) <= d) values.resize(d + 1, T{});
+  if (values[d] == T{}) {
     tandem::cuda::DeviceGuard guard(d);
-    TD_CUBLAS_CHECK(cublasCreate(&handles[d]), "matmul on ", device, ": creating the cuBLAS handle");
+    values[d] = make();
   }
-  TD_CUBLAS_CHECK(cublasSetStream(handles[d], stream_of(device)), "matmul on ", device);
-  return handles[d];
+  return values[d];
+}
+
+cublasHandle_t handle_for(Device device) {
+  cublasHandle_t handle = per_thread_and_device<cublasHandle_t>(device, [&] {
+    cublasHandle_t h = nullptr;
+    TD_CUBLAS_CHECK(cublasCreate(&h), "matmul on ", device, ": creating the cuBLAS handle");
+    return h;
+  });
+  TD_CUBLAS_CHECK(cublasSetStream(handle, stream_of(device)), "matmul on ", device);
+  return handle;
 }
 
 void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scalar beta, Scalar alpha) {
@@ -98,14 +109,11 @@ __global__ void int_bmm_kernel(T* c, const T* a, const T* b, IntGemm g, T beta, 
 // ---- cuBLASLt: the bias epilogue ----
 
 cublasLtHandle_t lt_handle_for(Device device) {
-  thread_local std::vector<cublasLtHandle_t> handles;
-  const int d = device.index();
-  if (static_cast<int>(handles.size()) <= d) handles.resize(d + 1, nullptr);
-  if (!handles[d]) {
-    tandem::cuda::DeviceGuard guard(d);
-    TD_CUBLAS_CHECK(cublasLtCreate(&handles[d]), "addmm on ", device, ": creating the cuBLASLt handle");
-  }
-  return handles[d];
+  return per_thread_and_device<cublasLtHandle_t>(device, [&] {
+    cublasLtHandle_t h = nullptr;
+    TD_CUBLAS_CHECK(cublasLtCreate(&h), "addmm on ", device, ": creating the cuBLASLt handle");
+    return h;
+  });
 }
 
 // The descriptors of one cuBLASLt product, destroyed with it.
@@ -127,16 +135,13 @@ struct LtProblem {
 
 // The most workspace a product may use: Hopper's kernels want more than earlier GPUs'.
 uint64_t lt_workspace_limit(Device device) {
-  thread_local std::vector<uint64_t> limits;
-  const int d = device.index();
-  if (static_cast<int>(limits.size()) <= d) limits.resize(d + 1, 0);
-  if (limits[d] == 0) {
+  return per_thread_and_device<uint64_t>(device, [&] {
     int major = 0;
-    TD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, tandem::cuda::physical_device(d)),
+    TD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                         tandem::cuda::physical_device(device.index())),
                   "addmm on ", device);
-    limits[d] = major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
-  }
-  return limits[d];
+    return major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
+  });
 }
 
 template <typename T>
