@@ -527,23 +527,24 @@ std::vector<Tensor> reduce_add_coalesced(const std::vector<std::vector<Tensor>>&
     for (size_t i = 0; i < count; ++i) by_tensor[i].push_back(per_device[d][i]);
   }
   for (const auto& group : by_tensor) check_reduce_group(group, "reduce_add_coalesced");
-  std::vector<Device> involved;
+  std::vector<Device> targets, involved;  // each tensor's destination; every device taking part
   for (const auto& group : by_tensor) {
-    involved.push_back(destination.value_or(group[0].device()));
+    targets.push_back(destination.value_or(group[0].device()));
+    involved.push_back(targets.back());
     for (const Tensor& t : group) involved.push_back(t.device());
   }
   Record record("reduce_add_coalesced", involved);
-  for (const auto& group : by_tensor) {
-    for (const Tensor& t : group) record.moved(t, t.device(), destination.value_or(group[0].device()));
+  for (size_t i = 0; i < count; ++i) {
+    for (const Tensor& t : by_tensor[i]) record.moved(t, t.device(), targets[i]);
   }
-  if (count > 0 && buffered(per_device, {destination.value_or(per_device[0][0].device())})) {
-    return detail::reduce_add_coalesced_buffered(per_device, destination.value_or(per_device[0][0].device()),
-                                                 buffer_size);
+  // Buffered, list 0 is on one device, so every tensor has the same destination.
+  if (count > 0 && buffered(per_device, {targets[0]})) {
+    return detail::reduce_add_coalesced_buffered(per_device, targets[0], buffer_size);
   }
   // On CPU devices the sums read every source in place, so buffers would only add copies.
   Record uncounted(nullptr, {});  // counted above
   std::vector<Tensor> out;
-  for (const auto& group : by_tensor) out.push_back(sum_on(group, destination.value_or(group[0].device()), uncounted));
+  for (size_t i = 0; i < count; ++i) out.push_back(sum_on(by_tensor[i], targets[i], uncounted));
   return out;
 }
 
