@@ -74,3 +74,49 @@ void mlp512_data_parallel(benchmark::State& state) {
 // Arg: a thread limit for the single device (0: all threads); the number of devices.
 BENCHMARK(mlp512_one_device)->Arg(0)->Arg(1)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(mlp512_data_parallel)->Arg(2)->ArgName("devices")->UseRealTime()->Unit(benchmark::kMillisecond);
+
+namespace {
+
+// The collectives of one data-parallel step of the MLP above, alone, over cpu:0 and cpu:1:
+// the input batch's scatter, the parameters' broadcast into kept replicas, the gradients' reduce.
+std::vector<td::Device> two_cpu_devices() { return {td::Device(td::kCPU, 0), td::Device(td::kCPU, 1)}; }
+
+void comm_cpu_scatter(benchmark::State& state) {
+  td::manual_seed(0);
+  td::Tensor x = td::randn({kBatch, 784});
+  const auto devices = two_cpu_devices();
+  for (auto _ : state) {
+    auto chunks = td::parallel::comm::scatter(x, devices);
+    benchmark::DoNotOptimize(chunks.back().data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * x.nbytes() / 2);
+}
+
+void comm_cpu_broadcast_coalesced_into(benchmark::State& state) {
+  MlpStep s;
+  std::vector<td::Tensor> params = s.model->parameters(), replica;
+  for (const td::Tensor& p : params) replica.push_back(td::empty_like(p).to(td::Device(td::kCPU, 1)));
+  int64_t bytes = 0;
+  for (const td::Tensor& p : params) bytes += p.nbytes();
+  for (auto _ : state) td::parallel::comm::broadcast_coalesced_into(params, {params, replica});
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+void comm_cpu_reduce_add_coalesced(benchmark::State& state) {
+  MlpStep s;
+  std::vector<td::Tensor> grads = s.model->parameters(), other;
+  for (const td::Tensor& g : grads) other.push_back(td::randn(g.sizes()).to(td::Device(td::kCPU, 1)));
+  int64_t bytes = 0;
+  for (const td::Tensor& g : grads) bytes += g.nbytes();
+  for (auto _ : state) {
+    auto sums = td::parallel::comm::reduce_add_coalesced({grads, other});
+    benchmark::DoNotOptimize(sums.back().data_ptr());
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+}  // namespace
+
+BENCHMARK(comm_cpu_scatter)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(comm_cpu_broadcast_coalesced_into)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(comm_cpu_reduce_add_coalesced)->UseRealTime()->Unit(benchmark::kMicrosecond);
