@@ -5,7 +5,9 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda.h"
@@ -192,39 +194,83 @@ DeviceGuard::~DeviceGuard() {
 
 // ---- events ----
 
+namespace {
+
+// Events are made once and reused: a training step records dozens (its timers, the caching
+// allocator's cross-stream frees, the collectives' ordering), and creating and destroying each
+// would cost two driver calls. An event may come back with recorded work still pending; that is
+// harmless, as its next owner records it again before reading it, and a stream that waits for
+// it keeps waiting for the record that was current when the wait was queued.
+class EventPool {
+ public:
+  cudaEvent_t take(int physical, bool timing) {
+    {
+      std::lock_guard lock(mutex_);
+      std::vector<cudaEvent_t>& free = free_[{physical, timing}];
+      if (!free.empty()) {
+        cudaEvent_t e = free.back();
+        free.pop_back();
+        return e;
+      }
+    }
+    cudaEvent_t e = nullptr;  // the caller has made `physical` the current GPU
+    TD_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming),
+                  "creating an event on GPU ", physical);
+    created_.fetch_add(1);
+    return e;
+  }
+  void give_back(cudaEvent_t e, int physical, bool timing) {
+    std::lock_guard lock(mutex_);
+    free_[{physical, timing}].push_back(e);
+  }
+  int64_t created() const { return created_.load(); }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<int, bool>, std::vector<cudaEvent_t>> free_;
+  std::atomic<int64_t> created_{0};
+};
+
+EventPool& event_pool() {
+  static auto* pool = new EventPool;  // never destroyed: events may be released during exit
+  return *pool;
+}
+
+}  // namespace
+
+int64_t events_created() { return event_pool().created(); }
+
 Event::Event(bool timing) : timing_(timing) {}
 
-Event::~Event() {
-  if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
-}
+Event::~Event() { release(); }
 
 Event::Event(Event&& other) noexcept { *this = std::move(other); }
 
 Event& Event::operator=(Event&& other) noexcept {
   if (this != &other) {
-    if (handle_) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
-    handle_ = other.handle_;
-    device_ = other.device_;
+    release();
+    handle_ = std::exchange(other.handle_, nullptr);
+    device_ = std::exchange(other.device_, -1);
+    physical_ = std::exchange(other.physical_, -1);
     timing_ = other.timing_;
-    other.handle_ = nullptr;
-    other.device_ = -1;
   }
   return *this;
 }
 
+void Event::release() {
+  if (!handle_) return;
+  event_pool().give_back(static_cast<cudaEvent_t>(handle_), physical_, timing_);
+  handle_ = nullptr;
+  device_ = physical_ = -1;
+}
+
 void Event::record(const Stream& stream) {
   DeviceGuard guard(stream.device());
-  if (handle_ && physical_device(device_) != physical_device(stream.device())) {
-    cudaEventDestroy(static_cast<cudaEvent_t>(handle_));  // an event belongs to one GPU
-    handle_ = nullptr;
-  }
-  if (!handle_) {
-    cudaEvent_t e = nullptr;
-    TD_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming),
-                  "creating an event on cuda:", stream.device());
-    handle_ = e;
-  }
+  const int physical = physical_device(stream.device());
+  if (handle_ && physical_ != physical) release();  // an event belongs to one GPU
+  if (!handle_) handle_ = event_pool().take(physical, timing_);
   device_ = stream.device();
+  physical_ = physical;
   TD_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.handle())),
                 "recording an event on cuda:", device_);
 }

@@ -121,10 +121,17 @@ class Event {
   double elapsed_ms(const Event& end) const;  // both recorded with timing = true
 
  private:
-  void* handle_ = nullptr;  // a cudaEvent_t, created on first record
-  int device_ = -1;
+  void release();  // hands the event back to the pool of its GPU's events
+
+  void* handle_ = nullptr;  // a cudaEvent_t, taken from the pool on first record
+  int device_ = -1;         // logical, as recorded
+  int physical_ = -1;       // the GPU behind device_, whose pool the event returns to
   bool timing_ = false;
 };
+
+// How many CUDA events the process has created: Events reuse released ones, so a loop that makes
+// and drops Events keeps this flat.
+int64_t events_created();
 
 // Whether logical device `device` can read and write `peer`'s memory directly (always true for
 // logical devices on the same GPU). Peer access is enabled on first use.

@@ -52,6 +52,7 @@ void Event::wait(const Stream&) const { no_cuda("cuda::Event::wait"); }
 bool Event::query() const { return true; }
 void Event::synchronize() const {}
 double Event::elapsed_ms(const Event&) const { no_cuda("cuda::Event::elapsed_ms"); }
+int64_t events_created() { return 0; }
 
 bool can_access_peer(int, int) { no_cuda("cuda::can_access_peer"); }
 void set_poison_allocations(bool) {}

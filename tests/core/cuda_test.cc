@@ -104,6 +104,53 @@ TEST_CASE("events order work between streams and time it", "[cuda]") {
   td::testing::check_error([&] { start.elapsed_ms(untimed); }, {"timing"});
 }
 
+TEST_CASE("released events are reused, and a reused event orders and times work as a new one", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::cuda::Stream stream = td::cuda::new_stream(0);
+  td::Tensor x;
+  auto use_events = [&] {
+    td::cuda::StreamGuard on(stream);
+    td::cuda::Event begin(true), end(true), untimed;
+    begin.record(stream);
+    x = td::full({1 << 20}, 1.0f, td::TensorOptions().device("cuda:0")) * 3;
+    end.record(stream);
+    untimed.record(stream);
+    td::cuda::Event moved = std::move(untimed);  // one event, handed back once
+    moved.synchronize();
+    CHECK(moved.query());
+    CHECK(begin.elapsed_ms(end) >= 0.0);
+  };
+  use_events();  // the pool now holds what one round needs
+  const int64_t created = td::cuda::events_created();
+  for (int i = 0; i < 50; ++i) use_events();
+  CHECK(td::cuda::events_created() == created);
+  CHECK(x.sum().item<double>() == 3.0 * (1 << 20));
+  {
+    // An event given back while its work is still queued: the next owner's record is what counts.
+    td::cuda::StreamGuard on(stream);
+    td::Tensor big = td::full({1 << 24}, 2.0f, td::TensorOptions().device("cuda:0"));
+    {
+      td::cuda::Event pending;
+      pending.record(stream);
+      (void)(big * big).sum();
+    }
+    td::cuda::Event reused;
+    td::cuda::synchronize(0);
+    reused.record(td::cuda::default_stream(0));
+    reused.synchronize();
+    CHECK(reused.query());
+  }
+  if (td::cuda::device_count() >= 2) {
+    // An event moves between logical devices: from one GPU's pool to another's, or kept where
+    // both are the same GPU.
+    td::cuda::Event e;
+    e.record(td::cuda::default_stream(0));
+    e.record(td::cuda::default_stream(1));
+    e.synchronize();
+    CHECK(e.query());
+  }
+}
+
 TEST_CASE("the caching allocator reuses freed blocks and reports statistics per device", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   const td::Device dev("cuda:0");
