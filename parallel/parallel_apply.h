@@ -1,7 +1,9 @@
 // parallel_apply: runs one function per replica, each on its device's persistent worker thread
 // (core/device_threads.h), all at once. Each worker takes the caller's grad mode, its current
 // GPU streams and an equal share of the intra-op threads. Failures are re-raised once every worker has finished, as
-// tandem::Error "in replica i on device d: <what>" (the first failing replica's).
+// tandem::Error "in replica i on device d: <what>" (the first failing replica's). A GPU replica's
+// kernels are queued, not waited for: a fault inside one surfaces at a later call that waits,
+// unless CUDA_LAUNCH_BLOCKING=1 or tracing makes each replica wait for its own work.
 #pragma once
 
 #include <functional>
