@@ -235,7 +235,6 @@ void execute(Run& run) {
       lock.unlock();
       try {
         const auto start = std::chrono::steady_clock::now();  // hooks count as the node's time
-        DeviceTimer cpu_timer = device && !device->is_cuda() ? DeviceTimer(*device) : DeviceTimer();
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {
             if (!grads[i].defined()) continue;
@@ -254,10 +253,10 @@ void execute(Run& run) {
         if (!run.keep_graph) node->release();
         const auto end = std::chrono::steady_clock::now();
         if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);
-        if (gpu_span) gpu_span->stop();
-        if (cpu_timer.started()) {
-          cpu_timer.stop();
-          backward_seconds().add(*device, std::move(cpu_timer));
+        if (gpu_span) {
+          gpu_span->stop();
+        } else if (device) {
+          backward_seconds().add(*device, DeviceTimer::host_span(*device, start, end));
         }
       } catch (...) {
         failure = std::current_exception();

@@ -1,5 +1,7 @@
 #include "core/device_timer.h"
 
+#include "core/error.h"
+
 namespace tandem {
 
 DeviceTimer::DeviceTimer(Device device) : device_(device), started_(true), start_(std::chrono::steady_clock::now()) {
@@ -8,6 +10,17 @@ DeviceTimer::DeviceTimer(Device device) : device_(device), started_(true), start
   begin_.emplace(true);
   end_.emplace(true);
   begin_->record(stream_);
+}
+
+DeviceTimer DeviceTimer::host_span(Device device, std::chrono::steady_clock::time_point start,
+                                   std::chrono::steady_clock::time_point stop) {
+  TD_CHECK(!device.is_cuda(), "DeviceTimer::host_span: ", device, " is a GPU, whose work the host's clock does not time");
+  DeviceTimer t;
+  t.device_ = device;
+  t.started_ = t.stopped_ = true;
+  t.start_ = start;
+  t.stop_ = stop;
+  return t;
 }
 
 DeviceTimer::DeviceTimer(DeviceTimer&& other) noexcept { *this = std::move(other); }

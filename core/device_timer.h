@@ -25,6 +25,9 @@ class DeviceTimer {
  public:
   DeviceTimer() = default;  // not started: 0 seconds
   explicit DeviceTimer(Device device);  // starts now
+  // A CPU device's span between two readings of the host's clock that the caller already took.
+  static DeviceTimer host_span(Device device, std::chrono::steady_clock::time_point start,
+                               std::chrono::steady_clock::time_point stop);
   DeviceTimer(DeviceTimer&& other) noexcept;  // the source is left not started
   DeviceTimer& operator=(DeviceTimer&& other) noexcept;
   // Ends the span here; a later stop() moves the end to the later point.

@@ -40,6 +40,17 @@ TEST_CASE("a CPU device's timer is the host's time from its start to its last st
   CHECK(timer.ready());
 }
 
+TEST_CASE("a CPU device's timer can be made from two readings of the host's clock", "[cpu]") {
+  const auto start = std::chrono::steady_clock::now();
+  td::DeviceTimer span = td::DeviceTimer::host_span(td::Device("cpu:2"), start, start + 25ms);
+  CHECK(span.started());
+  CHECK(span.ready());
+  CHECK(span.device() == td::Device("cpu:2"));
+  CHECK(span.seconds() == Approx(0.025).epsilon(1e-12));
+  td::testing::check_error([&] { td::DeviceTimer::host_span(td::Device("cuda:0"), start, start); },
+                           {"DeviceTimer::host_span", "cuda:0", "GPU"});
+}
+
 TEST_CASE("DeviceSeconds adds timers per key; work on several devices counts as its longest timer", "[cpu]") {
   td::DeviceSeconds<std::string> ledger;
   td::DeviceTimer a = cpu_timer_of(5ms), b = cpu_timer_of(15ms), c = cpu_timer_of(1ms);
