@@ -27,7 +27,7 @@
 namespace tandem::kernels::cpu {
 
 inline constexpr int64_t kReduceChunk = 16384;  // fold length above which a fold is split
-inline constexpr int64_t kReduceColumns = 256;  // columns per task in the column-wise fold
+inline constexpr int64_t kReduceColumns = 4096;  // columns per task in the column-wise fold
 inline constexpr int64_t kReduceBlock = 128;    // elements folded from init() before combining
 inline constexpr int kFoldLanes = 16;
 
@@ -130,28 +130,52 @@ void reduce(const Tensor& in, const std::vector<bool>& reduced, const Ops& ops) 
   if (d.outputs == 0) return;
 
   // Column-wise: the input is [outer, fold, columns] contiguous with many columns, as in a sum
-  // over dim 0 of a row-major matrix. Each column folds its rows in order.
+  // over dim 0 of a row-major matrix. Each column folds its rows in order, kReduceBlock rows at a
+  // time. A task takes one such block of rows across up to kReduceColumns columns, so that it
+  // streams through whole rows (the prefetchers follow a long contiguous run, not a narrow strip
+  // of each row), and the blocks' results are then combined in order, column by column.
   const bool one_reduced_block = d.reduced_sizes.size() == 1 && !d.kept_sizes.empty() &&
                                  d.kept_strides.back() == 1 && d.reduced_strides[0] == d.kept_sizes.back();
   if (one_reduced_block && d.kept_sizes.back() >= 16 && d.fold > 1) {
     const int64_t columns = d.kept_sizes.back();
     const int64_t outer = d.outputs / columns;
-    const int64_t blocks = (columns + kReduceColumns - 1) / kReduceColumns;
-    parallel_for(0, outer * blocks, 1, [&](int64_t begin, int64_t end) {
-      Acc total[kReduceColumns], acc[kReduceColumns];
+    const int64_t width = std::min(columns, kReduceColumns);
+    const int64_t column_blocks = (columns + width - 1) / width;
+    const int64_t row_blocks = (d.fold + kReduceBlock - 1) / kReduceBlock;
+    struct Slot {  // not a plain Acc: a std::vector<bool> would share words between threads
+      Acc acc;
+    };
+    // partial[(o * row_blocks + b) * columns + c]: rows block b of column c, where there are several
+    std::vector<Slot> partial(row_blocks > 1 ? static_cast<size_t>(outer * row_blocks * columns) : 0);
+    parallel_for(0, outer * row_blocks * column_blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<Slot> acc(static_cast<size_t>(width));
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t o = task / blocks, c0 = (task % blocks) * kReduceColumns;
-        const int64_t width = std::min(kReduceColumns, columns - c0);
+        const int64_t o = task / (row_blocks * column_blocks);
+        const int64_t b = task / column_blocks % row_blocks, c0 = task % column_blocks * width;
+        const int64_t n = std::min(width, columns - c0);
+        const int64_t r0 = b * kReduceBlock, r1 = std::min(d.fold, r0 + kReduceBlock);
         const In* base = data + kept_offset(d, o * columns) + c0;
-        for (int64_t r0 = 0; r0 < d.fold; r0 += kReduceBlock) {
-          for (int64_t c = 0; c < width; ++c) acc[c] = ops.init();
-          for (int64_t r = r0; r < std::min(d.fold, r0 + kReduceBlock); ++r) {
-            const In* row = base + r * d.reduced_strides[0];
-            for (int64_t c = 0; c < width; ++c) acc[c] = ops.step(acc[c], row[c], r);
-          }
-          for (int64_t c = 0; c < width; ++c) total[c] = r0 == 0 ? acc[c] : ops.combine(total[c], acc[c]);
+        for (int64_t c = 0; c < n; ++c) acc[c].acc = ops.init();
+        for (int64_t r = r0; r < r1; ++r) {
+          const In* row = base + r * d.reduced_strides[0];
+          for (int64_t c = 0; c < n; ++c) acc[c].acc = ops.step(acc[c].acc, row[c], r);
         }
-        for (int64_t c = 0; c < width; ++c) ops.write(o * columns + c0 + c, total[c], d.fold);
+        if (row_blocks == 1) {
+          for (int64_t c = 0; c < n; ++c) ops.write(o * columns + c0 + c, acc[c].acc, d.fold);
+        } else {
+          Slot* out = partial.data() + (o * row_blocks + b) * columns + c0;
+          for (int64_t c = 0; c < n; ++c) out[c] = acc[c];
+        }
+      }
+    });
+    if (row_blocks == 1) return;
+    parallel_for(0, outer * columns, kReduceColumns, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t o = i / columns, c = i % columns;
+        const Slot* column = partial.data() + o * row_blocks * columns + c;
+        Acc total = column[0].acc;
+        for (int64_t b = 1; b < row_blocks; ++b) total = ops.combine(total, column[b * columns].acc);
+        ops.write(i, total, d.fold);
       }
     });
     return;

@@ -653,6 +653,35 @@ TEST_CASE("ties and NaNs resolve to the first occurrence across the chunks of a 
     check_equal(mi, hi);
     check_equal(lv, lo_v);
     check_equal(li, lo_i);
+
+    // [300, 4100] over dim 0: the column-wise path over several blocks of rows and of columns,
+    // whose results combine in row order; ties and NaNs fall in different blocks of rows.
+    Tensor w = td::ones({300, 4100}, dtype);
+    for (int64_t c : {int64_t{2}, int64_t{4099}}) {
+      set_element(w, {200, c}, 4);
+      set_element(w, {260, c}, 4);
+      set_element(w, {10, c}, 0);
+      set_element(w, {290, c}, 0);
+    }
+    if (floating) {
+      set_element(w, {150, 4098}, kNaN);
+      set_element(w, {20, 4098}, 5);
+      set_element(w, {299, 4098}, kNaN);
+    }
+    auto [wv, wi] = td::max(w, 0);
+    auto [wl, wli] = td::min(w, 0);
+    for (int64_t c : {int64_t{2}, int64_t{4099}}) {
+      check_equal(wv[c], {4});
+      check_equal(wi[c], {200});
+      check_equal(wl[c], {0});
+      check_equal(wli[c], {10});
+    }
+    check_equal(wi[3], {0});
+    if (floating) {
+      check_equal(wv[4098], {kNaN});
+      check_equal(wi[4098], {150});
+      check_equal(wli[4098], {150});
+    }
   }
 }
 
