@@ -1,5 +1,6 @@
 // CPU 2-D pooling over contiguous [planes, H, W] inputs, one plane per task.
 // Max pooling propagates NaN and reports the first maximum's flat index within its plane.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -10,42 +11,105 @@
 
 namespace tandem::kernels::cpu {
 
+namespace {
+
+// A window's maximum, kept without a branch per element (on real data the comparison goes
+// either way at random, and mispredicted branches cost more than the rest of the kernel): the
+// largest value and its first position, and apart from it the first NaN's position, which wins
+// if there is one (NaN propagates, and the first one is reported).
+template <typename M>
+inline void take_max(M v, int64_t at, M& best, int64_t& best_at, int64_t& nan_at) {
+  const bool larger = v > best;  // false where either is NaN
+  best = larger ? v : best;
+  best_at = larger ? at : best_at;
+  nan_at = (nan_at < 0) & (v != v) ? at : nan_at;
+}
+
+// The taps k in [0, taps) whose position start + k * step lies in [0, size): [*lo, *hi).
+void taps_inside(int64_t start, int64_t step, int64_t taps, int64_t size, int64_t* lo, int64_t* hi) {
+  *lo = start >= 0 ? 0 : (-start + step - 1) / step;
+  *hi = start >= size ? 0 : std::min(taps, (size - start + step - 1) / step);
+}
+
+}  // namespace
+
 void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2d& p) {
   const int64_t h = x.sizes()[x.dim() - 2], w = x.sizes()[x.dim() - 1];
   const int64_t oh = out.sizes()[out.dim() - 2], ow = out.sizes()[out.dim() - 1];
   const int64_t planes = oh * ow == 0 ? 0 : out.numel() / (oh * ow);
   int64_t* idx = indices.data_ptr<int64_t>();
+  // Each window's taps inside the input, worked out once for all planes; the windows wholly
+  // inside along w are the columns [inner_lo, inner_hi).
+  std::vector<int64_t> rows(2 * oh), columns(2 * ow);
+  for (int64_t i = 0; i < oh; ++i) taps_inside(i * p.sh - p.ph, p.dh, p.kh, h, &rows[2 * i], &rows[2 * i + 1]);
+  for (int64_t j = 0; j < ow; ++j) taps_inside(j * p.sw - p.pw, p.dw, p.kw, w, &columns[2 * j], &columns[2 * j + 1]);
+  int64_t inner_lo = 0, inner_hi = 0;
+  for (int64_t j = 0; j < ow; ++j) {
+    if (columns[2 * j] != 0 || columns[2 * j + 1] != p.kw) continue;
+    if (inner_hi == 0) inner_lo = j;
+    inner_hi = j + 1;
+  }
   dispatch_numeric(x.dtype(), "max_pool2d", [&]<typename T>() {
     using M = opmath_t<T>;
     const T* src = static_cast<const T*>(x.data_ptr());
     T* dst = static_cast<T*>(out.data_ptr());
-    parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t plane = begin; plane < end; ++plane) {
-        const T* in = src + plane * h * w;
-        for (int64_t i = 0; i < oh; ++i) {
-          for (int64_t j = 0; j < ow; ++j) {
-            const int64_t h0 = i * p.sh - p.ph, w0 = j * p.sw - p.pw;
-            // A window wholly in the padding (possible with dilation) gives -inf and index -1.
-            M best = std::numeric_limits<M>::has_infinity ? -std::numeric_limits<M>::infinity()
+    const M lowest = std::numeric_limits<M>::has_infinity ? -std::numeric_limits<M>::infinity()
                                                           : std::numeric_limits<M>::lowest();
-            int64_t best_at = -1;
-            for (int64_t a = 0; a < p.kh; ++a) {
-              const int64_t y = h0 + a * p.dh;
-              if (y < 0 || y >= h) continue;
+    parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
+      std::vector<M> best_row(static_cast<size_t>(ow));
+      std::vector<int64_t> at_row(static_cast<size_t>(ow)), nan_row(static_cast<size_t>(ow));
+      M* __restrict best = best_row.data();
+      int64_t* __restrict best_at = at_row.data();
+      int64_t* __restrict nan_at = nan_row.data();
+      for (int64_t plane = begin; plane < end; ++plane) {
+        const T* __restrict in = src + plane * h * w;
+        for (int64_t i = 0; i < oh; ++i) {
+          const int64_t h0 = i * p.sh - p.ph, a0 = rows[2 * i], a1 = rows[2 * i + 1];
+          for (int64_t j = 0; j < ow; ++j) {  // a window wholly in the padding keeps these
+            best[j] = lowest;
+            best_at[j] = nan_at[j] = -1;
+          }
+          if (a0 < a1) {
+            // Tap by tap over the row of windows inside along w (a loop of selects), then the
+            // windows that the padding cuts along w, one by one.
+            const int64_t first = (h0 + a0 * p.dh) * w - p.pw;
+            for (int64_t j = inner_lo; j < inner_hi; ++j) {
+              best_at[j] = first + j * p.sw;
+              best[j] = static_cast<M>(in[best_at[j]]);
+            }
+            // Locals, not the captured references: the stores below might alias those as far as
+            // the compiler knows, and then it does not vectorize.
+            const int64_t lo = inner_lo, hi = inner_hi, step = p.sw;
+            for (int64_t a = a0; a < a1; ++a) {
               for (int64_t b = 0; b < p.kw; ++b) {
-                const int64_t xw = w0 + b * p.dw;
-                if (xw < 0 || xw >= w) continue;
-                const M v = static_cast<M>(in[y * w + xw]);
-                if (best_at < 0 || v > best || std::isnan(static_cast<double>(v))) {
-                  if (best_at >= 0 && std::isnan(static_cast<double>(best))) continue;
-                  best = v;
-                  best_at = y * w + xw;
+                const int64_t tap = (h0 + a * p.dh) * w - p.pw + b * p.dw;
+                for (int64_t j = lo; j < hi; ++j) {
+                  const int64_t at = tap + j * step;
+                  take_max(static_cast<M>(in[at]), at, best[j], best_at[j], nan_at[j]);
                 }
               }
             }
-            const int64_t o = (plane * oh + i) * ow + j;
-            dst[o] = static_cast<T>(best);
-            idx[o] = best_at;
+            for (int64_t j = 0; j < ow; ++j) {
+              if (j >= inner_lo && j < inner_hi) continue;
+              const int64_t w0 = j * p.sw - p.pw, b0 = columns[2 * j], b1 = columns[2 * j + 1];
+              if (b0 >= b1) continue;
+              for (int64_t a = a0; a < a1; ++a) {
+                for (int64_t b = b0; b < b1; ++b) {
+                  const int64_t at = (h0 + a * p.dh) * w + w0 + b * p.dw;
+                  if (best_at[j] < 0) {
+                    best_at[j] = at;
+                    best[j] = static_cast<M>(in[at]);
+                  }
+                  take_max(static_cast<M>(in[at]), at, best[j], best_at[j], nan_at[j]);
+                }
+              }
+            }
+          }
+          const int64_t o = (plane * oh + i) * ow;
+          for (int64_t j = 0; j < ow; ++j) {
+            const bool nan = nan_at[j] >= 0;
+            dst[o + j] = static_cast<T>(nan ? static_cast<M>(in[nan_at[j]]) : best[j]);
+            idx[o + j] = nan ? nan_at[j] : best_at[j];
           }
         }
       }
