@@ -127,6 +127,29 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   return y;
 }
 
+Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
+  Tensor y = kernels::im2col_matrix(x, kernel_size, dilation, padding, stride);
+  if (!needs_grad({&x})) return y;
+  Shape k = kernel_size.vec(), d = dilation.vec(), p = padding.vec(), s = stride.vec();
+  const int64_t batch = x.size(0);
+  Shape hw(x.sizes().end() - 2, x.sizes().end());
+  record("Im2ColMatrixBackward", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {col2im_matrix(g[0], batch, hw, k, d, p, s)};
+  });
+  return y;
+}
+
+Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
+                     IntList padding, IntList stride) {
+  Tensor y = kernels::col2im_matrix(matrix, batch, output_size, kernel_size, dilation, padding, stride);
+  if (!needs_grad({&matrix})) return y;
+  Shape k = kernel_size.vec(), d = dilation.vec(), p = padding.vec(), s = stride.vec();
+  record("Col2ImMatrixBackward", {&matrix}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {im2col_matrix(g[0], k, d, p, s)};
+  });
+  return y;
+}
+
 namespace {
 
 // Dropout's gradient, differentiable in grad (its own gradient is itself).

@@ -182,6 +182,10 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, Int
 Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
+// Convolution's layout of the same (kernels/nn_ops.h): [N, C, H, W] <-> [C*kh*kw, N*L].
+Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride);
+Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
+                     IntList padding, IntList stride);
 
 // Fused layers (kernels/nn_ops.h), each one node whose backward is one kernel; under create_graph the
 // backward is written in differentiable ops instead, so second derivatives work. nn::functional's

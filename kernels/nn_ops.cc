@@ -181,6 +181,47 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   return cols.dim() == 2 ? squeeze(out, 0) : out;
 }
 
+Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
+  check_defined(x, "im2col_matrix", "input");
+  TD_CHECK(x.dim() == 4, "im2col_matrix: expected a 4-D [N, C, H, W] input, got shape ", shape_str(x.sizes()));
+  if (x.is_cuda()) {  // the GPU's kernel writes [N, C*kh*kw, L] only
+    Tensor cols = im2col(x, kernel_size, dilation, padding, stride);
+    return contiguous(transpose(cols, 0, 1)).view({cols.sizes()[1], cols.sizes()[0] * cols.sizes()[2]});
+  }
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col_matrix");
+  const int64_t n = x.sizes()[0], c = x.sizes()[1], h = x.sizes()[2], w = x.sizes()[3];
+  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
+  TD_CHECK(oh > 0 && ow > 0, "im2col_matrix: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
+           ", kernel ", p.kh, "x", p.kw, ")");
+  const int64_t fields = c * p.kh * p.kw, width = oh * ow;
+  Tensor matrix = empty_tensor({fields, n * width}, x.dtype(), x.device());
+  // The kernel sees it as [N, fields, L] with image n at column n * L.
+  cpu::im2col(as_strided(matrix, {n, fields, width}, {width, n * width, 1}, 0), contiguous(x), p);
+  return matrix;
+}
+
+Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
+                     IntList padding, IntList stride) {
+  check_defined(matrix, "col2im_matrix", "input");
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im_matrix");
+  auto [h, w] = pair_of(output_size, "col2im_matrix", "output_size");
+  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
+  TD_CHECK(matrix.dim() == 2 && batch >= 0 && matrix.sizes()[1] == batch * oh * ow &&
+               matrix.sizes()[0] % (p.kh * p.kw) == 0,
+           "col2im_matrix: expected [C*", p.kh, "*", p.kw, ", ", batch, "*", oh * ow, "] (", batch,
+           " images' columns side by side, ", oh, "x", ow, " positions each for output_size ", h, "x", w,
+           "), got shape ", shape_str(matrix.sizes()));
+  const int64_t fields = matrix.sizes()[0], width = oh * ow;
+  // [N, fields, L] over the matrix's memory; its rows must run along memory, so a matrix laid
+  // out otherwise is copied once here.
+  Tensor rows = matrix.numel() == 0 || matrix.strides()[1] == 1 ? matrix : contiguous(matrix);
+  Tensor cols = transpose(view(rows, {fields, batch, width}), 0, 1);
+  if (matrix.is_cuda()) return col2im(cols, output_size, kernel_size, dilation, padding, stride);
+  Tensor out = zeros({batch, fields / (p.kh * p.kw), h, w}, TensorOptions(matrix.dtype()).device(matrix.device()));
+  cpu::col2im(out, cols, p);
+  return out;
+}
+
 namespace {
 
 // -1: not yet read from TANDEM_CUDNN; then 0 or 1.

@@ -36,6 +36,13 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntLis
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation = 1,
               IntList padding = 0, IntList stride = 1);
 
+// Convolution's matrix form of im2col: [N, C, H, W] -> [C*kh*kw, N*L], image n's columns at
+// [n*L, (n+1)*L), so that one GEMM per group convolves the whole batch. col2im_matrix is its
+// adjoint, back to [N, C, H, W] with H, W = output_size.
+Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride);
+Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
+                     IntList padding, IntList stride);
+
 // 2-D convolution through cuDNN, for tensors on a CUDA device: x [N, C, H, W] and weight
 // [O, C / groups, kh, kw] of one floating dtype; no bias (nn::functional::conv2d adds it). Used by
 // conv2d while cudnn_enabled(): in a CUDA build, unless TANDEM_CUDNN=0 or set_cudnn_enabled(false)

@@ -78,11 +78,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
-  // im2col gives [N, C*kh*kw, L]; laid out as [C*kh*kw, N*L] the whole batch is one GEMM per
-  // group, which BLAS runs far faster than N small ones.
-  Tensor cols = im2col(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});
+  // The receptive fields as [C*kh*kw, N*L]: the whole batch is one GEMM per group, which BLAS
+  // runs far faster than N small ones.
+  Tensor columns = im2col_matrix(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});
   const int64_t per_group_in = c / groups * kh * kw, per_group_out = out_channels / groups;
-  Tensor columns = cols.transpose(0, 1).reshape({c * kh * kw, n * oh * ow});
   std::vector<Tensor> parts;
   for (int64_t g = 0; g < groups; ++g) {
     Tensor wg = weight.narrow(0, g * per_group_out, per_group_out).reshape({per_group_out, per_group_in});

@@ -153,6 +153,10 @@ const std::vector<Case>& cases() {
       {"avg_pool2d options", {{{2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 2, 2, 1, true, false); }},
       {"im2col", {{{1, 2, 4, 5}}}, [](V x) { return td::im2col(x[0], {2, 3}, 1, 1, {2, 1}); }},
       {"col2im", {{{1, 8, 12}}}, [](V x) { return td::col2im(x[0], {4, 5}, 2, 1, 0, 1); }},
+      {"im2col_matrix", {{{2, 2, 4, 5}}}, [](V x) { return td::im2col_matrix(x[0], {2, 3}, 1, 1, {2, 1}); }},
+      {"col2im_matrix", {{{8, 24}}}, [](V x) { return td::col2im_matrix(x[0], 2, {4, 5}, 2, 1, 0, 1); }},
+      {"col2im_matrix of a transposed matrix", {{{24, 8}}},
+       [](V x) { return td::col2im_matrix(x[0].t(), 2, {4, 5}, 2, 1, 0, 1); }},
       // in-place ops on non-leaves
       {"in-place chain", {{{3, 4}}, {{4}}}, [](V x) {
          Tensor y = x[0] * 1;

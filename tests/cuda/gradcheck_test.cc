@@ -176,6 +176,8 @@ const std::vector<Case>& cases() {
       {"avg_pool2d options", {{{2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 2, 2, 1, true, false); }},
       {"im2col", {{{1, 2, 4, 5}}}, [](V x) { return td::im2col(x[0], {2, 3}, 1, 1, {2, 1}); }},
       {"col2im", {{{1, 8, 12}}}, [](V x) { return td::col2im(x[0], {4, 5}, 2, 1, 0, 1); }},
+      {"im2col_matrix", {{{2, 2, 4, 5}}}, [](V x) { return td::im2col_matrix(x[0], {2, 3}, 1, 1, {2, 1}); }},
+      {"col2im_matrix", {{{8, 24}}}, [](V x) { return td::col2im_matrix(x[0], 2, {4, 5}, 2, 1, 0, 1); }},
       {"conv2d", {{{1, 2, 5, 4}}, {{4, 1, 3, 2}}, {{4}}},
        [](V x) { return td::nn::F::conv2d(x[0], x[1], x[2], {2, 1}, 1, 1, 2); }},
       {"cross_entropy", {{{4, 5}}},

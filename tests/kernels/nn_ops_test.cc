@@ -575,6 +575,52 @@ TEST_CASE("col2im is the adjoint of im2col", "[cpu]") {
   }
 }
 
+TEST_CASE("im2col_matrix and col2im_matrix are im2col and col2im with the batch beside the positions", "[cpu]") {
+  tt::reseed(110);
+  const int64_t n = 3, c = 2, h = 7, w = 9;
+  for (const Pool& p : conv_cases()) {
+    const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+    if (oh < 1 || ow < 1) continue;
+    const int64_t fields = c * p.kh * p.kw, width = oh * ow;
+    for (tt::Layout layout : tt::all_layouts()) {
+      const std::string what = describe(p, {n, c, h, w}, tt::layout_name(layout));
+      INFO(what);
+      Tensor x = tt::random_tensor({n, c, h, w}, td::kFloat32, layout);
+      Snapshot before(x);
+      Tensor matrix = td::im2col_matrix(x, {p.kh, p.kw}, {p.dh, p.dw}, {p.ph, p.pw}, {p.sh, p.sw});
+      REQUIRE(matrix.sizes() == Shape{fields, n * width});
+      // Element (r, k * L + l) of the matrix is element (k, r, l) of im2col's columns.
+      const std::vector<double> ref = ref_im2col(x, p);
+      std::vector<double> expected;
+      for (int64_t r = 0; r < fields; ++r) {
+        for (int64_t k = 0; k < n; ++k) {
+          for (int64_t l = 0; l < width; ++l) expected.push_back(ref[(k * fields + r) * width + l]);
+        }
+      }
+      check_equal(matrix, expected, what);
+      before.check_unchanged(x);
+
+      Tensor m = tt::random_tensor({fields, n * width}, td::kFloat64, layout);
+      Snapshot m_before(m);
+      Tensor out = td::col2im_matrix(m, n, {h, w}, {p.kh, p.kw}, {p.dh, p.dw}, {p.ph, p.pw}, {p.sh, p.sw});
+      REQUIRE(out.sizes() == Shape{n, c, h, w});
+      Tensor as_cols = m.view({fields, n, width}).transpose(0, 1).contiguous();
+      check_close(out, ref_col2im(as_cols, n, c, h, w, p), tt::rtol_for(td::kFloat64), 1e-13, what);
+      m_before.check_unchanged(m);
+    }
+  }
+  // An empty batch.
+  Tensor none = td::im2col_matrix(td::zeros({0, 2, 5, 5}), 3, 1, 1, 1);
+  CHECK(none.sizes() == Shape{18, 0});
+  CHECK(td::col2im_matrix(none, 0, {5, 5}, 3, 1, 1, 1).sizes() == Shape{0, 2, 5, 5});
+  // Bad input: the op, the shapes and what was expected.
+  check_error([&] { td::im2col_matrix(td::zeros({2, 5, 5}), 3, 1, 1, 1); }, {"im2col_matrix", "4-D", "[2, 5, 5]"});
+  check_error([&] { td::im2col_matrix(td::zeros({1, 1, 2, 2}), 3, 1, 0, 1); }, {"im2col_matrix", "does not fit"});
+  check_error([&] { td::col2im_matrix(td::zeros({18, 49}), 2, {5, 5}, 3, 1, 1, 1); },
+              {"col2im_matrix", "[18, 49]", "2*25"});
+  check_error([&] { td::col2im_matrix(td::zeros({17, 50}), 2, {5, 5}, 3, 1, 1, 1); }, {"col2im_matrix", "[17, 50]"});
+}
+
 TEST_CASE("col2im of im2col of all-ones counts the windows covering each pixel", "[cpu]") {
   const int64_t h = 7, w = 9;
   for (const Pool& p : conv_cases()) {
