@@ -210,6 +210,7 @@ class EventPool {
       if (!free.empty()) {
         cudaEvent_t e = free.back();
         free.pop_back();
+        --free_count_;
         return e;
       }
     }
@@ -219,15 +220,26 @@ class EventPool {
     created_.fetch_add(1);
     return e;
   }
-  void give_back(cudaEvent_t e, int physical, bool timing) {
-    std::lock_guard lock(mutex_);
-    free_[{physical, timing}].push_back(e);
+  // Called from destructors: never throws (an event it cannot keep is destroyed).
+  void give_back(cudaEvent_t e, int physical, bool timing) noexcept {
+    try {
+      std::lock_guard lock(mutex_);
+      free_[{physical, timing}].push_back(e);
+      ++free_count_;
+    } catch (...) {
+      cudaEventDestroy(e);
+    }
   }
   int64_t created() const { return created_.load(); }
+  int64_t free_count() {
+    std::lock_guard lock(mutex_);
+    return free_count_;
+  }
 
  private:
   std::mutex mutex_;
   std::map<std::pair<int, bool>, std::vector<cudaEvent_t>> free_;
+  int64_t free_count_ = 0;  // events in free_, for tests
   std::atomic<int64_t> created_{0};
 };
 
@@ -239,6 +251,7 @@ EventPool& event_pool() {
 }  // namespace
 
 int64_t events_created() { return event_pool().created(); }
+int64_t events_pooled() { return event_pool().free_count(); }
 
 Event::Event(bool timing) : timing_(timing) {}
 

@@ -129,9 +129,10 @@ class Event {
   bool timing_ = false;
 };
 
-// How many CUDA events the process has created: Events reuse released ones, so a loop that makes
-// and drops Events keeps this flat.
+// How many CUDA events the process has created, and how many of them wait in the pools: Events
+// reuse released ones, so a loop that makes and drops Events keeps both flat.
 int64_t events_created();
+int64_t events_pooled();
 
 // Whether logical device `device` can read and write `peer`'s memory directly (always true for
 // logical devices on the same GPU). Peer access is enabled on first use.

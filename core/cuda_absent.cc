@@ -53,6 +53,7 @@ bool Event::query() const { return true; }
 void Event::synchronize() const {}
 double Event::elapsed_ms(const Event&) const { no_cuda("cuda::Event::elapsed_ms"); }
 int64_t events_created() { return 0; }
+int64_t events_pooled() { return 0; }
 
 bool can_access_peer(int, int) { no_cuda("cuda::can_access_peer"); }
 void set_poison_allocations(bool) {}

@@ -206,6 +206,8 @@ Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, I
   Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im_matrix");
   auto [h, w] = pair_of(output_size, "col2im_matrix", "output_size");
   const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
+  TD_CHECK(oh > 0 && ow > 0, "col2im_matrix: the kernel does not fit the padded output_size ", h, "x", w,
+           " (kernel ", p.kh, "x", p.kw, ")");
   TD_CHECK(matrix.dim() == 2 && batch >= 0 && matrix.sizes()[1] == batch * oh * ow &&
                matrix.sizes()[0] % (p.kh * p.kw) == 0,
            "col2im_matrix: expected [C*", p.kh, "*", p.kw, ", ", batch, "*", oh * ow, "] (", batch,

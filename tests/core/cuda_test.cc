@@ -121,23 +121,34 @@ TEST_CASE("released events are reused, and a reused event orders and times work 
     CHECK(begin.elapsed_ms(end) >= 0.0);
   };
   use_events();  // the pool now holds what one round needs
-  const int64_t created = td::cuda::events_created();
+  const int64_t created = td::cuda::events_created(), pooled = td::cuda::events_pooled();
   for (int i = 0; i < 50; ++i) use_events();
   CHECK(td::cuda::events_created() == created);
+  CHECK(td::cuda::events_pooled() == pooled);  // each event handed back once, the moved one too
   CHECK(x.sum().item<double>() == 3.0 * (1 << 20));
   {
-    // An event given back while its work is still queued: the next owner's record is what counts.
+    // An event given back while the work before its record is still queued: its next owner's
+    // record is what that owner's waits and queries see.
     td::cuda::StreamGuard on(stream);
+    td::cuda::Stream other = td::cuda::new_stream(0);
     td::Tensor big = td::full({1 << 24}, 2.0f, td::TensorOptions().device("cuda:0"));
+    td::Tensor z = td::full({1 << 22}, 1.0f, td::TensorOptions().device("cuda:0"));
     {
       td::cuda::Event pending;
+      for (int i = 0; i < 4; ++i) big.mul_(1.0f);
       pending.record(stream);
-      (void)(big * big).sum();
     }
     td::cuda::Event reused;
-    td::cuda::synchronize(0);
-    reused.record(td::cuda::default_stream(0));
-    reused.synchronize();
+    z.mul_(3.0f);
+    reused.record(stream);
+    CHECK(td::cuda::events_created() == created);  // it took the one `pending` gave back
+    reused.wait(other);
+    td::Tensor total;
+    {
+      td::cuda::StreamGuard on_other(other);
+      total = z.sum();
+    }
+    CHECK(total.item<double>() == 3.0 * (1 << 22));
     CHECK(reused.query());
   }
   if (td::cuda::device_count() >= 2) {
@@ -148,6 +159,7 @@ TEST_CASE("released events are reused, and a reused event orders and times work 
     e.record(td::cuda::default_stream(1));
     e.synchronize();
     CHECK(e.query());
+    CHECK(td::cuda::events_created() <= created + 1);
   }
 }
 

@@ -607,6 +607,14 @@ TEST_CASE("im2col_matrix and col2im_matrix are im2col and col2im with the batch 
       Tensor as_cols = m.view({fields, n, width}).transpose(0, 1).contiguous();
       check_close(out, ref_col2im(as_cols, n, c, h, w, p), tt::rtol_for(td::kFloat64), 1e-13, what);
       m_before.check_unchanged(m);
+      if (layout != tt::Layout::Contiguous) continue;
+      // Columns of a wider matrix: rows apart by more than N*L, read in place.
+      Tensor wide = tt::random_tensor({fields, n * width + 5}, td::kFloat64);
+      Tensor part = wide.narrow(1, 2, n * width);
+      Tensor from_part = td::col2im_matrix(part, n, {h, w}, {p.kh, p.kw}, {p.dh, p.dw}, {p.ph, p.pw}, {p.sh, p.sw});
+      check_close(from_part, ref_col2im(part.contiguous().view({fields, n, width}).transpose(0, 1).contiguous(), n, c,
+                                        h, w, p),
+                  tt::rtol_for(td::kFloat64), 1e-13, what + " narrowed");
     }
   }
   // An empty batch.
@@ -619,6 +627,7 @@ TEST_CASE("im2col_matrix and col2im_matrix are im2col and col2im with the batch 
   check_error([&] { td::col2im_matrix(td::zeros({18, 49}), 2, {5, 5}, 3, 1, 1, 1); },
               {"col2im_matrix", "[18, 49]", "2*25"});
   check_error([&] { td::col2im_matrix(td::zeros({17, 50}), 2, {5, 5}, 3, 1, 1, 1); }, {"col2im_matrix", "[17, 50]"});
+  check_error([&] { td::col2im_matrix(td::zeros({9, 0}), 2, {2, 2}, 3, 1, 0, 1); }, {"col2im_matrix", "does not fit"});
 }
 
 TEST_CASE("col2im of im2col of all-ones counts the windows covering each pixel", "[cpu]") {

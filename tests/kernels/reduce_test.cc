@@ -1040,6 +1040,41 @@ TEST_CASE("output dtypes: sum, prod and cumsum of integers give int64, all and a
   }
 }
 
+TEST_CASE("a column-wise sum folds each column's rows in blocks of 128, combined in order, also with outer dims",
+          "[cpu]") {
+  tt::reseed(23);
+  // [2, 300, 40] over dim 1: two outer slices, three blocks of rows (128, 128, 44).
+  Tensor x = random_tensor({2, 300, 40}, td::kFloat32);
+  const auto v = values(x);
+  std::vector<double> expected;
+  for (int64_t o = 0; o < 2; ++o) {
+    for (int64_t c = 0; c < 40; ++c) {
+      double total = 0;
+      for (int64_t r0 = 0; r0 < 300; r0 += 128) {
+        double block = 0;
+        for (int64_t r = r0; r < std::min<int64_t>(300, r0 + 128); ++r) {
+          block += static_cast<double>(static_cast<float>(v[(o * 300 + r) * 40 + c]));
+        }
+        total = r0 == 0 ? block : total + block;
+      }
+      expected.push_back(static_cast<double>(static_cast<float>(total)));
+    }
+  }
+  check_equal(td::sum(x, {1}), expected);  // bit for bit: the same additions in the same order
+  // A flag in the last block of rows of one column, in a bool tensor.
+  Tensor flags = td::zeros({300, 20}, td::kBool);
+  set_element(flags, {290, 7}, 1);
+  Values any(20, 0), all(20, 0);
+  any[7] = 1;
+  check_equal(td::any(flags, 0), any);
+  check_equal(td::all(flags, 0), all);
+  Tensor set = td::ones({300, 20}, td::kBool);
+  set_element(set, {290, 7}, 0);
+  Values all_set(20, 1);
+  all_set[7] = 0;
+  check_equal(td::all(set, 0), all_set);
+}
+
 TEST_CASE("reduction results are bitwise identical with 1, 2 and 4 threads", "[cpu]") {
   tt::reseed(19);
   Tensor big = random_tensor({1000003}, td::kFloat32);
