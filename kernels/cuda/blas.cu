@@ -50,6 +50,11 @@ cublasHandle_t handle_for(Device device) {
   cublasHandle_t handle = per_thread_and_device<cublasHandle_t>(device, [&] {
     cublasHandle_t h = nullptr;
     TD_CUBLAS_CHECK(cublasCreate(&h), "matmul on ", device, ": creating the cuBLAS handle");
+    // float16/bfloat16 products accumulate in float32 throughout, as on the CPU: cuBLAS would
+    // otherwise be free to add split-K partial sums in 16 bits.
+    TD_CUBLAS_CHECK(cublasSetMathMode(h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                    "matmul on ", device, ": setting the cuBLAS math mode");
     return h;
   });
   TD_CUBLAS_CHECK(cublasSetStream(handle, stream_of(device)), "matmul on ", device);
@@ -205,7 +210,10 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
   auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
     return cublasLtMatmulPreferenceSetAttribute(p.preference, attribute, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
   };
+  // Split-K partial sums in float32 (or none), never in a 16-bit output type; see handle_for.
+  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   if (!prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace_bytes) ||
+      !prefer(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions) ||
       !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a) ||
       !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b) ||
       !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d) ||

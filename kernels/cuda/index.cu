@@ -1,7 +1,8 @@
 // CUDA indexing kernels, one thread per element (per 16-byte word of a row for index_select). gather
 // and scatter_add view the indexed tensor over the index's shape with stride 0 along `dim`, so the
 // element-wise indexer (merged dims, any strides) walks all operands and the index adds the dim offset.
-// scatter_add's collisions use atomic adds: its float sums may differ from the CPU's in the last bits.
+// scatter_add's collisions use atomic adds, as PyTorch's do: its float sums may differ from the
+// CPU's, and from run to run, in the last bits.
 #include <cuda_runtime.h>
 
 #include "core/dispatch.h"

@@ -19,17 +19,18 @@ namespace tandem::kernels::cuda {
 
 namespace {
 
-inline constexpr int kMaxReduceDims = 16;
+inline constexpr int kMaxReduceDims = 64;  // as the CPU's; kernel parameters stay under 4 KiB
 inline constexpr int64_t kSmallFold = 64;          // shorter folds: one thread per output
 inline constexpr int64_t kTargetBlocks = 1024;     // enough blocks to fill a GPU; splits aim for it
 inline constexpr int64_t kMinSplitPerThread = 64;  // fold positions per thread below which splitting does not pay
 inline constexpr int64_t kGroupGrain = 16;         // fold positions per thread a group aims for as it grows
 inline constexpr int kWarp = 32;
 
-// float64 accumulates in double, the other floating types in float, integers (and bool) in int64.
+// Floating types accumulate in double, integers (and bool) in int64, as on the CPU: a float
+// total would overflow or underflow where the result does not (a norm of 1e20s, a product that
+// comes back into range) and drift over long folds. The kernels wait on memory, not on the adds.
 template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
-                                 std::conditional_t<is_floating_type_v<T>, float, int64_t>>;
+using acc_t = std::conditional_t<is_floating_type_v<T>, double, int64_t>;
 
 template <typename In>
 TD_INLINE auto op_value(In x) {
@@ -72,6 +73,7 @@ struct ReduceGeometry {
   int threads_per_output = 1;  // a power of two up to kThreads
   int64_t chunk = 1;           // fold positions per split; gridDim.y splits
 };
+static_assert(sizeof(ReduceGeometry) + 512 <= 4096, "a kernel's parameters must fit in 4 KiB");
 
 // ---- the generic kernel ----
 
