@@ -1,8 +1,9 @@
 // The sum of several tensors in one pass (the reduction step of the collectives): each element
 // reads every input once and is written once, added in the order of the inputs, so a sum over
-// devices is the same on every run. More inputs than one launch takes are added in groups, the
-// later groups onto the output.
+// devices is the same on every run. More inputs than one launch takes are added in groups, each
+// onto the running sum of the groups before.
 #include "core/dispatch.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -18,13 +19,20 @@ struct Inputs {
   int count;
 };
 
+// One group of inputs: the first group starts from its first input, a later one from the running
+// sum (kept in `partial`, in op-math, where T is narrower; in out otherwise); the last group
+// writes out.
 template <typename T>
-__global__ void add_n_kernel(T* out, Inputs<T> in, bool onto_out, int64_t n) {
+__global__ void add_n_kernel(T* out, opmath_t<T>* partial, Inputs<T> in, bool first, bool last, int64_t n) {
   using Acc = opmath_t<T>;
   TD_GRID_STRIDE(i, n) {
-    Acc acc = onto_out ? static_cast<Acc>(out[i]) : static_cast<Acc>(in.data[0][i]);
-    for (int k = onto_out ? 0 : 1; k < in.count; ++k) acc = static_cast<Acc>(acc + static_cast<Acc>(in.data[k][i]));
-    out[i] = static_cast<T>(acc);
+    Acc acc = first ? static_cast<Acc>(in.data[0][i]) : partial ? partial[i] : static_cast<Acc>(out[i]);
+    for (int k = first ? 1 : 0; k < in.count; ++k) acc = static_cast<Acc>(acc + static_cast<Acc>(in.data[k][i]));
+    if (last || !partial) {
+      out[i] = static_cast<T>(acc);
+    } else {
+      partial[i] = acc;
+    }
   }
 }
 
@@ -32,12 +40,21 @@ __global__ void add_n_kernel(T* out, Inputs<T> in, bool onto_out, int64_t n) {
 
 void add_n(const Tensor& out, const std::vector<Tensor>& inputs) {
   dispatch_numeric(out.dtype(), "add_n", [&]<typename T>() {
+    using Acc = opmath_t<T>;
+    // float16/bfloat16 sums of more inputs than one launch takes carry their running sum in
+    // float32 between launches, so they round once, as the CPU's do.
+    Tensor running;
+    if (inputs.size() > kMaxInputs && sizeof(Acc) != sizeof(T)) {
+      running = empty_tensor({out.numel()}, dtype_of<Acc>, out.device());
+    }
+    Acc* partial = running.defined() ? static_cast<Acc*>(running.data_ptr()) : nullptr;
     for (size_t first = 0; first < inputs.size(); first += kMaxInputs) {
       Inputs<T> group{};
       group.count = static_cast<int>(std::min<size_t>(kMaxInputs, inputs.size() - first));
       for (int k = 0; k < group.count; ++k) group.data[k] = static_cast<const T*>(inputs[first + k].data_ptr());
-      launch("add_n", out.device(), out.numel(), add_n_kernel<T>, static_cast<T*>(out.data_ptr()), group, first > 0,
-             out.numel());
+      const bool last = first + kMaxInputs >= inputs.size();
+      launch("add_n", out.device(), out.numel(), add_n_kernel<T>, static_cast<T*>(out.data_ptr()), partial, group,
+             first == 0, last, out.numel());
     }
   });
 }
