@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
@@ -152,6 +153,12 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
         loop_bmm<T>(out, a, b, beta.to<T>(), alpha.to<T>());
       });
   }
+}
+
+std::string blas_description() {
+  std::string config = openblas_get_config();  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
+  std::string name = config.substr(0, config.find(' ', config.find(' ') + 1));
+  return name + ", " + openblas_get_corename() + " kernels";
 }
 
 }  // namespace tandem::kernels::cpu

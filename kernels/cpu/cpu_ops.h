@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <tuple>
+#include <string>
 #include <vector>
 
 #include "core/generator.h"
@@ -63,6 +64,9 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguou
 // a is [B, n, k] and b [B, k, m] with any strides, out not empty and k > 0. With beta = 0 out is
 // only written.
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha);
+// The BLAS behind them and the kernels it chose for this CPU, e.g. "OpenBLAS 0.3.21, Haswell
+// kernels" (OPENBLAS_CORETYPE, where set, chooses them): benchmarks print it beside their figures.
+std::string blas_description();
 
 // ---- indexing (cpu/index.cc); indices already checked to be in range ----
 // x contiguous viewed as [outer, size, inner]; out contiguous [outer, index.numel(), inner].

@@ -14,6 +14,7 @@
 #include <regex>
 #include <vector>
 
+#include "kernels/cpu/cpu_ops.h"
 #include "tandem.h"
 #include "tools/bench/cuda_benchmarks.h"
 #include "tools/bench/parallel_benchmarks.h"
@@ -167,10 +168,13 @@ int run(const Options& options, const char* argv0) {
   std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
-  fmt::print("\n{} on {}, {} threads; PyTorch {}; median of {} batches\n", date, host, threads,
+  const std::string blas = kernels::cpu::blas_description();
+  fmt::print("\n{} on {}, {} threads; {}; PyTorch {}; median of {} batches\n", date, host, threads, blas,
              torch_version.empty() ? "not run" : torch_version, options.repetitions);
   fmt::print("{:<28} {:>12} {:>12} {:>8}   {}\n", "benchmark", "tandem", "PyTorch", "ratio", "aim (ratio = tandem / PyTorch time)");
-  nlohmann::json report = {{"date", date}, {"threads", threads}, {"torch", torch_version}, {"results", nlohmann::json::object()}};
+  nlohmann::json report = {{"date", date},   {"threads", threads},
+                            {"blas", blas},   {"torch", torch_version},
+                            {"results", nlohmann::json::object()}};
   for (const auto& [name, t] : ours.seconds) {
     auto it = theirs.find(name);
     Aim aim = aim_for(name);
