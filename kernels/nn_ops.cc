@@ -142,6 +142,40 @@ Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList st
   return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
 }
 
+// x4's receptive fields for window p, checked to exist (`shown`: the input as the caller gave
+// it, for the error): as a fresh [N, C*kh*kw, L] tensor or, with batch_beside, as the
+// [C*kh*kw, N*L] matrix that holds image n's columns at [n*L, (n+1)*L).
+Tensor unfold(const Tensor& x4, const Tensor& shown, const Pool2d& p, bool batch_beside, const char* op) {
+  const int64_t n = x4.sizes()[0], c = x4.sizes()[1], h = x4.sizes()[2], w = x4.sizes()[3];
+  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
+  TD_CHECK(oh > 0 && ow > 0, op, ": the kernel does not fit the padded input (input ", shape_str(shown.sizes()),
+           ", kernel ", p.kh, "x", p.kw, ")");
+  const int64_t fields = c * p.kh * p.kw, width = oh * ow;
+  Tensor xc = contiguous(x4);
+  if (!batch_beside || x4.is_cuda()) {
+    Tensor cols = empty_tensor({n, fields, width}, x4.dtype(), x4.device());
+    x4.is_cuda() ? cuda::im2col(cols, xc, p) : cpu::im2col(cols, xc, p);
+    if (!batch_beside) return cols;
+    // The GPU's kernel writes packed columns only: one copy lays them out as the matrix.
+    return contiguous(transpose(cols, 0, 1)).view({fields, n * width});
+  }
+  Tensor matrix = empty_tensor({fields, n * width}, x4.dtype(), x4.device());
+  cpu::im2col(as_strided(matrix, {n, fields, width}, {width, n * width, 1}, 0), xc, p);  // [N, fields, L] over it
+  return matrix;
+}
+
+// The adjoint: columns [N, C*kh*kw, L] (any strides) summed into a fresh [N, C, h, w].
+Tensor fold(const Tensor& cols, int64_t h, int64_t w, const Pool2d& p) {
+  Tensor out = zeros({cols.sizes()[0], cols.sizes()[1] / (p.kh * p.kw), h, w},
+                     TensorOptions(cols.dtype()).device(cols.device()));
+  // The GPU's kernel reads packed columns only; the CPU's, rows that run along memory.
+  if (cols.is_cuda()) {
+    cuda::col2im(out, contiguous(cols), p);
+  } else {
+    cpu::col2im(out, cols.strides()[2] == 1 ? cols : contiguous(cols), p);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -150,14 +184,7 @@ Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation, IntList pa
   TD_CHECK(x.dim() == 3 || x.dim() == 4, "im2col: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
   Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
-  Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
-  const int64_t n = x4.sizes()[0], c = x4.sizes()[1], h = x4.sizes()[2], w = x4.sizes()[3];
-  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
-  TD_CHECK(oh > 0 && ow > 0, "im2col: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
-           ", kernel ", p.kh, "x", p.kw, ")");
-  Tensor cols = empty_tensor({n, c * p.kh * p.kw, oh * ow}, x.dtype(), x.device());
-  Tensor xc = contiguous(x4);
-  x.is_cuda() ? cuda::im2col(cols, xc, p) : cpu::im2col(cols, xc, p);
+  Tensor cols = unfold(x.dim() == 3 ? unsqueeze(x, 0) : x, x, p, false, "im2col");
   return x.dim() == 3 ? squeeze(cols, 0) : cols;
 }
 
@@ -175,29 +202,14 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(c3.sizes()[2] == oh * ow, "col2im: the input has ", c3.sizes()[2], " columns but output_size ", h, "x", w,
            " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
-  Tensor out = zeros({c3.sizes()[0], c3.sizes()[1] / fields, h, w}, TensorOptions(cols.dtype()).device(cols.device()));
-  Tensor cc = contiguous(c3);
-  cols.is_cuda() ? cuda::col2im(out, cc, p) : cpu::col2im(out, cc, p);
+  Tensor out = fold(c3, h, w, p);
   return cols.dim() == 2 ? squeeze(out, 0) : out;
 }
 
 Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
   check_defined(x, "im2col_matrix", "input");
   TD_CHECK(x.dim() == 4, "im2col_matrix: expected a 4-D [N, C, H, W] input, got shape ", shape_str(x.sizes()));
-  if (x.is_cuda()) {  // the GPU's kernel writes [N, C*kh*kw, L] only
-    Tensor cols = im2col(x, kernel_size, dilation, padding, stride);
-    return contiguous(transpose(cols, 0, 1)).view({cols.sizes()[1], cols.sizes()[0] * cols.sizes()[2]});
-  }
-  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col_matrix");
-  const int64_t n = x.sizes()[0], c = x.sizes()[1], h = x.sizes()[2], w = x.sizes()[3];
-  const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
-  TD_CHECK(oh > 0 && ow > 0, "im2col_matrix: the kernel does not fit the padded input (input ", shape_str(x.sizes()),
-           ", kernel ", p.kh, "x", p.kw, ")");
-  const int64_t fields = c * p.kh * p.kw, width = oh * ow;
-  Tensor matrix = empty_tensor({fields, n * width}, x.dtype(), x.device());
-  // The kernel sees it as [N, fields, L] with image n at column n * L.
-  cpu::im2col(as_strided(matrix, {n, fields, width}, {width, n * width, 1}, 0), contiguous(x), p);
-  return matrix;
+  return unfold(x, x, conv_params(kernel_size, dilation, padding, stride, "im2col_matrix"), true, "im2col_matrix");
 }
 
 Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
@@ -213,15 +225,8 @@ Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, I
            "col2im_matrix: expected [C*", p.kh, "*", p.kw, ", ", batch, "*", oh * ow, "] (", batch,
            " images' columns side by side, ", oh, "x", ow, " positions each for output_size ", h, "x", w,
            "), got shape ", shape_str(matrix.sizes()));
-  const int64_t fields = matrix.sizes()[0], width = oh * ow;
-  // [N, fields, L] over the matrix's memory; its rows must run along memory, so a matrix laid
-  // out otherwise is copied once here.
-  Tensor rows = matrix.numel() == 0 || matrix.strides()[1] == 1 ? matrix : contiguous(matrix);
-  Tensor cols = transpose(view(rows, {fields, batch, width}), 0, 1);
-  if (matrix.is_cuda()) return col2im(cols, output_size, kernel_size, dilation, padding, stride);
-  Tensor out = zeros({batch, fields / (p.kh * p.kw), h, w}, TensorOptions(matrix.dtype()).device(matrix.device()));
-  cpu::col2im(out, cols, p);
-  return out;
+  // [N, fields, L] over the matrix's memory.
+  return fold(transpose(view(matrix, {matrix.sizes()[0], batch, oh * ow}), 0, 1), h, w, p);
 }
 
 namespace {
