@@ -404,6 +404,11 @@ std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensor
 
 namespace {
 
+// The piece of `flat` at `offset` shaped as `like`.
+Tensor piece(const Tensor& flat, int64_t offset, const Tensor& like) {
+  return kernels::view(kernels::narrow(flat, 0, offset, like.numel()), like.sizes());
+}
+
 // The tensors of a group one after another in a fresh 1-D tensor on `device` (theirs).
 Tensor flatten_group(const std::vector<Tensor>& tensors, const std::vector<size_t>& group, Device device) {
   int64_t total = 0;
@@ -411,16 +416,10 @@ Tensor flatten_group(const std::vector<Tensor>& tensors, const std::vector<size_
   Tensor flat = kernels::empty_tensor({total}, tensors[group[0]].dtype(), device);
   int64_t offset = 0;
   for (size_t i : group) {
-    const Tensor& t = tensors[i];
-    kernels::copy_into(kernels::view(kernels::narrow(flat, 0, offset, t.numel()), t.sizes()), t);
-    offset += t.numel();
+    kernels::copy_into(piece(flat, offset, tensors[i]), tensors[i]);
+    offset += tensors[i].numel();
   }
   return flat;
-}
-
-// The piece of `flat` at `offset` shaped as `like`.
-Tensor piece(const Tensor& flat, int64_t offset, const Tensor& like) {
-  return kernels::view(kernels::narrow(flat, 0, offset, like.numel()), like.sizes());
 }
 
 }  // namespace
