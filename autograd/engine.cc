@@ -141,9 +141,14 @@ void execute(Run& run) {
     return grads;
   };
 
-  // Each ready node runs on the thread of the device its gradients are on: the calling thread
-  // for the device of the first output (home), a device worker for any other. So the replicas of
-  // a DataParallel model run their backward at the same time, each on its own device's thread.
+  // Each ready node runs on the thread of the device its gradients are on. The calling thread
+  // serves the device of the first output (home) until the graph reaches another device; from
+  // then on every device, home included, is served by its own worker while the caller waits. So
+  // the replicas of a DataParallel model run their backward at the same time, each on its own
+  // device's thread, and no more threads compute than there are devices: a caller computing
+  // beside the workers could share a core with one of them for a whole scheduler slice (on two
+  // cores, the replicas' backward then ran one after the other), as the scheduler does not move
+  // a thread that has just run to a core that has just gone idle.
   auto cmp = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   using ReadyQueue = std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)>;
   struct Ready {
@@ -158,24 +163,22 @@ void execute(Run& run) {
   int workers = 0;      // device workers still running
   std::exception_ptr error;
   std::unordered_map<Node*, std::shared_ptr<Node>> owners;  // keep nodes alive while they wait
-  // The devices busy at once share the intra-op threads.
+  // The devices busy at once share the intra-op threads (the caller computes only while no
+  // worker runs).
   const int total_threads = num_threads();
-  auto thread_share = [&] { return std::max(1, total_threads / (1 + workers)); };  // under the lock
+  auto thread_share = [&] { return std::max(1, total_threads / std::max(1, workers)); };  // under the lock
   // A backward started on a device's own thread (inside a replica's forward) runs every node
   // right there: the other devices' threads may be waiting for this one.
   const bool on_device_thread = current_device_thread() != nullptr;
-  auto served_by_caller = [&](const Device& device) { return device == home || on_device_thread; };
+  bool spread = false;  // the graph has reached a device other than home (under the lock)
+  auto served_by_caller = [&](const Device& device) { return on_device_thread || (device == home && !spread); };
   // The device workers queue GPU work on the caller's streams, after what the caller queued.
   const std::vector<cuda::Stream> caller_streams = cuda::current_streams();
   std::map<Device, DeviceTimer> gpu_spans;  // this backward's, per GPU (entries added under the lock)
 
   std::function<void(Device)> run_queue;  // drains a device's queue (declared for enqueue)
-  auto enqueue = [&](Node* node, const Device& device) {  // under the lock
-    Ready& r = ready.try_emplace(device, Ready{ReadyQueue(cmp)}).first->second;
-    r.queue.push(node);
-    ++pending;
-    changed.notify_all();
-    if (served_by_caller(device) || r.worker_running) return;
+  auto start_worker = [&](const Device& device, Ready& r) {  // under the lock
+    if (served_by_caller(device) || r.worker_running || r.queue.empty()) return;
     r.worker_running = true;
     ++workers;
     try {
@@ -188,6 +191,17 @@ void execute(Run& run) {
       --workers;
       throw;
     }
+  };
+  auto enqueue = [&](Node* node, const Device& device) {  // under the lock
+    Ready& r = ready.try_emplace(device, Ready{ReadyQueue(cmp)}).first->second;
+    r.queue.push(node);
+    ++pending;
+    changed.notify_all();
+    if (!served_by_caller(device) && !spread) {  // home's nodes go to its worker from now on
+      spread = true;
+      if (auto h = ready.find(home); h != ready.end()) start_worker(home, h->second);
+    }
+    start_worker(device, r);
   };
   auto device_of = [&](Node* node) {  // under the lock: where its incoming gradients are
     auto it = buffers.find(node);
