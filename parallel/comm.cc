@@ -137,10 +137,15 @@ void on_each_device(const std::vector<Device>& devices, const std::function<void
     return;
   }
   const std::vector<cuda::Stream> streams = cuda::current_streams();  // the work queues where the caller's would
+  // The devices' tasks run at the same time, so each takes its share of the intra-op threads: a
+  // copy fanning out over the whole pool would hand half its work to a helper that has to be
+  // woken while the other devices' tasks hold the cores.
+  const int share = std::max(1, num_threads() / static_cast<int>(devices.size()));
   std::vector<std::function<void()>> tasks;
   for (size_t d = 0; d < devices.size(); ++d) {
-    tasks.push_back([&task, streams, d] {
+    tasks.push_back([&task, streams, d, share] {
       cuda::CurrentStreamsGuard current(streams);
+      ThreadLimit limit(share);
       task(d);
     });
   }
