@@ -17,8 +17,7 @@ namespace {
 
 thread_local const Device* t_worker_device = nullptr;
 
-constexpr auto kSpin = std::chrono::microseconds(50);
-constexpr auto kYieldSpin = std::chrono::microseconds(2000);
+constexpr auto kAwake = std::chrono::microseconds(2000);
 
 class DeviceThread {
  public:
@@ -55,18 +54,14 @@ class DeviceThread {
       // A step hands each device several tasks in a row (scatter, broadcast, forward, backward)
       // with gaps of a few hundred microseconds between them (loss, reduction, update), and
       // waking a sleeping thread costs about as much on a virtual machine. So a thread waits
-      // awake: spinning briefly, then yielding its core to anyone who needs it, then sleeping.
+      // awake for a while, then sleeps. Awake, it yields its core between polls: a pause loop
+      // would keep the core from a thread with work queued behind it there (another device's
+      // worker, a pool helper) for the scheduler's whole slice, as the scheduler does not move a
+      // thread that has just run to another core at once.
       const auto start = std::chrono::steady_clock::now();
       for (int i = 1; queued_.load(std::memory_order_relaxed) == 0; ++i) {
-        if (i % 64 != 0) {
-#if defined(__x86_64__)
-          __builtin_ia32_pause();
-#endif
-          continue;
-        }
-        const auto waited = std::chrono::steady_clock::now() - start;
-        if (waited > kYieldSpin) break;
-        if (waited > kSpin) std::this_thread::yield();
+        if (i % 8 == 0 && std::chrono::steady_clock::now() - start > kAwake) break;
+        std::this_thread::yield();
       }
       {
         std::unique_lock lock(mutex_);
