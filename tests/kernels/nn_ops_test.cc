@@ -409,6 +409,19 @@ TEST_CASE("max_pool2d indices are flat h*W+w within the plane and the first maxi
   // Windows starting in column 0 miss (1, 3); the others hold both 9s, and (1, 3) comes first.
   check_equal(indices3, {12, 8, 8, 12, 8, 8});
   check_equal(out3, {9, 9, 9, 9, 9, 9});
+  // Of two NaNs in a window, the first in row-major order is reported (by the 2x2 windows of
+  // stride 2 and by the general loops alike).
+  for (td::DType dtype : {td::kFloat32, td::kBFloat16}) {
+    Tensor nans = make({1, kNaN, 5, kNaN, 2, 1, 3, 0, 4}, {1, 1, 3, 3}, dtype);
+    auto [out2, indices2] = td::max_pool2d_with_indices(nans, 2, 2);
+    check_equal(indices2, {1});
+    CHECK(std::isnan(tt::values(out2)[0]));
+    auto [out_s1, indices_s1] = td::max_pool2d_with_indices(nans, 2, 1);
+    check_equal(indices_s1, {1, 1, 3, 8});
+    const auto values_s1 = tt::values(out_s1);
+    CHECK((std::isnan(values_s1[0]) && std::isnan(values_s1[1]) && std::isnan(values_s1[2])));
+    CHECK(values_s1[3] == 4);
+  }
 }
 
 TEST_CASE("max_pool2d propagates NaN", "[cpu]") {
