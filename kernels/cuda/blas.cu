@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/convert.h"
@@ -61,6 +62,23 @@ cublasHandle_t handle_for(Device device) {
   return handle;
 }
 
+// The cuBLAS element and compute types of a floating dtype: float16 and bfloat16 compute in
+// float32, and float32 in TF32 only where the user allowed it. Other dtypes have none.
+struct CublasTypes {
+  cudaDataType_t element;
+  cublasComputeType_t compute;
+};
+std::optional<CublasTypes> cublas_types(DType dtype) {
+  switch (dtype) {
+    case kFloat32:
+      return CublasTypes{CUDA_R_32F, tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+    case kFloat64: return CublasTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case kFloat16: return CublasTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case kBFloat16: return CublasTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    default: return std::nullopt;
+  }
+}
+
 void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scalar beta, Scalar alpha) {
   const int64_t batch = out.sizes()[0], n = out.sizes()[1], m = out.sizes()[2], k = a_in.sizes()[2];
   const Device device = out.device();
@@ -68,15 +86,10 @@ void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scala
   Tensor a = gemm_ready(a_in, la), b = gemm_ready(b_in, lb);
   const cublasOperation_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cudaDataType_t type = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  switch (out.dtype()) {
-    case kFloat32: compute = tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
-    case kFloat64: type = CUDA_R_64F; compute = CUBLAS_COMPUTE_64F; break;
-    case kFloat16: type = CUDA_R_16F; break;
-    case kBFloat16: type = CUDA_R_16BF; break;
-    default: TD_FAIL("matmul on ", device, ": no cuBLAS path for dtype ", out.dtype());
-  }
+  const std::optional<CublasTypes> types = cublas_types(out.dtype());
+  TD_CHECK(types, "matmul on ", device, ": no cuBLAS path for dtype ", out.dtype());
+  const cudaDataType_t type = types->element;
+  const cublasComputeType_t compute = types->compute;
   const double alpha64 = alpha.to_double(), beta64 = beta.to_double();
   const float alpha32 = static_cast<float>(alpha64), beta32 = static_cast<float>(beta64);
   const void* alpha_ptr = out.dtype() == kFloat64 ? static_cast<const void*>(&alpha64) : &alpha32;
@@ -174,9 +187,9 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
   const Device device = out.device();
   GemmOperand la{}, lb{};
   Tensor a = gemm_ready(unsqueeze(a_in, 0), la), b = gemm_ready(unsqueeze(b_in, 0), lb);
-  const cudaDataType_t type = dtype == kFloat32 ? CUDA_R_32F : dtype == kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
-  const cublasComputeType_t compute =
-      dtype == kFloat32 && tandem::cuda::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const CublasTypes types = *cublas_types(dtype);  // float32, float16 or bfloat16 (checked above)
+  const cudaDataType_t type = types.element;
+  const cublasComputeType_t compute = types.compute;
   // The attributes' documented types: int32_t for the operations, uint32_t for the epilogue.
   const int32_t op_a = la.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t op_b = lb.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
