@@ -27,7 +27,7 @@ class DeviceThread {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    queued_.fetch_add(1);  // ends a spin
+    queued_.fetch_add(1);  // ends the polling
     wake_.notify_one();
     thread_.join();
   }
@@ -38,7 +38,7 @@ class DeviceThread {
   }
   // Queuing and waking apart: a thread that wakes another may lose its core to it at once, so
   // a caller handing out work to several devices queues it everywhere before waking anyone
-  // (a worker still spinning takes its task without being woken).
+  // (a worker still polling takes its task without being woken).
   void enqueue(std::function<void()> task) {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(task));
@@ -79,7 +79,7 @@ class DeviceThread {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
-  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while spinning
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while polling
   bool stopping_ = false;
   std::thread thread_;  // last: starts after the members it uses exist
 };

@@ -25,16 +25,16 @@ thread_local int t_thread_limit = 0;  // 0: no limit
 // Ops come back to back, and waking a sleeping thread (a futex call on each side) costs more than
 // a small op itself; so a thread that waits for work, or for its helpers to finish, first polls
 // this long. Longer would only burn a core the rest of the program could use.
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kPoll = std::chrono::microseconds(50);
 
-// Polls ready() until it holds or kSpin has passed; says which. It yields between polls instead
+// Polls ready() until it holds or kPoll has passed; says which. It yields between polls instead
 // of pausing: a pause loop keeps its core for the scheduler's whole slice, even from a thread
 // with work that waits behind it on that core (the scheduler does not move a thread that has
 // just run to another core at once), while a yield hands the core over and costs one system
 // call where nobody needs it.
 template <typename Ready>
-bool spin_until(const Ready& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+bool poll_until(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPoll;
   for (int i = 1;; ++i) {
     if (ready()) return true;
     if (i % 8 == 0 && std::chrono::steady_clock::now() > deadline) return false;
@@ -85,7 +85,7 @@ class ThreadPool {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    queued_.fetch_add(1);  // ends the spinning
+    queued_.fetch_add(1);  // ends the polling
     wake_.notify_all();
     for (auto& w : workers_) w.join();
   }
@@ -101,7 +101,7 @@ class ThreadPool {
     }
     for (int64_t i = 0; i < helpers; ++i) wake_.notify_one();
     job->work();
-    if (spin_until([&] { return job->done.load() == job->num_chunks; })) return;
+    if (poll_until([&] { return job->done.load() == job->num_chunks; })) return;
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done.load() == job->num_chunks; });
   }
@@ -110,7 +110,7 @@ class ThreadPool {
   void loop() {
     for (;;) {
       std::shared_ptr<Job> job;
-      spin_until([&] { return queued_.load(std::memory_order_relaxed) > 0; });
+      poll_until([&] { return queued_.load(std::memory_order_relaxed) > 0; });
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -128,7 +128,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
-  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while spinning
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while polling
   bool stopping_ = false;
 };
 
