@@ -9,20 +9,34 @@ namespace tandem::kernels::cpu {
 
 inline constexpr int kRowLanes = 8;
 
-// The max over k < n of value(k) (type M); NaN wins.
+// The max over k < n of value(k) (type M); NaN wins. The lanes are a GCC vector type: the
+// compiler does not vectorize a float maximum on its own (under IEEE rules it keeps the order
+// of the comparisons), nor the lanes of an array here. Each lane keeps its largest value and,
+// apart from it, a NaN if it saw one.
 template <typename M, typename F>
 M row_max(int64_t n, const F& value) {
-  auto larger = [](M a, M v) { return (v > a || v != v) ? v : a; };
-  M lanes[kRowLanes];
-  for (int l = 0; l < kRowLanes; ++l) lanes[l] = -std::numeric_limits<M>::infinity();
+  typedef M Lanes __attribute__((vector_size(kRowLanes * sizeof(M))));
+  constexpr M kLowest = -std::numeric_limits<M>::infinity();
+  Lanes largest, nans;
+  for (int l = 0; l < kRowLanes; ++l) largest[l] = nans[l] = kLowest;
   int64_t k = 0;
   for (; k + kRowLanes <= n; k += kRowLanes) {
-    for (int l = 0; l < kRowLanes; ++l) lanes[l] = larger(lanes[l], value(k + l));
+    Lanes v;
+    for (int l = 0; l < kRowLanes; ++l) v[l] = value(k + l);
+    largest = v > largest ? v : largest;
+    nans = v != v ? v : nans;
   }
-  M max = -std::numeric_limits<M>::infinity();
-  for (; k < n; ++k) max = larger(max, value(k));
-  for (int l = 0; l < kRowLanes; ++l) max = larger(max, lanes[l]);
-  return max;
+  M max = kLowest, nan = kLowest;
+  for (; k < n; ++k) {
+    const M v = value(k);
+    max = v > max ? v : max;
+    nan = v != v ? v : nan;
+  }
+  for (int l = 0; l < kRowLanes; ++l) {
+    max = largest[l] > max ? largest[l] : max;
+    nan = nans[l] != nans[l] ? nans[l] : nan;
+  }
+  return nan != nan ? nan : max;
 }
 
 // The sum over k < n of term(k), in double.

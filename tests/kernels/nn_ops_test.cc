@@ -325,6 +325,30 @@ TEST_CASE("a -inf in a row gets probability 0 and log-probability -inf", "[cpu]"
   }
 }
 
+TEST_CASE("a NaN anywhere in a row makes its softmax all NaN and leaves the other rows alone", "[cpu]") {
+  // Rows of 19: two blocks of the row kernels' 8 lanes and a tail of 3; the NaN sits in the
+  // first lane, a middle lane, the last lane of a block and the tail, one row each.
+  const int64_t n = 19;
+  const std::vector<int64_t> nan_at = {0, 5, 15, 17};
+  for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kBFloat16}) {
+    tt::reseed(106);
+    Tensor x = tt::random_tensor({static_cast<int64_t>(nan_at.size()) + 1, n}, dtype);
+    for (size_t r = 0; r < nan_at.size(); ++r) x.select(0, static_cast<int64_t>(r)).select(0, nan_at[r]).fill_(kNaN);
+    for (bool log : {false, true}) {
+      const auto out = tt::values(run_softmax(x, 1, log));
+      const std::string what = std::string(log ? "log_softmax " : "softmax ") + td::dtype_name(dtype);
+      for (size_t r = 0; r < nan_at.size(); ++r) {
+        for (int64_t k = 0; k < n; ++k) {
+          INFO(what << " row " << r << " column " << k);
+          CHECK(std::isnan(out[r * n + static_cast<size_t>(k)]));
+        }
+      }
+      const Tensor clean = x.select(0, static_cast<int64_t>(nan_at.size())).unsqueeze(0);
+      check_close(run_softmax(clean, 1, log), ref_softmax(clean, 1, log), tt::rtol_for(dtype), 0, what);
+    }
+  }
+}
+
 TEST_CASE("softmax of an integer tensor raises", "[cpu]") {
   Tensor x = td::arange(6).view({2, 3});
   Snapshot before(x);

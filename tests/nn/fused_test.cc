@@ -314,6 +314,29 @@ TEST_CASE("cross-entropy over only ignored rows: a NaN mean and zero gradients, 
   CHECK(F::cross_entropy(x, t, Tensor(), -100, td::kSum).item<double>() == 0);
 }
 
+TEST_CASE("a NaN score makes its row's loss and gradient NaN and leaves the other rows alone", "[cpu]") {
+  // Rows of 19 classes: two blocks of the row kernels' 8 lanes and a tail of 3; the NaN sits in
+  // the first lane, a middle lane, the last lane of a block and the tail, one row each.
+  const std::vector<int64_t> nan_at = {0, 5, 15, 17};
+  const int64_t rows = static_cast<int64_t>(nan_at.size()) + 1, classes = 19;
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    Tensor x = td::testing::random_tensor({rows, classes}, dtype);
+    for (size_t r = 0; r < nan_at.size(); ++r) x.select(0, static_cast<int64_t>(r)).select(0, nan_at[r]).fill_(NAN);
+    x.requires_grad_();
+    Tensor t = td::randint(0, classes, {rows});
+    Tensor losses = F::cross_entropy(x, t, Tensor(), -100, td::kNone);
+    const auto loss = tt::values(losses);
+    for (size_t r = 0; r < nan_at.size(); ++r) CHECK(std::isnan(loss[r]));
+    CHECK(std::isfinite(loss.back()));
+    losses.sum().backward();
+    const auto grad = tt::values(x.grad());
+    for (int64_t k = 0; k < rows * classes; ++k) {
+      INFO(td::dtype_name(dtype) << " gradient element " << k);
+      CHECK(std::isnan(grad[static_cast<size_t>(k)]) == (k < (rows - 1) * classes));
+    }
+  }
+}
+
 TEST_CASE("a target changed in place before backward is an error, not a wrong gradient", "[cpu]") {
   Tensor x = leaf({3, 4});
   Tensor t = td::tensor({0, 3, 1});
