@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 namespace td = tandem;
 namespace tt = td::testing;
@@ -181,12 +182,17 @@ int64_t ref_conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
 }
 
+// The window positions [OH, OW] of p over an H x W image.
+std::pair<int64_t, int64_t> ref_conv_out(int64_t h, int64_t w, const Pool& p) {
+  return {ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ref_conv_out(w, p.kw, p.sw, p.pw, p.dw)};
+}
+
 // x as [N, C, H, W] (a 3-D x is one image).
 std::vector<double> ref_im2col(const Tensor& x, const Pool& p) {
   const auto v = tt::values(x);
   const int64_t h = x.sizes()[x.dim() - 2], w = x.sizes()[x.dim() - 1], c = x.sizes()[x.dim() - 3];
   const int64_t n = x.dim() == 4 ? x.sizes()[0] : 1;
-  const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+  const auto [oh, ow] = ref_conv_out(h, w, p);
   std::vector<double> out;
   for (int64_t img = 0; img < n; ++img) {
     for (int64_t ch = 0; ch < c; ++ch) {
@@ -208,7 +214,7 @@ std::vector<double> ref_im2col(const Tensor& x, const Pool& p) {
 
 std::vector<double> ref_col2im(const Tensor& cols, int64_t n, int64_t c, int64_t h, int64_t w, const Pool& p) {
   const auto v = tt::values(cols);
-  const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+  const auto [oh, ow] = ref_conv_out(h, w, p);
   std::vector<double> out(n * c * h * w, 0.0);
   int64_t k = 0;
   for (int64_t img = 0; img < n; ++img) {
@@ -554,7 +560,7 @@ TEST_CASE("im2col matches the reference with padding, stride, dilation and non-s
           const std::string what = describe(p, shape, tt::layout_name(layout) + " " + td::dtype_name(dtype));
           INFO(what);
           const int64_t h = shape[shape.size() - 2], w = shape.back(), c = shape[shape.size() - 3];
-          const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+          const auto [oh, ow] = ref_conv_out(h, w, p);
           if (h + 2 * p.ph < p.dh * (p.kh - 1) + 1 || w + 2 * p.pw < p.dw * (p.kw - 1) + 1) {
             check_error([&] { run_im2col(x, p); }, {"im2col", "does not fit"});
             continue;
@@ -576,7 +582,7 @@ TEST_CASE("col2im sums overlapping fields as the reference does", "[cpu]") {
   tt::reseed(108);
   for (const Pool& p : conv_cases()) {
     const int64_t n = 2, c = 3, h = 7, w = 9;
-    const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+    const auto [oh, ow] = ref_conv_out(h, w, p);
     if (oh < 1 || ow < 1) continue;
     for (tt::Layout layout : tt::all_layouts()) {
       Tensor cols = tt::random_tensor({n, c * p.kh * p.kw, oh * ow}, td::kFloat64, layout);
@@ -596,7 +602,7 @@ TEST_CASE("col2im is the adjoint of im2col", "[cpu]") {
   tt::reseed(109);
   const int64_t n = 2, c = 3, h = 7, w = 9;
   for (const Pool& p : conv_cases()) {
-    const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+    const auto [oh, ow] = ref_conv_out(h, w, p);
     if (oh < 1 || ow < 1) continue;
     INFO(describe(p, {n, c, h, w}));
     Tensor x = tt::random_tensor({n, c, h, w}, td::kFloat64);
@@ -616,7 +622,7 @@ TEST_CASE("im2col_matrix and col2im_matrix are im2col and col2im with the batch 
   tt::reseed(110);
   const int64_t n = 3, c = 2, h = 7, w = 9;
   for (const Pool& p : conv_cases()) {
-    const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+    const auto [oh, ow] = ref_conv_out(h, w, p);
     if (oh < 1 || ow < 1) continue;
     const int64_t fields = c * p.kh * p.kw, width = oh * ow;
     for (tt::Layout layout : tt::all_layouts()) {
@@ -670,7 +676,7 @@ TEST_CASE("im2col_matrix and col2im_matrix are im2col and col2im with the batch 
 TEST_CASE("col2im of im2col of all-ones counts the windows covering each pixel", "[cpu]") {
   const int64_t h = 7, w = 9;
   for (const Pool& p : conv_cases()) {
-    const int64_t oh = ref_conv_out(h, p.kh, p.sh, p.ph, p.dh), ow = ref_conv_out(w, p.kw, p.sw, p.pw, p.dw);
+    const auto [oh, ow] = ref_conv_out(h, w, p);
     if (oh < 1 || ow < 1) continue;
     const std::string what = describe(p, {2, h, w});
     std::vector<double> count(h * w, 0.0);
