@@ -1,4 +1,5 @@
-// CPU 2-D pooling over contiguous [planes, H, W] inputs, one plane per task.
+// CPU 2-D pooling over contiguous [planes, H, W] inputs, one plane per task (one row of windows per task for
+// the 2x2 windows of stride 2).
 // Max pooling propagates NaN and reports the first maximum's flat index within its plane.
 #include <algorithm>
 #include <cmath>
