@@ -46,7 +46,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kern
   Tensor idx = indices;
   record("MaxPool2DWithIndicesBackward0", {&x}, {&y}, [shape, idx](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     // Each output's gradient goes to the input element it took (flat index within its plane);
-    // a window wholly in the padding (index -1) passes nothing on.
+    // a window wholly in the padding (index -1) passes nothing on. One pass on the CPU; in ops
+    // (scatter_add, differentiable) on a GPU and for create_graph.
+    if (!is_grad_enabled() && g[0].device().is_cpu()) return {kernels::max_pool2d_backward(g[0], idx, shape)};
     const int64_t plane = shape[shape.size() - 2] * shape[shape.size() - 1];
     const int64_t planes = numel_of(shape) / std::max<int64_t>(plane, 1);
     Tensor flat_index = idx.reshape({planes, -1});

@@ -1,5 +1,6 @@
 #include "kernels/nn_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -101,6 +102,24 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kern
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
                   bool ceil_mode) {
   return std::get<0>(max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, IntList input_size) {
+  check_defined(grad, "max_pool2d_backward", "grad");
+  check_defined(indices, "max_pool2d_backward", "indices");
+  const Shape input = input_size.vec();
+  TD_CHECK(grad.device().is_cpu() && indices.device().is_cpu(), "max_pool2d_backward: runs on the CPU, got grad on ",
+           grad.device(), " and indices on ", indices.device());
+  TD_CHECK(indices.dtype() == kInt64, "max_pool2d_backward: indices must be int64, got ", indices.dtype());
+  TD_CHECK(grad.sizes() == indices.sizes(), "max_pool2d_backward: grad has shape ", shape_str(grad.sizes()),
+           " but indices ", shape_str(indices.sizes()));
+  TD_CHECK((input.size() == 3 || input.size() == 4) && grad.dim() == static_cast<int64_t>(input.size()) &&
+               std::equal(input.begin(), input.end() - 2, grad.sizes().begin()),
+           "max_pool2d_backward: grad of shape ", shape_str(grad.sizes()), " does not pool an input of shape ",
+           shape_str(input));
+  Tensor grad_input = empty_tensor(input, grad.dtype(), grad.device());
+  cpu::max_pool2d_backward(grad_input, contiguous(grad), contiguous(indices));
+  return grad_input;
 }
 
 Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,

@@ -25,6 +25,11 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, Int
                   bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 
+// The gradient of max_pool2d_with_indices with respect to its input, of shape input_size: each
+// output's gradient added to the input element its index names within its plane (-1: none), in
+// one pass. On the CPU (autograd takes scatter_add on a GPU).
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, IntList input_size);
+
 // The gradient of avg_pool2d with respect to its input, of shape input_size.
 Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kernel_size, IntList stride,
                            IntList padding, bool ceil_mode, bool count_include_pad,

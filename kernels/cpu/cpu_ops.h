@@ -79,6 +79,9 @@ void one_hot(const Tensor& out, const Tensor& indices);  // out zeroed, contiguo
 void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log);  // x and out contiguous
 // x contiguous [planes, H, W]; out (and indices) contiguous [planes, OH, OW].
 void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& x, const Pool2d& p);
+// grad_input [planes, H, W] from grad and indices [planes, OH, OW] (all contiguous): each
+// gradient added to the element its index names within its plane (-1: none).
+void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& indices);
 void avg_pool2d(const Tensor& out, const Tensor& x, const Pool2d& p, bool count_include_pad,
                 std::optional<int64_t> divisor_override);
 // grad_input zeroed and contiguous [planes, H, W]; each output's gradient spread over its window.

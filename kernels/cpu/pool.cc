@@ -240,4 +240,34 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
   });
 }
 
+void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& indices) {
+  const int64_t h = grad_input.sizes()[grad_input.dim() - 2], w = grad_input.sizes()[grad_input.dim() - 1];
+  const int64_t oh = grad.sizes()[grad.dim() - 2], ow = grad.sizes()[grad.dim() - 1];
+  const int64_t plane = h * w, out_plane = oh * ow;
+  const int64_t planes = plane == 0 ? 0 : grad_input.numel() / plane;
+  const int64_t* idx = indices.data_ptr<int64_t>();
+  dispatch_numeric(grad.dtype(), "max_pool2d_backward", [&]<typename T>() {
+    using M = opmath_t<T>;
+    const T* src = static_cast<const T*>(grad.data_ptr());
+    T* dst = static_cast<T*>(grad_input.data_ptr());
+    parallel_for(0, planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(plane, 1)), [&](int64_t begin, int64_t end) {
+      std::vector<M> acc(static_cast<size_t>(plane));  // sums in op-math (windows may overlap), rounded once
+      for (int64_t q = begin; q < end; ++q) {
+        std::fill(acc.begin(), acc.end(), M(0));
+        const T* g = src + q * out_plane;
+        const int64_t* at = idx + q * out_plane;
+        for (int64_t k = 0; k < out_plane; ++k) {
+          const int64_t i = at[k];
+          if (i < 0) continue;  // a window wholly in the padding took nothing
+          TD_CHECK(i < plane, "max_pool2d_backward: index ", i, " at output ", q * out_plane + k,
+                   " is outside its ", h, "x", w, " input plane");
+          acc[i] += static_cast<M>(g[k]);
+        }
+        T* out = dst + q * plane;
+        for (int64_t k = 0; k < plane; ++k) out[k] = static_cast<T>(acc[k]);
+      }
+    });
+  });
+}
+
 }  // namespace tandem::kernels::cpu

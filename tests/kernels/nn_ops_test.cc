@@ -1,5 +1,6 @@
 // softmax/log_softmax, max and average pooling, im2col/col2im, each checked against a naive
 // reference computed in double from the logical values of the inputs.
+#include "kernels/nn_ops.h"
 #include "tests/testing.h"
 
 #include <cmath>
@@ -482,6 +483,78 @@ TEST_CASE("max_pool2d propagates NaN", "[cpu]") {
 }
 
 // ---------------------------------------------------------------- average pooling
+
+TEST_CASE("max_pool2d_backward adds each gradient at its index, overlapping windows included, as autograd's ops do",
+          "[cpu]") {
+  tt::reseed(115);
+  int64_t compared = 0;
+  for (const Shape& shape : {Shape{2, 3, 8, 9}, Shape{3, 7, 33}}) {
+    for (td::DType dtype : {td::kFloat64, td::kFloat32, td::kBFloat16, td::kInt32}) {
+      Tensor x = tt::random_tensor(shape, dtype);
+      for (const Pool& p : pool_cases(true)) {
+        const std::string what = describe(p, shape, td::dtype_name(dtype));
+        INFO(what);
+        const int64_t h = shape[shape.size() - 2], w = shape.back();
+        if (ref_pooled(h, p.kh, p.sh, p.ph, p.dh, p.ceil_mode) < 1 ||
+            ref_pooled(w, p.kw, p.sw, p.pw, p.dw, p.ceil_mode) < 1 || ref_max_pool(x, p).empty_window) {
+          continue;
+        }
+        auto [out, indices] =
+            td::max_pool2d_with_indices(x, {p.kh, p.kw}, {p.sh, p.sw}, {p.ph, p.pw}, {p.dh, p.dw}, p.ceil_mode);
+        Tensor g = tt::random_tensor(out.sizes(), dtype, tt::Layout::Contiguous, -3, 3);
+        // Reference: each gradient added at its index, in output order, in float64.
+        const auto gv = tt::values(g), iv = tt::values(indices);
+        const int64_t plane = h * w, out_plane = out.size(-2) * out.size(-1);
+        std::vector<double> expected(static_cast<size_t>(x.numel()), 0.0);
+        for (size_t k = 0; k < gv.size(); ++k) {
+          expected[static_cast<size_t>(static_cast<int64_t>(k) / out_plane * plane + static_cast<int64_t>(iv[k]))] += gv[k];
+        }
+        Snapshot g_before(g), indices_before(indices);
+        Tensor grad = td::kernels::max_pool2d_backward(g, indices, x.sizes());
+        REQUIRE(grad.sizes() == x.sizes());
+        CHECK(grad.dtype() == dtype);
+        if (dtype == td::kFloat64 || dtype == td::kInt32) {
+          check_equal(grad, expected, what);
+        } else {
+          check_close(grad, expected, dtype == td::kFloat32 ? 1e-6 : 1e-2, 1e-6, what);
+        }
+        g_before.check_unchanged(g);
+        indices_before.check_unchanged(indices);
+        if (dtype == td::kFloat64) {  // autograd: the kernel without create_graph, scatter_add with it
+          Tensor leaf = x.clone().requires_grad_();
+          Tensor y = td::max_pool2d(leaf, {p.kh, p.kw}, {p.sh, p.sw}, {p.ph, p.pw}, {p.dh, p.dw}, p.ceil_mode);
+          Tensor plain = td::autograd::grad({y}, {leaf}, {g}, true, false)[0];
+          Tensor through_ops = td::autograd::grad({y}, {leaf}, {g}, true, true)[0];
+          check_equal(plain, expected, what + " autograd");
+          check_equal(through_ops.detach(), expected, what + " autograd, create_graph");
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 300);
+}
+
+TEST_CASE("max_pool2d_backward rejects indices outside the plane, of another dtype or shape, and changes nothing",
+          "[cpu]") {
+  Tensor x = td::arange(32.0).reshape({1, 2, 4, 4});
+  auto [out, indices] = td::max_pool2d_with_indices(x, 2);
+  Tensor g = td::ones(out.sizes());
+  Snapshot g_before(g), indices_before(indices);
+  Tensor bad = indices.clone();
+  bad.view({-1})[3].fill_(16);
+  check_error([&] { td::kernels::max_pool2d_backward(g, bad, x.sizes()); },
+              {"max_pool2d_backward", "index 16", "4x4"});
+  check_error([&] { td::kernels::max_pool2d_backward(g, indices.to(td::kInt32), x.sizes()); },
+              {"max_pool2d_backward", "int64", "int32"});
+  check_error([&] { td::kernels::max_pool2d_backward(g.narrow(3, 0, 1), indices, x.sizes()); },
+              {"max_pool2d_backward", "[1, 2, 2, 1]", "[1, 2, 2, 2]"});
+  check_error([&] { td::kernels::max_pool2d_backward(g, indices, {1, 3, 4, 4}); },
+              {"max_pool2d_backward", "[1, 2, 2, 2]", "[1, 3, 4, 4]"});
+  check_error([&] { td::kernels::max_pool2d_backward(Tensor(), indices, x.sizes()); }, {"max_pool2d_backward", "grad"});
+  g_before.check_unchanged(g);
+  indices_before.check_unchanged(indices);
+}
 
 TEST_CASE("avg_pool2d matches the reference with count_include_pad, divisor_override and ceil_mode", "[cpu]") {
   tt::reseed(106);
