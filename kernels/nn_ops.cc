@@ -14,6 +14,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
 #include "kernels/index.h"
+#include "kernels/linalg.h"
 #include "kernels/reduce.h"
 #include "kernels/views.h"
 #include "core/generator.h"
@@ -258,8 +259,8 @@ struct ConvShape {
   Shape out;
 };
 
-// Checks a cuDNN convolution's operands (x, weight and a gradient of the output's shape may each
-// be given) and works out its geometry.
+// Checks a fused convolution's operand shapes (of x, weight, or a gradient of the output's shape)
+// and works out its geometry.
 ConvShape conv_shape(const Shape& x, const Shape& w, int64_t groups, IntList stride, IntList padding,
                      IntList dilation, const char* op) {
   TD_CHECK(x.size() == 4 && w.size() == 4, op, ": expected a 4-D input and weight, got ", shape_str(x), " and ",
@@ -270,11 +271,34 @@ ConvShape conv_shape(const Shape& x, const Shape& w, int64_t groups, IntList str
   const int64_t oh = conv_out_size(x[2], p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(x[3], p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, op, ": the kernel does not fit the padded input (input ", shape_str(x), ", weight ",
            shape_str(w), ")");
-  // cuDNN's descriptors take int sizes, and a tensor of 2^31 elements or more is not supported.
-  const Shape out = {x[0], w[0], oh, ow};
-  TD_CHECK(cudnn_conv_fits(x, w, out), op, ": input ", shape_str(x),
-           ", weight ", shape_str(w), " or output ", shape_str(out), " has 2^31 elements or more, beyond cuDNN");
-  return {p, out};
+  return {p, Shape{x[0], w[0], oh, ow}};
+}
+
+// conv_shape for cuDNN, whose descriptors take int sizes: a tensor of 2^31 elements or more is
+// not supported.
+ConvShape cudnn_conv_shape(const Shape& x, const Shape& w, int64_t groups, IntList stride, IntList padding,
+                           IntList dilation, const char* op) {
+  ConvShape s = conv_shape(x, w, groups, stride, padding, dilation, op);
+  TD_CHECK(cudnn_conv_fits(x, w, s.out), op, ": input ", shape_str(x), ", weight ", shape_str(w), " or output ",
+           shape_str(s.out), " has 2^31 elements or more, beyond cuDNN");
+  return s;
+}
+
+void check_cpu_conv_operands(const char* op, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) check_defined(*t, op, "operand");
+  const Device device = common_device(op, operands);
+  TD_CHECK(device.is_cpu(), op, ": the CPU convolution takes tensors on the CPU, got ", device);
+  const DType dtype = (*operands.begin())->dtype();
+  for (const Tensor* t : operands) {
+    TD_CHECK(t->dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
+             ": expected float32 or float64 operands of one dtype, got ", dtype, " and ", t->dtype());
+  }
+}
+
+// A gradient [N, O, OH, OW] as the matrix [O, N*OH*OW] (a view where its layout allows).
+Tensor gradient_matrix(const Tensor& grad) {
+  const Shape& s = grad.sizes();
+  return view(contiguous(transpose(grad, 0, 1)), {s[1], s[0] * s[2] * s[3]});
 }
 
 void check_cudnn_operands(const char* op, std::initializer_list<const Tensor*> operands) {
@@ -327,7 +351,7 @@ bool cudnn_conv_fits(const Shape& x, const Shape& weight, const Shape& out) {
 Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups) {
   check_cudnn_operands("conv2d", {&x, &weight});
-  const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
+  const ConvShape s = cudnn_conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
   Tensor out = empty_tensor(s.out, x.dtype(), x.device());
   if (x.numel() == 0 || weight.numel() == 0) {  // nothing to sum (cuDNN refuses empty dims)
     fill_into(out, 0);
@@ -341,7 +365,7 @@ Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, Int
                                    IntList padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_backward_input";
   check_cudnn_operands(op, {&grad, &weight});
-  const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
+  const ConvShape s = cudnn_conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
   return conv2d_cudnn_gradient(op, s, grad, weight, input_size, [&](const Tensor& grad_x, const Tensor& g, const Tensor& w) {
     cuda::conv2d_backward_input(grad_x, g, w, s.p, groups);
   });
@@ -351,10 +375,61 @@ Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList
                                     IntList padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_backward_weight";
   check_cudnn_operands(op, {&grad, &x});
-  const ConvShape s = conv_shape(x.sizes(), weight_size.vec(), groups, stride, padding, dilation, op);
+  const ConvShape s = cudnn_conv_shape(x.sizes(), weight_size.vec(), groups, stride, padding, dilation, op);
   return conv2d_cudnn_gradient(op, s, grad, x, weight_size, [&](const Tensor& grad_w, const Tensor& g, const Tensor& xc) {
     cuda::conv2d_backward_weight(grad_w, g, xc, s.p, groups);
   });
+}
+
+std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, IntList stride, IntList padding,
+                                      IntList dilation, int64_t groups, bool keep_columns) {
+  check_cpu_conv_operands("conv2d", {&x, &weight});
+  const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
+  const int64_t batch = s.out[0], out_channels = s.out[1], width = batch * s.out[2] * s.out[3];
+  const int64_t fields = x.sizes()[1] * s.p.kh * s.p.kw;
+  Tensor out = empty_tensor({out_channels, width}, x.dtype(), x.device());
+  Tensor columns = keep_columns ? empty_tensor({fields, width}, x.dtype(), x.device()) : Tensor();
+  if (out.numel() > 0 && fields > 0) {
+    cpu::conv2d(out, columns, contiguous(x), contiguous(weight), s.p, groups);
+  } else {  // nothing to sum, or no output: zeros (no output channel's gradient reads the columns)
+    fill_into(out, 0);
+    if (keep_columns) fill_into(columns, 0);
+  }
+  return {transpose(view(out, {out_channels, batch, s.out[2], s.out[3]}), 0, 1), columns};
+}
+
+Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,
+                                 IntList padding, IntList dilation, int64_t groups) {
+  const char* op = "conv2d_backward_input";
+  check_cpu_conv_operands(op, {&grad, &weight});
+  const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
+  TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
+           shape_str(s.out));
+  Tensor grad_x = zeros(input_size, TensorOptions(grad.dtype()));
+  if (grad.numel() > 0 && weight.numel() > 0 && grad_x.numel() > 0) {
+    const Tensor g = gradient_matrix(grad);
+    cpu::conv2d_backward_input(grad_x, g, g.strides()[0], contiguous(weight), s.p, groups);
+  }
+  return grad_x;
+}
+
+Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, IntList weight_size, int64_t groups) {
+  const char* op = "conv2d_backward_weight";
+  check_cpu_conv_operands(op, {&grad, &columns});
+  const Shape w = weight_size.vec();
+  TD_CHECK(w.size() == 4 && grad.dim() == 4 && groups >= 1 && w[0] % groups == 0 && grad.sizes()[1] == w[0] &&
+               columns.dim() == 2 && columns.sizes()[0] == w[1] * groups * w[2] * w[3] &&
+               columns.sizes()[1] == grad.sizes()[0] * grad.sizes()[2] * grad.sizes()[3],
+           op, ": grad ", shape_str(grad.sizes()), " and columns ", shape_str(columns.sizes()),
+           " do not fit a weight of shape ", shape_str(w), " with groups=", groups);
+  const Tensor g = gradient_matrix(grad);
+  const int64_t group_out = w[0] / groups, group_fields = w[1] * w[2] * w[3];
+  std::vector<Tensor> parts;
+  for (int64_t k = 0; k < groups; ++k) {
+    parts.push_back(mm(narrow(g, 0, k * group_out, group_out),
+                       transpose(narrow(columns, 0, k * group_fields, group_fields), 0, 1)));
+  }
+  return reshape(groups == 1 ? parts[0] : cat(parts, 0), w);
 }
 
 std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p) {

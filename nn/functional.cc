@@ -78,8 +78,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
-  // The receptive fields as [C*kh*kw, N*L]: the whole batch is one GEMM per group, which BLAS
-  // runs far faster than N small ones.
+  if (x.device().is_cpu() && (x.dtype() == kFloat32 || x.dtype() == kFloat64) && weight.dtype() == x.dtype() &&
+      weight.device().is_cpu()) {
+    Tensor out = cpu_conv2d(x4, weight, {sh, sw}, {ph, pw}, {dh, dw}, groups);
+    if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
+    return x.dim() == 3 ? out.squeeze(0) : out;
+  }
+  // Other dtypes, and a GPU without cuDNN: the receptive fields as [C*kh*kw, N*L], the whole
+  // batch one GEMM per group, which BLAS runs far faster than N small ones.
   Tensor columns = im2col_matrix(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});
   const int64_t per_group_in = c / groups * kh * kw, per_group_out = out_channels / groups;
   std::vector<Tensor> parts;

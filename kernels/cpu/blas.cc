@@ -142,6 +142,18 @@ Tensor converted(const Tensor& t, DType dtype) {
 
 }  // namespace
 
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  parallel_gemm<T>(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, n, m, k, alpha, a, lda,
+                   b, ldb, beta, c, ldc);
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t);
+
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
   switch (out.dtype()) {
     case kFloat32: return blas_bmm<float>(out, a, b, beta.to<float>(), alpha.to<float>());

@@ -64,6 +64,12 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguou
 // a is [B, n, k] and b [B, k, m] with any strides, out not empty and k > 0. With beta = 0 out is
 // only written.
 void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha);
+// c [n, m] = alpha * op(a) @ op(b) + beta * c for float and double on row-major matrices with
+// leading dims lda, ldb, ldc (op: transposed where asked); split across the pool where it is large
+// enough, one call on the calling thread inside a parallel region.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc);
 // The BLAS behind them and the kernels it chose for this CPU, e.g. "OpenBLAS 0.3.21, Haswell
 // kernels" (OPENBLAS_CORETYPE, where set, chooses them): benchmarks print it beside their figures.
 std::string blas_description();
@@ -90,6 +96,17 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Poo
 // x contiguous [N, C, H, W] -> cols contiguous [N, C*kh*kw, OH*OW], and back (summing overlaps).
 void im2col(const Tensor& cols, const Tensor& x, const Pool2d& p);
 void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed first by the caller
+
+// ---- convolution in chunks of images (cpu/conv.cc), float32 and float64 ----
+// out [O, N*L] (L = OH*OW; image n's positions at [n*L, (n+1)*L)) = weight [O, C/groups*kh*kw] @
+// im2col(x) per group, x contiguous [N, C, H, W]. columns: undefined, or [C*kh*kw, N*L] to be
+// filled with im2col_matrix(x) for the weight's gradient. All contiguous.
+void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Tensor& weight, const Pool2d& p,
+            int64_t groups);
+// grad_x zeroed, contiguous [N, C, H, W] += col2im(weight^T @ grad) per group, grad [O, N*L]
+// (row stride grad_ld, positions contiguous), weight contiguous.
+void conv2d_backward_input(const Tensor& grad_x, const Tensor& grad, int64_t grad_ld, const Tensor& weight,
+                           const Pool2d& p, int64_t groups);
 
 // ---- fused layer norm and cross-entropy (cpu/layer_norm.cc, cpu/cross_entropy.cc) ----
 // Over rows of a contiguous x [rows, cols], cols > 0: mean and rstd = 1 / sqrt(var + eps) (biased

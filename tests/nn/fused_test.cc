@@ -1,5 +1,5 @@
-// The fused layers (dropout, layer norm, cross-entropy with index targets) against the op-by-op
-// forms they replace, written here in plain ops: values and gradients in float64 to rounding, the
+// The fused layers (dropout, layer norm, cross-entropy with index targets, the CPU's chunked
+// convolution) against the op-by-op forms they replace, written here in plain ops: values and gradients in float64 to rounding, the
 // same dropout mask as bernoulli for the same seed, first and second derivatives by gradcheck, and
 // the kernels' entry points refusing bad arguments with their inputs left as they were.
 #include <cmath>
@@ -11,6 +11,7 @@
 namespace td = tandem;
 namespace tt = td::testing;
 namespace F = td::nn::functional;
+namespace k = td::kernels;
 using td::Shape;
 using td::Tensor;
 using tt::check_close;
@@ -71,6 +72,27 @@ Tensor cross_entropy_rows_reference(const Tensor& x, const Tensor& t, const Tens
   Tensor smooth = -(w.defined() ? logp * w : logp).sum({1}) * kept;
   return nll * (1 - s) + smooth * (s / static_cast<double>(classes));
 }
+
+// A convolution as im2col_matrix and one matrix product per group, in ops (the form the CPU's
+// chunked convolution replaces): [N, O, OH, OW].
+Tensor conv2d_reference(const Tensor& x, const Tensor& w, int64_t stride, int64_t pad, int64_t dil, int64_t groups) {
+  const int64_t n = x.size(0), out_channels = w.size(0), kh = w.size(2), kw = w.size(3);
+  const int64_t oh = (x.size(2) + 2 * pad - dil * (kh - 1) - 1) / stride + 1;
+  const int64_t ow = (x.size(3) + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+  Tensor cols = td::im2col_matrix(x, {kh, kw}, dil, pad, stride);
+  const int64_t group_out = out_channels / groups, group_fields = w.size(1) * kh * kw;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    parts.push_back(td::mm(w.narrow(0, g * group_out, group_out).reshape({group_out, group_fields}),
+                           cols.narrow(0, g * group_fields, group_fields)));
+  }
+  return td::cat(parts, 0).view({out_channels, n, oh, ow}).transpose(0, 1);
+}
+
+struct RestoreThreads {
+  int saved = td::num_threads();
+  ~RestoreThreads() { td::set_num_threads(saved); }
+};
 
 }  // namespace
 
@@ -181,6 +203,80 @@ TEST_CASE("fused layer norm passes gradcheck and gradgradcheck", "[cpu]") {
   check_derivatives("layer_norm without affine", [](const std::vector<Tensor>& in) {
     return F::layer_norm(in[0], {5}, Tensor(), Tensor());
   }, {leaf({3, 5}, td::kFloat64, tt::Layout::Permuted)});
+}
+
+TEST_CASE("CPU convolution in chunks of images equals im2col_matrix and mm, forward and backward, on 1 to 3 threads",
+          "[cpu]") {
+  tt::reseed(510);
+  RestoreThreads restore;
+  struct Geometry {
+    int64_t in, out, k, stride, pad, dil, groups, h, w;
+  };
+  const Geometry geometries[] = {{3, 4, 3, 1, 1, 1, 1, 9, 8}, {4, 6, 3, 2, 1, 1, 2, 10, 7}, {2, 4, 2, 1, 2, 2, 2, 8, 9},
+                                 {1, 3, 5, 1, 2, 1, 1, 12, 12}};
+  int64_t compared = 0;
+  for (td::DType dtype : {td::kFloat64, td::kFloat32}) {
+    const double tol = dtype == td::kFloat64 ? 1e-12 : 2e-5;
+    for (const Geometry& c : geometries) {
+      // 1 and 3 images go one chunk after another; 13 and 40 go in chunks on the threads.
+      for (int64_t batch : {1, 3, 13, 40}) {
+        Tensor x = tt::random_tensor({batch, c.in, c.h, c.w}, dtype);
+        Tensor w = tt::random_tensor({c.out, c.in / c.groups, c.k, c.k}, dtype);
+        auto conv = [&](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], {}, c.stride, c.pad, c.dil, c.groups); };
+        auto reference = [&](const std::vector<Tensor>& in) {
+          return conv2d_reference(in[0], in[1], c.stride, c.pad, c.dil, c.groups);
+        };
+        const std::string what = td::detail::str_cat(dtype, " batch ", batch, " in ", c.in, " out ", c.out, " k ", c.k,
+                                                      " stride ", c.stride, " pad ", c.pad, " dil ", c.dil, " groups ",
+                                                      c.groups);
+        INFO(what);
+        const Tensor expected = reference({x, w});
+        const Tensor probe = tt::random_tensor(expected.sizes(), dtype);
+        const std::vector<Tensor> expected_grads = grads_of(reference, {x, w}, probe);
+        for (int threads : {1, 2, 3}) {
+          td::set_num_threads(threads);
+          const std::string on = what + " on " + std::to_string(threads) + " threads";
+          Tensor out = conv({x, w});
+          CHECK(out.grad_fn() == nullptr);  // x and w do not require grad
+          check_close(out, expected, tol, tol, on);
+          std::vector<Tensor> grads = grads_of(conv, {x, w}, probe);
+          check_grads(grads, expected_grads, tol, on);
+          // The same bits on every run (the chunks, and so BLAS's sums, depend on the thread count).
+          tt::check_equal(conv({x, w}), tt::values(out), on + ", again");
+          const std::vector<Tensor> again = grads_of(conv, {x, w}, probe);
+          for (size_t i = 0; i < grads.size(); ++i) tt::check_equal(again[i], tt::values(grads[i]), on + ", again");
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared == 2 * 4 * 4 * 3);
+}
+
+TEST_CASE("CPU convolution: one ConvolutionBackward0 node, its kept columns, empty batches and channels, and "
+          "second derivatives", "[cpu]") {
+  tt::reseed(511);
+  Tensor x = leaf({2, 4, 6, 5}), w = leaf({6, 2, 3, 3});
+  Tensor y = F::conv2d(x, w, {}, 1, 1, 1, 2);
+  REQUIRE(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "ConvolutionBackward0");
+  auto [out, columns] = k::conv2d_cpu(x.detach(), w.detach(), {2}, {1}, {1}, 2, true);
+  tt::check_equal(columns, tt::values(td::im2col_matrix(x.detach(), {3, 3}, 1, 1, 2)));
+  auto [same, none] = k::conv2d_cpu(x.detach(), w.detach(), {2}, {1}, {1}, 2, false);
+  CHECK_FALSE(none.defined());
+  tt::check_equal(same, tt::values(out));
+  check_derivatives("conv2d", [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 2, 1, 2, 2); },
+                    {leaf({2, 4, 7, 6}), leaf({4, 2, 2, 3}), leaf({4})});
+  // An empty batch, and inputs with no channels (nothing to sum: the bias alone).
+  Tensor empty_batch = leaf({0, 4, 6, 5});
+  Tensor e = F::conv2d(empty_batch, w, {}, 1, 1, 1, 2);
+  CHECK(e.sizes() == Shape{0, 6, 6, 5});
+  e.sum().backward();
+  CHECK(empty_batch.grad().sizes() == empty_batch.sizes());
+  Tensor no_channels = td::ones({2, 0, 4, 4}), no_fields = td::ones({3, 0, 2, 2}), bias = td::arange(3.0);
+  Tensor b = F::conv2d(no_channels, no_fields.to(td::kFloat32), bias.to(td::kFloat32));
+  CHECK(b.sizes() == Shape{2, 3, 3, 3});
+  tt::check_equal(b.select(1, 2), std::vector<double>(18, 2.0));
 }
 
 TEST_CASE("fused cross-entropy equals the op-by-op form for every reduction, weight, ignore_index and smoothing",
@@ -352,7 +448,6 @@ TEST_CASE("a target changed in place before backward is an error, not a wrong gr
 }
 
 TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchanged", "[cpu]") {
-  namespace k = td::kernels;
   Tensor x = td::randn({4, 5}), w = td::randn({5});
   tt::Snapshot xs(x), ws(w);
   const auto generator = td::default_generator().state();
@@ -377,6 +472,18 @@ TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchang
   tt::Snapshot image_before(image);
   check_error([&] { k::conv2d_cudnn(image, filter, {1}, {0}, {1}, 1); },
               {"conv2d", "cuDNN", "CUDA device", "cpu"});
+  check_error([&] { k::conv2d_cpu(image.to(td::kInt32), filter.to(td::kInt32), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "float32 or float64", "int32"});
+  check_error([&] { k::conv2d_cpu(image, filter.to(td::kFloat64), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "float32", "float64"});
+  check_error([&] { k::conv2d_cpu(image, td::randn({3, 1, 3, 3}), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "[1, 2, 5, 5]", "[3, 1, 3, 3]", "groups=1"});
+  check_error([&] { k::conv2d_cpu(image, td::randn({3, 2, 7, 7}), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "does not fit"});
+  check_error([&] { k::conv2d_cpu_backward_input(td::ones({1, 3, 2, 2}), filter, {1, 2, 5, 5}, {1}, {0}, {1}, 1); },
+              {"conv2d_backward_input", "[1, 3, 2, 2]", "[1, 3, 3, 3]"});
+  check_error([&] { k::conv2d_cpu_backward_weight(td::ones({1, 3, 3, 3}), td::ones({18, 8}), {3, 2, 3, 3}, 1); },
+              {"conv2d_backward_weight", "[18, 8]", "[3, 2, 3, 3]"});
   image_before.check_unchanged(image);
   xs.check_unchanged(x);
   ws.check_unchanged(w);
