@@ -249,23 +249,29 @@ Tensor cudnn_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntLi
   return y;
 }
 
-Tensor cpu_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
-                  int64_t groups) {
-  const bool record_grad = needs_grad({&x, &weight});
+Tensor cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                  IntList dilation, int64_t groups) {
+  const bool record_grad = needs_grad({&x, &weight, &bias});
   const bool need_x = record_grad && x.requires_grad(), need_w = record_grad && weight.requires_grad();
+  const bool need_b = record_grad && bias.defined() && bias.requires_grad();
   // The weight's gradient reads the receptive fields, kept from the forward pass.
-  auto [y, columns] = kernels::conv2d_cpu(x, weight, stride, padding, dilation, groups, need_w);
+  auto [y, columns] = kernels::conv2d_cpu(x, weight, bias, stride, padding, dilation, groups, need_w);
   if (!record_grad) return y;
   SavedTensor sx(x, false), sw(weight, false);
   const ConvGeometry c{stride.vec(), padding.vec(), dilation.vec(), groups};
-  record("ConvolutionBackward0", {&x, &weight}, {&y},
+  record("ConvolutionBackward0", {&x, &weight, &bias}, {&y},
          [=, columns = columns](const std::vector<Tensor>& g) -> std::vector<Tensor> {
            Tensor xv = sx.unpack("ConvolutionBackward0"), wv = sw.unpack("ConvolutionBackward0");
-           if (is_grad_enabled()) return conv2d_backward_ops(g[0], xv, wv, c);
+           Tensor grad_b = need_b ? sum(g[0], {0, 2, 3}) : Tensor();
+           if (is_grad_enabled()) {
+             std::vector<Tensor> grads = conv2d_backward_ops(g[0], xv, wv, c);
+             return {grads[0], grads[1], grad_b};
+           }
            return {need_x ? kernels::conv2d_cpu_backward_input(g[0], wv, xv.sizes(), c.stride, c.padding, c.dilation,
                                                                 c.groups)
                           : Tensor(),
-                   need_w ? kernels::conv2d_cpu_backward_weight(g[0], columns, wv.sizes(), c.groups) : Tensor()};
+                   need_w ? kernels::conv2d_cpu_backward_weight(g[0], columns, wv.sizes(), c.groups) : Tensor(),
+                   grad_b};
          });
   return y;
 }

@@ -194,9 +194,10 @@ Tensor fused_dropout(const Tensor& x, double p);  // training, 0 <= p < 1
 // 2-D convolution without bias through cuDNN (kernels::conv2d_cudnn), x [N, C, H, W] on a CUDA device.
 Tensor cudnn_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups);
-// 2-D convolution without bias on the CPU (kernels::conv2d_cpu), x [N, C, H, W] float32 or float64.
-Tensor cpu_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
-                  int64_t groups);
+// 2-D convolution on the CPU (kernels::conv2d_cpu), x [N, C, H, W] float32 or float64; bias [O] or
+// undefined.
+Tensor cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                  IntList dilation, int64_t groups);
 Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,
                         double eps);
 // {losses, target_weights} of kernels::cross_entropy for x [rows, C]: losses differentiable in x.

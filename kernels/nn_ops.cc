@@ -381,18 +381,28 @@ Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList
   });
 }
 
-std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, IntList stride, IntList padding,
-                                      IntList dilation, int64_t groups, bool keep_columns) {
+std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                                      IntList padding, IntList dilation, int64_t groups, bool keep_columns) {
   check_cpu_conv_operands("conv2d", {&x, &weight});
   const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
+  if (bias.defined()) {
+    check_cpu_conv_operands("conv2d", {&x, &bias});
+    TD_CHECK(bias.sizes() == Shape{s.out[1]}, "conv2d: bias must have shape [", s.out[1], "], got ",
+             shape_str(bias.sizes()));
+  }
   const int64_t batch = s.out[0], out_channels = s.out[1], width = batch * s.out[2] * s.out[3];
   const int64_t fields = x.sizes()[1] * s.p.kh * s.p.kw;
   Tensor out = empty_tensor({out_channels, width}, x.dtype(), x.device());
   Tensor columns = keep_columns ? empty_tensor({fields, width}, x.dtype(), x.device()) : Tensor();
   if (out.numel() > 0 && fields > 0) {
-    cpu::conv2d(out, columns, contiguous(x), contiguous(weight), s.p, groups);
-  } else {  // nothing to sum, or no output: zeros (no output channel's gradient reads the columns)
-    fill_into(out, 0);
+    cpu::conv2d(out, columns, contiguous(x), contiguous(weight), bias.defined() ? contiguous(bias) : Tensor(), s.p,
+                groups);
+  } else {  // nothing to sum, or no output: the bias alone (no output channel's gradient reads the columns)
+    if (bias.defined()) {
+      copy_into(out, expand(unsqueeze(bias, 1), out.sizes()));
+    } else {
+      fill_into(out, 0);
+    }
     if (keep_columns) fill_into(columns, 0);
   }
   return {transpose(view(out, {out_channels, batch, s.out[2], s.out[3]}), 0, 1), columns};

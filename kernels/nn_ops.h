@@ -48,12 +48,12 @@ Tensor im2col_matrix(const Tensor& x, IntList kernel_size, IntList dilation, Int
 Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, IntList kernel_size, IntList dilation,
                      IntList padding, IntList stride);
 
-// 2-D convolution on the CPU (kernels/cpu/conv.cc), for float32 and float64: x [N, C, H, W] and
-// weight [O, C / groups, kh, kw] of one dtype; no bias. Returns the output [N, O, OH, OW] (laid
-// out as [O, N, OH, OW]) and, with keep_columns, im2col_matrix(x), which the weight's gradient
-// takes (built with the output, while each chunk of it is in cache).
-std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, IntList stride, IntList padding,
-                                      IntList dilation, int64_t groups, bool keep_columns);
+// 2-D convolution on the CPU (kernels/cpu/conv.cc), for float32 and float64: x [N, C, H, W],
+// weight [O, C / groups, kh, kw] and bias [O] (or undefined) of one dtype. Returns the output
+// [N, O, OH, OW] (laid out as [O, N, OH, OW]) and, with keep_columns, im2col_matrix(x), which the
+// weight's gradient takes (built with the output, while each chunk of it is in cache).
+std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                                      IntList padding, IntList dilation, int64_t groups, bool keep_columns);
 // The gradients of conv2d_cpu with respect to its input (of shape input_size) and, from the
 // columns it kept, its weight (of shape weight_size).
 Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,

@@ -79,9 +79,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
   if (x.device().is_cpu() && (x.dtype() == kFloat32 || x.dtype() == kFloat64) && weight.dtype() == x.dtype() &&
-      weight.device().is_cpu()) {
-    Tensor out = cpu_conv2d(x4, weight, {sh, sw}, {ph, pw}, {dh, dw}, groups);
-    if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
+      weight.device().is_cpu() && (!bias.defined() || (bias.dtype() == x.dtype() && bias.device().is_cpu()))) {
+    Tensor out = cpu_conv2d(x4, weight, bias, {sh, sw}, {ph, pw}, {dh, dw}, groups);
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
   // Other dtypes, and a GPU without cuDNN: the receptive fields as [C*kh*kw, N*L], the whole

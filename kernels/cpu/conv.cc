@@ -59,14 +59,15 @@ Tensor chunk_view(const Tensor& matrix, int64_t start, int64_t images, int64_t f
 
 }  // namespace
 
-void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Tensor& weight, const Pool2d& p,
-            int64_t groups) {
+void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Tensor& weight, const Tensor& bias,
+            const Pool2d& p, int64_t groups) {
   const ConvGeometry g = conv_geometry(x.sizes().data(), p);
   const int64_t positions = g.oh * g.ow, fields = g.c * p.kh * p.kw, width = g.n * positions;
   const int64_t out_channels = weight.sizes()[0], group_out = out_channels / groups, group_fields = fields / groups;
   const Chunks chunks = chunks_for(g.n, fields * positions * static_cast<int64_t>(element_size(x.dtype())));
   dispatch_types<float, double>(x.dtype(), "conv2d", [&]<typename T>() {
     const T* w = weight.data_ptr<T>();
+    const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
     T* y = out.data_ptr<T>();
     for_each_chunk(chunks, g.n, [&](int64_t first, int64_t images) {
       // The chunk's fields: in the kept matrix, or in a buffer of its own.
@@ -75,9 +76,15 @@ void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Ten
       const int64_t start = cols.storage_offset() + (columns.defined() ? first * positions : 0);
       im2col(chunk_view(cols, start, images, fields, positions, ld), narrow(x, 0, first, images), p);
       const T* c = cols.data_ptr<T>() + (columns.defined() ? first * positions : 0);
+      // The bias goes in as the GEMM's starting value (beta = 1): no pass of its own over the output.
+      if (b) {
+        for (int64_t o = 0; o < out_channels; ++o) {
+          std::fill_n(y + o * width + first * positions, images * positions, b[o]);
+        }
+      }
       for (int64_t k = 0; k < groups; ++k) {
         gemm<T>(false, false, group_out, images * positions, group_fields, T(1), w + k * group_out * group_fields,
-                group_fields, c + k * group_fields * ld, ld, T(0), y + k * group_out * width + first * positions,
+                group_fields, c + k * group_fields * ld, ld, T(b ? 1 : 0), y + k * group_out * width + first * positions,
                 width);
       }
     });

@@ -99,10 +99,10 @@ void col2im(const Tensor& x, const Tensor& cols, const Pool2d& p);  // x zeroed 
 
 // ---- convolution in chunks of images (cpu/conv.cc), float32 and float64 ----
 // out [O, N*L] (L = OH*OW; image n's positions at [n*L, (n+1)*L)) = weight [O, C/groups*kh*kw] @
-// im2col(x) per group, x contiguous [N, C, H, W]. columns: undefined, or [C*kh*kw, N*L] to be
-// filled with im2col_matrix(x) for the weight's gradient. All contiguous.
-void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Tensor& weight, const Pool2d& p,
-            int64_t groups);
+// im2col(x) per group (+ bias [O] where defined), x contiguous [N, C, H, W]. columns: undefined,
+// or [C*kh*kw, N*L] to be filled with im2col_matrix(x) for the weight's gradient. All contiguous.
+void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Tensor& weight, const Tensor& bias,
+            const Pool2d& p, int64_t groups);
 // grad_x zeroed, contiguous [N, C, H, W] += col2im(weight^T @ grad) per group, grad [O, N*L]
 // (row stride grad_ld, positions contiguous), weight contiguous.
 void conv2d_backward_input(const Tensor& grad_x, const Tensor& grad, int64_t grad_ld, const Tensor& weight,

@@ -89,6 +89,13 @@ Tensor conv2d_reference(const Tensor& x, const Tensor& w, int64_t stride, int64_
   return td::cat(parts, 0).view({out_channels, n, oh, ow}).transpose(0, 1);
 }
 
+// d sum(conv2d(x, w, stride 1, padding 1, groups 2)) / dx, through the reference form.
+Tensor conv_input_grad_reference(const Tensor& x, const Tensor& w) {
+  Tensor leaf_x = x.detach().requires_grad_(true);
+  conv2d_reference(leaf_x, w, 1, 1, 1, 2).sum().backward();
+  return leaf_x.grad();
+}
+
 struct RestoreThreads {
   int saved = td::num_threads();
   ~RestoreThreads() { td::set_num_threads(saved); }
@@ -222,28 +229,31 @@ TEST_CASE("CPU convolution in chunks of images equals im2col_matrix and mm, forw
       for (int64_t batch : {1, 3, 13, 40}) {
         Tensor x = tt::random_tensor({batch, c.in, c.h, c.w}, dtype);
         Tensor w = tt::random_tensor({c.out, c.in / c.groups, c.k, c.k}, dtype);
-        auto conv = [&](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], {}, c.stride, c.pad, c.dil, c.groups); };
+        Tensor b = tt::random_tensor({c.out}, dtype);
+        auto conv = [&](const std::vector<Tensor>& in) {
+          return F::conv2d(in[0], in[1], in[2], c.stride, c.pad, c.dil, c.groups);
+        };
         auto reference = [&](const std::vector<Tensor>& in) {
-          return conv2d_reference(in[0], in[1], c.stride, c.pad, c.dil, c.groups);
+          return conv2d_reference(in[0], in[1], c.stride, c.pad, c.dil, c.groups) + in[2].view({1, c.out, 1, 1});
         };
         const std::string what = td::detail::str_cat(dtype, " batch ", batch, " in ", c.in, " out ", c.out, " k ", c.k,
                                                       " stride ", c.stride, " pad ", c.pad, " dil ", c.dil, " groups ",
                                                       c.groups);
         INFO(what);
-        const Tensor expected = reference({x, w});
+        const Tensor expected = reference({x, w, b});
         const Tensor probe = tt::random_tensor(expected.sizes(), dtype);
-        const std::vector<Tensor> expected_grads = grads_of(reference, {x, w}, probe);
+        const std::vector<Tensor> expected_grads = grads_of(reference, {x, w, b}, probe);
         for (int threads : {1, 2, 3}) {
           td::set_num_threads(threads);
           const std::string on = what + " on " + std::to_string(threads) + " threads";
-          Tensor out = conv({x, w});
-          CHECK(out.grad_fn() == nullptr);  // x and w do not require grad
+          Tensor out = conv({x, w, b});
+          CHECK(out.grad_fn() == nullptr);  // nothing requires grad
           check_close(out, expected, tol, tol, on);
-          std::vector<Tensor> grads = grads_of(conv, {x, w}, probe);
+          std::vector<Tensor> grads = grads_of(conv, {x, w, b}, probe);
           check_grads(grads, expected_grads, tol, on);
           // The same bits on every run (the chunks, and so BLAS's sums, depend on the thread count).
-          tt::check_equal(conv({x, w}), tt::values(out), on + ", again");
-          const std::vector<Tensor> again = grads_of(conv, {x, w}, probe);
+          tt::check_equal(conv({x, w, b}), tt::values(out), on + ", again");
+          const std::vector<Tensor> again = grads_of(conv, {x, w, b}, probe);
           for (size_t i = 0; i < grads.size(); ++i) tt::check_equal(again[i], tt::values(grads[i]), on + ", again");
           ++compared;
         }
@@ -260,13 +270,20 @@ TEST_CASE("CPU convolution: one ConvolutionBackward0 node, its kept columns, emp
   Tensor y = F::conv2d(x, w, {}, 1, 1, 1, 2);
   REQUIRE(y.grad_fn() != nullptr);
   CHECK(y.grad_fn()->name() == "ConvolutionBackward0");
-  auto [out, columns] = k::conv2d_cpu(x.detach(), w.detach(), {2}, {1}, {1}, 2, true);
+  auto [out, columns] = k::conv2d_cpu(x.detach(), w.detach(), Tensor(), {2}, {1}, {1}, 2, true);
   tt::check_equal(columns, tt::values(td::im2col_matrix(x.detach(), {3, 3}, 1, 1, 2)));
-  auto [same, none] = k::conv2d_cpu(x.detach(), w.detach(), {2}, {1}, {1}, 2, false);
+  auto [same, none] = k::conv2d_cpu(x.detach(), w.detach(), Tensor(), {2}, {1}, {1}, 2, false);
   CHECK_FALSE(none.defined());
   tt::check_equal(same, tt::values(out));
   check_derivatives("conv2d", [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 2, 1, 2, 2); },
                     {leaf({2, 4, 7, 6}), leaf({4, 2, 2, 3}), leaf({4})});
+  // Gradients only for what requires them: the bias alone, or the input alone.
+  Tensor fixed_x = x.detach(), fixed_w = w.detach(), only_b = leaf({6});
+  F::conv2d(fixed_x, fixed_w, only_b, 1, 1, 1, 2).sum().backward();
+  tt::check_close(only_b.grad(), tt::values(td::full({6}, 2.0 * 6 * 5, td::kFloat64)), 1e-12, 1e-12, "bias");
+  Tensor only_x = leaf({2, 4, 6, 5});
+  F::conv2d(only_x, fixed_w, {}, 1, 1, 1, 2).sum().backward();
+  tt::check_close(only_x.grad(), conv_input_grad_reference(only_x.detach(), fixed_w), 1e-12, 1e-12, "input alone");
   // An empty batch, and inputs with no channels (nothing to sum: the bias alone).
   Tensor empty_batch = leaf({0, 4, 6, 5});
   Tensor e = F::conv2d(empty_batch, w, {}, 1, 1, 1, 2);
@@ -472,14 +489,18 @@ TEST_CASE("the fused kernels refuse bad arguments and leave their inputs unchang
   tt::Snapshot image_before(image);
   check_error([&] { k::conv2d_cudnn(image, filter, {1}, {0}, {1}, 1); },
               {"conv2d", "cuDNN", "CUDA device", "cpu"});
-  check_error([&] { k::conv2d_cpu(image.to(td::kInt32), filter.to(td::kInt32), {1}, {0}, {1}, 1, false); },
+  check_error([&] { k::conv2d_cpu(image.to(td::kInt32), filter.to(td::kInt32), Tensor(), {1}, {0}, {1}, 1, false); },
               {"conv2d", "float32 or float64", "int32"});
-  check_error([&] { k::conv2d_cpu(image, filter.to(td::kFloat64), {1}, {0}, {1}, 1, false); },
+  check_error([&] { k::conv2d_cpu(image, filter.to(td::kFloat64), Tensor(), {1}, {0}, {1}, 1, false); },
               {"conv2d", "float32", "float64"});
-  check_error([&] { k::conv2d_cpu(image, td::randn({3, 1, 3, 3}), {1}, {0}, {1}, 1, false); },
+  check_error([&] { k::conv2d_cpu(image, td::randn({3, 1, 3, 3}), Tensor(), {1}, {0}, {1}, 1, false); },
               {"conv2d", "[1, 2, 5, 5]", "[3, 1, 3, 3]", "groups=1"});
-  check_error([&] { k::conv2d_cpu(image, td::randn({3, 2, 7, 7}), {1}, {0}, {1}, 1, false); },
+  check_error([&] { k::conv2d_cpu(image, td::randn({3, 2, 7, 7}), Tensor(), {1}, {0}, {1}, 1, false); },
               {"conv2d", "does not fit"});
+  check_error([&] { k::conv2d_cpu(image, filter, td::ones({2}), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "bias", "[3]", "[2]"});
+  check_error([&] { k::conv2d_cpu(image, filter, td::ones({3}, td::kFloat64), {1}, {0}, {1}, 1, false); },
+              {"conv2d", "float32", "float64"});
   check_error([&] { k::conv2d_cpu_backward_input(td::ones({1, 3, 2, 2}), filter, {1, 2, 5, 5}, {1}, {0}, {1}, 1); },
               {"conv2d_backward_input", "[1, 3, 2, 2]", "[1, 3, 3, 3]"});
   check_error([&] { k::conv2d_cpu_backward_weight(td::ones({1, 3, 3, 3}), td::ones({18, 8}), {3, 2, 3, 3}, 1); },
