@@ -257,6 +257,7 @@ Tensor cpu_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Int
   // The weight's gradient reads the receptive fields, kept from the forward pass.
   auto [y, columns] = kernels::conv2d_cpu(x, weight, bias, stride, padding, dilation, groups, need_w);
   if (!record_grad) return y;
+  // x for create_graph's backward in ops (and its sizes); the kernels read the columns instead.
   SavedTensor sx(x, false), sw(weight, false);
   const ConvGeometry c{stride.vec(), padding.vec(), dilation.vec(), groups};
   record("ConvolutionBackward0", {&x, &weight, &bias}, {&y},

@@ -19,9 +19,10 @@ namespace tandem::kernels::cpu {
 
 namespace {
 
+// One BLAS call on the calling thread.
 template <typename T>
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void blas_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
@@ -47,11 +48,11 @@ void use_our_threads_for_blas() {
 }
 
 // c = alpha * op(a) @ op(b) + beta * c with c split into one band of rows (or of columns, when
-// it is wide) per thread, one single-threaded GEMM per band. Band widths are whole multiples of
-// 16, BLAS's register blocking. Equal bands, one per thread, beat many narrow ones: each GEMM
-// call packs the whole of the other operand again, and 7 bands of 64 on 2 threads ran 4 against
-// 3 (a convolution's weight gradient, [32, 12544] x [12544, 400]: 2.34 ms in bands of 64, 1.82 ms
-// in two bands). Small products stay in one call.
+// it is wide) per thread, one single-threaded GEMM per band. Bands start at whole multiples of
+// 16, BLAS's register blocking, so their widths differ by 16 at most. One band per thread beats
+// many narrow ones: each GEMM call packs the whole of the other operand again, and 7 bands of 64
+// on 2 threads ran 4 against 3 (a convolution's weight gradient, [32, 12544] x [12544, 400]:
+// 2.34 ms in bands of 64, 1.82 ms in two bands). Small products stay in one call.
 template <typename T>
 void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a,
                    int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -59,23 +60,26 @@ void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m,
   constexpr int64_t kAlign = 16, kMinFlopsPerBand = int64_t{1} << 18;
   const bool split_rows = n >= m;
   const int64_t extent = split_rows ? n : m;
-  const int64_t most_bands =
+  const int64_t bands =
       std::min<int64_t>({num_threads(), (extent + kAlign - 1) / kAlign, n * m * k / kMinFlopsPerBand});
-  if (in_parallel_region() || most_bands < 2) {
-    gemm<T>(ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (in_parallel_region() || bands < 2) {
+    blas_call<T>(ta, tb, n, m, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  const int64_t width = ((extent + most_bands - 1) / most_bands + kAlign - 1) / kAlign * kAlign;
-  const int64_t bands = (extent + width - 1) / width;
+  // Band i starts at i * extent / bands rounded to the nearest multiple of 16.
+  auto start = [&](int64_t band) {
+    return band == bands ? extent : (band * extent / bands + kAlign / 2) / kAlign * kAlign;
+  };
   parallel_for(0, bands, 1, [&](int64_t first, int64_t last) {
     for (int64_t band = first; band < last; ++band) {
-      const int64_t begin = band * width, len = std::min(extent, begin + width) - begin;
+      const int64_t begin = start(band), len = std::min(extent, start(band + 1)) - begin;
+      if (len <= 0) continue;
       if (split_rows) {  // rows of op(a) and of c
         const T* a_rows = ta == CblasNoTrans ? a + begin * lda : a + begin;
-        gemm<T>(ta, tb, len, m, k, alpha, a_rows, lda, b, ldb, beta, c + begin * ldc, ldc);
+        blas_call<T>(ta, tb, len, m, k, alpha, a_rows, lda, b, ldb, beta, c + begin * ldc, ldc);
       } else {  // columns of op(b) and of c
         const T* b_cols = tb == CblasNoTrans ? b + begin : b + begin * ldb;
-        gemm<T>(ta, tb, n, len, k, alpha, a, lda, b_cols, ldb, beta, c + begin, ldc);
+        blas_call<T>(ta, tb, n, len, k, alpha, a, lda, b_cols, ldb, beta, c + begin, ldc);
       }
     }
   });

@@ -25,13 +25,19 @@ struct Chunks {
   bool on_threads;
 };
 
+// Chunks of about kChunkBytes of fields. On several threads: at least four chunks a thread where
+// the batch allows, so that the threads finish together, and at least two a thread to run them
+// there at all; otherwise the chunks keep their size and run one after another.
 Chunks chunks_for(int64_t batch, int64_t bytes_per_image) {
   const int threads = in_parallel_region() ? 1 : num_threads();
-  int64_t images = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(bytes_per_image, 1), 1, std::max<int64_t>(batch, 1));
-  // At least four chunks a thread where the batch allows, so that the threads finish together.
-  if (threads > 1) images = std::min(images, std::max<int64_t>(1, batch / (4 * threads)));
-  const int64_t count = (batch + images - 1) / images;
-  return {images, count, threads > 1 && count >= 2 * threads};
+  const int64_t fit =
+      std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(bytes_per_image, 1), 1, std::max<int64_t>(batch, 1));
+  if (threads > 1) {
+    const int64_t images = std::min(fit, std::max<int64_t>(1, batch / (4 * threads)));
+    const int64_t count = (batch + images - 1) / images;
+    if (count >= 2 * threads) return {images, count, true};
+  }
+  return {fit, (batch + fit - 1) / fit, false};
 }
 
 // body(first image, images) for each chunk, on the pool's threads or one after another.
@@ -82,10 +88,10 @@ void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Ten
           std::fill_n(y + o * width + first * positions, images * positions, b[o]);
         }
       }
-      for (int64_t k = 0; k < groups; ++k) {
-        gemm<T>(false, false, group_out, images * positions, group_fields, T(1), w + k * group_out * group_fields,
-                group_fields, c + k * group_fields * ld, ld, T(b ? 1 : 0), y + k * group_out * width + first * positions,
-                width);
+      for (int64_t group = 0; group < groups; ++group) {
+        gemm<T>(false, false, group_out, images * positions, group_fields, T(1),
+                w + group * group_out * group_fields, group_fields, c + group * group_fields * ld, ld, T(b ? 1 : 0),
+                y + group * group_out * width + first * positions, width);
       }
     });
   });
@@ -104,9 +110,10 @@ void conv2d_backward_input(const Tensor& grad_x, const Tensor& grad, int64_t gra
       const int64_t ld = images * positions;
       Tensor cols = empty_tensor({fields, ld}, grad_x.dtype(), grad_x.device());
       T* c = cols.data_ptr<T>();
-      for (int64_t k = 0; k < groups; ++k) {
-        gemm<T>(true, false, group_fields, ld, group_out, T(1), w + k * group_out * group_fields, group_fields,
-                dy + k * group_out * grad_ld + first * positions, grad_ld, T(0), c + k * group_fields * ld, ld);
+      for (int64_t group = 0; group < groups; ++group) {
+        gemm<T>(true, false, group_fields, ld, group_out, T(1), w + group * group_out * group_fields, group_fields,
+                dy + group * group_out * grad_ld + first * positions, grad_ld, T(0), c + group * group_fields * ld,
+                ld);
       }
       col2im(narrow(grad_x, 0, first, images), chunk_view(cols, cols.storage_offset(), images, fields, positions, ld),
              p);

@@ -258,8 +258,8 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad, const Ten
         const int64_t* at = idx + q * out_plane;
         for (int64_t k = 0; k < out_plane; ++k) {
           const int64_t i = at[k];
-          if (i < 0) continue;  // a window wholly in the padding took nothing
-          TD_CHECK(i < plane, "max_pool2d_backward: index ", i, " at output ", q * out_plane + k,
+          if (i == -1) continue;  // a window wholly in the padding took nothing
+          TD_CHECK(i >= 0 && i < plane, "max_pool2d_backward: index ", i, " at output ", q * out_plane + k,
                    " is outside its ", h, "x", w, " input plane");
           acc[i] += static_cast<M>(g[k]);
         }

@@ -1,6 +1,5 @@
 // softmax/log_softmax, max and average pooling, im2col/col2im, each checked against a naive
 // reference computed in double from the logical values of the inputs.
-#include "kernels/nn_ops.h"
 #include "tests/testing.h"
 
 #include <cmath>
@@ -8,6 +7,8 @@
 #include <optional>
 #include <sstream>
 #include <utility>
+
+#include "kernels/nn_ops.h"
 
 namespace td = tandem;
 namespace tt = td::testing;
@@ -482,8 +483,6 @@ TEST_CASE("max_pool2d propagates NaN", "[cpu]") {
   }
 }
 
-// ---------------------------------------------------------------- average pooling
-
 TEST_CASE("max_pool2d_backward adds each gradient at its index, overlapping windows included, as autograd's ops do",
           "[cpu]") {
   tt::reseed(115);
@@ -535,7 +534,8 @@ TEST_CASE("max_pool2d_backward adds each gradient at its index, overlapping wind
   CHECK(compared > 300);
 }
 
-TEST_CASE("max_pool2d_backward rejects indices outside the plane, of another dtype or shape, and changes nothing",
+TEST_CASE("max_pool2d_backward skips index -1, rejects indices outside the plane, of another dtype or shape, and "
+          "changes nothing",
           "[cpu]") {
   Tensor x = td::arange(32.0).reshape({1, 2, 4, 4});
   auto [out, indices] = td::max_pool2d_with_indices(x, 2);
@@ -552,9 +552,22 @@ TEST_CASE("max_pool2d_backward rejects indices outside the plane, of another dty
   check_error([&] { td::kernels::max_pool2d_backward(g, indices, {1, 3, 4, 4}); },
               {"max_pool2d_backward", "[1, 2, 2, 2]", "[1, 3, 4, 4]"});
   check_error([&] { td::kernels::max_pool2d_backward(Tensor(), indices, x.sizes()); }, {"max_pool2d_backward", "grad"});
+  Tensor below = indices.clone();
+  below.view({-1})[5].fill_(-2);
+  check_error([&] { td::kernels::max_pool2d_backward(g, below, x.sizes()); }, {"max_pool2d_backward", "index -2"});
+  // -1 (a window wholly in the padding) passes nothing on; the rest land at their indices.
+  Tensor none = indices.clone();
+  none.view({-1})[0].fill_(-1);
+  Tensor grad = td::kernels::max_pool2d_backward(g * 2, none, x.sizes());
+  std::vector<double> expected(32, 0.0);
+  const auto at = tt::values(none);
+  for (size_t k = 1; k < at.size(); ++k) expected[k / 4 * 16 + static_cast<size_t>(at[k])] = 2;
+  check_equal(grad, expected);
   g_before.check_unchanged(g);
   indices_before.check_unchanged(indices);
 }
+
+// ---------------------------------------------------------------- average pooling
 
 TEST_CASE("avg_pool2d matches the reference with count_include_pad, divisor_override and ceil_mode", "[cpu]") {
   tt::reseed(106);

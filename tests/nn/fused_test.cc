@@ -225,7 +225,7 @@ TEST_CASE("CPU convolution in chunks of images equals im2col_matrix and mm, forw
   for (td::DType dtype : {td::kFloat64, td::kFloat32}) {
     const double tol = dtype == td::kFloat64 ? 1e-12 : 2e-5;
     for (const Geometry& c : geometries) {
-      // 1 and 3 images go one chunk after another; 13 and 40 go in chunks on the threads.
+      // On 2 or 3 threads, 1 and 3 images go one chunk after another, 13 and 40 in chunks on the threads.
       for (int64_t batch : {1, 3, 13, 40}) {
         Tensor x = tt::random_tensor({batch, c.in, c.h, c.w}, dtype);
         Tensor w = tt::random_tensor({c.out, c.in / c.groups, c.k, c.k}, dtype);
@@ -284,16 +284,47 @@ TEST_CASE("CPU convolution: one ConvolutionBackward0 node, its kept columns, emp
   Tensor only_x = leaf({2, 4, 6, 5});
   F::conv2d(only_x, fixed_w, {}, 1, 1, 1, 2).sum().backward();
   tt::check_close(only_x.grad(), conv_input_grad_reference(only_x.detach(), fixed_w), 1e-12, 1e-12, "input alone");
-  // An empty batch, and inputs with no channels (nothing to sum: the bias alone).
-  Tensor empty_batch = leaf({0, 4, 6, 5});
-  Tensor e = F::conv2d(empty_batch, w, {}, 1, 1, 1, 2);
+  // An empty batch: empty gradients for x, zeros for the weight and the bias.
+  Tensor empty_batch = leaf({0, 4, 6, 5}), w2 = leaf({6, 2, 3, 3}), b2 = leaf({6});
+  Tensor e = F::conv2d(empty_batch, w2, b2, 1, 1, 1, 2);
   CHECK(e.sizes() == Shape{0, 6, 6, 5});
   e.sum().backward();
   CHECK(empty_batch.grad().sizes() == empty_batch.sizes());
-  Tensor no_channels = td::ones({2, 0, 4, 4}), no_fields = td::ones({3, 0, 2, 2}), bias = td::arange(3.0);
-  Tensor b = F::conv2d(no_channels, no_fields.to(td::kFloat32), bias.to(td::kFloat32));
-  CHECK(b.sizes() == Shape{2, 3, 3, 3});
-  tt::check_equal(b.select(1, 2), std::vector<double>(18, 2.0));
+  tt::check_equal(w2.grad(), std::vector<double>(6 * 2 * 3 * 3, 0.0));
+  tt::check_equal(b2.grad(), std::vector<double>(6, 0.0));
+  // Inputs with no channels: nothing to sum, the bias alone, and zero gradients for the bias's
+  // partners. No output channels: an empty output.
+  Tensor no_channels = leaf({2, 0, 4, 4}), no_fields = leaf({3, 0, 2, 2}), bias = leaf({3});
+  Tensor only_bias = F::conv2d(no_channels, no_fields, bias);
+  CHECK(only_bias.sizes() == Shape{2, 3, 3, 3});
+  std::vector<double> expected;
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t o = 0; o < 3; ++o) expected.insert(expected.end(), 9, tt::values(bias)[static_cast<size_t>(o)]);
+  }
+  tt::check_equal(only_bias, expected);
+  only_bias.sum().backward();
+  CHECK(no_channels.grad().sizes() == no_channels.sizes());
+  tt::check_equal(bias.grad(), std::vector<double>(3, 18.0));
+  Tensor no_outputs = F::conv2d(x, leaf({0, 4, 3, 3}), {}, 1, 1);
+  CHECK(no_outputs.sizes() == Shape{2, 0, 6, 5});
+}
+
+TEST_CASE("CPU convolution whose chunks run one after another splits each chunk's GEMM across the threads", "[cpu]") {
+  tt::reseed(512);
+  RestoreThreads restore;
+  td::set_num_threads(2);
+  // 2 images on 2 threads: too few chunks for the threads, and each image's GEMM ([32, 72] x
+  // [72, 1024]) is large enough to split.
+  Tensor x = tt::random_tensor({2, 8, 32, 32}, td::kFloat32), w = tt::random_tensor({32, 8, 3, 3}, td::kFloat32);
+  Tensor b = tt::random_tensor({32}, td::kFloat32);
+  auto conv = [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 1, 1); };
+  auto reference = [](const std::vector<Tensor>& in) {
+    return conv2d_reference(in[0], in[1], 1, 1, 1, 1) + in[2].view({1, 32, 1, 1});
+  };
+  const Tensor expected = reference({x, w, b});
+  check_close(conv({x, w, b}), expected, 1e-5, 1e-5, "forward");
+  const Tensor probe = tt::random_tensor(expected.sizes(), td::kFloat32);
+  check_grads(grads_of(conv, {x, w, b}, probe), grads_of(reference, {x, w, b}, probe), 1e-4, "backward");
 }
 
 TEST_CASE("fused cross-entropy equals the op-by-op form for every reduction, weight, ignore_index and smoothing",
