@@ -284,31 +284,29 @@ ConvShape cudnn_conv_shape(const Shape& x, const Shape& w, int64_t groups, IntLi
   return s;
 }
 
-void check_cpu_conv_operands(const char* op, std::initializer_list<const Tensor*> operands) {
-  for (const Tensor* t : operands) check_defined(*t, op, "operand");
-  const Device device = common_device(op, operands);
-  TD_CHECK(device.is_cpu(), op, ": the CPU convolution takes tensors on the CPU, got ", device);
-  const DType dtype = (*operands.begin())->dtype();
-  for (const Tensor* t : operands) {
-    TD_CHECK(t->dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
-             ": expected float32 or float64 operands of one dtype, got ", dtype, " and ", t->dtype());
-  }
-}
-
 // A gradient [N, O, OH, OW] as the matrix [O, N*OH*OW] (a view where its layout allows).
 Tensor gradient_matrix(const Tensor& grad) {
   const Shape& s = grad.sizes();
   return view(contiguous(transpose(grad, 0, 1)), {s[1], s[0] * s[2] * s[3]});
 }
 
-void check_cudnn_operands(const char* op, std::initializer_list<const Tensor*> operands) {
+// Which fused convolution takes a set of operands: the CPU's (float32, float64) or cuDNN's (any
+// floating dtype, on a CUDA device).
+enum class ConvBackend { kCpu, kCudnn };
+
+// The operands are defined, on one device of the backend's kind, and of one dtype it takes.
+void check_conv_operands(const char* op, ConvBackend backend, std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands) check_defined(*t, op, "operand");
   const Device device = common_device(op, operands);
-  TD_CHECK(device.is_cuda(), op, ": cuDNN convolutions take tensors on a CUDA device, got ", device);
+  const bool cudnn = backend == ConvBackend::kCudnn;
+  const char* where = cudnn ? "cuDNN convolutions take tensors on a CUDA device"
+                            : "the CPU convolution takes tensors on the CPU";
+  TD_CHECK(cudnn ? device.is_cuda() : device.is_cpu(), op, ": ", where, ", got ", device);
   const DType dtype = (*operands.begin())->dtype();
+  const bool taken = cudnn ? is_floating(dtype) : dtype == kFloat32 || dtype == kFloat64;
   for (const Tensor* t : operands) {
-    TD_CHECK(t->dtype() == dtype && is_floating(dtype), op, ": expected operands of one floating dtype, got ", dtype,
-             " and ", t->dtype());
+    TD_CHECK(t->dtype() == dtype && taken, op, ": expected ", cudnn ? "floating" : "float32 or float64",
+             " operands of one dtype, got ", dtype, " and ", t->dtype());
   }
 }
 
@@ -350,7 +348,7 @@ bool cudnn_conv_fits(const Shape& x, const Shape& weight, const Shape& out) {
 
 Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups) {
-  check_cudnn_operands("conv2d", {&x, &weight});
+  check_conv_operands("conv2d", ConvBackend::kCudnn, {&x, &weight});
   const ConvShape s = cudnn_conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
   Tensor out = empty_tensor(s.out, x.dtype(), x.device());
   if (x.numel() == 0 || weight.numel() == 0) {  // nothing to sum (cuDNN refuses empty dims)
@@ -364,7 +362,7 @@ Tensor conv2d_cudnn(const Tensor& x, const Tensor& weight, IntList stride, IntLi
 Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,
                                    IntList padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_backward_input";
-  check_cudnn_operands(op, {&grad, &weight});
+  check_conv_operands(op, ConvBackend::kCudnn, {&grad, &weight});
   const ConvShape s = cudnn_conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
   return conv2d_cudnn_gradient(op, s, grad, weight, input_size, [&](const Tensor& grad_x, const Tensor& g, const Tensor& w) {
     cuda::conv2d_backward_input(grad_x, g, w, s.p, groups);
@@ -374,7 +372,7 @@ Tensor conv2d_cudnn_backward_input(const Tensor& grad, const Tensor& weight, Int
 Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList weight_size, IntList stride,
                                     IntList padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_backward_weight";
-  check_cudnn_operands(op, {&grad, &x});
+  check_conv_operands(op, ConvBackend::kCudnn, {&grad, &x});
   const ConvShape s = cudnn_conv_shape(x.sizes(), weight_size.vec(), groups, stride, padding, dilation, op);
   return conv2d_cudnn_gradient(op, s, grad, x, weight_size, [&](const Tensor& grad_w, const Tensor& g, const Tensor& xc) {
     cuda::conv2d_backward_weight(grad_w, g, xc, s.p, groups);
@@ -383,10 +381,10 @@ Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList
 
 std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                                       IntList padding, IntList dilation, int64_t groups, bool keep_columns) {
-  check_cpu_conv_operands("conv2d", {&x, &weight});
+  check_conv_operands("conv2d", ConvBackend::kCpu, {&x, &weight});
   const ConvShape s = conv_shape(x.sizes(), weight.sizes(), groups, stride, padding, dilation, "conv2d");
   if (bias.defined()) {
-    check_cpu_conv_operands("conv2d", {&x, &bias});
+    check_conv_operands("conv2d", ConvBackend::kCpu, {&x, &bias});
     TD_CHECK(bias.sizes() == Shape{s.out[1]}, "conv2d: bias must have shape [", s.out[1], "], got ",
              shape_str(bias.sizes()));
   }
@@ -411,7 +409,7 @@ std::tuple<Tensor, Tensor> conv2d_cpu(const Tensor& x, const Tensor& weight, con
 Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntList input_size, IntList stride,
                                  IntList padding, IntList dilation, int64_t groups) {
   const char* op = "conv2d_backward_input";
-  check_cpu_conv_operands(op, {&grad, &weight});
+  check_conv_operands(op, ConvBackend::kCpu, {&grad, &weight});
   const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
   TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
            shape_str(s.out));
@@ -425,7 +423,7 @@ Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntLi
 
 Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, IntList weight_size, int64_t groups) {
   const char* op = "conv2d_backward_weight";
-  check_cpu_conv_operands(op, {&grad, &columns});
+  check_conv_operands(op, ConvBackend::kCpu, {&grad, &columns});
   const Shape w = weight_size.vec();
   TD_CHECK(w.size() == 4 && grad.dim() == 4 && groups >= 1 && w[0] % groups == 0 && grad.sizes()[1] == w[0] &&
                columns.dim() == 2 && columns.sizes()[0] == w[1] * groups * w[2] * w[3] &&
