@@ -448,6 +448,30 @@ TEST_CASE("fused layers in float16 and bfloat16 stay within their rounding of th
   }
 }
 
+TEST_CASE("conv2d in float16 and bfloat16 (im2col_matrix and mm on the CPU) stays within their rounding of float64",
+          "[cpu]") {
+  tt::reseed(513);
+  for (td::DType dtype : {td::kFloat16, td::kBFloat16}) {
+    INFO(td::dtype_name(dtype));
+    Tensor x = leaf({3, 4, 7, 6}, dtype), w = leaf({6, 2, 3, 3}, dtype), b = leaf({6}, dtype);
+    Tensor y = F::conv2d(x, w, b, 2, 1, 1, 2);
+    CHECK(y.dtype() == dtype);
+    CHECK(y.grad_fn()->name() != "ConvolutionBackward0");  // the op-by-op form
+    Tensor x64 = x.detach().to(td::kFloat64), w64 = w.detach().to(td::kFloat64), b64 = b.detach().to(td::kFloat64);
+    // The inputs are exact in float64; what differs is the roundings of the results (sums of up
+    // to 18 products of values up to 2, O(5), in the forward; of up to 36 positions in the
+    // weight's gradient), so the absolute tolerances are on those scales.
+    const double r = tt::rtol_for(dtype);
+    check_close(y.to(td::kFloat64), F::conv2d(x64, w64, b64, 2, 1, 1, 2), r, 4 * r, "forward");
+    y.sum().backward();
+    Tensor x64l = x64.requires_grad_(true), w64l = w64.requires_grad_(true), b64l = b64.requires_grad_(true);
+    F::conv2d(x64l, w64l, b64l, 2, 1, 1, 2).sum().backward();
+    check_close(x.grad().to(td::kFloat64), x64l.grad(), r, 4 * r, "input gradient");
+    check_close(w.grad().to(td::kFloat64), w64l.grad(), r, 16 * r, "weight gradient");
+    check_close(b.grad().to(td::kFloat64), b64l.grad(), r, r, "bias gradient");
+  }
+}
+
 TEST_CASE("cross-entropy over only ignored rows: a NaN mean and zero gradients, as PyTorch's", "[cpu]") {
   Tensor x = leaf({3, 4});
   Tensor t = td::full({3}, -100, td::kInt64);
