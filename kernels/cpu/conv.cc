@@ -4,7 +4,8 @@
 // the default CNN) went out to memory when written and came back for the GEMM, and the input
 // gradient's matrix went out from its GEMM and back for col2im. Chunks run on the pool's threads
 // when there are enough of them, each GEMM single-threaded; otherwise one after another, each
-// GEMM split across the threads. Either way every output element is the same GEMM's sum.
+// GEMM split across the threads. The chunks, and with them the last bits of BLAS's sums, depend
+// on the thread count; for a given count every run gives the same bits.
 #include <algorithm>
 
 #include "core/dispatch.h"
@@ -56,8 +57,8 @@ void for_each_chunk(const Chunks& c, int64_t batch, const Body& body) {
   });
 }
 
-// [images, fields, L] over a [fields, row]-strided matrix whose image `first`'s columns start at
-// element `start` of its storage.
+// A chunk's [images, fields, L] over a [fields, ...] matrix whose rows are `row` elements apart,
+// the chunk's first column at element `start` of the matrix's storage.
 Tensor chunk_view(const Tensor& matrix, int64_t start, int64_t images, int64_t fields, int64_t positions,
                   int64_t row) {
   return as_strided(matrix, {images, fields, positions}, {positions, row, 1}, start);
@@ -79,9 +80,10 @@ void conv2d(const Tensor& out, const Tensor& columns, const Tensor& x, const Ten
       // The chunk's fields: in the kept matrix, or in a buffer of its own.
       Tensor cols = columns.defined() ? columns : empty_tensor({fields, images * positions}, x.dtype(), x.device());
       const int64_t ld = columns.defined() ? width : images * positions;
-      const int64_t start = cols.storage_offset() + (columns.defined() ? first * positions : 0);
-      im2col(chunk_view(cols, start, images, fields, positions, ld), narrow(x, 0, first, images), p);
-      const T* c = cols.data_ptr<T>() + (columns.defined() ? first * positions : 0);
+      const int64_t offset = columns.defined() ? first * positions : 0;  // of the chunk's first column
+      im2col(chunk_view(cols, cols.storage_offset() + offset, images, fields, positions, ld),
+             narrow(x, 0, first, images), p);
+      const T* c = cols.data_ptr<T>() + offset;
       // The bias goes in as the GEMM's starting value (beta = 1): no pass of its own over the output.
       if (b) {
         for (int64_t o = 0; o < out_channels; ++o) {
