@@ -433,9 +433,9 @@ Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, Int
   const Tensor g = gradient_matrix(grad);
   const int64_t group_out = w[0] / groups, group_fields = w[1] * w[2] * w[3];
   std::vector<Tensor> parts;
-  for (int64_t k = 0; k < groups; ++k) {
-    parts.push_back(mm(narrow(g, 0, k * group_out, group_out),
-                       transpose(narrow(columns, 0, k * group_fields, group_fields), 0, 1)));
+  for (int64_t group = 0; group < groups; ++group) {
+    parts.push_back(mm(narrow(g, 0, group * group_out, group_out),
+                       transpose(narrow(columns, 0, group * group_fields, group_fields), 0, 1)));
   }
   return reshape(groups == 1 ? parts[0] : cat(parts, 0), w);
 }
