@@ -166,10 +166,14 @@ void execute(Run& run) {
   int workers = 0;      // device workers still running
   std::exception_ptr error;
   std::unordered_map<Node*, std::shared_ptr<Node>> owners;  // keep nodes alive while they wait
-  // The devices busy at once share the intra-op threads (the caller computes only while no
-  // worker runs).
+  // The devices the graph has reached share the intra-op threads. Not the workers still running:
+  // the share decides how a product is split, and with it the product's last bits, so a share
+  // that grew when another device finished first made results differ from run to run. In a
+  // DataParallel step Gather's backward reaches every replica's device at once.
   const int total_threads = num_threads();
-  auto thread_share = [&] { return std::max(1, total_threads / std::max(1, workers)); };  // under the lock
+  auto thread_share = [&] {  // under the lock
+    return std::max(1, total_threads / std::max(1, static_cast<int>(ready.size())));
+  };
   // A backward started on a device's own thread (inside a replica's forward) runs every node
   // right there: the other devices' threads may be waiting for this one.
   const bool on_device_thread = current_device_thread() != nullptr;

@@ -4,8 +4,10 @@
 // what a user sees inside (stats, printing, state_dict).
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "tests/testing.h"
@@ -610,4 +612,65 @@ TEST_CASE("a Sequential of library layers replicates and trains as one device do
   std::ostringstream printed;
   printed << dp;
   CHECK(printed.str().rfind("DataParallel(\n  (module): Sequential(\n    (0): Linear(", 0) == 0);
+}
+
+namespace {
+
+// Records the intra-op threads each replica's forward and (one node later) backward may use;
+// the replica on cpu:1 holds its backward until the one on cpu:0 has finished its own.
+class ThreadShareImpl : public nn::Cloneable<ThreadShareImpl> {
+ public:
+  ThreadShareImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(4, 4)); }
+  Tensor forward(const Tensor& x) override {
+    const Device device = x.device();
+    record("forward", device, td::num_threads());
+    Tensor h = fc(x);
+    h.register_hook([this, device](const Tensor& g) {
+      if (device == cpu0) {
+        *cpu0_done = true;  // its last node on cpu:0
+      } else {
+        record("backward", device, td::num_threads());
+      }
+      return g;
+    });
+    Tensor y = td::sin(h);
+    y.register_hook([this, device](const Tensor& g) {
+      if (device == cpu1) {
+        while (!*cpu0_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));  // cpu:0's worker has ended
+      }
+      return g;
+    });
+    return y;
+  }
+  void record(const std::string& phase, const Device& device, int threads) {
+    std::lock_guard lock(*mutex);
+    (*seen)[phase + " " + device.str()] = threads;
+  }
+  nn::Linear fc{nullptr};
+  std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+  std::shared_ptr<std::map<std::string, int>> seen = std::make_shared<std::map<std::string, int>>();
+  std::shared_ptr<std::atomic<bool>> cpu0_done = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace
+
+TEST_CASE("a replica's backward gets the threads its forward got, however long the other replicas take", "[cpu]") {
+  // The share decides how a product is split across threads, and so its last bits: a share that
+  // grew when another replica finished first made data-parallel training differ from run to run.
+  struct RestoreThreads {
+    int saved = td::num_threads();
+    ~RestoreThreads() { td::set_num_threads(saved); }
+  } restore;
+  td::set_num_threads(4);
+  auto model = make_model<ThreadShareImpl>(33, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  dp(td::testing::random_tensor({8, 4}, td::kFloat64)).sum().backward();
+  const std::map<std::string, int> seen = *model->seen;  // the replicas share the record
+  REQUIRE(seen.count("forward cpu:1") == 1);
+  REQUIRE(seen.count("backward cpu:1") == 1);
+  CHECK(seen.at("forward cpu:0") == 2);
+  CHECK(seen.at("forward cpu:1") == 2);
+  CHECK(seen.at("backward cpu:1") == 2);
 }
