@@ -65,6 +65,18 @@ struct Snapshot {
   uint32_t version;
 };
 
+// Sets the pool size for a scope and restores the previous one, also when a check throws.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : saved_(num_threads()) { set_num_threads(n); }
+  ~ThreadCount() { set_num_threads(saved_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int saved_;
+};
+
 // A new, empty directory of its own for one test's files, under Bazel's TEST_TMPDIR (or /tmp).
 std::string scratch_dir(const std::string& name);
 

@@ -239,11 +239,7 @@ TEST_CASE("mm of operands in every random_tensor layout matches the reference", 
 
 TEST_CASE("products big enough to be split across threads, by rows or by columns, match the reference", "[cpu]") {
   tt::reseed(106);
-  struct RestoreThreads {
-    int saved = td::num_threads();
-    ~RestoreThreads() { td::set_num_threads(saved); }
-  } restore;
-  td::set_num_threads(3);  // an odd count: bands of uneven size on any machine
+  tt::ThreadCount threads(3);  // an odd count: bands of uneven size on any machine
   // [n, k] @ [k, m]: tall (split by rows), wide (split by columns), and a band count not
   // dividing evenly, with a last band shorter than the rest.
   const std::vector<Size> sizes = {{300, 70, 90}, {40, 100, 333}, {129, 64, 65}};

@@ -312,17 +312,6 @@ std::vector<uint8_t> bytes(const Tensor& t) {
   return std::vector<uint8_t>(p, p + c.nbytes());
 }
 
-// Sets the pool size for a scope and restores the previous one, also when a check throws.
-class ThreadCount {
- public:
-  explicit ThreadCount(int n) : saved_(td::num_threads()) { td::set_num_threads(n); }
-  ~ThreadCount() { td::set_num_threads(saved_); }
-  ThreadCount(const ThreadCount&) = delete;
-  ThreadCount& operator=(const ThreadCount&) = delete;
-
- private:
-  int saved_;
-};
 
 void set_element(const Tensor& x, const std::vector<int64_t>& index, double value) {
   Tensor e = x;
@@ -1092,11 +1081,11 @@ TEST_CASE("reduction results are bitwise identical with 1, 2 and 4 threads", "[c
   };
   std::vector<std::vector<uint8_t>> one;
   {
-    ThreadCount threads(1);
+    tt::ThreadCount threads(1);
     one = run_all();
   }
   for (int n : {2, 4}) {
-    ThreadCount threads(n);
+    tt::ThreadCount threads(n);
     INFO(n << " threads");
     auto many = run_all();
     REQUIRE(many.size() == one.size());
@@ -1111,7 +1100,7 @@ TEST_CASE("reduction results are bitwise identical with 1, 2 and 4 threads", "[c
 }
 
 TEST_CASE("all and any over long folds are right on every repetition with several threads", "[cpu]") {
-  ThreadCount threads(std::max(2, td::num_threads()));
+  tt::ThreadCount threads(std::max(2, td::num_threads()));
   Tensor ones = td::ones({1000003}, td::kBool);
   Tensor zeros = td::zeros({1000003}, td::kFloat32);
   Tensor rows = td::ones({4, 70000}, td::kUInt8);

@@ -96,11 +96,6 @@ Tensor conv_input_grad_reference(const Tensor& x, const Tensor& w) {
   return leaf_x.grad();
 }
 
-struct RestoreThreads {
-  int saved = td::num_threads();
-  ~RestoreThreads() { td::set_num_threads(saved); }
-};
-
 }  // namespace
 
 TEST_CASE("fused dropout draws bernoulli's mask and scales as the op-by-op form", "[cpu]") {
@@ -215,7 +210,6 @@ TEST_CASE("fused layer norm passes gradcheck and gradgradcheck", "[cpu]") {
 TEST_CASE("CPU convolution in chunks of images equals im2col_matrix and mm, forward and backward, on 1 to 3 threads",
           "[cpu]") {
   tt::reseed(510);
-  RestoreThreads restore;
   struct Geometry {
     int64_t in, out, k, stride, pad, dil, groups, h, w;
   };
@@ -244,7 +238,7 @@ TEST_CASE("CPU convolution in chunks of images equals im2col_matrix and mm, forw
         const Tensor probe = tt::random_tensor(expected.sizes(), dtype);
         const std::vector<Tensor> expected_grads = grads_of(reference, {x, w, b}, probe);
         for (int threads : {1, 2, 3}) {
-          td::set_num_threads(threads);
+          tt::ThreadCount count(threads);
           const std::string on = what + " on " + std::to_string(threads) + " threads";
           Tensor out = conv({x, w, b});
           CHECK(out.grad_fn() == nullptr);  // nothing requires grad
@@ -311,8 +305,7 @@ TEST_CASE("CPU convolution: one ConvolutionBackward0 node, its kept columns, emp
 
 TEST_CASE("CPU convolution whose chunks run one after another splits each chunk's GEMM across the threads", "[cpu]") {
   tt::reseed(512);
-  RestoreThreads restore;
-  td::set_num_threads(2);
+  tt::ThreadCount threads(2);
   // 2 images on 2 threads: too few chunks for the threads, and each image's GEMM ([32, 72] x
   // [72, 1024]) is large enough to split.
   Tensor x = tt::random_tensor({2, 8, 32, 32}, td::kFloat32), w = tt::random_tensor({32, 8, 3, 3}, td::kFloat32);

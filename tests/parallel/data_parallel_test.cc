@@ -659,11 +659,7 @@ class ThreadShareImpl : public nn::Cloneable<ThreadShareImpl> {
 TEST_CASE("a replica's backward gets the threads its forward got, however long the other replicas take", "[cpu]") {
   // The share decides how a product is split across threads, and so its last bits: a share that
   // grew when another replica finished first made data-parallel training differ from run to run.
-  struct RestoreThreads {
-    int saved = td::num_threads();
-    ~RestoreThreads() { td::set_num_threads(saved); }
-  } restore;
-  td::set_num_threads(4);
+  td::testing::ThreadCount threads(4);
   auto model = make_model<ThreadShareImpl>(33, cpu0);
   par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
   dp(td::testing::random_tensor({8, 4}, td::kFloat64)).sum().backward();
