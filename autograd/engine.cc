@@ -166,14 +166,11 @@ void execute(Run& run) {
   int workers = 0;      // device workers still running
   std::exception_ptr error;
   std::unordered_map<Node*, std::shared_ptr<Node>> owners;  // keep nodes alive while they wait
-  // The devices the graph has reached share the intra-op threads. Not the workers still running:
-  // the share decides how a product is split, and with it the product's last bits, so a share
-  // that grew when another device finished first made results differ from run to run. In a
-  // DataParallel step Gather's backward reaches every replica's device at once.
-  const int total_threads = num_threads();
-  auto thread_share = [&] {  // under the lock
-    return std::max(1, total_threads / std::max(1, static_cast<int>(ready.size())));
-  };
+  // Each node runs with the intra-op threads its op had (Node::threads), never more than the
+  // caller may use: a replica's nodes keep their share of the cores, whatever the other
+  // replicas are doing, and the split of each product stays the same from run to run.
+  const int caller_threads = num_threads();
+  auto threads_for = [&](const Node* node) { return std::clamp(node->threads, 1, caller_threads); };
   // A backward started on a device's own thread (inside a replica's forward) runs every node
   // right there: the other devices' threads may be waiting for this one.
   const bool on_device_thread = current_device_thread() != nullptr;
@@ -306,7 +303,7 @@ void execute(Run& run) {
     while (!r.queue.empty() && !error) {
       Node* node = r.queue.top();
       r.queue.pop();
-      ThreadLimit limit(thread_share());
+      ThreadLimit limit(threads_for(node));
       process(node, lock);
     }
     r.worker_running = false;
@@ -342,7 +339,7 @@ void execute(Run& run) {
   };
   for (;;) {
     if (Node* node = error ? nullptr : next_for_caller()) {
-      ThreadLimit limit(thread_share());
+      ThreadLimit limit(threads_for(node));
       process(node, lock);
       continue;
     }

@@ -4,6 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/thread_pool.h"
 #include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/elementwise.h"
@@ -79,6 +80,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   if (auto existing = m.grad_accumulator.lock()) return existing;
   auto acc = std::make_shared<AccumulateGrad>(t);
   acc->sequence_nr = next_sequence_nr();
+  acc->threads = num_threads();
   m.grad_accumulator = acc;
   return acc;
 }

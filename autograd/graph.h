@@ -36,6 +36,10 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;
   uint32_t num_outputs = 1;
   uint64_t sequence_nr = 0;  // creation order on its thread: the engine runs later nodes first
+  // The intra-op threads its op could use when it was recorded (num_threads() then): its backward
+  // gets as many. How a product is split across threads decides its last bits, so a node's share
+  // must not depend on what other devices' nodes are doing when it runs.
+  int threads = 1;
   // Hooks on the gradient of output i (Tensor::register_hook on a non-leaf), and the tensors
   // that keep that gradient (retain_grad), filled after the hooks have run.
   std::vector<std::vector<std::pair<int, TensorHook>>> pre_hooks;

@@ -2,6 +2,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/thread_pool.h"
 
 namespace tandem::autograd {
 
@@ -34,6 +35,7 @@ std::shared_ptr<Node> record(const char* name, const std::vector<const Tensor*>&
   node->op_name = name;
   node->backward = std::move(backward);
   node->sequence_nr = next_sequence_nr();
+  node->threads = num_threads();
   node->num_outputs = static_cast<uint32_t>(outputs.size());
   for (const Tensor* in : inputs) {
     node->next_edges.push_back(in && in->defined() && in->requires_grad() ? gradient_edge(*in) : Edge{});

@@ -1,6 +1,8 @@
 // The autograd engine and Tensor's autograd API: accumulation, retain_graph, implicit
 // gradients, grad mode, detach, hooks, retain_grad, autograd::grad, higher-order gradients,
 // and the errors PyTorch gives for in-place writes that would corrupt a gradient.
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -278,6 +280,63 @@ TEST_CASE("backward runs each device's part of the graph on that device's thread
   z.register_hook([](const td::Tensor&) -> td::Tensor { TD_FAIL("hook on cpu:1 failed"); });
   td::testing::check_error([&] { z.sum().to(td::Device("cpu:0")).backward(); }, {"hook on cpu:1 failed"});
   CHECK(values(grad_once()) == values(first));
+}
+
+TEST_CASE("each node's backward gets the intra-op threads its op had, whatever the other devices are doing",
+          "[cpu]") {
+  // How a product is split across threads decides its last bits, so a node's share must depend
+  // on its own op alone: not on how many devices the graph has reached when it runs, nor on which
+  // devices' workers are still running.
+  td::testing::ThreadCount pool(4);
+  const td::Device cpu0("cpu:0"), cpu1("cpu:1");
+  td::Tensor x = td::testing::random_tensor({8}, td::kFloat64).requires_grad_();
+  std::mutex mutex;
+  std::map<std::string, int> seen;
+  std::atomic<bool> cpu0_done = false;
+  auto note = [&](const std::string& what) {
+    std::lock_guard lock(mutex);
+    seen[what] = td::num_threads();
+  };
+  td::Tensor wide = x.to(cpu1) * 2.0;  // recorded with the whole pool
+  td::Tensor narrow;
+  {
+    td::ThreadLimit one(1);
+    narrow = wide.sin();  // recorded under a limit of one thread
+  }
+  wide.register_hook([&](const td::Tensor& g) {
+    note("wide");
+    return g;
+  });
+  narrow.register_hook([&](const td::Tensor& g) {
+    // cpu:1's first node: it waits until cpu:0's worker has run its last node and ended.
+    while (!cpu0_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    note("narrow");
+    return g;
+  });
+  td::Tensor on0 = x * 3.0;
+  on0.register_hook([&](const td::Tensor& g) {
+    note("cpu:0");
+    cpu0_done = true;
+    return g;
+  });
+  td::Tensor loss = narrow.sum().to(cpu0) + on0.sum();
+  loss.backward({}, true);
+  CHECK(seen.at("cpu:0") == 4);
+  CHECK(seen.at("wide") == 4);
+  CHECK(seen.at("narrow") == 1);
+  check_close(x.grad(), (2.0 * td::cos(2.0 * x) + 3.0).detach(), 1e-12, 1e-12);
+
+  // A limit around backward caps every node.
+  seen.clear();
+  cpu0_done = false;
+  {
+    td::ThreadLimit two(2);
+    loss.backward();
+  }
+  CHECK(seen.at("cpu:0") == 2);
+  CHECK(seen.at("wide") == 2);
+  CHECK(seen.at("narrow") == 1);
 }
 
 TEST_CASE("a failure while gradients from several devices are added is an error, not a crash", "[cpu]") {
