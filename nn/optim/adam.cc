@@ -72,6 +72,12 @@ size_t AdamParamState::load(const StateDict& in, const std::string& prefix, cons
   return 4;
 }
 
+void AdamParamState::follow(const Tensor& param) {
+  detail::follow_param(exp_avg, param);
+  detail::follow_param(exp_avg_sq, param);
+  detail::follow_param(max_exp_avg_sq, param);
+}
+
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& defaults)
     : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
@@ -121,17 +127,17 @@ void Adam::update() {
       std::vector<Tensor> grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
       std::vector<int64_t> steps;
       for (const Tensor& p : params) {
-        AdamParamState& s = adam_state(state_slot(p), p, o.amsgrad());
-        s.step += 1;
+        AdamParamState& s = adam_state(state_slot(p), p, o.amsgrad());  // zeros: as good as none
         grads.push_back(p.grad());
         exp_avgs.push_back(s.exp_avg);
         exp_avg_sqs.push_back(s.exp_avg_sq);
         if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq);
-        steps.push_back(s.step);
+        steps.push_back(s.step + 1);
       }
       kernels::adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
                           kernels::AdamStep{lr, beta1, beta2, o.eps(), o.weight_decay(), decoupled_weight_decay_,
                                             o.amsgrad()});
+      for (const Tensor& p : params) static_cast<AdamParamState&>(*state_slot(p)).step += 1;  // once it is done
       continue;
     }
     for (auto& p : group.params()) {

@@ -81,6 +81,7 @@ struct AdamParamState : OptimizerParamState {
   std::unique_ptr<OptimizerParamState> clone() const override;
   void save(StateDict& out, const std::string& prefix) const override;
   size_t load(const StateDict& in, const std::string& prefix, const Tensor& param) override;
+  void follow(const Tensor& param) override;
 };
 
 class Adam : public Optimizer {

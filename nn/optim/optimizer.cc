@@ -124,15 +124,17 @@ Tensor Optimizer::step(LossClosure closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
-  check_grads();
+  check_step();
+  move_state_to_parameters();
   update();
   return loss;
 }
 
-void Optimizer::check_grads() const {
+void Optimizer::check_step() const {
   // An assigned mutable_grad() could be anything, and a silent broadcast or promotion would
   // corrupt the parameter; all gradients are checked before any parameter changes.
   const char* name = defaults_->optimizer_name();
+  for (const auto& group : param_groups_) group.options().validate();
   size_t index = 0;
   for (const auto& group : param_groups_) {
     for (const auto& p : group.params()) {
@@ -144,6 +146,15 @@ void Optimizer::check_grads() const {
                  " is ", p.dtype(), " on ", p.device(), " but its gradient is ", grad.dtype(), " on ", grad.device());
       }
       ++index;
+    }
+  }
+}
+
+void Optimizer::move_state_to_parameters() {
+  for (const auto& group : param_groups_) {
+    for (const auto& p : group.params()) {
+      auto it = state_.find(p.impl_ptr().get());
+      if (it != state_.end() && it->second) it->second->follow(p);
     }
   }
 }
@@ -311,6 +322,12 @@ Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor
   Tensor out = empty_like(param);
   out.copy_(saved);
   return out;
+}
+
+void follow_param(Tensor& state, const Tensor& param) {
+  if (state.defined() && (state.device() != param.device() || state.dtype() != param.dtype())) {
+    state = state.to(param.device(), param.dtype());
+  }
 }
 
 int64_t load_count(const StateDict& in, const std::string& key) {

@@ -45,6 +45,9 @@ class OptimizerParamState {
   // Reads what save() wrote, checked against `param` (shape) and converted to its dtype and device.
   // Returns how many tensors it read, so the optimizer can reject tensors that nothing reads.
   virtual size_t load(const StateDict& in, const std::string& prefix, const Tensor& param) = 0;
+  // Moves the state's tensors to `param`'s device and dtype where they differ: Module::to moves a
+  // parameter in place, and its state follows at the next step.
+  virtual void follow(const Tensor& param) = 0;
 };
 
 // A set of parameters that share hyperparameters. A group built without options takes the
@@ -132,7 +135,11 @@ class Optimizer {
 
 
  private:
-  void check_grads() const;  // every defined gradient has its parameter's shape, dtype and device
+  // Before a step changes anything: every group's options are valid (set_lr and options() can
+  // change them after they were checked), and every defined gradient has its parameter's shape,
+  // dtype and device.
+  void check_step() const;
+  void move_state_to_parameters();
 
   std::vector<OptimizerParamGroup> param_groups_;
   std::unique_ptr<OptimizerOptions> defaults_;
@@ -143,6 +150,8 @@ namespace detail {
 // Helpers for OptimizerParamState::load: the tensor `key` of `in`, which must have `param`'s shape,
 // as a new tensor of param's dtype and device; and a 0-dim counter as an integer.
 Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor& param);
+// `state`, if defined and not on `param`'s device or of its dtype, converted to them.
+void follow_param(Tensor& state, const Tensor& param);
 int64_t load_count(const StateDict& in, const std::string& key);
 // Reads field `name` of a JSON object as T, or throws tandem::Error naming `who` and the field.
 double json_double(const nlohmann::json& in, const char* who, const char* name);

@@ -56,6 +56,8 @@ size_t SGDParamState::load(const StateDict& in, const std::string& prefix, const
   return 1;
 }
 
+void SGDParamState::follow(const Tensor& param) { detail::follow_param(momentum_buffer, param); }
+
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& defaults)
     : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
@@ -74,15 +76,19 @@ void SGD::update() {
       for (const Tensor& p : params) {
         grads.push_back(p.grad());
         if (o.momentum() == 0) continue;
-        auto& slot = state_slot(p);
-        if (!slot) slot = std::make_unique<SGDParamState>();
-        Tensor& buf = static_cast<SGDParamState&>(*slot).momentum_buffer;
-        first.push_back(!buf.defined());
-        if (!buf.defined()) buf = empty_like(p);
-        bufs.push_back(buf);
+        const SGDParamState* s = static_cast<const SGDParamState*>(state_of(p));
+        first.push_back(!s || !s->momentum_buffer.defined());
+        bufs.push_back(first.back() ? empty_like(p) : s->momentum_buffer);
       }
       kernels::sgd_step_(params, grads, bufs, first,
                          kernels::SgdStep{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov()});
+      // New buffers join the state once the step has filled them.
+      for (size_t i = 0; i < bufs.size(); ++i) {
+        if (!first[i]) continue;
+        auto& slot = state_slot(params[i]);
+        if (!slot) slot = std::make_unique<SGDParamState>();
+        static_cast<SGDParamState&>(*slot).momentum_buffer = bufs[i];
+      }
       continue;
     }
     for (auto& p : group.params()) {

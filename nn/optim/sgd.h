@@ -48,6 +48,7 @@ struct SGDParamState : OptimizerParamState {
   std::unique_ptr<OptimizerParamState> clone() const override;
   void save(StateDict& out, const std::string& prefix) const override;
   size_t load(const StateDict& in, const std::string& prefix, const Tensor& param) override;
+  void follow(const Tensor& param) override;
 };
 
 class SGD : public Optimizer {

@@ -570,3 +570,67 @@ TEST_CASE("a scheduler refuses another scheduler's state and a state for other g
   CHECK(again.last_epoch() == 3);
   CHECK(again.get_last_lr() == step.get_last_lr());
 }
+
+TEST_CASE("an optimizer's state follows its parameters when the module moves to another device or dtype", "[cpu]") {
+  // Module::to moves the parameters in place; the momentum buffers and moments made before the
+  // move follow them at the next step, which goes on as if the training had never moved.
+  auto train = [](bool move, auto make_optimizer) {
+    td::manual_seed(5);
+    td::nn::Linear model(3, 2);
+    auto opt = make_optimizer(model->parameters());
+    td::Tensor x = td::testing::random_tensor({4, 3}, td::kFloat32);
+    for (int step = 0; step < 4; ++step) {
+      if (move && step == 2) {
+        model->to(td::Device("cpu:1"), td::kFloat64);
+        x = x.to(td::Device("cpu:1"), td::kFloat64);
+      }
+      opt->zero_grad();
+      model(x).pow(2.0).sum().backward();
+      opt->step();
+    }
+    for (const auto& [param, state] : opt->state()) {
+      (void)param;
+      td::StateDict saved;
+      state->save(saved, "");
+      for (const auto& key : saved.keys()) {
+        if (key == "step") continue;
+        CHECK(saved.at(key).device() == (move ? td::Device("cpu:1") : td::Device("cpu:0")));
+        CHECK(saved.at(key).dtype() == (move ? td::kFloat64 : td::kFloat32));
+      }
+    }
+    return model->weight.to(td::Device("cpu:0"), td::kFloat64);
+  };
+  auto sgd = [](std::vector<td::Tensor> p) {
+    return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  };
+  auto adamw = [](std::vector<td::Tensor> p) {
+    return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.1).weight_decay(0.1).amsgrad(true));
+  };
+  // The last two steps run in float64 instead of float32: the same weights to float32's precision.
+  check_close(train(true, sgd), train(false, sgd), 1e-5, 1e-5);
+  check_close(train(true, adamw), train(false, adamw), 1e-5, 1e-5);
+}
+
+TEST_CASE("step checks options changed after construction and changes nothing when they are invalid", "[cpu]") {
+  td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::SGD sgd({w}, optim::SGDOptions(0.5).momentum(0.9));
+  w.mutable_grad() = td::ones({2}, td::kFloat64);
+  sgd.step();
+  const td::Tensor weights = w.detach().clone();
+  const td::Tensor buffer = static_cast<const optim::SGDParamState*>(sgd.state_of(w))->momentum_buffer.clone();
+  sgd.param_groups()[0].options().set_lr(std::nan(""));
+  check_error([&] { sgd.step(); }, {"SGD: invalid learning rate lr = nan"});
+  sgd.param_groups()[0].options().set_lr(0.5);
+  static_cast<optim::SGDOptions&>(sgd.param_groups()[0].options()).momentum(-1);
+  check_error([&] { sgd.step(); }, {"SGD: invalid momentum = -1"});
+  check_equal(w, values(weights));
+  check_equal(static_cast<const optim::SGDParamState*>(sgd.state_of(w))->momentum_buffer, values(buffer));
+
+  td::Tensor v = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::Adam adam({v}, 0.1);
+  v.mutable_grad() = td::ones({2}, td::kFloat64);
+  adam.step();
+  static_cast<optim::AdamOptions&>(adam.param_groups()[0].options()).betas({1.5, 0.999});
+  check_error([&] { adam.step(); }, {"Adam", "beta"});
+  CHECK(static_cast<const optim::AdamParamState*>(adam.state_of(v))->step == 1);
+}
