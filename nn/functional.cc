@@ -103,6 +103,20 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   TD_CHECK(x.defined() && x.dim() >= 2, "batch_norm: expected an input of at least 2 dims [N, C, ...], got ",
            x.defined() ? shape_str(x.sizes()) : "undefined");
   const int64_t channels = x.size(1);
+  // Everything is checked before the running statistics change: a failure halfway through
+  // their update would leave them scaled by (1 - momentum) and nothing added.
+  auto check_per_channel = [&](const Tensor& t, const char* what) {
+    if (!t.defined()) return;
+    TD_CHECK(t.sizes() == Shape{channels} && is_floating(t.dtype()) && t.device() == x.device(), "batch_norm: ", what,
+             " must be a floating tensor of shape [", channels, "] on ", x.device(), " (the input is ",
+             shape_str(x.sizes()), "), got ", t.dtype(), " ", shape_str(t.sizes()), " on ", t.device());
+  };
+  TD_CHECK(running_mean.defined() == running_var.defined(),
+           "batch_norm: running_mean and running_var go together, but only one is defined");
+  check_per_channel(running_mean, "running_mean");
+  check_per_channel(running_var, "running_var");
+  check_per_channel(weight, "weight");
+  check_per_channel(bias, "bias");
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d != 1) dims.push_back(d);

@@ -126,14 +126,15 @@ Tensor BatchNormBase<Derived>::forward(const Tensor& x) {
   TD_CHECK(x.size(1) == options.num_features_, this->name(), ": expected ", options.num_features_,
            " channels in dim 1, got shape ", shape_str(x.sizes()));
   const bool use_batch_stats = this->is_training() || !running_mean.defined();
-  int64_t tracked = 0;
-  if (this->is_training() && num_batches_tracked.defined()) {
+  const bool count = this->is_training() && num_batches_tracked.defined();
+  const int64_t tracked = count ? num_batches_tracked.template item<int64_t>() + 1 : 0;
+  Tensor out = F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, options.momentum_,
+                             options.eps_, tracked, this->is_training() ? sync : nullptr);
+  if (count) {  // a batch that failed is not counted
     NoGradGuard no_grad;
     num_batches_tracked.add_(1);
-    tracked = num_batches_tracked.template item<int64_t>();
   }
-  return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, options.momentum_, options.eps_,
-                       tracked, this->is_training() ? sync : nullptr);
+  return out;
 }
 
 template <typename Derived>

@@ -120,8 +120,44 @@ TEST_CASE("BatchNorm normalizes with batch statistics and updates its running on
   cumulative(a);
   cumulative(b);
   check_close(cumulative->running_mean, values((a.mean({0}) + b.mean({0})) / 2), 1e-5, 1e-7);
-  check_error([&] { bn->train(); bn(td::randn({1, 3, 1, 1})); }, {"more than 1 value per channel"});
   check_error([&] { bn(td::randn({4, 2, 3, 3})); }, {"BatchNorm2d", "3 channels"});
+
+  // A batch that fails changes neither the running statistics nor the count of batches.
+  bn->train();
+  const std::vector<double> mean_before = values(bn->running_mean), var_before = values(bn->running_var);
+  auto unchanged = [&] {
+    CHECK(values(bn->running_mean) == mean_before);
+    CHECK(values(bn->running_var) == var_before);
+    CHECK(bn->num_batches_tracked.item<int64_t>() == 1);
+  };
+  check_error([&] { bn(td::randn({1, 3, 1, 1})); }, {"more than 1 value per channel"});
+  unchanged();
+  check_error([&] { bn(td::randn({4, 3, 2, 2}).to(td::Device("cpu:1"))); },
+              {"batch_norm: running_mean must be a floating tensor of shape [3] on cpu:1", "float32 [3] on cpu:0"});
+  unchanged();
+}
+
+TEST_CASE("F::batch_norm checks its running statistics and affine parameters before it updates anything", "[cpu]") {
+  const Tensor x = td::randn({4, 3});
+  Tensor mean = td::zeros({3}), var = td::ones({3});
+  auto untouched = [&] {
+    CHECK(values(mean) == std::vector<double>(3, 0.0));
+    CHECK(values(var) == std::vector<double>(3, 1.0));
+  };
+  check_error([&] { F::batch_norm(x, mean, td::ones({4}), {}, {}, true, 0.1, 1e-5); },
+              {"batch_norm: running_var must be a floating tensor of shape [3]", "got float32 [4] on cpu:0"});
+  untouched();
+  check_error([&] { F::batch_norm(x, mean, Tensor(), {}, {}, true, 0.1, 1e-5); },
+              {"running_mean and running_var go together"});
+  check_error([&] { F::batch_norm(x, mean, td::ones({3}, td::kInt64), {}, {}, true, 0.1, 1e-5); },
+              {"running_var must be a floating tensor", "got int64 [3]"});
+  check_error([&] { F::batch_norm(x, mean, var, td::ones({3}).to(td::Device("cpu:1")), {}, true, 0.1, 1e-5); },
+              {"batch_norm: weight must be a floating tensor of shape [3] on cpu:0", "on cpu:1"});
+  check_error([&] { F::batch_norm(x, mean, var, {}, td::zeros({2}), true, 0.1, 1e-5); },
+              {"batch_norm: bias must be", "[2]"});
+  untouched();
+  check_error([&] { F::batch_norm(x, Tensor(), Tensor(), {}, {}, false, 0.1, 1e-5); },
+              {"evaluation without running statistics"});
 }
 
 TEST_CASE("LayerNorm normalizes the last dims and applies its affine parameters", "[cpu]") {
