@@ -93,6 +93,7 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 }
 
 void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  TD_CHECK(module != nullptr, "replace_module: the module given for '", name, "' is null");
   for (auto& [n, m] : children_) {
     if (n == name) {
       m = std::move(module);

@@ -43,8 +43,9 @@ class Module : public std::enable_shared_from_this<Module> {
     add_child(name, holder.ptr());
     return holder;
   }
-  // Replaces a registered submodule (e.g. in a Sequential) keeping its position.
-  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+  // Replaces a registered submodule (e.g. in a Sequential) keeping its position. Containers
+  // that keep their own list of submodules (Sequential, ModuleList) update it too.
+  virtual void replace_module(const std::string& name, std::shared_ptr<Module> module);
 
   // ---- the tree ----
   std::vector<Tensor> parameters(bool recurse = true) const;

@@ -101,6 +101,11 @@ std::shared_ptr<Module> SequentialImpl::operator[](size_t index) const {
   return modules_[index];
 }
 
+void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  Module::replace_module(name, std::move(module));
+  modules_ = children();  // the list forward() and [] read
+}
+
 std::shared_ptr<Module> SequentialImpl::clone(std::optional<Device> device) const {
   auto copy = std::make_shared<SequentialImpl>();
   for (const auto& m : modules_) copy->push_back(m->clone(device));
@@ -116,6 +121,11 @@ void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
 std::shared_ptr<Module> ModuleListImpl::operator[](size_t index) const {
   TD_CHECK(index < modules_.size(), "ModuleList: index ", index, " is out of range for ", modules_.size(), " modules");
   return modules_[index];
+}
+
+void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  Module::replace_module(name, std::move(module));
+  modules_ = children();  // the list forward() and [] read
 }
 
 std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) const {

@@ -147,6 +147,7 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
   std::shared_ptr<Module> operator[](size_t index) const;
   size_t size() const { return modules_.size(); }
   std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+  void replace_module(const std::string& name, std::shared_ptr<Module> module) override;
 
  private:
   std::vector<std::shared_ptr<Module>> modules_;
@@ -172,6 +173,7 @@ class ModuleListImpl : public Cloneable<ModuleListImpl> {
   std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
   std::vector<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
   std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+  void replace_module(const std::string& name, std::shared_ptr<Module> module) override;
 
  private:
   std::vector<std::shared_ptr<Module>> modules_;

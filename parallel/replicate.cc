@@ -39,11 +39,17 @@ Replicator::Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> d
   TD_CHECK(!twice, "replicate: device ", *twice, " is listed twice");
 }
 
+std::vector<const nn::Module*> Replicator::tree() const {
+  std::vector<const nn::Module*> out;
+  for (const auto& m : module_->modules()) out.push_back(m.get());
+  return out;
+}
+
 bool Replicator::up_to_date() const {
   if (replicas_.empty()) return false;
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
-  if (tensors.size() != layout_.size()) return false;
+  if (tensors.size() != layout_.size() || tree() != tree_) return false;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].sizes() != layout_[i].first || tensors[i].dtype() != layout_[i].second ||
         tensors[i].device() != layout_devices_[i]) {
@@ -57,6 +63,7 @@ void Replicator::build() {
   replicas_.clear();
   layout_.clear();
   layout_devices_.clear();
+  tree_ = tree();
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
   for (const Tensor& t : tensors) {

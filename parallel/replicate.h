@@ -15,7 +15,8 @@ namespace tandem::parallel {
 
 // Replicas kept from step to step: the module tree is cloned once per device; refresh() only
 // moves the current values in and reconnects autograd (PyTorch and LibTorch rebuild them on every
-// forward). Rebuilt when the module's tensors change shape, dtype or device.
+// forward). Rebuilt when the module's tensors change shape, dtype or device, or a submodule is
+// replaced (Module::replace_module).
 class Replicator {
  public:
   Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices);
@@ -30,12 +31,14 @@ class Replicator {
  private:
   bool up_to_date() const;
   void build();
+  std::vector<const nn::Module*> tree() const;
 
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
   std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
   std::vector<Device> layout_devices_;
+  std::vector<const nn::Module*> tree_;  // the module and its descendants, when built
 };
 
 // Fresh replicas of `module`, one per device (PyTorch's replicate). detach: the replicas'

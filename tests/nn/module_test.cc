@@ -225,6 +225,36 @@ TEST_CASE("registration rejects bad names and duplicates", "[cpu]") {
   CHECK(m.name() == "Module");
 }
 
+TEST_CASE("replace_module swaps a submodule everywhere: forward, indexing, parameters and state_dict", "[cpu]") {
+  nn::Sequential seq(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  const Tensor x = td::tensor({{-1.0, 0.5, 2.0}});
+  nn::Linear wider(4, 2);
+  seq->replace_module("1", nn::Tanh().ptr());
+  seq->replace_module("2", wider.ptr());
+  CHECK((*seq)[1]->name() == "Tanh");
+  CHECK((*seq)[2] == wider.ptr());
+  CHECK(seq->size() == 3);
+  const std::vector<Tensor> params = seq->parameters();
+  REQUIRE(params.size() == 4);
+  CHECK(params[2].is_same(wider->weight));
+  CHECK(values(seq->state_dict().at("2.weight")) == values(wider->weight));
+  auto first = std::static_pointer_cast<nn::LinearImpl>((*seq)[0]);
+  CHECK(values(seq(x)) == values(wider(td::tanh(first->forward(x)))));
+
+  nn::ModuleList list;
+  list->push_back(nn::ReLU());
+  list->push_back(nn::Linear(2, 2));
+  list->replace_module("0", nn::GELU().ptr());
+  CHECK((*list)[0]->name() == "GELU");
+  CHECK((*list->begin())->name() == "GELU");
+
+  // A null module or an unknown name is an error that leaves the container as it was.
+  check_error([&] { seq->replace_module("1", nullptr); }, {"replace_module: the module given for '1' is null"});
+  check_error([&] { seq->replace_module("7", nn::ReLU().ptr()); }, {"replace_module: no submodule named '7'"});
+  CHECK((*seq)[1]->name() == "Tanh");
+  CHECK(seq->children().size() == 3);
+}
+
 TEST_CASE("td::save and td::load round-trip a module through a safetensors file", "[cpu]") {
   td::manual_seed(5);
   Net a;

@@ -614,6 +614,19 @@ TEST_CASE("a Sequential of library layers replicates and trains as one device do
   CHECK(printed.str().rfind("DataParallel(\n  (module): Sequential(\n    (0): Linear(", 0) == 0);
 }
 
+TEST_CASE("replacing a submodule after the replicas were built rebuilds them, also where no tensor changes",
+          "[cpu]") {
+  td::testing::reseed(29);
+  td::manual_seed(32);
+  nn::Sequential model(nn::Linear(4, 6), nn::ReLU(), nn::Linear(6, 2));
+  model->to(cpu0, td::kFloat64);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  td::testing::check_close(dp(x), model(x), 1e-12, 1e-12, "with ReLU");
+  model->replace_module("1", nn::Tanh().ptr());  // same parameters, same shapes
+  td::testing::check_close(dp(x), model(x), 1e-12, 1e-12, "with Tanh");
+}
+
 namespace {
 
 // Records the intra-op threads each replica's forward and (one node later) backward may use;
