@@ -30,12 +30,21 @@ namespace {
 
 constexpr int kStreamsPerDevice = 32;
 
+// What cudaGetDeviceCount said when it found no GPU, kept for the messages that say there is none.
+std::string& no_gpu_reason() {
+  static std::string reason;
+  return reason;
+}
+
 const std::vector<int>& logical_map() {
   static const std::vector<int> map = [] {
     int gpus = 0;
-    if (cudaGetDeviceCount(&gpus) != cudaSuccess) {
+    if (const cudaError_t err = cudaGetDeviceCount(&gpus); err != cudaSuccess) {
       cudaGetLastError();  // clear the sticky "no device" error
       gpus = 0;
+      no_gpu_reason() = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+    } else if (gpus == 0) {
+      no_gpu_reason() = "the CUDA runtime found no GPU";
     }
     if (const char* env = std::getenv("TANDEM_VISIBLE_DEVICES"); env && gpus > 0) {
       return parse_visible_devices(env, gpus);
@@ -48,8 +57,8 @@ const std::vector<int>& logical_map() {
 }
 
 void check_device(int device, const char* op) {
-  TD_CHECK(device >= 0 && device < device_count(), op, ": cuda:", device, " does not exist (",
-           device_count(), " CUDA devices", built_with_cuda() && device_count() == 0 ? ", no GPU found" : "", ")");
+  TD_CHECK(device >= 0 && device < device_count(), op, ": cuda:", device, " does not exist (", device_count(),
+           " CUDA devices", device_count() == 0 ? ": " + unavailable_reason() : std::string(), ")");
 }
 
 struct DeviceStreams {
@@ -80,6 +89,11 @@ thread_local std::vector<Stream> t_current_streams;
 int device_count() { return static_cast<int>(logical_map().size()); }
 
 bool is_available() { return device_count() > 0; }
+
+std::string unavailable_reason() {
+  if (is_available()) return "";
+  return no_gpu_reason().empty() ? "TANDEM_VISIBLE_DEVICES names no GPU" : no_gpu_reason();
+}
 
 int physical_device(int device) {
   check_device(device, "cuda::physical_device");

@@ -19,6 +19,9 @@ namespace tandem::cuda {
 
 bool is_available();
 int device_count();  // logical devices
+// Why there are no CUDA devices ("" when there are some): no CUDA in this build, or what the
+// runtime said, e.g. that the driver is older than the runtime this program was built with.
+std::string unavailable_reason();
 
 struct DeviceProperties {
   std::string name;

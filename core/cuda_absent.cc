@@ -15,6 +15,7 @@ namespace {
 
 int device_count() { return 0; }
 bool is_available() { return false; }
+std::string unavailable_reason() { return "this build of tandem has no CUDA"; }
 
 DeviceProperties get_device_properties(int device) {
   TD_FAIL("cuda::get_device_properties: device ", device, " does not exist (this build of tandem has no CUDA)");

@@ -27,7 +27,8 @@ int devices() {
     return 0;
   }
   int n = td::cuda::device_count();
-  fmt::print("cuda    {} device{} (CUDA runtime {})\n", n, n == 1 ? "" : "s", td::cuda::runtime_version());
+  fmt::print("cuda    {} device{} (CUDA runtime {}, driver {}){}\n", n, n == 1 ? "" : "s", td::cuda::runtime_version(),
+             td::cuda::driver_version(), n == 0 ? ": " + td::cuda::unavailable_reason() : "");
   for (int d = 0; d < n; ++d) {
     auto p = td::cuda::get_device_properties(d);
     fmt::print("cuda:{}  {} (GPU {}), {:.1f} GiB, compute capability {}.{}, {} SMs\n", d, p.name, p.physical_index,

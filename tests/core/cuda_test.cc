@@ -21,7 +21,12 @@ TEST_CASE("a build without the CUDA toolkit or a GPU reports no CUDA devices", "
     CHECK(!td::cuda::is_available());
   }
   CHECK(td::cuda::is_available() == (td::cuda::device_count() > 0));
+  // Without devices, the reason is given (a driver older than the runtime looks like no GPU otherwise).
+  CHECK(td::cuda::unavailable_reason().empty() == td::cuda::is_available());
   td::testing::check_error([] { td::cuda::get_device_properties(td::cuda::device_count()); }, {"does not exist"});
+  if (!td::cuda::is_available()) {
+    td::testing::check_error([] { td::zeros({1}, td::Device("cuda:0")); }, {td::cuda::unavailable_reason()});
+  }
 }
 
 TEST_CASE("without a GPU, CUDA tensors are an error that names the device", "[cpu]") {
