@@ -103,9 +103,17 @@ void BlockPool::free(void* ptr) {
     return_block(block);
     return;
   }
-  for (void* stream : block->other_streams) {
-    pending_.emplace_back(backend_.record_event(stream), block);
+  try {
+    for (void* stream : block->other_streams) {
+      pending_.emplace_back(backend_.record_event(stream), block);
+      ++block->pending_events;
+    }
+  } catch (...) {
+    // Without an event for every stream that used it, nothing can tell when the block is free
+    // again: one more pending event that never completes keeps it out of the pool for good.
     ++block->pending_events;
+    block->other_streams.clear();
+    throw;
   }
   block->other_streams.clear();
 }

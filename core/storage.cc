@@ -1,6 +1,8 @@
 #include "core/storage.h"
 
 #include <atomic>
+#include <cstdio>
+#include <exception>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -47,10 +49,17 @@ Storage Storage::wrap(void* data, size_t nbytes, Device device, std::function<vo
 }
 
 Storage::Impl::~Impl() {
-  if (allocator) {
-    allocator->deallocate(data, nbytes, device);
-  } else if (deleter) {
-    deleter(data);
+  // A destructor that throws ends the program. A failed free (a CUDA error that a kernel left
+  // behind, say) is reported instead, and the memory is given up: the caching allocator never
+  // hands out a block it could not order after the streams that used it.
+  try {
+    if (allocator) {
+      allocator->deallocate(data, nbytes, device);
+    } else if (deleter) {
+      deleter(data);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem: freeing %zu bytes on %s failed: %s\n", nbytes, device.str().c_str(), e.what());
   }
 }
 

@@ -41,3 +41,15 @@ TEST_CASE("a freed large block is reused for the next request of its size", "[cp
   td::empty_cache(td::kCPU);
   CHECK(td::memory_stats(td::Device("cpu:0")).cached == 0);
 }
+
+TEST_CASE("a storage whose memory cannot be freed says so instead of ending the program", "[cpu]") {
+  static float data[4];
+  bool called = false;
+  {
+    td::Storage s = td::Storage::wrap(data, sizeof(data), td::Device("cpu:0"), [&](void*) {
+      called = true;
+      TD_FAIL("the device refused the free");
+    });
+  }  // the destructor reports the failure on stderr
+  CHECK(called);
+}

@@ -223,3 +223,29 @@ TEST_CASE("block pool: threads allocating and freeing at once leave it consisten
   CHECK(device.live.empty());
   CHECK(pool.stats().reserved == 0);
 }
+
+TEST_CASE("block pool: a block whose streams could not be ordered by an event is never handed out again", "[cpu]") {
+  // The event for stream B fails (a CUDA error, say): nothing can tell when B is done with the
+  // block, so the free reports the error and the block stays out of the pool, also once the
+  // event recorded for another stream has completed.
+  struct FailingEvents : FakeDevice {
+    void* record_event(void* stream) override {
+      if (stream == kStreamB) TD_FAIL("recording an event failed");
+      return FakeDevice::record_event(stream);
+    }
+  } device;
+  td::BlockPool pool(device, "fake:0");
+  void* const stream_c = reinterpret_cast<void*>(0x30);
+  void* a = pool.allocate(4096, kStreamA);
+  pool.record_stream(a, stream_c);  // its event is recorded, then B's fails
+  pool.record_stream(a, kStreamB);
+  td::testing::check_error([&] { pool.free(a); }, {"recording an event failed"});
+  REQUIRE(device.events.size() == 1);
+  CHECK(pool.stats().allocated == 0);
+  device.finish_all();
+  void* next = pool.allocate(4096, kStreamA);
+  CHECK(next != a);
+  pool.free(next);
+  pool.empty_cache();  // the segment holding the lost block stays
+  CHECK(pool.stats().reserved > 0);
+}
