@@ -22,9 +22,9 @@ __device__ M class_weight(const T* w, int64_t c) {
 }
 
 template <typename T, typename M>
-__global__ void cross_entropy_kernel(T* losses, T* target_weights, M* lse, const T* x, const int64_t* target,
-                                     const T* w, const M* weight_sum, int64_t rows, int64_t classes,
-                                     int64_t ignore_index, M keep, M spread) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    cross_entropy_kernel(T* losses, T* target_weights, M* lse, const T* x, const int64_t* target, const T* w,
+                         const M* weight_sum, int64_t rows, int64_t classes, int64_t ignore_index, M keep, M spread) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* in = x + r * classes;
     M max = -std::numeric_limits<M>::infinity();

@@ -95,10 +95,15 @@ __device__ M block_sum(M v) {
   return block_reduce(v, [](M a, M b) { return a + b; });
 }
 
-// Threads for a block that walks rows of `cols` elements: a whole number of warps, at most 512.
+// The most threads a block that walks rows has. Its kernels say so (__launch_bounds__), so that
+// the compiler keeps their registers few enough for a block of that many.
+inline constexpr int kMaxRowThreads = 512;
+
+// Threads for a block that walks rows of `cols` elements: a whole number of warps, at most kMaxRowThreads.
 inline int row_threads(int64_t cols) {
+  constexpr int64_t kMaxWarps = kMaxRowThreads / 32;
   const int64_t warps = (cols + 31) / 32;
-  return static_cast<int>(32 * (warps < 1 ? 1 : warps > 16 ? 16 : warps));
+  return static_cast<int>(32 * (warps < 1 ? 1 : warps > kMaxWarps ? kMaxWarps : warps));
 }
 
 // ---- the generic element-wise kernel ----

@@ -25,8 +25,9 @@ constexpr int kColumnRows = 8;       // threads of such a block along the rows (
 unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < 65536 ? rows : 65536); }
 
 template <typename T, typename M>
-__global__ void layer_norm_kernel(T* out, M* mean, M* rstd, const T* x, const T* w, const T* b, int64_t rows,
-                                  int64_t cols, double eps) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    layer_norm_kernel(T* out, M* mean, M* rstd, const T* x, const T* w, const T* b, int64_t rows, int64_t cols,
+                      double eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* in = x + r * cols;
     double s = 0;
@@ -54,8 +55,9 @@ __global__ void layer_norm_kernel(T* out, M* mean, M* rstd, const T* x, const T*
 }
 
 template <typename T, typename M>
-__global__ void layer_norm_grad_input(T* grad_x, const T* grad, const T* x, const M* mean, const M* rstd, const T* w,
-                                      int64_t rows, int64_t cols) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    layer_norm_grad_input(T* grad_x, const T* grad, const T* x, const M* mean, const M* rstd, const T* w, int64_t rows,
+                          int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* g = grad + r * cols;
     const T* in = x + r * cols;

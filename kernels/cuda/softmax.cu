@@ -92,7 +92,8 @@ __global__ void softmax_rows_warp(T* out, const T* x, int64_t rows, int64_t size
 }
 
 template <typename T>
-__global__ void softmax_rows_block(T* out, const T* x, int64_t rows, int64_t size, bool log) {
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_rows_block(T* out, const T* x, int64_t rows, int64_t size, bool log) {
   using M = opmath_t<T>;
   __shared__ M part_max[kRowThreads / kWarp];
   __shared__ double part_sum[kRowThreads / kWarp];
