@@ -214,6 +214,11 @@ TEST_CASE("unary ops treat zeros, infinities, NaN and extreme values as the CPU 
         std::string what = c.name + " of special values in " + td::dtype_name(dtype);
         if (c.exact) {
           check_equal(c.fn(dev), c.fn(x), what);
+        } else if (c.name.rfind("gelu", 0) == 0) {
+          // x * (1 + erf or tanh of about -x): at x = -3 the sum cancels to 0.003, so an ulp of
+          // erf or tanh (CUDA's are within 2, the CPU's within 1) is 2e-5 of the result. The
+          // error is bounded by |x| times an ulp of 1 instead.
+          check_close(c.fn(dev), c.fn(x), rtol_for(dtype), tiny, what, ct::abs64(x));
         } else {
           check_close(c.fn(dev), c.fn(x), rtol_for(dtype), tiny, what);
         }
@@ -1019,7 +1024,7 @@ void sum_sweep(bool large) {
   });
 }
 
-TEST_CASE("sum and mean over any dims match the CPU within rounding of the sum of |x|", "[cuda]") {
+TEST_CASE("sum and mean over any dims match the CPU within rounding of the sum of |x|", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   sum_sweep(false);
 }
@@ -1072,7 +1077,7 @@ void prod_sweep(bool large) {
   }
 }
 
-TEST_CASE("prod matches the CPU, over all dims and along one", "[cuda]") {
+TEST_CASE("prod matches the CPU, over all dims and along one", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   prod_sweep(false);
 }
@@ -1114,7 +1119,8 @@ void extremum_sweep(bool large) {
   });
 }
 
-TEST_CASE("amax, amin, max and min with indices, argmax and argmin: the same values and first indices", "[cuda]") {
+TEST_CASE("amax, amin, max and min with indices, argmax and argmin: the same values and first indices",
+          "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   extremum_sweep(false);
 }
@@ -1145,7 +1151,7 @@ void var_sweep(bool large) {
   });
 }
 
-TEST_CASE("var and std with corrections 0, 1 and 2 match the CPU", "[cuda]") {
+TEST_CASE("var and std with corrections 0, 1 and 2 match the CPU", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   var_sweep(false);
 }
@@ -1175,7 +1181,7 @@ void norm_sweep(bool large) {
   });
 }
 
-TEST_CASE("norm for p in {0, 1, 2, 3.5, inf, -inf} matches the CPU", "[cuda]") {
+TEST_CASE("norm for p in {0, 1, 2, 3.5, inf, -inf} matches the CPU", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   norm_sweep(false);
 }
@@ -1206,7 +1212,7 @@ void logical_sweep(bool large) {
   }
 }
 
-TEST_CASE("all and any match the CPU for every dtype", "[cuda]") {
+TEST_CASE("all and any match the CPU for every dtype", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   logical_sweep(false);
 }
@@ -1269,7 +1275,7 @@ void logsumexp_sweep(bool large) {
   }
 }
 
-TEST_CASE("logsumexp matches the CPU, with rows of -inf and +inf", "[cuda]") {
+TEST_CASE("logsumexp matches the CPU, with rows of -inf and +inf", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   logsumexp_sweep(false);
 }
@@ -1361,7 +1367,7 @@ void nan_sweep(bool large) {
   CHECK(std::get<1>(d.view({1, -1}).max(1)).item<int64_t>() == first);
 }
 
-TEST_CASE("reductions propagate NaN; max, argmax and argmin report the first NaN", "[cuda]") {
+TEST_CASE("reductions propagate NaN; max, argmax and argmin report the first NaN", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   nan_sweep(false);
 }
@@ -1469,22 +1475,36 @@ TEST_CASE("a Linear layer's addmm (a bias row, beta = alpha = 1) runs through cu
   ct::PoisonGuard poison;
   tt::reseed(25);
   for (DType dtype : {td::kFloat32, td::kFloat16, td::kBFloat16}) {
+    int64_t served = 0, fell_back = 0;
+    std::string first_fallback;
     for (const auto& [n, k, m] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {1, 1, 1}, {7, 33, 1}, {1, 5, 9}, {2, 2, 2}, {5, 17, 9}, {33, 7, 33}, {300, 257, 129}}) {
+             {1, 1, 1}, {7, 33, 1}, {1, 5, 9}, {2, 2, 2}, {5, 17, 9}, {33, 7, 33}, {64, 64, 64}, {300, 257, 129}}) {
       for (const MatmulOperands& o : matmul_operands(n, k, m, dtype)) {
         for (const Shape& bias_shape : {Shape{m}, Shape{1, m}}) {
           Pair bias = ct::random_pair(bias_shape, dtype, Layout::Contiguous, -3, 3);
           const std::string what = "addmm bias " + td::shape_str(bias_shape) + " " + o.what;
           const int64_t before = td::kernels::cuda::addmm_bias_epilogue_count();
           Tensor out = td::addmm(bias.dev, o.a.dev, o.b.dev);
-          // The epilogue served it, unless a matrix has one row or column (left to cuBLAS).
-          const bool served = n > 1 && k > 1 && m > 1;
-          CHECK(td::kernels::cuda::addmm_bias_epilogue_count() == before + (served ? 1 : 0));
+          const int64_t took = td::kernels::cuda::addmm_bias_epilogue_count() - before;
+          if (n == 1 || k == 1 || m == 1) {
+            CHECK(took == 0);  // a matrix with one row or column is left to cuBLAS
+          } else {
+            // cuBLASLt's heuristic may offer no algorithm for some alignments: then cuBLAS runs it.
+            CHECK(took <= 1);
+            if (took == 0 && fell_back++ == 0) first_fallback = what;
+            served += took;
+          }
           Tensor scale = td::mm(ct::abs64(o.a.cpu), ct::abs64(o.b.cpu)) + ct::abs64(bias.cpu);
           compare_product(out, td::addmm(bias.cpu, o.a.cpu, o.b.cpu), scale, what);
         }
       }
     }
+    if (fell_back > 0) {
+      WARN("cuBLASLt's bias epilogue left " << fell_back << " products in " << td::dtype_name(dtype)
+                                            << " to cuBLAS, the first: " << first_fallback);
+    }
+    INFO("the epilogue in " << td::dtype_name(dtype));
+    CHECK(served > 0);  // the path runs, and its results were compared above
   }
   // Forms the epilogue does not take, computed by copying the bias in first: a strided bias row,
   // a bias per row, other coefficients, float64, an empty inner dim.
@@ -1746,7 +1766,7 @@ void softmax_sweep(bool large) {
   }
 }
 
-TEST_CASE("softmax and log_softmax along each dim match the CPU, rows of -inf included", "[cuda]") {
+TEST_CASE("softmax and log_softmax along each dim match the CPU, rows of -inf included", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   softmax_sweep(false);
 }
@@ -1963,7 +1983,10 @@ std::vector<Tensor> conv_run(bool cudnn, const Tensor& x, const Tensor& w, const
   Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true), bl = b.detach().requires_grad_(true);
   Tensor out = F::conv2d(xl, wl, bl, stride, padding, dilation, groups);
   const std::string node = F::conv2d(xl, wl, Tensor(), stride, padding, dilation, groups).grad_fn()->name();
-  CHECK((node == "ConvolutionBackward0") == (cudnn && x.is_cuda()));  // the path asked for was taken
+  // The path asked for was taken: on the device, cuDNN's node or im2col's ops; on the CPU, its own
+  // convolution node for float32 and float64 and im2col's ops for the other dtypes.
+  const bool one_node = x.is_cuda() ? cudnn : (x.dtype() == td::kFloat32 || x.dtype() == td::kFloat64);
+  CHECK((node == "ConvolutionBackward0") == one_node);
   (out * probe).sum().backward();
   return {out.detach(), xl.grad(), wl.grad(), bl.grad()};
 }
@@ -2131,7 +2154,7 @@ void fused_sweep(bool large) {
   }
 }
 
-TEST_CASE("layer norm, cross-entropy and dropout, forward and backward, match the CPU", "[cuda]") {
+TEST_CASE("layer norm, cross-entropy and dropout, forward and backward, match the CPU", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   fused_sweep(false);
 }
