@@ -77,6 +77,16 @@ class ThreadCount {
   int saved_;
 };
 
+// While a guard lives, fresh CUDA memory is filled with 0xFF bytes: an output element a kernel
+// forgets to write reads back as NaN (floating dtypes), -1 or 255 (integers) or true (bool).
+class PoisonGuard {
+ public:
+  PoisonGuard() { cuda::set_poison_allocations(true); }
+  ~PoisonGuard() { cuda::set_poison_allocations(false); }
+  PoisonGuard(const PoisonGuard&) = delete;
+  PoisonGuard& operator=(const PoisonGuard&) = delete;
+};
+
 // A new, empty directory of its own for one test's files, under Bazel's TEST_TMPDIR (or /tmp).
 std::string scratch_dir(const std::string& name);
 
@@ -85,7 +95,7 @@ std::string scratch_dir(const std::string& name);
 #define TD_SKIP_UNLESS_CUDA()                                                      \
   do {                                                                             \
     if (!::tandem::cuda::is_available()) {                                         \
-      ::tandem::testing::mark_skipped("no CUDA device");                           \
+      ::tandem::testing::mark_skipped(::tandem::cuda::unavailable_reason());       \
       return;                                                                      \
     }                                                                              \
   } while (0)

@@ -10,9 +10,6 @@ const Device& device() {
   return d;
 }
 
-PoisonGuard::PoisonGuard() { tandem::cuda::set_poison_allocations(true); }
-PoisonGuard::~PoisonGuard() { tandem::cuda::set_poison_allocations(false); }
-
 Tensor twin(const Tensor& cpu) {
   REQUIRE(cpu.is_cpu());
   return testing::same_layout_on(cpu, device());

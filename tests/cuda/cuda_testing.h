@@ -13,15 +13,7 @@ namespace tandem::cuda_testing {
 // The device under test.
 const Device& device();
 
-// While a guard lives, fresh CUDA memory is filled with 0xFF bytes: an output element a kernel
-// forgets to write reads back as NaN (floating dtypes), -1 or 255 (integers) or true (bool).
-class PoisonGuard {
- public:
-  PoisonGuard();
-  ~PoisonGuard();
-  PoisonGuard(const PoisonGuard&) = delete;
-  PoisonGuard& operator=(const PoisonGuard&) = delete;
-};
+using testing::PoisonGuard;
 
 // Layouts of an input: every layout a kernel reads, Broadcast included.
 using testing::Layout;

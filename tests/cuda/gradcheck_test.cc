@@ -258,7 +258,7 @@ void gradcheck_cases(size_t stride, const std::vector<tt::Layout>& layouts, uint
 }  // namespace
 
 // First: they need no gradcheck, whose failures could stop the run.
-TEST_CASE("values and gradients on the device equal the CPU's for every differentiable op", "[cuda]") {
+TEST_CASE("values and gradients on the device equal the CPU's for every differentiable op", "[cuda][heavy]") {
   TD_SKIP_UNLESS_CUDA();
   same_as_cpu(false);
 }
@@ -269,7 +269,7 @@ TEST_CASE("values and gradients on the device equal the CPU's for every differen
   same_as_cpu(true);
 }
 
-TEST_CASE("gradcheck in float64 on the device, every sixth differentiable op", "[cuda]") {
+TEST_CASE("gradcheck in float64 on the device, every sixth differentiable op", "[cuda][heavy]") {
   TD_SKIP_UNLESS_CUDA();
   gradcheck_cases(6, {tt::Layout::Strided}, 104);
 }

@@ -144,7 +144,8 @@ void check_same_training(const std::shared_ptr<nn::Module>& model, DType dtype, 
 
 }  // namespace
 
-TEST_CASE("an MLP trains on the device to the CPU's losses and weights in float32, with SGD and Adam", "[cuda]") {
+TEST_CASE("an MLP trains on the device to the CPU's losses and weights in float32, with SGD and Adam",
+          "[cuda][heavy]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(200);
   check_same_training(std::make_shared<SmoothMlpImpl>(3 * 12 * 12, kClasses), td::kFloat32, {3, 12, 12}, 1e-4, "MLP");

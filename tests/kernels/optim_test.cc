@@ -165,3 +165,39 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
     }
   }
 }
+
+TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward and large sizes", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::testing::reseed(34);
+  // 20 tensors: two launches (16 a launch); fresh GPU memory poisoned, so a momentum buffer or
+  // moment the first step fails to write reads back as NaN.
+  td::testing::PoisonGuard poison;
+  std::vector<td::Shape> shapes;
+  for (int i = 0; i < 19; ++i) shapes.push_back({1 + 7 * i});
+  shapes.push_back({1000003});
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    std::vector<Tensor> start;
+    for (const auto& s : shapes) start.push_back(td::testing::random_tensor(s, dtype));
+    std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::Device("cuda:0"));
+    td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+    td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
+    td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
+    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu};
+    std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu};
+    for (int k = 0; k < 6; ++k) {
+      std::vector<Tensor> grads;
+      for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
+      set_grads(cpu, grads);
+      set_grads(gpu, grads);
+      on_cpu[k % 3]->step();
+      on_gpu[k % 3]->step();
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        td::testing::check_close(gpu[i].detach().cpu(), cpu[i].detach(), tolerance(dtype), tolerance(dtype),
+                                 td::detail::str_cat(dtype, " step ", k, " param ", i));
+      }
+    }
+  }
+}
