@@ -1,5 +1,6 @@
 // The main of every test binary: runs Catch2 (leaving out [slow] tests unless a test spec is
-// given) and ends with one line the CI script counts: "tandem-tests: P passed, F failed, S skipped".
+// given) and ends with one line the CI script counts: "tandem-tests: P passed, F failed, S skipped";
+// each failed case is also named on a line "tandem-tests: failed: NAME".
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -26,6 +27,9 @@ class SummaryListener : public Catch::TestEventListenerBase {
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     if (stats.totals.testCases.failed > 0 || stats.totals.assertions.failed > 0) {
       ++counts.failed;
+      // One line per failed case, in one piece (Catch2 wraps long names), for scripts to list.
+      std::printf("tandem-tests: failed: %s\n", stats.testInfo.name.c_str());
+      std::fflush(stdout);
     } else if (tandem::testing::skipped_tests().count(stats.testInfo.name)) {
       ++counts.skipped;
     } else {

@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # The GPU suite, run on a machine with an NVIDIA GPU and driver (built by tools/gpu/build.sh on
-# any machine with the CUDA toolkit). In one run, in under 8 minutes on an H200:
-#   1. the GPU and the driver;
-#   2. every [cuda] test case, then the multi-device cases again on two logical devices of GPU 0;
-#   3. compute-sanitizer memcheck, then racecheck, over the CUDA test program;
-#   4. the GPU benchmarks beside PyTorch (the machine's python3 with torch);
-#   5. one summary table, printed last and written as RESULTS_DIR/summary.json.
-#   bash run.sh [RESULTS_DIR]      (default: ./gpu-results)
-# Each stage has a time limit (570 s in all), so one that hangs cannot take the others' time, and
-# the whole run fits a 10-minute lease of a GPU machine.
+# any machine with the CUDA toolkit). Its stages, in order, each under a time limit (480 s in
+# all, so that a whole run ends inside 8 minutes and a 15-minute lease of a GPU leaves room for a
+# second, shorter run after a fix):
+#   gpu        the GPU, the driver, and the devices tandem sees (and why none, if it sees none);
+#   tests      every [cuda] case but the [large] ones, with each case's duration;
+#   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0);
+#   large      the [large] cases;
+#   memcheck   compute-sanitizer memcheck over the light cases: [cuda]~[large]~[heavy]~[devices];
+#   racecheck  racecheck over the cases of the kernels that share memory in a block: [shared];
+#   bench      the GPU benchmarks beside PyTorch (the machine's python3 with torch);
+# then one summary table, printed last and written as RESULTS_DIR/summary.json.
+#   bash run.sh [RESULTS_DIR [STAGE,...]]     (default: ./gpu-results, every stage)
+# A second run names only the stages it needs, and SUITE_TESTS narrows the tests stage to a Catch2
+# test spec: SUITE_TESTS='conv2d*' bash run.sh RESULTS gpu,tests
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 results=${1:-gpu-results}
+stages=${2:-gpu,tests,logical,large,memcheck,racecheck,bench}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
+
+for s in ${stages//,/ }; do
+  case "$s" in
+    gpu | tests | logical | large | memcheck | racecheck | bench) ;;
+    *) echo "run.sh: unknown stage '$s' (gpu, tests, logical, large, memcheck, racecheck, bench)" >&2; exit 2 ;;
+  esac
+done
+want() { [[ ",$stages," == *",$1,"* ]]; }
 
 # Programs and libraries, unpacked once; then cuBLAS/cuDNN/NCCL from the system's CUDA or from
 # the NVIDIA packages PyTorch installed.
@@ -27,7 +41,7 @@ cuda_libs=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
   if ls "$d"/libcublas.so.13* >/dev/null 2>&1; then cuda_libs="$d"; break; fi
 done
-pip_libs=$(python3 - <<'PY' 2>/dev/null
+pip_libs=$(timeout 60 python3 - <<'PY' 2>/dev/null
 import glob, os, site
 dirs = []
 for root in site.getsitepackages() + [site.getusersitepackages()]:
@@ -40,38 +54,70 @@ cuda_libs="$cuda_libs${pip_libs:+${cuda_libs:+:}$pip_libs}"
 export LD_LIBRARY_PATH="$libs${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 stage() { echo; echo "=== $* ==="; }
+# Runs a command under a limit (killed 10 s after the limit if it ignores the first signal), its
+# output in LOG, and appends "exit status: N" to LOG (124 or 137: the limit was reached).
+limited() {
+  local limit=$1 log=$2
+  shift 2
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1
+  echo "exit status: $?" >>"$log"
+}
+# The end of a test log without the per-case durations ("0.123 s: name").
+show() { grep -v -E '^[0-9]+\.[0-9]+ s: ' "$1" | grep -v '^\s*$' | tail -n "$2"; }
 
-stage "GPU and driver"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee "$results/gpu.txt"
-"$bin/tandem" devices 2>&1 | tee -a "$results/gpu.txt"
-echo "libraries: $LD_LIBRARY_PATH"
+if want gpu; then
+  stage "GPU and driver"
+  timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
+    >"$results/gpu.txt" 2>&1
+  timeout 30 "$bin/tandem" devices >>"$results/gpu.txt" 2>&1
+  cat "$results/gpu.txt"
+  echo "libraries: $LD_LIBRARY_PATH"
+fi
 
-stage "tests: every [cuda] case"
-timeout 150 "$bin/cuda_tests" 2>&1 | tee "$results/tests.log" | grep -v "^\s*$" | tail -n 60
-echo "exit status: ${PIPESTATUS[0]}" | tee -a "$results/tests.log"
+if want tests; then
+  stage "tests: ${SUITE_TESTS:-every [cuda] case but the [large] ones}"
+  limited 110 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
+  show "$results/tests.log" 60
+fi
 
-stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
-TANDEM_VISIBLE_DEVICES=0,0 timeout 60 "$bin/cuda_tests" "[devices]" 2>&1 | tee "$results/tests_logical.log" | tail -n 30
+if want logical; then
+  stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
+  limited 40 "$results/tests_logical.log" env TANDEM_VISIBLE_DEVICES=0,0 "$bin/cuda_tests" -d yes "[devices]"
+  show "$results/tests_logical.log" 30
+fi
 
-for tool in memcheck racecheck; do
-  stage "compute-sanitizer --tool $tool"
-  if command -v compute-sanitizer >/dev/null 2>&1; then
-    # The large-size cases make the sanitizers crawl; every kernel still runs in the others.
-    timeout 90 compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "~[large]" \
-      >"$results/sanitizer_$tool.log" 2>&1
-    echo "exit status: $?" >>"$results/sanitizer_$tool.log"
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|tandem-tests:|exit status" "$results/sanitizer_$tool.log" | tail -n 5
-  else
-    echo "compute-sanitizer not found" | tee "$results/sanitizer_$tool.log"
+if want large; then
+  stage "tests: the [large] cases"
+  limited 80 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
+  show "$results/tests_large.log" 40
+fi
+
+# The sanitizers slow every kernel down many times: each takes the cases that cover every kernel
+# in few launches. A run cut short by its limit still reports the errors it found.
+sanitize() {
+  local tool=$1 limit=$2 spec=$3
+  stage "compute-sanitizer --tool $tool over $spec"
+  local log="$results/sanitizer_$tool.log"
+  if ! command -v compute-sanitizer >/dev/null 2>&1; then
+    echo "compute-sanitizer is not installed" | tee "$log"
+    return
   fi
-done
+  limited "$limit" "$log" compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "$spec"
+  grep -E "^========= (ERROR|RACECHECK) SUMMARY|tandem-tests:|exit status" "$log" | tail -n 5
+}
+want memcheck && sanitize memcheck 60 "[cuda]~[large]~[heavy]~[devices]"
+want racecheck && sanitize racecheck 40 "[shared]"
 
-stage "benchmarks beside PyTorch"
-# With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-[ "$gpus" = 1 ] && export TANDEM_VISIBLE_DEVICES=0,0
-TANDEM_ROOT="$here" timeout 180 "$bin/tandem" bench --filter '^cuda_' --python python3 --min-time 0.2 \
-  --repetitions 5 --json "$results/bench.json" 2>&1 | tee "$results/bench.log"
+if want bench; then
+  stage "benchmarks beside PyTorch"
+  # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
+  gpus=$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  visible=()
+  [ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
+  limited 120 "$results/bench.log" env "${visible[@]}" TANDEM_ROOT="$here" "$bin/tandem" bench --filter '^cuda_' \
+    --python python3 --min-time 0.2 --repetitions 5 --json "$results/bench.json"
+  tail -n 40 "$results/bench.log"
+fi
 
 stage "summary"
 python3 "$here/summary.py" "$results"

@@ -1,9 +1,14 @@
 """The GPU suite's last word: reads what run.sh left in RESULTS_DIR and prints one table (tests,
-sanitizer errors, each benchmark's figure and ratio), also written as RESULTS_DIR/summary.json."""
+sanitizer errors, each benchmark's figure and ratio), also written as RESULTS_DIR/summary.json.
+A stage that did not run, ran out of time, crashed, or skipped every case says so: a run that
+proves nothing must not read like one that passed."""
 import json
 import os
 import re
 import sys
+
+TEST_LOGS = (("tests", "tests.log"), ("tests_two_logical_devices", "tests_logical.log"),
+             ("tests_large", "tests_large.log"))
 
 
 def read(path):
@@ -14,38 +19,79 @@ def read(path):
         return ""
 
 
-def test_counts(log):
-    m = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
-    if not m:
+def exit_status(log):
+    found = re.findall(r"^exit status: (\d+)$", log, re.M)
+    return int(found[-1]) if found else None
+
+
+def problem(status):
+    """What an exit status says beyond pass or fail, if anything."""
+    if status in (124, 137):
+        return "stopped at its time limit: the counts cover only the cases that ran"
+    if status is not None and status > 128:
+        return f"killed by signal {status - 128}"
+    return None
+
+
+def test_result(log):
+    if not log:
         return None
-    p, f, s = map(int, m[-1])
-    return {"passed": p, "failed": f, "skipped": s}
+    result = {"exit_status": exit_status(log)}
+    counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
+    if counts:
+        result.update(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
+    result["failed_cases"] = re.findall(r"^tandem-tests: failed: (.+)$", log, re.M)
+    durations = [(float(s), name) for s, name in re.findall(r"^(\d+\.\d+) s: (.+)$", log, re.M)]
+    result["slowest"] = [f"{s:.2f} s: {name}" for s, name in sorted(durations, reverse=True)[:5]]
+    warnings = []
+    if not counts:
+        warnings.append("no counts: the program ended before reporting them")
+    elif result["passed"] == 0 and result["skipped"] > 0:
+        warnings.append("every case skipped itself (no GPU seen? see gpu.txt)")
+    if problem(result["exit_status"]):
+        warnings.append(problem(result["exit_status"]))
+    result["warnings"] = warnings
+    return result
+
+
+# compute-sanitizer starts each finding with "========= " and a word; the lines below it are
+# indented further. These lines are its own headers and totals, not findings.
+NOT_FINDINGS = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Target application "
+                          r"returned|Error: process didn't terminate)")
 
 
 def sanitizer(log):
     if not log:
-        return {"ran": False}
-    if "not found" in log and "ERROR SUMMARY" not in log:
-        return {"ran": False, "why": "compute-sanitizer not found"}
-    errors = [int(n) for n in re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+)", log)]
-    status = re.findall(r"exit status: (\d+)", log)
-    timed_out = bool(status) and status[-1] == "124"
-    result = {"ran": True, "errors": sum(errors) if errors else None, "timed_out": timed_out}
-    if not errors and "Device not supported" in log:
-        result.update(ran=False, why="the device is not supported by compute-sanitizer here")
+        return {"ran": False, "why": "no log (stage not run)"}
+    if "compute-sanitizer is not installed" in log:
+        return {"ran": False, "why": "compute-sanitizer is not installed"}
+    status = exit_status(log)
+    findings = [line for line in re.findall(r"^========= (\S.*)$", log, re.M) if not NOT_FINDINGS.search(line)]
+    warnings = [f for f in findings if f.startswith("Warning")]
+    errors = [f for f in findings if not f.startswith("Warning")]
+    summary = [int(n) for n in re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) error", log)]
+    result = {"ran": True, "exit_status": status, "errors": sum(summary) if summary else len(errors),
+              "warnings": len(warnings), "first": (errors or warnings)[:3], "note": problem(status)}
+    if "Device not supported" in log and not summary:
+        result.update(ran=False, why="compute-sanitizer does not support this device or environment")
+    counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
+    if counts:
+        result["tests"] = dict(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
     return result
 
 
 def main():
     results = sys.argv[1]
-    summary = {
-        "gpu": read(os.path.join(results, "gpu.txt")).strip().splitlines()[:1],
-        "tests": test_counts(read(os.path.join(results, "tests.log"))),
-        "tests_two_logical_devices": test_counts(read(os.path.join(results, "tests_logical.log"))),
-        "memcheck": sanitizer(read(os.path.join(results, "sanitizer_memcheck.log"))),
-        "racecheck": sanitizer(read(os.path.join(results, "sanitizer_racecheck.log"))),
-        "benchmarks": {},
-    }
+    gpu = read(os.path.join(results, "gpu.txt"))
+    summary = {"gpu": gpu.strip().splitlines()[:1]}
+    no_device = re.search(r"^cuda\s+0 devices.*$", gpu, re.M)
+    if no_device:
+        summary["no_gpu"] = no_device.group(0)
+    for key, name in TEST_LOGS:
+        summary[key] = test_result(read(os.path.join(results, name)))
+    for tool in ("memcheck", "racecheck"):
+        summary[tool] = sanitizer(read(os.path.join(results, f"sanitizer_{tool}.log")))
+    summary["benchmarks"] = {}
     try:
         with open(os.path.join(results, "bench.json")) as f:
             bench = json.load(f)
@@ -53,20 +99,36 @@ def main():
         summary["benchmarks"] = bench.get("results", {})
     except (OSError, ValueError):
         pass
+    summary["bench_exit_status"] = exit_status(read(os.path.join(results, "bench.log")))
     with open(os.path.join(results, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
 
     print(f"GPU: {summary['gpu'][0] if summary['gpu'] else '?'}")
-    for key in ("tests", "tests_two_logical_devices"):
-        c = summary[key]
-        print(f"{key}: " + (f"{c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped" if c else "no result"))
-    for key in ("memcheck", "racecheck"):
-        s = summary[key]
+    if no_device:
+        print(f"WARNING: tandem sees no GPU: {no_device.group(0)}")
+    for key, _ in TEST_LOGS:
+        r = summary[key]
+        if r is None:
+            print(f"{key}: not run")
+            continue
+        counts = f"{r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped" if "passed" in r else "no result"
+        print(f"{key}: {counts}" + "".join(f"; WARNING: {w}" for w in r["warnings"]))
+        for name in r["failed_cases"]:
+            print(f"    failed: {name}")
+    for tool in ("memcheck", "racecheck"):
+        s = summary[tool]
         if not s.get("ran"):
-            print(f"{key}: not run ({s.get('why', 'no log')})")
-        else:
-            errors = "?" if s["errors"] is None else s["errors"]
-            print(f"{key}: {errors} errors" + (" (timed out: partial)" if s["timed_out"] else ""))
+            print(f"{tool}: not run ({s.get('why')})")
+            continue
+        line = f"{tool}: {s['errors']} errors, {s['warnings']} warnings"
+        if s.get("tests"):
+            t = s["tests"]
+            line += f" (cases: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped)"
+        if s["note"]:
+            line += f"; {s['note']}"
+        print(line)
+        for f in s["first"]:
+            print(f"    {f}")
     print(f"\n{'benchmark':<28} {'tandem':>11} {'PyTorch':>11} {'ratio':>6}  {'of copy':>7}  verdict")
     for name, r in sorted(summary["benchmarks"].items()):
         t, p = r.get("tandem_s"), r.get("torch_s")
@@ -74,6 +136,8 @@ def main():
         frac = r.get("fraction_of_copy_bandwidth")
         print(f"{name:<28} {t * 1e3 if t else 0:>9.3f}ms {p * 1e3 if p else 0:>9.3f}ms {ratio:>6}  "
               f"{f'{100 * frac:.0f}%' if frac else '-':>7}  {r.get('verdict') or '-'}")
+    if problem(summary["bench_exit_status"]):
+        print(f"benchmarks: WARNING: {problem(summary['bench_exit_status'])}")
     print(f"\nwritten to {os.path.join(results, 'summary.json')}")
 
 
