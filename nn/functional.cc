@@ -71,6 +71,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   auto [sh, sw] = pair_of(stride, "conv2d", "stride");
   auto [ph, pw] = pair_of(padding, "conv2d", "padding");
   auto [dh, dw] = pair_of(dilation, "conv2d", "dilation");
+  TD_CHECK(sh > 0 && sw > 0, "conv2d: stride must be positive, got ", shape_str(stride.vec()));
+  TD_CHECK(dh > 0 && dw > 0, "conv2d: dilation must be positive, got ", shape_str(dilation.vec()));
+  TD_CHECK(ph >= 0 && pw >= 0, "conv2d: padding must not be negative, got ", shape_str(padding.vec()));
   const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
   if (x.is_cuda() && kernels::cudnn_enabled() && is_floating(x.dtype()) && weight.dtype() == x.dtype() &&
       weight.device() == x.device() && kernels::cudnn_conv_fits(x4.sizes(), weight.sizes(), {n, out_channels, oh, ow})) {
@@ -188,7 +191,10 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
   Tensor out = tandem::embedding(weight, indices);
   if (!padding_idx) return out;
-  int64_t pad = *padding_idx < 0 ? *padding_idx + weight.size(0) : *padding_idx;
+  const int64_t rows = weight.size(0);
+  TD_CHECK(*padding_idx >= -rows && *padding_idx < rows, "embedding: padding_idx ", *padding_idx,
+           " is out of range for a weight of ", rows, " rows");
+  int64_t pad = *padding_idx < 0 ? *padding_idx + rows : *padding_idx;
   // Same values, but no gradient flows to the padding row.
   return where((indices != pad).unsqueeze(-1), out, out.detach());
 }
@@ -251,7 +257,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   auto [x, t] = batch_first(input, target, "nll_loss");
   TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 target of class indices, got ", t.dtype());
   const int64_t classes = x.size(1);
-  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes, "]");
+  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes, "], got ",
+           shape_str(weight.sizes()));
   Tensor ignored = t == ignore_index;
   Tensor safe = where(ignored, 0, t);
   if (safe.numel() > 0) {

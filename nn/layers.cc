@@ -1,5 +1,6 @@
 #include "nn/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -74,6 +75,14 @@ void Conv2dImpl::reset() {
            "Conv2d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
            ") must be divisible by groups (", o.groups_, ")");
   TD_CHECK(o.kernel_size_.size() == 2, "Conv2d: kernel_size must have two values");
+  auto positive = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
+  };
+  TD_CHECK(positive(o.kernel_size_), "Conv2d: kernel_size must be positive, got ", tuple_str(o.kernel_size_));
+  TD_CHECK(positive(o.stride_), "Conv2d: stride must be positive, got ", tuple_str(o.stride_));
+  TD_CHECK(positive(o.dilation_), "Conv2d: dilation must be positive, got ", tuple_str(o.dilation_));
+  TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }),
+           "Conv2d: padding must not be negative, got ", tuple_str(o.padding_));
   weight = register_parameter(
       "weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
   bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());

@@ -160,6 +160,55 @@ TEST_CASE("F::batch_norm checks its running statistics and affine parameters bef
               {"evaluation without running statistics"});
 }
 
+TEST_CASE("layers and their functional forms refuse bad arguments with errors that name the op", "[cpu]") {
+  const Tensor image = td::randn({1, 2, 5, 5}), filter = td::randn({4, 2, 3, 3});
+  // A stride of 0 divided the output size by zero before anything checked it.
+  check_error([&] { F::conv2d(image, filter, {}, 0); }, {"conv2d: stride must be positive", "[0]"});
+  check_error([&] { F::conv2d(image, filter, {}, {1, -1}); }, {"conv2d: stride must be positive", "[1, -1]"});
+  check_error([&] { F::conv2d(image, filter, {}, 1, 0, 0); }, {"conv2d: dilation must be positive", "[0]"});
+  check_error([&] { F::conv2d(image, filter, {}, 1, -1); }, {"conv2d: padding must not be negative", "[-1]"});
+  check_error([&] { F::conv2d(td::randn({5, 5}), filter); }, {"conv2d", "3-D", "4-D", "[5, 5]"});
+  check_error([&] { F::conv2d(image, td::randn({4, 2, 3})); }, {"conv2d: weight must be 4-D", "[4, 2, 3]"});
+  check_error([&] { F::conv2d(image, filter, {}, 1, 0, 1, 0); }, {"conv2d: groups must be positive, got 0"});
+  check_error([&] { F::conv2d(image, td::randn({3, 1, 3, 3}), {}, 1, 0, 1, 2); },
+              {"conv2d: out channels 3 not divisible by groups 2"});
+  check_error([&] { F::conv2d(image, filter, td::zeros({3})); }, {"conv2d: bias must have shape [4], got [3]"});
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(2, 4, 0)); }, {"Conv2d: kernel_size must be positive", "(0, 0)"});
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(2, 4, 3).stride({0, 1})); }, {"Conv2d: stride must be positive"});
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(2, 4, 3).dilation({1, 0})); }, {"Conv2d: dilation must be positive"});
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(2, 4, 3).padding({-1, 0})); }, {"Conv2d: padding must not be negative"});
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(3, 4, 3).groups(2)); }, {"Conv2d", "divisible by groups (2)"});
+
+  check_error([] { F::linear(td::randn({2, 3}), td::randn({3})); }, {"linear: weight must be 2-D", "[3]"});
+  check_error([] { F::linear(td::randn({2, 3}), Tensor()); }, {"linear: input and weight must be defined"});
+  check_error([] { nn::Linear(-1, 2); }, {"Linear: feature counts must be non-negative"});
+  check_error([] { nn::BatchNorm1d(0); }, {"BatchNorm: num_features must be positive, got 0"});
+
+  const Tensor table = td::randn({5, 3});
+  check_error([&] { F::embedding(td::tensor({0, 1}), table, 5); }, {"embedding: padding_idx 5", "weight of 5 rows"});
+  check_error([&] { F::embedding(td::tensor({0, 1}), table, -6); }, {"embedding: padding_idx -6"});
+  CHECK(values(F::embedding(td::tensor({4}), table, -1)) == values(table.narrow(0, 4, 1)));
+  check_error([] { nn::Embedding(nn::EmbeddingOptions(5, 3).padding_idx(5)); }, {"Embedding: padding_idx 5"});
+
+  check_error([] { F::dropout(td::ones({2}), 1.5); }, {"dropout: probability must be in [0, 1], got 1.5"});
+  check_error([] { F::dropout(td::ones({2}), -0.1); }, {"dropout: probability must be in [0, 1]"});
+  check_error([] { nn::Dropout(2.0); }, {"Dropout: probability must be in [0, 1], got 2"});
+  check_error([] { nn::GELU("fast"); }, {"GELU: approximate must be 'none' or 'tanh', got 'fast'"});
+  check_error([] { F::adaptive_avg_pool2d(td::ones({4, 4}), {2}); }, {"adaptive_avg_pool2d: expected a 3-D or 4-D"});
+  check_error([] { F::adaptive_avg_pool2d(td::ones({1, 4, 4}), {0, 2}); }, {"output_size must be positive"});
+
+  nn::Sequential seq{nn::ReLU()};
+  nn::ModuleList list;
+  nn::ModuleDict dict;
+  dict->insert("act", nn::ReLU());
+  check_error([&] { (*seq)[1]; }, {"Sequential: index 1 is out of range for 1 modules"});
+  check_error([&] { (*list)[0]; }, {"ModuleList: index 0 is out of range for 0 modules"});
+  check_error([&] { dict->insert("act", nn::Tanh()); }, {"ModuleDict: the key 'act' is already present"});
+  check_error([&] { (*dict)["enc"]; }, {"ModuleDict: no module under the key 'enc'"});
+  CHECK(dict->size() == 1);
+  CHECK((*dict)["act"]->name() == "ReLU");
+}
+
 TEST_CASE("LayerNorm normalizes the last dims and applies its affine parameters", "[cpu]") {
   td::testing::reseed(403);
   nn::LayerNorm ln(nn::LayerNormOptions({4}));

@@ -99,4 +99,14 @@ TEST_CASE("losses reject mismatched shapes and out-of-range targets", "[cpu]") {
   check_error([&] { F::nll_loss(x, td::tensor({0.0, 1.0, 2.0, 3.0, 1.0})); }, {"int64"});
   check_error([&] { F::mse_loss(td::ones({2}), td::ones({3})); }, {"mse_loss", "[2]", "[3]"});
   check_error([&] { F::cross_entropy(x, targets(), td::Tensor(), -100, td::kMean, 1.5); }, {"label_smoothing"});
+  check_error([&] { F::cross_entropy(x, probabilities().narrow(1, 0, 3)); },
+              {"cross_entropy: probability targets must have the input's shape [5, 4], got [5, 3]"});
+  check_error([&] { F::cross_entropy(x[0], td::tensor({1})); },
+              {"cross_entropy: a 1-D input of class scores takes a 0-dim target, got shape [1]"});
+  check_error([&] { F::cross_entropy(x, Tensor()); }, {"cross_entropy: input and target must be defined"});
+  check_error([&] { F::nll_loss(x, targets(), td::ones({3}, td::kFloat64)); },
+              {"nll_loss: weight must have shape [4], got [3]"});
+  check_error([&] { F::l1_loss(td::ones({2}), td::ones({2, 1})); }, {"l1_loss", "[2]", "[2, 1]"});
+  check_error([&] { F::binary_cross_entropy_with_logits(td::ones({3}), td::ones({2})); },
+              {"binary_cross_entropy_with_logits: input and target must have the same shape"});
 }
