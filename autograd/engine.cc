@@ -68,7 +68,11 @@ Tensor root_gradient(const Tensor& out, const std::vector<Tensor>& given, size_t
     const Tensor& g = given[i];
     TD_CHECK(g.sizes() == out.sizes(), "backward: the gradient of output ", i, " has shape ", shape_str(g.sizes()),
              " but the output has shape ", shape_str(out.sizes()));
-    return g;
+    TD_CHECK(g.device() == out.device(), "backward: the gradient of output ", i, " is on ", g.device(),
+             " but the output is on ", out.device());
+    // As PyTorch: a gradient of another dtype is converted to the output's, so that .grad()
+    // always has its tensor's dtype.
+    return g.dtype() == out.dtype() ? g : g.to(out.dtype());
   }
   TD_CHECK(out.numel() == 1, "backward: a gradient can be created implicitly only for outputs of one element, but "
            "output ", i, " has shape ", shape_str(out.sizes()), "; pass its gradient");

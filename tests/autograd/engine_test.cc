@@ -2,6 +2,7 @@
 // gradients, grad mode, detach, hooks, retain_grad, autograd::grad, higher-order gradients,
 // and the errors PyTorch gives for in-place writes that would corrupt a gradient.
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -59,6 +60,17 @@ TEST_CASE("a non-scalar output needs its gradient, of its shape", "[cpu]") {
   y.backward(td::tensor({1.0, 10.0}));
   CHECK(values(x.grad()) == std::vector<double>{3, 30});
   check_error([] { td::ones({2}).sum().backward(); }, {"does not require grad"});
+
+  // A gradient of another dtype is converted to the output's, as in PyTorch: .grad() keeps its
+  // tensor's dtype. One on another device is an error, and nothing is accumulated.
+  Tensor f = td::tensor({1.0f, 2.0f}).requires_grad_(true);
+  Tensor z = f.exp();
+  z.backward(td::tensor({1.0, 0.5}), true);
+  CHECK(f.grad().dtype() == td::kFloat32);
+  check_close(f.grad(), {std::exp(1.0), 0.5 * std::exp(2.0)}, 1e-6, 0);
+  check_error([&] { z.backward(td::ones({2}).to(td::Device("cpu:1"))); },
+              {"backward: the gradient of output 0 is on cpu:1 but the output is on cpu:0"});
+  check_close(f.grad(), {std::exp(1.0), 0.5 * std::exp(2.0)}, 1e-6, 0);
 }
 
 TEST_CASE("no-grad mode records nothing; detach cuts history but shares data", "[cpu]") {
