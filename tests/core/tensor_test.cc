@@ -167,6 +167,10 @@ TEST_CASE("squeeze, unsqueeze, flatten and unflatten reshape as PyTorch's do", "
   CHECK(td::full({}, 1).flatten().sizes() == td::Shape{1});
   check_error([&] { a.unflatten(1, {2, 2}); }, {"unflatten", "invalid for input of size 3"});
   check_error([&] { a.unsqueeze(4); }, {"unsqueeze", "out of range"});
+  check_error([&] { a.flatten(2, 1); }, {"flatten: start_dim 2 comes after end_dim 1"});
+  check_error([&] { a.flatten(0, 3); }, {"flatten: dim 3 is out of range for a tensor of 3 dimensions"});
+  check_error([&] { t.squeeze(4); }, {"squeeze: dim 4 is out of range for a tensor of 4 dimensions", "[-4, 3]"});
+  check_error([&] { a.transpose(0, -4); }, {"transpose: dim -4 is out of range"});
 }
 
 TEST_CASE("split, chunk and unbind return views that cover the tensor", "[cpu]") {
@@ -183,6 +187,8 @@ TEST_CASE("split, chunk and unbind return views that cover the tensor", "[cpu]")
   CHECK(td::arange(6).view({2, 3}).unbind(1).size() == 3);
   check_error([&] { t.split_with_sizes({3, 3}); }, {"split_with_sizes", "add up to 6", "size 10"});
   check_error([&] { t.chunk(0); }, {"chunk", "must be positive"});
+  check_error([] { td::ones({}).unbind(0); }, {"unbind: cannot unbind a 0-dim tensor"});
+  check_error([&] { t.unbind(1); }, {"unbind: dim 1 is out of range"});
 }
 
 TEST_CASE("as_strided builds arbitrary views inside the storage and refuses to leave it", "[cpu]") {

@@ -627,6 +627,7 @@ TEST_CASE("pooling rejects too much padding, too small an output and a 2-D input
   check_error([&] { td::max_pool2d(flat, 2); }, {"max_pool2d", "3-D", "[8, 8]"});
   check_error([&] { td::avg_pool2d(flat, 2); }, {"avg_pool2d", "3-D", "[8, 8]"});
   check_error([&] { td::avg_pool2d(td::ones({1, 4, 4}, td::kInt64), 2); }, {"avg_pool2d", "floating", "int64"});
+  check_error([&] { td::avg_pool2d(x, 2, 2, 0, false, true, 0); }, {"avg_pool2d: divisor_override must not be zero"});
   xs.check_unchanged(x);
   ss.check_unchanged(small);
   fs.check_unchanged(flat);

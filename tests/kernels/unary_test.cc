@@ -156,6 +156,7 @@ TEST_CASE("in-place unary ops write through views and refuse to change the dtype
   td::Tensor ints = td::tensor({1, 2, 3});
   Snapshot before(ints);
   check_error([&] { ints.exp_(); }, {"exp_", "float32", "int64"});
+  check_error([&] { ints.clamp_(0.5); }, {"clamp_: result type float32 can't be cast to the desired output type int64"});
   before.check_unchanged(ints);
   td::Tensor expanded = td::zeros({1, 3}).expand({4, 3});
   check_error([&] { expanded.relu_(); }, {"relu", "single memory location"});

@@ -286,3 +286,45 @@ TEST_CASE("the collectives reject bad input with the facts, leaving the inputs u
   before.check_unchanged(a);
   c_before.check_unchanged(c);
 }
+
+TEST_CASE("the in-place and coalesced broadcasts reject bad outputs and write none of them", "[cpu]") {
+  const td::Device cpu1("cpu:1"), cpu2("cpu:2");
+  td::Tensor a = td::testing::random_tensor({4, 3}, td::kFloat32);
+  td::Tensor out1 = td::zeros({4, 3}).to(cpu1), out2 = td::zeros({4, 3}).to(cpu2);
+  td::testing::Snapshot one(out1), two(out2);
+  check_error([&] { comm::broadcast_into(td::Tensor(), {out1}); }, {"broadcast_into: the tensor is undefined"});
+  check_error([&] { comm::broadcast_into(a, {out1, td::zeros({3, 4}).to(cpu2)}); },
+              {"broadcast_into: output 1 on cpu:2", "[3, 4]", "[4, 3]"});
+  check_error([&] { comm::broadcast_into(a, {out1, td::zeros({4, 3}, td::kFloat64).to(cpu2)}); },
+              {"broadcast_into: output 1", "float64"});
+  check_error([&] { comm::broadcast_into(a, {out1, out1}); }, {"broadcast_into", "cpu:1"});
+  check_error([&] { comm::broadcast_coalesced_into({a}, {{out1}, {out2}}, 0); },
+              {"broadcast_coalesced: buffer_size must be positive, got 0"});
+  check_error([&] { comm::broadcast_coalesced_into({a}, {{out1}, {out2, out2}}); },
+              {"broadcast_coalesced: 2 outputs in list 1 for 1 tensors"});
+  check_error([&] { comm::broadcast_coalesced_into({a, a}, {{out1, out2}}); },
+              {"broadcast_coalesced: the outputs in list 0 are on several devices (cpu:1, cpu:2)"});
+  check_error([&] { comm::broadcast_coalesced_into({a}, {{td::zeros({4}).to(cpu1)}}); },
+              {"broadcast_coalesced: output 0 in list 0", "[4]", "[4, 3]"});
+  check_error([&] { comm::broadcast_coalesced({a, a.to(cpu1)}, {cpu1, cpu2}); },
+              {"broadcast_coalesced: all tensors must be on one device"});
+  check_error([&] { comm::broadcast_coalesced({a}, {cpu1, cpu2}, -1); }, {"buffer_size must be positive, got -1"});
+  one.check_unchanged(out1);
+  two.check_unchanged(out2);
+  // And the same calls, corrected, write every output.
+  comm::broadcast_coalesced_into({a}, {{out1}, {out2}});
+  CHECK(values(out1) == values(a));
+  CHECK(values(out2) == values(a));
+}
+
+TEST_CASE("reduce_add_coalesced rejects lists that do not match and leaves its inputs alone", "[cpu]") {
+  const td::Device cpu1("cpu:1");
+  td::Tensor a = td::ones({3}), b = td::ones({3}).to(cpu1);
+  td::testing::Snapshot before(a);
+  check_error([] { comm::reduce_add_coalesced({}); }, {"reduce_add_coalesced: expected tensors from at least one device"});
+  check_error([&] { comm::reduce_add_coalesced({{a}, {b}}, std::nullopt, 0); }, {"buffer_size must be positive, got 0"});
+  check_error([&] { comm::reduce_add_coalesced({{a, a}, {b}}); },
+              {"reduce_add_coalesced: device list 1 has 1 tensors but list 0 has 2"});
+  check_error([&] { comm::reduce_add_coalesced({{a}, {td::ones({4}).to(cpu1)}}); }, {"reduce_add_coalesced", "[4]", "[3]"});
+  before.check_unchanged(a);
+}
