@@ -25,6 +25,10 @@ BlockPool::~BlockPool() {
   std::lock_guard lock(mutex_);
   for (auto& [event, block] : pending_) backend_.release_event(event);
   pending_.clear();
+  for (Block* block : lost_) {  // with the pool gone, nothing can hand them out again
+    block->pending_events = 0;
+    return_block(block);
+  }
   release_free_segments();
 }
 
@@ -112,6 +116,7 @@ void BlockPool::free(void* ptr) {
     // Without an event for every stream that used it, nothing can tell when the block is free
     // again: one more pending event that never completes keeps it out of the pool for good.
     ++block->pending_events;
+    lost_.push_back(block);
     block->other_streams.clear();
     throw;
   }

@@ -105,6 +105,7 @@ class BlockPool {
   FreeSet free_small_, free_large_;
   std::unordered_map<void*, Block*> active_;
   std::deque<std::pair<void*, Block*>> pending_;  // (event, block) in recording order
+  std::vector<Block*> lost_;  // blocks no event could order after all their streams: never reused
   PoolStats stats_;
 };
 
