@@ -147,9 +147,9 @@ void set_allow_tf32(bool allow);
 bool allow_tf32();
 
 // Memory: statistics per logical device come from tandem::memory_stats(Device(kCUDA, d)).
-// Fresh device blocks are filled with 0xFF bytes (NaN in every floating dtype) while this is on,
-// so a kernel that leaves an output element unwritten is caught by tests.
-void set_poison_allocations(bool on);
+// Fresh device blocks are filled with `byte` while this is on (0xFF: NaN in every floating
+// dtype), so a kernel that leaves an output element unwritten is caught by tests.
+void set_poison_allocations(bool on, uint8_t byte = 0xFF);
 
 // `storage` (memory of a CUDA device, or pinned host memory) is also used by work queued on
 // `stream`: the allocator does not hand it out again until that work is done.

@@ -16,7 +16,7 @@ namespace tandem::cuda {
 
 namespace {
 
-std::atomic<bool> poison{false};
+std::atomic<int> poison{-1};  // the byte fresh blocks are filled with; -1: none
 
 // Events are recorded on the stream's own GPU.
 class StreamDeviceGuard {
@@ -123,9 +123,9 @@ class CudaAllocator final : public Allocator {
   void* allocate(size_t nbytes, Device device) override {
     const Stream stream = current_stream(device.index());
     void* ptr = pool_of(device.index()).allocate(nbytes, stream.handle());
-    if (ptr && poison.load(std::memory_order_relaxed)) {
+    if (const int byte = poison.load(std::memory_order_relaxed); ptr && byte >= 0) {
       DeviceGuard guard(device.index());
-      TD_CUDA_CHECK(cudaMemsetAsync(ptr, 0xFF, nbytes, static_cast<cudaStream_t>(stream.handle())),
+      TD_CUDA_CHECK(cudaMemsetAsync(ptr, byte, nbytes, static_cast<cudaStream_t>(stream.handle())),
                     "poisoning fresh memory on ", device);
     }
     return ptr;
@@ -152,7 +152,7 @@ class CudaAllocator final : public Allocator {
 
 }  // namespace
 
-void set_poison_allocations(bool on) { poison.store(on); }
+void set_poison_allocations(bool on, uint8_t byte) { poison.store(on ? byte : -1); }
 
 void record_stream(const Storage& storage, const Stream& stream) {
   if (!storage.defined() || !storage.data()) return;

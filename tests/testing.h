@@ -77,11 +77,12 @@ class ThreadCount {
   int saved_;
 };
 
-// While a guard lives, fresh CUDA memory is filled with 0xFF bytes: an output element a kernel
-// forgets to write reads back as NaN (floating dtypes), -1 or 255 (integers) or true (bool).
+// While a guard lives, fresh CUDA memory is filled with `byte`: with 0xFF an output element a
+// kernel forgets to write reads back as NaN (floating dtypes), -1 or 255 (integers) or true
+// (bool); with 0x00, as zero or false, which catches it where NaN or true was the right answer.
 class PoisonGuard {
  public:
-  PoisonGuard() { cuda::set_poison_allocations(true); }
+  explicit PoisonGuard(uint8_t byte = 0xFF) { cuda::set_poison_allocations(true, byte); }
   ~PoisonGuard() { cuda::set_poison_allocations(false); }
   PoisonGuard(const PoisonGuard&) = delete;
   PoisonGuard& operator=(const PoisonGuard&) = delete;

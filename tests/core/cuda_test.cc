@@ -199,12 +199,19 @@ TEST_CASE("the CUDA allocator reports running out of memory with the facts", "[c
                            {"cuda:0", "out of memory"});
 }
 
-TEST_CASE("poisoned allocations fill fresh CUDA memory with NaN", "[cuda]") {
+TEST_CASE("poisoned allocations fill fresh CUDA memory with NaN, or with the byte asked for", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
-  td::cuda::set_poison_allocations(true);
-  td::Tensor t = td::empty({1000}, td::TensorOptions(td::kFloat32).device("cuda:0"));
-  td::cuda::set_poison_allocations(false);
+  td::Tensor t, ints;
+  {
+    td::testing::PoisonGuard poison;
+    t = td::empty({1000}, td::TensorOptions(td::kFloat32).device("cuda:0"));
+  }
   CHECK(td::ne(t, t).all().item<bool>());  // NaN only
+  {
+    td::testing::PoisonGuard poison(0x00);
+    ints = td::empty({1000}, td::TensorOptions(td::kInt32).device("cuda:0"));
+  }
+  CHECK(td::eq(ints, 0).all().item<bool>());
 }
 
 TEST_CASE("pinned host memory: copies to and from it round-trip, and it is known as pinned", "[cuda]") {

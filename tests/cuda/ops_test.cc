@@ -341,8 +341,8 @@ void compare_binary(const BinaryCase& c, const Pair& a, const Pair& b, const std
   check_close(dev, cpu, r, r, what, scale);
 }
 
-void binary_sweep(bool large) {
-  ct::PoisonGuard poison;
+void binary_sweep(bool large, uint8_t poison_byte = 0xFF) {
+  ct::PoisonGuard poison(poison_byte);
   tt::reseed(large ? 103 : 3);
   const std::vector<DType> big_dtypes = {td::kFloat32, td::kFloat64, td::kFloat16, td::kUInt8, td::kBool};
   std::vector<std::pair<Shape, Shape>> pairs = kSmallPairs;
@@ -373,7 +373,7 @@ void binary_sweep(bool large) {
 
 TEST_CASE("binary ops and comparisons match the CPU with broadcasting, every dtype", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
-  binary_sweep(false);
+  for (uint8_t byte : ct::kPoisonBytes) binary_sweep(false, byte);
 }
 
 TEST_CASE("binary ops and comparisons match the CPU with broadcasting, every dtype, size and layout", "[cuda][large]") {
@@ -481,8 +481,8 @@ TEST_CASE("in-place binary ops, converting and broadcasting into a non-contiguou
   in_place_binary_sweep(true);
 }
 
-void where_clamp_sweep(bool large) {
-  ct::PoisonGuard poison;
+void where_clamp_sweep(bool large, uint8_t poison_byte = 0xFF) {
+  ct::PoisonGuard poison(poison_byte);
   tt::reseed(large ? 106 : 6);
   size_t turn = 0;
   for (DType dtype : kAll) {
@@ -526,7 +526,7 @@ void where_clamp_sweep(bool large) {
 
 TEST_CASE("where, masked_fill and clamp select as on the CPU, NaN included", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
-  where_clamp_sweep(false);
+  for (uint8_t byte : ct::kPoisonBytes) where_clamp_sweep(false, byte);
 }
 
 TEST_CASE("where, masked_fill and clamp select as on the CPU, NaN included, every size and layout", "[cuda][large]") {
@@ -1191,8 +1191,8 @@ TEST_CASE("norm for every p, every layout and long folds, matches the CPU", "[cu
   norm_sweep(true);
 }
 
-void logical_sweep(bool large) {
-  ct::PoisonGuard poison;
+void logical_sweep(bool large, uint8_t poison_byte = 0xFF) {
+  ct::PoisonGuard poison(poison_byte);
   tt::reseed(large ? 119 : 19);
   for (double zeros : large ? std::vector<double>{0.0, 0.02, 0.5, 1.0} : std::vector<double>{0.02, 0.5}) {
     for_each_reduction(large, kAll, 0.5, 2, false, false, [zeros](const ReduceInput& in) {
@@ -1214,7 +1214,7 @@ void logical_sweep(bool large) {
 
 TEST_CASE("all and any match the CPU for every dtype", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
-  logical_sweep(false);
+  for (uint8_t byte : ct::kPoisonBytes) logical_sweep(false, byte);
 }
 
 TEST_CASE("all and any, every layout and long folds, match the CPU", "[cuda][large]") {
@@ -1321,8 +1321,8 @@ TEST_CASE("one reduction over 10^7 elements matches the CPU", "[cuda][large]") {
               ct::abs64(cpu).view({10, n / 10}).sum({1}));
 }
 
-void nan_sweep(bool large) {
-  ct::PoisonGuard poison;
+void nan_sweep(bool large, uint8_t poison_byte = 0xFF) {
+  ct::PoisonGuard poison(poison_byte);
   tt::reseed(large ? 123 : 23);
   for (double rate : large ? std::vector<double>{0.01, 0.3} : std::vector<double>{0.1}) {
     for_each_reduction(large, kFloating, -2, 2, true, false, [rate](const ReduceInput& in) {
@@ -1369,7 +1369,7 @@ void nan_sweep(bool large) {
 
 TEST_CASE("reductions propagate NaN; max, argmax and argmin report the first NaN", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
-  nan_sweep(false);
+  for (uint8_t byte : ct::kPoisonBytes) nan_sweep(false, byte);
 }
 
 TEST_CASE("reductions propagate NaN over every layout and long folds", "[cuda][large]") {
@@ -1732,8 +1732,8 @@ TEST_CASE("cat and stack on the device, with mixed dtypes and layouts", "[cuda]"
 // ---------------------------------------------------------------------------------------------
 // softmax, pooling, convolution
 
-void softmax_sweep(bool large) {
-  ct::PoisonGuard poison;
+void softmax_sweep(bool large, uint8_t poison_byte = 0xFF) {
+  ct::PoisonGuard poison(poison_byte);
   tt::reseed(large ? 129 : 29);
   size_t turn = 0;
   std::vector<Shape> shapes = {{}, {33}, {7, 33}, {3, 4, 5}, {0, 5}, {2, 1500}};
@@ -1768,7 +1768,7 @@ void softmax_sweep(bool large) {
 
 TEST_CASE("softmax and log_softmax along each dim match the CPU, rows of -inf included", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
-  softmax_sweep(false);
+  for (uint8_t byte : ct::kPoisonBytes) softmax_sweep(false, byte);
 }
 
 TEST_CASE("softmax and log_softmax along each dim match the CPU, every layout and long rows", "[cuda][large]") {
