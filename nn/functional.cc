@@ -257,8 +257,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   auto [x, t] = batch_first(input, target, "nll_loss");
   TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 target of class indices, got ", t.dtype());
   const int64_t classes = x.size(1);
-  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes, "], got ",
-           shape_str(weight.sizes()));
+  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes,
+           "], got ", shape_str(weight.sizes()));
   Tensor ignored = t == ignore_index;
   Tensor safe = where(ignored, 0, t);
   if (safe.numel() > 0) {

@@ -125,7 +125,7 @@ std::shared_ptr<Module> ModuleListImpl::operator[](size_t index) const {
 
 void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
   Module::replace_module(name, std::move(module));
-  modules_ = children();  // the list forward() and [] read
+  modules_ = children();  // the list [] and iteration read
 }
 
 std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) const {
