@@ -1,10 +1,10 @@
-// gradcheck (float64, central differences) for every differentiable op, on random inputs with
-// broadcasting and non-contiguous layouts; gradgradcheck for each of them too (kinked ops away from their kinks).
-#include <cmath>
-#include <functional>
+// gradcheck (float64, central differences) for every differentiable op of the shared table
+// (tests/autograd/gradcheck_cases.h), on random inputs with broadcasting and non-contiguous
+// layouts, and gradgradcheck for each of them too.
 #include <string>
 #include <vector>
 
+#include "tests/autograd/gradcheck_cases.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -12,216 +12,11 @@ using td::Tensor;
 using td::autograd::gradcheck;
 using td::autograd::gradgradcheck;
 
-namespace {
-
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-struct Input {
-  td::Shape shape;
-  double lo = -2, hi = 2;
-  bool layout_varies = true;  // also try a non-contiguous layout
-};
-
-struct Case {
-  std::string name;
-  std::vector<Input> inputs;
-  Fn fn;
-};
-
-// Inputs in a given layout, float64, requiring grad.
-std::vector<Tensor> make_inputs(const std::vector<Input>& specs, td::testing::Layout layout) {
-  std::vector<Tensor> inputs;
-  for (const Input& in : specs) {
-    auto l = in.layout_varies ? layout : td::testing::Layout::Contiguous;
-    Tensor t = td::testing::random_tensor(in.shape, td::kFloat64, l, in.lo, in.hi);
-    inputs.push_back(t.requires_grad_(true));
-  }
-  return inputs;
-}
-
-// A value away from 0 (where abs, relu, sign... have kinks): uniform magnitude in [0.1, 2].
-Input away_from_zero(td::Shape shape) { return {shape, 0.1, 2}; }
-
-const std::vector<Case>& cases() {
-  using V = const std::vector<Tensor>&;
-  static const std::vector<Case> all = {
-      // unary
-      {"neg", {{{3, 4}}}, [](V x) { return -x[0]; }},
-      {"abs", {away_from_zero({3, 4})}, [](V x) { return td::abs(x[0] * td::tensor({1.0, -1.0, 1.0, -1.0}, td::kFloat64)); }},
-      {"exp", {{{3, 4}}}, [](V x) { return td::exp(x[0]); }},
-      {"log", {{{3, 4}, 0.2, 3}}, [](V x) { return td::log(x[0]); }},
-      {"log1p", {{{3, 4}, -0.5, 3}}, [](V x) { return td::log1p(x[0]); }},
-      {"sqrt", {{{3, 4}, 0.2, 3}}, [](V x) { return td::sqrt(x[0]); }},
-      {"rsqrt", {{{3, 4}, 0.2, 3}}, [](V x) { return td::rsqrt(x[0]); }},
-      {"sin", {{{3, 4}}}, [](V x) { return td::sin(x[0]); }},
-      {"cos", {{{3, 4}}}, [](V x) { return td::cos(x[0]); }},
-      {"tanh", {{{3, 4}}}, [](V x) { return td::tanh(x[0]); }},
-      {"sigmoid", {{{3, 4}}}, [](V x) { return td::sigmoid(x[0]); }},
-      {"relu", {away_from_zero({3, 4})}, [](V x) { return td::relu(x[0] - 1.05); }},
-      {"gelu", {{{3, 4}}}, [](V x) { return td::gelu(x[0]); }},
-      {"gelu tanh", {{{3, 4}}}, [](V x) { return td::gelu(x[0], "tanh"); }},
-      {"silu", {{{3, 4}}}, [](V x) { return td::silu(x[0]); }},
-      {"sign", {away_from_zero({5})}, [](V x) { return td::sign(x[0] - 1.05) * x[0]; }},
-      {"reciprocal", {away_from_zero({3, 4})}, [](V x) { return td::reciprocal(x[0]); }},
-      {"erf", {{{3, 4}}}, [](V x) { return td::erf(x[0]); }},
-      {"pow scalar", {{{3, 4}, 0.2, 2}}, [](V x) { return td::pow(x[0], 2.5); }},
-      {"pow scalar 0", {{{3}}}, [](V x) { return td::pow(x[0], 0) + x[0]; }},
-      {"clamp", {{{4, 5}}}, [](V x) { return td::clamp(x[0], -1.0, 1.0); }},
-      {"clamp min", {{{4, 5}}}, [](V x) { return x[0].clamp_min(0.5); }},
-      // binary, with broadcasting
-      {"add", {{{3, 4}}, {{4}}}, [](V x) { return td::add(x[0], x[1], 2.5); }},
-      {"sub", {{{3, 1}}, {{1, 4}}}, [](V x) { return td::sub(x[0], x[1], 0.5); }},
-      {"mul", {{{2, 3, 4}}, {{3, 1}}}, [](V x) { return x[0] * x[1]; }},
-      {"div", {{{3, 4}}, away_from_zero({4})}, [](V x) { return x[0] / x[1]; }},
-      {"pow", {{{3, 4}, 0.3, 2}, {{3, 4}}}, [](V x) { return td::pow(x[0], x[1]); }},
-      {"scalar pow", {{{5}}}, [](V x) { return td::pow(2.0, x[0]); }},
-      {"maximum", {{{12}}, {{12}}}, [](V x) { return td::maximum(x[0], x[1]); }},
-      {"minimum", {{{3, 4}}, {{4}}}, [](V x) { return td::minimum(x[0], x[1]); }},
-      {"scalar operands", {{{3, 4}}}, [](V x) { return (2.0 - x[0]) * 3 + 1 / (x[0] * x[0] + 1); }},
-      {"where", {{{3, 4}}, {{4}}}, [](V x) { return td::where(x[0] > 0, x[0], x[1] * 2); }},
-      {"masked_fill", {{{3, 4}}}, [](V x) { return td::masked_fill(x[0], x[0] > 0.5, 2.0); }},
-      // reductions
-      {"sum", {{{3, 4, 5}}}, [](V x) { return x[0].sum(); }},
-      {"sum dims", {{{3, 4, 5}}}, [](V x) { return x[0].sum({0, 2}); }},
-      {"sum keepdim", {{{3, 4, 5}}}, [](V x) { return x[0].sum({-1}, true); }},
-      {"mean", {{{3, 4, 5}}}, [](V x) { return x[0].mean({1}); }},
-      {"prod", {{{2, 3}, 0.5, 2}}, [](V x) { return x[0].prod(); }},
-      {"prod dim", {{{3, 4}, -2, 2}}, [](V x) { return x[0].prod(1); }},
-      {"prod with zero", {{{3, 4}}}, [](V x) { return td::masked_fill(x[0], td::eye(3, 4, td::kBool), 0).prod(1); }},
-      {"amax", {{{3, 4, 5}}}, [](V x) { return x[0].amax({0, 2}); }},
-      {"amin", {{{3, 4}}}, [](V x) { return x[0].amin(); }},
-      {"max", {{{3, 4}}}, [](V x) { return x[0].max(); }},
-      {"min", {{{3, 4}}}, [](V x) { return x[0].min(); }},
-      {"max dim", {{{3, 4}}}, [](V x) { return std::get<0>(x[0].max(1)); }},
-      {"min dim keepdim", {{{3, 4, 2}}}, [](V x) { return std::get<0>(x[0].min(0, true)); }},
-      {"var", {{{3, 5}}}, [](V x) { return x[0].var({1}); }},
-      {"var correction 0", {{{4, 5}}}, [](V x) { return x[0].var({}, 0); }},
-      {"std", {{{3, 5}}}, [](V x) { return x[0].std({0}, 1, true); }},
-      {"norm 2", {{{3, 4}}}, [](V x) { return x[0].norm(); }},
-      {"norm 1", {away_from_zero({3, 4})}, [](V x) { return (x[0] - 1.05).norm(1, {1}); }},
-      {"norm 3", {away_from_zero({3, 4})}, [](V x) { return x[0].norm(3, {0}); }},
-      {"norm inf", {{{3, 4}}}, [](V x) { return x[0].norm(INFINITY, {1}); }},
-      {"logsumexp", {{{3, 4}}}, [](V x) { return x[0].logsumexp({1}); }},
-      {"cumsum", {{{3, 4}}}, [](V x) { return x[0].cumsum(1); }},
-      // matrix products
-      {"mm", {{{3, 4}}, {{4, 5}}}, [](V x) { return td::mm(x[0], x[1]); }},
-      {"mm transposed", {{{4, 3}}, {{5, 4}}}, [](V x) { return td::mm(x[0].t(), x[1].t()); }},
-      {"bmm", {{{2, 3, 4}}, {{2, 4, 2}}}, [](V x) { return td::bmm(x[0], x[1]); }},
-      {"matmul vector", {{{4}}, {{4}}}, [](V x) { return td::matmul(x[0], x[1]); }},
-      {"matmul matrix vector", {{{3, 4}}, {{4}}}, [](V x) { return td::matmul(x[0], x[1]); }},
-      {"matmul vector matrix", {{{4}}, {{4, 3}}}, [](V x) { return td::matmul(x[0], x[1]); }},
-      {"matmul 3d 2d", {{{2, 3, 4}}, {{4, 2}}}, [](V x) { return td::matmul(x[0], x[1]); }},
-      {"matmul broadcast", {{{2, 1, 3, 4}}, {{3, 4, 2}}}, [](V x) { return td::matmul(x[0], x[1]); }},
-      {"addmm", {{{1, 5}}, {{3, 4}}, {{4, 5}}}, [](V x) { return td::addmm(x[0], x[1], x[2], 0.5, 2); }},
-      // views and copies
-      {"view", {{{3, 4}, -2, 2, false}}, [](V x) { return x[0].view({2, 6}) * td::arange(6.0); }},
-      {"reshape copy", {{{3, 4}}}, [](V x) { return x[0].t().reshape({12}) * td::arange(12.0); }},
-      {"flatten", {{{2, 3, 4}}}, [](V x) { return x[0].flatten(1) * td::arange(12.0); }},
-      {"unflatten", {{{6, 2}, -2, 2, false}}, [](V x) { return x[0].unflatten(0, {2, 3}).sum(1); }},
-      {"permute", {{{2, 3, 4}}}, [](V x) { return x[0].permute({2, 0, 1}) * td::arange(3.0).view({1, 1, 3}); }},
-      {"transpose", {{{3, 4}}}, [](V x) { return x[0].transpose(0, 1) * td::arange(3.0); }},
-      {"narrow", {{{5, 4}}}, [](V x) { return x[0].narrow(0, 1, 3) * 2; }},
-      {"slice step", {{{7, 4}}}, [](V x) { return x[0].slice(0, 1, std::nullopt, 2).sum(0); }},
-      {"select", {{{3, 4}}}, [](V x) { return x[0].select(1, -1) * x[0].select(0, 0).sum(); }},
-      {"expand", {{{3, 1}}}, [](V x) { return x[0].expand({2, 3, 4}) * td::arange(4.0); }},
-      {"squeeze unsqueeze", {{{3, 1, 4}}}, [](V x) { return x[0].squeeze(1).unsqueeze(0) * td::arange(4.0); }},
-      {"squeeze all", {{{1, 3, 1, 4}}}, [](V x) { return x[0].squeeze() * td::arange(4.0); }},
-      {"split", {{{7, 2}}}, [](V x) {
-         auto parts = x[0].split(3);
-         return parts[0].sum() * 2 + parts[2].sum() * 3;
-       }},
-      {"chunk unbind", {{{4, 3}}}, [](V x) { return x[0].chunk(2)[1].unbind(1)[2] * 5; }},
-      {"clone contiguous", {{{3, 4}}}, [](V x) { return x[0].t().contiguous().clone() * td::arange(3.0); }},
-      {"to another cpu device", {{{3, 4}}}, [](V x) { return (x[0].to(td::Device("cpu:1")) * 2).to(td::Device("cpu:0")); }},
-      {"copy_ into a clone", {{{3}}, {{3, 3}}}, [](V x) {
-         Tensor y = x[1] * 1;
-         y.select(0, 1).copy_(x[0]);
-         return y;
-       }},
-      {"cat", {{{2, 3}}, {{4, 3}}}, [](V x) { return td::cat({x[0], x[1] * 2}) * td::arange(3.0); }},
-      {"stack", {{{3}}, {{3}}}, [](V x) { return td::stack({x[0], x[1]}, 1) * td::arange(2.0); }},
-      {"index_select", {{{4, 3}}}, [](V x) { return x[0].index_select(0, td::tensor({3, 0, 3})) * td::arange(3.0); }},
-      {"gather", {{{3, 4}}}, [](V x) { return x[0].gather(1, td::tensor({{0, 0}, {3, 1}, {2, 2}})); }},
-      {"scatter_add", {{{3, 4}}, {{3, 2}}}, [](V x) {
-         return x[0].scatter_add(1, td::tensor({{0, 0}, {3, 1}, {2, 2}}), x[1] * x[1]);
-       }},
-      {"scatter_add of a larger src", {{{3, 4}}, {{4, 5}}}, [](V x) {
-         return x[0].scatter_add(1, td::tensor({{0, 0}, {3, 1}, {2, 2}}), x[1]);  // only src[:3, :2] is added
-       }},
-      {"embedding", {{{5, 3}}}, [](V x) { return td::embedding(x[0], td::tensor({{1, 4}, {1, 0}})) * td::arange(3.0); }},
-      // neural-network ops
-      {"softmax", {{{3, 4}}}, [](V x) { return x[0].softmax(1) * td::arange(4.0); }},
-      {"softmax dim 0", {{{3, 4}}}, [](V x) { return x[0].softmax(0) * td::arange(4.0); }},
-      {"log_softmax", {{{3, 4}}}, [](V x) { return x[0].log_softmax(-1) * td::arange(4.0); }},
-      {"max_pool2d", {{{1, 2, 5, 5}}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 1); }},
-      {"max_pool2d ceil dilation", {{{2, 6, 6}}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 0, 2, true); }},
-      {"avg_pool2d", {{{1, 2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 3, 2, 1); }},
-      {"avg_pool2d options", {{{2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 2, 2, 1, true, false); }},
-      {"im2col", {{{1, 2, 4, 5}}}, [](V x) { return td::im2col(x[0], {2, 3}, 1, 1, {2, 1}); }},
-      {"col2im", {{{1, 8, 12}}}, [](V x) { return td::col2im(x[0], {4, 5}, 2, 1, 0, 1); }},
-      {"im2col_matrix", {{{2, 2, 4, 5}}}, [](V x) { return td::im2col_matrix(x[0], {2, 3}, 1, 1, {2, 1}); }},
-      {"col2im_matrix", {{{8, 24}}}, [](V x) { return td::col2im_matrix(x[0], 2, {4, 5}, 2, 1, 0, 1); }},
-      {"col2im_matrix of a transposed matrix", {{{24, 8}}},
-       [](V x) { return td::col2im_matrix(x[0].t(), 2, {4, 5}, 2, 1, 0, 1); }},
-      // in-place ops on non-leaves
-      {"in-place chain", {{{3, 4}}, {{4}}}, [](V x) {
-         Tensor y = x[0] * 1;
-         y.mul_(x[1]).add_(x[1], 2).exp_();
-         return y;
-       }},
-      {"in-place div_ and sigmoid_", {{{3, 4}}, away_from_zero({3, 4})}, [](V x) {
-         Tensor y = x[0] + 0;
-         y.div_(x[1]).sigmoid_();
-         return y;
-       }},
-      {"in-place square through an alias", {{{3, 4}}}, [](V x) {
-         Tensor y = x[0] * 2;
-         y.mul_(y);
-         return y;
-       }},
-      // in-place ops whose backward reads their input (kept before it was overwritten)
-      {"abs_", {away_from_zero({3, 4})},
-       [](V x) { return (x[0] * td::tensor({1.0, -1.0, 1.0, -1.0}, td::kFloat64)).abs_(); }},
-      {"log_", {{{3, 4}, 0.2, 3}}, [](V x) { return (x[0] * 1).log_(); }},
-      {"log1p_", {{{3, 4}, -0.5, 3}}, [](V x) { return (x[0] * 1).log1p_(); }},
-      {"sin_ cos_", {{{3, 4}}}, [](V x) { return (x[0] * 1).sin_() + (x[0] * 2).cos_(); }},
-      {"gelu_ silu_", {{{3, 4}}},
-       [](V x) { return (x[0] * 1).gelu_() + (x[0] * 1).gelu_("tanh") + (x[0] * 1).silu_(); }},
-      {"sqrt_ rsqrt_ reciprocal_", {{{3, 4}, 0.2, 3}}, [](V x) {
-         return (x[0] * 1).sqrt_() + (x[0] * 1).rsqrt_() + (x[0] * 1).reciprocal_();
-       }},
-      {"neg_ tanh_", {{{3, 4}}}, [](V x) { return (x[0] * 1).neg_().tanh_(); }},
-      {"relu_", {away_from_zero({3, 4})}, [](V x) { return (x[0] - 1.05).relu_(); }},
-      {"clamp_", {{{4, 5}}}, [](V x) { return (x[0] * 1).clamp_(-1.0, 1.0); }},
-      {"pow_ scalar", {{{3, 4}, 0.2, 2}}, [](V x) { return (x[0] * 1).pow_(2.5); }},
-      {"pow_ tensor", {{{3, 4}, 0.3, 2}, {{4}}}, [](V x) { return (x[0] * 1).pow_(x[1]); }},
-      {"sub_", {{{3, 4}}, {{4}}}, [](V x) { return (x[0] * 1).sub_(x[1], 0.5).sub_(2.0); }},
-      {"masked_fill_", {{{3, 4}}}, [](V x) { return (x[0] * 1).masked_fill_(x[0] > 0.5, 2.0) * x[0]; }},
-      {"scatter_add_", {{{3, 4}}, {{3, 2}}}, [](V x) {
-         return (x[0] * 1).scatter_add_(1, td::tensor({{0, 0}, {3, 1}, {2, 2}}), x[1] * x[1]);
-       }},
-      {"fill_ zero_ of a region", {{{4, 3}}}, [](V x) {
-         Tensor y = x[0] * 1;
-         y.select(0, 1).fill_(2.0);
-         y.narrow(0, 3, 1).zero_();
-         return y * x[0];
-       }},
-      {"copy_ into a whole tensor", {{{3, 4}}, {{4}}}, [](V x) {
-         Tensor y = x[0] * 1;
-         y.copy_(x[1] * x[1]);  // broadcast: y no longer depends on x[0]
-         return y + x[0];
-       }},
-  };
-  return all;
-}
-
-}  // namespace
-
 TEST_CASE("every differentiable op passes gradcheck in float64", "[cpu]") {
   td::testing::reseed(100);
-  for (const Case& c : cases()) {
+  for (const auto& c : td::testing::gradcheck_cases()) {
     for (auto layout : {td::testing::Layout::Contiguous, td::testing::Layout::Strided}) {
-      auto inputs = make_inputs(c.inputs, layout);
+      auto inputs = td::testing::gradcheck_inputs(c.inputs, layout);
       auto result = gradcheck(c.fn, inputs);
       INFO(c.name << " (" << td::testing::layout_name(layout) << "): " << result.report);
       CHECK(result.ok);
@@ -231,8 +26,8 @@ TEST_CASE("every differentiable op passes gradcheck in float64", "[cpu]") {
 
 TEST_CASE("ops with second derivatives pass gradgradcheck", "[cpu]") {
   td::testing::reseed(101);
-  for (const Case& c : cases()) {
-    auto inputs = make_inputs(c.inputs, td::testing::Layout::Permuted);
+  for (const auto& c : td::testing::gradcheck_cases()) {
+    auto inputs = td::testing::gradcheck_inputs(c.inputs, td::testing::Layout::Permuted);
     auto result = gradgradcheck(c.fn, inputs);
     INFO(c.name << ": " << result.report);
     CHECK(result.ok);
