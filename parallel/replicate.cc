@@ -39,17 +39,21 @@ Replicator::Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> d
   TD_CHECK(!twice, "replicate: device ", *twice, " is listed twice");
 }
 
-std::vector<const nn::Module*> Replicator::tree() const {
-  std::vector<const nn::Module*> out;
-  for (const auto& m : module_->modules()) out.push_back(m.get());
-  return out;
+bool Replicator::same_tree() const {
+  // Held weakly: a module replaced since is gone, and a new one at its address is not taken for it.
+  const std::vector<std::shared_ptr<nn::Module>> now = module_->modules();
+  if (now.size() != tree_.size()) return false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (tree_[i].lock() != now[i]) return false;
+  }
+  return true;
 }
 
 bool Replicator::up_to_date() const {
   if (replicas_.empty()) return false;
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
-  if (tensors.size() != layout_.size() || tree() != tree_) return false;
+  if (tensors.size() != layout_.size() || !same_tree()) return false;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].sizes() != layout_[i].first || tensors[i].dtype() != layout_[i].second ||
         tensors[i].device() != layout_devices_[i]) {
@@ -63,7 +67,8 @@ void Replicator::build() {
   replicas_.clear();
   layout_.clear();
   layout_devices_.clear();
-  tree_ = tree();
+  const std::vector<std::shared_ptr<nn::Module>> modules = module_->modules();
+  tree_.assign(modules.begin(), modules.end());
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
   for (const Tensor& t : tensors) {

@@ -31,14 +31,14 @@ class Replicator {
  private:
   bool up_to_date() const;
   void build();
-  std::vector<const nn::Module*> tree() const;
+  bool same_tree() const;  // the module and its descendants are those of the last build
 
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
   std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
   std::vector<Device> layout_devices_;
-  std::vector<const nn::Module*> tree_;  // the module and its descendants, when built
+  std::vector<std::weak_ptr<nn::Module>> tree_;  // the module and its descendants, when built
 };
 
 // Fresh replicas of `module`, one per device (PyTorch's replicate). detach: the replicas'
