@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite, run on a machine with an NVIDIA GPU and driver (built by tools/gpu/build.sh on
-# any machine with the CUDA toolkit). Its stages, in order, each under a time limit (480 s in
-# all, so that a whole run ends inside 8 minutes and a 15-minute lease of a GPU leaves room for a
-# second, shorter run after a fix):
+# any machine with the CUDA toolkit). Its stages, in order, each under a time limit (470 s in
+# all, with finding the libraries, so that a whole run ends inside 8 minutes and a 15-minute
+# lease of a GPU leaves room for a second, shorter run after a fix):
 #   gpu        the GPU, the driver, and the devices tandem sees (and why none, if it sees none);
 #   tests      every [cuda] case but the [large] ones, with each case's duration;
 #   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0);
@@ -21,6 +21,8 @@ stages=${2:-gpu,tests,logical,large,memcheck,racecheck,bench}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
+# The summary reports these stages only: logs of other stages may be an earlier run's.
+echo "$stages" >"$results/stages.txt"
 
 for s in ${stages//,/ }; do
   case "$s" in
@@ -41,7 +43,7 @@ cuda_libs=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
   if ls "$d"/libcublas.so.13* >/dev/null 2>&1; then cuda_libs="$d"; break; fi
 done
-pip_libs=$(timeout 60 python3 - <<'PY' 2>/dev/null
+pip_libs=$(timeout 20 python3 - <<'PY' 2>/dev/null
 import glob, os, site
 dirs = []
 for root in site.getsitepackages() + [site.getusersitepackages()]:
@@ -60,23 +62,24 @@ limited() {
   local limit=$1 log=$2
   shift 2
   timeout -k 10 "$limit" "$@" >"$log" 2>&1
-  echo "exit status: $?" >>"$log"
+  local status=$?
+  printf '\nexit status: %d\n' "$status" >>"$log"  # on a line of its own, also after a cut-off line
 }
 # The end of a test log without the per-case durations ("0.123 s: name").
 show() { grep -v -E '^[0-9]+\.[0-9]+ s: ' "$1" | grep -v '^\s*$' | tail -n "$2"; }
 
 if want gpu; then
   stage "GPU and driver"
-  timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
+  timeout 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
     >"$results/gpu.txt" 2>&1
-  timeout 30 "$bin/tandem" devices >>"$results/gpu.txt" 2>&1
+  timeout 15 "$bin/tandem" devices >>"$results/gpu.txt" 2>&1
   cat "$results/gpu.txt"
   echo "libraries: $LD_LIBRARY_PATH"
 fi
 
 if want tests; then
   stage "tests: ${SUITE_TESTS:-every [cuda] case but the [large] ones}"
-  limited 110 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
+  limited 100 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
   show "$results/tests.log" 60
 fi
 
@@ -88,7 +91,7 @@ fi
 
 if want large; then
   stage "tests: the [large] cases"
-  limited 80 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
+  limited 70 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
   show "$results/tests_large.log" 40
 fi
 
@@ -111,11 +114,11 @@ want racecheck && sanitize racecheck 40 "[shared]"
 if want bench; then
   stage "benchmarks beside PyTorch"
   # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
-  gpus=$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  gpus=$(timeout 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   visible=()
   [ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
-  limited 120 "$results/bench.log" env "${visible[@]}" TANDEM_ROOT="$here" "$bin/tandem" bench --filter '^cuda_' \
-    --python python3 --min-time 0.2 --repetitions 5 --json "$results/bench.json"
+  limited 100 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
+    --filter '^cuda_' --python python3 --min-time 0.2 --repetitions 5 --json "$results/bench.json"
   tail -n 40 "$results/bench.log"
 fi
 

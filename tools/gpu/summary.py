@@ -7,8 +7,10 @@ import os
 import re
 import sys
 
-TEST_LOGS = (("tests", "tests.log"), ("tests_two_logical_devices", "tests_logical.log"),
-             ("tests_large", "tests_large.log"))
+# (key in summary.json, run.sh's stage, its log)
+TEST_LOGS = (("tests", "tests", "tests.log"), ("tests_two_logical_devices", "logical", "tests_logical.log"),
+             ("tests_large", "large", "tests_large.log"))
+ALL_STAGES = "gpu,tests,logical,large,memcheck,racecheck,bench"
 
 
 def read(path):
@@ -69,44 +71,61 @@ def sanitizer(log):
     findings = [line for line in re.findall(r"^========= (\S.*)$", log, re.M) if not NOT_FINDINGS.search(line)]
     warnings = [f for f in findings if f.startswith("Warning")]
     errors = [f for f in findings if not f.startswith("Warning")]
-    summary = [int(n) for n in re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) error", log)]
-    result = {"ran": True, "exit_status": status, "errors": sum(summary) if summary else len(errors),
-              "warnings": len(warnings), "first": (errors or warnings)[:3], "note": problem(status)}
-    if "Device not supported" in log and not summary:
+    # The totals, where the run got to print them (the records shown stop at --print-limit).
+    error_total = re.findall(r"ERROR SUMMARY: (\d+) error", log)
+    race_total = re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", log)
+    error_count, warning_count = len(errors), len(warnings)
+    if error_total:
+        error_count = int(error_total[-1])
+    if race_total:
+        error_count, warning_count = map(int, race_total[-1])
+    result = {"ran": True, "exit_status": status, "errors": error_count, "warnings": warning_count,
+              "first": (errors or warnings)[:3], "note": problem(status)}
+    if "Device not supported" in log and not (error_total or race_total):
         result.update(ran=False, why="compute-sanitizer does not support this device or environment")
     counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
     if counts:
         result["tests"] = dict(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
+    elif result["ran"] and not result["note"]:
+        result["note"] = "the test program reported no counts: it did not finish"
     return result
 
 
 def main():
     results = sys.argv[1]
-    gpu = read(os.path.join(results, "gpu.txt"))
+    # Only this run's stages: the folder may hold logs of an earlier run's other stages.
+    ran = set((read(os.path.join(results, "stages.txt")).strip() or ALL_STAGES).split(","))
+
+    def log_of(stage, name):
+        return read(os.path.join(results, name)) if stage in ran else ""
+
+    gpu = log_of("gpu", "gpu.txt")
     summary = {"gpu": gpu.strip().splitlines()[:1]}
     no_device = re.search(r"^cuda\s+0 devices.*$", gpu, re.M)
     if no_device:
         summary["no_gpu"] = no_device.group(0)
-    for key, name in TEST_LOGS:
-        summary[key] = test_result(read(os.path.join(results, name)))
+    summary["stages"] = sorted(ran)
+    for key, stage, name in TEST_LOGS:
+        summary[key] = test_result(log_of(stage, name))
     for tool in ("memcheck", "racecheck"):
-        summary[tool] = sanitizer(read(os.path.join(results, f"sanitizer_{tool}.log")))
+        summary[tool] = sanitizer(log_of(tool, f"sanitizer_{tool}.log"))
     summary["benchmarks"] = {}
-    try:
-        with open(os.path.join(results, "bench.json")) as f:
-            bench = json.load(f)
-        summary["torch"] = bench.get("torch")
-        summary["benchmarks"] = bench.get("results", {})
-    except (OSError, ValueError):
-        pass
-    summary["bench_exit_status"] = exit_status(read(os.path.join(results, "bench.log")))
+    if "bench" in ran:
+        try:
+            with open(os.path.join(results, "bench.json")) as f:
+                bench = json.load(f)
+            summary["torch"] = bench.get("torch")
+            summary["benchmarks"] = bench.get("results", {})
+        except (OSError, ValueError):
+            pass
+    summary["bench_exit_status"] = exit_status(log_of("bench", "bench.log"))
     with open(os.path.join(results, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
 
     print(f"GPU: {summary['gpu'][0] if summary['gpu'] else '?'}")
     if no_device:
         print(f"WARNING: tandem sees no GPU: {no_device.group(0)}")
-    for key, _ in TEST_LOGS:
+    for key, _, _ in TEST_LOGS:
         r = summary[key]
         if r is None:
             print(f"{key}: not run")
@@ -115,6 +134,8 @@ def main():
         print(f"{key}: {counts}" + "".join(f"; WARNING: {w}" for w in r["warnings"]))
         for name in r["failed_cases"]:
             print(f"    failed: {name}")
+        for line in r["slowest"][:3]:
+            print(f"    slowest: {line}")
     for tool in ("memcheck", "racecheck"):
         s = summary[tool]
         if not s.get("ran"):
