@@ -156,9 +156,10 @@ Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList st
   auto [dh, dw] = pair_of(dilation, op, "dilation");
   auto [ph, pw] = pair_of(padding, op, "padding");
   auto [sh, sw] = pair_of(stride, op, "stride");
-  TD_CHECK(kh > 0 && kw > 0 && dh > 0 && dw > 0 && sh > 0 && sw > 0, op,
-           ": kernel_size, dilation and stride must be positive");
-  TD_CHECK(ph >= 0 && pw >= 0, op, ": padding must be non-negative, got ", shape_str(padding.vec()));
+  TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
+  TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
+  TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
+  TD_CHECK(ph >= 0 && pw >= 0, op, ": padding must not be negative, got ", shape_str(padding.vec()));
   return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
 }
 
@@ -340,6 +341,11 @@ bool cudnn_enabled() {
 }
 
 void set_cudnn_enabled(bool enabled) { cudnn_switch.store(enabled ? 1 : 0); }
+
+Shape conv2d_output_shape(const Shape& x, const Shape& weight, int64_t groups, IntList stride, IntList padding,
+                          IntList dilation) {
+  return conv_shape(x, weight, groups, stride, padding, dilation, "conv2d").out;
+}
 
 bool cudnn_conv_fits(const Shape& x, const Shape& weight, const Shape& out) {
   const int64_t limit = std::numeric_limits<int32_t>::max();

@@ -60,6 +60,12 @@ Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntLi
                                  IntList padding, IntList dilation, int64_t groups);
 Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, IntList weight_size, int64_t groups);
 
+// The [N, O, OH, OW] output of a convolution of a 4-D input by a 4-D weight; throws
+// tandem::Error naming conv2d where they do not fit (groups, a stride or dilation below 1,
+// negative padding, a kernel larger than the padded input).
+Shape conv2d_output_shape(const Shape& x, const Shape& weight, int64_t groups, IntList stride, IntList padding,
+                          IntList dilation);
+
 // 2-D convolution through cuDNN, for tensors on a CUDA device: x [N, C, H, W] and weight
 // [O, C / groups, kh, kw] of one floating dtype; no bias (nn::functional::conv2d adds it). Used by
 // conv2d while cudnn_enabled(): in a CUDA build, unless TANDEM_CUDNN=0 or set_cudnn_enabled(false)

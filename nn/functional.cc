@@ -61,41 +61,37 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   TD_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ", shape_str(weight.sizes()));
   TD_CHECK(groups >= 1, "conv2d: groups must be positive, got ", groups);
   Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
-  const int64_t n = x4.size(0), c = x4.size(1), h = x4.size(2), w = x4.size(3);
+  const int64_t n = x4.size(0), c = x4.size(1);
   const int64_t out_channels = weight.size(0), kh = weight.size(2), kw = weight.size(3);
   TD_CHECK(c == weight.size(1) * groups, "conv2d: input has ", c, " channels but weight ", shape_str(weight.sizes()),
            " with groups=", groups, " expects ", weight.size(1) * groups);
   TD_CHECK(out_channels % groups == 0, "conv2d: out channels ", out_channels, " not divisible by groups ", groups);
   TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, "conv2d: bias must have shape [", out_channels,
            "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
-  auto [sh, sw] = pair_of(stride, "conv2d", "stride");
-  auto [ph, pw] = pair_of(padding, "conv2d", "padding");
-  auto [dh, dw] = pair_of(dilation, "conv2d", "dilation");
-  TD_CHECK(sh > 0 && sw > 0, "conv2d: stride must be positive, got ", shape_str(stride.vec()));
-  TD_CHECK(dh > 0 && dw > 0, "conv2d: dilation must be positive, got ", shape_str(dilation.vec()));
-  TD_CHECK(ph >= 0 && pw >= 0, "conv2d: padding must not be negative, got ", shape_str(padding.vec()));
-  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  // The kernels' own shape checks (stride, dilation, padding, the kernel's fit), before any path.
+  const Shape out_shape = kernels::conv2d_output_shape(x4.sizes(), weight.sizes(), groups, stride, padding, dilation);
   if (x.is_cuda() && kernels::cudnn_enabled() && is_floating(x.dtype()) && weight.dtype() == x.dtype() &&
-      weight.device() == x.device() && kernels::cudnn_conv_fits(x4.sizes(), weight.sizes(), {n, out_channels, oh, ow})) {
-    Tensor out = cudnn_conv2d(x4, weight, {sh, sw}, {ph, pw}, {dh, dw}, groups);
+      weight.device() == x.device() && kernels::cudnn_conv_fits(x4.sizes(), weight.sizes(), out_shape)) {
+    Tensor out = cudnn_conv2d(x4, weight, stride, padding, dilation, groups);
     if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
   if (x.device().is_cpu() && (x.dtype() == kFloat32 || x.dtype() == kFloat64) && weight.dtype() == x.dtype() &&
       weight.device().is_cpu() && (!bias.defined() || (bias.dtype() == x.dtype() && bias.device().is_cpu()))) {
-    Tensor out = cpu_conv2d(x4, weight, bias, {sh, sw}, {ph, pw}, {dh, dw}, groups);
+    Tensor out = cpu_conv2d(x4, weight, bias, stride, padding, dilation, groups);
     return x.dim() == 3 ? out.squeeze(0) : out;
   }
   // Other dtypes, and a GPU without cuDNN: the receptive fields as [C*kh*kw, N*L], the whole
   // batch one GEMM per group, which BLAS runs far faster than N small ones.
-  Tensor columns = im2col_matrix(x4, {kh, kw}, {dh, dw}, {ph, pw}, {sh, sw});
+  Tensor columns = im2col_matrix(x4, {kh, kw}, dilation, padding, stride);
   const int64_t per_group_in = c / groups * kh * kw, per_group_out = out_channels / groups;
   std::vector<Tensor> parts;
   for (int64_t g = 0; g < groups; ++g) {
     Tensor wg = weight.narrow(0, g * per_group_out, per_group_out).reshape({per_group_out, per_group_in});
     parts.push_back(mm(wg, groups == 1 ? columns : columns.narrow(0, g * per_group_in, per_group_in)));
   }
-  Tensor out = (groups == 1 ? parts[0] : cat(parts, 0)).view({out_channels, n, oh, ow}).transpose(0, 1);
+  Tensor out =
+      (groups == 1 ? parts[0] : cat(parts, 0)).view({out_channels, n, out_shape[2], out_shape[3]}).transpose(0, 1);
   if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
   return x.dim() == 3 ? out.squeeze(0) : out;
 }
