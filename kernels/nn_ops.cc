@@ -35,13 +35,6 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   return out;
 }
 
-// (height, width) from one or two values.
-std::pair<int64_t, int64_t> pair_of(IntList v, const char* op, const char* name) {
-  TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must be one value or two (height, width), got ",
-           shape_str(v.vec()));
-  return {v[0], v.size() == 2 ? v[1] : v[0]};
-}
-
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
   int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
@@ -60,10 +53,10 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
   check_defined(x, op, "input");
   TD_CHECK(x.dim() == 3 || x.dim() == 4, op, ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
-  auto [kh, kw] = pair_of(kernel, op, "kernel_size");
-  auto [sh, sw] = stride.empty() ? std::pair{kh, kw} : pair_of(stride, op, "stride");
-  auto [ph, pw] = pair_of(padding, op, "padding");
-  auto [dh, dw] = pair_of(dilation, op, "dilation");
+  auto [kh, kw] = height_width(kernel, op, "kernel_size");
+  auto [sh, sw] = stride.empty() ? std::pair{kh, kw} : height_width(stride, op, "stride");
+  auto [ph, pw] = height_width(padding, op, "padding");
+  auto [dh, dw] = height_width(dilation, op, "dilation");
   TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
   TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
   TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
@@ -85,6 +78,12 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
 }
 
 }  // namespace
+
+std::pair<int64_t, int64_t> height_width(IntList v, const char* op, const char* name) {
+  TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must be one value or two (height, width), got ",
+           shape_str(v.vec()));
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
@@ -152,10 +151,10 @@ Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kerne
 namespace {
 
 Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList stride, const char* op) {
-  auto [kh, kw] = pair_of(kernel, op, "kernel_size");
-  auto [dh, dw] = pair_of(dilation, op, "dilation");
-  auto [ph, pw] = pair_of(padding, op, "padding");
-  auto [sh, sw] = pair_of(stride, op, "stride");
+  auto [kh, kw] = height_width(kernel, op, "kernel_size");
+  auto [dh, dw] = height_width(dilation, op, "dilation");
+  auto [ph, pw] = height_width(padding, op, "padding");
+  auto [sh, sw] = height_width(stride, op, "stride");
   TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
   TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
   TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
@@ -215,7 +214,7 @@ Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntL
   TD_CHECK(cols.dim() == 2 || cols.dim() == 3, "col2im: expected a 2-D or 3-D input, got shape ",
            shape_str(cols.sizes()));
   Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im");
-  auto [h, w] = pair_of(output_size, "col2im", "output_size");
+  auto [h, w] = height_width(output_size, "col2im", "output_size");
   Tensor c3 = cols.dim() == 2 ? unsqueeze(cols, 0) : cols;
   const int64_t fields = p.kh * p.kw;
   TD_CHECK(c3.sizes()[1] % fields == 0, "col2im: dim 1 of the input (", c3.sizes()[1],
@@ -237,7 +236,7 @@ Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, I
                      IntList padding, IntList stride) {
   check_defined(matrix, "col2im_matrix", "input");
   Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im_matrix");
-  auto [h, w] = pair_of(output_size, "col2im_matrix", "output_size");
+  auto [h, w] = height_width(output_size, "col2im_matrix", "output_size");
   const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
   TD_CHECK(oh > 0 && ow > 0, "col2im_matrix: the kernel does not fit the padded output_size ", h, "x", w,
            " (kernel ", p.kh, "x", p.kw, ")");

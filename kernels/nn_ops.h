@@ -60,6 +60,10 @@ Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntLi
                                  IntList padding, IntList dilation, int64_t groups);
 Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, IntList weight_size, int64_t groups);
 
+// (height, width) from one value (both) or two; throws tandem::Error naming op and the argument
+// otherwise.
+std::pair<int64_t, int64_t> height_width(IntList v, const char* op, const char* name);
+
 // The [N, O, OH, OW] output of a convolution of a 4-D input by a 4-D weight; throws
 // tandem::Error naming conv2d where they do not fit (groups, a stride or dilation below 1,
 // negative padding, a kernel larger than the padded input).

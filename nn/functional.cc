@@ -27,11 +27,6 @@ Shape channel_shape(const Tensor& x, int64_t channels) {
   return s;
 }
 
-std::pair<int64_t, int64_t> pair_of(IntList v, const char* op, const char* what) {
-  TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", what, " must be one value or two, got ", shape_str(v.vec()));
-  return {v[0], v.size() == 2 ? v[1] : v[0]};
-}
-
 }  // namespace
 
 const char* reduction_name(Reduction r) {
@@ -197,7 +192,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
   TD_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4), "adaptive_avg_pool2d: expected a 3-D or 4-D input");
-  auto [oh, ow] = pair_of(output_size, "adaptive_avg_pool2d", "output_size");
+  auto [oh, ow] = kernels::height_width(output_size, "adaptive_avg_pool2d", "output_size");
   const int64_t h = x.size(-2), w = x.size(-1);
   TD_CHECK(oh > 0 && ow > 0, "adaptive_avg_pool2d: output_size must be positive");
   if (h % oh == 0 && w % ow == 0) return avg_pool2d(x, {h / oh, w / ow});

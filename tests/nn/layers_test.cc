@@ -196,6 +196,10 @@ TEST_CASE("layers and their functional forms refuse bad arguments with errors th
   check_error([] { nn::GELU("fast"); }, {"GELU: approximate must be 'none' or 'tanh', got 'fast'"});
   check_error([] { F::adaptive_avg_pool2d(td::ones({4, 4}), {2}); }, {"adaptive_avg_pool2d: expected a 3-D or 4-D"});
   check_error([] { F::adaptive_avg_pool2d(td::ones({1, 4, 4}), {0, 2}); }, {"output_size must be positive"});
+  check_error([] { F::adaptive_avg_pool2d(td::ones({1, 4, 4}), {1, 2, 2}); },
+              {"adaptive_avg_pool2d: output_size must be one value or two (height, width), got [1, 2, 2]"});
+  check_error([] { td::max_pool2d(td::ones({1, 4, 4}), {2, 2, 2}); },
+              {"max_pool2d: kernel_size must be one value or two (height, width), got [2, 2, 2]"});
 
   nn::Sequential seq{nn::ReLU()};
   nn::ModuleList list;
