@@ -1249,7 +1249,7 @@ void cumsum_sweep(bool large) {
   }
 }
 
-TEST_CASE("cumsum along every dim matches the CPU", "[cuda]") {
+TEST_CASE("cumsum along every dim matches the CPU", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
   cumsum_sweep(false);
 }
