@@ -176,6 +176,17 @@ std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& d
   check_devices(devices, "broadcast");
   Record record("broadcast", with(devices, tensor.device()));
   std::vector<Tensor> out(devices.size());
+  if (nccl_chosen() && std::find(devices.begin(), devices.end(), tensor.device()) != devices.end()) {
+    for (size_t d = 0; d < devices.size(); ++d) {
+      out[d] = devices[d] == tensor.device() ? tensor : kernels::empty_tensor(tensor.sizes(), tensor.dtype(), devices[d]);
+    }
+    if (nccl::can_serve(out)) {
+      nccl::broadcast(out, static_cast<size_t>(std::find(devices.begin(), devices.end(), tensor.device()) -
+                                               devices.begin()));
+      for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
+      return out;
+    }
+  }
   on_each_device(devices, [&](size_t d) {
     out[d] = devices[d] == tensor.device() ? tensor : kernels::to(tensor, devices[d]);
   });
@@ -427,6 +438,26 @@ Tensor flatten_group(const std::vector<Tensor>& tensors, const std::vector<size_
   return flat;
 }
 
+// With TANDEM_COMM=nccl, where the source and the devices are distinct GPUs: `flat` on every
+// device (itself on its own), sent by one NCCL broadcast; otherwise nothing, and each device
+// copies it.
+std::vector<Tensor> broadcast_by_nccl(const Tensor& flat, const std::vector<Device>& devices) {
+  if (!nccl_chosen()) return {};
+  std::vector<Tensor> members{flat}, probes{kernels::empty_tensor({0}, flat.dtype(), flat.device())};
+  for (const Device& d : devices) {
+    if (d != flat.device()) probes.push_back(kernels::empty_tensor({0}, flat.dtype(), d));
+  }
+  if (!nccl::can_serve(probes)) return {};
+  for (const Device& d : devices) {
+    if (d != flat.device()) members.push_back(kernels::empty_tensor(flat.sizes(), flat.dtype(), d));
+  }
+  nccl::broadcast(members, 0);
+  std::vector<Tensor> arrived;
+  size_t next = 1;
+  for (const Device& d : devices) arrived.push_back(d == flat.device() ? flat : members[next++]);
+  return arrived;
+}
+
 }  // namespace
 
 void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
@@ -439,9 +470,10 @@ void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
   // One group at a time, so the source holds at most one buffer (about buffer_size bytes) more.
   for (const std::vector<size_t>& group : buffer_groups(tensors, buffer_size)) {
     const Tensor flat = elsewhere ? flatten_group(tensors, group, source) : Tensor();
+    const std::vector<Tensor> sent = elsewhere ? broadcast_by_nccl(flat, devices) : std::vector<Tensor>();
     on_each_device(devices, [&](size_t d) {
       const bool here = devices[d] == source;
-      const Tensor arrived = here ? Tensor() : kernels::to(flat, devices[d]);
+      const Tensor arrived = here ? Tensor() : !sent.empty() ? sent[d] : kernels::to(flat, devices[d]);
       int64_t offset = 0;
       for (size_t i : group) {
         const Tensor& out = outputs[d][i];

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "autograd/engine.h"
+#include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/cuda.h"
 #include "core/trace.h"
@@ -168,6 +169,17 @@ ScatterPlan DataParallelBase::plan(int64_t rows) const {
   return p;
 }
 
+void DataParallelBase::keep_buffers_of_first(const ScatterPlan& plan,
+                                             const std::vector<std::shared_ptr<nn::Module>>& replicas) {
+  if (plan.devices.front() == device_ids_.front()) return;  // the module's own buffers were used
+  NoGradGuard no_grad;
+  std::vector<Tensor> module_buffers = base_->buffers();
+  const std::vector<Tensor> replica_buffers = replicas.front()->buffers();
+  for (size_t i = 0; i < module_buffers.size() && i < replica_buffers.size(); ++i) {
+    if (module_buffers[i].defined() && replica_buffers[i].defined()) module_buffers[i].copy_(replica_buffers[i]);
+  }
+}
+
 std::vector<size_t> DataParallelBase::replica_indices(const ScatterPlan& plan) const {
   std::vector<size_t> indices;
   for (const Device& d : plan.devices) {
@@ -256,10 +268,16 @@ void DataParallelBase::step(optim::Optimizer& optimizer) {
 }
 
 nn::Module::LoadResult DataParallelBase::load_state_dict(const StateDict& state, bool strict) {
+  // Stripped only where every key has the prefix and not every key is the module's own as it
+  // stands: a module whose one child is registered as "module" has such keys of its own.
   const std::string prefix = "module.";
-  bool all_prefixed = !state.empty();
-  for (const auto& [key, t] : state) all_prefixed = all_prefixed && key.starts_with(prefix);
-  if (!all_prefixed) return base_->load_state_dict(state, strict);
+  const StateDict own = base_->state_dict();
+  bool all_prefixed = !state.empty(), all_own = true;
+  for (const auto& [key, t] : state) {
+    all_prefixed = all_prefixed && key.starts_with(prefix);
+    all_own = all_own && own.contains(key);
+  }
+  if (!all_prefixed || all_own) return base_->load_state_dict(state, strict);
   StateDict stripped;
   stripped.metadata = state.metadata;
   for (const auto& [key, t] : state) stripped.insert(key.substr(prefix.size()), t);

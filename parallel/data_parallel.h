@@ -128,6 +128,9 @@ class DataParallelBase {
   // The devices and chunk sizes for a batch of `rows` (devices whose chunk is empty are left out).
   ScatterPlan plan(int64_t rows) const;
   std::vector<size_t> replica_indices(const ScatterPlan& plan) const;
+  // Where device_ids[0] got no rows, its replica (whose buffers are the module's) did not run: the
+  // first replica that ran gives its buffers (BatchNorm's running statistics) to the module.
+  void keep_buffers_of_first(const ScatterPlan& plan, const std::vector<std::shared_ptr<nn::Module>>& replicas);
   // Starts a step's accounting; returns the replicas for the plan's devices, refreshed.
   std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
   // Marks where a step's accounting starts (never waiting for a device).
@@ -215,14 +218,16 @@ class DataParallelImpl : public DataParallelBase {
     const auto start = std::chrono::steady_clock::now();
     std::optional<int64_t> rows = batch_rows(dim(), args...);
     if (!rows || device_ids().size() == 1) {
-      // No batch to split, or one device: the module itself runs, as PyTorch does.
+      // No batch to split, or one device: the module itself runs, as PyTorch does, on its
+      // arguments moved to device_ids[0], and its output is gathered as one replica's would be.
       start_single_step(rows.value_or(0));
       std::vector<DeviceTimer> forward;
       forward.emplace_back(device_ids().front());
-      Result out = module_->forward(args...);
+      std::vector<Result> outputs;
+      outputs.push_back(module_->forward(detail::move_to(args, device_ids().front())...));
       forward[0].stop();
       const auto gather_start = std::chrono::steady_clock::now();
-      out = detail::move_to(out, output_device());
+      Result out = gather_outputs(outputs, output_device(), dim());
       finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
       return out;
     }
@@ -239,6 +244,7 @@ class DataParallelImpl : public DataParallelBase {
         },
         &forward, "forward", replica_indices(p));
     const auto gather_start = std::chrono::steady_clock::now();
+    keep_buffers_of_first(p, replicas);
     Result out = gather_outputs(outputs, output_device(), dim());
     finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
     return out;
@@ -258,10 +264,11 @@ class DataParallelImpl : public DataParallelBase {
       start_single_step(*rows);
       std::vector<DeviceTimer> forward, loss_timer;
       forward.emplace_back(device_ids().front());
-      auto out = module_->forward(args...);
+      const Device home = device_ids().front();
+      auto out = module_->forward(detail::move_to(args, home)...);
       forward[0].stop();
-      loss_timer.emplace_back(device_ids().front());
-      Tensor loss = criterion(out, target);
+      loss_timer.emplace_back(home);
+      Tensor loss = criterion(out, detail::move_to(target, home));
       loss_timer[0].stop();
       auto gather_start = std::chrono::steady_clock::now();
       loss = detail::move_to(loss, output_device());
@@ -295,6 +302,7 @@ class DataParallelImpl : public DataParallelBase {
         },
         nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
+    keep_buffers_of_first(p, replicas);
     Tensor per_replica = gather_outputs(losses, output_device(), 0);  // one value per replica
     std::vector<double> shares;
     for (int64_t n : p.chunk_sizes) shares.push_back(static_cast<double>(n) / static_cast<double>(p.rows));

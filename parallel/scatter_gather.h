@@ -77,12 +77,14 @@ std::vector<T> scatter_value(const T& v, const ScatterPlan& plan) {
   using U = std::decay_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
     if (!v.defined()) return std::vector<T>(n, v);
-    TD_CHECK(v.dim() > 0 && v.dim() > plan.dim && v.sizes()[plan.dim] == plan.rows, "DataParallel: a tensor of "
-             "shape ", shape_str(v.sizes()), " is to be scattered along dim ", plan.dim, ", but the batch has ",
-             plan.rows, " rows there (the first tensor argument's size); every tensor argument is split into the "
-             "replicas' chunks, so each needs ", plan.rows, " along dim ", plan.dim,
-             " (pass values every replica needs whole as non-tensor arguments)");
-    return Scatter::apply(v, plan.devices, plan.chunk_sizes, plan.dim);
+    TD_CHECK(v.dim() > 0, "DataParallel: a 0-dim tensor argument has no dim ", plan.dim, " to scatter along (pass "
+             "values every replica needs whole as non-tensor arguments)");
+    const int64_t d = wrap_dim(plan.dim, v.dim(), "DataParallel");  // a negative dim counts from each tensor's end
+    TD_CHECK(v.sizes()[d] == plan.rows, "DataParallel: a tensor of shape ", shape_str(v.sizes()), " is to be "
+             "scattered along dim ", plan.dim, ", but the batch has ", plan.rows, " rows there (the first tensor "
+             "argument's size); every tensor argument is split into the replicas' chunks, so each needs ", plan.rows,
+             " along dim ", plan.dim, " (pass values every replica needs whole as non-tensor arguments)");
+    return Scatter::apply(v, plan.devices, plan.chunk_sizes, d);
   } else if constexpr (is_vector<U>::value) {
     std::vector<T> out(n);
     for (auto& o : out) o.reserve(v.size());
@@ -131,6 +133,11 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
     for (const Tensor& t : outs) {
       TD_CHECK(t.defined(), "DataParallel: a replica returned an undefined tensor where another returned one");
       all_scalars = all_scalars && t.dim() == 0;
+    }
+    if (outs.size() == 1 && outs[0].device() == destination) {  // one replica, already there: no copy
+      if (all_scalars) return outs[0].unsqueeze(0);
+      wrap_dim(dim, outs[0].dim(), "gather");  // the check a gather of several makes
+      return outs[0];
     }
     if (!all_scalars) return Gather::apply(outs, destination, dim);
     std::vector<Tensor> rows;

@@ -2,10 +2,13 @@
 // outputs, gradients and whole training runs equal single-device ones (float64, tight), how the
 // batch is split, what travels through scatter and gather, BatchNorm's buffers, errors, and
 // what a user sees inside (stats, printing, state_dict).
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -337,6 +340,22 @@ TEST_CASE("gathering 0-dim outputs gives one value per replica", "[cpu]") {
   Tensor out = dp(td::arange(10, td::kFloat32));
   CHECK(out.sizes() == td::Shape{3});
   td::testing::check_equal(out, {0 + 1 + 2 + 3, 4 + 5 + 6, 7 + 8 + 9});
+  // One replica, because of one row or of one device, gives one value too: the shape never
+  // depends on how many devices there are.
+  Tensor one_row = dp(td::full({1}, 5.0));
+  CHECK(one_row.sizes() == td::Shape{1});
+  td::testing::check_equal(one_row, {5});
+  par::DataParallel single(std::make_shared<MeanImpl>(), par::DataParallelOptions({cpu0}).output_device(cpu1));
+  Tensor whole = single(td::arange(10, td::kFloat32));
+  CHECK(whole.sizes() == td::Shape{1});
+  CHECK(whole.device() == cpu1);
+  td::testing::check_equal(whole, {45});
+  Tensor x = td::arange(4, td::kFloat64).requires_grad_();
+  par::DataParallel here(std::make_shared<MeanImpl>(), par::DataParallelOptions({cpu0}));
+  Tensor summed = here(x);
+  CHECK(summed.sizes() == td::Shape{1});
+  summed.backward();  // one element: its gradient is implicit, as for a 0-dim loss
+  td::testing::check_equal(x.grad(), {1, 1, 1, 1});
 }
 
 TEST_CASE("state_dict has the module's keys and round-trips between DataParallel and a plain module", "[cpu]") {
@@ -443,10 +462,14 @@ TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's pha
     CHECK(d.peak_bytes > 0);
   }
   CHECK(s.update > 0);
+  CHECK(s.scatter > 0);
+  CHECK(s.replicate > 0);
+  CHECK(s.gather > 0);
   // Half the batch went to cpu:1, and in backward half the output's gradient (Gather's backward).
   CHECK(s.comm.at("scatter").bytes == (4 * 5 + 4 * 3) * 8);
   CHECK(s.comm.at("gather").bytes == 4 * 3 * 8);
-  CHECK(s.comm.at("broadcast_coalesced").calls >= 1);
+  CHECK(s.comm.at("broadcast_coalesced").calls == 1);  // the parameters into cpu:1's replica, all at once
+  CHECK(s.comm.at("broadcast_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);
   CHECK(s.comm.at("reduce_add_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);  // cpu:1's gradients
   CHECK(s.reduce > 0);
   CHECK(s.table().find("cpu:1") != std::string::npos);
@@ -527,6 +550,21 @@ TEST_CASE("one device: the module itself runs, and its output still goes to outp
   out.sum().backward();
   CHECK(model->fc1->weight.grad().device() == cpu1);
   CHECK(dp->replicas().empty());  // nothing to replicate
+  CHECK(dp->module() == model);
+  // Inputs elsewhere go to device_ids[0] first, as they would with several devices (PyTorch
+  // scatters to device_ids[0] also when there is only one).
+  model->zero_grad();
+  Tensor input = x.clone().requires_grad_();
+  Tensor moved = dp(input);
+  CHECK(moved.device() == cpu2);
+  td::testing::check_close(moved.cpu(), out.cpu(), 0, 0, "input moved to cpu:1");
+  moved.sum().backward();
+  CHECK(input.grad().device() == cpu0);
+  Tensor labels = td::tensor({0, 2, 1, 1});
+  auto criterion = [](const Tensor& o, const Tensor& t) { return td::nn::functional::cross_entropy(o, t); };
+  Tensor loss = dp->forward_with_loss(criterion, labels, x);  // input and target both on cpu:0
+  td::testing::check_close(loss.cpu(), criterion(model->forward(x.to(cpu1)), labels.to(cpu1)).detach().cpu(), 0, 0,
+                           "loss");
 }
 
 TEST_CASE("a gradient penalty (double backward) through DataParallel equals one device's", "[cpu]") {
@@ -682,4 +720,148 @@ TEST_CASE("a replica's backward gets the threads its forward got, however long t
   CHECK(seen.at("forward cpu:0") == 2);
   CHECK(seen.at("forward cpu:1") == 2);
   CHECK(seen.at("backward cpu:1") == 2);
+}
+
+namespace {
+
+// a + b, for splitting along a negative dim: a [3, n] and b [n] split along their last dims.
+class SumImpl : public nn::Cloneable<SumImpl> {
+ public:
+  SumImpl() { reset(); }
+  void reset() override {}
+  Tensor forward(const Tensor& a, const Tensor& b) { return a + b; }
+};
+
+// Sums what arrives in a vector, an array and optionals.
+class ContainersImpl : public nn::Cloneable<ContainersImpl> {
+ public:
+  ContainersImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(2, 2)); }
+  Tensor forward(const std::vector<Tensor>& list, const std::array<Tensor, 2>& pair, const std::optional<Tensor>& some,
+                 const std::optional<Tensor>& none) {
+    TD_CHECK(!none.has_value(), "an empty optional arrived with a value");
+    Tensor out = fc(some.value());
+    for (const Tensor& t : list) out = out + t;
+    return out * pair[0] - pair[1];
+  }
+  nn::Linear fc{nullptr};
+};
+
+// A module whose one child is registered as "module": its own keys start with "module.".
+class WrapperImpl : public nn::Cloneable<WrapperImpl> {
+ public:
+  WrapperImpl() { reset(); }
+  void reset() override { inner = register_module("module", nn::Linear(2, 2)); }
+  Tensor forward(const Tensor& x) override { return inner(x); }
+  nn::Linear inner{nullptr};
+};
+
+}  // namespace
+
+TEST_CASE("a negative dim splits each tensor along its own last dims; a dim out of range is an error", "[cpu]") {
+  td::testing::reseed(31);
+  Tensor a = td::testing::random_tensor({3, 7}, td::kFloat64), b = td::testing::random_tensor({7}, td::kFloat64);
+  par::DataParallel dp(std::make_shared<SumImpl>(), par::DataParallelOptions(first_devices(3)).dim(-1));
+  Tensor out = dp(a, b);
+  CHECK(out.sizes() == td::Shape{3, 7});
+  td::testing::check_close(out, a + b, 0, 0, "a + b split along dim -1");
+  std::vector<int64_t> rows;
+  for (const auto& d : dp->stats().devices) rows.push_back(d.rows);
+  CHECK(rows == std::vector<int64_t>{3, 2, 2});
+  par::DataParallel beyond(std::make_shared<SumImpl>(), par::DataParallelOptions(first_devices(2)).dim(2));
+  td::testing::check_error([&] { beyond(a, b); }, {"DataParallel", "dim 2 is out of range"});
+  par::DataParallel second(std::make_shared<SumImpl>(), par::DataParallelOptions(first_devices(2)).dim(1));
+  td::testing::check_error([&] { second(a, b); }, {"DataParallel", "dim 1 is out of range for a tensor of 1"});
+}
+
+TEST_CASE("vectors, arrays and optionals among the arguments are scattered element by element", "[cpu]") {
+  td::testing::reseed(32);
+  auto model = make_model<ContainersImpl>(33, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  auto random = [] { return td::testing::random_tensor({5, 2}, td::kFloat64); };
+  std::vector<Tensor> list{random(), random(), random()};
+  std::array<Tensor, 2> pair{random(), random()};
+  Tensor some = random();
+  Tensor out = dp(list, pair, std::optional<Tensor>(some), std::optional<Tensor>());
+  Tensor expected = model->forward(list, pair, some, std::nullopt);
+  CHECK(out.sizes() == td::Shape{5, 2});
+  td::testing::check_close(out, expected.detach(), 1e-14, 1e-14, "containers");
+  std::vector<int64_t> rows;
+  for (const auto& d : dp->stats().devices) rows.push_back(d.rows);
+  CHECK(rows == std::vector<int64_t>{2, 2, 1});
+}
+
+TEST_CASE("BatchNorm's statistics reach the module also when device_ids[0] gets no rows", "[cpu]") {
+  td::testing::reseed(34);
+  Tensor x = td::testing::random_tensor({10, 4}, td::kFloat64);
+  auto model = make_model<BnNetImpl>(5, cpu0);
+  auto reference = make_model<BnNetImpl>(5, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).chunk_sizes({0, 4, 6}));
+  dp(x);
+  reference->forward(x.narrow(0, 0, 4));  // cpu:1's chunk: the first replica that ran
+  td::testing::check_close(model->bn->running_mean, reference->bn->running_mean, 1e-12, 1e-12, "running_mean");
+  td::testing::check_close(model->bn->running_var, reference->bn->running_var, 1e-12, 1e-12, "running_var");
+  CHECK(model->bn->num_batches_tracked.item<int64_t>() == 1);
+  auto criterion = [](const Tensor& out, const Tensor&) { return out.pow(2).mean(); };
+  dp->forward_with_loss(criterion, x, x);
+  reference->forward(x.narrow(0, 0, 4));
+  td::testing::check_close(model->bn->running_mean, reference->bn->running_mean, 1e-12, 1e-12, "running_mean, loss");
+  CHECK(model->bn->num_batches_tracked.item<int64_t>() == 2);
+}
+
+TEST_CASE("loss in the replicas moves one number per replica, and none of the outputs", "[cpu]") {
+  td::testing::reseed(35);
+  auto model = make_model<MlpImpl>(36, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  Tensor x = td::testing::random_tensor({30, 5}, td::kFloat64);
+  Tensor labels = td::randint(0, 3, {30});
+  auto criterion = [](const Tensor& out, const Tensor& target) { return td::nn::functional::cross_entropy(out, target); };
+  dp->forward_with_loss(criterion, labels, x).backward();
+  par::StepStats s = dp->stats();
+  CHECK(s.comm.at("gather").calls == 1);
+  CHECK(s.comm.at("gather").bytes == 2 * 8);  // the losses of cpu:1 and cpu:2, float64
+  for (const auto& d : s.devices) CHECK(d.loss > 0);
+  dp(x).sum().backward();
+  CHECK(dp->stats().comm.at("gather").bytes == 2 * 10 * 3 * 8);  // a plain forward gathers the outputs
+}
+
+TEST_CASE("load_state_dict strips PyTorch's 'module.' prefix only where the keys are not the module's own", "[cpu]") {
+  auto model = make_model<WrapperImpl>(37, cpu0);
+  auto other = make_model<WrapperImpl>(38, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(2)));
+  td::StateDict own = other->state_dict();
+  CHECK(own.keys() == std::vector<std::string>{"module.weight", "module.bias"});
+  auto loaded = dp->load_state_dict(own);
+  CHECK(loaded.missing_keys.empty());
+  td::testing::check_close(model->inner->weight, other->inner->weight, 0, 0, "keys of its own");
+  td::StateDict prefixed;
+  auto third = make_model<WrapperImpl>(39, cpu0);
+  for (const auto& [key, t] : third->state_dict()) prefixed.insert("module." + key, t);
+  dp->load_state_dict(prefixed);
+  td::testing::check_close(model->inner->weight, third->inner->weight, 0, 0, "keys saved from a DataParallel");
+}
+
+TEST_CASE("default device_ids: every GPU, or with none TANDEM_CPU_DEVICES CPU devices", "[cpu]") {
+  if (td::cuda::is_available()) {
+    CHECK(par::visible_devices().size() == static_cast<size_t>(td::cuda::device_count()));
+    return;
+  }
+  const char* before = std::getenv("TANDEM_CPU_DEVICES");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("TANDEM_CPU_DEVICES", "3", 1);
+  auto model = make_model<MlpImpl>(40, cpu0);
+  par::DataParallel dp(model);
+  CHECK(dp->device_ids() == first_devices(3));
+  CHECK(dp->output_device() == cpu0);
+  CHECK(par::parse_devices("all") == first_devices(3));
+  CHECK(dp(td::ones({6, 5}, td::kFloat64)).sizes() == td::Shape{6, 3});
+  ::setenv("TANDEM_CPU_DEVICES", "0", 1);
+  td::testing::check_error([] { par::visible_devices(); }, {"TANDEM_CPU_DEVICES='0'", "between 1 and"});
+  ::setenv("TANDEM_CPU_DEVICES", "two", 1);
+  td::testing::check_error([] { par::DataParallel bad(std::make_shared<SumImpl>()); }, {"TANDEM_CPU_DEVICES='two'"});
+  if (saved) {
+    ::setenv("TANDEM_CPU_DEVICES", saved->c_str(), 1);
+  } else {
+    ::unsetenv("TANDEM_CPU_DEVICES");
+  }
 }
