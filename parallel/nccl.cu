@@ -3,8 +3,8 @@
 #include <nccl.h>
 
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "core/cuda.h"
@@ -61,14 +61,26 @@ cudaStream_t stream_of(const Tensor& t) {
   return static_cast<cudaStream_t>(tandem::cuda::current_stream(t.device().index()).handle());
 }
 
-// Runs one NCCL call per device inside a group, each with that device current.
+// Runs one NCCL call per device inside a group, each with that device current. One collective
+// at a time in the process: a communicator must not be used by two threads at once, and every
+// GPU of a set must see the set's collectives in the same order (two device threads that each
+// ran a reduce with another root could leave them crossed and hung).
 template <typename Call>
 void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
+  static std::mutex one_at_a_time;
+  std::lock_guard lock(one_at_a_time);
   const auto& comms = communicators(device_indices(tensors));
   TD_NCCL_CHECK(ncclGroupStart(), op);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    tandem::cuda::DeviceGuard guard(tensors[i].device().index());
-    call(i, comms[i]);
+  try {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      tandem::cuda::DeviceGuard guard(tensors[i].device().index());
+      call(i, comms[i]);
+    }
+  } catch (...) {
+    // Closes the group: left open, it would take in every later NCCL call on this thread. NCCL
+    // reports the failed call's error here again and launches nothing of the group.
+    (void)ncclGroupEnd();
+    throw;
   }
   TD_NCCL_CHECK(ncclGroupEnd(), op, " over ", tensors.size(), " GPUs");
 }

@@ -95,12 +95,13 @@ TEST_CASE("events order work between streams and time it", "[cuda]") {
   start.record(a);
   ready.record(a);
   ready.wait(b);
-  td::Tensor y;
   {
     td::cuda::StreamGuard on_b(b);
-    y = (x * 2).sum();
+    td::Tensor y = (x * 2).sum();
+    // item() copies on the current stream: inside the guard, after the sum (outside it, the
+    // default stream's copy would not wait for b).
+    CHECK(y.item<double>() == Approx(6.0 * (1 << 22)));
   }
-  CHECK(y.item<double>() == Approx(6.0 * (1 << 22)));
   ready.synchronize();
   CHECK(ready.query());
   CHECK(start.elapsed_ms(ready) >= 0.0);
@@ -148,12 +149,11 @@ TEST_CASE("released events are reused, and a reused event orders and times work 
     reused.record(stream);
     CHECK(td::cuda::events_created() == created);  // it took the one `pending` gave back
     reused.wait(other);
-    td::Tensor total;
     {
       td::cuda::StreamGuard on_other(other);
-      total = z.sum();
+      td::Tensor total = z.sum();
+      CHECK(total.item<double>() == 3.0 * (1 << 22));  // read on `other`, where the sum ran
     }
-    CHECK(total.item<double>() == 3.0 * (1 << 22));
     CHECK(reused.query());
   }
   if (td::cuda::device_count() >= 2) {

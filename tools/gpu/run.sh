@@ -5,7 +5,8 @@
 # lease of a GPU leaves room for a second, shorter run after a fix):
 #   gpu        the GPU, the driver, and the devices tandem sees (and why none, if it sees none);
 #   tests      every [cuda] case but the [large] ones, with each case's duration;
-#   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0);
+#   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0),
+#              and with two or more GPUs, over them with the collectives in NCCL (TANDEM_COMM=nccl);
 #   large      the [large] cases;
 #   memcheck   compute-sanitizer memcheck over the light cases: [cuda]~[large]~[heavy]~[devices];
 #   racecheck  racecheck over the cases of the kernels that share memory in a block: [shared];
@@ -85,8 +86,20 @@ fi
 
 if want logical; then
   stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
-  limited 40 "$results/tests_logical.log" env TANDEM_VISIBLE_DEVICES=0,0 "$bin/cuda_tests" -d yes "[devices]"
+  gpus=$(timeout 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  # With several GPUs the stage's 40 s are shared with the same cases over distinct GPUs through NCCL.
+  limit=40
+  [ "${gpus:-0}" -ge 2 ] && limit=20
+  limited $limit "$results/tests_logical.log" env TANDEM_VISIBLE_DEVICES=0,0 "$bin/cuda_tests" -d yes "[devices]"
   show "$results/tests_logical.log" 30
+  if [ "${gpus:-0}" -ge 2 ]; then
+    stage "tests: the [devices] cases over distinct GPUs, collectives through NCCL (TANDEM_COMM=nccl)"
+    limited 20 "$results/tests_nccl.log" env TANDEM_COMM=nccl "$bin/cuda_tests" -d yes "[devices]"
+    show "$results/tests_nccl.log" 30
+  else
+    rm -f "$results/tests_nccl.log"
+    echo "one GPU: the NCCL run of the [devices] cases needs two or more"
+  fi
 fi
 
 if want large; then

@@ -9,7 +9,7 @@ import sys
 
 # (key in summary.json, run.sh's stage, its log)
 TEST_LOGS = (("tests", "tests", "tests.log"), ("tests_two_logical_devices", "logical", "tests_logical.log"),
-             ("tests_large", "large", "tests_large.log"))
+             ("tests_nccl", "logical", "tests_nccl.log"), ("tests_large", "large", "tests_large.log"))
 ALL_STAGES = "gpu,tests,logical,large,memcheck,racecheck,bench"
 
 
