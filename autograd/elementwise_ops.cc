@@ -257,7 +257,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
 
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
   kernels::check_defined(a, kernels::op_name(op), "input");
-  return binary(op, a, kd::scalar_tensor(b, result_type(a, b), a.device()), alpha);
+  const DType common = result_type(a, b);
+  if (kd::scalar_in_float32(op, common, b)) {  // float32, rounded once (see kernels/elementwise.h)
+    Tensor wide = binary(op, to(a, a.device(), kFloat32), kd::scalar_tensor(b, kFloat32, a.device()), alpha);
+    return to(wide, a.device(), common);
+  }
+  return binary(op, a, kd::scalar_tensor(b, common, a.device()), alpha);
 }
 
 Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
@@ -277,7 +282,12 @@ Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
 Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   kernels::check_defined(self, kernels::op_name(op), "self");
   if (op == BinaryOp::Pow) kd::check_pow_exponent(self, other, "pow_");
-  return binary_(op, self, kd::scalar_tensor(other, result_type(self, other), self.device()), alpha);
+  const DType common = result_type(self, other);
+  if (kd::scalar_in_float32(op, common, other) && common == self.dtype()) {
+    Tensor wide = binary(op, to(self, self.device(), kFloat32), kd::scalar_tensor(other, kFloat32, self.device()), alpha);
+    return copy_(self, wide);  // rounds once into self; autograd sees a copy of a value made from it
+  }
+  return binary_(op, self, kd::scalar_tensor(other, common, self.device()), alpha);
 }
 
 }  // namespace detail

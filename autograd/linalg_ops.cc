@@ -92,8 +92,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da >= 3 && db <= 2) {  // [..., n, k] @ [k, m]: fold the batch into rows, one GEMM
     Tensor b2 = db == 1 ? unsqueeze(b, 1) : b;
     Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    const int64_t rows = numel_of(out_shape);  // given, not inferred: -1 cannot be where k is 0
     if (db == 2) out_shape.push_back(b.sizes()[1]);
-    return reshape(mm(reshape(a, {-1, k}), b2), out_shape);
+    return reshape(mm(reshape(a, {rows, k}), b2), out_shape);
   }
   // Batched: 1-D operands gain a dim that is dropped again, batch dims broadcast.
   Tensor a3 = da == 1 ? unsqueeze(a, 0) : a;

@@ -320,6 +320,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "gather");
   Tensor idx = index.to(kInt64);
   record("GatherBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (static_cast<int64_t>(shape.size()) != idx.dim()) {  // a 0-dim input or index beside a 1-D one
+      const int64_t length = shape.empty() ? 1 : shape[0];
+      return {scatter_add(zeros({length}, g[0].options()), 0, idx.reshape({-1}), g[0].reshape({-1})).reshape(shape)};
+    }
     return {scatter_add(zeros(shape, g[0].options()), d, idx, g[0])};
   });
   return y;

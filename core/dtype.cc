@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/scalar.h"
 
 namespace tandem {
 
@@ -68,6 +69,12 @@ bool can_cast(DType from, DType to) {
   if (is_floating(from) && !is_floating(to)) return false;
   if (from != kBool && to == kBool) return false;
   return true;
+}
+
+std::ostream& operator<<(std::ostream& out, const Scalar& s) {
+  if (s.is_bool()) return out << (s.to_bool() ? "True" : "False");
+  if (s.is_integral()) return out << s.to_int();
+  return out << s.to_double();
 }
 
 }  // namespace tandem

@@ -32,7 +32,7 @@ class Scalar {
   bool is_bool() const { return kind_ == Kind::Bool; }
 
   double to_double() const { return kind_ == Kind::Float ? d_ : static_cast<double>(i_); }
-  int64_t to_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(d_) : i_; }
+  int64_t to_int() const { return kind_ == Kind::Float ? convert<int64_t>(d_) : i_; }  // NaN: INT64_MIN
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0 : i_ != 0; }
 
   // The value as T, converted as a tensor cast would convert it.

@@ -8,7 +8,12 @@ namespace tandem {
 
 int64_t numel_of(IntList sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;  // empty, however large the other sizes
+    overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  }
+  TD_CHECK(!overflow, "shape ", shape_str(sizes.vec()), " has more elements than an int64 counts (2^63 - 1)");
   return n;
 }
 

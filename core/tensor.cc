@@ -15,9 +15,15 @@ Tensor Tensor::make(Storage storage, Shape sizes, Shape strides, int64_t offset,
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim(), "size")]; }
+int64_t Tensor::size(int64_t dim) const {
+  TD_CHECK(this->dim() > 0, "size: dim ", dim, " asked of a 0-dim tensor, which has no dims");
+  return sizes()[wrap_dim(dim, this->dim(), "size")];
+}
 
-int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "stride")]; }
+int64_t Tensor::stride(int64_t dim) const {
+  TD_CHECK(this->dim() > 0, "stride: dim ", dim, " asked of a 0-dim tensor, which has no dims");
+  return strides()[wrap_dim(dim, this->dim(), "stride")];
+}
 
 int64_t Tensor::numel() const { return numel_of(sizes()); }
 

@@ -4,6 +4,8 @@
 #include "kernels/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 namespace tandem::kernels {
@@ -73,14 +75,44 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   dst.is_cpu() && src.is_cpu() ? cpu::copy(dst, src) : cuda::copy(dst, src);
 }
 
+void check_value_fits(Scalar value, DType dtype, const char* op) {
+  if (dtype == kBool || value.is_bool()) return;
+  double lowest = 0, largest = 0;  // the finite range of dtype
+  switch (dtype) {
+    case kUInt8: largest = 255; break;
+    case kInt32: lowest = -2147483648.0, largest = 2147483647.0; break;
+    case kInt64: lowest = -9223372036854775808.0, largest = 9223372036854775807.0; break;
+    case kFloat16: lowest = -65504, largest = 65504; break;
+    case kBFloat16: lowest = -3.3895313892515355e38, largest = 3.3895313892515355e38; break;
+    case kFloat32: lowest = -std::numeric_limits<float>::max(), largest = std::numeric_limits<float>::max(); break;
+    default: return;  // float64 holds every number a Scalar does
+  }
+  bool fits = false;
+  if (is_integral(dtype, false)) {
+    // An integer Scalar compared as an integer: int64's bounds are not all doubles.
+    fits = value.is_integral() ? dtype == kInt64 || (static_cast<double>(value.to_int()) >= lowest &&
+                                                     static_cast<double>(value.to_int()) <= largest)
+                               : value.to_double() >= lowest &&  // false for NaN
+                                     (dtype == kInt64 ? value.to_double() < 9223372036854775808.0
+                                                      : value.to_double() <= largest);
+  } else {
+    const double v = value.to_double();
+    fits = !std::isfinite(v) || (v >= lowest && v <= largest);
+  }
+  TD_CHECK(fits, op, ": the value ", value, " cannot be converted to ", dtype, " without overflow");
+}
+
 void fill_into(const Tensor& dst, Scalar value) {
   dst.is_cuda() ? cuda::fill(dst, value) : cpu::fill(dst, value);
 }
 
 Tensor empty_tensor(IntList sizes, DType dtype, Device device) {
   for (int64_t s : sizes) TD_CHECK(s >= 0, "empty: negative size in ", shape_str(sizes.vec()));
-  int64_t n = numel_of(sizes);
-  Storage storage = Storage::allocate(static_cast<size_t>(n) * element_size(dtype), device);
+  const int64_t n = numel_of(sizes);
+  size_t bytes = 0;
+  TD_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes), "empty: shape ",
+           shape_str(sizes.vec()), " of ", dtype, " needs more bytes than a size_t counts");
+  Storage storage = Storage::allocate(bytes, device);
   return Tensor::make(std::move(storage), sizes.vec(), contiguous_strides(sizes), 0, dtype);
 }
 

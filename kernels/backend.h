@@ -29,6 +29,11 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 // fill their own fresh outputs. src broadcasts to dst; dtypes and CPU devices may differ.
 void copy_into(const Tensor& dst, const Tensor& src);
 void fill_into(const Tensor& dst, Scalar value);
+// Throws tandem::Error naming op where `dtype` cannot hold `value` (PyTorch's checked conversion
+// of a number): an integer dtype a value beyond its range, NaN or an infinity; a floating dtype a
+// finite value beyond its largest (1e5 in float16). Infinities and NaN fit a floating dtype; bool
+// takes any value.
+void check_value_fits(Scalar value, DType dtype, const char* op);
 
 // A fresh contiguous tensor.
 Tensor empty_tensor(IntList sizes, DType dtype, Device device);

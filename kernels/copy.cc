@@ -61,6 +61,7 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
 
 void fill_(const Tensor& self, Scalar value) {
   check_defined(self, "fill_", "self");
+  check_value_fits(value, self.dtype(), "fill_");
   fill_into(self, value);
   self.bump_version();
 }

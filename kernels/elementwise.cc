@@ -59,6 +59,13 @@ Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
   return t;
 }
 
+bool scalar_in_float32(BinaryOp op, DType dtype, Scalar value) {
+  if ((op != BinaryOp::Mul && op != BinaryOp::Div) || (dtype != kFloat16 && dtype != kBFloat16)) return false;
+  const float wide = value.to<float>();
+  const float narrow = dtype == kFloat16 ? static_cast<float>(value.to<Half>()) : static_cast<float>(value.to<BFloat16>());
+  return !(wide == narrow || (wide != wide && narrow != narrow));  // NaN stays NaN either way
+}
+
 }  // namespace detail
 
 // ---- several operands ----
@@ -183,6 +190,8 @@ DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::o
   if (hi) p.add(*hi);
   DType t = p.result();
   TD_CHECK(t != kBool, "clamp: not supported for bool tensors");
+  if (lo) check_value_fits(*lo, t, "clamp");
+  if (hi) check_value_fits(*hi, t, "clamp");
   return t;
 }
 
@@ -289,6 +298,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
   check_defined(a, op_name(op), "input");
   DType common = result_type(a, b);
+  if (scalar_in_float32(op, common, b)) {
+    Tensor wide = binary_with(op, to(a, kFloat32), scalar_tensor(b, kFloat32, a.device()), kFloat32, alpha);
+    return to(wide, common);
+  }
   return binary_with(op, a, scalar_tensor(b, common, a.device()), common, alpha);
 }
 
@@ -307,6 +320,13 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   check_defined(self, op_name(op), "self");
   if (op == BinaryOp::Pow) check_pow_exponent(self, other, "pow_");
   DType common = result_type(self, other);
+  if (scalar_in_float32(op, common, other) && common == self.dtype()) {
+    check_no_internal_overlap(self, op_name(op));
+    copy_into(self, binary_with(op, to(self, kFloat32), scalar_tensor(other, kFloat32, self.device()), kFloat32,
+                                alpha));
+    self.bump_version();
+    return self;
+  }
   Tensor b = scalar_tensor(other, common, self.device());
   return binary_into(op, self, b, common, alpha);
 }
@@ -394,6 +414,7 @@ Tensor& masked_fill_into(Tensor& x, const Tensor& mask, Scalar value, bool in_pl
            " does not broadcast to the shape ", shape_str(x.sizes()), " of the tensor filled");
   check_no_internal_overlap(x, "masked_fill_");
   check_no_partial_overlap(x, mask, "masked_fill_");
+  check_value_fits(value, x.dtype(), in_place ? "masked_fill_" : "masked_fill");
   device.is_cuda() ? cuda::masked_fill(x, mask, value) : cpu::masked_fill(x, mask, value);
   if (in_place) x.bump_version();
   return x;

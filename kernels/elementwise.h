@@ -90,6 +90,11 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
 UnaryOp gelu_op(const std::string& approximate);  // checks the name
 // 0-dim tensor holding `value` as `dtype` on `device`.
 Tensor scalar_tensor(Scalar value, DType dtype, Device device);
+// Whether `tensor op value` in a 16-bit float dtype must take the value in float32: mul and div
+// (as in PyTorch) read a number at its float32 value, which the 16-bit dtype may not hold (1e5
+// is inf in float16); computed in float32 and rounded once, the results are the same as
+// PyTorch's. Where the dtype holds it exactly, the 16-bit kernels give the same results.
+bool scalar_in_float32(BinaryOp op, DType dtype, Scalar value);
 // Integer tensors to negative integer powers are an error (op: "pow" or "pow_"), as in PyTorch.
 void check_pow_exponent(const Tensor& base, Scalar exponent, const char* op);
 }  // namespace detail

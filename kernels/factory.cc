@@ -19,6 +19,7 @@ Tensor zeros(IntList sizes, TensorOptions options) { return full(sizes, 0, optio
 Tensor ones(IntList sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kDefaultFloat))); }
 
 Tensor full(IntList sizes, Scalar value, TensorOptions options) {
+  kernels::check_value_fits(value, options.dtype_or(value.dtype()), "full");
   Tensor t = kernels::empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
   kernels::fill_into(t, value);
   return t;
@@ -35,8 +36,15 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   TD_CHECK(d != 0, "arange: step must be nonzero");
   TD_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound ", e, " and lower bound ", s,
            " are inconsistent with the sign of step ", d);
-  int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / d))
-                       : (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) / step.to_int();
+  // The count in a type that cannot overflow on the way (a double, or 128-bit integers), checked
+  // to fit before it becomes a size.
+  const long double count = floating ? std::ceil(static_cast<long double>(e - s) / d)
+                                     : static_cast<long double>(
+                                           (static_cast<__int128>(end.to_int()) - start.to_int() + step.to_int() -
+                                            (step.to_int() > 0 ? 1 : -1)) / step.to_int());
+  TD_CHECK(std::isfinite(count) && count < 9.2e18L, "arange: from ", start, " to ", end, " in steps of ", step,
+           " is more elements than a tensor holds");
+  const int64_t n = static_cast<int64_t>(count);
   Tensor out = kernels::empty_tensor({n}, dtype, options.device());
   out.is_cuda() ? kernels::cuda::arange(out, start, step) : kernels::cpu::arange(out, start, step);
   return out;

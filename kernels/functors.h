@@ -90,8 +90,18 @@ TD_INLINE bool is_nan(T x) {
 }
 
 // ---- unary ----
+// Signed integers negate in their unsigned twin, where the most negative value wraps to itself
+// (as PyTorch's results show) instead of overflowing, which is undefined.
+template <typename T>
+TD_INLINE T negated(T x) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+  } else {
+    return static_cast<T>(-x);
+  }
+}
 struct Neg {
-  template <typename T> TD_INLINE T operator()(T x) const { return static_cast<T>(-x); }
+  template <typename T> TD_INLINE T operator()(T x) const { return negated(x); }
 };
 struct Abs {
   template <typename T> TD_INLINE T operator()(T x) const {
@@ -100,7 +110,7 @@ struct Abs {
     } else if constexpr (std::is_unsigned_v<T>) {
       return x;
     } else {
-      return x < 0 ? static_cast<T>(-x) : x;
+      return x < 0 ? negated(x) : x;
     }
   }
 };
@@ -201,13 +211,18 @@ struct Pow {
           return 0;
         }
       }
-      T result = 1;
-      while (b) {
-        if (b & 1) result = static_cast<T>(result * a);
+      // Products in the unsigned twin wrap as PyTorch's results do, where signed ones would
+      // overflow (undefined); `a` is squared only while bits of b are left, so a power that fits
+      // never overflows on the way.
+      using U = std::make_unsigned_t<T>;
+      U result = 1, base = static_cast<U>(a);
+      for (;;) {
+        if (b & 1) result = static_cast<U>(result * base);
         b = static_cast<T>(b >> 1);
-        a = static_cast<T>(a * a);
+        if (!b) break;
+        base = static_cast<U>(base * base);
       }
-      return result;
+      return static_cast<T>(result);
     }
   }
 };

@@ -171,6 +171,7 @@ Tensor unsqueeze(const Tensor& self, int64_t dim_) {
 }
 
 Tensor unflatten(const Tensor& self, int64_t dim_, IntList parts) {
+  TD_CHECK(self.dim() > 0, "unflatten: a 0-dim tensor has no dim to unflatten");
   int64_t d = wrap_dim(dim_, self.dim(), "unflatten");
   TD_CHECK(!parts.empty(), "unflatten: sizes must not be empty");
   Shape inner = infer_size(parts, self.sizes()[d], "unflatten");

@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -56,6 +57,10 @@ void use_our_threads_for_blas() {
 template <typename T>
 void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, T alpha, const T* a,
                    int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  // The BLAS takes its sizes as 32-bit ints: a larger one would arrive cut, and be refused.
+  constexpr int64_t kMaxBlas = std::numeric_limits<int>::max();
+  TD_CHECK(std::max({n, m, k, lda, ldb, ldc}) <= kMaxBlas, "matmul: a product of [", n, ", ", k, "] by [", k, ", ",
+           m, "] (leading dims ", lda, ", ", ldb, ", ", ldc, ") has a size over 2^31 - 1, more than the CPU BLAS takes");
   use_our_threads_for_blas();
   constexpr int64_t kAlign = 16, kMinFlopsPerBand = int64_t{1} << 18;
   const bool split_rows = n >= m;

@@ -307,7 +307,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
           Out* t = dst + kept_offset(od, line);
           sum_acc_t<Out> acc = 0;
           for (int64_t i = 0; i < length; ++i) {
-            acc += static_cast<sum_acc_t<Out>>(op_value(s[i * in_stride]));
+            acc += convert<sum_acc_t<Out>>(op_value(s[i * in_stride]));  // NaN to int64: defined
             t[i * out_stride] = convert<Out>(acc);
           }
         }

@@ -418,7 +418,7 @@ __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided
     Out* t = out + out_lines.offset(line);
     scan_acc_t<Out> acc = 0;
     for (int64_t i = 0; i < length; ++i) {
-      acc += static_cast<scan_acc_t<Out>>(op_value(s[i * in_stride]));
+      acc += convert<scan_acc_t<Out>>(op_value(s[i * in_stride]));
       t[i * out_stride] = convert<Out>(acc);
     }
   }
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(kScanThreads)
       Acc total = 0;
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
-        if (first + k < length) total += static_cast<Acc>(op_value(s[(first + k) * in_stride]));
+        if (first + k < length) total += convert<Acc>(op_value(s[(first + k) * in_stride]));
         mine[k] = total;
       }
       const Acc through_me = warp_inclusive_scan(total, lane);

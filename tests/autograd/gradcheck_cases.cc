@@ -141,6 +141,10 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"index_select", {{{4, 3}}},
        [](V x) { return x[0].index_select(0, on(x[0], td::tensor({3, 0, 3}))) * on(x[0], td::arange(3.0)); }},
       {"gather", {{{3, 4}}}, [](V x) { return x[0].gather(1, on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}}))); }},
+      {"gather of a 0-dim input by a 1-D index", {{{}}},
+       [](V x) { return x[0].gather(0, on(x[0], td::tensor({0, 0, 0}))) * on(x[0], td::arange(1.0, 4.0)); }},
+      {"gather of a 1-D input by a 0-dim index", {{{4}}},
+       [](V x) { return x[0].gather(0, on(x[0], td::tensor({2}).reshape({}))); }},
       {"scatter_add", {{{3, 4}}, {{3, 2}}}, [](V x) {
          return x[0].scatter_add(1, on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}})), x[1] * x[1]);
        }},

@@ -4,6 +4,7 @@
 #include "tests/testing.h"
 
 namespace td = tandem;
+using td::Tensor;
 using td::testing::check_error;
 using td::testing::Snapshot;
 using td::testing::values;
@@ -210,4 +211,24 @@ TEST_CASE("typed access checks the dtype and item needs exactly one element", "[
   CHECK(td::tensor({true}).item<bool>());
   CHECK(td::tensor({7}, td::kUInt8).item<int>() == 7);
   CHECK(td::tensor({0.5}, td::kBFloat16).item<double>() == 0.5);
+}
+
+TEST_CASE("a shape whose elements or bytes overflow is an error, not a short allocation", "[cpu]") {
+  const int64_t big = int64_t{1} << 62;
+  check_error([&] { td::zeros({big}); }, {"empty", "float32", "more bytes than a size_t counts"});
+  check_error([&] { td::zeros({big + 16}); }, {"empty", "more bytes"});  // 4 * (2^62 + 16) wraps to 64
+  check_error([&] { td::zeros({int64_t{1} << 40, int64_t{1} << 40}); }, {"more elements than an int64 counts"});
+  check_error([&] { td::ones({1, 1}).expand({int64_t{1} << 40, int64_t{1} << 40}).numel(); },
+              {"[1099511627776, 1099511627776]", "more elements"});
+  CHECK(td::zeros({0, big, 4}).numel() == 0);  // empty however large the other sizes
+  CHECK(td::zeros({big, 0}).sizes() == td::Shape{big, 0});
+}
+
+TEST_CASE("size and stride of a 0-dim tensor are errors, as its dims are none", "[cpu]") {
+  Tensor x = td::tensor(3.0);
+  check_error([&] { x.size(0); }, {"size", "0-dim tensor"});
+  check_error([&] { x.size(-1); }, {"size", "0-dim tensor"});
+  check_error([&] { x.stride(0); }, {"stride", "0-dim tensor"});
+  check_error([&] { x.unflatten(0, {1}); }, {"unflatten", "0-dim tensor"});
+  CHECK(td::ones({2, 3}).size(-1) == 3);
 }

@@ -2,9 +2,12 @@
 // layout, PyTorch's type promotion, scalar operands, and the rules of the in-place forms.
 #include <cmath>
 
+#include <limits>
+
 #include "tests/testing.h"
 
 namespace td = tandem;
+using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Layout;
@@ -273,4 +276,42 @@ TEST_CASE("masked_fill fills where the broadcast mask is true", "[cpu]") {
   check_error([&] { x.masked_fill_(td::tensor({1, 0, 1}), 0); }, {"masked_fill", "bool", "int64"});
   check_error([&] { x.masked_fill_(td::tensor({{true}, {false}, {true}}), 0); }, {"masked_fill", "[3, 1]", "[2, 3]"});
   before.check_unchanged(x);
+}
+
+TEST_CASE("integer pow squares only while exponent bits are left, and wraps as PyTorch does", "[cpu]") {
+  // 65536^1 fits; squaring the base once more after the last bit overflowed int32 (undefined).
+  CHECK(td::pow(td::tensor({65536}, td::kInt32), 1).item<int32_t>() == 65536);
+  CHECK(td::pow(td::tensor({-2}, td::kInt32), 31).item<int32_t>() == std::numeric_limits<int32_t>::min());
+  CHECK(td::pow(td::tensor({3}), 39).item<int64_t>() == 4052555153018976267);
+  CHECK(td::pow(td::tensor({2}, td::kInt32), 32).item<int32_t>() == 0);  // 2^32 wraps to 0
+  CHECK(td::pow(td::tensor({3}, td::kUInt8), 5).item<int>() == 243);
+}
+
+TEST_CASE("float16 and bfloat16 mul and div by a number take it at its float32 value, as PyTorch does", "[cpu]") {
+  Tensor x = td::tensor({1000.0}, td::kFloat16);
+  // 1e5 is inf in float16, 1e-8 is 0: rounded to the tensor's dtype first, both gave 0.
+  CHECK(td::div(x, 1e5).item<double>() == static_cast<double>(td::Half(0.01f)));
+  CHECK(td::mul(x, 1e-8).item<double>() == static_cast<double>(td::Half(1e-5f)));
+  CHECK(td::mul(td::tensor({0.5}, td::kFloat16), 65536).item<double>() == 32768);  // 65536 is inf in float16
+  Tensor y = x.clone();
+  y.div_(1e5);
+  CHECK(y.item<double>() == static_cast<double>(td::Half(0.01f)));
+  td::testing::reseed(41);
+  for (td::DType dtype : {td::kFloat16, td::kBFloat16}) {
+    INFO(td::dtype_name(dtype));
+    Tensor r = td::testing::random_tensor({1000}, dtype);
+    for (double s : {0.1, 1.0 / 3, 1e-3}) {
+      // Each element: the float32 product, rounded once to the dtype.
+      Tensor expected = td::mul(r.to(td::kFloat32), s).to(dtype);
+      CHECK(values(td::mul(r, s)) == values(expected));
+      CHECK(values(td::div(r, s)) == values(td::div(r.to(td::kFloat32), s).to(dtype)));
+      Tensor in_place = r.clone();
+      in_place.mul_(s);
+      CHECK(values(in_place) == values(expected));
+    }
+    // Gradients flow as through any mul: d(x * s)/dx = s, in the dtype.
+    Tensor leaf = td::testing::random_tensor({5}, dtype).requires_grad_();
+    td::mul(leaf, 0.1).sum().backward();
+    CHECK(values(leaf.grad()) == values(td::full({5}, 0.1, dtype)));
+  }
 }

@@ -1,11 +1,15 @@
 // Creating tensors: fills, ranges, eye, the _like forms, tensor() from C++ values and
 // from_blob around foreign memory.
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "tests/testing.h"
 
 namespace td = tandem;
+using td::Tensor;
 using td::testing::check_error;
+using td::testing::Snapshot;
 using td::testing::values;
 
 TEST_CASE("zeros, ones and full fill every element and infer dtypes as PyTorch does", "[cpu]") {
@@ -97,4 +101,35 @@ TEST_CASE("from_blob wraps memory without copying and runs the deleter at the en
   CHECK(deleted);
   check_error([] { td::from_blob(nullptr, {2}); }, {"from_blob", "null"});
   check_error([&] { td::from_blob(data.data(), {2}, {1, 1}); }, {"from_blob", "differ in length"});
+}
+
+TEST_CASE("fill_, full, masked_fill and clamp refuse a value the dtype cannot hold, as PyTorch does", "[cpu]") {
+  Tensor bytes = td::tensor({1, 2}, td::kUInt8);
+  Snapshot before(bytes);
+  check_error([&] { bytes.fill_(-1); }, {"fill_", "-1", "uint8", "without overflow"});
+  check_error([&] { bytes.fill_(256); }, {"fill_", "256", "uint8"});
+  check_error([&] { bytes.clamp(-1); }, {"clamp", "-1", "uint8"});
+  check_error([&] { bytes.masked_fill_(td::tensor({true, false}), 300); }, {"masked_fill_", "300", "uint8"});
+  before.check_unchanged(bytes);
+  check_error([] { td::full({2}, 300, td::kUInt8); }, {"full", "300", "uint8"});
+  check_error([] { td::tensor({1, 2}, td::kInt32).clamp(std::nullopt, int64_t{1} << 32); }, {"clamp", "4294967296"});
+  check_error([] { td::zeros({2}, td::kInt32).fill_(std::nan("")); }, {"fill_", "nan", "int32"});
+  check_error([] { td::zeros({2}, td::kInt64).fill_(1e19); }, {"fill_", "int64"});
+  check_error([] { td::zeros({2}, td::kFloat16).masked_fill(td::tensor({true, false}), -1e9); },
+              {"masked_fill", "float16", "without overflow"});
+  check_error([] { td::full({1}, 1e39, td::kFloat32); }, {"full", "float32"});
+  // What fits: in range, infinities and NaN in floating dtypes, a fraction truncated into an integer.
+  CHECK(values(td::zeros({2}, td::kInt32).fill_(2.5)) == std::vector<double>{2, 2});
+  CHECK(td::full({1}, 255, td::kUInt8).item<int>() == 255);
+  CHECK(td::full({1}, std::numeric_limits<int64_t>::min()).item<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(std::isinf(td::zeros({1}, td::kFloat16).fill_(INFINITY).item<double>()));
+  CHECK(std::isnan(td::full({1}, NAN, td::kBFloat16).item<double>()));
+  CHECK(td::full({1}, 65504, td::kFloat16).item<double>() == 65504);
+  CHECK(values(bytes.clamp(0, 1)) == std::vector<double>{1, 1});
+}
+
+TEST_CASE("arange with more elements than a tensor holds is an error", "[cpu]") {
+  check_error([] { td::arange(0.0, 1e300, 1e-300); }, {"arange", "more elements than a tensor holds"});
+  check_error([] { td::arange(-(int64_t{1} << 62), int64_t{1} << 62, 1); }, {"arange", "more elements"});
+  CHECK(td::arange(std::numeric_limits<int64_t>::max() - 2, std::numeric_limits<int64_t>::max(), 1).numel() == 2);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_ops.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -564,4 +565,27 @@ TEST_CASE("mismatched dtypes, 1-D operands to mm and bool operands raise errors 
   check_error([&] { td::addmm(td::ones({2, 4}, td::kBool), p, q); }, {"addmm", "bool"});
 
   for (auto& [t, snapshot] : before) snapshot.check_unchanged(t);
+}
+
+TEST_CASE("matmul of a batch with an empty inner dim gives zeros, and its gradient is empty", "[cpu]") {
+  Tensor a = td::zeros({2, 3, 0}, td::kFloat64).requires_grad_();
+  Tensor out = td::matmul(a, td::zeros({0, 4}, td::kFloat64));
+  REQUIRE(out.sizes() == Shape{2, 3, 4});
+  check_equal(out, Values(24, 0.0));
+  Tensor by_vector = td::matmul(a, td::zeros({0}, td::kFloat64));
+  REQUIRE(by_vector.sizes() == Shape{2, 3});
+  check_equal(by_vector, Values(6, 0.0));
+  out.sum().backward();
+  CHECK(a.grad().sizes() == Shape{2, 3, 0});
+}
+
+TEST_CASE("a product with a size over 2^31 - 1 is refused before the BLAS sees it cut to 32 bits", "[cpu]") {
+  const int64_t big = int64_t{1} << 31;
+  float one = 1, out = 0;
+  // The check comes first: no memory of that size is read (the pointers are to one float).
+  check_error([&] { td::kernels::cpu::gemm<float>(false, false, 1, 1, big, 1.0f, &one, big, &one, 1, 0.0f, &out, 1); },
+              {"matmul", "2147483648", "over 2^31 - 1"});
+  check_error([&] { td::kernels::cpu::gemm<double>(false, false, 1, 1, 1, 1.0, nullptr, 1, nullptr, big, 0.0, nullptr, 1); },
+              {"matmul", "leading dims 1, 2147483648, 1"});
+  CHECK(out == 0);
 }

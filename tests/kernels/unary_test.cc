@@ -2,9 +2,12 @@
 // every dtype each op accepts; integer inputs of the floating functions promote to float32.
 #include <cmath>
 
+#include <limits>
+
 #include "tests/testing.h"
 
 namespace td = tandem;
+using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Layout;
@@ -174,4 +177,15 @@ TEST_CASE("bool tensors are rejected by arithmetic unary ops with a hint", "[cpu
   check_error([&] { td::neg(b); }, {"neg", "bool", "logical_not"});
   check_error([&] { td::abs(b); }, {"abs", "bool"});
   CHECK(td::exp(b).dtype() == td::kFloat32);
+}
+
+TEST_CASE("neg and abs of the most negative integer give it back, with no signed overflow", "[cpu]") {
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  const int32_t min32 = std::numeric_limits<int32_t>::min();
+  CHECK(td::neg(td::tensor({min64})).item<int64_t>() == min64);
+  CHECK(td::abs(td::tensor({min64})).item<int64_t>() == min64);
+  CHECK(td::neg(td::tensor({min32}, td::kInt32)).item<int32_t>() == min32);
+  CHECK(td::abs(td::tensor({min32, -5}, td::kInt32)).sizes() == td::Shape{2});
+  CHECK(values(td::abs(td::tensor({min32, -5}, td::kInt32)))[1] == 5);
+  CHECK(td::neg(td::tensor({3}, td::kUInt8)).item<int>() == 253);  // uint8 wraps, as in PyTorch
 }
