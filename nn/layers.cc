@@ -136,7 +136,10 @@ Tensor BatchNormBase<Derived>::forward(const Tensor& x) {
            " channels in dim 1, got shape ", shape_str(x.sizes()));
   const bool use_batch_stats = this->is_training() || !running_mean.defined();
   const bool count = this->is_training() && num_batches_tracked.defined();
-  const int64_t tracked = count ? num_batches_tracked.template item<int64_t>() + 1 : 0;
+  // The count is read on the host only where it is needed (momentum None): on a GPU, item()
+  // waits for the device.
+  const bool cumulative = count && !options.momentum_;
+  const int64_t tracked = cumulative ? num_batches_tracked.template item<int64_t>() + 1 : 0;
   Tensor out = F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, options.momentum_,
                              options.eps_, tracked, this->is_training() ? sync : nullptr);
   if (count) {  // a batch that failed is not counted

@@ -42,13 +42,16 @@ class CrossEntropyLossImpl : public Cloneable<CrossEntropyLossImpl> {
     reset();
   }
   void reset() override {
-    if (options.weight_.defined()) register_buffer("weight", options.weight_);
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
   }
   Tensor forward(const Tensor& input, const Tensor& target) {
-    return functional::cross_entropy(input, target, options.weight_, options.ignore_index_, options.reduction_,
+    return functional::cross_entropy(input, target, weight, options.ignore_index_, options.reduction_,
                                      options.label_smoothing_);
   }
   CrossEntropyLossOptions options;
+  // The registered buffer, which to(), load_state_dict() and clone() act on; options.weight_ is
+  // only what it was made from.
+  Tensor weight;
 };
 
 struct NLLLossOptions {
@@ -64,12 +67,13 @@ class NLLLossImpl : public Cloneable<NLLLossImpl> {
  public:
   explicit NLLLossImpl(NLLLossOptions options = {}) : Cloneable("NLLLoss"), options(std::move(options)) { reset(); }
   void reset() override {
-    if (options.weight_.defined()) register_buffer("weight", options.weight_);
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
   }
   Tensor forward(const Tensor& input, const Tensor& target) {
-    return functional::nll_loss(input, target, options.weight_, options.ignore_index_, options.reduction_);
+    return functional::nll_loss(input, target, weight, options.ignore_index_, options.reduction_);
   }
   NLLLossOptions options;
+  Tensor weight;  // the registered buffer (see CrossEntropyLossImpl)
 };
 
 struct BCEWithLogitsLossOptions {
@@ -87,14 +91,14 @@ class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
     reset();
   }
   void reset() override {
-    if (options.weight_.defined()) register_buffer("weight", options.weight_);
-    if (options.pos_weight_.defined()) register_buffer("pos_weight", options.pos_weight_);
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
+    pos_weight = options.pos_weight_.defined() ? register_buffer("pos_weight", options.pos_weight_) : Tensor();
   }
   Tensor forward(const Tensor& input, const Tensor& target) {
-    return functional::binary_cross_entropy_with_logits(input, target, options.weight_, options.pos_weight_,
-                                                        options.reduction_);
+    return functional::binary_cross_entropy_with_logits(input, target, weight, pos_weight, options.reduction_);
   }
   BCEWithLogitsLossOptions options;
+  Tensor weight, pos_weight;  // the registered buffers (see CrossEntropyLossImpl)
 };
 
 class MSELoss : public ModuleHolder<MSELossImpl> {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <unordered_set>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -35,9 +36,12 @@ void set_data(const Tensor& t, const Tensor& data) {
   impl.dtype = data.dtype();
 }
 
-void move_tensor(const Tensor& t, Device device, std::optional<DType> dtype) {
+// t (and its gradient) moved in place to `device` (none: where it is) and, if t is floating, to
+// `dtype`: integer buffers such as BatchNorm's count keep theirs, as in PyTorch.
+void move_tensor(const Tensor& t, std::optional<Device> to_device, std::optional<DType> dtype) {
   if (!t.defined()) return;
-  DType target = dtype && is_floating(t.dtype()) ? *dtype : t.dtype();
+  const DType target = dtype && is_floating(t.dtype()) ? *dtype : t.dtype();
+  const Device device = to_device.value_or(t.device());
   if (t.device() == device && t.dtype() == target) return;
   NoGradGuard no_grad;
   set_data(t, t.detach().to(device, target));
@@ -116,10 +120,26 @@ void Module::collect(const std::string& prefix, bool recurse, bool params,
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out, persistent_only);
 }
 
+namespace {
+
+// Each tensor once, under the first name it has: a module used in two places (weights tied)
+// lists its tensors once, as PyTorch's named_parameters() does, so that an optimizer steps them
+// once. state_dict() keeps every name.
+std::vector<std::pair<std::string, Tensor>> first_names(std::vector<std::pair<std::string, Tensor>> items) {
+  std::unordered_set<const TensorImpl*> seen;
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& item : items) {
+    if (seen.insert(&item.second.impl()).second) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect("", recurse, true, out);
-  return out;
+  return first_names(std::move(out));
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
@@ -131,7 +151,7 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect("", recurse, false, out);
-  return out;
+  return first_names(std::move(out));
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {
@@ -148,12 +168,17 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
 
+void Module::collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
+                             std::unordered_set<const Module*>& seen) {
+  if (!seen.insert(this).second) return;  // used in two places: listed once, where it comes first
+  out.emplace_back(prefix, shared_from_this());
+  for (const auto& [name, child] : children_) child->collect_modules(prefix.empty() ? name : prefix + "." + name, out, seen);
+}
+
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules(const std::string& prefix) {
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out = {{prefix, shared_from_this()}};
-  for (const auto& [name, child] : children_) {
-    auto sub = child->named_modules(prefix.empty() ? name : prefix + "." + name);
-    out.insert(out.end(), sub.begin(), sub.end());
-  }
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  std::unordered_set<const Module*> seen;
+  collect_modules(prefix, out, seen);
   return out;
 }
 
@@ -168,16 +193,22 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-void Module::to(Device device, std::optional<DType> dtype) {
+void Module::move_tensors(std::optional<Device> device, std::optional<DType> dtype) {
   for (auto& [name, t] : parameters_) move_tensor(t, device, dtype);
   for (auto& [name, t] : buffers_) move_tensor(t, device, dtype);
-  for (auto& [name, child] : children_) child->to(device, dtype);
+  for (auto& [name, child] : children_) child->move_tensors(device, dtype);
+}
+
+void Module::to(Device device, std::optional<DType> dtype) {
+  TD_CHECK(!dtype || is_floating(*dtype), name(), ".to: only floating dtypes can be asked for (integer tensors ",
+           "keep theirs), got ", *dtype);
+  move_tensors(device, dtype);
 }
 
 void Module::to(DType dtype) {
-  std::vector<Tensor> all = parameters();
-  Device device = all.empty() ? Device(kCPU) : all.front().device();
-  to(device, dtype);
+  TD_CHECK(is_floating(dtype), name(), ".to: only floating dtypes can be asked for (integer tensors keep theirs), "
+           "got ", dtype);
+  move_tensors(std::nullopt, dtype);  // each tensor stays on its device
 }
 
 void Module::zero_grad(bool set_to_none) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,7 +65,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // Moves (or converts) every parameter and buffer in place: the tensors keep their identity,
   // so optimizers built on parameters() keep working. Floating dtypes only change floating tensors.
   void to(Device device, std::optional<DType> dtype = std::nullopt);
-  void to(DType dtype);
+  void to(DType dtype);  // floating tensors to dtype, each on the device it is on
   void zero_grad(bool set_to_none = true);
   void apply(const std::function<void(Module&)>& fn);
   // A deep copy: new parameters, buffers and submodules with the same values (see Cloneable).
@@ -102,6 +103,9 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void move_tensors(std::optional<Device> device, std::optional<DType> dtype);  // none: as they are
+  void collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
+                       std::unordered_set<const Module*>& seen);
   void collect(const std::string& prefix, bool recurse, bool params, std::vector<std::pair<std::string, Tensor>>& out,
                bool persistent_only = false) const;
   void print(std::ostream& out, int indent) const;

@@ -1,5 +1,6 @@
 #include "nn/modules.h"
 
+#include <map>
 #include <sstream>
 
 #include "autograd/ops.h"
@@ -106,9 +107,30 @@ void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Mod
   modules_ = children();  // the list forward() and [] read
 }
 
+namespace {
+
+// Clones of a container's modules, one per distinct module: a module listed twice (weights
+// tied) is one module in the copy too.
+class CloneOnce {
+ public:
+  explicit CloneOnce(std::optional<Device> device) : device_(device) {}
+  std::shared_ptr<Module> operator()(const std::shared_ptr<Module>& m) {
+    std::shared_ptr<Module>& made = made_[m.get()];
+    if (!made) made = m->clone(device_);
+    return made;
+  }
+
+ private:
+  std::optional<Device> device_;
+  std::map<const Module*, std::shared_ptr<Module>> made_;
+};
+
+}  // namespace
+
 std::shared_ptr<Module> SequentialImpl::clone(std::optional<Device> device) const {
   auto copy = std::make_shared<SequentialImpl>();
-  for (const auto& m : modules_) copy->push_back(m->clone(device));
+  CloneOnce clone_once(device);
+  for (const auto& m : modules_) copy->push_back(clone_once(m));
   copy->train(is_training());
   return copy;
 }
@@ -130,7 +152,8 @@ void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Mod
 
 std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) const {
   auto copy = std::make_shared<ModuleListImpl>();
-  for (const auto& m : modules_) copy->push_back(m->clone(device));
+  CloneOnce clone_once(device);
+  for (const auto& m : modules_) copy->push_back(clone_once(m));
   copy->train(is_training());
   return copy;
 }
@@ -162,7 +185,8 @@ std::vector<std::string> ModuleDictImpl::keys() const {
 
 std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) const {
   auto copy = std::make_shared<ModuleDictImpl>();
-  for (const auto& [name, m] : named_children()) copy->insert(name, m->clone(device));
+  CloneOnce clone_once(device);
+  for (const auto& [name, m] : named_children()) copy->insert(name, clone_once(m));
   copy->train(is_training());
   return copy;
 }

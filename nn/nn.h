@@ -1,6 +1,7 @@
-// td::nn: modules, layers, losses, functional forms and initializations.
+// td::nn: modules, layers, losses, functional forms, initializations and gradient clipping.
 #pragma once
 
+#include "nn/clip_grad.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/layers.h"

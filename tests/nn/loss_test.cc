@@ -110,3 +110,30 @@ TEST_CASE("losses reject mismatched shapes and out-of-range targets", "[cpu]") {
   check_error([&] { F::binary_cross_entropy_with_logits(td::ones({3}), td::ones({2})); },
               {"binary_cross_entropy_with_logits: input and target must have the same shape"});
 }
+
+TEST_CASE("a loss module's class weights are its buffers: to(), load_state_dict and clone act on what it uses",
+          "[cpu]") {
+  Tensor x = scores(), t = targets(), w = class_weights();
+  td::nn::CrossEntropyLoss ce(td::nn::CrossEntropyLossOptions().weight(w));
+  const double expected = scalar(F::cross_entropy(x, t, w));
+  ce->to(td::Device("cpu:1"));
+  Tensor moved = ce(x.to(td::Device("cpu:1")), t.to(td::Device("cpu:1")));
+  CHECK(moved.device() == td::Device("cpu:1"));
+  CHECK(scalar(moved.cpu()) == Approx(expected).epsilon(1e-14));
+  td::StateDict state;
+  state.insert("weight", td::ones({4}, td::kFloat64));
+  ce->load_state_dict(state);
+  CHECK(scalar(ce(x.to(td::Device("cpu:1")), t.to(td::Device("cpu:1"))).cpu()) ==
+        Approx(scalar(F::cross_entropy(x, t))).epsilon(1e-14));  // the loaded weights are the ones used
+  auto copy = std::dynamic_pointer_cast<td::nn::CrossEntropyLossImpl>(ce->clone(td::Device("cpu:2")));
+  REQUIRE(copy != nullptr);
+  CHECK(copy->weight.device() == td::Device("cpu:2"));
+  CHECK(ce->weight.device() == td::Device("cpu:1"));  // the original stays
+  td::nn::NLLLoss nll(td::nn::NLLLossOptions().weight(w));
+  nll->to(td::Device("cpu:1"));
+  CHECK(nll->weight.device() == td::Device("cpu:1"));
+  td::nn::BCEWithLogitsLoss bce(td::nn::BCEWithLogitsLossOptions().weight(w).pos_weight(w));
+  bce->to(td::Device("cpu:1"));
+  Tensor logits = x.narrow(0, 0, 1).to(td::Device("cpu:1"));
+  CHECK(bce(logits, td::ones({1, 4}, td::kFloat64).to(td::Device("cpu:1"))).device() == td::Device("cpu:1"));
+}

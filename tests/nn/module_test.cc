@@ -146,6 +146,40 @@ TEST_CASE("to() moves and converts parameters in place, keeping their identity",
   bn->to(td::kFloat64);
   CHECK(bn->running_mean.dtype() == td::kFloat64);
   CHECK(bn->num_batches_tracked.dtype() == td::kInt64);  // integer buffers keep their dtype
+  // A dtype alone leaves every tensor on its device, also in a module without parameters.
+  nn::BatchNorm1d plain(nn::BatchNormOptions(3).affine(false));
+  plain->to(td::Device("cpu:1"));
+  plain->to(td::kFloat64);
+  CHECK(plain->running_mean.device() == td::Device("cpu:1"));
+  CHECK(plain->running_mean.dtype() == td::kFloat64);
+  check_error([&] { fc->to(td::kInt64); }, {"Linear.to", "floating", "int64"});
+  check_error([&] { fc->to(td::Device("cpu:0"), td::kInt32); }, {"Linear.to", "int32"});
+  CHECK(w.dtype() == td::kFloat64);
+  CHECK(w.device() == td::Device("cpu:1"));
+}
+
+TEST_CASE("a module used in two places (tied weights) lists its tensors once and trains once", "[cpu]") {
+  td::manual_seed(5);
+  nn::Linear shared(3, 3);
+  nn::Sequential tied(shared, nn::Tanh(), shared);
+  CHECK(tied->parameters().size() == 2);  // as PyTorch's parameters(): each tensor once
+  CHECK(tied->named_parameters()[0].first == "0.weight");
+  CHECK(tied->modules().size() == 3);     // the Sequential, the Linear once, the Tanh
+  CHECK(tied->state_dict().size() == 4);  // every name, as PyTorch's state_dict()
+  td::optim::SGD opt(tied->parameters(), 0.1);  // two places were one tensor listed twice: refused
+  Tensor x = td::randn({4, 3});
+  Tensor w = shared->weight.detach().clone(), b = shared->bias.detach().clone();
+  tied(x).sum().backward();
+  opt.step();
+  // The reference: the same function written with one weight used twice.
+  Tensor rw = w.clone().requires_grad_(), rb = b.clone().requires_grad_();
+  nn::functional::linear(td::tanh(nn::functional::linear(x, rw, rb)), rw, rb).sum().backward();
+  td::testing::check_close(shared->weight, (w - 0.1 * rw.grad()), 1e-6, 1e-6, "tied weight after a step");
+  // A clone keeps the sharing: one Linear in the copy too.
+  auto copy = tied->clone();
+  CHECK(copy->parameters().size() == 2);
+  CHECK(copy->modules().size() == 3);
+  CHECK_FALSE(copy->parameters()[0].is_alias_of(shared->weight));
 }
 
 TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") {

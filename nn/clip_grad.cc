@@ -1,0 +1,53 @@
+#include "nn/clip_grad.h"
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/factory.h"
+
+namespace tandem::nn::utils {
+
+namespace {
+
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& parameters) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : parameters) {
+    if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+}  // namespace
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  TD_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be positive or infinity, got ", norm_type);
+  TD_CHECK(!std::isnan(max_norm), "clip_grad_norm_: max_norm is NaN");
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = gradients_of(parameters);
+  if (grads.empty()) return zeros({});
+  const Device device = grads[0].device();
+  const DType dtype = grads[0].dtype();
+  std::vector<Tensor> norms;
+  for (const Tensor& g : grads) norms.push_back(to(norm(g, norm_type), device, dtype));
+  const Tensor total = norm(stack(norms), norm_type);
+  if (error_if_nonfinite) {
+    const double value = total.item<double>();
+    TD_CHECK(std::isfinite(value), "clip_grad_norm_: the total norm of order ", norm_type, " of the gradients is ",
+             value, ", so they cannot be clipped (pass error_if_nonfinite = false to scale them anyway)");
+  }
+  // Where the total is within max_norm the factor is 1: the gradients are multiplied all the same,
+  // with no wait for the device to say whether they need it.
+  const Tensor factor = clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  for (Tensor g : grads) g.mul_(to(factor, g.device(), factor.dtype()));
+  return total;
+}
+
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
+  TD_CHECK(!std::isnan(clip_value), "clip_grad_value_: clip_value is NaN");
+  NoGradGuard no_grad;
+  for (Tensor g : gradients_of(parameters)) g.clamp_(-clip_value, clip_value);
+}
+
+}  // namespace tandem::nn::utils

@@ -1,0 +1,91 @@
+// Gradient clipping against the arithmetic torch.nn.utils does: the total norm over all
+// gradients, the factor max_norm / (total + 1e-6) capped at 1, errors that change nothing.
+#include <cmath>
+#include <limits>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace utils = td::nn::utils;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+// Parameters whose gradients are the given values.
+std::vector<Tensor> with_grads(const std::vector<std::vector<double>>& grads) {
+  std::vector<Tensor> params;
+  for (const auto& g : grads) {
+    Tensor p = td::zeros({static_cast<int64_t>(g.size())}, td::kFloat64).requires_grad_();
+    p.mutable_grad() = td::tensor(g, td::kFloat64);
+    params.push_back(p);
+  }
+  return params;
+}
+
+}  // namespace
+
+TEST_CASE("clip_grad_norm_ scales all gradients by one factor so that their total norm is max_norm", "[cpu]") {
+  auto params = with_grads({{3, 0}, {0, 4}, {12}});  // total 2-norm 13
+  Tensor unused = td::zeros({2}).requires_grad_();   // no gradient: skipped
+  params.push_back(unused);
+  Tensor total = utils::clip_grad_norm_(params, 6.5);
+  CHECK(total.dim() == 0);
+  CHECK(total.item<double>() == 13);
+  const double factor = 6.5 / (13 + 1e-6);
+  check_close(params[0].grad(), td::tensor({3 * factor, 0.0}, td::kFloat64), 1e-15, 0, "first");
+  check_close(params[2].grad(), td::tensor({12 * factor}, td::kFloat64), 1e-15, 0, "third");
+  CHECK_FALSE(unused.grad().defined());
+  // Within max_norm: unchanged (the factor is capped at 1).
+  auto small = with_grads({{0.3, -0.4}});
+  CHECK(utils::clip_grad_norm_(small, 1.0).item<double>() == Approx(0.5));
+  CHECK(values(small[0].grad()) == std::vector<double>{0.3, -0.4});
+}
+
+TEST_CASE("clip_grad_norm_ of order 1 and infinity", "[cpu]") {
+  auto ones = with_grads({{1, -2}, {3}});
+  CHECK(utils::clip_grad_norm_(ones, 3.0, 1.0).item<double>() == 6);
+  check_close(ones[1].grad(), td::tensor({3 * 3.0 / (6 + 1e-6)}, td::kFloat64), 1e-15, 0, "order 1");
+  auto inf = with_grads({{1, -5}, {3}});
+  const double infinity = std::numeric_limits<double>::infinity();
+  CHECK(utils::clip_grad_norm_(inf, 2.5, infinity).item<double>() == 5);
+  check_close(inf[0].grad(), td::tensor({2.5 / (5 + 1e-6), -5 * 2.5 / (5 + 1e-6)}, td::kFloat64), 1e-15, 0, "inf");
+  CHECK(utils::clip_grad_norm_({}, 1.0).item<double>() == 0);  // nothing to clip
+}
+
+TEST_CASE("clip_grad_norm_ errors name the problem and leave the gradients as they were", "[cpu]") {
+  auto params = with_grads({{1, std::nan("")}, {2}});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, 2.0, true); },
+              {"clip_grad_norm_", "total norm of order 2", "nan", "error_if_nonfinite"});
+  CHECK(values(params[1].grad()) == std::vector<double>{2});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, 0.0); }, {"clip_grad_norm_", "norm_type", "got 0"});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, -2.0); }, {"norm_type", "got -2"});
+  check_error([&] { utils::clip_grad_norm_(params, std::nan("")); }, {"clip_grad_norm_", "max_norm is NaN"});
+  CHECK(values(params[1].grad()) == std::vector<double>{2});
+  // Without the check, a NaN total scales every gradient by NaN, as in PyTorch.
+  CHECK(std::isnan(utils::clip_grad_norm_(params, 1.0).item<double>()));
+  CHECK(std::isnan(params[1].grad().item<double>()));
+}
+
+TEST_CASE("clip_grad_value_ clamps each gradient element to [-clip_value, clip_value]", "[cpu]") {
+  auto params = with_grads({{-3, 0.5, 2}, {7}});
+  utils::clip_grad_value_(params, 1.0);
+  CHECK(values(params[0].grad()) == std::vector<double>{-1, 0.5, 1});
+  CHECK(values(params[1].grad()) == std::vector<double>{1});
+  check_error([&] { utils::clip_grad_value_(params, std::nan("")); }, {"clip_grad_value_", "NaN"});
+}
+
+TEST_CASE("clip_grad_norm_ in a training step: float32 gradients of a Linear", "[cpu]") {
+  td::manual_seed(3);
+  td::nn::Linear fc(4, 2);
+  Tensor x = td::randn({8, 4});
+  (fc(x) * 100).sum().backward();
+  Tensor total = utils::clip_grad_norm_(fc->parameters(), 0.5);
+  double squares = 0;
+  for (const Tensor& p : fc->parameters()) squares += td::pow(p.grad().to(td::kFloat64), 2).sum().item<double>();
+  CHECK(total.dtype() == td::kFloat32);
+  CHECK(total.item<double>() > 0.5);
+  CHECK(std::sqrt(squares) == Approx(0.5).epsilon(1e-5));
+}
