@@ -1,6 +1,7 @@
 #include "core/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -22,7 +23,12 @@ Shape contiguous_strides(IntList sizes) {
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;
+    if (__builtin_mul_overflow(stride, sizes[i] > 1 ? sizes[i] : 1, &stride)) {
+      // Only an empty tensor gets here with no error about its elements ([0, 2^62, 4]); its
+      // strides are never used to reach an element.
+      TD_CHECK(numel_of(sizes) == 0, "shape ", shape_str(sizes.vec()), " has strides beyond what an int64 holds");
+      stride = std::numeric_limits<int64_t>::max();
+    }
   }
   return strides;
 }

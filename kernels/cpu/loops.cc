@@ -10,6 +10,10 @@ void make_loop_shape(int n, const Tensor* const* ops, int64_t* sizes, int64_t* s
   const int64_t rank = out.dim();
   numel = out.numel();
   for (int k = 0; k < n; ++k) data[k] = static_cast<char*>(ops[k]->data_ptr());
+  if (numel == 0) {  // nothing to walk (and the strides of a huge empty shape may be saturated)
+    ndim = 0;
+    return;
+  }
 
   // Dims innermost first, with each operand's byte strides aligned to the output's trailing dims.
   struct Dim {
