@@ -111,6 +111,8 @@ DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParal
   };
   check_home(base_->named_parameters(), "parameters");
   check_home(base_->named_buffers(), "buffers");
+  TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0, "DataParallel: sync_batchnorm_timeout must be positive, got ",
+           options_.sync_batchnorm_timeout_.count(), " ms");
   if (options_.chunk_sizes_) {
     const auto& sizes = *options_.chunk_sizes_;
     TD_CHECK(sizes.size() == device_ids_.size(), "DataParallel: ", sizes.size(), " chunk_sizes for ",
@@ -227,7 +229,7 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
   sync_points_.clear();
-  if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas);
+  if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas, options_.sync_batchnorm_timeout_);
   current_.replicate = detail::elapsed_since(start);
   return replicas;
 }

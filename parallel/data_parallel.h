@@ -55,6 +55,9 @@ struct DataParallelOptions {
   // BatchNorm layers in training mode normalise with the whole batch's statistics, shared across
   // the replicas, instead of each replica's chunk's (PyTorch's DataParallel does the latter).
   DataParallelOptions& sync_batchnorm(bool on) { sync_batchnorm_ = on; return *this; }
+  // How long a replica waits at a synchronised BatchNorm for the others before it reports that
+  // they did not come (a replica that skipped the layer); 300 s by default.
+  DataParallelOptions& sync_batchnorm_timeout(std::chrono::milliseconds t) { sync_batchnorm_timeout_ = t; return *this; }
 
   std::vector<Device> device_ids_;
   std::optional<Device> output_device_;
@@ -62,6 +65,7 @@ struct DataParallelOptions {
   std::optional<std::vector<int64_t>> chunk_sizes_;
   Chunking chunking_ = Chunking::kEven;
   bool sync_batchnorm_ = false;
+  std::chrono::milliseconds sync_batchnorm_timeout_ = BatchNormSyncPoint::kDefaultTimeout;
 };
 
 // The devices DataParallel uses by default: every CUDA device; with none, CPU devices cpu:0 ...

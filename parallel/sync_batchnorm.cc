@@ -14,8 +14,8 @@ nn::functional::BatchStats BatchNormSyncPoint::combine(size_t rank, const nn::fu
     std::unique_lock lock(mutex_);
     TD_CHECK(rank < slots_.size(), "sync_batchnorm: replica ", rank, " of ", slots_.size());
     auto wait = [&](auto ready) {
-      if (!changed_.wait_for(lock, kTimeout, [&] { return aborted_ || ready(); })) {
-        TD_FAIL("sync_batchnorm: replica ", rank, " waited ", kTimeout.count(), " s for the other replicas' batch "
+      if (!changed_.wait_for(lock, timeout_, [&] { return aborted_ || ready(); })) {
+        TD_FAIL("sync_batchnorm: replica ", rank, " waited ", timeout_.count(), " ms for the other replicas' batch "
                 "statistics; every replica must run the same BatchNorm layers, the same number of times");
       }
       if (aborted_) throw ReplicaAborted("sync_batchnorm: another replica failed before sharing its batch statistics");
@@ -66,7 +66,7 @@ void BatchNormSyncPoint::abort() {
 }
 
 std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_batchnorm(
-    const std::vector<std::shared_ptr<nn::Module>>& replicas) {
+    const std::vector<std::shared_ptr<nn::Module>>& replicas, std::chrono::milliseconds timeout) {
   std::vector<std::shared_ptr<BatchNormSyncPoint>> points;
   std::vector<std::vector<nn::SyncableBatchNorm*>> layers;  // [replica][position]
   for (const auto& replica : replicas) {
@@ -77,7 +77,7 @@ std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_batchnorm(
   }
   if (layers.empty()) return points;
   for (size_t position = 0; position < layers[0].size(); ++position) {
-    auto point = std::make_shared<BatchNormSyncPoint>(replicas.size());
+    auto point = std::make_shared<BatchNormSyncPoint>(replicas.size(), timeout);
     for (size_t rank = 0; rank < replicas.size(); ++rank) {
       layers[rank][position]->sync = [point, rank](const nn::functional::BatchStats& local) {
         return point->combine(rank, local);

@@ -21,16 +21,18 @@ namespace tandem::parallel {
 // replica's first call, then every replica's second (a layer used twice in a forward).
 class BatchNormSyncPoint {
  public:
-  explicit BatchNormSyncPoint(size_t replicas) : slots_(replicas), filled_(replicas, false) {}
+  static constexpr std::chrono::milliseconds kDefaultTimeout{300000};
+  explicit BatchNormSyncPoint(size_t replicas, std::chrono::milliseconds timeout = kDefaultTimeout)
+      : timeout_(timeout), slots_(replicas), filled_(replicas, false) {}
   // Replica `rank`'s statistics in, the whole batch's out. Waits for every replica; throws
   // ReplicaAborted if another replica failed first, and tandem::Error if the others have not
   // come within `timeout` (a replica that skipped the layer: every replica must run the same
   // BatchNorm layers the same number of times).
   nn::functional::BatchStats combine(size_t rank, const nn::functional::BatchStats& local);
   void abort();
-  static constexpr auto kTimeout = std::chrono::seconds(300);
 
  private:
+  const std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<nn::functional::BatchStats> slots_;
@@ -44,6 +46,7 @@ class BatchNormSyncPoint {
 // Joins the BatchNorm layers of `replicas` (replica i has rank i) through fresh sync points,
 // one per BatchNorm position; returns them, so that a failing replica can abort them.
 std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_batchnorm(
-    const std::vector<std::shared_ptr<nn::Module>>& replicas);
+    const std::vector<std::shared_ptr<nn::Module>>& replicas,
+    std::chrono::milliseconds timeout = BatchNormSyncPoint::kDefaultTimeout);
 
 }  // namespace tandem::parallel

@@ -865,3 +865,27 @@ TEST_CASE("default device_ids: every GPU, or with none TANDEM_CPU_DEVICES CPU de
     ::unsetenv("TANDEM_CPU_DEVICES");
   }
 }
+
+TEST_CASE("with sync_batchnorm a replica that skips a BatchNorm layer is reported after the timeout", "[cpu]") {
+  class SkippingBnImpl : public nn::Cloneable<SkippingBnImpl> {
+   public:
+    SkippingBnImpl() { reset(); }
+    void reset() override { bn = register_module("bn", nn::BatchNorm1d(2)); }
+    Tensor forward(const Tensor& x) override { return x.device() == cpu1 && x.size(0) > 2 ? x : bn(x); }
+    nn::BatchNorm1d bn{nullptr};
+  };
+  auto options = par::DataParallelOptions(first_devices(2)).sync_batchnorm(true).sync_batchnorm_timeout(
+      std::chrono::milliseconds(100));
+  par::DataParallel dp(std::make_shared<SkippingBnImpl>(), options);
+  const auto start = std::chrono::steady_clock::now();
+  td::testing::check_error([&] { dp(td::randn({6, 2})); },
+                           {"in replica 0 on device cpu:0", "waited 100 ms", "the same BatchNorm layers"});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  CHECK(dp(td::randn({4, 2})).sizes() == td::Shape{4, 2});  // both replicas run the layer: they meet
+  td::testing::check_error(
+      [] {
+        par::DataParallel bad(std::make_shared<SkippingBnImpl>(),
+                              par::DataParallelOptions(first_devices(2)).sync_batchnorm_timeout(std::chrono::milliseconds(0)));
+      },
+      {"sync_batchnorm_timeout must be positive, got 0 ms"});
+}
