@@ -1,5 +1,6 @@
 // `tandem train`: the default model learns the default data to a stated accuracy, the same way
 // every run; a resumed run continues bit-exactly; mistakes get exit code 2.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -178,4 +179,23 @@ TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success",
   CHECK(status("train --data cifar10:/nonexistent") == 2);
   CHECK(status("nosuchcommand") == 2);
   CHECK(status("train --epochs 1 --train-size 200 --test-size 50") == 0);
+}
+
+TEST_CASE("TANDEM_TRACE set when tandem starts writes the trace of a data-parallel run", "[cpu]") {
+  const std::string path = temp_path("env_trace.json");
+  std::remove(path.c_str());
+  const std::string command = "TANDEM_TRACE=" + path +
+                              " tools/tandem train --epochs 1 --train-size 256 --test-size 64 --devices cpu:0,cpu:1"
+                              " > /dev/null 2>&1";
+  REQUIRE(WEXITSTATUS(std::system(command.c_str())) == 0);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json parsed = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& e : parsed["traceEvents"]) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") names.insert(e["args"]["name"].get<std::string>());
+  }
+  CHECK(names.count("cpu:0") == 1);
+  CHECK(names.count("cpu:1") == 1);
+  CHECK(names.count("comm") == 1);
 }
