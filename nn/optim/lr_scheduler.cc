@@ -1,5 +1,6 @@
 #include "nn/optim/lr_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -19,6 +20,10 @@ constexpr double kPi = std::numbers::pi;
 void check_step_lr(int64_t step_size, double gamma) {
   TD_CHECK(step_size >= 1, "StepLR: invalid step_size = ", step_size, " (must be >= 1)");
   TD_CHECK(std::isfinite(gamma), "StepLR: invalid gamma = ", gamma);
+}
+
+void check_gamma(const char* who, double gamma) {
+  TD_CHECK(std::isfinite(gamma), who, ": invalid gamma = ", gamma);
 }
 
 void check_cosine(int64_t T_max, double eta_min) {
@@ -155,6 +160,84 @@ void StepLR::hyperparameters_from_json(const json& in) {
   check_step_lr(step_size, gamma);
   step_size_ = step_size;
   gamma_ = gamma;
+}
+
+// ---- MultiStepLR ----
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
+    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+  check_gamma("MultiStepLR", gamma);
+  initial_step();
+}
+
+std::vector<double> MultiStepLR::get_lr() {
+  std::vector<double> out = group_lrs();
+  const auto times = std::count(milestones_.begin(), milestones_.end(), last_epoch_);
+  if (times == 0) return out;
+  // PyTorch's gamma ** count, then one product: not gamma applied count times.
+  const double factor = std::pow(gamma_, static_cast<double>(times));
+  for (double& lr : out) lr = lr * factor;
+  return out;
+}
+
+void MultiStepLR::hyperparameters_to_json(json& out) const {
+  out["milestones"] = milestones_;
+  out["gamma"] = gamma_;
+}
+
+void MultiStepLR::hyperparameters_from_json(const json& in) {
+  auto it = in.find("milestones");
+  TD_CHECK(it != in.end() && it->is_array(), name(), ".load_state_dict: no list 'milestones'");
+  std::vector<int64_t> milestones;
+  for (const auto& v : *it) {
+    TD_CHECK(v.is_number_integer(), name(), ".load_state_dict: 'milestones' must hold integers, it holds ", v.dump());
+    milestones.push_back(v.get<int64_t>());
+  }
+  const double gamma = detail::json_double(in, name(), "gamma");
+  check_gamma(name(), gamma);
+  milestones_ = std::move(milestones);
+  gamma_ = gamma;
+}
+
+// ---- ExponentialLR ----
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  check_gamma("ExponentialLR", gamma);
+  initial_step();
+}
+
+std::vector<double> ExponentialLR::get_lr() {
+  std::vector<double> out = group_lrs();
+  if (last_epoch_ == 0) return out;
+  for (double& lr : out) lr = lr * gamma_;
+  return out;
+}
+
+void ExponentialLR::hyperparameters_to_json(json& out) const { out["gamma"] = gamma_; }
+
+void ExponentialLR::hyperparameters_from_json(const json& in) {
+  const double gamma = detail::json_double(in, name(), "gamma");
+  check_gamma(name(), gamma);
+  gamma_ = gamma;
+}
+
+// ---- LambdaLR ----
+
+LambdaLR::LambdaLR(Optimizer& optimizer, Factor factor)
+    : LambdaLR(optimizer, std::vector<Factor>(optimizer.param_groups().size(), std::move(factor))) {}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Factor> factors)
+    : LRScheduler(optimizer), factors_(std::move(factors)) {
+  TD_CHECK(factors_.size() == optimizer.param_groups().size(), "LambdaLR: ", factors_.size(),
+           " functions for ", optimizer.param_groups().size(), " parameter groups");
+  for (size_t i = 0; i < factors_.size(); ++i) TD_CHECK(factors_[i] != nullptr, "LambdaLR: function ", i, " is empty");
+  initial_step();
+}
+
+std::vector<double> LambdaLR::get_lr() {
+  std::vector<double> out;
+  for (size_t i = 0; i < base_lrs_.size(); ++i) out.push_back(base_lrs_[i] * factors_[i](last_epoch_));
+  return out;
 }
 
 // ---- CosineAnnealingLR ----

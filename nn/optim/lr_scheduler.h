@@ -1,4 +1,5 @@
-// Learning-rate schedulers (StepLR, CosineAnnealingLR, LinearLR): PyTorch's torch.optim.lr_scheduler,
+// Learning-rate schedulers (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR,
+// LambdaLR): PyTorch's torch.optim.lr_scheduler,
 // with its recursive update rules, so that the sequence of learning rates is PyTorch's.
 //
 // As in PyTorch, constructing a scheduler takes its first step (epoch 0), which may already set
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nn/optim/optimizer.h"
@@ -68,6 +70,50 @@ class StepLR : public LRScheduler {
   void hyperparameters_from_json(const nlohmann::json& in) override;
   int64_t step_size_;
   double gamma_;
+};
+
+// lr *= gamma at each milestone epoch (as many times as the milestone is listed).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "MultiStepLR"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  std::vector<int64_t> milestones_;
+  double gamma_;
+};
+
+// lr *= gamma every epoch.
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "ExponentialLR"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  double gamma_;
+};
+
+// lr = base lr * factor(epoch), one function for every group or one per group. The functions
+// are not part of state_dict() (as in PyTorch, where lambdas are not saved): a loaded state
+// keeps the functions the scheduler was made with.
+class LambdaLR : public LRScheduler {
+ public:
+  using Factor = std::function<double(int64_t epoch)>;
+  LambdaLR(Optimizer& optimizer, Factor factor);
+  LambdaLR(Optimizer& optimizer, std::vector<Factor> factors);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "LambdaLR"; }
+  void hyperparameters_to_json(nlohmann::json&) const override {}
+  void hyperparameters_from_json(const nlohmann::json&) override {}
+  std::vector<Factor> factors_;
 };
 
 // lr follows half a cosine from the base lr down to eta_min over T_max epochs, then back up

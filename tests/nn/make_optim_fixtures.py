@@ -49,6 +49,8 @@ GRADS = [
 OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}
 SCHEDULERS = {
     "StepLR": torch.optim.lr_scheduler.StepLR,
+    "MultiStepLR": torch.optim.lr_scheduler.MultiStepLR,
+    "ExponentialLR": torch.optim.lr_scheduler.ExponentialLR,
     "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
     "LinearLR": torch.optim.lr_scheduler.LinearLR,
 }
@@ -81,6 +83,10 @@ CONFIGS = [
 # Each runs on an SGD optimizer with two groups (lr 0.1 and 0.02).
 SCHEDULES = [
     ("step_lr", "StepLR", {"step_size": 3, "gamma": 0.5}, 10),
+    # A milestone listed twice multiplies by gamma ** 2 at once.
+    ("multi_step", "MultiStepLR", {"milestones": [2, 5, 5, 8], "gamma": 0.3}, 10),
+    ("multi_step_default", "MultiStepLR", {"milestones": [1, 3]}, 5),
+    ("exponential", "ExponentialLR", {"gamma": 0.9}, 8),
     ("cosine", "CosineAnnealingLR", {"T_max": 4, "eta_min": 0.001}, 14),
     ("cosine_no_floor", "CosineAnnealingLR", {"T_max": 6}, 8),
     ("linear_warmup", "LinearLR", {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 4}, 8),

@@ -1,5 +1,7 @@
 // Optimizers and schedulers against PyTorch (tests/nn/optim_fixtures.json, written by
 // tests/nn/make_optim_fixtures.py), state_dict round trips, and errors.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -124,6 +126,11 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Opti
   if (type == "StepLR") {
     return std::make_unique<optim::StepLR>(optimizer, args["step_size"].get<int64_t>(), args.value("gamma", 0.1));
   }
+  if (type == "MultiStepLR") {
+    return std::make_unique<optim::MultiStepLR>(optimizer, args["milestones"].get<std::vector<int64_t>>(),
+                                                args.value("gamma", 0.1));
+  }
+  if (type == "ExponentialLR") return std::make_unique<optim::ExponentialLR>(optimizer, args["gamma"].get<double>());
   if (type == "CosineAnnealingLR") {
     return std::make_unique<optim::CosineAnnealingLR>(optimizer, args["T_max"].get<int64_t>(),
                                                       args.value("eta_min", 0.0));
@@ -397,6 +404,11 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::LinearLR(sgd, 0.0); }, {"LinearLR", "start_factor = 0"});
   check_error([&] { optim::LinearLR(sgd, 0.5, 1.5); }, {"end_factor = 1.5"});
   check_error([&] { optim::LinearLR(sgd, 0.5, 1.0, 0); }, {"total_iters = 0"});
+  check_error([&] { optim::MultiStepLR(sgd, {2}, std::nan("")); }, {"MultiStepLR", "gamma = nan"});
+  check_error([&] { optim::ExponentialLR(sgd, INFINITY); }, {"ExponentialLR", "gamma = inf"});
+  check_error([&] { optim::LambdaLR(sgd, std::vector<optim::LambdaLR::Factor>{}); },
+              {"LambdaLR", "0 functions for 1 parameter groups"});
+  check_error([&] { optim::LambdaLR(sgd, optim::LambdaLR::Factor()); }, {"LambdaLR", "function 0 is empty"});
   // A rejected scheduler leaves the optimizer as it was.
   CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
   CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
@@ -633,4 +645,59 @@ TEST_CASE("step checks options changed after construction and changes nothing wh
   static_cast<optim::AdamOptions&>(adam.param_groups()[0].options()).betas({1.5, 0.999});
   check_error([&] { adam.step(); }, {"Adam", "beta"});
   CHECK(static_cast<const optim::AdamParamState*>(adam.state_of(v))->step == 1);
+}
+
+TEST_CASE("LambdaLR sets each group's lr to its base lr times its function of the epoch", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+  optim::SGD sgd({optim::OptimizerParamGroup({a}), optim::OptimizerParamGroup({b}, optim::SGDOptions(0.02))},
+                 optim::SGDOptions(0.1));
+  optim::LambdaLR warmup(sgd, {[](int64_t epoch) { return std::min(1.0, (epoch + 1) / 4.0); },
+                               [](int64_t epoch) { return std::pow(0.5, static_cast<double>(epoch)); }});
+  CHECK(warmup.get_last_lr() == std::vector<double>{0.1 * 0.25, 0.02 * 1.0});  // epoch 0, set by the constructor
+  for (int epoch = 1; epoch <= 5; ++epoch) {
+    sgd.step();
+    warmup.step();
+    CHECK(warmup.get_last_lr() ==
+          std::vector<double>{0.1 * std::min(1.0, (epoch + 1) / 4.0), 0.02 * std::pow(0.5, static_cast<double>(epoch))});
+    CHECK(sgd.param_groups()[1].options().get_lr() == warmup.get_last_lr()[1]);
+  }
+  // Its state holds the counters, not the functions: a fresh one made with the same functions
+  // continues where it left off.
+  const td::StateDict saved = warmup.state_dict();
+  optim::SGD other(std::vector<td::Tensor>{td::zeros({1}).requires_grad_()}, 0.1);
+  optim::LambdaLR same(other, [](int64_t epoch) { return 1.0 / static_cast<double>(epoch + 1); });
+  CHECK_THROWS(same.load_state_dict(saved));  // saved for two groups
+  optim::LambdaLR resumed(sgd, {[](int64_t epoch) { return std::min(1.0, (epoch + 1) / 4.0); },
+                                [](int64_t epoch) { return std::pow(0.5, static_cast<double>(epoch)); }});
+  resumed.load_state_dict(saved);
+  CHECK(resumed.last_epoch() == 5);
+  sgd.step();
+  resumed.step();
+  CHECK(resumed.get_last_lr() == std::vector<double>{0.1, 0.02 * std::pow(0.5, 6.0)});
+}
+
+TEST_CASE("MultiStepLR and ExponentialLR resume from their state_dict, milestones and gamma included", "[cpu]") {
+  auto run = [](auto make, int saved_after) {
+    td::Tensor a = td::zeros({1}).requires_grad_();
+    optim::SGD straight(std::vector<td::Tensor>{a}, 0.1), first(std::vector<td::Tensor>{a}, 0.1);
+    auto s_straight = make(straight, true), s_first = make(first, true);
+    for (int t = 0; t < saved_after; ++t) {
+      straight.step(), s_straight->step();
+      first.step(), s_first->step();
+    }
+    optim::SGD resumed(std::vector<td::Tensor>{a}, 0.1);
+    resumed.load_state_dict(first.state_dict());
+    auto s_resumed = make(resumed, false);  // made with other hyperparameters: the state's win
+    s_resumed->load_state_dict(s_first->state_dict());
+    for (int t = 0; t < 6; ++t) {
+      straight.step(), s_straight->step();
+      resumed.step(), s_resumed->step();
+      CHECK(s_resumed->get_last_lr() == s_straight->get_last_lr());
+    }
+  };
+  run([](optim::SGD& o, bool real) {
+    return std::make_unique<optim::MultiStepLR>(o, real ? std::vector<int64_t>{2, 4, 4, 7} : std::vector<int64_t>{1},
+                                                real ? 0.5 : 0.9);
+  }, 3);
+  run([](optim::SGD& o, bool real) { return std::make_unique<optim::ExponentialLR>(o, real ? 0.8 : 0.1); }, 2);
 }
