@@ -4,6 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "autograd/record.h"
 #include "kernels/factory.h"
 #include "kernels/nn_ops.h"
 
@@ -221,6 +222,67 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   TD_CHECK(input.sizes() == target.sizes(), "l1_loss: input ", shape_str(input.sizes()), " and target ",
            shape_str(target.sizes()), " must have the same shape");
   return reduce(abs(input - target), reduction);
+}
+
+namespace {
+
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+  TD_CHECK(input.defined() && target.defined(), op, ": input and target must be defined");
+  TD_CHECK(input.sizes() == target.sizes(), op, ": input ", shape_str(input.sizes()), " and target ",
+           shape_str(target.sizes()), " must have the same shape");
+}
+
+}  // namespace
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  check_same_shape(input, target, "smooth_l1_loss");
+  TD_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
+  if (beta == 0) return l1_loss(input, target, reduction);
+  Tensor z = abs(input - target);
+  return reduce(where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction);
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  check_same_shape(input, target, "huber_loss");
+  TD_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
+  Tensor z = abs(input - target);
+  return reduce(where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  check_same_shape(input, target, "binary_cross_entropy");
+  TD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), "binary_cross_entropy: input and target must "
+           "be floating, got ", input.dtype(), " and ", target.dtype());
+  TD_CHECK(!weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), "binary_cross_entropy") == input.sizes(),
+           "binary_cross_entropy: weight ", shape_str(weight.sizes()), " does not broadcast to the input's shape ",
+           shape_str(input.sizes()));
+  {
+    NoGradGuard no_grad;
+    TD_CHECK(input.numel() == 0 || (ge(input, 0).all().item<bool>() && le(input, 1).all().item<bool>()),
+             "binary_cross_entropy: every element of the input must be a probability, between 0 and 1");
+  }
+  Tensor loss;
+  {
+    NoGradGuard no_grad;
+    loss = -(target * clamp(log(input), -100, std::nullopt) + (1 - target) * clamp(log(1 - input), -100, std::nullopt));
+  }
+  if (autograd::needs_grad({&input, &target})) {
+    // PyTorch's gradients: the input's finite also where it is 0 or 1 (log's own would be
+    // infinite there), the target's -logit(input).
+    SavedTensor saved_input(input, false), saved_target(target, false);
+    autograd::record("BinaryCrossEntropyBackward0", {&input, &target}, {&loss},
+                     [saved_input, saved_target](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                       Tensor x = saved_input.unpack("BinaryCrossEntropyBackward0");
+                       Tensor t = saved_target.unpack("BinaryCrossEntropyBackward0");
+                       // PyTorch's floor is the float 1e-12 (9.99999996e-13 as a double).
+                       const double floor = static_cast<double>(1e-12f);
+                       Tensor grad_input = g[0] * (x - t) / clamp((1 - x) * x, floor, std::nullopt);
+                       Tensor grad_target = g[0] * -log(x / (1 - x));  // -logit(x), unclamped as in PyTorch
+                       return {grad_input, grad_target};
+                     });
+  }
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, reduction);
 }
 
 namespace {

@@ -48,6 +48,14 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+// 0.5 * d^2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta 0: l1_loss.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double beta = 1.0);
+// 0.5 * d^2 where |d| < delta, else delta * (|d| - 0.5 * delta); delta positive.
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double delta = 1.0);
+// input: probabilities in [0, 1]; -(t * log(x) + (1 - t) * log(1 - x)), each log at least -100
+// (so a certain wrong answer costs 100, not inf), times weight if given; PyTorch's gradients.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                            Reduction reduction = kMean);
 // input: log-probabilities [N, C] or [N, C, d1, ...]; target: class indices [N] or [N, d1, ...].
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(), int64_t ignore_index = -100,
                 Reduction reduction = kMean);

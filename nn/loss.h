@@ -101,6 +101,52 @@ class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
   Tensor weight, pos_weight;  // the registered buffers (see CrossEntropyLossImpl)
 };
 
+class SmoothL1LossImpl : public Cloneable<SmoothL1LossImpl> {
+ public:
+  explicit SmoothL1LossImpl(Reduction reduction = kMean, double beta = 1.0)
+      : Cloneable("SmoothL1Loss"), reduction(reduction), beta(beta) {
+    TD_CHECK(beta >= 0, "SmoothL1Loss: beta must not be negative, got ", beta);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::smooth_l1_loss(input, target, reduction, beta);
+  }
+  Reduction reduction;
+  double beta;
+};
+
+class HuberLossImpl : public Cloneable<HuberLossImpl> {
+ public:
+  explicit HuberLossImpl(Reduction reduction = kMean, double delta = 1.0)
+      : Cloneable("HuberLoss"), reduction(reduction), delta(delta) {
+    TD_CHECK(delta > 0, "HuberLoss: delta must be positive, got ", delta);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::huber_loss(input, target, reduction, delta);
+  }
+  Reduction reduction;
+  double delta;
+};
+
+struct BCELossOptions {
+  BCELossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  BCELossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Tensor weight_;
+  Reduction reduction_ = kMean;
+};
+
+class BCELossImpl : public Cloneable<BCELossImpl> {
+ public:
+  explicit BCELossImpl(BCELossOptions options = {}) : Cloneable("BCELoss"), options(std::move(options)) { reset(); }
+  void reset() override {
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::binary_cross_entropy(input, target, weight, options.reduction_);
+  }
+  BCELossOptions options;
+  Tensor weight;  // the registered buffer (see CrossEntropyLossImpl)
+};
+
 class MSELoss : public ModuleHolder<MSELossImpl> {
  public:
   using ModuleHolder::ModuleHolder;
@@ -118,6 +164,18 @@ class NLLLoss : public ModuleHolder<NLLLossImpl> {
   using ModuleHolder::ModuleHolder;
 };
 class BCEWithLogitsLoss : public ModuleHolder<BCEWithLogitsLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class SmoothL1Loss : public ModuleHolder<SmoothL1LossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class HuberLoss : public ModuleHolder<HuberLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class BCELoss : public ModuleHolder<BCELossImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

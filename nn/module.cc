@@ -211,6 +211,11 @@ void Module::to(DType dtype) {
   move_tensors(std::nullopt, dtype);  // each tensor stays on its device
 }
 
+Module& Module::requires_grad_(bool requires_grad) {
+  for (Tensor p : parameters()) p.requires_grad_(requires_grad);
+  return *this;
+}
+
 void Module::zero_grad(bool set_to_none) {
   TD_CHECK(!is_replica_, "zero_grad: this ", name(), " is a DataParallel replica; its parameters are copies of the "
            "original module's, and backward reduces their gradients into the original's parameters, so call "

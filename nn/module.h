@@ -67,6 +67,8 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(Device device, std::optional<DType> dtype = std::nullopt);
   void to(DType dtype);  // floating tensors to dtype, each on the device it is on
   void zero_grad(bool set_to_none = true);
+  // Every parameter's requires_grad (freezing a part of a model: model->encoder->requires_grad_(false)).
+  Module& requires_grad_(bool requires_grad = true);
   void apply(const std::function<void(Module&)>& fn);
   // A deep copy: new parameters, buffers and submodules with the same values (see Cloneable).
   virtual std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const;

@@ -174,6 +174,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);
        }},
       {"mse_loss", {{{3, 4}}, {{3, 4}}}, [](V x) { return td::nn::F::mse_loss(x[0], x[1]); }},
+      {"smooth_l1_loss", {{{3, 4}, -2, 2, true, {-0.5, 0.5}}},  // kinks of the second derivative at +-beta
+       [](V x) { return td::nn::F::smooth_l1_loss(x[0], on(x[0], td::zeros({3, 4}, td::kFloat64)), td::kSum, 0.5); }},
+      {"huber_loss", {{{3, 4}, -2, 2, true, {-0.7, 0.7}}},
+       [](V x) { return td::nn::F::huber_loss(x[0], on(x[0], td::zeros({3, 4}, td::kFloat64)), td::kMean, 0.7); }},
+      {"binary_cross_entropy", {{{3, 4}, 0.05, 0.95}, {{3, 4}, 0, 1}, {{4}, 0.5, 2}},
+       [](V x) { return td::nn::F::binary_cross_entropy(x[0], x[1], x[2]); }},
       {"layer_norm", {{{3, 5}}, {{5}}, {{5}}}, [](V x) { return td::nn::F::layer_norm(x[0], {5}, x[1], x[2]); }},
       // in-place ops on non-leaves
       {"in-place chain", {{{3, 4}}, {{4}}}, [](V x) {

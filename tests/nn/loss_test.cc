@@ -137,3 +137,70 @@ TEST_CASE("a loss module's class weights are its buffers: to(), load_state_dict 
   Tensor logits = x.narrow(0, 0, 1).to(td::Device("cpu:1"));
   CHECK(bce(logits, td::ones({1, 4}, td::kFloat64).to(td::Device("cpu:1"))).device() == td::Device("cpu:1"));
 }
+
+namespace {
+
+Tensor loss_input() { return (td::arange(12, td::kFloat64) * 0.7).sin().reshape({3, 4}) * 3; }
+Tensor loss_target() { return (td::arange(12, td::kFloat64) * 0.3).cos().reshape({3, 4}) * 2; }
+
+}  // namespace
+
+TEST_CASE("smooth_l1_loss and huber_loss give PyTorch's values", "[cpu]") {
+  // From PyTorch 2.15: F.smooth_l1_loss(x, t, beta=...) and F.huber_loss(x, t, delta=0.7).
+  Tensor x = loss_input(), t = loss_target();
+  CHECK(scalar(F::smooth_l1_loss(x, t, td::kMean, 0.5)) == Approx(1.5581240030487693).epsilon(1e-14));
+  CHECK(scalar(F::smooth_l1_loss(x, t, td::kSum, 0.5)) == Approx(18.69748803658523).epsilon(1e-14));
+  CHECK(scalar(F::smooth_l1_loss(x, t)) == Approx(1.36001591747341).epsilon(1e-14));
+  CHECK(scalar(F::smooth_l1_loss(x, t, td::kSum)) == Approx(16.320191009680922).epsilon(1e-14));
+  CHECK(scalar(F::smooth_l1_loss(x, t, td::kMean, 0)) == Approx(scalar(F::l1_loss(x, t))).epsilon(1e-15));
+  CHECK(scalar(F::huber_loss(x, t, td::kMean, 0.7)) == Approx(1.0339435679039948).epsilon(1e-14));
+  CHECK(scalar(F::huber_loss(x, t, td::kSum, 0.7)) == Approx(12.407322814847937).epsilon(1e-14));
+  CHECK(F::huber_loss(x, t, td::kNone).sizes() == td::Shape{3, 4});
+  td::nn::SmoothL1Loss smooth(td::kMean, 0.5);
+  CHECK(scalar(smooth(x, t)) == Approx(1.5581240030487693).epsilon(1e-14));
+  td::nn::HuberLoss huber(td::kSum, 0.7);
+  CHECK(scalar(huber(x, t)) == Approx(12.407322814847937).epsilon(1e-14));
+  check_error([&] { F::smooth_l1_loss(x, t, td::kMean, -1); }, {"smooth_l1_loss", "beta", "-1"});
+  check_error([&] { F::huber_loss(x, t, td::kMean, 0); }, {"huber_loss", "delta must be positive, got 0"});
+  check_error([&] { F::huber_loss(x, t.narrow(0, 0, 2)); }, {"huber_loss", "[3, 4]", "[2, 4]"});
+  check_error([] { td::nn::HuberLoss(td::kMean, -0.5); }, {"HuberLoss", "delta"});
+}
+
+TEST_CASE("binary_cross_entropy gives PyTorch's values and gradients, at probabilities 0 and 1 too", "[cpu]") {
+  Tensor p = td::sigmoid(loss_input());
+  p.narrow(0, 0, 1).narrow(1, 0, 1).fill_(0.0);  // a certain wrong answer: log clamped to -100
+  p.narrow(0, 1, 1).narrow(1, 1, 1).fill_(1.0);
+  Tensor q = (loss_target() / 2 + 1) / 2;
+  Tensor w = class_weights();
+  Tensor none = F::binary_cross_entropy(p, q, Tensor(), td::kNone);
+  // From PyTorch 2.15: F.binary_cross_entropy(p, q, reduction="none") and, with weight w, its
+  // mean and the gradients of the mean.
+  check_close(none.reshape({-1}).narrow(0, 0, 6),
+              td::tensor({100.0, 0.17835770731242453, 0.30888559753876765, 0.5623099902528289, 0.6323328565592069,
+                          46.46313991661486}, td::kFloat64),
+              1e-14, 0, "bce none");
+  Tensor pp = p.clone().requires_grad_(), qq = q.clone().requires_grad_();
+  Tensor loss = F::binary_cross_entropy(pp, qq, w);
+  CHECK(scalar(loss) == Approx(9.278351607030332).epsilon(1e-14));
+  loss.backward();
+  check_close(pp.grad().reshape({-1}),
+              td::tensor({-41666666833.158455, -0.07855030824017746, 0.13439842007857175, 0.22981617543295563,
+                          0.010802095387471898, 38719283418.56034, -0.8345746804726267, -0.5216725460577861,
+                          -0.00018005327352372866, 0.1549798139429813, 1.3551571332621133, 2.5313629172407626},
+                         td::kFloat64),
+              1e-13, 0, "bce input gradient");
+  std::vector<double> target_grad = values(qq.grad());
+  CHECK(std::isinf(target_grad[0]));
+  CHECK(target_grad[0] > 0);
+  CHECK(std::isinf(target_grad[5]));
+  CHECK(target_grad[5] < 0);
+  CHECK(target_grad[1] == Approx(-0.16105442180942278).epsilon(1e-13));
+  CHECK(target_grad[11] == Approx(-0.3705630877038752).epsilon(1e-13));
+  td::nn::BCELoss module(td::nn::BCELossOptions().weight(w));
+  CHECK(scalar(module(p, q)) == Approx(9.278351607030332).epsilon(1e-14));
+  Tensor outside = p.clone();
+  outside.narrow(0, 2, 1).narrow(1, 3, 1).fill_(1.5);
+  check_error([&] { F::binary_cross_entropy(outside, q); }, {"binary_cross_entropy", "between 0 and 1"});
+  check_error([&] { F::binary_cross_entropy(p, q.narrow(0, 0, 1)); }, {"binary_cross_entropy", "same shape"});
+  check_error([&] { F::binary_cross_entropy(p, q, td::ones({3})); }, {"binary_cross_entropy", "[3] and [3, 4]"});
+}

@@ -302,3 +302,15 @@ TEST_CASE("td::save and td::load round-trip a module through a safetensors file"
   nn::Linear other(3, 3);
   check_error([&] { td::load(*other, path); }, {"load_state_dict", "missing keys", "unexpected keys"});
 }
+
+TEST_CASE("requires_grad_ freezes and unfreezes every parameter of a module and its submodules", "[cpu]") {
+  Net net;
+  net->features->requires_grad_(false);
+  for (const Tensor& p : net->features->parameters()) CHECK_FALSE(p.requires_grad());
+  for (const Tensor& p : net->head->parameters()) CHECK(p.requires_grad());
+  net->forward(td::randn({2, 1, 12, 12})).sum().backward();
+  for (const Tensor& p : net->features->parameters()) CHECK_FALSE(p.grad().defined());  // frozen: no gradient
+  CHECK(net->head->parameters()[0].grad().defined());
+  CHECK(&net->requires_grad_(true) == net.get());
+  for (const Tensor& p : net->parameters()) CHECK(p.requires_grad());
+}
