@@ -98,7 +98,7 @@ if want logical; then
     show "$results/tests_nccl.log" 30
   else
     rm -f "$results/tests_nccl.log"
-    echo "one GPU: the NCCL run of the [devices] cases needs two or more"
+    echo "fewer than two GPUs: no NCCL run of the [devices] cases (NCCL needs distinct GPUs)"
   fi
 fi
 
