@@ -89,12 +89,16 @@ void check_value_fits(Scalar value, DType dtype, const char* op) {
   }
   bool fits = false;
   if (is_integral(dtype, false)) {
-    // An integer Scalar compared as an integer: int64's bounds are not all doubles.
-    fits = value.is_integral() ? dtype == kInt64 || (static_cast<double>(value.to_int()) >= lowest &&
-                                                     static_cast<double>(value.to_int()) <= largest)
-                               : value.to_double() >= lowest &&  // false for NaN
-                                     (dtype == kInt64 ? value.to_double() < 9223372036854775808.0
-                                                      : value.to_double() <= largest);
+    if (value.is_integral()) {
+      // Compared as an integer (int64's bounds are not all doubles). uint8 also takes the integers
+      // -255 to -1, which wrap: PyTorch's rule, so that a - b can be a + 255 * b.
+      const int64_t v = value.to_int();
+      const double lowest_integer = dtype == kUInt8 ? -255 : lowest;
+      fits = dtype == kInt64 || (static_cast<double>(v) >= lowest_integer && static_cast<double>(v) <= largest);
+    } else {
+      const double v = value.to_double();
+      fits = v >= lowest && (dtype == kInt64 ? v < 9223372036854775808.0 : v <= largest);  // false for NaN
+    }
   } else {
     const double v = value.to_double();
     fits = !std::isfinite(v) || (v >= lowest && v <= largest);

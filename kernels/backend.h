@@ -30,9 +30,9 @@ bool is_non_overlapping_and_dense(const Tensor& t);
 void copy_into(const Tensor& dst, const Tensor& src);
 void fill_into(const Tensor& dst, Scalar value);
 // Throws tandem::Error naming op where `dtype` cannot hold `value` (PyTorch's checked conversion
-// of a number): an integer dtype a value beyond its range, NaN or an infinity; a floating dtype a
-// finite value beyond its largest (1e5 in float16). Infinities and NaN fit a floating dtype; bool
-// takes any value.
+// of a number): an integer dtype a value beyond its range, NaN or an infinity (uint8 takes the
+// integers -255 to -1, which wrap, as in PyTorch); a floating dtype a finite value beyond its
+// largest (1e5 in float16). Infinities and NaN fit a floating dtype; bool takes any value.
 void check_value_fits(Scalar value, DType dtype, const char* op);
 
 // A fresh contiguous tensor.

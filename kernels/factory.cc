@@ -36,15 +36,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   TD_CHECK(d != 0, "arange: step must be nonzero");
   TD_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), "arange: upper bound ", e, " and lower bound ", s,
            " are inconsistent with the sign of step ", d);
-  // The count in a type that cannot overflow on the way (a double, or 128-bit integers), checked
-  // to fit before it becomes a size.
-  const long double count = floating ? std::ceil(static_cast<long double>(e - s) / d)
-                                     : static_cast<long double>(
-                                           (static_cast<__int128>(end.to_int()) - start.to_int() + step.to_int() -
-                                            (step.to_int() > 0 ? 1 : -1)) / step.to_int());
-  TD_CHECK(std::isfinite(count) && count < 9.2e18L, "arange: from ", start, " to ", end, " in steps of ", step,
+  // The count as PyTorch computes it (ceil of a double quotient: in long double, (1.1 - 0) / 0.1
+  // is just above 11), or exactly in 128-bit integers; checked to fit before it becomes a size.
+  const __int128 whole = floating ? 0
+                                  : (static_cast<__int128>(end.to_int()) - start.to_int() + step.to_int() -
+                                     (step.to_int() > 0 ? 1 : -1)) /
+                                        step.to_int();
+  const double count = floating ? std::ceil((e - s) / d) : static_cast<double>(whole);
+  TD_CHECK(std::isfinite(count) && count < 9.2e18, "arange: from ", start, " to ", end, " in steps of ", step,
            " is more elements than a tensor holds");
-  const int64_t n = static_cast<int64_t>(count);
+  const int64_t n = floating ? static_cast<int64_t>(count) : static_cast<int64_t>(whole);
   Tensor out = kernels::empty_tensor({n}, dtype, options.device());
   out.is_cuda() ? kernels::cuda::arange(out, start, step) : kernels::cpu::arange(out, start, step);
   return out;

@@ -22,13 +22,16 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& parameters) {
 
 Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
-  TD_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be positive or infinity, got ", norm_type);
+  TD_CHECK(norm_type >= 0, "clip_grad_norm_: norm_type must not be negative (or NaN), got ", norm_type);
   TD_CHECK(!std::isnan(max_norm), "clip_grad_norm_: max_norm is NaN");
   NoGradGuard no_grad;
   const std::vector<Tensor> grads = gradients_of(parameters);
   if (grads.empty()) return zeros({});
+  // The norms meet on the first gradient's device, in the widest of their dtypes (as PyTorch's
+  // stack promotes them): a float16 first gradient does not cap a float32 one's norm at 65504.
   const Device device = grads[0].device();
-  const DType dtype = grads[0].dtype();
+  DType dtype = grads[0].dtype();
+  for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
   std::vector<Tensor> norms;
   for (const Tensor& g : grads) norms.push_back(to(norm(g, norm_type), device, dtype));
   const Tensor total = norm(stack(norms), norm_type);

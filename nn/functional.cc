@@ -211,19 +211,6 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
   return stack(rows, -2);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  TD_CHECK(input.sizes() == target.sizes(), "mse_loss: input ", shape_str(input.sizes()), " and target ",
-           shape_str(target.sizes()), " must have the same shape");
-  Tensor d = input - target;
-  return reduce(d * d, reduction);
-}
-
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  TD_CHECK(input.sizes() == target.sizes(), "l1_loss: input ", shape_str(input.sizes()), " and target ",
-           shape_str(target.sizes()), " must have the same shape");
-  return reduce(abs(input - target), reduction);
-}
-
 namespace {
 
 void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
@@ -233,6 +220,17 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 }
 
 }  // namespace
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape(input, target, "mse_loss");
+  Tensor d = input - target;
+  return reduce(d * d, reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape(input, target, "l1_loss");
+  return reduce(abs(input - target), reduction);
+}
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
   check_same_shape(input, target, "smooth_l1_loss");
@@ -256,15 +254,14 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   TD_CHECK(!weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), "binary_cross_entropy") == input.sizes(),
            "binary_cross_entropy: weight ", shape_str(weight.sizes()), " does not broadcast to the input's shape ",
            shape_str(input.sizes()));
-  {
-    NoGradGuard no_grad;
-    TD_CHECK(input.numel() == 0 || (ge(input, 0).all().item<bool>() && le(input, 1).all().item<bool>()),
-             "binary_cross_entropy: every element of the input must be a probability, between 0 and 1");
-  }
   Tensor loss;
   {
     NoGradGuard no_grad;
-    loss = -(target * clamp(log(input), -100, std::nullopt) + (1 - target) * clamp(log(1 - input), -100, std::nullopt));
+    auto probabilities = [](const Tensor& t) { return t.numel() == 0 || where(ge(t, 0), le(t, 1), false).all().item<bool>(); };
+    TD_CHECK(probabilities(input), "binary_cross_entropy: every element of the input must be between 0 and 1");
+    TD_CHECK(probabilities(target), "binary_cross_entropy: every element of the target must be between 0 and 1");
+    // PyTorch's form: log1p(-x), exact for a small x where log(1 - x) rounds 1 - x to 1.
+    loss = (target - 1) * clamp(log1p(-input), -100, std::nullopt) - target * clamp(log(input), -100, std::nullopt);
   }
   if (autograd::needs_grad({&input, &target})) {
     // PyTorch's gradients: the input's finite also where it is 0 or 1 (log's own would be

@@ -52,7 +52,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double beta = 1.0);
 // 0.5 * d^2 where |d| < delta, else delta * (|d| - 0.5 * delta); delta positive.
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double delta = 1.0);
-// input: probabilities in [0, 1]; -(t * log(x) + (1 - t) * log(1 - x)), each log at least -100
+// input and target: probabilities in [0, 1]; -(t * log(x) + (1 - t) * log(1 - x)), each log at least -100
 // (so a certain wrong answer costs 100, not inf), times weight if given; PyTorch's gradients.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
                             Reduction reduction = kMean);

@@ -162,11 +162,18 @@ std::vector<Tensor> Module::buffers(bool recurse) const {
 
 std::vector<std::shared_ptr<Module>> Module::children() const {
   std::vector<std::shared_ptr<Module>> out;
-  for (const auto& [name, m] : children_) out.push_back(m);
+  for (const auto& [name, m] : named_children()) out.push_back(m);
   return out;
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  std::unordered_set<const Module*> seen;  // a child registered twice: once, under its first name
+  for (const auto& child : children_) {
+    if (seen.insert(child.second.get()).second) out.push_back(child);
+  }
+  return out;
+}
 
 void Module::collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
                              std::unordered_set<const Module*>& seen) {
@@ -234,8 +241,7 @@ void Module::zero_grad(bool set_to_none) {
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {
-  fn(*this);
-  for (auto& [name, child] : children_) child->apply(fn);
+  for (const auto& m : modules()) fn(*m);  // each module once, a shared one too
 }
 
 std::shared_ptr<Module> Module::clone(std::optional<Device>) const {

@@ -49,6 +49,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void replace_module(const std::string& name, std::shared_ptr<Module> module);
 
   // ---- the tree ----
+  // Each tensor and module once, under the first name it has, as in PyTorch: a module used in
+  // two places (tied weights) is listed once, so an optimizer steps its parameters once.
+  // state_dict() keeps every name.
   std::vector<Tensor> parameters(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;  // "0.weight"
   std::vector<Tensor> buffers(bool recurse = true) const;
@@ -63,7 +66,8 @@ class Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }
   bool is_training() const { return training_; }
   // Moves (or converts) every parameter and buffer in place: the tensors keep their identity,
-  // so optimizers built on parameters() keep working. Floating dtypes only change floating tensors.
+  // so optimizers built on parameters() keep working. The dtype must be floating, and changes
+  // only floating tensors (BatchNorm's int64 count stays).
   void to(Device device, std::optional<DType> dtype = std::nullopt);
   void to(DType dtype);  // floating tensors to dtype, each on the device it is on
   void zero_grad(bool set_to_none = true);
@@ -102,6 +106,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void reset() {}
   void clear_registrations();
   void copy_values_from(const Module& other);
+  // Every registered child in order, a child registered twice twice (children() lists it once):
+  // what a container runs and indexes.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& registered_children() const { return children_; }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

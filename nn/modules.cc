@@ -104,26 +104,38 @@ std::shared_ptr<Module> SequentialImpl::operator[](size_t index) const {
 
 void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
   Module::replace_module(name, std::move(module));
-  modules_ = children();  // the list forward() and [] read
+  modules_.clear();  // the list forward() and [] read
+  for (const auto& [n, m] : registered_children()) modules_.push_back(m);
 }
 
 namespace {
 
 // Clones of a container's modules, one per distinct module: a module listed twice (weights
-// tied) is one module in the copy too.
+// tied) is one module in the copy too, also where it is in two containers nested in the one
+// cloned (the outermost container's clone keeps the memo the inner ones use).
 class CloneOnce {
  public:
-  explicit CloneOnce(std::optional<Device> device) : device_(device) {}
+  explicit CloneOnce(std::optional<Device> device) : device_(device) {
+    if (t_made == nullptr) t_made = &made_;
+  }
+  ~CloneOnce() {
+    if (t_made == &made_) t_made = nullptr;
+  }
+  CloneOnce(const CloneOnce&) = delete;
+  CloneOnce& operator=(const CloneOnce&) = delete;
   std::shared_ptr<Module> operator()(const std::shared_ptr<Module>& m) {
-    std::shared_ptr<Module>& made = made_[m.get()];
+    std::shared_ptr<Module>& made = (*t_made)[m.get()];
     if (!made) made = m->clone(device_);
     return made;
   }
 
  private:
+  static thread_local std::map<const Module*, std::shared_ptr<Module>>* t_made;
   std::optional<Device> device_;
   std::map<const Module*, std::shared_ptr<Module>> made_;
 };
+
+thread_local std::map<const Module*, std::shared_ptr<Module>>* CloneOnce::t_made = nullptr;
 
 }  // namespace
 
@@ -147,7 +159,8 @@ std::shared_ptr<Module> ModuleListImpl::operator[](size_t index) const {
 
 void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
   Module::replace_module(name, std::move(module));
-  modules_ = children();  // the list [] and iteration read
+  modules_.clear();  // the list [] and iteration read
+  for (const auto& [n, m] : registered_children()) modules_.push_back(m);
 }
 
 std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) const {
@@ -164,14 +177,14 @@ void ModuleDictImpl::insert(const std::string& key, std::shared_ptr<Module> modu
 }
 
 std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const {
-  for (const auto& [name, m] : named_children()) {
+  for (const auto& [name, m] : registered_children()) {
     if (name == key) return m;
   }
   TD_FAIL("ModuleDict: no module under the key '", key, "'");
 }
 
 bool ModuleDictImpl::contains(const std::string& key) const {
-  for (const auto& [name, m] : named_children()) {
+  for (const auto& [name, m] : registered_children()) {
     if (name == key) return true;
   }
   return false;
@@ -179,14 +192,14 @@ bool ModuleDictImpl::contains(const std::string& key) const {
 
 std::vector<std::string> ModuleDictImpl::keys() const {
   std::vector<std::string> out;
-  for (const auto& [name, m] : named_children()) out.push_back(name);
+  for (const auto& [name, m] : registered_children()) out.push_back(name);
   return out;
 }
 
 std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) const {
   auto copy = std::make_shared<ModuleDictImpl>();
   CloneOnce clone_once(device);
-  for (const auto& [name, m] : named_children()) copy->insert(name, clone_once(m));
+  for (const auto& [name, m] : registered_children()) copy->insert(name, clone_once(m));
   copy->train(is_training());
   return copy;
 }

@@ -197,7 +197,7 @@ class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
   std::shared_ptr<Module> operator[](const std::string& key) const;
   bool contains(const std::string& key) const;
   std::vector<std::string> keys() const;
-  size_t size() const { return named_children().size(); }
+  size_t size() const { return registered_children().size(); }
   std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
 };
 class ModuleDict : public ModuleHolder<ModuleDictImpl> {

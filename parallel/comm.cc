@@ -176,13 +176,15 @@ std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& d
   check_devices(devices, "broadcast");
   Record record("broadcast", with(devices, tensor.device()));
   std::vector<Tensor> out(devices.size());
-  if (nccl_chosen() && std::find(devices.begin(), devices.end(), tensor.device()) != devices.end()) {
-    for (size_t d = 0; d < devices.size(); ++d) {
-      out[d] = devices[d] == tensor.device() ? tensor : kernels::empty_tensor(tensor.sizes(), tensor.dtype(), devices[d]);
-    }
-    if (nccl::can_serve(out)) {
-      nccl::broadcast(out, static_cast<size_t>(std::find(devices.begin(), devices.end(), tensor.device()) -
-                                               devices.begin()));
+  const auto root = std::find(devices.begin(), devices.end(), tensor.device());
+  if (nccl_chosen() && root != devices.end() && tensor.is_contiguous()) {
+    std::vector<Tensor> probes;  // NCCL's choice depends on the devices and the dtype only
+    for (const Device& d : devices) probes.push_back(kernels::empty_tensor({0}, tensor.dtype(), d));
+    if (nccl::can_serve(probes)) {
+      for (size_t d = 0; d < devices.size(); ++d) {
+        out[d] = devices[d] == tensor.device() ? tensor : kernels::empty_tensor(tensor.sizes(), tensor.dtype(), devices[d]);
+      }
+      nccl::broadcast(out, static_cast<size_t>(root - devices.begin()));
       for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
       return out;
     }

@@ -111,7 +111,10 @@ DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParal
   };
   check_home(base_->named_parameters(), "parameters");
   check_home(base_->named_buffers(), "buffers");
-  TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0, "DataParallel: sync_batchnorm_timeout must be positive, got ",
+  // Capped: a wait of milliseconds::max() overflows the clock and would end at once.
+  TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0 &&
+               options_.sync_batchnorm_timeout_ <= std::chrono::hours(24 * 365),
+           "DataParallel: sync_batchnorm_timeout must be positive and at most a year, got ",
            options_.sync_batchnorm_timeout_.count(), " ms");
   if (options_.chunk_sizes_) {
     const auto& sizes = *options_.chunk_sizes_;

@@ -65,11 +65,21 @@ cudaStream_t stream_of(const Tensor& t) {
 // at a time in the process: a communicator must not be used by two threads at once, and every
 // GPU of a set must see the set's collectives in the same order (two device threads that each
 // ran a reduce with another root could leave them crossed and hung).
+std::mutex& one_collective_at_a_time() {
+  static std::mutex mutex;  // one for every kind of collective: grouped() is a template
+  return mutex;
+}
+
 template <typename Call>
 void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
-  static std::mutex one_at_a_time;
-  std::lock_guard lock(one_at_a_time);
+  std::lock_guard lock(one_collective_at_a_time());
   const auto& comms = communicators(device_indices(tensors));
+  // What could throw inside the group besides NCCL (a device switch, a stream), tried first: a
+  // group cut short by such a throw would launch on some GPUs only and hang there.
+  for (const Tensor& t : tensors) {
+    tandem::cuda::DeviceGuard guard(t.device().index());
+    (void)stream_of(t);
+  }
   TD_NCCL_CHECK(ncclGroupStart(), op);
   try {
     for (size_t i = 0; i < tensors.size(); ++i) {

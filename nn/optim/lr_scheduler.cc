@@ -59,13 +59,22 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {}
 void LRScheduler::initial_step() {
   // PyTorch's group.setdefault("initial_lr", lr): the first scheduler fixes the base lr. Done
   // here, after the scheduler checked its arguments, so a rejected scheduler leaves no trace.
+  std::vector<bool> set_here;
   for (auto& group : optimizer_.param_groups()) {
+    set_here.push_back(!group.initial_lr());
     if (!group.initial_lr()) group.set_initial_lr(group.options().get_lr());
     base_lrs_.push_back(*group.initial_lr());
   }
   step_count_ = 0;
   is_initial_ = true;
-  step();
+  try {
+    step();
+  } catch (...) {  // a LambdaLR function that throws: the optimizer as it was
+    for (size_t i = 0; i < set_here.size(); ++i) {
+      if (set_here[i]) optimizer_.param_groups()[i].set_initial_lr(std::nullopt);
+    }
+    throw;
+  }
   is_initial_ = false;
 }
 
@@ -82,7 +91,14 @@ void LRScheduler::step() {
            " (schedule groups added later with a new scheduler)");
   ++step_count_;
   ++last_epoch_;
-  std::vector<double> lrs = get_lr();
+  std::vector<double> lrs;
+  try {
+    lrs = get_lr();
+  } catch (...) {  // nothing stepped: the counters as they were
+    --step_count_;
+    --last_epoch_;
+    throw;
+  }
   for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
   last_lr_ = group_lrs();
 }

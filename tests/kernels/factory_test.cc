@@ -106,9 +106,10 @@ TEST_CASE("from_blob wraps memory without copying and runs the deleter at the en
 TEST_CASE("fill_, full, masked_fill and clamp refuse a value the dtype cannot hold, as PyTorch does", "[cpu]") {
   Tensor bytes = td::tensor({1, 2}, td::kUInt8);
   Snapshot before(bytes);
-  check_error([&] { bytes.fill_(-1); }, {"fill_", "-1", "uint8", "without overflow"});
+  check_error([&] { bytes.fill_(-256); }, {"fill_", "-256", "uint8", "without overflow"});
   check_error([&] { bytes.fill_(256); }, {"fill_", "256", "uint8"});
-  check_error([&] { bytes.clamp(-1); }, {"clamp", "-1", "uint8"});
+  check_error([&] { bytes.fill_(-1.5); }, {"fill_", "-1.5", "uint8"});  // a negative non-integer never wraps
+  check_error([&] { bytes.clamp(-300); }, {"clamp", "-300", "uint8"});
   check_error([&] { bytes.masked_fill_(td::tensor({true, false}), 300); }, {"masked_fill_", "300", "uint8"});
   before.check_unchanged(bytes);
   check_error([] { td::full({2}, 300, td::kUInt8); }, {"full", "300", "uint8"});
@@ -126,10 +127,15 @@ TEST_CASE("fill_, full, masked_fill and clamp refuse a value the dtype cannot ho
   CHECK(std::isnan(td::full({1}, NAN, td::kBFloat16).item<double>()));
   CHECK(td::full({1}, 65504, td::kFloat16).item<double>() == 65504);
   CHECK(values(bytes.clamp(0, 1)) == std::vector<double>{1, 1});
+  // uint8 takes the integers -255 to -1 as PyTorch does: they wrap.
+  CHECK(values(td::zeros({2}, td::kUInt8).fill_(-1)) == std::vector<double>{255, 255});
+  CHECK(td::full({1}, -255, td::kUInt8).item<int>() == 1);
 }
 
 TEST_CASE("arange with more elements than a tensor holds is an error", "[cpu]") {
   check_error([] { td::arange(0.0, 1e300, 1e-300); }, {"arange", "more elements than a tensor holds"});
   check_error([] { td::arange(-(int64_t{1} << 62), int64_t{1} << 62, 1); }, {"arange", "more elements"});
   CHECK(td::arange(std::numeric_limits<int64_t>::max() - 2, std::numeric_limits<int64_t>::max(), 1).numel() == 2);
+  CHECK(td::arange(0.0, 1.1, 0.1).numel() == 11);  // ceil of the double quotient, exactly 11, as in PyTorch
+  CHECK(td::arange(0.0, 1.0, 0.1).numel() == 10);
 }

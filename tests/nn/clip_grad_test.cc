@@ -60,8 +60,8 @@ TEST_CASE("clip_grad_norm_ errors name the problem and leave the gradients as th
   check_error([&] { utils::clip_grad_norm_(params, 1.0, 2.0, true); },
               {"clip_grad_norm_", "total norm of order 2", "nan", "error_if_nonfinite"});
   CHECK(values(params[1].grad()) == std::vector<double>{2});
-  check_error([&] { utils::clip_grad_norm_(params, 1.0, 0.0); }, {"clip_grad_norm_", "norm_type", "got 0"});
-  check_error([&] { utils::clip_grad_norm_(params, 1.0, -2.0); }, {"norm_type", "got -2"});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, -2.0); }, {"clip_grad_norm_", "norm_type", "got -2"});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, std::nan("")); }, {"norm_type", "got nan"});
   check_error([&] { utils::clip_grad_norm_(params, std::nan("")); }, {"clip_grad_norm_", "max_norm is NaN"});
   CHECK(values(params[1].grad()) == std::vector<double>{2});
   // Without the check, a NaN total scales every gradient by NaN, as in PyTorch.
@@ -88,4 +88,16 @@ TEST_CASE("clip_grad_norm_ in a training step: float32 gradients of a Linear", "
   CHECK(total.dtype() == td::kFloat32);
   CHECK(total.item<double>() > 0.5);
   CHECK(std::sqrt(squares) == Approx(0.5).epsilon(1e-5));
+}
+
+TEST_CASE("clip_grad_norm_ adds the norms up in the widest dtype, and takes order 0 as PyTorch does", "[cpu]") {
+  Tensor half = td::zeros({2}, td::kFloat16).requires_grad_(), wide = td::zeros({1}).requires_grad_();
+  half.mutable_grad() = td::tensor({3.0, 4.0}, td::kFloat16);
+  wide.mutable_grad() = td::tensor({1e5}, td::kFloat32);  // beyond float16's largest
+  Tensor total = utils::clip_grad_norm_({half, wide}, 1e10);
+  CHECK(total.dtype() == td::kFloat32);
+  CHECK(total.item<double>() == Approx(std::sqrt(25.0 + 1e10)).epsilon(1e-6));
+  auto counted = with_grads({{0, 2, -1}, {0}});
+  // The order-0 norm of the gradients' own order-0 norms (2 and 0), as PyTorch computes it: 1.
+  CHECK(utils::clip_grad_norm_(counted, 10.0, 0.0).item<double>() == 1);
 }

@@ -200,7 +200,11 @@ TEST_CASE("binary_cross_entropy gives PyTorch's values and gradients, at probabi
   CHECK(scalar(module(p, q)) == Approx(9.278351607030332).epsilon(1e-14));
   Tensor outside = p.clone();
   outside.narrow(0, 2, 1).narrow(1, 3, 1).fill_(1.5);
-  check_error([&] { F::binary_cross_entropy(outside, q); }, {"binary_cross_entropy", "between 0 and 1"});
+  check_error([&] { F::binary_cross_entropy(outside, q); }, {"binary_cross_entropy", "input must be between 0 and 1"});
+  check_error([&] { F::binary_cross_entropy(q, outside); }, {"binary_cross_entropy", "target must be between 0 and 1"});
+  // A small probability of the wrong class costs about itself (log1p), not 0 as log(1 - x) in float32 gives.
+  CHECK(F::binary_cross_entropy(td::tensor({1e-8}, td::kFloat32), td::tensor({0.0}, td::kFloat32)).item<double>() ==
+        Approx(9.99999993922529e-09).epsilon(1e-6));
   check_error([&] { F::binary_cross_entropy(p, q.narrow(0, 0, 1)); }, {"binary_cross_entropy", "same shape"});
   check_error([&] { F::binary_cross_entropy(p, q, td::ones({3})); }, {"binary_cross_entropy", "[3] and [3, 4]"});
 }

@@ -180,6 +180,16 @@ TEST_CASE("a module used in two places (tied weights) lists its tensors once and
   CHECK(copy->parameters().size() == 2);
   CHECK(copy->modules().size() == 3);
   CHECK_FALSE(copy->parameters()[0].is_alias_of(shared->weight));
+  // Also in two containers nested in the one cloned.
+  nn::Sequential nested(nn::Sequential(shared), nn::Sequential(shared, nn::Tanh()));
+  CHECK(nested->parameters().size() == 2);
+  CHECK(nested->clone()->parameters().size() == 2);
+  // children() and apply() take a shared module once, as PyTorch's do; forward still runs it twice.
+  CHECK(tied->children().size() == 2);
+  int visits = 0;
+  tied->apply([&](nn::Module& m) { visits += m.name() == "Linear"; });
+  CHECK(visits == 1);
+  CHECK(tied->size() == 3);
 }
 
 TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") {

@@ -674,6 +674,23 @@ TEST_CASE("LambdaLR sets each group's lr to its base lr times its function of th
   sgd.step();
   resumed.step();
   CHECK(resumed.get_last_lr() == std::vector<double>{0.1, 0.02 * std::pow(0.5, 6.0)});
+  // A function that throws: the error comes through and the optimizer and scheduler are as before.
+  optim::SGD fresh(std::vector<td::Tensor>{td::zeros({1}).requires_grad_()}, 0.1);
+  check_error([&] { optim::LambdaLR(fresh, [](int64_t epoch) { TD_CHECK(epoch < 0, "no factor"); return 1.0; }); },
+              {"no factor"});
+  CHECK_FALSE(fresh.param_groups()[0].initial_lr().has_value());
+  bool fail = false;
+  optim::LambdaLR flaky(fresh, [&](int64_t epoch) -> double {
+    TD_CHECK(!fail, "no factor for epoch ", epoch);
+    return 0.5;
+  });
+  fail = true;
+  check_error([&] { flaky.step(); }, {"no factor for epoch 1"});
+  CHECK(flaky.last_epoch() == 0);
+  CHECK(fresh.param_groups()[0].options().get_lr() == 0.05);
+  fail = false;
+  flaky.step();
+  CHECK(flaky.last_epoch() == 1);
 }
 
 TEST_CASE("MultiStepLR and ExponentialLR resume from their state_dict, milestones and gamma included", "[cpu]") {
