@@ -61,15 +61,15 @@ cudaStream_t stream_of(const Tensor& t) {
   return static_cast<cudaStream_t>(tandem::cuda::current_stream(t.device().index()).handle());
 }
 
-// Runs one NCCL call per device inside a group, each with that device current. One collective
-// at a time in the process: a communicator must not be used by two threads at once, and every
-// GPU of a set must see the set's collectives in the same order (two device threads that each
-// ran a reduce with another root could leave them crossed and hung).
 std::mutex& one_collective_at_a_time() {
   static std::mutex mutex;  // one for every kind of collective: grouped() is a template
   return mutex;
 }
 
+// Runs one NCCL call per device inside a group, each with that device current. One collective
+// at a time in the process: a communicator must not be used by two threads at once, and every
+// GPU of a set must see the set's collectives in the same order (two device threads that each
+// ran a reduce with another root could leave them crossed and hung).
 template <typename Call>
 void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
   std::lock_guard lock(one_collective_at_a_time());
