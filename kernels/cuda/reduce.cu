@@ -409,7 +409,7 @@ void logical(const Tensor& out, const Tensor& in, const std::vector<bool>& reduc
 template <typename Out>
 using scan_acc_t = std::conditional_t<is_floating_type_v<Out>, double, int64_t>;
 
-// Short lines: one thread per line, scanning it in order.
+// Short lines, and many strided ones: one thread per line, scanning it in order.
 template <typename In, typename Out>
 __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines,
                               int64_t length, int64_t out_stride, int64_t in_stride) {
@@ -424,7 +424,7 @@ __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided
   }
 }
 
-// Long lines: one block per line, walking it in tiles of kScanThreads * kScanItems elements. Each
+// Long lines, contiguous or few: one block per line, walking it in tiles of kScanThreads * kScanItems elements. Each
 // thread scans its kScanItems consecutive elements, the warps scan the threads' totals with
 // shuffles, one warp scans the warps' totals, and the tile's total carries into the next tile.
 // A line of 10^6 elements on one thread took a million dependent steps.
@@ -432,6 +432,9 @@ constexpr int kScanThreads = 512;
 constexpr int kScanWarps = kScanThreads / 32;
 constexpr int kScanItems = 4;
 constexpr int64_t kScanBlockFrom = 32;  // the shortest line scanned by a block
+// Lines that are not contiguous go one thread each while there are this many: neighbouring
+// threads then read neighbouring lines (coalesced), where a block would read along a stride.
+constexpr int64_t kScanThreadLines = 4096;
 
 template <typename Acc>
 __device__ Acc warp_inclusive_scan(Acc v, int lane) {
@@ -558,7 +561,8 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
     dispatch_numeric(out.dtype(), "cumsum", [&]<typename Out>() {
       Out* dst = static_cast<Out*>(out.data_ptr());
       const In* src = static_cast<const In*>(in.data_ptr());
-      if (length < kScanBlockFrom) {
+      const bool by_block = length >= kScanBlockFrom && (in_stride == 1 || lines < kScanThreadLines);
+      if (!by_block) {
         launch("cumsum", in.device(), lines, cumsum_kernel<In, Out>, dst, src, out_lines, in_lines, lines, length,
                out_stride, in_stride);
         return;
