@@ -424,10 +424,11 @@ __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided
   }
 }
 
-// Long lines, contiguous or few: one block per line, walking it in tiles of kScanThreads * kScanItems elements. Each
-// thread scans its kScanItems consecutive elements, the warps scan the threads' totals with
-// shuffles, one warp scans the warps' totals, and the tile's total carries into the next tile.
-// A line of 10^6 elements on one thread took a million dependent steps.
+// Long lines, contiguous or few: one block per line, walking it in tiles of
+// kScanThreads * kScanItems elements. Each thread scans its kScanItems consecutive elements, the
+// warps scan the threads' totals with shuffles, one warp scans the warps' totals, and the tile's
+// total carries into the next tile. A line of 10^6 elements on one thread took a million
+// dependent steps.
 constexpr int kScanThreads = 512;
 constexpr int kScanWarps = kScanThreads / 32;
 constexpr int kScanItems = 4;
