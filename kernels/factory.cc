@@ -19,8 +19,9 @@ Tensor zeros(IntList sizes, TensorOptions options) { return full(sizes, 0, optio
 Tensor ones(IntList sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kDefaultFloat))); }
 
 Tensor full(IntList sizes, Scalar value, TensorOptions options) {
-  kernels::check_value_fits(value, options.dtype_or(value.dtype()), "full");
-  Tensor t = kernels::empty_tensor(sizes, options.dtype_or(value.dtype()), options.device());
+  const DType dtype = options.dtype_or(value.dtype());
+  kernels::check_value_fits(value, dtype, "full");
+  Tensor t = kernels::empty_tensor(sizes, dtype, options.device());
   kernels::fill_into(t, value);
   return t;
 }

@@ -35,6 +35,18 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   return out;
 }
 
+Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList stride, const char* op) {
+  auto [kh, kw] = height_width(kernel, op, "kernel_size");
+  auto [dh, dw] = height_width(dilation, op, "dilation");
+  auto [ph, pw] = height_width(padding, op, "padding");
+  auto [sh, sw] = height_width(stride, op, "stride");
+  TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
+  TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
+  TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
+  TD_CHECK(ph >= 0 && pw >= 0, op, ": padding must not be negative, got ", shape_str(padding.vec()));
+  return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
+}
+
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
   int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
@@ -53,17 +65,13 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
   check_defined(x, op, "input");
   TD_CHECK(x.dim() == 3 || x.dim() == 4, op, ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
-  auto [kh, kw] = height_width(kernel, op, "kernel_size");
-  auto [sh, sw] = stride.empty() ? std::pair{kh, kw} : height_width(stride, op, "stride");
-  auto [ph, pw] = height_width(padding, op, "padding");
-  auto [dh, dw] = height_width(dilation, op, "dilation");
-  TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
-  TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
-  TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
-  TD_CHECK(ph >= 0 && pw >= 0 && ph <= ((kh - 1) * dh + 1) / 2 && pw <= ((kw - 1) * dw + 1) / 2, op,
-           ": padding ", shape_str(padding.vec()), " must be non-negative and at most half of the effective kernel size");
+  // The window's arguments are checked as a convolution's (the stride defaults to the window).
+  const Pool2d p = conv_params(kernel, dilation, padding, stride.empty() ? kernel : stride, op);
+  const auto [kh, kw, sh, sw, ph, pw, dh, dw] = p;
+  TD_CHECK(ph <= ((kh - 1) * dh + 1) / 2 && pw <= ((kw - 1) * dw + 1) / 2, op, ": padding ", shape_str(padding.vec()),
+           " must be non-negative and at most half of the effective kernel size");
   PoolShape s;
-  s.p = Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
+  s.p = p;
   s.h = x.sizes()[x.dim() - 2];
   s.w = x.sizes()[x.dim() - 1];
   s.planes = numel_of(Shape(x.sizes().begin(), x.sizes().end() - 2));
@@ -149,18 +157,6 @@ Tensor avg_pool2d_backward(const Tensor& grad, IntList input_size, IntList kerne
 }
 
 namespace {
-
-Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList stride, const char* op) {
-  auto [kh, kw] = height_width(kernel, op, "kernel_size");
-  auto [dh, dw] = height_width(dilation, op, "dilation");
-  auto [ph, pw] = height_width(padding, op, "padding");
-  auto [sh, sw] = height_width(stride, op, "stride");
-  TD_CHECK(kh > 0 && kw > 0, op, ": kernel_size must be positive, got ", shape_str(kernel.vec()));
-  TD_CHECK(sh > 0 && sw > 0, op, ": stride must be positive, got ", shape_str(stride.vec()));
-  TD_CHECK(dh > 0 && dw > 0, op, ": dilation must be positive, got ", shape_str(dilation.vec()));
-  TD_CHECK(ph >= 0 && pw >= 0, op, ": padding must not be negative, got ", shape_str(padding.vec()));
-  return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
-}
 
 // x4's receptive fields for window p, checked to exist (`shown`: the input as the caller gave
 // it, for the error): as a fresh [N, C*kh*kw, L] tensor or, with batch_beside, as the
