@@ -96,6 +96,26 @@ bool nccl_chosen() {
 
 bool use_nccl(const std::vector<Tensor>& tensors) { return nccl_chosen() && nccl::can_serve(tensors); }
 
+// With TANDEM_COMM=nccl, where the source and the devices are distinct GPUs: the contiguous
+// `tensor` on every device (itself on its own), sent by one NCCL broadcast; otherwise nothing, and
+// the caller copies it to each device.
+std::vector<Tensor> broadcast_by_nccl(const Tensor& tensor, const std::vector<Device>& devices) {
+  if (!nccl_chosen()) return {};
+  std::vector<Tensor> members{tensor}, probes{kernels::empty_tensor({0}, tensor.dtype(), tensor.device())};
+  for (const Device& d : devices) {
+    if (d != tensor.device()) probes.push_back(kernels::empty_tensor({0}, tensor.dtype(), d));
+  }
+  if (!nccl::can_serve(probes)) return {};
+  for (const Device& d : devices) {
+    if (d != tensor.device()) members.push_back(kernels::empty_tensor(tensor.sizes(), tensor.dtype(), d));
+  }
+  nccl::broadcast(members, 0);
+  std::vector<Tensor> arrived;
+  size_t next = 1;
+  for (const Device& d : devices) arrived.push_back(d == tensor.device() ? tensor : members[next++]);
+  return arrived;
+}
+
 void check_tensors(const std::vector<Tensor>& tensors, const char* op) {
   TD_CHECK(!tensors.empty(), op, ": expected at least one tensor");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -176,17 +196,11 @@ std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& d
   check_devices(devices, "broadcast");
   Record record("broadcast", with(devices, tensor.device()));
   std::vector<Tensor> out(devices.size());
-  const auto root = std::find(devices.begin(), devices.end(), tensor.device());
-  if (nccl_chosen() && root != devices.end() && tensor.is_contiguous()) {
-    std::vector<Tensor> probes;  // NCCL's choice depends on the devices and the dtype only
-    for (const Device& d : devices) probes.push_back(kernels::empty_tensor({0}, tensor.dtype(), d));
-    if (nccl::can_serve(probes)) {
-      for (size_t d = 0; d < devices.size(); ++d) {
-        out[d] = devices[d] == tensor.device() ? tensor : kernels::empty_tensor(tensor.sizes(), tensor.dtype(), devices[d]);
-      }
-      nccl::broadcast(out, static_cast<size_t>(root - devices.begin()));
+  if (tensor.is_contiguous()) {
+    std::vector<Tensor> sent = broadcast_by_nccl(tensor, devices);
+    if (!sent.empty()) {
       for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
-      return out;
+      return sent;
     }
   }
   on_each_device(devices, [&](size_t d) {
@@ -438,26 +452,6 @@ Tensor flatten_group(const std::vector<Tensor>& tensors, const std::vector<size_
     offset += tensors[i].numel();
   }
   return flat;
-}
-
-// With TANDEM_COMM=nccl, where the source and the devices are distinct GPUs: `flat` on every
-// device (itself on its own), sent by one NCCL broadcast; otherwise nothing, and each device
-// copies it.
-std::vector<Tensor> broadcast_by_nccl(const Tensor& flat, const std::vector<Device>& devices) {
-  if (!nccl_chosen()) return {};
-  std::vector<Tensor> members{flat}, probes{kernels::empty_tensor({0}, flat.dtype(), flat.device())};
-  for (const Device& d : devices) {
-    if (d != flat.device()) probes.push_back(kernels::empty_tensor({0}, flat.dtype(), d));
-  }
-  if (!nccl::can_serve(probes)) return {};
-  for (const Device& d : devices) {
-    if (d != flat.device()) members.push_back(kernels::empty_tensor(flat.sizes(), flat.dtype(), d));
-  }
-  nccl::broadcast(members, 0);
-  std::vector<Tensor> arrived;
-  size_t next = 1;
-  for (const Device& d : devices) arrived.push_back(d == flat.device() ? flat : members[next++]);
-  return arrived;
 }
 
 }  // namespace
