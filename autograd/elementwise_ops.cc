@@ -284,7 +284,8 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   if (op == BinaryOp::Pow) kd::check_pow_exponent(self, other, "pow_");
   const DType common = result_type(self, other);
   if (kd::scalar_in_float32(op, common, other) && common == self.dtype()) {
-    Tensor wide = binary(op, to(self, self.device(), kFloat32), kd::scalar_tensor(other, kFloat32, self.device()), alpha);
+    Tensor wide =
+        binary(op, to(self, self.device(), kFloat32), kd::scalar_tensor(other, kFloat32, self.device()), alpha);
     return copy_(self, wide);  // rounds once into self; autograd sees a copy of a value made from it
   }
   return binary_(op, self, kd::scalar_tensor(other, common, self.device()), alpha);

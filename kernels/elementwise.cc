@@ -62,7 +62,8 @@ Tensor scalar_tensor(Scalar value, DType dtype, Device device) {
 bool scalar_in_float32(BinaryOp op, DType dtype, Scalar value) {
   if ((op != BinaryOp::Mul && op != BinaryOp::Div) || (dtype != kFloat16 && dtype != kBFloat16)) return false;
   const float wide = value.to<float>();
-  const float narrow = dtype == kFloat16 ? static_cast<float>(value.to<Half>()) : static_cast<float>(value.to<BFloat16>());
+  const float narrow =
+      dtype == kFloat16 ? static_cast<float>(value.to<Half>()) : static_cast<float>(value.to<BFloat16>());
   return !(wide == narrow || (wide != wide && narrow != narrow));  // NaN stays NaN either way
 }
 

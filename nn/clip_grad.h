@@ -11,8 +11,9 @@ namespace tandem::nn::utils {
 // Scales every defined gradient of `parameters` in place by max_norm / (total + 1e-6) where that
 // is below 1, total being the norm of order norm_type (0 or more, or infinity) of all the
 // gradients as one vector; returns total, from before the scaling, as a 0-dim tensor on the first
-// gradient's device in the widest of their dtypes (0 where no parameter has a gradient). error_if_nonfinite: a total that is
-// NaN or infinite is an error and no gradient changes (else they are scaled by NaN, as in PyTorch).
+// gradient's device in the widest of their dtypes (0 where no parameter has a gradient).
+// error_if_nonfinite: a total that is NaN or infinite is an error and no gradient changes (else
+// they are scaled by NaN, as in PyTorch).
 Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 

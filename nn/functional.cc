@@ -251,13 +251,16 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   check_same_shape(input, target, "binary_cross_entropy");
   TD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), "binary_cross_entropy: input and target must "
            "be floating, got ", input.dtype(), " and ", target.dtype());
-  TD_CHECK(!weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), "binary_cross_entropy") == input.sizes(),
-           "binary_cross_entropy: weight ", shape_str(weight.sizes()), " does not broadcast to the input's shape ",
-           shape_str(input.sizes()));
+  TD_CHECK(
+      !weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), "binary_cross_entropy") == input.sizes(),
+      "binary_cross_entropy: weight ", shape_str(weight.sizes()), " does not broadcast to the input's shape ",
+      shape_str(input.sizes()));
   Tensor loss;
   {
     NoGradGuard no_grad;
-    auto probabilities = [](const Tensor& t) { return t.numel() == 0 || where(ge(t, 0), le(t, 1), false).all().item<bool>(); };
+    auto probabilities = [](const Tensor& t) {
+      return t.numel() == 0 || where(ge(t, 0), le(t, 1), false).all().item<bool>();
+    };
     TD_CHECK(probabilities(input), "binary_cross_entropy: every element of the input must be between 0 and 1");
     TD_CHECK(probabilities(target), "binary_cross_entropy: every element of the target must be between 0 and 1");
     // PyTorch's form: log1p(-x), exact for a small x where log(1 - x) rounds 1 - x to 1.

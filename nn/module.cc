@@ -175,11 +175,14 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
   return out;
 }
 
-void Module::collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
+void Module::collect_modules(const std::string& prefix,
+                             std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
                              std::unordered_set<const Module*>& seen) {
   if (!seen.insert(this).second) return;  // used in two places: listed once, where it comes first
   out.emplace_back(prefix, shared_from_this());
-  for (const auto& [name, child] : children_) child->collect_modules(prefix.empty() ? name : prefix + "." + name, out, seen);
+  for (const auto& [name, child] : children_) {
+    child->collect_modules(prefix.empty() ? name : prefix + "." + name, out, seen);
+  }
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules(const std::string& prefix) {

@@ -113,7 +113,8 @@ class Module : public std::enable_shared_from_this<Module> {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void move_tensors(std::optional<Device> device, std::optional<DType> dtype);  // none: as they are
-  void collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
+  void collect_modules(const std::string& prefix,
+                       std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
                        std::unordered_set<const Module*>& seen);
   void collect(const std::string& prefix, bool recurse, bool params, std::vector<std::pair<std::string, Tensor>>& out,
                bool persistent_only = false) const;

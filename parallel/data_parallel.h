@@ -57,7 +57,10 @@ struct DataParallelOptions {
   DataParallelOptions& sync_batchnorm(bool on) { sync_batchnorm_ = on; return *this; }
   // How long a replica waits at a synchronised BatchNorm for the others before it reports that
   // they did not come (a replica that skipped the layer); 300 s by default.
-  DataParallelOptions& sync_batchnorm_timeout(std::chrono::milliseconds t) { sync_batchnorm_timeout_ = t; return *this; }
+  DataParallelOptions& sync_batchnorm_timeout(std::chrono::milliseconds t) {
+    sync_batchnorm_timeout_ = t;
+    return *this;
+  }
 
   std::vector<Device> device_ids_;
   std::optional<Device> output_device_;

@@ -60,7 +60,8 @@ void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m,
   // The BLAS takes its sizes as 32-bit ints: a larger one would arrive cut, and be refused.
   constexpr int64_t kMaxBlas = std::numeric_limits<int>::max();
   TD_CHECK(std::max({n, m, k, lda, ldb, ldc}) <= kMaxBlas, "matmul: a product of [", n, ", ", k, "] by [", k, ", ",
-           m, "] (leading dims ", lda, ", ", ldb, ", ", ldc, ") has a size over 2^31 - 1, more than the CPU BLAS takes");
+           m, "] (leading dims ", lda, ", ", ldb, ", ", ldc,
+           ") has a size over 2^31 - 1, more than the CPU BLAS takes");
   use_our_threads_for_blas();
   constexpr int64_t kAlign = 16, kMinFlopsPerBand = int64_t{1} << 18;
   const bool split_rows = n >= m;
