@@ -281,8 +281,9 @@ struct Clamp {
 template <typename M>
 struct SgdUpdate {
   M lr, momentum, dampening_complement, weight_decay;  // dampening_complement: 1 - dampening
-  bool has_momentum, nesterov, first;
+  bool has_momentum, nesterov, first, maximize;
   TD_INLINE void operator()(M& p, M g, M& buf) const {
+    if (maximize) g = -g;
     if (weight_decay != M(0)) g = g + weight_decay * p;
     if (has_momentum) {
       if (first) {
@@ -304,8 +305,9 @@ struct AdamUpdate {
   M lerp_alpha;     // torch.lerp toward g by w = 1 - beta1: m + w (g - m), or for |w| >= 0.5, g - (1 - w)(g - m)
   bool lerp_from_start;
   M beta2, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
-  bool decoupled, amsgrad;
+  bool decoupled, amsgrad, maximize;
   TD_INLINE void operator()(M& p, M g, M& m, M& v, M* v_max) const {
+    if (maximize) g = -g;
     if (decoupled) {
       if (weight_decay != M(0)) p = p * decay;
     } else if (weight_decay != M(0)) {

@@ -16,6 +16,7 @@ namespace tandem::kernels {
 struct SgdStep {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
+  bool maximize = false;  // ascend: the gradient's negative is used
 };
 
 // For each i: params[i] moves against grads[i] (updated in place, not counted as an in-place
@@ -28,6 +29,7 @@ void sgd_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
 struct AdamStep {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
   bool decoupled_weight_decay = false, amsgrad = false;
+  bool maximize = false;  // ascend: the gradient's negative is used
 };
 
 // One Adam step for each i, whose state has seen steps[i] steps (this one included).

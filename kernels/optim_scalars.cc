@@ -12,7 +12,7 @@ namespace detail {
 template <typename M>
 fn::SgdUpdate<M> sgd_update(const SgdStep& s, bool first) {
   return fn::SgdUpdate<M>{static_cast<M>(s.lr), static_cast<M>(s.momentum), static_cast<M>(1 - s.dampening),
-                          static_cast<M>(s.weight_decay), s.momentum != 0, s.nesterov, first};
+                          static_cast<M>(s.weight_decay), s.momentum != 0, s.nesterov, first, s.maximize};
 }
 
 template <typename M>
@@ -32,7 +32,8 @@ fn::AdamUpdate<M> adam_update(const AdamStep& s, int64_t step_count) {
                            static_cast<M>(std::pow(bias_correction2, 0.5)),
                            static_cast<M>(s.eps),
                            s.decoupled_weight_decay,
-                           s.amsgrad};
+                           s.amsgrad,
+                           s.maximize};
 }
 
 template fn::SgdUpdate<float> sgd_update<float>(const SgdStep&, bool);

@@ -31,6 +31,7 @@ void AdamOptions::to_json(nlohmann::json& out) const {
   out["eps"] = eps_;
   out["weight_decay"] = weight_decay_;
   out["amsgrad"] = amsgrad_;
+  out["maximize"] = maximize_;
 }
 
 void AdamOptions::from_json(const nlohmann::json& in) {
@@ -44,6 +45,8 @@ void AdamOptions::from_json(const nlohmann::json& in) {
   eps_ = detail::json_double(in, name, "eps");
   weight_decay_ = detail::json_double(in, name, "weight_decay");
   amsgrad_ = detail::json_bool(in, name, "amsgrad");
+  // States saved before the option existed have no field: they minimized.
+  maximize_ = in.contains("maximize") && detail::json_bool(in, name, "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {
@@ -116,7 +119,7 @@ AdamParamState& adam_state(std::unique_ptr<OptimizerParamState>& slot, const Ten
 
 }  // namespace
 
-// torch/optim/adam.py, _single_tensor_adam, with maximize, capturable and differentiable off;
+// torch/optim/adam.py, _single_tensor_adam, with capturable and differentiable off;
 // AdamW is the same with decoupled_weight_decay.
 void Adam::update() {
   for (auto& group : param_groups()) {
@@ -136,13 +139,14 @@ void Adam::update() {
       }
       kernels::adam_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
                           kernels::AdamStep{lr, beta1, beta2, o.eps(), o.weight_decay(), decoupled_weight_decay_,
-                                            o.amsgrad()});
+                                            o.amsgrad(), o.maximize()});
       for (const Tensor& p : params) static_cast<AdamParamState&>(*state_slot(p)).step += 1;  // once it is done
       continue;
     }
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
+      if (o.maximize()) grad = grad.neg();
       AdamParamState& s = adam_state(state_slot(p), p, o.amsgrad());
       s.step += 1;
       if (o.weight_decay() != 0) {

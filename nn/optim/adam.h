@@ -15,7 +15,8 @@ namespace tandem::optim {
 using betas_t = std::tuple<double, double>;
 
 // AdamOptions(1e-3).betas({0.9, 0.999}).eps(1e-8).weight_decay(0).amsgrad(false): the defaults.
-// weight_decay adds weight_decay * param to the gradient (L2), as torch.optim.Adam does.
+// weight_decay adds weight_decay * param to the gradient (L2), as torch.optim.Adam does;
+// maximize(true) ascends the objective: each step uses the gradient's negative.
 class AdamOptions : public OptimizerOptions {
  public:
   AdamOptions(double lr = 1e-3);
@@ -25,11 +26,13 @@ class AdamOptions : public OptimizerOptions {
   AdamOptions& eps(double v) { eps_ = v; return *this; }
   AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
+  AdamOptions& maximize(bool v) { maximize_ = v; return *this; }
   double lr() const { return lr_; }
   const betas_t& betas() const { return betas_; }
   double eps() const { return eps_; }
   double weight_decay() const { return weight_decay_; }
   bool amsgrad() const { return amsgrad_; }
+  bool maximize() const { return maximize_; }
 
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamOptions>(*this); }
   double get_lr() const override { return lr_; }
@@ -47,6 +50,7 @@ class AdamOptions : public OptimizerOptions {
   double eps_ = 1e-8;
   double weight_decay_ = 0;
   bool amsgrad_ = false;
+  bool maximize_ = false;
 };
 
 // The same options with weight decay decoupled from the gradient (param *= 1 - lr * weight_decay
@@ -61,10 +65,12 @@ class AdamWOptions : public AdamOptions {
   AdamWOptions& eps(double v) { eps_ = v; return *this; }
   AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamWOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
+  AdamWOptions& maximize(bool v) { maximize_ = v; return *this; }
   using AdamOptions::amsgrad;
   using AdamOptions::betas;
   using AdamOptions::eps;
   using AdamOptions::lr;
+  using AdamOptions::maximize;
   using AdamOptions::weight_decay;
 
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamWOptions>(*this); }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
+
+#include "nn/optim/adam.h"
+#include "nn/optim/sgd.h"
 
 namespace tandem::optim {
 
@@ -48,6 +52,65 @@ std::vector<double> json_doubles(const json& in, const char* who, const char* na
     out.push_back(v.get<double>());
   }
   return out;
+}
+
+// The JSON of a scheduler's state_dict, checked to be `who`'s.
+json scheduler_json(const StateDict& state, const char* who) {
+  auto text = state.metadata.find(kKey);
+  TD_CHECK(text != state.metadata.end(), who, ".load_state_dict: the state has no '", kKey,
+           "' metadata (is it a scheduler's state_dict?)");
+  json j;
+  try {
+    j = json::parse(text->second);
+  } catch (const json::exception& e) {
+    TD_FAIL(who, ".load_state_dict: the '", kKey, "' metadata is not valid JSON: ", e.what());
+  }
+  TD_CHECK(j.is_object() && j.contains("type") && j["type"].is_string(), who,
+           ".load_state_dict: the state names no scheduler type");
+  const std::string type = j["type"].get<std::string>();
+  TD_CHECK(type == who, who, ".load_state_dict: the state is a ", type, "'s, not a ", who, "'s");
+  return j;
+}
+
+StateDict scheduler_state(const json& j) {
+  StateDict out;
+  out.metadata[kKey] = j.dump();
+  return out;
+}
+
+// One value for every group, or one per group: as many values as groups.
+std::vector<double> per_group(const char* who, const char* name, std::vector<double> values, size_t groups) {
+  TD_CHECK(values.size() == 1 || values.size() == groups, who, ": ", values.size(), " values of ", name, " for ",
+           groups, " parameter groups (give one, or one per group)");
+  if (values.size() == 1) values.assign(groups, values[0]);
+  return values;
+}
+
+// The momentum that OneCycleLR cycles: SGD's momentum, Adam's and AdamW's beta1.
+bool has_momentum(const OptimizerOptions& o) {
+  return dynamic_cast<const SGDOptions*>(&o) != nullptr || dynamic_cast<const AdamOptions*>(&o) != nullptr;
+}
+
+void set_momentum(OptimizerOptions& o, double momentum) {
+  if (auto* sgd = dynamic_cast<SGDOptions*>(&o)) {
+    sgd->momentum(momentum);
+  } else if (auto* adam = dynamic_cast<AdamOptions*>(&o)) {
+    adam->betas({momentum, std::get<1>(adam->betas())});
+  }
+}
+
+// A JSON number that may be infinite (JSON has no infinity): a number, or "inf" / "-inf".
+json number_or_infinity(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double json_number_or_infinity(const json& in, const char* who, const char* name) {
+  auto it = in.find(name);
+  if (it != in.end() && it->is_string() && (*it == "inf" || *it == "-inf")) {
+    return *it == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  }
+  return detail::json_double(in, who, name);
 }
 
 }  // namespace
@@ -113,25 +176,11 @@ StateDict LRScheduler::state_dict() const {
   json hyper = json::object();
   hyperparameters_to_json(hyper);
   j["hyperparameters"] = hyper;
-  StateDict out;
-  out.metadata[kKey] = j.dump();
-  return out;
+  return scheduler_state(j);
 }
 
 void LRScheduler::load_state_dict(const StateDict& state) {
-  auto text = state.metadata.find(kKey);
-  TD_CHECK(text != state.metadata.end(), name(), ".load_state_dict: the state has no '", kKey,
-           "' metadata (is it a scheduler's state_dict?)");
-  json j;
-  try {
-    j = json::parse(text->second);
-  } catch (const json::exception& e) {
-    TD_FAIL(name(), ".load_state_dict: the '", kKey, "' metadata is not valid JSON: ", e.what());
-  }
-  TD_CHECK(j.is_object() && j.contains("type") && j["type"].is_string(), name(),
-           ".load_state_dict: the state names no scheduler type");
-  const std::string type = j["type"].get<std::string>();
-  TD_CHECK(type == name(), name(), ".load_state_dict: the state is a ", type, "'s, not a ", name(), "'s");
+  json j = scheduler_json(state, name());
   // Everything is read and checked before anything changes.
   const int64_t last_epoch = detail::json_int(j, name(), "last_epoch");
   const int64_t step_count = detail::json_int(j, name(), "step_count");
@@ -330,6 +379,288 @@ void LinearLR::hyperparameters_from_json(const json& in) {
   start_factor_ = start_factor;
   end_factor_ = end_factor;
   total_iters_ = total_iters;
+}
+
+// ---- OneCycleLR ----
+
+OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, OneCycleLROptions options)
+    : LRScheduler(optimizer), total_steps_(total_steps), pct_start_(options.pct_start),
+      anneal_strategy_(options.anneal_strategy), cycle_momentum_(options.cycle_momentum),
+      three_phase_(options.three_phase) {
+  auto& groups = optimizer.param_groups();
+  TD_CHECK(total_steps >= 1, "OneCycleLR: invalid total_steps = ", total_steps, " (must be >= 1)");
+  TD_CHECK(options.pct_start >= 0 && options.pct_start <= 1, "OneCycleLR: invalid pct_start = ", options.pct_start,
+           " (must be in [0, 1])");
+  TD_CHECK(std::isfinite(options.div_factor) && options.div_factor > 0, "OneCycleLR: invalid div_factor = ",
+           options.div_factor, " (must be > 0)");
+  TD_CHECK(std::isfinite(options.final_div_factor) && options.final_div_factor > 0,
+           "OneCycleLR: invalid final_div_factor = ", options.final_div_factor, " (must be > 0)");
+  max_lrs_ = per_group("OneCycleLR", "max_lr", std::move(max_lr), groups.size());
+  for (double lr : max_lrs_) TD_CHECK(std::isfinite(lr) && lr >= 0, "OneCycleLR: invalid max_lr = ", lr);
+  if (cycle_momentum_) {
+    TD_CHECK(groups.empty() || has_momentum(groups[0].options()), "OneCycleLR: cycle_momentum needs an optimizer with "
+             "a momentum (SGD) or a beta1 (Adam, AdamW), not ", groups[0].options().optimizer_name(),
+             "; pass cycle_momentum = false");
+    base_momentums_ = per_group("OneCycleLR", "base_momentum", options.base_momentum, groups.size());
+    max_momentums_ = per_group("OneCycleLR", "max_momentum", options.max_momentum, groups.size());
+    for (const auto* list : {&base_momentums_, &max_momentums_}) {
+      for (double m : *list) TD_CHECK(std::isfinite(m) && m >= 0, "OneCycleLR: invalid momentum = ", m);
+    }
+  }
+  // Each group starts from max_lr / div_factor, whatever an earlier scheduler set (PyTorch sets
+  // group["initial_lr"]), and its momentum from max_momentum; all of it undone if the first step fails.
+  std::vector<std::unique_ptr<OptimizerOptions>> saved_options;
+  std::vector<std::optional<double>> saved_initial_lrs;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    saved_options.push_back(groups[i].options().clone());
+    saved_initial_lrs.push_back(groups[i].initial_lr());
+    const double initial_lr = max_lrs_[i] / options.div_factor;
+    groups[i].set_initial_lr(initial_lr);
+    min_lrs_.push_back(initial_lr / options.final_div_factor);
+    if (cycle_momentum_) set_momentum(groups[i].options(), max_momentums_[i]);
+  }
+  try {
+    initial_step();
+  } catch (...) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      groups[i].set_options(std::move(saved_options[i]));
+      groups[i].set_initial_lr(saved_initial_lrs[i]);
+    }
+    throw;
+  }
+}
+
+std::vector<OneCycleLR::Phase> OneCycleLR::phases() const {
+  const double total = static_cast<double>(total_steps_);
+  if (three_phase_) {
+    return {{pct_start_ * total - 1, Lr::initial, Lr::peak, Momentum::max, Momentum::base},
+            {2 * pct_start_ * total - 2, Lr::peak, Lr::initial, Momentum::base, Momentum::max},
+            {total - 1, Lr::initial, Lr::final, Momentum::max, Momentum::max}};
+  }
+  return {{pct_start_ * total - 1, Lr::initial, Lr::peak, Momentum::max, Momentum::base},
+          {total - 1, Lr::peak, Lr::final, Momentum::base, Momentum::max}};
+}
+
+double OneCycleLR::lr_of(size_t group, Lr which) const {
+  switch (which) {
+    case Lr::initial: return base_lrs_[group];
+    case Lr::peak: return max_lrs_[group];
+    case Lr::final: return min_lrs_[group];
+  }
+  return 0;
+}
+
+double OneCycleLR::momentum_of(size_t group, Momentum which) const {
+  return which == Momentum::base ? base_momentums_[group] : max_momentums_[group];
+}
+
+std::vector<double> OneCycleLR::get_lr() {
+  TD_CHECK(last_epoch_ <= total_steps_, "OneCycleLR: stepped ", last_epoch_, " times, but total_steps = ",
+           total_steps_);
+  const auto anneal = [this](double start, double end, double pct) {
+    if (anneal_strategy_ == AnnealStrategy::linear) return (end - start) * pct + start;
+    return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1);
+  };
+  const double step = static_cast<double>(last_epoch_);
+  const std::vector<Phase> schedule = phases();
+  // The phase this step is in: the first that ends at or after it, or the last.
+  double start_step = 0;
+  size_t p = 0;
+  while (p + 1 < schedule.size() && step > schedule[p].end_step) start_step = schedule[p++].end_step;
+  const Phase& phase = schedule[p];
+  TD_CHECK(phase.end_step != start_step, "OneCycleLR: step ", last_epoch_, " falls in phase ", p + 1,
+           ", which has no steps (total_steps = ", total_steps_, ", pct_start = ", pct_start_, ")");
+  const double pct = (step - start_step) / (phase.end_step - start_step);
+  std::vector<double> lrs;
+  auto& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    lrs.push_back(anneal(lr_of(i, phase.start_lr), lr_of(i, phase.end_lr), pct));
+    if (cycle_momentum_) {
+      set_momentum(groups[i].options(), anneal(momentum_of(i, phase.start_momentum),
+                                               momentum_of(i, phase.end_momentum), pct));
+    }
+  }
+  return lrs;
+}
+
+void OneCycleLR::hyperparameters_to_json(json& out) const {
+  out["total_steps"] = total_steps_;
+  out["pct_start"] = pct_start_;
+  out["anneal_strategy"] = anneal_strategy_ == AnnealStrategy::cos ? "cos" : "linear";
+  out["cycle_momentum"] = cycle_momentum_;
+  out["three_phase"] = three_phase_;
+  out["max_lrs"] = max_lrs_;
+  out["min_lrs"] = min_lrs_;
+  out["base_momentums"] = base_momentums_;
+  out["max_momentums"] = max_momentums_;
+}
+
+void OneCycleLR::hyperparameters_from_json(const json& in) {
+  const int64_t total_steps = detail::json_int(in, name(), "total_steps");
+  const double pct_start = detail::json_double(in, name(), "pct_start");
+  TD_CHECK(total_steps >= 1 && pct_start >= 0 && pct_start <= 1, name(), ".load_state_dict: invalid total_steps = ",
+           total_steps, " or pct_start = ", pct_start);
+  auto anneal = in.find("anneal_strategy");
+  TD_CHECK(anneal != in.end() && (*anneal == "cos" || *anneal == "linear"), name(),
+           ".load_state_dict: 'anneal_strategy' must be \"cos\" or \"linear\"");
+  const bool cycle_momentum = detail::json_bool(in, name(), "cycle_momentum");
+  const bool three_phase = detail::json_bool(in, name(), "three_phase");
+  const size_t groups = optimizer_.param_groups().size();
+  const auto list = [&](const char* list_name, size_t want) {
+    std::vector<double> out = json_doubles(in, name(), list_name);
+    TD_CHECK(out.size() == want, name(), ".load_state_dict: '", list_name, "' holds ", out.size(), " values, not ",
+             want);
+    return out;
+  };
+  std::vector<double> max_lrs = list("max_lrs", groups), min_lrs = list("min_lrs", groups);
+  // Without cycle_momentum there are no momenta.
+  std::vector<double> base_momentums = list("base_momentums", cycle_momentum ? groups : 0);
+  std::vector<double> max_momentums = list("max_momentums", cycle_momentum ? groups : 0);
+  total_steps_ = total_steps;
+  pct_start_ = pct_start;
+  anneal_strategy_ = *anneal == "cos" ? AnnealStrategy::cos : AnnealStrategy::linear;
+  cycle_momentum_ = cycle_momentum;
+  three_phase_ = three_phase;
+  max_lrs_ = std::move(max_lrs);
+  min_lrs_ = std::move(min_lrs);
+  base_momentums_ = std::move(base_momentums);
+  max_momentums_ = std::move(max_momentums);
+}
+
+// ---- ReduceLROnPlateau ----
+
+namespace {
+
+constexpr const char* kPlateau = "ReduceLROnPlateau";
+
+void check_plateau(const ReduceLROnPlateauOptions& o) {
+  TD_CHECK(std::isfinite(o.factor) && o.factor >= 0 && o.factor < 1, kPlateau, ": invalid factor = ", o.factor,
+           " (must be in [0, 1))");
+  TD_CHECK(o.patience >= 0, kPlateau, ": invalid patience = ", o.patience, " (must be >= 0)");
+  TD_CHECK(o.cooldown >= 0, kPlateau, ": invalid cooldown = ", o.cooldown, " (must be >= 0)");
+  TD_CHECK(std::isfinite(o.threshold), kPlateau, ": invalid threshold = ", o.threshold);
+  TD_CHECK(std::isfinite(o.eps) && o.eps >= 0, kPlateau, ": invalid eps = ", o.eps, " (must be >= 0)");
+  TD_CHECK(!o.min_lr.empty(), kPlateau, ": min_lr is empty (give one value, or one per group)");
+  for (double lr : o.min_lr) TD_CHECK(std::isfinite(lr) && lr >= 0, kPlateau, ": invalid min_lr = ", lr);
+}
+
+double worst(PlateauMode mode) {
+  return mode == PlateauMode::min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options)
+    : optimizer_(optimizer), options_(std::move(options)), best_(worst(options_.mode)) {
+  check_plateau(options_);
+  const size_t groups = optimizer.param_groups().size();
+  TD_CHECK(options_.min_lr.size() == 1 || options_.min_lr.size() == groups, kPlateau, ": ", options_.min_lr.size(),
+           " values of min_lr for ", groups, " parameter groups (give one, or one per group)");
+  for (const auto& group : optimizer.param_groups()) last_lr_.push_back(group.options().get_lr());
+}
+
+bool ReduceLROnPlateau::is_better(double metric) const {
+  const double t = options_.threshold;
+  if (options_.mode == PlateauMode::min) {
+    return options_.threshold_mode == ThresholdMode::rel ? metric < best_ * (1.0 - t) : metric < best_ - t;
+  }
+  return options_.threshold_mode == ThresholdMode::rel ? metric > best_ * (t + 1.0) : metric > best_ + t;
+}
+
+void ReduceLROnPlateau::step(double metric) {
+  auto& groups = optimizer_.param_groups();
+  const auto& min_lr = options_.min_lr;
+  // One value serves every group, also groups added since; one per group must still match.
+  TD_CHECK(min_lr.size() == 1 || min_lr.size() == groups.size(), kPlateau, ".step: the optimizer has ", groups.size(),
+           " parameter groups, but min_lr has ", min_lr.size(), " values (one per group when it was made)");
+  ++last_epoch_;
+  if (is_better(metric)) {
+    best_ = metric;
+    num_bad_epochs_ = 0;
+  } else {
+    ++num_bad_epochs_;
+  }
+  if (in_cooldown()) {
+    --cooldown_counter_;
+    num_bad_epochs_ = 0;  // bad epochs in the cooldown do not count
+  }
+  if (num_bad_epochs_ > options_.patience) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const double old_lr = groups[i].options().get_lr();
+      const double new_lr = std::max(old_lr * options_.factor, min_lr.size() == 1 ? min_lr[0] : min_lr[i]);
+      if (old_lr - new_lr > options_.eps) groups[i].options().set_lr(new_lr);
+    }
+    cooldown_counter_ = options_.cooldown;
+    num_bad_epochs_ = 0;
+  }
+  last_lr_.clear();
+  for (const auto& group : groups) last_lr_.push_back(group.options().get_lr());
+}
+
+void ReduceLROnPlateau::step(const Tensor& metric) {
+  TD_CHECK(metric.defined() && metric.numel() == 1, kPlateau, ".step: the metric must be one number, got ",
+           metric.defined() ? shape_str(metric.sizes()) : std::string("an undefined tensor"));
+  step(metric.item<double>());
+}
+
+StateDict ReduceLROnPlateau::state_dict() const {
+  const ReduceLROnPlateauOptions& o = options_;
+  json j = json::object();
+  j["type"] = kPlateau;
+  j["last_epoch"] = last_epoch_;
+  j["last_lr"] = last_lr_;
+  j["best"] = number_or_infinity(best_);
+  j["num_bad_epochs"] = num_bad_epochs_;
+  j["cooldown_counter"] = cooldown_counter_;
+  j["hyperparameters"] = {{"mode", o.mode == PlateauMode::min ? "min" : "max"},
+                          {"factor", o.factor},
+                          {"patience", o.patience},
+                          {"threshold", o.threshold},
+                          {"threshold_mode", o.threshold_mode == ThresholdMode::rel ? "rel" : "abs"},
+                          {"cooldown", o.cooldown},
+                          {"min_lr", o.min_lr},
+                          {"eps", o.eps}};
+  return scheduler_state(j);
+}
+
+void ReduceLROnPlateau::load_state_dict(const StateDict& state) {
+  const json j = scheduler_json(state, kPlateau);
+  TD_CHECK(j.contains("hyperparameters") && j["hyperparameters"].is_object(), kPlateau,
+           ".load_state_dict: the state has no 'hyperparameters'");
+  const json& h = j["hyperparameters"];
+  const auto choice = [&](const char* name, const char* a, const char* b) {
+    auto it = h.find(name);
+    TD_CHECK(it != h.end() && (*it == a || *it == b), kPlateau, ".load_state_dict: '", name, "' must be \"", a,
+             "\" or \"", b, "\"");
+    return *it == a;
+  };
+  ReduceLROnPlateauOptions o;
+  o.mode = choice("mode", "min", "max") ? PlateauMode::min : PlateauMode::max;
+  o.factor = detail::json_double(h, kPlateau, "factor");
+  o.patience = detail::json_int(h, kPlateau, "patience");
+  o.threshold = detail::json_double(h, kPlateau, "threshold");
+  o.threshold_mode = choice("threshold_mode", "rel", "abs") ? ThresholdMode::rel : ThresholdMode::abs;
+  o.cooldown = detail::json_int(h, kPlateau, "cooldown");
+  o.min_lr = json_doubles(h, kPlateau, "min_lr");
+  o.eps = detail::json_double(h, kPlateau, "eps");
+  check_plateau(o);
+  const size_t groups = optimizer_.param_groups().size();
+  std::vector<double> last_lr = json_doubles(j, kPlateau, "last_lr");
+  TD_CHECK(last_lr.size() == groups && (o.min_lr.size() == 1 || o.min_lr.size() == groups), kPlateau,
+           ".load_state_dict: the state is for ", last_lr.size(), " parameter groups, the optimizer has ", groups);
+  const int64_t last_epoch = detail::json_int(j, kPlateau, "last_epoch");
+  const int64_t num_bad_epochs = detail::json_int(j, kPlateau, "num_bad_epochs");
+  const int64_t cooldown_counter = detail::json_int(j, kPlateau, "cooldown_counter");
+  TD_CHECK(last_epoch >= 0 && num_bad_epochs >= 0 && cooldown_counter >= 0, kPlateau,
+           ".load_state_dict: invalid counters last_epoch = ", last_epoch, ", num_bad_epochs = ", num_bad_epochs,
+           ", cooldown_counter = ", cooldown_counter);
+  const double best = json_number_or_infinity(j, kPlateau, "best");
+  options_ = std::move(o);
+  last_epoch_ = last_epoch;
+  best_ = best;
+  num_bad_epochs_ = num_bad_epochs;
+  cooldown_counter_ = cooldown_counter;
+  last_lr_ = std::move(last_lr);
 }
 
 }  // namespace tandem::optim

@@ -1,6 +1,6 @@
 // Learning-rate schedulers (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR,
-// LambdaLR): PyTorch's torch.optim.lr_scheduler,
-// with its recursive update rules, so that the sequence of learning rates is PyTorch's.
+// LambdaLR, OneCycleLR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
+// torch.optim.lr_scheduler, with its update rules, so that the sequence of learning rates is PyTorch's.
 //
 // As in PyTorch, constructing a scheduler takes its first step (epoch 0), which may already set
 // the optimizer's lr (LinearLR multiplies it by start_factor); call step() after each
@@ -145,6 +145,108 @@ class LinearLR : public LRScheduler {
   double start_factor_;
   double end_factor_;
   int64_t total_iters_;
+};
+
+enum class AnnealStrategy { cos, linear };
+
+// OneCycleLR's settings, PyTorch's defaults. A list holds one value for every group, or one per group.
+struct OneCycleLROptions {
+  double pct_start = 0.3;  // the share of the steps spent raising the lr
+  AnnealStrategy anneal_strategy = AnnealStrategy::cos;
+  // Moves the momentum (SGD) or beta1 (Adam, AdamW) against the lr, from max_momentum down to
+  // base_momentum while the lr rises, and back.
+  bool cycle_momentum = true;
+  std::vector<double> base_momentum = {0.85};
+  std::vector<double> max_momentum = {0.95};
+  double div_factor = 25;         // the starting lr is max_lr / div_factor
+  double final_div_factor = 1e4;  // the final lr is the starting lr / final_div_factor
+  // Three phases (up, down to the starting lr, down to the final lr) instead of two (up, down to the final lr).
+  bool three_phase = false;
+};
+
+// The 1cycle policy, stepped once per batch: the lr rises from max_lr / div_factor to max_lr over
+// pct_start * total_steps steps, then falls to the final lr by step total_steps - 1 (for E epochs
+// of B batches, total_steps = E * B). It replaces each group's lr, and the base lr that later
+// schedulers start from, with max_lr / div_factor. Stepping past total_steps is an error, as is
+// a phase of no steps (pct_start * total_steps = 1, say) when the schedule reaches it.
+class OneCycleLR : public LRScheduler {
+ public:
+  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, OneCycleLROptions options = {});
+
+ private:
+  enum class Lr { initial, peak, final };
+  enum class Momentum { base, max };
+  // A phase runs from the previous phase's end_step to its own, the lr and the momentum annealed
+  // between the values named at its two ends.
+  struct Phase {
+    double end_step;
+    Lr start_lr, end_lr;
+    Momentum start_momentum, end_momentum;
+  };
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "OneCycleLR"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  std::vector<Phase> phases() const;
+  double lr_of(size_t group, Lr which) const;
+  double momentum_of(size_t group, Momentum which) const;
+
+  int64_t total_steps_;
+  double pct_start_;
+  AnnealStrategy anneal_strategy_;
+  bool cycle_momentum_;
+  bool three_phase_;
+  std::vector<double> max_lrs_, min_lrs_, base_momentums_, max_momentums_;  // one per group
+};
+
+enum class PlateauMode { min, max };  // whether the metric should fall (a loss) or rise (an accuracy)
+enum class ThresholdMode { rel, abs };
+
+// ReduceLROnPlateau's settings, PyTorch's defaults.
+struct ReduceLROnPlateauOptions {
+  PlateauMode mode = PlateauMode::min;
+  double factor = 0.1;    // new lr = max(lr * factor, min_lr)
+  int64_t patience = 10;  // epochs without improvement before the lr falls
+  // An improvement beats the best by more than threshold: best * (1 -+ threshold) (rel) or best -+ threshold (abs).
+  double threshold = 1e-4;
+  ThresholdMode threshold_mode = ThresholdMode::rel;
+  int64_t cooldown = 0;            // epochs after a reduction that count as neither good nor bad
+  std::vector<double> min_lr = {0};  // one for every group (also groups added later), or one per group
+  double eps = 1e-8;                 // a reduction smaller than eps is not made
+};
+
+// Lowers every group's lr by `factor` once the metric passed to step() has not improved for more
+// than `patience` epochs. Unlike the other schedulers it changes nothing when it is made.
+class ReduceLROnPlateau {
+ public:
+  explicit ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options = {});
+  ReduceLROnPlateau(const ReduceLROnPlateau&) = delete;
+  ReduceLROnPlateau& operator=(const ReduceLROnPlateau&) = delete;
+
+  // One epoch's metric (a NaN never improves); the Tensor form takes a one-element tensor, such as a loss.
+  void step(double metric);
+  void step(const Tensor& metric);
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  double best() const { return best_; }
+  int64_t num_bad_epochs() const { return num_bad_epochs_; }
+  bool in_cooldown() const { return cooldown_counter_ > 0; }
+
+  // The settings and counters as JSON metadata "lr_scheduler", as the other schedulers keep theirs;
+  // load_state_dict checks everything before it changes anything.
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& state);
+
+ private:
+  bool is_better(double metric) const;
+
+  Optimizer& optimizer_;
+  ReduceLROnPlateauOptions options_;
+  int64_t last_epoch_ = 0;
+  double best_;
+  int64_t num_bad_epochs_ = 0;
+  int64_t cooldown_counter_ = 0;
+  std::vector<double> last_lr_;
 };
 
 }  // namespace tandem::optim

@@ -30,6 +30,7 @@ void SGDOptions::to_json(nlohmann::json& out) const {
   out["dampening"] = dampening_;
   out["weight_decay"] = weight_decay_;
   out["nesterov"] = nesterov_;
+  out["maximize"] = maximize_;
 }
 
 void SGDOptions::from_json(const nlohmann::json& in) {
@@ -38,6 +39,8 @@ void SGDOptions::from_json(const nlohmann::json& in) {
   dampening_ = detail::json_double(in, "SGD", "dampening");
   weight_decay_ = detail::json_double(in, "SGD", "weight_decay");
   nesterov_ = detail::json_bool(in, "SGD", "nesterov");
+  // States saved before the option existed have no field: they minimized.
+  maximize_ = in.contains("maximize") && detail::json_bool(in, "SGD", "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> SGDParamState::clone() const {
@@ -66,7 +69,7 @@ SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaul
 
 std::unique_ptr<OptimizerParamState> SGD::make_param_state() const { return std::make_unique<SGDParamState>(); }
 
-// torch/optim/sgd.py, _single_tensor_sgd, with maximize=False; on a GPU, one fused step per group.
+// torch/optim/sgd.py, _single_tensor_sgd; on a GPU, one fused step per group.
 void SGD::update() {
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
@@ -81,7 +84,8 @@ void SGD::update() {
         bufs.push_back(first.back() ? empty_like(p) : s->momentum_buffer);
       }
       kernels::sgd_step_(params, grads, bufs, first,
-                         kernels::SgdStep{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov()});
+                         kernels::SgdStep{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov(),
+                                         o.maximize()});
       // New buffers join the state once the step has filled them.
       for (size_t i = 0; i < bufs.size(); ++i) {
         if (!first[i]) continue;
@@ -94,6 +98,7 @@ void SGD::update() {
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
+      if (o.maximize()) grad = grad.neg();
       if (o.weight_decay() != 0) grad = grad.add(p, o.weight_decay());
       if (o.momentum() != 0) {
         auto& slot = state_slot(p);

@@ -10,6 +10,7 @@
 namespace tandem::optim {
 
 // SGDOptions(0.1).momentum(0.9).nesterov(true): setters chain, getters share the name.
+// maximize(true) ascends the objective: each step uses the gradient's negative.
 class SGDOptions : public OptimizerOptions {
  public:
   SGDOptions(double lr);  // implicit, as in LibTorch: SGD(params, 0.1)
@@ -19,11 +20,13 @@ class SGDOptions : public OptimizerOptions {
   SGDOptions& dampening(double v) { dampening_ = v; return *this; }
   SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
+  SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
   double lr() const { return lr_; }
   double momentum() const { return momentum_; }
   double dampening() const { return dampening_; }
   double weight_decay() const { return weight_decay_; }
   bool nesterov() const { return nesterov_; }
+  bool maximize() const { return maximize_; }
 
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<SGDOptions>(*this); }
   double get_lr() const override { return lr_; }
@@ -39,6 +42,7 @@ class SGDOptions : public OptimizerOptions {
   double dampening_ = 0;
   double weight_decay_ = 0;
   bool nesterov_ = false;
+  bool maximize_ = false;
 };
 
 // Exists only for parameters of groups with momentum != 0, once they had a gradient.

@@ -48,25 +48,29 @@ TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") 
         for (bool nesterov : {false, true}) {
           if (nesterov && (momentum == 0 || dampening != 0)) continue;
           for (double weight_decay : {0.0, 0.01}) {
-            const std::string what = td::detail::str_cat(dtype, " momentum ", momentum, " dampening ", dampening,
-                                                          " nesterov ", nesterov, " wd ", weight_decay);
-            auto steps = problem(dtype, 3);
-            std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
-            td::optim::SGD sgd(reference, td::optim::SGDOptions(0.1).momentum(momentum).dampening(dampening)
-                                              .nesterov(nesterov).weight_decay(weight_decay));
-            std::vector<Tensor> fused, bufs;
-            for (const Tensor& v : steps[0].values) {
-              fused.push_back(v.clone());
-              bufs.push_back(td::zeros_like(v));
-            }
-            for (int k = 0; k < 3; ++k) {
-              set_grads(reference, steps[k].grads);
-              sgd.step();
-              td::kernels::sgd_step_(fused, steps[k].grads, bufs, std::vector<bool>(3, k == 0),
-                                     td::kernels::SgdStep{0.1, momentum, dampening, weight_decay, nesterov});
-              for (size_t i = 0; i < fused.size(); ++i) {
-                td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
-                                         what + " step " + std::to_string(k) + " param " + std::to_string(i));
+            for (bool maximize : {false, true}) {
+              const std::string what = td::detail::str_cat(dtype, " momentum ", momentum, " dampening ", dampening,
+                                                            " nesterov ", nesterov, " wd ", weight_decay, " maximize ",
+                                                            maximize);
+              auto steps = problem(dtype, 3);
+              std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
+              td::optim::SGD sgd(reference, td::optim::SGDOptions(0.1).momentum(momentum).dampening(dampening)
+                                                .nesterov(nesterov).weight_decay(weight_decay)
+                                                .maximize(maximize));
+              std::vector<Tensor> fused, bufs;
+              for (const Tensor& v : steps[0].values) {
+                fused.push_back(v.clone());
+                bufs.push_back(td::zeros_like(v));
+              }
+              for (int k = 0; k < 3; ++k) {
+                set_grads(reference, steps[k].grads);
+                sgd.step();
+                td::kernels::sgd_step_(fused, steps[k].grads, bufs, std::vector<bool>(3, k == 0),
+                                       td::kernels::SgdStep{0.1, momentum, dampening, weight_decay, nesterov, maximize});
+                for (size_t i = 0; i < fused.size(); ++i) {
+                  td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
+                                           what + " step " + std::to_string(k) + " param " + std::to_string(i));
+                }
               }
             }
           }
@@ -83,17 +87,21 @@ TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without
       for (bool amsgrad : {false, true}) {
         for (double weight_decay : {0.0, 0.05}) {
           for (double beta1 : {0.9, 0.3}) {  // both of torch.lerp's branches
+            const bool maximize = beta1 == 0.3;  // half the cases ascend
             const std::string what = td::detail::str_cat(dtype, decoupled ? " AdamW" : " Adam", " amsgrad ", amsgrad,
-                                                          " wd ", weight_decay, " beta1 ", beta1);
+                                                          " wd ", weight_decay, " beta1 ", beta1, " maximize ",
+                                                          maximize);
             auto steps = problem(dtype, 4);
             std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
             std::unique_ptr<td::optim::Optimizer> opt;
             if (decoupled) {
               opt = std::make_unique<td::optim::AdamW>(
-                  reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad));
+                  reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad)
+                  .maximize(maximize));
             } else {
               opt = std::make_unique<td::optim::Adam>(
-                  reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad));
+                  reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad)
+                  .maximize(maximize));
             }
             std::vector<Tensor> fused, m, v, v_max;
             for (const Tensor& x : steps[0].values) {
@@ -106,7 +114,7 @@ TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without
               set_grads(reference, steps[k].grads);
               opt->step();
               td::kernels::adam_step_(fused, steps[k].grads, m, v, v_max, std::vector<int64_t>(3, k + 1),
-                                      td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled, amsgrad});
+                                      td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled, amsgrad, maximize});
               for (size_t i = 0; i < fused.size(); ++i) {
                 td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
                                          what + " step " + std::to_string(k) + " param " + std::to_string(i));
@@ -181,10 +189,10 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
     std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::Device("cuda:0"));
     td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
     td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
-    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
-    td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
-    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
-    td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
+    td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
+    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
+    td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
     std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu};
     std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu};
     for (int k = 0; k < 6; ++k) {

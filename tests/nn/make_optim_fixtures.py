@@ -53,6 +53,7 @@ SCHEDULERS = {
     "ExponentialLR": torch.optim.lr_scheduler.ExponentialLR,
     "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
     "LinearLR": torch.optim.lr_scheduler.LinearLR,
+    "OneCycleLR": torch.optim.lr_scheduler.OneCycleLR,
 }
 
 # groups: lists of parameter indices with option overrides; defaults apply to every group.
@@ -78,6 +79,17 @@ CONFIGS = [
      {"type": "LinearLR", "args": {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 3}}),
     ("sgd_cosine", "SGD", {"lr": 0.1, "momentum": 0.9}, None,
      {"type": "CosineAnnealingLR", "args": {"T_max": 3, "eta_min": 0.01}}),
+    ("sgd_maximize", "SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "maximize": True}, None, None),
+    ("adam_maximize", "Adam", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True, "maximize": True}, None, None),
+    ("adamw_maximize", "AdamW", {"lr": 0.01, "maximize": True}, None, None),
+    # OneCycleLR also cycles SGD's momentum and Adam's beta1, which the parameters show.
+    ("sgd_one_cycle", "SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, None,
+     {"type": "OneCycleLR", "args": {"max_lr": 0.5, "total_steps": 6}}),
+    ("adam_one_cycle_three_phase", "Adam", {"lr": 0.01},
+     [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.001}}],
+     {"type": "OneCycleLR", "args": {"max_lr": [0.02, 0.05], "total_steps": 8, "pct_start": 0.25,
+                                     "anneal_strategy": "linear", "three_phase": True,
+                                     "base_momentum": [0.8, 0.7], "max_momentum": 0.9}}),
 ]
 
 # Each runs on an SGD optimizer with two groups (lr 0.1 and 0.02).
@@ -92,6 +104,28 @@ SCHEDULES = [
     ("linear_warmup", "LinearLR", {"start_factor": 0.25, "end_factor": 1.0, "total_iters": 4}, 8),
     ("linear_defaults", "LinearLR", {}, 7),
     ("linear_decay", "LinearLR", {"start_factor": 1.0, "end_factor": 0.1, "total_iters": 3}, 6),
+    ("one_cycle", "OneCycleLR", {"max_lr": [1.0, 0.2], "total_steps": 10, "cycle_momentum": False}, 10),
+    ("one_cycle_linear_three_phase", "OneCycleLR",
+     {"max_lr": 0.5, "total_steps": 12, "pct_start": 0.4, "anneal_strategy": "linear", "three_phase": True,
+      "cycle_momentum": False, "div_factor": 10.0, "final_div_factor": 100.0}, 12),
+    # pct_start 0: no rise, the lr falls from max_lr from the first step.
+    ("one_cycle_no_warmup", "OneCycleLR", {"max_lr": 0.3, "total_steps": 5, "pct_start": 0.0,
+                                           "cycle_momentum": False}, 5),
+]
+
+# ReduceLROnPlateau on the same two groups, fed these metrics one epoch at a time.
+PLATEAUS = [
+    ("plateau_min_rel", {"patience": 2, "factor": 0.5, "cooldown": 1},
+     [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.7, 0.7, 0.7, 0.7]),
+    # min_lr per group: the second group stops at 0.015, then no reduction is made.
+    ("plateau_min_lr", {"patience": 0, "factor": 0.3, "min_lr": [0.001, 0.015], "threshold": 0.1},
+     [5.0, 4.8, 4.7, 4.0, 4.0, 4.5, 3.0, 3.0]),
+    ("plateau_max_abs", {"mode": "max", "threshold_mode": "abs", "threshold": 0.05, "patience": 1, "factor": 0.2},
+     [0.5, 0.52, 0.6, 0.61, 0.64, 0.66, 0.9, 0.92, 0.93]),
+    ("plateau_max_rel", {"mode": "max", "patience": 1, "threshold": 0.01},
+     [0.5, 0.502, 0.504, 0.6, 0.6, 0.6, 0.7]),
+    ("plateau_min_abs", {"threshold_mode": "abs", "threshold": 0.2, "patience": 1, "eps": 0.05},
+     [3.0, 2.9, 2.85, 2.0, 1.9, 1.85, 1.0]),
 ]
 
 
@@ -137,6 +171,18 @@ def run_schedule(kind, args, steps):
     return lrs
 
 
+def run_plateau(args, metrics):
+    a, b = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.02}], lr=0.1)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, **args)
+    lrs = [list(sched.get_last_lr())]
+    for m in metrics:
+        optimizer.step()
+        sched.step(m)
+        lrs.append(list(sched.get_last_lr()))
+    return lrs
+
+
 def dumps(value, indent=0):
     # JSON with the numbers of each innermost list on one line: small, and readable in a diff.
     pad = " " * indent
@@ -169,6 +215,11 @@ def main():
         "schedulers": [
             {"name": name, "type": kind, "args": args, "group_lrs": [0.1, 0.02], "lrs": run_schedule(kind, args, steps)}
             for name, kind, args, steps in SCHEDULES
+        ],
+        "plateaus": [
+            {"name": name, "args": args, "group_lrs": [0.1, 0.02], "metrics": metrics,
+             "lrs": run_plateau(args, metrics)}
+            for name, args, metrics in PLATEAUS
         ],
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optim_fixtures.json")

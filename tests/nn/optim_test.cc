@@ -78,6 +78,7 @@ Options adam_options(const json& j, Options o) {
   if (j.contains("betas")) o.betas({j["betas"][0].get<double>(), j["betas"][1].get<double>()});
   if (j.contains("eps")) o.eps(j["eps"].get<double>());
   if (j.contains("amsgrad")) o.amsgrad(j["amsgrad"].get<bool>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
   return o;
 }
 
@@ -86,6 +87,7 @@ optim::SGDOptions sgd_options(const json& j, optim::SGDOptions o) {
   if (j.contains("momentum")) o.momentum(j["momentum"].get<double>());
   if (j.contains("dampening")) o.dampening(j["dampening"].get<double>());
   if (j.contains("nesterov")) o.nesterov(j["nesterov"].get<bool>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
   return o;
 }
 
@@ -134,6 +136,24 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Opti
   if (type == "CosineAnnealingLR") {
     return std::make_unique<optim::CosineAnnealingLR>(optimizer, args["T_max"].get<int64_t>(),
                                                       args.value("eta_min", 0.0));
+  }
+  if (type == "OneCycleLR") {
+    // A number or a list, as PyTorch takes them.
+    const auto list = [&](const char* name, double fallback) {
+      if (!args.contains(name)) return std::vector<double>{fallback};
+      return args[name].is_array() ? args[name].get<std::vector<double>>()
+                                   : std::vector<double>{args[name].get<double>()};
+    };
+    optim::OneCycleLROptions o;
+    o.pct_start = args.value("pct_start", o.pct_start);
+    if (args.value("anneal_strategy", "cos") == "linear") o.anneal_strategy = optim::AnnealStrategy::linear;
+    o.cycle_momentum = args.value("cycle_momentum", o.cycle_momentum);
+    o.base_momentum = list("base_momentum", 0.85);
+    o.max_momentum = list("max_momentum", 0.95);
+    o.div_factor = args.value("div_factor", o.div_factor);
+    o.final_div_factor = args.value("final_div_factor", o.final_div_factor);
+    o.three_phase = args.value("three_phase", o.three_phase);
+    return std::make_unique<optim::OneCycleLR>(optimizer, list("max_lr", 0), args["total_steps"].get<int64_t>(), o);
   }
   REQUIRE(type == "LinearLR");
   return std::make_unique<optim::LinearLR>(optimizer, args.value("start_factor", 1.0 / 3),
@@ -717,4 +737,218 @@ TEST_CASE("MultiStepLR and ExponentialLR resume from their state_dict, milestone
                                                 real ? 0.5 : 0.9);
   }, 3);
   run([](optim::SGD& o, bool real) { return std::make_unique<optim::ExponentialLR>(o, real ? 0.8 : 0.1); }, 2);
+}
+
+namespace {
+
+optim::ReduceLROnPlateauOptions plateau_options(const json& args) {
+  optim::ReduceLROnPlateauOptions o;
+  if (args.value("mode", "min") == "max") o.mode = optim::PlateauMode::max;
+  if (args.value("threshold_mode", "rel") == "abs") o.threshold_mode = optim::ThresholdMode::abs;
+  o.factor = args.value("factor", o.factor);
+  o.patience = args.value("patience", o.patience);
+  o.threshold = args.value("threshold", o.threshold);
+  o.cooldown = args.value("cooldown", o.cooldown);
+  o.eps = args.value("eps", o.eps);
+  if (args.contains("min_lr")) o.min_lr = args["min_lr"].get<std::vector<double>>();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("ReduceLROnPlateau gives PyTorch's learning rates for every mode, metric after metric", "[cpu]") {
+  for (const json& p : fixture()["plateaus"]) {
+    INFO(p["name"].get<std::string>());
+    const auto lrs = p["group_lrs"].get<std::vector<double>>();
+    const auto metrics = p["metrics"].get<std::vector<double>>();
+    td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+    optim::SGD sgd({optim::OptimizerParamGroup({a}), optim::OptimizerParamGroup({b}, optim::SGDOptions(lrs[1]))},
+                   optim::SGDOptions(lrs[0]));
+    optim::ReduceLROnPlateau plateau(sgd, plateau_options(p["args"]));
+    const json& expected = p["lrs"];
+    REQUIRE(expected.size() == metrics.size() + 1);
+    for (size_t t = 0; t < expected.size(); ++t) {
+      if (t > 0) {
+        sgd.step();
+        plateau.step(metrics[t - 1]);
+      }
+      INFO("epoch " << t);
+      const auto want = expected[t].get<std::vector<double>>();
+      REQUIRE(plateau.get_last_lr().size() == want.size());
+      for (size_t g = 0; g < want.size(); ++g) {
+        CHECK(plateau.get_last_lr()[g] == Approx(want[g]).epsilon(1e-12).margin(0));
+        CHECK(sgd.param_groups()[g].options().get_lr() == plateau.get_last_lr()[g]);
+      }
+    }
+    CHECK(plateau.last_epoch() == static_cast<int64_t>(metrics.size()));
+  }
+}
+
+TEST_CASE("ReduceLROnPlateau takes a loss tensor, never counts NaN as better, and resumes from its state", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_();
+  optim::SGD sgd(std::vector<td::Tensor>{a}, 0.1);
+  optim::ReduceLROnPlateauOptions o;
+  o.patience = 1;
+  optim::ReduceLROnPlateau plateau(sgd, o);
+  CHECK(plateau.get_last_lr() == std::vector<double>{0.1});  // made: nothing changes
+  CHECK(plateau.best() == std::numeric_limits<double>::infinity());
+  plateau.step(td::tensor(2.0, td::kFloat64));
+  CHECK(plateau.best() == 2.0);
+  plateau.step(std::nan(""));
+  CHECK(plateau.num_bad_epochs() == 1);
+  CHECK(plateau.best() == 2.0);
+  // The saved state holds the best so far and the counters: a copy goes on as the original does.
+  optim::SGD other(std::vector<td::Tensor>{td::zeros({1}).requires_grad_()}, 0.1);
+  optim::ReduceLROnPlateau resumed(other);  // default options: the state's replace them
+  resumed.load_state_dict(plateau.state_dict());
+  other.param_groups()[0].options().set_lr(0.1);
+  CHECK(resumed.best() == 2.0);
+  CHECK(resumed.num_bad_epochs() == 1);
+  plateau.step(3.0);
+  resumed.step(3.0);
+  CHECK(plateau.get_last_lr() == std::vector<double>{0.1 * 0.1});
+  CHECK(resumed.get_last_lr() == plateau.get_last_lr());
+  // A state saved before any improvement holds an infinite best, which JSON cannot hold as a number.
+  optim::ReduceLROnPlateau fresh(other);
+  optim::ReduceLROnPlateau reloaded(other);
+  reloaded.step(1.0);
+  reloaded.load_state_dict(fresh.state_dict());
+  CHECK(reloaded.best() == std::numeric_limits<double>::infinity());
+  CHECK(reloaded.last_epoch() == 0);
+
+  // Bad metrics and settings, and another scheduler's state: errors, nothing changed.
+  check_error([&] { plateau.step(td::ones({2})); }, {"ReduceLROnPlateau", "one number", "[2]"});
+  check_error([&] { plateau.step(td::Tensor()); }, {"ReduceLROnPlateau", "undefined"});
+  CHECK(plateau.last_epoch() == 3);
+  const auto with = [](auto change) {
+    optim::ReduceLROnPlateauOptions bad;
+    change(bad);
+    return bad;
+  };
+  check_error([&] { optim::ReduceLROnPlateau(sgd, with([](auto& b) { b.factor = 1.0; })); }, {"factor", "[0, 1)"});
+  check_error([&] { optim::ReduceLROnPlateau(sgd, with([](auto& b) { b.patience = -1; })); }, {"patience"});
+  check_error([&] { optim::ReduceLROnPlateau(sgd, with([](auto& b) { b.cooldown = -2; })); }, {"cooldown"});
+  check_error([&] { optim::ReduceLROnPlateau(sgd, with([](auto& b) { b.min_lr = {0, 0.1}; })); },
+              {"2 values of min_lr", "1 parameter groups"});
+  check_error([&] { optim::ReduceLROnPlateau(sgd, with([](auto& b) { b.min_lr = {-1}; })); }, {"min_lr = -1"});
+  optim::StepLR step_lr(other, 2);
+  check_error([&] { plateau.load_state_dict(step_lr.state_dict()); }, {"ReduceLROnPlateau", "StepLR's"});
+  CHECK(plateau.last_epoch() == 3);
+  CHECK(plateau.best() == 2.0);
+}
+
+TEST_CASE("ReduceLROnPlateau with one min_lr serves groups added later; one per group must match", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+  optim::SGD sgd(std::vector<td::Tensor>{a}, 0.1);
+  optim::ReduceLROnPlateauOptions o;
+  o.patience = 0;
+  o.min_lr = {0.05};
+  optim::ReduceLROnPlateau one(sgd, o);
+  o.min_lr = {0.01};
+  sgd.add_param_group(optim::OptimizerParamGroup({b}, optim::SGDOptions(0.2)));
+  one.step(1.0);
+  one.step(2.0);  // worse: both groups fall, to at least 0.05
+  CHECK(one.get_last_lr() == std::vector<double>{0.05, 0.2 * 0.1 > 0.05 ? 0.2 * 0.1 : 0.05});
+  o.min_lr = {0.01, 0.02};
+  optim::ReduceLROnPlateau per_group(sgd, o);
+  sgd.add_param_group(optim::OptimizerParamGroup({td::zeros({1}).requires_grad_()}));
+  check_error([&] { per_group.step(1.0); }, {"ReduceLROnPlateau", "3 parameter groups", "2 values"});
+  CHECK(per_group.last_epoch() == 0);
+}
+
+TEST_CASE("OneCycleLR checks its settings and leaves the optimizer as it was when it refuses", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+  optim::SGD sgd({optim::OptimizerParamGroup({a}), optim::OptimizerParamGroup({b}, optim::SGDOptions(0.02))},
+                 optim::SGDOptions(0.1).momentum(0.5));
+  const auto lrs = [&] {
+    return std::vector<double>{sgd.param_groups()[0].options().get_lr(), sgd.param_groups()[1].options().get_lr()};
+  };
+  const auto momentum = [&](size_t g) {
+    return static_cast<const optim::SGDOptions&>(sgd.param_groups()[g].options()).momentum();
+  };
+  check_error([&] { optim::OneCycleLR(sgd, {1.0}, 0); }, {"OneCycleLR", "total_steps = 0"});
+  check_error([&] { optim::OneCycleLR(sgd, {1.0, 2.0, 3.0}, 10); }, {"OneCycleLR", "3 values of max_lr", "2"});
+  optim::OneCycleLROptions o;
+  o.pct_start = 1.5;
+  check_error([&] { optim::OneCycleLR(sgd, {1.0}, 10, o); }, {"pct_start = 1.5"});
+  o = {};
+  o.div_factor = 0;
+  check_error([&] { optim::OneCycleLR(sgd, {1.0}, 10, o); }, {"div_factor = 0"});
+  o = {};
+  o.max_momentum = {0.9, 0.9, 0.9};
+  check_error([&] { optim::OneCycleLR(sgd, {1.0}, 10, o); }, {"3 values of max_momentum"});
+  // pct_start * total_steps = 1: the first phase has no steps, and step 0 is in it (PyTorch
+  // divides by zero there). The constructor's first step fails: lr, momentum, initial_lr unchanged.
+  o = {};
+  o.pct_start = 0.1;
+  check_error([&] { optim::OneCycleLR(sgd, {1.0}, 10, o); }, {"OneCycleLR", "step 0", "phase 1", "no steps"});
+  CHECK(lrs() == std::vector<double>{0.1, 0.02});
+  CHECK(momentum(0) == 0.5);
+  CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
+
+  // A schedule of 4 steps: stepping past step 4 is an error that changes nothing.
+  optim::OneCycleLR cycle(sgd, {1.0, 0.5}, 4);
+  // Step 0 anneals from the starting lr to the peak at 0%: the starting lr, up to rounding.
+  CHECK(lrs()[0] == Approx(1.0 / 25).epsilon(1e-15));
+  CHECK(lrs()[1] == Approx(0.5 / 25).epsilon(1e-15));
+  CHECK(cycle.base_lrs() == std::vector<double>{1.0 / 25, 0.5 / 25});
+  CHECK(momentum(0) == 0.95);
+  for (int t = 0; t < 4; ++t) cycle.step();
+  const auto last = lrs();
+  const double last_momentum = momentum(1);
+  check_error([&] { cycle.step(); }, {"OneCycleLR", "stepped 5 times", "total_steps = 4"});
+  CHECK(cycle.last_epoch() == 4);
+  CHECK(lrs() == last);
+  CHECK(momentum(1) == last_momentum);
+}
+
+TEST_CASE("OneCycleLR resumes from its state_dict, schedule and momenta included", "[cpu]") {
+  const auto make = [](optim::Optimizer& o, bool real) {
+    optim::OneCycleLROptions options;
+    options.three_phase = real;
+    options.anneal_strategy = real ? optim::AnnealStrategy::linear : optim::AnnealStrategy::cos;
+    options.base_momentum = {real ? 0.6 : 0.8};
+    return std::make_unique<optim::OneCycleLR>(o, std::vector<double>{real ? 0.4 : 0.9}, real ? 12 : 30, options);
+  };
+  td::Tensor a = td::zeros({1}).requires_grad_();
+  optim::Adam straight(std::vector<td::Tensor>{a}, 0.1), first(std::vector<td::Tensor>{a}, 0.1);
+  auto s_straight = make(straight, true), s_first = make(first, true);
+  for (int t = 0; t < 5; ++t) s_straight->step(), s_first->step();
+  optim::Adam resumed(std::vector<td::Tensor>{a}, 0.1);
+  auto s_resumed = make(resumed, false);  // other settings: the state's win
+  resumed.load_state_dict(first.state_dict());  // the lr and beta1 reached so far
+  s_resumed->load_state_dict(s_first->state_dict());
+  for (int t = 5; t < 12; ++t) {
+    s_straight->step();
+    s_resumed->step();
+    CHECK(s_resumed->get_last_lr() == s_straight->get_last_lr());
+    CHECK(std::get<0>(static_cast<const optim::AdamOptions&>(resumed.param_groups()[0].options()).betas()) ==
+          std::get<0>(static_cast<const optim::AdamOptions&>(straight.param_groups()[0].options()).betas()));
+  }
+}
+
+TEST_CASE("maximize ascends: the step of -loss with maximize is the step of loss without it", "[cpu]") {
+  // The fixture checks maximize against PyTorch; this shows what it means.
+  for (bool adam : {false, true}) {
+    td::Tensor up = td::tensor(std::vector<double>{1.0, -2.0}).requires_grad_();
+    td::Tensor down = up.detach().clone().requires_grad_();
+    std::unique_ptr<optim::Optimizer> ascend, descend;
+    if (adam) {
+      ascend = std::make_unique<optim::Adam>(std::vector<td::Tensor>{up}, optim::AdamOptions(0.1).maximize(true));
+      descend = std::make_unique<optim::Adam>(std::vector<td::Tensor>{down}, optim::AdamOptions(0.1));
+    } else {
+      ascend = std::make_unique<optim::SGD>(std::vector<td::Tensor>{up}, optim::SGDOptions(0.1).momentum(0.9).maximize(true));
+      descend = std::make_unique<optim::SGD>(std::vector<td::Tensor>{down}, optim::SGDOptions(0.1).momentum(0.9));
+    }
+    for (int t = 0; t < 3; ++t) {
+      ascend->zero_grad();
+      descend->zero_grad();
+      up.mul(up).sum().neg().backward();  // maximize -|x|^2
+      down.mul(down).sum().backward();   // minimize |x|^2
+      ascend->step();
+      descend->step();
+    }
+    check_equal(up.detach(), values(down.detach()));
+    CHECK(td::testing::values(up.detach())[0] < 1.0);  // it moved toward the maximum of -|x|^2
+  }
 }
