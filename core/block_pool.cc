@@ -64,6 +64,16 @@ BlockPool::Block* BlockPool::new_segment(size_t size, void* stream, bool small) 
 void* BlockPool::allocate(size_t nbytes, void* stream) {
   if (nbytes == 0) return nullptr;
   std::lock_guard lock(mutex_);
+  return allocate_locked(nbytes, stream, true);
+}
+
+void* BlockPool::try_allocate(size_t nbytes, void* stream) {
+  if (nbytes == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  return allocate_locked(nbytes, stream, false);
+}
+
+void* BlockPool::allocate_locked(size_t nbytes, void* stream, bool throw_if_out) {
   process_events();
   const size_t size = round_size(nbytes);
   const bool small = size <= kSmallRequest;
@@ -76,7 +86,11 @@ void* BlockPool::allocate(size_t nbytes, void* stream) {
       release_free_segments();
       block = new_segment(segment, stream, small);
     }
-    if (!block) out_of_memory(nbytes, segment);
+    if (!block && !throw_if_out) return nullptr;
+    TD_CHECK(block, device_, " is out of memory: tried to allocate ", mib(static_cast<int64_t>(nbytes)),
+             " (a segment of ", mib(static_cast<int64_t>(segment)), "); tensors hold ", mib(stats_.allocated),
+             " and the pool has reserved ", mib(stats_.reserved),
+             " in all. Free tensors you no longer need, or use a smaller batch.");
   }
   const size_t rest = block->size - size;
   if (small ? rest >= kMinBlock : rest > kSmallRequest) {
@@ -213,12 +227,6 @@ size_t BlockPool::block_size(void* ptr) const {
 bool BlockPool::owns(const void* ptr) const {
   std::lock_guard lock(mutex_);
   return active_.count(const_cast<void*>(ptr)) > 0;
-}
-
-void BlockPool::out_of_memory(size_t nbytes, size_t segment) {
-  TD_FAIL(device_, " is out of memory: tried to allocate ", mib(static_cast<int64_t>(nbytes)), " (a segment of ",
-          mib(static_cast<int64_t>(segment)), "); tensors hold ", mib(stats_.allocated), " and the pool has reserved ",
-          mib(stats_.reserved), " in all. Free tensors you no longer need, or use a smaller batch.");
 }
 
 }  // namespace tandem

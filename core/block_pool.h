@@ -57,8 +57,11 @@ class BlockPool {
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  // A block of at least `nbytes` for work on `stream` (nullptr for 0 bytes).
+  // A block of at least `nbytes` for work on `stream` (nullptr for 0 bytes). Out of memory, even
+  // after releasing its cache, allocate throws tandem::Error with the facts and try_allocate
+  // returns nullptr, so that the caller can free memory elsewhere and try again.
   void* allocate(size_t nbytes, void* stream);
+  void* try_allocate(size_t nbytes, void* stream);
   void free(void* ptr);
   // `ptr`, from allocate(), is also used by work on `stream`: its reuse waits for that work.
   void record_stream(void* ptr, void* stream);
@@ -97,7 +100,7 @@ class BlockPool {
   void return_block(Block* block);
   void process_events();
   FreeSet& set_of(const Block* block) { return block->small ? free_small_ : free_large_; }
-  [[noreturn]] void out_of_memory(size_t nbytes, size_t segment);
+  void* allocate_locked(size_t nbytes, void* stream, bool throw_if_out);
 
   PoolBackend& backend_;
   const std::string device_;

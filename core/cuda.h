@@ -150,6 +150,9 @@ bool allow_tf32();
 // Fresh device blocks are filled with `byte` while this is on (0xFF: NaN in every floating
 // dtype), so a kernel that leaves an output element unwritten is caught by tests.
 void set_poison_allocations(bool on, uint8_t byte = 0xFF);
+// False under TANDEM_NO_CUDA_MEMORY_CACHING=1 (read once, at the first use): every CUDA tensor is
+// then its own cudaMalloc of its exact size, freed at once, so that compute-sanitizer sees its bounds.
+bool memory_caching_enabled();
 
 // `storage` (memory of a CUDA device, or pinned host memory) is also used by work queued on
 // `stream`: the allocator does not hand it out again until that work is done.

@@ -58,6 +58,7 @@ int64_t events_pooled() { return 0; }
 
 bool can_access_peer(int, int) { no_cuda("cuda::can_access_peer"); }
 void set_poison_allocations(bool, uint8_t) {}
+bool memory_caching_enabled() { return true; }
 void record_stream(const Storage&, const Stream&) {}
 Storage pinned_storage(size_t) { no_cuda("pin_memory"); }
 bool is_pinned(const Storage&) { return false; }

@@ -1,11 +1,19 @@
 // The CUDA memory of tandem: one BlockPool (core/block_pool.h) per logical device on cudaMalloc,
 // registered as the allocator for CUDA tensors, and one for pinned host memory on cudaHostAlloc.
 // A block belongs to the stream that was current when it was allocated.
+//
+// TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING) turns the device
+// pools off: each tensor is its own cudaMalloc of its exact size, and cudaFree (which waits for
+// the device) returns it. Slow, but compute-sanitizer's memcheck, which knows only cudaMalloc's
+// bounds, then sees a kernel that reads or writes past a tensor's end.
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "core/allocator.h"
 #include "core/block_pool.h"
@@ -92,7 +100,7 @@ class PinnedBackend final : public EventBackend {
 struct DevicePool {
   std::once_flag once;
   DeviceBackend* backend = nullptr;
-  BlockPool* pool = nullptr;
+  std::atomic<BlockPool*> pool = nullptr;  // read without the once_flag by empty_cache
 };
 
 // Never destroyed: tensors may outlive static destructors.
@@ -107,9 +115,71 @@ BlockPool& pool_of(int device) {
   DevicePool& p = device_pools()[device];
   std::call_once(p.once, [&] {
     p.backend = new DeviceBackend(device);
-    p.pool = new BlockPool(*p.backend, Device(kCUDA, device).str());
+    p.pool.store(new BlockPool(*p.backend, Device(kCUDA, device).str()));
   });
-  return *p.pool;
+  return *p.pool.load();
+}
+
+// Logical devices on one GPU have a pool each: memory one caches is memory the other cannot get.
+// Out of memory, a pool first releases its own cache (BlockPool::allocate); then the caches of
+// the other pools on its GPU go back too, each released under its own lock only.
+void release_caches_sharing_gpu(int device) {
+  const int gpu = physical_device(device);
+  for (int d = 0; d < device_count(); ++d) {
+    BlockPool* pool = device_pools()[d].pool.load();
+    if (d != device && pool && physical_device(d) == gpu) pool->empty_cache();
+  }
+}
+
+bool caching_disabled() {
+  static const bool disabled = [] {
+    const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return disabled;
+}
+
+// The memory of TANDEM_NO_CUDA_MEMORY_CACHING: cudaMalloc and cudaFree per tensor, counted.
+class UncachedMemory {
+ public:
+  void* allocate(size_t nbytes, int device) {
+    void* ptr = DeviceBackend(device).raw_alloc(nbytes);
+    std::lock_guard lock(mutex_);
+    TD_CHECK(ptr, "cuda:", device, " is out of memory: tried to allocate ", nbytes, " bytes; tensors hold ",
+             allocated_[device], " bytes (TANDEM_NO_CUDA_MEMORY_CACHING is set: nothing is cached)");
+    sizes_[ptr] = nbytes;
+    allocated_[device] += static_cast<int64_t>(nbytes);
+    peak_[device] = std::max(peak_[device], allocated_[device]);
+    return ptr;
+  }
+  void free(void* ptr, int device) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = sizes_.find(ptr);
+      TD_CHECK(it != sizes_.end(), "CUDA memory of cuda:", device, ": free of a pointer it did not hand out");
+      allocated_[device] -= static_cast<int64_t>(it->second);
+      sizes_.erase(it);
+    }
+    DeviceBackend(device).raw_free(ptr);
+  }
+  MemoryStats stats(int device) {
+    std::lock_guard lock(mutex_);
+    return MemoryStats{allocated_[device], peak_[device], 0};
+  }
+  void reset_peak(int device) {
+    std::lock_guard lock(mutex_);
+    peak_[device] = allocated_[device];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;
+  std::array<int64_t, Device::kMaxIndex> allocated_{}, peak_{};
+};
+
+UncachedMemory& uncached() {
+  static auto* memory = new UncachedMemory;  // never destroyed, as the pools
+  return *memory;
 }
 
 BlockPool& pinned_pool() {
@@ -121,8 +191,22 @@ BlockPool& pinned_pool() {
 class CudaAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes, Device device) override {
-    const Stream stream = current_stream(device.index());
-    void* ptr = pool_of(device.index()).allocate(nbytes, stream.handle());
+    const int index = device.index();
+    const Stream stream = current_stream(index);
+    if (nbytes == 0) return nullptr;
+    void* ptr = nullptr;
+    if (caching_disabled()) {
+      TD_CHECK(index >= 0 && index < device_count(), "CUDA memory: cuda:", index, " does not exist (",
+               device_count(), " CUDA devices)");
+      ptr = uncached().allocate(nbytes, index);
+    } else {
+      BlockPool& pool = pool_of(index);
+      ptr = pool.try_allocate(nbytes, stream.handle());
+      if (!ptr) {
+        release_caches_sharing_gpu(index);
+        ptr = pool.allocate(nbytes, stream.handle());  // the error with the facts, if still out
+      }
+    }
     if (const int byte = poison.load(std::memory_order_relaxed); ptr && byte >= 0) {
       DeviceGuard guard(device.index());
       TD_CUDA_CHECK(cudaMemsetAsync(ptr, byte, nbytes, static_cast<cudaStream_t>(stream.handle())),
@@ -130,15 +214,21 @@ class CudaAllocator final : public Allocator {
     }
     return ptr;
   }
-  void deallocate(void* ptr, size_t, Device device) override { pool_of(device.index()).free(ptr); }
+  void deallocate(void* ptr, size_t, Device device) override {
+    if (!ptr) return;
+    caching_disabled() ? uncached().free(ptr, device.index()) : pool_of(device.index()).free(ptr);
+  }
   MemoryStats stats(Device device) const override {
+    if (caching_disabled()) return uncached().stats(device.index());
     PoolStats s = pool_of(device.index()).stats();
     return MemoryStats{s.allocated, s.peak_allocated, s.reserved - s.allocated};
   }
-  void reset_peak(Device device) override { pool_of(device.index()).reset_peak(); }
+  void reset_peak(Device device) override {
+    caching_disabled() ? uncached().reset_peak(device.index()) : pool_of(device.index()).reset_peak();
+  }
   void empty_cache() override {
     for (int d = 0; d < device_count(); ++d) {
-      if (device_pools()[d].pool) device_pools()[d].pool->empty_cache();
+      if (BlockPool* pool = device_pools()[d].pool.load()) pool->empty_cache();
     }
   }
 };
@@ -154,10 +244,13 @@ class CudaAllocator final : public Allocator {
 
 void set_poison_allocations(bool on, uint8_t byte) { poison.store(on ? byte : -1); }
 
+bool memory_caching_enabled() { return !caching_disabled(); }
+
 void record_stream(const Storage& storage, const Stream& stream) {
   if (!storage.defined() || !storage.data()) return;
   if (storage.device().is_cuda()) {
-    pool_of(storage.device().index()).record_stream(storage.data(), stream.handle());
+    // Without caching, cudaFree waits for all work on the device: nothing to record.
+    if (!caching_disabled()) pool_of(storage.device().index()).record_stream(storage.data(), stream.handle());
   } else if (pinned_pool().owns(storage.data())) {
     pinned_pool().record_stream(storage.data(), stream.handle());
   }

@@ -173,6 +173,24 @@ TEST_CASE("block pool: out of memory releases the cache, then fails with the fac
   pool.free(big);
 }
 
+TEST_CASE("block pool: try_allocate returns null when out of memory, and succeeds once another pool's cache is freed",
+          "[cpu]") {
+  // Two pools on one device, as two logical devices share one GPU.
+  FakeDevice device(24 * kMiB);
+  td::BlockPool first(device, "fake:0"), second(device, "fake:1");
+  first.free(first.allocate(2 * kMiB, kStreamA));  // 20 MiB cached by the first pool
+  const td::PoolStats before = second.stats();
+  CHECK(second.try_allocate(12 * kMiB, kStreamB) == nullptr);
+  CHECK(second.stats().allocated == before.allocated);
+  CHECK(second.stats().reserved == before.reserved);
+  CHECK(second.try_allocate(0, kStreamB) == nullptr);  // 0 bytes: null, as allocate gives
+  first.empty_cache();
+  void* big = second.try_allocate(12 * kMiB, kStreamB);
+  REQUIRE(big != nullptr);
+  CHECK(second.stats().allocated == 12 * kMiB);
+  second.free(big);
+}
+
 TEST_CASE("block pool: errors for pointers it did not hand out", "[cpu]") {
   FakeDevice device;
   td::BlockPool pool(device, "fake:0");

@@ -2,7 +2,7 @@
 # Builds the GPU suite on a machine with the CUDA toolkit (no GPU needed): one self-contained
 # folder (default .gpu-suite/) with the [cuda] test program, the `tandem` command for the
 # benchmarks, PyTorch's side of the benchmarks, the shared libraries the programs need that a
-# bare Linux lacks, and run.sh, which proves everything on a GPU in one run. Programs and
+# bare Linux lacks, compute-sanitizer, and run.sh, which proves everything on a GPU in one run. Programs and
 # libraries are xz-compressed (their GPU code is most of their size); run.sh unpacks them.
 #   tools/gpu/build.sh [FOLDER]
 # Then, on the GPU machine: bash FOLDER/run.sh RESULTS_DIR
@@ -34,6 +34,28 @@ done | sort -u | while read -r name path; do
   xz -T0 -6 -c "$path" >"$out/lib/$name.xz"
 done
 for bin in "${programs[@]}"; do xz -T0 -6 "$bin"; done
+
+# compute-sanitizer, which a GPU machine with the driver but no toolkit lacks: the one of NVIDIA's
+# PyPI package for this toolkit's CUDA (13.0), fetched once into ~/.cache/tandem. Without a package
+# index the suite goes without it, and run.sh looks for one on the GPU machine.
+sanitizer_wheel_version=13.0.85
+wheels=${HOME}/.cache/tandem/wheels
+pip=${HOME}/.cache/tandem/venv/bin/pip
+wheel=$(ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true)
+if [ -z "$wheel" ] && [ -x "$pip" ]; then
+  mkdir -p "$wheels"
+  timeout 300 "$pip" download --quiet --no-deps --dest "$wheels" "nvidia-cuda-sanitizer-api==$sanitizer_wheel_version" ||
+    echo "tools/gpu/build.sh: could not fetch compute-sanitizer; the suite goes without it" >&2
+  wheel=$(ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true)
+fi
+if [ -n "$wheel" ]; then
+  unpacked=$(mktemp -d)
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$unpacked"
+  chmod +x "$unpacked/nvidia/cu13/bin/compute-sanitizer"  # zip keeps no modes
+  # The program finds its libraries beside it and in ../lib.
+  tar -C "$unpacked/nvidia/cu13" -cf - bin lib | xz -T0 -6 >"$out/sanitizer.tar.xz"
+  rm -rf "$unpacked"
+fi
 
 size=$(du -sm "$out" | cut -f1)
 echo "GPU suite in $out: ${size} MiB"

@@ -14,7 +14,8 @@
 # then one summary table, printed last and written as RESULTS_DIR/summary.json.
 #   bash run.sh [RESULTS_DIR [STAGE,...]]     (default: ./gpu-results, every stage)
 # A second run names only the stages it needs, and SUITE_TESTS narrows the tests stage to a Catch2
-# test spec: SUITE_TESTS='conv2d*' bash run.sh RESULTS gpu,tests
+# test spec: SUITE_TESTS='conv2d*' bash run.sh RESULTS gpu,tests. Every stage draws its random
+# inputs from one seed, printed and kept in the summary; TANDEM_TEST_SEED=<seed> repeats a run's.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 results=${1:-gpu-results}
@@ -33,11 +34,39 @@ for s in ${stages//,/ }; do
 done
 want() { [[ ",$stages," == *",$1,"* ]]; }
 
-# Programs and libraries, unpacked once; then cuBLAS/cuDNN/NCCL from the system's CUDA or from
-# the NVIDIA packages PyTorch installed.
-bin=$(mktemp -d) libs=$(mktemp -d)
-for f in "$here"/bin/*.xz; do xz -dc "$f" >"$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")"; done
-for f in "$here"/lib/*.xz; do [ -e "$f" ] && xz -dc "$f" >"$libs/$(basename "${f%.xz}")"; done
+export TANDEM_TEST_SEED=${TANDEM_TEST_SEED:-$(( $(date +%s%N) % 4294967296 ))}
+echo "$TANDEM_TEST_SEED" >"$results/seed.txt"
+# The summary is written however the run ends: at its end, on an error, or when it is stopped.
+summarize() {
+  trap - EXIT
+  rm -rf "${bin:-}" "${libs:-}" "${tools:-}"  # the unpacked programs: the results folder keeps logs only
+  echo; echo "=== summary ==="
+  if command -v python3 >/dev/null 2>&1; then
+    python3 "$here/summary.py" "$results"
+  else
+    echo '{"error": "python3 is missing: no summary; read the logs"}' >"$results/summary.json"
+    cat "$results/summary.json"
+  fi
+}
+trap summarize EXIT
+trap 'exit 143' TERM INT
+
+# Programs and libraries, unpacked once (under RESULTS_DIR: /tmp may not allow running programs),
+# with xz or, where it is missing, Python's lzma; then cuBLAS/cuDNN/NCCL from the system's CUDA or
+# from the NVIDIA packages PyTorch installed.
+bin=$(mktemp -d -p "$results" bin.XXXX) libs=$(mktemp -d -p "$results" lib.XXXX)
+unxz_to() {
+  if command -v xz >/dev/null 2>&1; then
+    xz -dc "$1" >"$2"
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+  fi
+}
+for f in "$here"/bin/*.xz; do
+  unxz_to "$f" "$bin/$(basename "${f%.xz}")" && chmod +x "$bin/$(basename "${f%.xz}")" ||
+    echo "run.sh: could not unpack $f (neither xz nor python3?)" | tee -a "$results/unpack.txt"
+done
+for f in "$here"/lib/*.xz; do [ -e "$f" ] && unxz_to "$f" "$libs/$(basename "${f%.xz}")"; done
 # The system's CUDA first (the first folder with cuBLAS 13), then every NVIDIA package folder, so a
 # library the system lacks (cuDNN often) still comes from PyTorch's.
 cuda_libs=""
@@ -55,6 +84,14 @@ PY
 )
 cuda_libs="$cuda_libs${pip_libs:+${cuda_libs:+:}$pip_libs}"
 export LD_LIBRARY_PATH="$libs${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# A library no folder has (cuBLAS 13 when PyTorch ships CUDA 12's, cuDNN or NCCL without PyTorch)
+# stops every program at start-up: said once here, and in the summary.
+missing=$(for b in "$bin"/*; do ldd "$b" 2>/dev/null; done | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
+[ -n "$missing" ] && echo "run.sh: libraries not found: $missing" | tee "$results/missing_libraries.txt"
+[ -z "$missing" ] && rm -f "$results/missing_libraries.txt"
+# The GPUs tandem sees (CUDA_VISIBLE_DEVICES applies; nvidia-smi -L would list every GPU of the machine).
+gpus=$(timeout 20 "$bin/tandem" devices 2>/dev/null | sed -n 's/^cuda *\([0-9][0-9]*\) devices.*/\1/p')
+gpus=${gpus:-0}
 
 stage() { echo; echo "=== $* ==="; }
 # Runs a command under a limit (killed 10 s after the limit if it ignores the first signal), its
@@ -76,6 +113,7 @@ if want gpu; then
   timeout 15 "$bin/tandem" devices >>"$results/gpu.txt" 2>&1
   cat "$results/gpu.txt"
   echo "libraries: $LD_LIBRARY_PATH"
+  echo "test seed: $TANDEM_TEST_SEED"
 fi
 
 if want tests; then
@@ -86,13 +124,12 @@ fi
 
 if want logical; then
   stage "tests: two logical devices on GPU 0 (TANDEM_VISIBLE_DEVICES=0,0)"
-  gpus=$(timeout 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   # With several GPUs the stage's 40 s are shared with the same cases over distinct GPUs through NCCL.
   limit=40
-  [ "${gpus:-0}" -ge 2 ] && limit=20
+  [ "$gpus" -ge 2 ] && limit=20
   limited $limit "$results/tests_logical.log" env TANDEM_VISIBLE_DEVICES=0,0 "$bin/cuda_tests" -d yes "[devices]"
   show "$results/tests_logical.log" 30
-  if [ "${gpus:-0}" -ge 2 ]; then
+  if [ "$gpus" -ge 2 ]; then
     stage "tests: the [devices] cases over distinct GPUs, collectives through NCCL (TANDEM_COMM=nccl)"
     limited 20 "$results/tests_nccl.log" env TANDEM_COMM=nccl "$bin/cuda_tests" -d yes "[devices]"
     show "$results/tests_nccl.log" 30
@@ -109,25 +146,39 @@ if want large; then
 fi
 
 # The sanitizers slow every kernel down many times: each takes the cases that cover every kernel
-# in few launches. A run cut short by its limit still reports the errors it found.
+# in few launches. A run cut short by its limit still reports the errors it found. API calls that
+# fail on purpose (the out-of-memory case) are not counted: tandem checks every call itself.
+# memcheck runs with TANDEM_NO_CUDA_MEMORY_CACHING=1, so that each tensor is its own cudaMalloc,
+# whose bounds are all memcheck knows: in the pool's segments, a read past a tensor goes unseen.
+# The suite's own compute-sanitizer first, then the machine's.
+sanitizer=""
+if [ -e "$here/sanitizer.tar.xz" ] && { want memcheck || want racecheck; }; then
+  tools=$(mktemp -d -p "$results" sanitizer.XXXX)
+  unxz_to "$here/sanitizer.tar.xz" "$tools/sanitizer.tar" && tar -xf "$tools/sanitizer.tar" -C "$tools" &&
+    rm -f "$tools/sanitizer.tar" && sanitizer="$tools/bin/compute-sanitizer"
+fi
+[ -n "$sanitizer" ] || sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 sanitize() {
   local tool=$1 limit=$2 spec=$3
+  shift 3
   stage "compute-sanitizer --tool $tool over $spec"
   local log="$results/sanitizer_$tool.log"
-  if ! command -v compute-sanitizer >/dev/null 2>&1; then
+  if [ -z "$sanitizer" ]; then
     echo "compute-sanitizer is not installed" | tee "$log"
     return
   fi
-  limited "$limit" "$log" compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda_tests" "$spec"
+  "$sanitizer" --version 2>&1 | grep -i '^version'
+  limited "$limit" "$log" env "$@" "$sanitizer" --tool "$tool" --report-api-errors no --print-limit 20 \
+    "$bin/cuda_tests" "$spec"
   grep -E "^========= (ERROR|RACECHECK) SUMMARY|tandem-tests:|exit status" "$log" | tail -n 5
 }
-want memcheck && sanitize memcheck 60 "[cuda]~[large]~[heavy]~[devices]"
+want memcheck && sanitize memcheck 60 "[cuda]~[large]~[heavy]~[devices]" TANDEM_NO_CUDA_MEMORY_CACHING=1
 want racecheck && sanitize racecheck 40 "[shared]"
 
 if want bench; then
   stage "benchmarks beside PyTorch"
   # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
-  gpus=$(timeout 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   visible=()
   [ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
   limited 100 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
@@ -135,5 +186,3 @@ if want bench; then
   tail -n 40 "$results/bench.log"
 fi
 
-stage "summary"
-python3 "$here/summary.py" "$results"

@@ -30,7 +30,9 @@ def problem(status):
     """What an exit status says beyond pass or fail, if anything."""
     if status in (124, 137):
         return "stopped at its time limit: the counts cover only the cases that ran"
-    if status is not None and status > 128:
+    if status in (126, 127):
+        return f"the program could not start (exit status {status}: not executable, or a library missing)"
+    if status is not None and 128 < status < 160:
         return f"killed by signal {status - 128}"
     return None
 
@@ -100,7 +102,10 @@ def main():
         return read(os.path.join(results, name)) if stage in ran else ""
 
     gpu = log_of("gpu", "gpu.txt")
-    summary = {"gpu": gpu.strip().splitlines()[:1]}
+    summary = {"gpu": gpu.strip().splitlines()[:1], "test_seed": read(os.path.join(results, "seed.txt")).strip()}
+    missing = read(os.path.join(results, "missing_libraries.txt")).strip()
+    if missing:
+        summary["missing_libraries"] = missing
     no_device = re.search(r"^cuda\s+0 devices.*$", gpu, re.M)
     if no_device:
         summary["no_gpu"] = no_device.group(0)
@@ -123,6 +128,9 @@ def main():
         json.dump(summary, f, indent=2)
 
     print(f"GPU: {summary['gpu'][0] if summary['gpu'] else '?'}")
+    print(f"test seed: {summary['test_seed'] or '?'} (TANDEM_TEST_SEED repeats it)")
+    if missing:
+        print(f"WARNING: {missing}")
     if no_device:
         print(f"WARNING: tandem sees no GPU: {no_device.group(0)}")
     for key, _, _ in TEST_LOGS:
