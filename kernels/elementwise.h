@@ -42,7 +42,8 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a + alpha * b
 // out = inputs[0] + inputs[1] + ..., added in that order in one pass over memory (float16 and
 // bfloat16 in float32): the reduction step of the collectives. Every operand contiguous, of
-// out's shape and dtype (not bool), on out's device (or, for a CPU out, on any CPU device).
+// out's shape and dtype (not bool), on out's device (or, for a CPU out, on any CPU device); out may
+// be one of the inputs.
 void add_n_into(const Tensor& out, const std::vector<Tensor>& inputs);
 Tensor add(const Tensor& a, Scalar b, Scalar alpha = 1);
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a - alpha * b

@@ -20,15 +20,14 @@ struct Inputs {
 };
 
 // One group of inputs: the first group starts from its first input, a later one from the running
-// sum (kept in `partial`, in op-math, where T is narrower; in out otherwise); the last group
-// writes out.
+// sum (kept in `partial`, in op-math); the last group writes out. With one group, partial is null.
 template <typename T>
 __global__ void add_n_kernel(T* out, opmath_t<T>* partial, Inputs<T> in, bool first, bool last, int64_t n) {
   using Acc = opmath_t<T>;
   TD_GRID_STRIDE(i, n) {
-    Acc acc = first ? static_cast<Acc>(in.data[0][i]) : partial ? partial[i] : static_cast<Acc>(out[i]);
+    Acc acc = first ? static_cast<Acc>(in.data[0][i]) : partial[i];
     for (int k = first ? 1 : 0; k < in.count; ++k) acc = static_cast<Acc>(acc + static_cast<Acc>(in.data[k][i]));
-    if (last || !partial) {
+    if (last) {
       out[i] = static_cast<T>(acc);
     } else {
       partial[i] = acc;
@@ -41,10 +40,11 @@ __global__ void add_n_kernel(T* out, opmath_t<T>* partial, Inputs<T> in, bool fi
 void add_n(const Tensor& out, const std::vector<Tensor>& inputs) {
   dispatch_numeric(out.dtype(), "add_n", [&]<typename T>() {
     using Acc = opmath_t<T>;
-    // float16/bfloat16 sums of more inputs than one launch takes carry their running sum in
-    // float32 between launches, so they round once, as the CPU's do.
+    // Sums of more inputs than one launch takes carry their running sum in a temporary between
+    // launches: in float32 for float16/bfloat16, so they round once, as the CPU's do; and apart
+    // from out, which may also be a later input that the sum must not overwrite before it is read.
     Tensor running;
-    if (inputs.size() > kMaxInputs && sizeof(Acc) != sizeof(T)) {
+    if (inputs.size() > kMaxInputs) {
       running = empty_tensor({out.numel()}, dtype_of<Acc>, out.device());
     }
     Acc* partial = running.defined() ? static_cast<Acc*>(running.data_ptr()) : nullptr;

@@ -81,6 +81,25 @@ TEST_CASE("add_n on a CUDA device adds in order as the CPU does, for every numer
                            {"add_n", "cpu:0", "cuda:0"});
 }
 
+TEST_CASE("add_n into one of its own inputs, also one that a second launch reads", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::testing::reseed(105);
+  for (td::DType dtype : {td::kFloat32, td::kFloat16}) {
+    for (size_t into : {size_t{0}, size_t{17}}) {  // read by the first launch, or by the second one
+      std::vector<Tensor> cpu, cuda;
+      for (int k = 0; k < 20; ++k) {
+        cpu.push_back(td::testing::random_tensor({33}, dtype));
+        cuda.push_back(cpu.back().to(cuda0));
+      }
+      Tensor expected = td::empty({33}, dtype);
+      td::kernels::add_n_into(expected, cpu);
+      td::kernels::add_n_into(cuda[into], cuda);
+      td::testing::check_close(cuda[into].cpu(), expected, 1e-6, 1e-6,
+                               td::detail::str_cat("add_n ", dtype, " into input ", into));
+    }
+  }
+}
+
 TEST_CASE("add_n on a CUDA device, a million elements", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   td::testing::reseed(104);
