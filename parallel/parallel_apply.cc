@@ -44,6 +44,10 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
       AutoGradMode mode(grad_mode);
       ThreadLimit limit(threads);
       cuda::CurrentStreamsGuard current(streams);
+      // tandem's own launches select their device themselves; this is for CUDA code of the
+      // user's inside a replica, which expects its replica's GPU to be the current one.
+      std::optional<cuda::DeviceGuard> gpu;
+      if (devices[i].is_cuda()) gpu.emplace(devices[i].index());
       const auto start = std::chrono::steady_clock::now();
       DeviceTimer timer(devices[i]);
       fn(i);

@@ -23,7 +23,8 @@ class ReplicaAborted : public Error {
   using Error::Error;
 };
 
-// Calls fn(i) on the worker of devices[i]; timers (if given) receive each call's time on its
+// Calls fn(i) on the worker of devices[i], with the caller's grad mode and current streams, and
+// devices[i]'s GPU the current one for CUDA code of its own; timers (if given) receive each call's time on its
 // device (a GPU's is read once its work is done), and a trace (TANDEM_TRACE) shows each call as
 // `what` (unless null) on its device's row (while tracing, a GPU worker waits for its work, so
 // that its span is the device's). Errors name call i "replica replica_numbers[i]" (default: i).

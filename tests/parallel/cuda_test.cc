@@ -2,9 +2,15 @@
 // it gives on two CPU devices (proven there against naive references), and DataParallel over CUDA
 // devices trains as one device does. Cases tagged [devices] need two logical CUDA devices; the
 // GPU suite runs them on one GPU with TANDEM_VISIBLE_DEVICES=0,0 (and on distinct GPUs where present).
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#define TD_TEST_HAS_CUDART 1
+#endif
+
 #include "core/device_threads.h"
 #include "kernels/elementwise.h"
 #include "parallel/nccl.h"
+#include "parallel/parallel_apply.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -98,6 +104,21 @@ TEST_CASE("add_n into one of its own inputs, also one that a second launch reads
                                td::detail::str_cat("add_n ", dtype, " into input ", into));
     }
   }
+}
+
+TEST_CASE("parallel_apply makes each replica's GPU the current one while it runs", "[cuda][devices]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (!two_cuda_devices()) return;
+#ifdef TD_TEST_HAS_CUDART
+  const std::vector<Device> devices = {cuda1, cuda0};
+  const auto current = td::parallel::parallel_apply(devices, [&](size_t) {
+    int gpu = -1;
+    TD_CHECK(cudaGetDevice(&gpu) == cudaSuccess, "cudaGetDevice");
+    return gpu;
+  });
+  CHECK(current[0] == td::cuda::physical_device(1));
+  CHECK(current[1] == td::cuda::physical_device(0));
+#endif
 }
 
 TEST_CASE("add_n on a CUDA device, a million elements", "[cuda][large]") {
