@@ -92,6 +92,36 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   return x.dim() == 3 ? out.squeeze(0) : out;
 }
 
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation, int64_t groups) {
+  if (padding == kValid) return conv2d(x, weight, bias, stride, 0, dilation, groups);
+  TD_CHECK(weight.defined() && weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ",
+           weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
+  const auto pair = [](IntList v, const char* name) {
+    TD_CHECK(v.size() == 1 || v.size() == 2, "conv2d: ", name, " must have one or two values, got ", v.size());
+    return std::array<int64_t, 2>{v[0], v[v.size() - 1]};
+  };
+  const auto strides = pair(stride, "stride"), dilations = pair(dilation, "dilation");
+  TD_CHECK(strides[0] == 1 && strides[1] == 1, "conv2d: padding='same' is not supported for strided convolutions (",
+           "stride (", strides[0], ", ", strides[1], "))");
+  TD_CHECK(dilations[0] > 0 && dilations[1] > 0, "conv2d: dilation must be positive, got (", dilations[0], ", ",
+           dilations[1], ")");
+  // Each dim padded by its larger half on both sides; where the total is odd, that is one row
+  // (column) too many at the start, which the output's first row (column) holds: dropped.
+  std::array<int64_t, 2> before{}, pad{};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t total = dilations[d] * (weight.size(2 + d) - 1);
+    before[d] = total / 2;
+    pad[d] = total - before[d];
+  }
+  Tensor out = conv2d(x, weight, bias, 1, pad, dilation, groups);
+  for (int d = 0; d < 2; ++d) {
+    const int64_t dim = out.dim() - 2 + d;
+    if (pad[d] != before[d]) out = out.narrow(dim, 1, out.size(dim) - 1);
+  }
+  return out;
+}
+
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps,
                   int64_t batches_tracked, const BatchStatsSync& sync) {

@@ -14,6 +14,13 @@ inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;
 
+// A convolution's padding by name: valid, none; same (stride 1 only), as much as keeps the
+// output's height and width the input's: dilation * (kernel - 1) zeros per dim, half before
+// and half after, the odd one after, as PyTorch pads.
+enum class PaddingMode { valid, same };
+inline constexpr PaddingMode kValid = PaddingMode::valid;
+inline constexpr PaddingMode kSame = PaddingMode::same;
+
 namespace nn::functional {
 
 // x @ weight^T + bias, for x of any rank >= 1 (bias may be undefined).
@@ -22,6 +29,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // matrix product per group.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation = 1, int64_t groups = 1);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the
 // mean, biased variance and count of the whole batch, differentiably.

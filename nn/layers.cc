@@ -83,6 +83,9 @@ void Conv2dImpl::reset() {
   TD_CHECK(positive(o.dilation_), "Conv2d: dilation must be positive, got ", tuple_str(o.dilation_));
   TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }),
            "Conv2d: padding must not be negative, got ", tuple_str(o.padding_));
+  const bool unit_stride = std::all_of(o.stride_.begin(), o.stride_.end(), [](int64_t x) { return x == 1; });
+  TD_CHECK(o.padding_mode_ != kSame || unit_stride,
+           "Conv2d: padding='same' is not supported for strided convolutions (stride ", tuple_str(o.stride_), ")");
   weight = register_parameter(
       "weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
   bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
@@ -92,6 +95,9 @@ void Conv2dImpl::reset() {
 void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
 
 Tensor Conv2dImpl::forward(const Tensor& x) {
+  if (options.padding_mode_) {
+    return F::conv2d(x, weight, bias, options.stride_, *options.padding_mode_, options.dilation_, options.groups_);
+  }
   return F::conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_);
 }
 
@@ -99,7 +105,11 @@ std::string Conv2dImpl::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
                   ", kernel_size=" + tuple_str(o.kernel_size_) + ", stride=" + tuple_str(o.stride_);
-  if (o.padding_ != std::vector<int64_t>{0, 0}) s += ", padding=" + tuple_str(o.padding_);
+  if (o.padding_mode_) {
+    s += o.padding_mode_ == kSame ? ", padding=same" : ", padding=valid";
+  } else if (o.padding_ != std::vector<int64_t>{0, 0}) {
+    s += ", padding=" + tuple_str(o.padding_);
+  }
   if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + tuple_str(o.dilation_);
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";

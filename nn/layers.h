@@ -41,14 +41,24 @@ struct Conv2dOptions {
   Conv2dOptions(int64_t in, int64_t out, int64_t kernel) : Conv2dOptions(in, out, std::vector<int64_t>{kernel, kernel}) {}
   Conv2dOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
   Conv2dOptions& stride(int64_t s) { return stride({s, s}); }
-  Conv2dOptions& padding(std::vector<int64_t> p) { padding_ = std::move(p); return *this; }
+  Conv2dOptions& padding(std::vector<int64_t> p) {
+    padding_ = std::move(p);
+    padding_mode_.reset();
+    return *this;
+  }
   Conv2dOptions& padding(int64_t p) { return padding({p, p}); }
+  Conv2dOptions& padding(PaddingMode mode) {  // kSame or kValid
+    padding_ = {0, 0};
+    padding_mode_ = mode;
+    return *this;
+  }
   Conv2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
   Conv2dOptions& dilation(int64_t d) { return dilation({d, d}); }
   Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
   int64_t in_channels_, out_channels_;
   std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, dilation_{1, 1};
+  std::optional<PaddingMode> padding_mode_;  // set by padding(kSame or kValid), in place of padding_
   int64_t groups_ = 1;
   bool bias_ = true;
 };

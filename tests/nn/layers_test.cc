@@ -87,6 +87,71 @@ TEST_CASE("Conv2d matches a direct convolution with stride, padding, dilation an
   check_error([&] { conv(td::randn({1, 3, 5, 5})); }, {"conv2d", "3 channels"});
 }
 
+TEST_CASE("Conv2d with padding='same' keeps height and width, the odd row and column of padding after, as PyTorch",
+          "[cpu]") {
+  td::testing::reseed(409);
+  struct Case {
+    int64_t in, out, kh, kw, dh, dw, groups;
+  };
+  // Even kernels (odd totals), a dilated even kernel, a dilated odd one, groups.
+  for (Case c : {Case{1, 2, 2, 3, 1, 1, 1}, Case{2, 2, 4, 4, 1, 2, 1}, Case{2, 4, 3, 3, 2, 2, 2}}) {
+    INFO("kernel " << c.kh << "x" << c.kw << " dilation " << c.dh << "x" << c.dw);
+    nn::Conv2d conv(nn::Conv2dOptions(c.in, c.out, {c.kh, c.kw}).padding(td::kSame).dilation({c.dh, c.dw})
+                        .groups(c.groups));
+    Tensor x = td::randn({2, c.in, 7, 6}, td::kFloat64);
+    conv->to(td::kFloat64);
+    Tensor y = conv(x);
+    REQUIRE(y.sizes() == td::Shape{2, c.out, 7, 6});
+    // out[i, j] takes its window from row i - before_h, column j - before_w, before = total / 2.
+    const int64_t before_h = c.dh * (c.kh - 1) / 2, before_w = c.dw * (c.kw - 1) / 2;
+    const int64_t per_group = c.in / c.groups, outs_per_group = c.out / c.groups;
+    std::vector<double> expected;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t o = 0; o < c.out; ++o)
+        for (int64_t i = 0; i < 7; ++i)
+          for (int64_t j = 0; j < 6; ++j) {
+            double acc = read(conv->bias, o);
+            for (int64_t ci = 0; ci < per_group; ++ci)
+              for (int64_t a = 0; a < c.kh; ++a)
+                for (int64_t b = 0; b < c.kw; ++b) {
+                  const int64_t r = i - before_h + a * c.dh, q = j - before_w + b * c.dw;
+                  if (r < 0 || r >= 7 || q < 0 || q >= 6) continue;
+                  const int64_t channel = o / outs_per_group * per_group + ci;
+                  acc += read(x, ((n * c.in + channel) * 7 + r) * 6 + q) *
+                         read(conv->weight, ((o * per_group + ci) * c.kh + a) * c.kw + b);
+                }
+            expected.push_back(acc);
+          }
+    check_close(y, expected, 1e-12, 1e-12);
+    CHECK(conv(x[0]).sizes() == td::Shape{c.out, 7, 6});  // unbatched
+  }
+  // Gradients (and second order) through the cropped output.
+  auto same = [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 1, td::kSame, {1, 2}); };
+  std::vector<Tensor> inputs = {td::testing::random_tensor({1, 2, 5, 4}, td::kFloat64).requires_grad_(),
+                                td::testing::random_tensor({3, 2, 2, 2}, td::kFloat64).requires_grad_(),
+                                td::testing::random_tensor({3}, td::kFloat64).requires_grad_()};
+  auto first = td::autograd::gradcheck(same, inputs);
+  INFO(first.report);
+  CHECK(first.ok);
+  auto second = td::autograd::gradgradcheck(same, inputs);
+  INFO(second.report);
+  CHECK(second.ok);
+
+  nn::Conv2d valid(nn::Conv2dOptions(1, 2, 3).padding(td::kValid));
+  CHECK(valid(td::randn({1, 1, 5, 5})).sizes() == td::Shape{1, 2, 3, 3});
+  CHECK(valid->extra_repr() == "1, 2, kernel_size=(3, 3), stride=(1, 1), padding=valid");
+  nn::Conv2d same_module(nn::Conv2dOptions(1, 2, {2, 3}).padding(td::kSame));
+  CHECK(same_module->extra_repr() == "1, 2, kernel_size=(2, 3), stride=(1, 1), padding=same");
+  nn::Conv2d numbers(nn::Conv2dOptions(1, 2, 3).padding(td::kSame).padding(1));  // the last setter wins
+  CHECK(numbers->extra_repr() == "1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)");
+  check_error([] { nn::Conv2d(nn::Conv2dOptions(1, 2, 3).padding(td::kSame).stride(2)); },
+              {"Conv2d", "padding='same'", "strided", "(2, 2)"});
+  check_error([] { F::conv2d(td::randn({1, 1, 5, 5}), td::randn({1, 1, 3, 3}), {}, {1, 2}, td::kSame); },
+              {"conv2d", "padding='same'", "strided", "(1, 2)"});
+  check_error([] { F::conv2d(td::randn({1, 1, 5, 5}), td::randn({1, 3, 3}), {}, 1, td::kSame); },
+              {"conv2d", "4-D", "[1, 3, 3]"});
+}
+
 TEST_CASE("BatchNorm normalizes with batch statistics and updates its running ones", "[cpu]") {
   td::testing::reseed(402);
   nn::BatchNorm2d bn(nn::BatchNormOptions(3));
