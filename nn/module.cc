@@ -72,8 +72,10 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
            "' (non-empty, no dots)");
   for (const auto& [n, t] : parameters_) TD_CHECK(n != name, "register_parameter: '", name, "' is already registered");
   if (tensor.defined()) {
-    tensor = tensor.detach();  // a parameter is a leaf
-    if (requires_grad) tensor.requires_grad_(true);
+    // A parameter is a leaf: a leaf is registered itself, so that two modules can share one
+    // (tied weights, one gradient); a computed tensor becomes a new leaf on its data.
+    if (!tensor.is_leaf()) tensor = tensor.detach();
+    tensor.requires_grad_(requires_grad);
   }
   parameters_.emplace_back(name, tensor);
   return parameters_.back().second;

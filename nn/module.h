@@ -30,6 +30,9 @@ class Module : public std::enable_shared_from_this<Module> {
   const std::string& name() const;
 
   // ---- registration (in the constructor, or reset()) ----
+  // A leaf tensor is registered as it is, shared with whoever holds it (so another module's
+  // parameter registered here is the same parameter: tied weights), its requires_grad set; a
+  // computed tensor is detached into a new leaf on the same data.
   Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   // Buffers are saved in state_dict() unless `persistent` is false.
   Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);

@@ -269,6 +269,44 @@ TEST_CASE("registration rejects bad names and duplicates", "[cpu]") {
   CHECK(m.name() == "Module");
 }
 
+TEST_CASE("a leaf registered as a parameter is shared: tied weights get one gradient and one update", "[cpu]") {
+  struct Tied : nn::Module {
+    Tied() {
+      encoder = register_module("encoder", nn::Linear(nn::LinearOptions(3, 2).bias(false)));
+      decoder_weight = register_parameter("decoder_weight", encoder->weight);  // the encoder's own weight
+    }
+    Tensor forward(const Tensor& x) override { return td::matmul(encoder(x), decoder_weight); }
+    nn::Linear encoder{nullptr};
+    Tensor decoder_weight;
+  };
+  auto tied = std::make_shared<Tied>();
+  CHECK(tied->decoder_weight.impl_ptr() == tied->encoder->weight.impl_ptr());
+  CHECK(tied->parameters().size() == 1);
+  const Tensor x = td::tensor({{1.0, -2.0, 0.5}});
+  tied->forward(x).sum().backward();
+  // d/dW sum(x W^T W) = W (x^T 1) + ... : both uses reach the one gradient; compare with an
+  // untied copy whose two gradients are added.
+  const Tensor w = tied->encoder->weight.detach().clone();
+  Tensor a = w.clone().requires_grad_(), b = w.clone().requires_grad_();
+  td::matmul(td::matmul(x, a.t()), b).sum().backward();
+  td::testing::check_close(tied->encoder->weight.grad(), a.grad() + b.grad(), 1e-6, 1e-6);
+  td::optim::SGD sgd(tied->parameters(), 0.1);
+  sgd.step();
+  td::testing::check_close(tied->decoder_weight.detach(), w - 0.1 * (a.grad() + b.grad()), 1e-6, 1e-6);
+  // A computed tensor becomes a new leaf on its data.
+  nn::Module m;
+  Tensor base = td::ones({2}).requires_grad_();
+  Tensor computed = base * 1.0;
+  Tensor& p = m.register_parameter("p", computed);
+  CHECK(p.is_leaf());
+  CHECK(p.requires_grad());
+  CHECK(p.impl_ptr() != computed.impl_ptr());
+  // requires_grad = false clears the flag of the tensor registered.
+  Tensor frozen = td::ones({2}).requires_grad_();
+  m.register_parameter("frozen", frozen, false);
+  CHECK_FALSE(frozen.requires_grad());
+}
+
 TEST_CASE("replace_module swaps a submodule everywhere: forward, indexing, parameters and state_dict", "[cpu]") {
   nn::Sequential seq(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
   const Tensor x = td::tensor({{-1.0, 0.5, 2.0}});
