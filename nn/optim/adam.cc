@@ -94,15 +94,6 @@ std::unique_ptr<OptimizerParamState> Adam::make_param_state() const { return std
 
 namespace {
 
-// torch.lerp's formula, whose two branches keep the result exact at both ends of the weight.
-void lerp_(Tensor& self, const Tensor& end, double weight) {
-  if (std::abs(weight) < 0.5) {
-    self.add_(end.sub(self), weight);  // self + weight * (end - self)
-  } else {
-    self.copy_(end.sub(end.sub(self), 1 - weight));  // end - (end - self) * (1 - weight)
-  }
-}
-
 // p's state, made on its first step; the amsgrad buffer also when amsgrad was switched on after
 // the first steps (a group's options can change).
 AdamParamState& adam_state(std::unique_ptr<OptimizerParamState>& slot, const Tensor& p, bool amsgrad) {
@@ -156,7 +147,7 @@ void Adam::update() {
           grad = grad.add(p, o.weight_decay());
         }
       }
-      lerp_(s.exp_avg, grad, 1 - beta1);
+      detail::lerp_(s.exp_avg, grad, 1 - beta1);
       // addcmul_(grad, grad, value=1 - beta2) computes (value * grad) * grad.
       s.exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul(grad));
 

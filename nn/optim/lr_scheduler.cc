@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/optim/adam.h"
+#include "nn/optim/rmsprop.h"
 #include "nn/optim/sgd.h"
 
 namespace tandem::optim {
@@ -86,14 +87,17 @@ std::vector<double> per_group(const char* who, const char* name, std::vector<dou
   return values;
 }
 
-// The momentum that OneCycleLR cycles: SGD's momentum, Adam's and AdamW's beta1.
+// The momentum that OneCycleLR cycles: SGD's and RMSprop's momentum, Adam's and AdamW's beta1.
 bool has_momentum(const OptimizerOptions& o) {
-  return dynamic_cast<const SGDOptions*>(&o) != nullptr || dynamic_cast<const AdamOptions*>(&o) != nullptr;
+  return dynamic_cast<const SGDOptions*>(&o) != nullptr || dynamic_cast<const RMSpropOptions*>(&o) != nullptr ||
+         dynamic_cast<const AdamOptions*>(&o) != nullptr;
 }
 
 void set_momentum(OptimizerOptions& o, double momentum) {
   if (auto* sgd = dynamic_cast<SGDOptions*>(&o)) {
     sgd->momentum(momentum);
+  } else if (auto* rmsprop = dynamic_cast<RMSpropOptions*>(&o)) {
+    rmsprop->momentum(momentum);
   } else if (auto* adam = dynamic_cast<AdamOptions*>(&o)) {
     adam->betas({momentum, std::get<1>(adam->betas())});
   }
@@ -399,7 +403,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t
   for (double lr : max_lrs_) TD_CHECK(std::isfinite(lr) && lr >= 0, "OneCycleLR: invalid max_lr = ", lr);
   if (cycle_momentum_) {
     TD_CHECK(groups.empty() || has_momentum(groups[0].options()), "OneCycleLR: cycle_momentum needs an optimizer with "
-             "a momentum (SGD) or a beta1 (Adam, AdamW), not ", groups[0].options().optimizer_name(),
+             "a momentum (SGD, RMSprop) or a beta1 (Adam, AdamW), not ", groups[0].options().optimizer_name(),
              "; pass cycle_momentum = false");
     base_momentums_ = per_group("OneCycleLR", "base_momentum", options.base_momentum, groups.size());
     max_momentums_ = per_group("OneCycleLR", "max_momentum", options.max_momentum, groups.size());

@@ -153,7 +153,7 @@ enum class AnnealStrategy { cos, linear };
 struct OneCycleLROptions {
   double pct_start = 0.3;  // the share of the steps spent raising the lr
   AnnealStrategy anneal_strategy = AnnealStrategy::cos;
-  // Moves the momentum (SGD) or beta1 (Adam, AdamW) against the lr, from max_momentum down to
+  // Moves the momentum (SGD, RMSprop) or beta1 (Adam, AdamW) against the lr, from max_momentum down to
   // base_momentum while the lr rises, and back.
   bool cycle_momentum = true;
   std::vector<double> base_momentum = {0.85};

@@ -1,6 +1,7 @@
 #include "nn/optim/optimizer.h"
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 #include <typeinfo>
@@ -327,6 +328,14 @@ Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor
 void follow_param(Tensor& state, const Tensor& param) {
   if (state.defined() && (state.device() != param.device() || state.dtype() != param.dtype())) {
     state = state.to(param.device(), param.dtype());
+  }
+}
+
+void lerp_(Tensor& self, const Tensor& end, double weight) {
+  if (std::abs(weight) < 0.5) {
+    self.add_(end.sub(self), weight);  // self + weight * (end - self)
+  } else {
+    self.copy_(end.sub(end.sub(self), 1 - weight));  // end - (end - self) * (1 - weight)
   }
 }
 

@@ -153,6 +153,9 @@ Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor
 // `state`, if defined and not on `param`'s device or of its dtype, converted to them.
 void follow_param(Tensor& state, const Tensor& param);
 int64_t load_count(const StateDict& in, const std::string& key);
+// self.lerp_(end, weight) with torch.lerp's formula, whose two branches keep the result exact at
+// both ends of the weight.
+void lerp_(Tensor& self, const Tensor& end, double weight);
 // Reads field `name` of a JSON object as T, or throws tandem::Error naming `who` and the field.
 double json_double(const nlohmann::json& in, const char* who, const char* name);
 bool json_bool(const nlohmann::json& in, const char* who, const char* name);

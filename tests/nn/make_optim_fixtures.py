@@ -46,7 +46,8 @@ GRADS = [
     for t in range(STEPS)
 ]
 
-OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}
+OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
+              "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad}
 SCHEDULERS = {
     "StepLR": torch.optim.lr_scheduler.StepLR,
     "MultiStepLR": torch.optim.lr_scheduler.MultiStepLR,
@@ -82,6 +83,20 @@ CONFIGS = [
     ("sgd_maximize", "SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "maximize": True}, None, None),
     ("adam_maximize", "Adam", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True, "maximize": True}, None, None),
     ("adamw_maximize", "AdamW", {"lr": 0.01, "maximize": True}, None, None),
+    ("rmsprop_plain", "RMSprop", {"lr": 0.01}, None, None),
+    ("rmsprop_momentum_centered", "RMSprop",
+     {"lr": 0.01, "alpha": 0.9, "eps": 1e-6, "momentum": 0.8, "centered": True, "weight_decay": 0.1}, None, None),
+    # alpha 0.4: 1 - alpha >= 0.5 takes lerp's other branch for the centered mean.
+    ("rmsprop_centered_small_alpha", "RMSprop", {"lr": 0.005, "alpha": 0.4, "centered": True, "maximize": True},
+     None, None),
+    ("rmsprop_two_groups", "RMSprop", {"lr": 0.01, "momentum": 0.5},
+     [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.02, "momentum": 0.0}}], None),
+    ("adagrad_plain", "Adagrad", {"lr": 0.1}, None, None),
+    ("adagrad_decay", "Adagrad",
+     {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.3, "eps": 1e-6}, None, None),
+    ("adagrad_maximize", "Adagrad", {"lr": 0.05, "maximize": True}, None, None),
+    ("rmsprop_one_cycle", "RMSprop", {"lr": 0.01, "momentum": 0.5}, None,
+     {"type": "OneCycleLR", "args": {"max_lr": 0.05, "total_steps": 7}}),
     # OneCycleLR also cycles SGD's momentum and Adam's beta1, which the parameters show.
     ("sgd_one_cycle", "SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, None,
      {"type": "OneCycleLR", "args": {"max_lr": 0.5, "total_steps": 6}}),

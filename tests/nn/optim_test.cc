@@ -91,6 +91,25 @@ optim::SGDOptions sgd_options(const json& j, optim::SGDOptions o) {
   return o;
 }
 
+optim::RMSpropOptions rmsprop_options(const json& j, optim::RMSpropOptions o) {
+  apply_common(o, j);
+  if (j.contains("alpha")) o.alpha(j["alpha"].get<double>());
+  if (j.contains("eps")) o.eps(j["eps"].get<double>());
+  if (j.contains("momentum")) o.momentum(j["momentum"].get<double>());
+  if (j.contains("centered")) o.centered(j["centered"].get<bool>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
+optim::AdagradOptions adagrad_options(const json& j, optim::AdagradOptions o) {
+  apply_common(o, j);
+  if (j.contains("lr_decay")) o.lr_decay(j["lr_decay"].get<double>());
+  if (j.contains("initial_accumulator_value")) o.initial_accumulator_value(j["initial_accumulator_value"].get<double>());
+  if (j.contains("eps")) o.eps(j["eps"].get<double>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
 // The optimizer of a fixture configuration: its defaults, and its groups with their overrides.
 std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params) {
   const std::string kind = config["optimizer"];
@@ -115,6 +134,14 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   if (kind == "Adam") {
     auto base = adam_options(defaults, optim::AdamOptions());
     return std::make_unique<optim::Adam>(groups([&](const json& o) { return adam_options(o, base); }), base);
+  }
+  if (kind == "RMSprop") {
+    auto base = rmsprop_options(defaults, optim::RMSpropOptions());
+    return std::make_unique<optim::RMSprop>(groups([&](const json& o) { return rmsprop_options(o, base); }), base);
+  }
+  if (kind == "Adagrad") {
+    auto base = adagrad_options(defaults, optim::AdagradOptions());
+    return std::make_unique<optim::Adagrad>(groups([&](const json& o) { return adagrad_options(o, base); }), base);
   }
   REQUIRE(kind == "AdamW");
   auto base = adam_options(defaults, optim::AdamWOptions());
@@ -414,6 +441,12 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::Adam(params(), optim::AdamOptions().weight_decay(-1)); }, {"weight_decay = -1"});
   check_error([&] { optim::AdamW(params(), optim::AdamWOptions().betas({0.9, 1.0})); }, {"AdamW", "betas[1] = 1"});
   check_error([&] { optim::AdamW(params(), optim::AdamWOptions(-1)); }, {"AdamW", "lr = -1"});
+  check_error([&] { optim::RMSprop(params(), optim::RMSpropOptions().alpha(-0.5)); }, {"RMSprop", "alpha = -0.5"});
+  check_error([&] { optim::RMSprop(params(), optim::RMSpropOptions().momentum(-1)); }, {"RMSprop", "momentum = -1"});
+  check_error([&] { optim::RMSprop(params(), optim::RMSpropOptions().eps(std::nan(""))); }, {"RMSprop", "eps = nan"});
+  check_error([&] { optim::Adagrad(params(), optim::AdagradOptions().lr_decay(-1)); }, {"Adagrad", "lr_decay = -1"});
+  check_error([&] { optim::Adagrad(params(), optim::AdagradOptions().initial_accumulator_value(-0.1)); },
+              {"Adagrad", "initial_accumulator_value = -0.1"});
   // A group's own options are checked too.
   check_error([&] { optim::SGD({optim::OptimizerParamGroup(params(), optim::SGDOptions(-2))}, 0.1); },
               {"lr = -2"});
@@ -429,6 +462,12 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::LambdaLR(sgd, std::vector<optim::LambdaLR::Factor>{}); },
               {"LambdaLR", "0 functions for 1 parameter groups"});
   check_error([&] { optim::LambdaLR(sgd, optim::LambdaLR::Factor()); }, {"LambdaLR", "function 0 is empty"});
+  optim::Adagrad adagrad(params());  // no momentum to cycle
+  check_error([&] { optim::OneCycleLR(adagrad, {0.1}, 10); }, {"OneCycleLR", "cycle_momentum", "Adagrad"});
+  optim::OneCycleLROptions no_momentum;
+  no_momentum.cycle_momentum = false;
+  optim::OneCycleLR cycle(adagrad, {0.1}, 10, no_momentum);
+  CHECK(cycle.get_last_lr()[0] == Approx(0.1 / 25));
   // A rejected scheduler leaves the optimizer as it was.
   CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
   CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
@@ -448,6 +487,18 @@ TEST_CASE("defaults are PyTorch's: Adam without weight decay, AdamW with 0.01", 
   CHECK(sgd.momentum() == 0);
   CHECK(sgd.dampening() == 0);
   CHECK_FALSE(sgd.nesterov());
+  CHECK_FALSE(sgd.maximize());
+  optim::RMSpropOptions rmsprop;
+  CHECK(rmsprop.lr() == 1e-2);
+  CHECK(rmsprop.alpha() == 0.99);
+  CHECK(rmsprop.eps() == 1e-8);
+  CHECK(rmsprop.momentum() == 0);
+  CHECK_FALSE(rmsprop.centered());
+  optim::AdagradOptions adagrad;
+  CHECK(adagrad.lr() == 1e-2);
+  CHECK(adagrad.lr_decay() == 0);
+  CHECK(adagrad.initial_accumulator_value() == 0);
+  CHECK(adagrad.eps() == 1e-10);
 }
 
 TEST_CASE("optimizers reject empty, repeated, integer and non-leaf parameters", "[cpu]") {
