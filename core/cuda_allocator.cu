@@ -3,8 +3,8 @@
 // A block belongs to the stream that was current when it was allocated.
 //
 // TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING) turns the device
-// pools off: each tensor is its own cudaMalloc of its exact size, and cudaFree (which waits for
-// the device) returns it. Slow, but compute-sanitizer's memcheck, which knows only cudaMalloc's
+// pools off: each tensor is its own cudaMalloc of its exact size, and cudaFree returns it once the
+// device is done. Slow, but compute-sanitizer's memcheck, which knows only cudaMalloc's
 // bounds, then sees a kernel that reads or writes past a tensor's end.
 #include <cuda_runtime_api.h>
 
@@ -160,6 +160,9 @@ class UncachedMemory {
       allocated_[device] -= static_cast<int64_t>(it->second);
       sizes_.erase(it);
     }
+    // Work still queued on any stream may use the memory: it ends first.
+    DeviceGuard guard(device);
+    TD_CUDA_CHECK(cudaDeviceSynchronize(), "freeing CUDA memory of cuda:", device);
     DeviceBackend(device).raw_free(ptr);
   }
   MemoryStats stats(int device) {
@@ -249,7 +252,7 @@ bool memory_caching_enabled() { return !caching_disabled(); }
 void record_stream(const Storage& storage, const Stream& stream) {
   if (!storage.defined() || !storage.data()) return;
   if (storage.device().is_cuda()) {
-    // Without caching, cudaFree waits for all work on the device: nothing to record.
+    // Without caching, a free waits for all work on the device: nothing to record.
     if (!caching_disabled()) pool_of(storage.device().index()).record_stream(storage.data(), stream.handle());
   } else if (pinned_pool().owns(storage.data())) {
     pinned_pool().record_stream(storage.data(), stream.handle());
