@@ -36,10 +36,12 @@ want() { [[ ",$stages," == *",$1,"* ]]; }
 
 export TANDEM_TEST_SEED=${TANDEM_TEST_SEED:-$(( $(date +%s%N) % 4294967296 ))}
 echo "$TANDEM_TEST_SEED" >"$results/seed.txt"
-# The summary is written however the run ends: at its end, on an error, or when it is stopped.
+# The summary is written at the end, after an error, and when the run is stopped by TERM or INT
+# (the stage running is stopped first); a KILL leaves only the logs written so far.
+running=""
 summarize() {
   trap - EXIT
-  rm -rf "${bin:-}" "${libs:-}" "${tools:-}"  # the unpacked programs: the results folder keeps logs only
+  rm -rf "${work:-}"  # the unpacked programs
   echo; echo "=== summary ==="
   if command -v python3 >/dev/null 2>&1; then
     python3 "$here/summary.py" "$results"
@@ -49,12 +51,21 @@ summarize() {
   fi
 }
 trap summarize EXIT
-trap 'exit 143' TERM INT
+stop() {
+  [ -n "$running" ] && kill -TERM "$running" 2>/dev/null && wait "$running" 2>/dev/null
+  exit "$1"
+}
+trap 'stop 143' TERM
+trap 'stop 130' INT
 
-# Programs and libraries, unpacked once (under RESULTS_DIR: /tmp may not allow running programs),
-# with xz or, where it is missing, Python's lzma; then cuBLAS/cuDNN/NCCL from the system's CUDA or
-# from the NVIDIA packages PyTorch installed.
-bin=$(mktemp -d -p "$results" bin.XXXX) libs=$(mktemp -d -p "$results" lib.XXXX)
+# Programs and libraries, unpacked once into the suite's folder (not /tmp, which may not allow
+# running programs, nor RESULTS_DIR, which is brought back), with xz or, where it is missing,
+# Python's lzma; then cuBLAS/cuDNN/NCCL from the system's CUDA or from the NVIDIA packages PyTorch
+# installed. A killed run's folder is removed by the next run.
+rm -rf "$here"/work.*
+work=$(mktemp -d -p "$here" work.XXXX)
+bin="$work/bin" libs="$work/lib" tools="$work/sanitizer"
+mkdir -p "$bin" "$libs" "$tools"
 unxz_to() {
   if command -v xz >/dev/null 2>&1; then
     xz -dc "$1" >"$2"
@@ -89,8 +100,10 @@ export LD_LIBRARY_PATH="$libs${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LI
 missing=$(for b in "$bin"/*; do ldd "$b" 2>/dev/null; done | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
 [ -n "$missing" ] && echo "run.sh: libraries not found: $missing" | tee "$results/missing_libraries.txt"
 [ -z "$missing" ] && rm -f "$results/missing_libraries.txt"
-# The GPUs tandem sees (CUDA_VISIBLE_DEVICES applies; nvidia-smi -L would list every GPU of the machine).
-gpus=$(timeout 20 "$bin/tandem" devices 2>/dev/null | sed -n 's/^cuda *\([0-9][0-9]*\) devices.*/\1/p')
+# The GPUs tandem sees: CUDA_VISIBLE_DEVICES applies (nvidia-smi -L would list every GPU of the
+# machine), TANDEM_VISIBLE_DEVICES does not (it may make two logical devices of one GPU).
+gpus=$(timeout 20 env -u TANDEM_VISIBLE_DEVICES "$bin/tandem" devices 2>/dev/null |
+  sed -n 's/^cuda *\([0-9][0-9]*\) devices*\b.*/\1/p')
 gpus=${gpus:-0}
 
 stage() { echo; echo "=== $* ==="; }
@@ -99,8 +112,12 @@ stage() { echo; echo "=== $* ==="; }
 limited() {
   local limit=$1 log=$2
   shift 2
-  timeout -k 10 "$limit" "$@" >"$log" 2>&1
+  # In the background and waited for, so that a TERM or INT reaches the traps at once.
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1 &
+  running=$!
+  wait "$running"
   local status=$?
+  running=""
   printf '\nexit status: %d\n' "$status" >>"$log"  # on a line of its own, also after a cut-off line
 }
 # The end of a test log without the per-case durations ("0.123 s: name").
@@ -146,14 +163,14 @@ if want large; then
 fi
 
 # The sanitizers slow every kernel down many times: each takes the cases that cover every kernel
-# in few launches. A run cut short by its limit still reports the errors it found. API calls that
-# fail on purpose (the out-of-memory case) are not counted: tandem checks every call itself.
+# in few launches. A run cut short by its limit still reports the errors it found. CUDA API calls
+# that return an error are not reported (--report-api-errors no): the out-of-memory case fails on
+# purpose, and tandem checks every call itself, so a failed call fails its test case instead.
 # memcheck runs with TANDEM_NO_CUDA_MEMORY_CACHING=1, so that each tensor is its own cudaMalloc,
 # whose bounds are all memcheck knows: in the pool's segments, a read past a tensor goes unseen.
 # The suite's own compute-sanitizer first, then the machine's.
 sanitizer=""
 if [ -e "$here/sanitizer.tar.xz" ] && { want memcheck || want racecheck; }; then
-  tools=$(mktemp -d -p "$results" sanitizer.XXXX)
   unxz_to "$here/sanitizer.tar.xz" "$tools/sanitizer.tar" && tar -xf "$tools/sanitizer.tar" -C "$tools" &&
     rm -f "$tools/sanitizer.tar" && sanitizer="$tools/bin/compute-sanitizer"
 fi
