@@ -160,9 +160,11 @@ class UncachedMemory {
       allocated_[device] -= static_cast<int64_t>(it->second);
       sizes_.erase(it);
     }
-    // Work still queued on any stream may use the memory: it ends first.
-    DeviceGuard guard(device);
-    TD_CUDA_CHECK(cudaDeviceSynchronize(), "freeing CUDA memory of cuda:", device);
+    // Work still queued on any stream of any GPU (a peer copy too) may use the memory: it ends first.
+    for (int d = 0; d < device_count(); ++d) {
+      DeviceGuard guard(d);
+      TD_CUDA_CHECK(cudaDeviceSynchronize(), "freeing CUDA memory of cuda:", device, " (waiting for cuda:", d, ")");
+    }
     DeviceBackend(device).raw_free(ptr);
   }
   MemoryStats stats(int device) {

@@ -107,7 +107,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   TD_CHECK(dilations[0] > 0 && dilations[1] > 0, "conv2d: dilation must be positive, got (", dilations[0], ", ",
            dilations[1], ")");
   // Each dim padded by its larger half on both sides; where the total is odd, that is one row
-  // (column) too many at the start, which the output's first row (column) holds: dropped.
+  // (column) too many at the start, which the output's first row (column) holds: dropped, and
+  // the rest made contiguous, as PyTorch's output is.
   std::array<int64_t, 2> before{}, pad{};
   for (int d = 0; d < 2; ++d) {
     const int64_t total = dilations[d] * (weight.size(2 + d) - 1);
@@ -119,7 +120,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     const int64_t dim = out.dim() - 2 + d;
     if (pad[d] != before[d]) out = out.narrow(dim, 1, out.size(dim) - 1);
   }
-  return out;
+  return out.contiguous();
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,

@@ -520,6 +520,15 @@ void OneCycleLR::hyperparameters_from_json(const json& in) {
   // Without cycle_momentum there are no momenta.
   std::vector<double> base_momentums = list("base_momentums", cycle_momentum ? groups : 0);
   std::vector<double> max_momentums = list("max_momentums", cycle_momentum ? groups : 0);
+  for (const auto* values : {&max_lrs, &min_lrs, &base_momentums, &max_momentums}) {
+    for (double v : *values) {
+      TD_CHECK(std::isfinite(v) && v >= 0, name(), ".load_state_dict: invalid lr or momentum ", v, " in the state");
+    }
+  }
+  const OptimizerOptions* first = groups > 0 ? &optimizer_.param_groups()[0].options() : nullptr;
+  TD_CHECK(!cycle_momentum || !first || has_momentum(*first), name(),
+           ".load_state_dict: the state cycles the momentum, but ", first ? first->optimizer_name() : "",
+           " has none");
   total_steps_ = total_steps;
   pct_start_ = pct_start;
   anneal_strategy_ = *anneal == "cos" ? AnnealStrategy::cos : AnnealStrategy::linear;

@@ -2,8 +2,8 @@
 // LambdaLR, OneCycleLR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
 // torch.optim.lr_scheduler, with its update rules, so that the sequence of learning rates is PyTorch's.
 //
-// As in PyTorch, constructing a scheduler takes its first step (epoch 0), which may already set
-// the optimizer's lr (LinearLR multiplies it by start_factor); call step() after each
+// As in PyTorch, constructing a scheduler (all but ReduceLROnPlateau) takes its first step
+// (epoch 0), which may already set the optimizer's lr (LinearLR multiplies it by start_factor); call step() after each
 // optimizer.step(). To resume: construct the optimizer and the scheduler, then load the
 // optimizer's state_dict (it holds the groups' lr) and the scheduler's.
 #pragma once
@@ -211,7 +211,9 @@ struct ReduceLROnPlateauOptions {
   double threshold = 1e-4;
   ThresholdMode threshold_mode = ThresholdMode::rel;
   int64_t cooldown = 0;            // epochs after a reduction that count as neither good nor bad
-  std::vector<double> min_lr = {0};  // one for every group (also groups added later), or one per group
+  // One value for every group, also groups added later (PyTorch's number), or one per group (its
+  // list; a group added later is then an error at the next step).
+  std::vector<double> min_lr = {0};
   double eps = 1e-8;                 // a reduction smaller than eps is not made
 };
 

@@ -183,8 +183,9 @@ TEST_CASE("the caching allocator reuses freed blocks and reports statistics per 
   {
     td::Tensor t = td::empty({1 << 20}, td::TensorOptions(td::kFloat32).device(dev));  // 4 MiB
     first = t.data_ptr();
-    // The block handed out: 4 MiB, or a free piece of an earlier segment up to 1 MiB larger,
-    // which the pool does not split.
+    // The block handed out: 4 MiB cut from a new segment, or a free piece of 4 to 5 MiB that an
+    // earlier case left in a segment still in use, which the pool hands out whole (it splits a
+    // large block only when more than 1 MiB would be left: BlockPool::allocate).
     CHECK(td::memory_stats(dev).allocated >= base.allocated + (4 << 20));
     CHECK(td::memory_stats(dev).allocated <= base.allocated + (5 << 20));
   }
@@ -253,8 +254,7 @@ TEST_CASE("logical devices on one GPU each have their own stream and memory pool
   CHECK(b.device() == td::Device("cuda:1"));
   CHECK(td::memory_stats(td::Device("cuda:1")).allocated >= (4 << 20));
   CHECK(b.sum().item<double>() == Approx(1 << 20));
-  CHECK(td::cuda::can_access_peer(0, 1) == (td::cuda::physical_device(0) == td::cuda::physical_device(1) ||
-                                            td::cuda::can_access_peer(1, 0)));
+  // Logical devices on one GPU always reach each other; distinct GPUs may not (PCIe across sockets).
   if (td::cuda::physical_device(0) == td::cuda::physical_device(1)) CHECK(td::cuda::can_access_peer(0, 1));
 }
 
@@ -280,5 +280,7 @@ TEST_CASE("a logical device out of memory frees what another logical device on i
   td::Tensor big = td::empty({bytes}, td::TensorOptions(td::kUInt8).device("cuda:1"));
   CHECK(big.device() == td::Device("cuda:1"));
   CHECK(td::memory_stats(td::Device("cuda:0")).cached < bytes);
+  big = td::Tensor();
+  td::empty_cache(td::kCUDA);  // the GPU as the next cases expect it
 #endif
 }

@@ -87,37 +87,39 @@ TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without
       for (bool amsgrad : {false, true}) {
         for (double weight_decay : {0.0, 0.05}) {
           for (double beta1 : {0.9, 0.3}) {  // both of torch.lerp's branches
-            const bool maximize = beta1 == 0.3;  // half the cases ascend
-            const std::string what = td::detail::str_cat(dtype, decoupled ? " AdamW" : " Adam", " amsgrad ", amsgrad,
-                                                          " wd ", weight_decay, " beta1 ", beta1, " maximize ",
-                                                          maximize);
-            auto steps = problem(dtype, 4);
-            std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
-            std::unique_ptr<td::optim::Optimizer> opt;
-            if (decoupled) {
-              opt = std::make_unique<td::optim::AdamW>(
-                  reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad)
-                  .maximize(maximize));
-            } else {
-              opt = std::make_unique<td::optim::Adam>(
-                  reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay).amsgrad(amsgrad)
-                  .maximize(maximize));
-            }
-            std::vector<Tensor> fused, m, v, v_max;
-            for (const Tensor& x : steps[0].values) {
-              fused.push_back(x.clone());
-              m.push_back(td::zeros_like(x));
-              v.push_back(td::zeros_like(x));
-              v_max.push_back(td::zeros_like(x));
-            }
-            for (int k = 0; k < 4; ++k) {
-              set_grads(reference, steps[k].grads);
-              opt->step();
-              td::kernels::adam_step_(fused, steps[k].grads, m, v, v_max, std::vector<int64_t>(3, k + 1),
-                                      td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled, amsgrad, maximize});
-              for (size_t i = 0; i < fused.size(); ++i) {
-                td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
-                                         what + " step " + std::to_string(k) + " param " + std::to_string(i));
+            for (bool maximize : {false, true}) {
+              const std::string what = td::detail::str_cat(dtype, decoupled ? " AdamW" : " Adam", " amsgrad ", amsgrad,
+                                                            " wd ", weight_decay, " beta1 ", beta1, " maximize ",
+                                                            maximize);
+              auto steps = problem(dtype, 4);
+              std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
+              std::unique_ptr<td::optim::Optimizer> opt;
+              if (decoupled) {
+                opt = std::make_unique<td::optim::AdamW>(
+                    reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay)
+                                   .amsgrad(amsgrad).maximize(maximize));
+              } else {
+                opt = std::make_unique<td::optim::Adam>(
+                    reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay)
+                                   .amsgrad(amsgrad).maximize(maximize));
+              }
+              std::vector<Tensor> fused, m, v, v_max;
+              for (const Tensor& x : steps[0].values) {
+                fused.push_back(x.clone());
+                m.push_back(td::zeros_like(x));
+                v.push_back(td::zeros_like(x));
+                v_max.push_back(td::zeros_like(x));
+              }
+              for (int k = 0; k < 4; ++k) {
+                set_grads(reference, steps[k].grads);
+                opt->step();
+                td::kernels::adam_step_(fused, steps[k].grads, m, v, v_max, std::vector<int64_t>(3, k + 1),
+                                        td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled,
+                                                              amsgrad, maximize});
+                for (size_t i = 0; i < fused.size(); ++i) {
+                  td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
+                                           what + " step " + std::to_string(k) + " param " + std::to_string(i));
+                }
               }
             }
           }
@@ -189,19 +191,23 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
     std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::Device("cuda:0"));
     td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
     td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
-    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
-    td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
-    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
-    td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
-    std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu};
-    std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu};
-    for (int k = 0; k < 6; ++k) {
+    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
+    td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
+    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    td::optim::SGD ascend_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
+    td::optim::SGD ascend_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
+    td::optim::Adam adam_ascend_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
+    td::optim::Adam adam_ascend_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
+    std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu};
+    std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu};
+    for (int k = 0; k < 10; ++k) {
       std::vector<Tensor> grads;
       for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
       set_grads(cpu, grads);
       set_grads(gpu, grads);
-      on_cpu[k % 3]->step();
-      on_gpu[k % 3]->step();
+      on_cpu[k % 5]->step();
+      on_gpu[k % 5]->step();
       for (size_t i = 0; i < gpu.size(); ++i) {
         td::testing::check_close(gpu[i].detach().cpu(), cpu[i].detach(), tolerance(dtype), tolerance(dtype),
                                  td::detail::str_cat(dtype, " step ", k, " param ", i));

@@ -102,6 +102,7 @@ TEST_CASE("Conv2d with padding='same' keeps height and width, the odd row and co
     conv->to(td::kFloat64);
     Tensor y = conv(x);
     REQUIRE(y.sizes() == td::Shape{2, c.out, 7, 6});
+    CHECK(y.is_contiguous());  // as PyTorch's: y.view(...) works
     // out[i, j] takes its window from row i - before_h, column j - before_w, before = total / 2.
     const int64_t before_h = c.dh * (c.kh - 1) / 2, before_w = c.dw * (c.kw - 1) / 2;
     const int64_t per_group = c.in / c.groups, outs_per_group = c.out / c.groups;

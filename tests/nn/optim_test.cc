@@ -895,11 +895,10 @@ TEST_CASE("ReduceLROnPlateau with one min_lr serves groups added later; one per 
   o.patience = 0;
   o.min_lr = {0.05};
   optim::ReduceLROnPlateau one(sgd, o);
-  o.min_lr = {0.01};
   sgd.add_param_group(optim::OptimizerParamGroup({b}, optim::SGDOptions(0.2)));
   one.step(1.0);
   one.step(2.0);  // worse: both groups fall, to at least 0.05
-  CHECK(one.get_last_lr() == std::vector<double>{0.05, 0.2 * 0.1 > 0.05 ? 0.2 * 0.1 : 0.05});
+  CHECK(one.get_last_lr() == std::vector<double>{0.05, 0.05});  // 0.1 and 0.2 * 0.1 both below 0.05
   o.min_lr = {0.01, 0.02};
   optim::ReduceLROnPlateau per_group(sgd, o);
   sgd.add_param_group(optim::OptimizerParamGroup({td::zeros({1}).requires_grad_()}));
@@ -976,6 +975,17 @@ TEST_CASE("OneCycleLR resumes from its state_dict, schedule and momenta included
     CHECK(std::get<0>(static_cast<const optim::AdamOptions&>(resumed.param_groups()[0].options()).betas()) ==
           std::get<0>(static_cast<const optim::AdamOptions&>(straight.param_groups()[0].options()).betas()));
   }
+  // A state with a negative lr, or cycling a momentum the optimizer lacks: refused, nothing changed.
+  std::string text = s_first->state_dict().metadata.at("lr_scheduler");
+  td::StateDict bad;
+  bad.metadata["lr_scheduler"] = text.replace(text.find("\"max_lrs\":["), 11, "\"max_lrs\":[-");
+  check_error([&] { s_resumed->load_state_dict(bad); }, {"OneCycleLR", "invalid lr or momentum"});
+  optim::Adagrad adagrad(std::vector<td::Tensor>{td::zeros({1}).requires_grad_()});
+  optim::OneCycleLROptions plain;
+  plain.cycle_momentum = false;
+  optim::OneCycleLR on_adagrad(adagrad, {0.1}, 12, plain);
+  check_error([&] { on_adagrad.load_state_dict(s_first->state_dict()); }, {"OneCycleLR", "momentum", "Adagrad"});
+  CHECK(on_adagrad.last_epoch() == 0);
 }
 
 TEST_CASE("maximize ascends: the step of -loss with maximize is the step of loss without it", "[cpu]") {
