@@ -45,8 +45,7 @@ void AdamOptions::from_json(const nlohmann::json& in) {
   eps_ = detail::json_double(in, name, "eps");
   weight_decay_ = detail::json_double(in, name, "weight_decay");
   amsgrad_ = detail::json_bool(in, name, "amsgrad");
-  // States saved before the option existed have no field: they minimized.
-  maximize_ = in.contains("maximize") && detail::json_bool(in, name, "maximize");
+  maximize_ = detail::json_bool_or_false(in, name, "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {

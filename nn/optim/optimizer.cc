@@ -370,6 +370,10 @@ bool json_bool(const json& in, const char* who, const char* name) {
   return v.get<bool>();
 }
 
+bool json_bool_or_false(const json& in, const char* who, const char* name) {
+  return in.contains(name) && json_bool(in, who, name);
+}
+
 int64_t json_int(const json& in, const char* who, const char* name) {
   const json& v = field(in, who, name);
   TD_CHECK(v.is_number_integer(), who, ": option '", name, "' must be an integer, it is ", v.dump());

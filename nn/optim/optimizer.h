@@ -159,6 +159,8 @@ void lerp_(Tensor& self, const Tensor& end, double weight);
 // Reads field `name` of a JSON object as T, or throws tandem::Error naming `who` and the field.
 double json_double(const nlohmann::json& in, const char* who, const char* name);
 bool json_bool(const nlohmann::json& in, const char* who, const char* name);
+// A boolean option added later: false where a state saved before it has no field.
+bool json_bool_or_false(const nlohmann::json& in, const char* who, const char* name);
 int64_t json_int(const nlohmann::json& in, const char* who, const char* name);
 }  // namespace detail
 

@@ -11,11 +11,6 @@ namespace tandem::optim {
 
 namespace {
 
-// The options saved before `maximize` existed have none: they minimized.
-bool json_maximize(const nlohmann::json& in, const char* who) {
-  return in.contains("maximize") && detail::json_bool(in, who, "maximize");
-}
-
 // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
 void check_non_negative(const char* who, const char* name, double v) {
   TD_CHECK(std::isfinite(v) && v >= 0, who, ": invalid ", name, " = ", v, " (must be >= 0)");
@@ -52,7 +47,7 @@ void RMSpropOptions::from_json(const nlohmann::json& in) {
   weight_decay_ = detail::json_double(in, "RMSprop", "weight_decay");
   momentum_ = detail::json_double(in, "RMSprop", "momentum");
   centered_ = detail::json_bool(in, "RMSprop", "centered");
-  maximize_ = json_maximize(in, "RMSprop");
+  maximize_ = detail::json_bool_or_false(in, "RMSprop", "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> RMSpropParamState::clone() const {
@@ -167,7 +162,7 @@ void AdagradOptions::from_json(const nlohmann::json& in) {
   weight_decay_ = detail::json_double(in, "Adagrad", "weight_decay");
   initial_accumulator_value_ = detail::json_double(in, "Adagrad", "initial_accumulator_value");
   eps_ = detail::json_double(in, "Adagrad", "eps");
-  maximize_ = json_maximize(in, "Adagrad");
+  maximize_ = detail::json_bool_or_false(in, "Adagrad", "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> AdagradParamState::clone() const {

@@ -39,8 +39,7 @@ void SGDOptions::from_json(const nlohmann::json& in) {
   dampening_ = detail::json_double(in, "SGD", "dampening");
   weight_decay_ = detail::json_double(in, "SGD", "weight_decay");
   nesterov_ = detail::json_bool(in, "SGD", "nesterov");
-  // States saved before the option existed have no field: they minimized.
-  maximize_ = in.contains("maximize") && detail::json_bool(in, "SGD", "maximize");
+  maximize_ = detail::json_bool_or_false(in, "SGD", "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> SGDParamState::clone() const {
