@@ -183,7 +183,8 @@ void BlockPool::process_events() {
   }
 }
 
-void BlockPool::release_free_segments() {
+int64_t BlockPool::release_free_segments() {
+  const int64_t before = stats_.reserved;
   for (FreeSet* set : {&free_small_, &free_large_}) {
     for (auto it = set->begin(); it != set->end();) {
       Block* block = *it;
@@ -198,12 +199,13 @@ void BlockPool::release_free_segments() {
       it = set->erase(it);
     }
   }
+  return before - stats_.reserved;
 }
 
-void BlockPool::empty_cache() {
+int64_t BlockPool::empty_cache() {
   std::lock_guard lock(mutex_);
   process_events();
-  release_free_segments();
+  return release_free_segments();
 }
 
 PoolStats BlockPool::stats() const {

@@ -65,8 +65,8 @@ class BlockPool {
   void free(void* ptr);
   // `ptr`, from allocate(), is also used by work on `stream`: its reuse waits for that work.
   void record_stream(void* ptr, void* stream);
-  // Returns every segment whose memory is all free to the device.
-  void empty_cache();
+  // Returns every segment whose memory is all free to the device; the bytes it gave back.
+  int64_t empty_cache();
   PoolStats stats() const;
   void reset_peak();
   size_t block_size(void* ptr) const;  // the rounded size behind an allocated pointer
@@ -96,7 +96,7 @@ class BlockPool {
 
   Block* find_free(FreeSet& set, void* stream, size_t size);
   Block* new_segment(size_t size, void* stream, bool small);
-  void release_free_segments();
+  int64_t release_free_segments();  // the bytes given back
   void return_block(Block* block);
   void process_events();
   FreeSet& set_of(const Block* block) { return block->small ? free_small_ : free_large_; }

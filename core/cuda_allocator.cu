@@ -122,13 +122,28 @@ BlockPool& pool_of(int device) {
 
 // Logical devices on one GPU have a pool each: memory one caches is memory the other cannot get.
 // Out of memory, a pool first releases its own cache (BlockPool::allocate); then the caches of
-// the other pools on its GPU go back too, each released under its own lock only.
-void release_caches_sharing_gpu(int device) {
+// the other pools on its GPU go back too, each released under its own lock only. Returns the
+// bytes they gave back.
+int64_t release_caches_sharing_gpu(int device) {
   const int gpu = physical_device(device);
+  int64_t released = 0;
   for (int d = 0; d < device_count(); ++d) {
     BlockPool* pool = device_pools()[d].pool.load();
-    if (d != device && pool && physical_device(d) == gpu) pool->empty_cache();
+    if (d != device && pool && physical_device(d) == gpu) released += pool->empty_cache();
   }
+  return released;
+}
+
+// A request the device could not serve, retried while the other pools on its GPU give memory
+// back: between a release and the retry, another logical device may cache what it frees again.
+// The last try throws the error with the facts.
+void* allocate_releasing_siblings(BlockPool& pool, int device, size_t nbytes, void* stream) {
+  constexpr int kRetries = 4;  // bounds the loop against pools that keep caching as fast
+  void* ptr = pool.try_allocate(nbytes, stream);
+  for (int i = 0; !ptr && i < kRetries && release_caches_sharing_gpu(device) > 0; ++i) {
+    ptr = pool.try_allocate(nbytes, stream);
+  }
+  return ptr ? ptr : pool.allocate(nbytes, stream);
 }
 
 bool caching_disabled() {
@@ -205,12 +220,7 @@ class CudaAllocator final : public Allocator {
                device_count(), " CUDA devices)");
       ptr = uncached().allocate(nbytes, index);
     } else {
-      BlockPool& pool = pool_of(index);
-      ptr = pool.try_allocate(nbytes, stream.handle());
-      if (!ptr) {
-        release_caches_sharing_gpu(index);
-        ptr = pool.allocate(nbytes, stream.handle());  // the error with the facts, if still out
-      }
+      ptr = allocate_releasing_siblings(pool_of(index), index, nbytes, stream.handle());
     }
     if (const int byte = poison.load(std::memory_order_relaxed); ptr && byte >= 0) {
       DeviceGuard guard(device.index());

@@ -93,7 +93,7 @@ TEST_CASE("block pool: small blocks are cut from one segment and freed blocks me
 
   pool.free(a);
   pool.free(c);
-  pool.empty_cache();  // b still holds part of the segment: nothing goes back
+  CHECK(pool.empty_cache() == 0);  // b still holds part of the segment: nothing goes back
   CHECK(device.raw_frees == 0);
   pool.free(b);  // merges with both neighbours into the whole segment
   CHECK(pool.stats().allocated == 0);
@@ -102,7 +102,7 @@ TEST_CASE("block pool: small blocks are cut from one segment and freed blocks me
   CHECK(whole == a);
   CHECK(device.raw_allocs == 1);
   pool.free(whole);
-  pool.empty_cache();
+  CHECK(pool.empty_cache() == static_cast<int64_t>(2 * kMiB));  // the bytes given back
   CHECK(device.raw_frees == 1);
   CHECK(pool.stats().reserved == 0);
   CHECK(pool.stats().segments == 0);
@@ -184,7 +184,7 @@ TEST_CASE("block pool: try_allocate returns null when out of memory, and succeed
   CHECK(second.stats().allocated == before.allocated);
   CHECK(second.stats().reserved == before.reserved);
   CHECK(second.try_allocate(0, kStreamB) == nullptr);  // 0 bytes: null, as allocate gives
-  first.empty_cache();
+  CHECK(first.empty_cache() == static_cast<int64_t>(20 * kMiB));
   void* big = second.try_allocate(12 * kMiB, kStreamB);
   REQUIRE(big != nullptr);
   CHECK(second.stats().allocated == 12 * kMiB);
