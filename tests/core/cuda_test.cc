@@ -200,6 +200,31 @@ TEST_CASE("the caching allocator reuses freed blocks and reports statistics per 
   CHECK(td::memory_stats(dev).cached < freed.cached);
 }
 
+TEST_CASE("without caching each CUDA tensor is its own allocation of its exact size", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (td::cuda::memory_caching_enabled()) {
+    td::testing::mark_skipped("runs under TANDEM_NO_CUDA_MEMORY_CACHING=1 (the GPU suite's memcheck stage)");
+    return;
+  }
+  const td::Device dev("cuda:0");
+  td::cuda::synchronize(0);
+  const td::MemoryStats base = td::memory_stats(dev);
+  CHECK(base.cached == 0);
+  {
+    td::Tensor t = td::full({1001}, 3, td::TensorOptions(td::kUInt8).device(dev));  // no block size divides it
+    CHECK(td::memory_stats(dev).allocated == base.allocated + 1001);
+    CHECK(td::memory_stats(dev).peak_allocated >= base.allocated + 1001);
+    CHECK(td::memory_stats(dev).cached == 0);
+    CHECK(t.sum().item<double>() == 3003);
+  }
+  CHECK(td::memory_stats(dev).allocated == base.allocated);  // freed at once, nothing kept
+  CHECK(td::memory_stats(dev).cached == 0);
+  const int64_t too_many = td::cuda::get_device_properties(0).total_memory * 2;
+  td::testing::check_error([&] { td::empty({too_many}, td::TensorOptions(td::kUInt8).device(dev)); },
+                           {"cuda:0", "out of memory", "TANDEM_NO_CUDA_MEMORY_CACHING"});
+  CHECK(td::memory_stats(dev).allocated == base.allocated);
+}
+
 TEST_CASE("the CUDA allocator reports running out of memory with the facts", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   const int64_t too_many = td::cuda::get_device_properties(0).total_memory * 2;
