@@ -39,22 +39,34 @@ for bin in "${programs[@]}"; do xz -T0 -6 "$bin"; done
 # PyPI package for this toolkit's CUDA (13.0), fetched once into ~/.cache/tandem. Without a package
 # index the suite goes without it, and run.sh looks for one on the GPU machine.
 sanitizer_wheel_version=13.0.85
-wheels=${HOME}/.cache/tandem/wheels
-pip=${HOME}/.cache/tandem/venv/bin/pip
-wheel=$(ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true)
-if [ -z "$wheel" ] && [ -x "$pip" ]; then
-  mkdir -p "$wheels"
-  timeout 300 "$pip" download --quiet --no-deps --dest "$wheels" "nvidia-cuda-sanitizer-api==$sanitizer_wheel_version" ||
-    echo "tools/gpu/build.sh: could not fetch compute-sanitizer; the suite goes without it" >&2
-  wheel=$(ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true)
+cache=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/tandem
+wheels=$cache/wheels
+pip=${TANDEM_VENV:-$cache/venv}/bin/pip  # the venv tools/setup.sh makes
+find_wheel() { ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true; }
+wheel=$(find_wheel)
+if [ -z "$wheel" ]; then
+  if [ -x "$pip" ]; then
+    mkdir -p "$wheels"
+    timeout 300 "$pip" download --quiet --no-deps --dest "$wheels" "nvidia-cuda-sanitizer-api==$sanitizer_wheel_version" ||
+      true
+    wheel=$(find_wheel)
+  fi
+  [ -n "$wheel" ] || echo "tools/gpu/build.sh: could not fetch compute-sanitizer $sanitizer_wheel_version" \
+    "(${pip} and a package index are needed); the suite goes without it" >&2
 fi
 if [ -n "$wheel" ]; then
   unpacked=$(mktemp -d)
+  trap 'rm -rf "$unpacked"' EXIT
   python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$unpacked"
-  chmod +x "$unpacked/nvidia/cu13/bin/compute-sanitizer"  # zip keeps no modes
-  # The program finds its libraries beside it and in ../lib.
-  tar -C "$unpacked/nvidia/cu13" -cf - bin lib | xz -T0 -6 >"$out/sanitizer.tar.xz"
-  rm -rf "$unpacked"
+  root=$unpacked/nvidia/cu13
+  chmod +x "$root/bin/compute-sanitizer"  # zip keeps no modes
+  # The program finds its libraries beside it and in ../lib. The package has the largest of them
+  # in both: one file under two names, which tar stores once.
+  for lib in "$root"/bin/*.so; do
+    twin=$root/lib/$(basename "$lib")
+    if cmp -s "$lib" "$twin"; then ln -f "$lib" "$twin"; fi
+  done
+  tar -C "$root" -cf - bin lib | xz -T0 -6 >"$out/sanitizer.tar.xz"
 fi
 
 size=$(du -sm "$out" | cut -f1)
