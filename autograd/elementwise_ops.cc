@@ -221,8 +221,13 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Te
                    Tensor& y, Scalar alpha, bool in_place) {
   const char* node = binary_node(op);
   const bool need_a = a.requires_grad(), need_b = b.defined() && b.requires_grad();
-  SavedTensor sa = uses_a(op) ? SavedTensor(a_value, false) : SavedTensor();
-  SavedTensor sb = uses_b(op) ? SavedTensor(b_value, false) : SavedTensor();
+  // Only what the needed gradients read is saved: a saved tensor written in place afterwards fails
+  // backward (x.div_(t).mul_(2) with a constant t must work). Mul's gradient for a reads only b,
+  // and b's only a; Div's for a reads only b.
+  const bool save_a = uses_a(op) && (need_b || (op != BinaryOp::Mul && op != BinaryOp::Div));
+  const bool save_b = uses_b(op) && (need_a || op != BinaryOp::Mul);
+  SavedTensor sa = save_a ? SavedTensor(a_value, false) : SavedTensor();
+  SavedTensor sb = save_b ? SavedTensor(b_value, false) : SavedTensor();
   SavedTensor sy = op == BinaryOp::Pow ? SavedTensor(y, true) : SavedTensor();
   Shape a_shape = a.sizes(), b_shape = b.sizes();
   DType a_dtype = a.dtype(), b_dtype = b.dtype();

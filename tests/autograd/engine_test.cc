@@ -150,6 +150,21 @@ TEST_CASE("in-place ops on non-leaves record their own gradient", "[cpu]") {
   CHECK(values(x.grad()) == std::vector<double>{1, -2, 4});  // d(x^2)/dx
 }
 
+TEST_CASE("in-place mul and div by constants can follow each other: only what backward reads is saved", "[cpu]") {
+  Tensor x = td::tensor({0.5, -1.0, 2.0}, td::kFloat64).requires_grad_(true);
+  const Tensor t = td::tensor({2.0, 4.0, -8.0}, td::kFloat64);
+  Tensor y = x * 1;
+  y.div_(t).mul_(t * 3).div_(4.0).mul_(5);  // each op's own input is overwritten by the next
+  y.sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{3.75, 3.75, 3.75});  // 3 / 4 * 5
+  // Where the constant's side needs the gradient, the value from before the write is kept.
+  Tensor w = td::tensor({1.0, 2.0, 3.0}, td::kFloat64).requires_grad_(true);
+  Tensor z = x * 1;
+  z.mul_(w).mul_(2);
+  z.sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{1, -2, 4});  // 2 x
+}
+
 TEST_CASE("hooks see and may replace gradients; retain_grad keeps a non-leaf's", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
   std::vector<double> seen;
