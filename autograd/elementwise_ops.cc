@@ -263,9 +263,15 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
   kernels::check_defined(a, kernels::op_name(op), "input");
   const DType common = result_type(a, b);
-  if (kd::scalar_in_float32(op, common, b)) {  // float32, rounded once (see kernels/elementwise.h)
-    Tensor wide = binary(op, to(a, a.device(), kFloat32), kd::scalar_tensor(b, kFloat32, a.device()), alpha);
-    return to(wide, a.device(), common);
+  if (kd::scalar_in_float32(op, common, b)) {  // b kept in float32, rounded once (see kernels/elementwise.h)
+    Tensor y = kd::binary(op, a, b);
+    // d(a * b)/da = b and d(a / b)/da = 1 / b: the gradient is the same op with the same number.
+    if (needs_grad({&a})) {
+      record(binary_node(op), {&a}, {&y}, [op, b](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+        return {binary(op, g[0], b)};
+      });
+    }
+    return y;
   }
   return binary(op, a, kd::scalar_tensor(b, common, a.device()), alpha);
 }
@@ -289,9 +295,16 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   if (op == BinaryOp::Pow) kd::check_pow_exponent(self, other, "pow_");
   const DType common = result_type(self, other);
   if (kd::scalar_in_float32(op, common, other) && common == self.dtype()) {
-    Tensor wide =
-        binary(op, to(self, self.device(), kFloat32), kd::scalar_tensor(other, kFloat32, self.device()), alpha);
-    return copy_(self, wide);  // rounds once into self; autograd sees a copy of a value made from it
+    const char* node = binary_node(op);
+    const bool recording = needs_grad({&self});
+    if (recording) autograd::check_inplace(self, node);
+    kd::binary_(op, self, other);
+    if (recording) {
+      autograd::record_inplace(node, self, {}, [op, other](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+        return {binary(op, g[0], other)};
+      });
+    }
+    return self;
   }
   return binary_(op, self, kd::scalar_tensor(other, common, self.device()), alpha);
 }

@@ -253,6 +253,10 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   out.is_cuda() ? cuda::binary(op, out, a, b, alpha) : cpu::binary(op, out, a, b, alpha);
 }
 
+void run_binary_float_scalar(BinaryOp op, const Tensor& out, const Tensor& in, Scalar value) {
+  out.is_cuda() ? cuda::binary_float_scalar(op, out, in, value) : cpu::binary_float_scalar(op, out, in, value);
+}
+
 Tensor binary_with(BinaryOp op, const Tensor& a, const Tensor& b, DType common, Scalar alpha) {
   const char* name = op_name(op);
   Device device = common_device(name, {&a, &b});
@@ -300,8 +304,9 @@ Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
   check_defined(a, op_name(op), "input");
   DType common = result_type(a, b);
   if (scalar_in_float32(op, common, b)) {
-    Tensor wide = binary_with(op, to(a, kFloat32), scalar_tensor(b, kFloat32, a.device()), kFloat32, alpha);
-    return to(wide, common);
+    Tensor out = empty_tensor(a.sizes(), common, a.device());
+    run_binary_float_scalar(op, out, to(a, common), b);
+    return out;
   }
   return binary_with(op, a, scalar_tensor(b, common, a.device()), common, alpha);
 }
@@ -323,8 +328,7 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   DType common = result_type(self, other);
   if (scalar_in_float32(op, common, other) && common == self.dtype()) {
     check_no_internal_overlap(self, op_name(op));
-    copy_into(self, binary_with(op, to(self, kFloat32), scalar_tensor(other, kFloat32, self.device()), kFloat32,
-                                alpha));
+    run_binary_float_scalar(op, self, self, other);
     self.bump_version();
     return self;
   }

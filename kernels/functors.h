@@ -195,6 +195,11 @@ struct AddScaled {  // a + alpha * b
 struct Mul {
   template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a * b); }
 };
+template <typename M, typename F>
+struct WithScalar {  // f(x, value): a binary op whose second operand is one number, held in M
+  M value;
+  TD_INLINE M operator()(M x) const { return F{}(x, value); }
+};
 struct Div {
   template <typename T> TD_INLINE T operator()(T a, T b) const { return a / b; }
 };

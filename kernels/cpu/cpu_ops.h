@@ -19,6 +19,9 @@ namespace tandem::kernels::cpu {
 void unary(UnaryOp op, const Tensor& out, const Tensor& in);  // same dtype
 // a and b share a dtype; out has it too, or bool for comparisons. alpha scales b in Add/Sub.
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha);
+// out = in * value or in / value (Mul, Div) for 16-bit floats, the number kept in float: one pass
+// where a number the dtype cannot hold would otherwise take casts to float32 and back.
+void binary_float_scalar(BinaryOp op, const Tensor& out, const Tensor& in, Scalar value);
 void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 void masked_fill(const Tensor& self, const Tensor& mask, Scalar value);  // in place

@@ -114,6 +114,18 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
   }
 }
 
+void binary_float_scalar(BinaryOp op, const Tensor& out, const Tensor& in, Scalar value) {
+  auto s = loop_shape<2>({&out, &in});
+  const float v = value.to<float>();
+  dispatch_types<Half, BFloat16>(out.dtype(), op_name(op), [&]<typename T>() {
+    switch (op) {
+      case BinaryOp::Mul: return unary_as<T>(s, fn::WithScalar<float, fn::Mul>{v});
+      case BinaryOp::Div: return unary_as<T>(s, fn::WithScalar<float, fn::Div>{v});
+      default: TD_CHECK(false, op_name(op), ": no float-scalar kernel (only mul and div have one)");
+    }
+  });
+}
+
 void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   auto s = loop_shape<2>({&out, &in});
   dispatch_numeric(out.dtype(), "clamp", [&]<typename T>() {

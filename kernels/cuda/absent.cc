@@ -11,6 +11,7 @@ namespace {
 
 void unary(UnaryOp, const Tensor&, const Tensor&) { absent("unary"); }
 void binary(BinaryOp, const Tensor&, const Tensor&, const Tensor&, Scalar) { absent("binary"); }
+void binary_float_scalar(BinaryOp op, const Tensor&, const Tensor&, Scalar) { absent(op_name(op)); }
 void clamp(const Tensor&, const Tensor&, std::optional<Scalar>, std::optional<Scalar>) { absent("clamp"); }
 void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("where"); }
 void masked_fill(const Tensor&, const Tensor&, Scalar) { absent("masked_fill"); }

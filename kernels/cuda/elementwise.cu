@@ -137,6 +137,21 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
   }
 }
 
+void binary_float_scalar(BinaryOp op, const Tensor& out, const Tensor& in, Scalar value) {
+  auto s = loop_shape<2>({&out, &in});
+  const float v = value.to<float>();
+  const char* name = op_name(op);
+  using MulBy = fn::WithScalar<float, fn::Mul>;
+  using DivBy = fn::WithScalar<float, fn::Div>;
+  dispatch_types<Half, BFloat16>(out.dtype(), name, [&]<typename T>() {
+    switch (op) {
+      case BinaryOp::Mul: return elementwise<T, T>(name, s, out.device(), InOpMath<T, MulBy>{MulBy{v}});
+      case BinaryOp::Div: return elementwise<T, T>(name, s, out.device(), InOpMath<T, DivBy>{DivBy{v}});
+      default: TD_CHECK(false, name, ": no float-scalar kernel (only mul and div have one)");
+    }
+  });
+}
+
 void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   auto s = loop_shape<2>({&out, &in});
   dispatch_numeric(out.dtype(), "clamp", [&]<typename T>() {

@@ -412,6 +412,10 @@ TEST_CASE("binary ops promote mixed dtypes, 0-dim tensors and numbers as on the 
       {"2.0 - x", [](T x) { return 2.0 - x; }},
       {"2.0 / x", [](T x) { return 2.0 / x; }},
       {"x / 4", [](T x) { return x / 4; }},
+      // Numbers float16 or bfloat16 cannot hold: those dtypes take them in float32, in one pass.
+      {"x * 0.1", [](T x) { return x * 0.1; }},
+      {"x / 3.0", [](T x) { return x / 3.0; }},
+      {"x * 1e5", [](T x) { return x * 1e5; }},
       {"x > 0.5", [](T x) { return x > 0.5; }},
       {"x == 1", [](T x) { return x == 1; }},
       {"x + 0-dim float64", [](T x) { return x + td::full({}, 0.25, on_device(td::kFloat64)).to(x.device()); }},
@@ -425,6 +429,18 @@ TEST_CASE("binary ops promote mixed dtypes, 0-dim tensors and numbers as on the 
       for (const auto& [name, fn] : with_numbers) {
         check_equal(fn(x.dev), fn(x.cpu), name + " for " + td::dtype_name(dtype) + " " + td::shape_str(shape));
       }
+    }
+  }
+  // The same in place, into views, for the 16-bit floats.
+  for (DType dtype : {td::kFloat16, td::kBFloat16}) {
+    for (Layout layout : {Layout::Strided, Layout::Permuted, Layout::Offset}) {
+      Pair x = ct::random_pair({7, 33}, dtype, layout, -3, 3);
+      x.cpu.mul_(0.1).div_(3.0);
+      x.dev.mul_(0.1).div_(3.0);
+      const std::string what = std::string("mul_(0.1).div_(3.0) of ") + td::dtype_name(dtype) + " (" +
+                               ct::layout_name(layout) + ")";
+      check_equal(x.dev, x.cpu, what);
+      check_outside_equal(x.dev, x.cpu, what);
     }
   }
 }

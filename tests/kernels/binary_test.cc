@@ -309,9 +309,30 @@ TEST_CASE("float16 and bfloat16 mul and div by a number take it at its float32 v
       in_place.mul_(s);
       CHECK(values(in_place) == values(expected));
     }
-    // Gradients flow as through any mul: d(x * s)/dx = s, in the dtype.
+    // A transposed input, and in place into a strided view: the rest of its base stays as it was.
+    Tensor m = td::testing::random_tensor({8, 5}, dtype).t();
+    CHECK(values(td::div(m, 3.0)) == values(td::div(m.to(td::kFloat32), 3.0).to(dtype)));
+    Tensor base = td::testing::random_tensor({6, 4}, dtype);
+    const Tensor original = base.clone();
+    Tensor view = base.slice(0, 0, 6, 2).t();
+    view.mul_(0.1);
+    CHECK(values(view) == values(td::mul(original.slice(0, 0, 6, 2).t().to(td::kFloat32), 0.1).to(dtype)));
+    CHECK(values(base.slice(0, 1, 6, 2)) == values(original.slice(0, 1, 6, 2)));
+    // Gradients flow as through any mul: d(x * s)/dx = s and d(x / s)/dx = 1 / s, in the dtype.
     Tensor leaf = td::testing::random_tensor({5}, dtype).requires_grad_();
     td::mul(leaf, 0.1).sum().backward();
     CHECK(values(leaf.grad()) == values(td::full({5}, 0.1, dtype)));
+    Tensor upstream = td::testing::random_tensor({5}, dtype);
+    Tensor quotient = td::div(leaf, 3.0);
+    CHECK(quotient.grad_fn()->name() == "DivBackward0");
+    Tensor grad = td::autograd::grad({quotient}, {leaf}, {upstream})[0];
+    CHECK(values(grad) == values(td::div(upstream.to(td::kFloat32), 3.0).to(dtype)));
+    // In place on a tensor with history: the gradient reaches the leaf through it.
+    Tensor scaled = leaf * 1;
+    scaled.div_(3.0).mul_(0.1);
+    CHECK(scaled.grad_fn()->name() == "MulBackward0");
+    grad = td::autograd::grad({scaled}, {leaf}, {upstream})[0];
+    Tensor expected_grad = td::div(td::mul(upstream.to(td::kFloat32), 0.1).to(dtype).to(td::kFloat32), 3.0).to(dtype);
+    CHECK(values(grad) == values(expected_grad));
   }
 }
