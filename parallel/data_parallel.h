@@ -366,4 +366,33 @@ std::ostream& operator<<(std::ostream& out, const DataParallel<Impl>& dp) {
   return out << *dp;
 }
 
+// The functional form (PyTorch's nn.parallel.data_parallel, LibTorch's
+// torch::nn::parallel::data_parallel): one data-parallel forward of `module`, with replicas made
+// for this call alone. Backward through the result reduces the gradients onto the module's
+// parameters, as DataParallel's does. For a training loop, a DataParallel is the better choice: it
+// keeps its replicas from step to step and reports what each step did.
+// With every option of DataParallel, and any arguments of the module's forward:
+template <typename Impl, typename... Args>
+auto data_parallel(std::shared_ptr<Impl> module, DataParallelOptions options, const Args&... args) {
+  return DataParallelImpl<Impl>(std::move(module), std::move(options)).forward(args...);
+}
+template <typename Impl, typename... Args>
+auto data_parallel(const nn::ModuleHolder<Impl>& module, DataParallelOptions options, const Args&... args) {
+  return data_parallel(module.ptr(), std::move(options), args...);
+}
+// LibTorch's form: `devices` empty: visible_devices(); output_device: devices[0].
+template <typename Impl>
+auto data_parallel(std::shared_ptr<Impl> module, const Tensor& input, std::vector<Device> devices = {},
+                   std::optional<Device> output_device = std::nullopt, int64_t dim = 0) {
+  DataParallelOptions options(std::move(devices));
+  options.dim(dim);
+  if (output_device) options.output_device(*output_device);
+  return data_parallel(std::move(module), std::move(options), input);
+}
+template <typename Impl>
+auto data_parallel(const nn::ModuleHolder<Impl>& module, const Tensor& input, std::vector<Device> devices = {},
+                   std::optional<Device> output_device = std::nullopt, int64_t dim = 0) {
+  return data_parallel(module.ptr(), input, std::move(devices), output_device, dim);
+}
+
 }  // namespace tandem::parallel

@@ -81,4 +81,6 @@ TEST_CASE("the README's data-parallel step trains the same model over two CPU de
       images);
   CHECK(in_replicas.item<double>() ==
         Approx(td::nn::functional::cross_entropy(net(images), labels).item<double>()).epsilon(1e-5));
+  td::Tensor functional = td::parallel::data_parallel(net, images, {"cpu:0", "cpu:1"});
+  td::testing::check_close(functional.detach(), net(images).detach(), 1e-5, 1e-6);
 }

@@ -892,3 +892,52 @@ TEST_CASE("with sync_batchnorm a replica that skips a BatchNorm layer is reporte
       },
       {"sync_batchnorm_timeout must be positive and at most a year, got 0 ms"});
 }
+
+TEST_CASE("data_parallel, the functional form, gives one device's outputs and gradients", "[cpu]") {
+  auto model = make_model<MlpImpl>(23, cpu0);
+  auto reference = make_model<MlpImpl>(23, cpu0);
+  Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64);
+  Tensor out = par::data_parallel(model, x, {cpu0, cpu1, cpu2});
+  CHECK(out.device() == cpu0);
+  Tensor ref_out = reference->forward(x);
+  td::testing::check_close(out, ref_out, 1e-12, 1e-12, "output");
+  // The replicas were made for the call and are gone; the graph to the module's parameters is not.
+  (out * out).sum().backward();
+  (ref_out * ref_out).sum().backward();
+  auto params = model->named_parameters(), ref_params = reference->named_parameters();
+  REQUIRE(params.size() == ref_params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    CHECK(params[i].second.grad().device() == cpu0);
+    td::testing::check_close(params[i].second.grad(), ref_params[i].second.grad(), 1e-12, 1e-12, params[i].first);
+  }
+  // output_device, and every visible device by default.
+  CHECK(par::data_parallel(model, x, {cpu0, cpu1}, cpu2).device() == cpu2);
+  td::testing::check_close(par::data_parallel(model, x).detach(), ref_out.detach(), 1e-12, 1e-12, "default devices");
+  // The options form: any option and any arguments of the forward.
+  class TwoInputsImpl : public nn::Cloneable<TwoInputsImpl> {
+   public:
+    TwoInputsImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const Tensor& a, double scale) { return a * scale; }
+  };
+  Tensor y = td::testing::random_tensor({10, 3}, td::kFloat64);
+  Tensor scaled = par::data_parallel(std::make_shared<TwoInputsImpl>(),
+                                     par::DataParallelOptions({cpu1, cpu0}).chunk_sizes({3, 7}).output_device(cpu0),
+                                     y, 2.0);
+  CHECK(scaled.device() == cpu0);
+  td::testing::check_close(scaled, y * 2.0, 0, 0, "two arguments");
+  // A module holder.
+  td::manual_seed(5);
+  nn::Linear linear(4, 6);
+  linear->to(td::kFloat64);
+  Tensor z = td::testing::random_tensor({3, 4}, td::kFloat64);
+  td::testing::check_close(par::data_parallel(linear, z, {cpu0, cpu1}).detach(), linear(z).detach(), 1e-12, 1e-12,
+                           "Linear");
+  // Errors as DataParallel's, the module unchanged.
+  td::testing::Snapshot weight(model->fc1->weight);
+  td::testing::check_error([&] { par::data_parallel(model, x, {cpu1, cpu0}); },
+                           {"device_ids[0] = cpu:1", "'fc1.weight' is on cpu:0"});
+  td::testing::check_error([&] { par::data_parallel(model, x, {cpu0, cpu1}, std::nullopt, 2); },
+                           {"DataParallel", "dim 2 is out of range"});
+  weight.check_unchanged(model->fc1->weight);
+}
