@@ -165,6 +165,28 @@ TEST_CASE("in-place mul and div by constants can follow each other: only what ba
   CHECK(values(w.grad()) == std::vector<double>{1, -2, 4});  // 2 x
 }
 
+TEST_CASE("a product keeps each operand only for the other's gradient: a frozen weight keeps no input alive", "[cpu]") {
+  // On a device of its own, so that the bytes counted are this case's alone.
+  const td::Device dev("cpu:5");
+  Tensor x = td::ones({256, 1024}, td::TensorOptions(td::kFloat32).device(dev)).requires_grad_(true);
+  Tensor frozen = td::ones({1024, 8}, td::TensorOptions(td::kFloat32).device(dev));
+  Tensor bias = td::zeros({8}, td::TensorOptions(td::kFloat32).device(dev));
+  for (const std::string op : {"mm", "addmm", "bmm"}) {
+    INFO(op);
+    Tensor hidden = x * 2;  // 1 MiB, which no gradient of the product reads
+    const int64_t hidden_bytes = hidden.numel() * 4;
+    Tensor y = op == "mm"      ? td::mm(hidden, frozen)
+               : op == "addmm" ? td::addmm(bias, hidden, frozen)
+                               : td::bmm(hidden.unsqueeze(0), frozen.unsqueeze(0)).squeeze(0);
+    const int64_t with_y = td::memory_stats(dev).allocated;
+    hidden = Tensor();
+    CHECK(td::memory_stats(dev).allocated == with_y - hidden_bytes);  // hidden's bytes are gone
+    y.sum().backward();
+    CHECK(values(x.grad().select(0, 0).narrow(0, 0, 3)) == std::vector<double>{16, 16, 16});  // 2 * 8 ones
+    x.mutable_grad() = Tensor();
+  }
+}
+
 TEST_CASE("hooks see and may replace gradients; retain_grad keeps a non-leaf's", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
   std::vector<double> seen;
