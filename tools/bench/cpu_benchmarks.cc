@@ -26,6 +26,13 @@ void exp_f32_16M(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * 4 * k16M);
 }
 
+// float16 times a number float16 cannot hold exactly (0.1): the number is taken in float32.
+void mul_f16_scalar_16M(benchmark::State& state) {
+  td::Tensor a = td::randn({k16M}).to(td::kFloat16);
+  for (auto _ : state) keep(a * 0.1);
+  state.SetBytesProcessed(state.iterations() * 2 * 2 * k16M);
+}
+
 void sum_rows_4096(benchmark::State& state) {
   td::Tensor a = td::randn({4096, 4096});
   for (auto _ : state) keep(a.sum(1));
@@ -117,6 +124,7 @@ BENCHMARK(mlp_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(mul_f16_scalar_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_cols_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(softmax_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);

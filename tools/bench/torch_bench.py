@@ -119,6 +119,8 @@ def cases():
     one_a, one_b = torch.ones(1), torch.ones(1)
     yield "add_f32_16M", lambda: a16 + b16
     yield "exp_f32_16M", lambda: a16.exp()
+    h16 = a16.half()
+    yield "mul_f16_scalar_16M", lambda: h16 * 0.1
     yield "sum_rows_4096", lambda: sq.sum(1)
     yield "sum_cols_4096", lambda: sq.sum(0)
     yield "softmax_rows_4096", lambda: sq.softmax(1)
