@@ -21,8 +21,10 @@ def _gencode_flags(archs):
 
 def _nvcc_objects_impl(ctx):
     compilation = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps]).compilation_context
+    # The host code is built for the x86-64 level of the rest of tandem (tools/copts.bzl), so that
+    # inline host functions shared with it, such as Half's F16C conversions, are the same.
     common = ["-std=c++20", "-O3", "-Xcompiler", "-fPIC", "-Xcompiler", "-Wall,-Wextra,-Werror",
-              "--expt-relaxed-constexpr", "-Werror", "all-warnings"]
+              "-Xcompiler", "-march=x86-64-v3", "--expt-relaxed-constexpr", "-Werror", "all-warnings"]
     common += _gencode_flags(ctx.attr._archs[BuildSettingInfo].value)
     for d in compilation.defines.to_list():
         common.append("-D" + d)
