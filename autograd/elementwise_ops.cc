@@ -81,8 +81,8 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   Tensor y = kd::unary(op, x);
   if (!needs_grad({&x})) return y;
   UnaryGrad grad = unary_grad(op);
-  SavedTensor sx = grad.uses_input ? SavedTensor(x, false) : SavedTensor();
-  SavedTensor sy = grad.uses_output ? SavedTensor(y, true) : SavedTensor();
+  SavedTensor sx = SavedTensor::input_if(grad.uses_input, x);
+  SavedTensor sy = SavedTensor::output_if(grad.uses_output, y);
   record(grad.node, {&x}, {&y}, [grad, sx, sy](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     return {grad.fn(g[0], sx.unpack(grad.node), sy.unpack(grad.node))};
   });
@@ -100,7 +100,7 @@ Tensor& unary_(UnaryOp op, Tensor& x) {
   SavedTensor before = recording && grad.uses_input ? SavedTensor(clone(x), false) : SavedTensor();
   kd::unary_(op, x);
   if (recording) {
-    SavedTensor after = grad.uses_output ? SavedTensor(x, true) : SavedTensor();
+    SavedTensor after = SavedTensor::output_if(grad.uses_output, x);
     autograd::record_inplace(grad.node, x, {}, [grad, before, after](const std::vector<Tensor>& g) -> std::vector<Tensor> {
       return {grad.fn(g[0], before.unpack(grad.node), after.unpack(grad.node))};
     });
@@ -226,9 +226,9 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Te
   // and b's only a; Div's for a reads only b.
   const bool save_a = uses_a(op) && (need_b || (op != BinaryOp::Mul && op != BinaryOp::Div));
   const bool save_b = uses_b(op) && (need_a || op != BinaryOp::Mul);
-  SavedTensor sa = save_a ? SavedTensor(a_value, false) : SavedTensor();
-  SavedTensor sb = save_b ? SavedTensor(b_value, false) : SavedTensor();
-  SavedTensor sy = op == BinaryOp::Pow ? SavedTensor(y, true) : SavedTensor();
+  SavedTensor sa = SavedTensor::input_if(save_a, a_value);
+  SavedTensor sb = SavedTensor::input_if(save_b, b_value);
+  SavedTensor sy = SavedTensor::output_if(op == BinaryOp::Pow, y);
   Shape a_shape = a.sizes(), b_shape = b.sizes();
   DType a_dtype = a.dtype(), b_dtype = b.dtype();
   autograd::BackwardFn backward = [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {

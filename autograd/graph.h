@@ -62,6 +62,14 @@ class SavedTensor {
  public:
   SavedTensor() = default;
   SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr = 0);
+  // Saved only where a needed gradient reads it; an unsaved tensor may be freed, or written in
+  // place, before backward.
+  static SavedTensor input_if(bool needed, const Tensor& input) {
+    return needed ? SavedTensor(input, false) : SavedTensor();
+  }
+  static SavedTensor output_if(bool needed, const Tensor& output) {
+    return needed ? SavedTensor(output, true) : SavedTensor();
+  }
   // The tensor as saved; throws if it was modified in place since.
   Tensor unpack(const char* op) const;
   bool defined() const { return defined_; }

@@ -29,18 +29,15 @@ Tensor mm_grad_b(const Tensor& g, const Tensor& a, bool b_transposed) {
   return b_transposed ? t(mm(t(g), a)) : mm(t(a), g);
 }
 
-// Each operand is saved only for the other's gradient, as PyTorch does: a frozen weight does not
-// keep the layer's input alive until backward, and an operand no gradient reads may be written in
-// place after the product.
-SavedTensor saved_if(bool needed, const Tensor& operand) { return needed ? SavedTensor(operand, false) : SavedTensor(); }
-
 }  // namespace
 
+// mm, bmm and addmm save each operand only for the other's gradient, as PyTorch does: a frozen
+// weight does not keep the layer's input alive until backward.
 Tensor mm(const Tensor& a, const Tensor& b) {
   Tensor y = kernels::mm(a, b);
   if (!needs_grad({&a, &b})) return y;
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  SavedTensor sa = saved_if(need_b, a), sb = saved_if(need_a, b);
+  SavedTensor sa = SavedTensor::input_if(need_b, a), sb = SavedTensor::input_if(need_a, b);
   bool a_transposed = is_transposed_contiguous(a), b_transposed = is_transposed_contiguous(b);
   record("MmBackward0", {&a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     return {need_a ? mm_grad_a(g[0], sb.unpack("MmBackward0"), a_transposed) : Tensor(),
@@ -53,7 +50,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   Tensor y = kernels::bmm(a, b);
   if (!needs_grad({&a, &b})) return y;
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  SavedTensor sa = saved_if(need_b, a), sb = saved_if(need_a, b);
+  SavedTensor sa = SavedTensor::input_if(need_b, a), sb = SavedTensor::input_if(need_a, b);
   record("BmmBackward0", {&a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     return {need_a ? bmm(g[0], transpose(sb.unpack("BmmBackward0"), 1, 2)) : Tensor(),
             need_b ? bmm(transpose(sa.unpack("BmmBackward0"), 1, 2), g[0]) : Tensor()};
@@ -65,7 +62,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, 
   Tensor y = kernels::addmm(bias, a, b, beta, alpha);
   if (!needs_grad({&bias, &a, &b})) return y;
   bool need_bias = bias.requires_grad(), need_a = a.requires_grad(), need_b = b.requires_grad();
-  SavedTensor sa = saved_if(need_b, a), sb = saved_if(need_a, b);
+  SavedTensor sa = SavedTensor::input_if(need_b, a), sb = SavedTensor::input_if(need_a, b);
   bool a_transposed = is_transposed_contiguous(a), b_transposed = is_transposed_contiguous(b);
   Shape bias_shape = bias.sizes();
   double be = beta.to_double(), al = alpha.to_double();
