@@ -85,7 +85,11 @@ Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool per
   TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_buffer: invalid name '", name,
            "' (non-empty, no dots)");
   for (const auto& [n, t] : buffers_) TD_CHECK(n != name, "register_buffer: '", name, "' is already registered");
-  buffers_.emplace_back(name, tensor.defined() ? tensor.detach() : tensor);
+  // A tensor of its own on the caller's data, so that moving the module does not move the caller's
+  // tensor; a leaf keeps its requires_grad, as PyTorch's buffers do (a computed one is detached).
+  Tensor buffer = tensor.defined() ? tensor.detach() : tensor;
+  if (tensor.defined() && tensor.is_leaf() && tensor.requires_grad()) buffer.requires_grad_(true);
+  buffers_.emplace_back(name, buffer);
   if (!persistent) non_persistent_.push_back(name);
   return buffers_.back().second;
 }
@@ -278,7 +282,7 @@ void Module::copy_values_from(const Module& other) {
       TD_CHECK(dst.sizes() == src.sizes(), "clone: ", to[i].first, " has shape ", shape_str(src.sizes()),
                " in the original but reset() made it ", shape_str(dst.sizes()));
       set_data(dst, src.detach().clone());
-      if (params) dst.requires_grad_(src.requires_grad());
+      dst.requires_grad_(src.requires_grad());
     }
   };
   copy(named_parameters(), other.named_parameters(), true);

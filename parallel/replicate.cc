@@ -92,7 +92,7 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
   const std::vector<Tensor> params = module_->parameters();
   const std::vector<Tensor> buffers = defined_only(module_->buffers());
   std::vector<std::shared_ptr<nn::Module>> chosen;
-  std::vector<std::vector<Tensor>> replica_params, copied_params, copied_buffers;
+  std::vector<std::vector<Tensor>> replica_tensors, copied_params, copied_buffers;
   {
     NoGradGuard no_grad;
     for (size_t r : which) {
@@ -111,12 +111,17 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
         copied_params.push_back(rp);
         copied_buffers.push_back(rb);
       }
-      replica_params.push_back(std::move(rp));
+      rp.insert(rp.end(), rb.begin(), rb.end());
+      replica_tensors.push_back(std::move(rp));
     }
     if (!copied_params.empty()) comm::broadcast_coalesced_into(params, copied_params);
     if (!copied_buffers.empty()) comm::broadcast_coalesced_into(buffers, copied_buffers);
   }
-  Broadcast::connect(params, replica_params);
+  // Buffers that require grad (PyTorch allows them) reduce their gradients onto the module's as
+  // parameters do; the rest, running statistics say, stay out of the graph.
+  std::vector<Tensor> tensors = params;
+  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
+  Broadcast::connect(tensors, replica_tensors);
   // Modes follow the module, module by module (modules() lists both trees in the same order).
   auto originals = module_->modules();
   for (const auto& replica : chosen) {

@@ -307,6 +307,43 @@ TEST_CASE("a leaf registered as a parameter is shared: tied weights get one grad
   CHECK_FALSE(frozen.requires_grad());
 }
 
+TEST_CASE("a buffer keeps the requires_grad of a leaf, through clone and to(), and gets its gradient", "[cpu]") {
+  struct ScaleImpl : nn::Cloneable<ScaleImpl> {
+    ScaleImpl() { reset(); }
+    void reset() override {
+      scale = register_buffer("scale", td::tensor({2.0, -1.0, 0.5}).requires_grad_());
+      shift = register_buffer("shift", td::tensor({1.0, 1.0, 1.0}));
+    }
+    Tensor forward(const Tensor& x) override { return x * scale + shift; }
+    Tensor scale, shift;
+  };
+  auto m = std::make_shared<ScaleImpl>();
+  CHECK(m->scale.requires_grad());
+  CHECK_FALSE(m->shift.requires_grad());
+  CHECK(m->parameters().empty());  // still a buffer, which optimizers do not step
+  auto copy = std::dynamic_pointer_cast<ScaleImpl>(m->clone());
+  REQUIRE(copy != nullptr);
+  CHECK(copy->scale.requires_grad());
+  CHECK_FALSE(copy->shift.requires_grad());
+  m->to(td::kFloat64);
+  CHECK(m->scale.requires_grad());
+  const Tensor x = td::tensor({{1.0, 2.0, 3.0}, {-1.0, 0.0, 4.0}}, td::kFloat64);
+  m->forward(x).sum().backward();
+  td::testing::check_close(m->scale.grad(), td::tensor({0.0, 2.0, 7.0}, td::kFloat64), 0, 0, "scale's gradient");
+  CHECK_FALSE(m->shift.grad().defined());
+  // The buffer is a tensor of its own: moving the module leaves the caller's tensor where it was.
+  nn::Module holder;
+  Tensor mine = td::ones({2}).requires_grad_();
+  Tensor& buffer = holder.register_buffer("b", mine);
+  CHECK(buffer.requires_grad());
+  holder.to(td::kFloat64);
+  CHECK(mine.dtype() == td::kFloat32);
+  // A computed tensor is detached: a buffer does not carry its graph.
+  Tensor& computed = holder.register_buffer("c", mine * 2.0);
+  CHECK(computed.is_leaf());
+  CHECK_FALSE(computed.requires_grad());
+}
+
 TEST_CASE("replace_module swaps a submodule everywhere: forward, indexing, parameters and state_dict", "[cpu]") {
   nn::Sequential seq(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
   const Tensor x = td::tensor({{-1.0, 0.5, 2.0}});

@@ -941,3 +941,49 @@ TEST_CASE("data_parallel, the functional form, gives one device's outputs and gr
                            {"DataParallel", "dim 2 is out of range"});
   weight.check_unchanged(model->fc1->weight);
 }
+
+TEST_CASE("a buffer that requires grad gets through DataParallel the gradient one device gives it", "[cpu]") {
+  // After PyTorch's test_data_parallel_buffers_requiring_grad.
+  class ScaleShiftImpl : public nn::Cloneable<ScaleShiftImpl> {
+   public:
+    ScaleShiftImpl() { reset(); }
+    void reset() override {
+      scale = register_buffer("scale", td::testing::random_tensor({6}, td::kFloat64).requires_grad_());
+      shift = register_buffer("shift", td::testing::random_tensor({6}, td::kFloat64));
+    }
+    Tensor forward(const Tensor& x) override { return x * scale + shift; }
+    Tensor scale, shift;
+  };
+  td::testing::reseed(41);
+  auto model = std::make_shared<ScaleShiftImpl>();
+  auto reference = std::dynamic_pointer_cast<ScaleShiftImpl>(model->clone());
+  Tensor x = td::testing::random_tensor({7, 6}, td::kFloat64).requires_grad_();
+  Tensor ref_x = x.detach().clone().requires_grad_();
+  // Uneven chunks, the module's device listed second, and replicas kept across two steps.
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu2, cpu1}).chunk_sizes({3, 1, 3}));
+  for (int step = 0; step < 2; ++step) {
+    Tensor out = dp(x);
+    Tensor ref_out = reference->forward(ref_x);
+    td::testing::check_close(out, ref_out, 1e-12, 1e-12, "output");
+    (out * out).sum().backward();
+    (ref_out * ref_out).sum().backward();
+    REQUIRE(model->scale.grad().defined());
+    CHECK(model->scale.grad().device() == cpu0);
+    td::testing::check_close(model->scale.grad(), reference->scale.grad(), 1e-12, 1e-12, "scale's gradient");
+    td::testing::check_close(x.grad(), ref_x.grad(), 1e-12, 1e-12, "input's gradient");
+    CHECK_FALSE(model->shift.grad().defined());
+    CHECK_FALSE(model->shift.requires_grad());
+  }
+  // Finite differences through the functional form, with respect to the input and the buffer.
+  auto fn = [&](const std::vector<Tensor>& in) { return par::data_parallel(model, in[0], {cpu0, cpu1, cpu2}); };
+  auto result = td::autograd::gradcheck(fn, {x, model->scale});
+  INFO(result.report);
+  CHECK(result);
+  // Without grad mode nothing is recorded, and the buffer's gradient is not touched.
+  Tensor before = model->scale.grad().clone();
+  {
+    td::NoGradGuard no_grad;
+    CHECK_FALSE(dp(x).requires_grad());
+  }
+  td::testing::check_close(model->scale.grad(), before, 0, 0, "scale's gradient after a no-grad forward");
+}
