@@ -100,17 +100,7 @@ DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParal
       output_device_(options_.output_device_.value_or(device_ids_.front())),
       replicator_(base_, device_ids_) {
   TD_CHECK(base_ != nullptr, "DataParallel: the module is null");
-  const Device home = device_ids_.front();
-  auto check_home = [&](const std::vector<std::pair<std::string, Tensor>>& tensors, const char* what) {
-    for (const auto& [name, t] : tensors) {
-      if (!t.defined()) continue;
-      TD_CHECK(t.device() == home, "DataParallel: the module's ", what, " must be on device_ids[0] = ", home,
-               ", but '", name, "' is on ", t.device(), "; move the module there first: model->to(td::Device(\"",
-               home.str(), "\"))");
-    }
-  };
-  check_home(base_->named_parameters(), "parameters");
-  check_home(base_->named_buffers(), "buffers");
+  check_module_on_first_device();
   // Capped: a wait of milliseconds::max() overflows the clock and would end at once.
   TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0 &&
                options_.sync_batchnorm_timeout_ <= std::chrono::hours(24 * 365),
@@ -125,6 +115,23 @@ DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParal
     }
   }
   seconds_per_row_.assign(device_ids_.size(), 0.0);
+}
+
+void DataParallelBase::check_module_on_first_device() const {
+  const Device home = device_ids_.front();
+  auto elsewhere = [&](const std::vector<Tensor>& tensors) {
+    return std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.defined() && t.device() != home; });
+  };
+  if (!elsewhere(base_->parameters()) && !elsewhere(base_->buffers())) return;  // the common case, without names
+  auto check = [&](const std::vector<std::pair<std::string, Tensor>>& tensors, const char* what) {
+    for (const auto& [name, t] : tensors) {
+      TD_CHECK(t.device() == home, "DataParallel: the module's ", what, " must be on device_ids[0] = ", home,
+               ", but '", name, "' is on ", t.device(), "; move the module there first: model->to(td::Device(\"",
+               home.str(), "\"))");
+    }
+  };
+  check(base_->named_parameters(), "parameters");
+  check(base_->named_buffers(), "buffers");
 }
 
 ScatterPlan DataParallelBase::plan(int64_t rows) const {
@@ -194,6 +201,7 @@ std::vector<size_t> DataParallelBase::replica_indices(const ScatterPlan& plan) c
 }
 
 void DataParallelBase::begin_step() {
+  check_module_on_first_device();
   // What balanced chunking learns from: each device's seconds per row in the step that just
   // ended, forward, loss and backward, smoothed over steps.
   if (options_.chunking_ == Chunking::kBalanced && current_.devices.size() >= 2) {

@@ -166,6 +166,11 @@ class DataParallelBase {
   Replicator replicator_;
 
  private:
+  // The module's parameters and buffers must all be on device_ids[0], checked at construction and
+  // before every forward (PyTorch checks there too): a module moved since would be replicated
+  // from elsewhere, and its BatchNorm statistics would be left to a copy.
+  void check_module_on_first_device() const;
+
   StepStats current_;
   std::vector<DeviceTimer> forward_timers_, loss_timers_, update_timers_;  // read into stats()
   autograd::BackwardMark backward_mark_;  // where this step's backward and comm totals start

@@ -434,6 +434,22 @@ TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]")
   dp(td::ones({4, 5}, td::kFloat64));
   td::testing::check_error([&] { dp->replicas()[1]->zero_grad(); }, {"zero_grad", "replica", "original module"});
   weight.check_unchanged(model->fc1->weight);
+  // Moved after the DataParallel was made, a part of the module is found at the next forward (and
+  // on one device too), before anything runs; moved back, it trains again.
+  const par::StepStats before = dp->stats();
+  model->fc2->to(cpu1);
+  td::testing::check_error([&] { dp(td::ones({4, 5}, td::kFloat64)); },
+                           {"device_ids[0] = cpu:0", "'fc2.weight' is on cpu:1"});
+  CHECK(dp->stats().step == before.step);
+  model->to(cpu1);
+  par::DataParallel single(model, par::DataParallelOptions({cpu1}));
+  model->to(cpu0);
+  td::testing::check_error([&] { single(td::ones({4, 5}, td::kFloat64)); },
+                           {"device_ids[0] = cpu:1", "'fc1.weight' is on cpu:0"});
+  Tensor out = dp(td::ones({4, 5}, td::kFloat64));
+  CHECK(out.device() == cpu0);
+  CHECK(dp->stats().step == before.step + 1);
+  weight.check_unchanged(model->fc1->weight);
 }
 
 TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's phases", "[cpu]") {
