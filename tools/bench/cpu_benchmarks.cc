@@ -33,6 +33,13 @@ void mul_f16_scalar_16M(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * 2 * k16M);
 }
 
+// The same in bfloat16, whose conversions are bit shifts with rounding.
+void mul_bf16_scalar_16M(benchmark::State& state) {
+  td::Tensor a = td::randn({k16M}).to(td::kBFloat16);
+  for (auto _ : state) keep(a * 0.1);
+  state.SetBytesProcessed(state.iterations() * 2 * 2 * k16M);
+}
+
 void sum_rows_4096(benchmark::State& state) {
   td::Tensor a = td::randn({4096, 4096});
   for (auto _ : state) keep(a.sum(1));
@@ -125,6 +132,7 @@ BENCHMARK(cnn_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(mul_f16_scalar_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(mul_bf16_scalar_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sum_cols_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(softmax_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -121,6 +121,8 @@ def cases():
     yield "exp_f32_16M", lambda: a16.exp()
     h16 = a16.half()
     yield "mul_f16_scalar_16M", lambda: h16 * 0.1
+    b16 = a16.bfloat16()
+    yield "mul_bf16_scalar_16M", lambda: b16 * 0.1
     yield "sum_rows_4096", lambda: sq.sum(1)
     yield "sum_cols_4096", lambda: sq.sum(0)
     yield "softmax_rows_4096", lambda: sq.softmax(1)
