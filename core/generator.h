@@ -1,9 +1,13 @@
-// The default random generator: a seed and an offset into its Philox stream.
+// Random generators: a seed and an offset into a Philox stream, one generator per device.
 // Each random op reserves the words it will use, so results do not depend on thread count.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
 
 namespace tandem {
 
@@ -29,8 +33,33 @@ class Generator {
   uint64_t offset_ = 0;
 };
 
-Generator& default_generator();
-// Seeds the default generator (and, once the CUDA backend exists, each device's).
+// The generator of a tensor's device: random ops draw from it. Each device has its own (PyTorch
+// has one for the CPU and one per GPU), so that replicas running at once on several devices each
+// draw from their own stream, in their own order: a data-parallel run with dropout is the same on
+// every run, whichever replica gets there first. cpu:i and cuda:i are seeded alike: index 0 with
+// the seed itself (so cuda:0 draws what cpu:0 draws), every other index with a key mixed from the
+// seed and the index, so that two replicas do not drop the same units.
+Generator& default_generator(Device device);
+Generator& default_generator();  // cpu:0's
+// The key manual_seed(seed) gives the generators of devices with this index.
+uint64_t device_seed(uint64_t seed, int index);
+// Seeds every device's generator, those made later included (PyTorch's manual_seed, which seeds
+// the CPU's and every GPU's).
 void manual_seed(uint64_t seed);
+// The state of every generator used so far, by device (what a checkpoint keeps).
+std::vector<std::pair<Device, PhiloxState>> generator_states();
+
+// Puts every generator back where it was when the guard was made: a generator first used
+// meanwhile starts afresh from the seed again.
+class RandomStateGuard {
+ public:
+  RandomStateGuard() : saved_(generator_states()) {}
+  ~RandomStateGuard();
+  RandomStateGuard(const RandomStateGuard&) = delete;
+  RandomStateGuard& operator=(const RandomStateGuard&) = delete;
+
+ private:
+  std::vector<std::pair<Device, PhiloxState>> saved_;
+};
 
 }  // namespace tandem

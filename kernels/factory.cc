@@ -184,7 +184,7 @@ Tensor& uniform_fill(Tensor& t, double from, double to, bool in_place) {
   TD_CHECK(from <= to, "uniform_: expects from <= to, got from=", from, " > to=", to);
   return fill_random(t, "uniform_", [&](const Tensor& out) {
     uint64_t words = static_cast<uint64_t>(out.numel()) * (out.dtype() == kFloat64 ? 2 : 1);
-    PhiloxState state = default_generator().reserve(words);
+    PhiloxState state = default_generator(out.device()).reserve(words);
     out.is_cuda() ? kernels::cuda::uniform(out, from, to, state) : kernels::cpu::uniform(out, from, to, state);
   }, in_place);
 }
@@ -194,7 +194,7 @@ Tensor& normal_fill(Tensor& t, double mean, double std, bool in_place) {
   TD_CHECK(std >= 0, "normal_: std must be non-negative, got ", std);
   return fill_random(t, "normal_", [&](const Tensor& out) {
     uint64_t pairs = (static_cast<uint64_t>(out.numel()) + 1) / 2;
-    PhiloxState state = default_generator().reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2));
+    PhiloxState state = default_generator(out.device()).reserve(pairs * (out.dtype() == kFloat64 ? 4 : 2));
     out.is_cuda() ? kernels::cuda::normal(out, mean, std, state) : kernels::cpu::normal(out, mean, std, state);
   }, in_place);
 }
@@ -203,7 +203,7 @@ Tensor& bernoulli_fill(Tensor& t, double p, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, "bernoulli_: p must be in [0, 1], got ", p);
   return fill_random(t, "bernoulli_", [&](const Tensor& out) {
     Tensor prob = full(out.sizes(), p, TensorOptions(kFloat64).device(out.device()));
-    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()));
+    PhiloxState state = default_generator(out.device()).reserve(static_cast<uint64_t>(out.numel()));
     out.is_cuda() ? kernels::cuda::bernoulli(out, prob, state) : kernels::cpu::bernoulli(out, prob, state);
   }, in_place);
 }
@@ -228,7 +228,7 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) 
   TD_CHECK(low < high, "randint: expects low < high, got low=", low, " >= high=", high);
   Tensor t = kernels::empty_tensor(sizes, options.dtype_or(kInt64), options.device());
   return fill_random(t, "randint", [&](const Tensor& out) {
-    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()) * 2);
+    PhiloxState state = default_generator(out.device()).reserve(static_cast<uint64_t>(out.numel()) * 2);
     out.is_cuda() ? kernels::cuda::randint(out, low, high, state) : kernels::cpu::randint(out, low, high, state);
   }, false);
 }
@@ -244,7 +244,7 @@ Tensor bernoulli(const Tensor& p) {
            "bernoulli: every probability must be in [0, 1]");
   Tensor t = empty_like(p);
   return fill_random(t, "bernoulli", [&](const Tensor& out) {
-    PhiloxState state = default_generator().reserve(static_cast<uint64_t>(out.numel()));
+    PhiloxState state = default_generator(out.device()).reserve(static_cast<uint64_t>(out.numel()));
     out.is_cuda() ? kernels::cuda::bernoulli(out, prob, state) : kernels::cpu::bernoulli(out, prob, state);
   }, false);
 }

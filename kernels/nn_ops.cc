@@ -448,7 +448,7 @@ std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p) {
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   Tensor keep = empty_tensor(x.sizes(), kBool, x.device());
   Tensor xc = contiguous(x);
-  const PhiloxState state = default_generator().reserve(static_cast<uint64_t>(x.numel()));
+  const PhiloxState state = default_generator(x.device()).reserve(static_cast<uint64_t>(x.numel()));
   x.is_cuda() ? cuda::dropout(out, keep, xc, 1 - p, 1 / (1 - p), state)
               : cpu::dropout(out, keep, xc, 1 - p, 1 / (1 - p), state);
   return {out, keep};

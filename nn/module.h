@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/generator.h"
 #include "core/tensor.h"
 #include "nn/state_dict.h"
 
@@ -143,7 +144,13 @@ class Cloneable : public Module {
   std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     copy->clear_registrations();
-    copy->reset();
+    {
+      // reset() initialises parameters that copy_values_from overwrites: its draws are put back,
+      // so that a clone (and DataParallel's first step, which clones the replicas) leaves the
+      // random streams where they were.
+      RandomStateGuard keep_random_streams;
+      copy->reset();
+    }
     copy->copy_values_from(*this);
     copy->train(is_training());
     if (device) copy->to(*device);

@@ -120,6 +120,12 @@ void save_checkpoint(const std::string& path, const Options& o, nn::Module& mode
   state.metadata["run.steps"] = std::to_string(steps);
   state.metadata["run.rng_seed"] = std::to_string(rng.seed);
   state.metadata["run.rng_offset"] = std::to_string(rng.offset);
+  // Other devices' generators too (dropout in a replica draws from its device's).
+  for (const auto& [device, other] : generator_states()) {
+    if (device == Device(kCPU, 0)) continue;
+    state.metadata["run.rng_seed." + device.str()] = std::to_string(other.seed);
+    state.metadata["run.rng_offset." + device.str()] = std::to_string(other.offset);
+  }
   save(state, path);
 }
 
@@ -155,6 +161,12 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
   model.load_state_dict(model_state);
   optimizer.load_state_dict(opt_state);
   default_generator().set_state({std::stoull(meta("run.rng_seed")), std::stoull(meta("run.rng_offset"))});
+  const std::string offset_prefix = "run.rng_offset.";
+  for (const auto& [key, value] : state.metadata) {
+    if (!key.starts_with(offset_prefix)) continue;
+    const std::string device = key.substr(offset_prefix.size());
+    default_generator(Device(device)).set_state({std::stoull(meta("run.rng_seed." + device)), std::stoull(value)});
+  }
   return {std::stoll(meta("run.next_epoch")), std::stoll(meta("run.steps"))};
 }
 

@@ -142,3 +142,58 @@ TEST_CASE("random factories reject bad arguments without drawing", "[cpu]") {
   check_error([&] { td::uniform_(t, 2, 1); }, {"uniform_", "from <= to"});
   CHECK(td::default_generator().state().offset == before.offset);
 }
+
+TEST_CASE("each device has its own generator: draws on one do not move another's stream", "[cpu]") {
+  const td::Device cpu0("cpu:0"), cpu1("cpu:1"), cpu2("cpu:2");
+  td::manual_seed(21);
+  td::Tensor first = td::rand({6});
+  td::manual_seed(21);
+  td::Tensor on_cpu1 = td::rand({6}, cpu1);
+  td::Tensor on_cpu0 = td::rand({6});  // cpu:0's stream is where the seed left it
+  check_identical(on_cpu0, first);
+  CHECK(on_cpu1.device() == cpu1);
+  // Another index, another key: replicas on cpu:0 and cpu:1 do not draw the same numbers.
+  CHECK(values(on_cpu1) != values(first));
+  CHECK(td::default_generator(cpu1).initial_seed() == td::device_seed(21, 1));
+  CHECK(td::default_generator(cpu0).initial_seed() == 21);
+  CHECK(td::device_seed(21, 0) == 21);
+  CHECK(td::device_seed(21, 1) != td::device_seed(21, 2));
+  CHECK(td::device_seed(21, 1) != td::device_seed(22, 1));
+  // manual_seed restarts every device's stream, in any order of draws afterwards.
+  td::manual_seed(21);
+  td::Tensor again_cpu0 = td::rand({6});
+  td::Tensor again_cpu1 = td::rand({6}, cpu1);
+  check_identical(again_cpu0, first);
+  check_identical(again_cpu1.cpu(), on_cpu1.cpu());
+  // A generator first used after the seed is seeded from it too.
+  td::manual_seed(22);
+  td::Tensor fresh = td::randn({4}, cpu2);
+  td::manual_seed(22);
+  check_identical(td::randn({4}, cpu2).cpu(), fresh.cpu());
+  // What a checkpoint saves: every generator used, with its offset.
+  bool listed = false;
+  for (const auto& [device, state] : td::generator_states()) {
+    if (device != cpu2) continue;
+    listed = true;
+    CHECK(state.seed == td::device_seed(22, 2));
+    CHECK(state.offset == 1);  // 4 normals: 2 pairs of 2 words, one block of 4
+  }
+  CHECK(listed);
+}
+
+TEST_CASE("RandomStateGuard puts every generator back, and restarts one first used inside it", "[cpu]") {
+  const td::Device cpu5("cpu:5");
+  td::manual_seed(23);
+  td::rand({3});
+  const td::PhiloxState cpu0_before = td::default_generator().state();
+  {
+    td::RandomStateGuard guard;
+    td::rand({1000});
+    td::rand({10}, cpu5);  // cpu:5's generator is made here
+    CHECK(td::default_generator().state().offset != cpu0_before.offset);
+  }
+  CHECK(td::default_generator().state().offset == cpu0_before.offset);
+  CHECK(td::default_generator().state().seed == cpu0_before.seed);
+  CHECK(td::default_generator(cpu5).state().offset == 0);
+  CHECK(td::default_generator(cpu5).state().seed == td::device_seed(23, 5));
+}

@@ -210,6 +210,13 @@ TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") 
   CHECK(td::amax(net->named_parameters()[5].second.abs()).item<float>() > 0);
   CHECK(copy->str() == net->str());
   check_error([] { nn::Module plain; plain.clone(); }, {"clone", "Cloneable"});
+  // The copy's reset() initialises parameters that the copy then overwrites: cloning leaves the
+  // random stream where it was.
+  td::manual_seed(9);
+  const Tensor expected = td::rand({4});
+  td::manual_seed(9);
+  net->clone();
+  td::testing::check_close(td::rand({4}), expected, 0, 0, "the stream after a clone");
 }
 
 TEST_CASE("clone keeps dtypes and devices, and clone(device) moves the copy", "[cpu]") {

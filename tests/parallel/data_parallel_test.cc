@@ -1003,3 +1003,48 @@ TEST_CASE("a buffer that requires grad gets through DataParallel the gradient on
   }
   td::testing::check_close(model->scale.grad(), before, 0, 0, "scale's gradient after a no-grad forward");
 }
+
+TEST_CASE("dropout in the replicas is the same on every run, whichever replica draws first", "[cpu]") {
+  // Each device draws from its own generator: the masks do not depend on which replica's thread
+  // reaches its dropout first, and two replicas do not drop the same units.
+  class DropNetImpl : public nn::Cloneable<DropNetImpl> {
+   public:
+    explicit DropNetImpl(std::shared_ptr<std::atomic<int>> slow_device) : slow_device_(std::move(slow_device)) {
+      reset();
+    }
+    void reset() override {
+      fc = register_module("fc", nn::Linear(5, 64));
+      drop = register_module("drop", nn::Dropout(0.5));
+    }
+    Tensor forward(const Tensor& x) override {
+      Tensor h = fc(x);
+      if (x.device().index() == slow_device_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      return drop(h);
+    }
+    nn::Linear fc{nullptr};
+    nn::Dropout drop{nullptr};
+
+   private:
+    std::shared_ptr<std::atomic<int>> slow_device_;  // shared with the replicas
+  };
+  auto slow_device = std::make_shared<std::atomic<int>>(-1);
+  td::manual_seed(31);
+  auto model = std::make_shared<DropNetImpl>(slow_device);
+  model->to(td::kFloat64);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  const Tensor x = td::ones({4, 5}, td::kFloat64);  // the same rows in both chunks
+  auto run = [&](int slow) {
+    slow_device->store(slow);
+    model->zero_grad();
+    td::manual_seed(77);
+    Tensor out = dp(x);
+    out.pow(2).sum().backward();
+    return std::make_pair(out.detach(), model->fc->weight.grad().clone());
+  };
+  const auto [first_out, first_grad] = run(0);   // cpu:1's replica draws first
+  const auto [second_out, second_grad] = run(1);  // cpu:0's replica draws first
+  td::testing::check_close(second_out, first_out, 0, 0, "outputs");
+  td::testing::check_close(second_grad, first_grad, 0, 0, "gradients");
+  // Equal rows, different masks: the two replicas' chunks differ where one dropped and one kept.
+  CHECK(td::testing::values(first_out.narrow(0, 0, 2) == 0) != td::testing::values(first_out.narrow(0, 2, 2) == 0));
+}

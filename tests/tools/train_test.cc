@@ -43,6 +43,31 @@ TEST_CASE("the default MLP reaches 93% held-out accuracy on the default data in 
   CHECK(a.epoch_losses[2] < a.epoch_losses[0]);
 }
 
+TEST_CASE("a checkpoint keeps every device's generator, and resuming puts each back", "[cpu]") {
+  const td::Device cpu1("cpu:1");
+  td::train::Options o = quiet({});
+  o.train_size = 500;
+  o.test_size = 100;
+  o.epochs = 1;
+  o.seed = 3;
+  td::rand({3}, cpu1);  // cpu:1's generator is in use: dropout in a replica there would draw from it
+  o.save = temp_path("generators.safetensors");
+  std::ostringstream log;
+  td::train::run(o, log);
+  td::StateDict saved = td::load(o.save);
+  REQUIRE(saved.metadata.count("run.rng_offset.cpu:1") == 1);
+  CHECK(saved.metadata.at("run.rng_seed.cpu:1") == std::to_string(td::device_seed(3, 1)));
+  CHECK(saved.metadata.count("run.rng_offset.cpu:0") == 0);  // cpu:0's keys are run.rng_seed and run.rng_offset
+  saved.metadata["run.rng_offset.cpu:1"] = "12345";
+  td::save(saved, o.save);
+  o.resume = o.save;
+  o.epochs = 2;
+  o.save = temp_path("generators_resumed.safetensors");
+  td::train::run(o, log);
+  CHECK(td::default_generator(cpu1).state().offset == 12345);
+  CHECK(td::default_generator(cpu1).state().seed == td::device_seed(3, 1));
+}
+
 TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted run does", "[cpu]") {
   for (const char* optimizer : {"sgd", "adamw"}) {
     INFO(optimizer);
