@@ -8,12 +8,14 @@
 
 #include <functional>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "core/device.h"
 #include "core/device_timer.h"
 #include "core/error.h"
+#include "parallel/scatter_gather.h"
 
 namespace tandem::parallel {
 
@@ -42,6 +44,61 @@ auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<Devi
   out.reserve(results.size());
   for (auto& r : results) out.push_back(std::move(*r));
   return out;
+}
+
+namespace detail {
+
+template <typename T>
+struct is_std_tuple : std::false_type {};
+template <typename... T>
+struct is_std_tuple<std::tuple<T...>> : std::true_type {};
+
+}  // namespace detail
+
+// LibTorch's form (torch::nn::parallel::parallel_apply): modules[i]'s forward on inputs[i], on
+// devices[i], all at once; the outputs in order. By default devices[i] is the device of the first
+// tensor in inputs[i]. An input is the forward's one argument (a tensor, or a structure of them)
+// or a std::tuple of its arguments. The inputs are not moved: each should be on its module's
+// device already, as in LibTorch. One module per device (a device's worker runs one at a time).
+template <typename ModulePtr, typename Input>
+auto parallel_apply(const std::vector<ModulePtr>& modules, const std::vector<Input>& inputs,
+                    const std::optional<std::vector<Device>>& devices = std::nullopt) {
+  auto call = [](auto& module, const Input& input) {
+    if constexpr (detail::is_std_tuple<Input>::value) {
+      return std::apply([&](const auto&... args) { return module.forward(args...); }, input);
+    } else {
+      return module.forward(input);
+    }
+  };
+  using R = std::decay_t<decltype(call(*modules[0], inputs[0]))>;
+  TD_CHECK(modules.size() == inputs.size(), "parallel_apply: ", modules.size(), " modules but ", inputs.size(),
+           " inputs");
+  TD_CHECK(!devices || devices->size() == modules.size(), "parallel_apply: ", devices ? devices->size() : 0,
+           " devices for ", modules.size(), " modules");
+  std::vector<Device> where;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (devices) {
+      where.push_back((*devices)[i]);
+      continue;
+    }
+    std::optional<Device> first;
+    detail::for_each_tensor(inputs[i], [&](const Tensor& t) {
+      if (!first && t.defined()) first = t.device();
+    });
+    TD_CHECK(first.has_value(), "parallel_apply: input ", i, " holds no tensor to take a device from; pass devices");
+    where.push_back(*first);
+  }
+  auto twice = repeated_device(where);
+  TD_CHECK(!twice, "parallel_apply: device ", *twice, " is given two modules; give each device one");
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if constexpr (std::is_constructible_v<bool, const ModulePtr&>) {
+      TD_CHECK(static_cast<bool>(modules[i]), "parallel_apply: module ", i, " is null");
+    } else {
+      TD_CHECK(!modules[i].is_empty(), "parallel_apply: module ", i, " is empty");
+    }
+  }
+  if (modules.empty()) return std::vector<R>{};
+  return parallel_apply(where, [&](size_t i) -> R { return call(*modules[i], inputs[i]); });
 }
 
 }  // namespace tandem::parallel

@@ -1048,3 +1048,78 @@ TEST_CASE("dropout in the replicas is the same on every run, whichever replica d
   // Equal rows, different masks: the two replicas' chunks differ where one dropped and one kept.
   CHECK(td::testing::values(first_out.narrow(0, 0, 2) == 0) != td::testing::values(first_out.narrow(0, 2, 2) == 0));
 }
+
+TEST_CASE("parallel_apply, LibTorch's form, runs each module on its input's device", "[cpu]") {
+  // After PyTorch's test_parallel_apply and test_parallel_apply_passes_exception.
+  td::testing::reseed(51);
+  nn::Linear l1(10, 5), l2(10, 5);
+  l1->to(cpu0, td::kFloat64);
+  l2->to(cpu1, td::kFloat64);
+  const Tensor i1 = td::testing::random_tensor({2, 10}, td::kFloat64);
+  const Tensor i2 = td::testing::random_tensor({3, 10}, td::kFloat64).to(cpu1);
+  const Tensor e1 = l1(i1).detach(), e2 = l2(i2).detach();
+  std::vector<Tensor> outs = par::parallel_apply(std::vector<nn::Linear>{l1, l2}, std::vector<Tensor>{i1, i2});
+  REQUIRE(outs.size() == 2);
+  CHECK(outs[0].device() == cpu0);
+  CHECK(outs[1].device() == cpu1);
+  td::testing::check_close(outs[0], e1, 0, 0, "module 0");
+  td::testing::check_close(outs[1], e2, 0, 0, "module 1");
+  // The outputs carry gradients back to each module, on its device.
+  (outs[0].sum() + outs[1].sum().to(cpu0)).backward();
+  CHECK(l2->weight.grad().device() == cpu1);
+  td::testing::check_close(l2->weight.grad().cpu(), i2.cpu().sum(0, true).expand({5, 10}), 1e-12, 1e-12,
+                           "module 1's weight gradient");
+  // Implementations by shared_ptr, inputs as tuples of arguments, devices given.
+  auto tupled = par::parallel_apply(std::vector<std::shared_ptr<nn::LinearImpl>>{l1.ptr(), l2.ptr()},
+                                    std::vector<std::tuple<Tensor>>{{i1}, {i2}}, std::vector<Device>{cpu0, cpu1});
+  td::testing::check_close(tupled[1], e2, 0, 0, "tuple input");
+  class AddImpl : public nn::Cloneable<AddImpl> {
+   public:
+    AddImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const Tensor& a, double b) {
+      TD_CHECK(a.device() != cpu1 || b >= 0, "wonderful");  // fails on cpu:1 for a negative b
+      return a + b;
+    }
+  };
+  auto add0 = std::make_shared<AddImpl>(), add1 = std::make_shared<AddImpl>();
+  using Args = std::tuple<Tensor, double>;
+  auto sums = par::parallel_apply(std::vector<std::shared_ptr<AddImpl>>{add0, add1},
+                                  std::vector<Args>{{i1, 1.0}, {i2, 2.0}});
+  td::testing::check_close(sums[1], i2 + 2.0, 0, 0, "two arguments");
+  CHECK(par::parallel_apply(std::vector<nn::Linear>{}, std::vector<Tensor>{}).empty());
+  // What goes wrong is said, and nothing runs.
+  td::testing::Snapshot weight(l1->weight);
+  td::testing::check_error([&] { par::parallel_apply(std::vector<nn::Linear>{l1, l2}, std::vector<Tensor>{i1}); },
+                           {"parallel_apply", "2 modules but 1 inputs"});
+  td::testing::check_error(
+      [&] { par::parallel_apply(std::vector<nn::Linear>{l1, l2}, std::vector<Tensor>{i1, i2}, std::vector<Device>{cpu0}); },
+      {"parallel_apply", "1 devices for 2 modules"});
+  td::testing::check_error([&] { par::parallel_apply(std::vector<nn::Linear>{l1, l1}, std::vector<Tensor>{i1, i1}); },
+                           {"parallel_apply", "cpu:0 is given two modules"});
+  class CountImpl : public nn::Cloneable<CountImpl> {
+   public:
+    CountImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const std::vector<Tensor>& xs) { return td::full({}, static_cast<double>(xs.size())); }
+  };
+  td::testing::check_error(
+      [&] {
+        par::parallel_apply(std::vector<std::shared_ptr<CountImpl>>{std::make_shared<CountImpl>()},
+                            std::vector<std::vector<Tensor>>{{}});
+      },
+      {"parallel_apply", "input 0 holds no tensor", "pass devices"});
+  td::testing::check_error(
+      [&] { par::parallel_apply(std::vector<nn::Linear>{l1, nn::Linear(nullptr)}, std::vector<Tensor>{i1, i2}); },
+      {"parallel_apply", "module 1 is empty"});
+  td::testing::check_error(
+      [&] { par::parallel_apply(std::vector<std::shared_ptr<AddImpl>>{add0, nullptr}, std::vector<Args>{{i1, 1.0}, {i2, 1.0}}); },
+      {"parallel_apply", "module 1 is null"});
+  // An exception in a module is raised after both finished, naming the replica and its device.
+  td::testing::check_error(
+      [&] {
+        par::parallel_apply(std::vector<std::shared_ptr<AddImpl>>{add0, add1}, std::vector<Args>{{i1, -1.0}, {i2, -1.0}});
+      },
+      {"in replica 1 on device cpu:1", "wonderful"});
+  weight.check_unchanged(l1->weight);
+}
