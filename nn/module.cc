@@ -85,11 +85,12 @@ Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool per
   TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_buffer: invalid name '", name,
            "' (non-empty, no dots)");
   for (const auto& [n, t] : buffers_) TD_CHECK(n != name, "register_buffer: '", name, "' is already registered");
-  // A tensor of its own on the caller's data, so that moving the module does not move the caller's
-  // tensor; a leaf keeps its requires_grad, as PyTorch's buffers do (a computed one is detached).
-  Tensor buffer = tensor.defined() ? tensor.detach() : tensor;
-  if (tensor.defined() && tensor.is_leaf() && tensor.requires_grad()) buffer.requires_grad_(true);
-  buffers_.emplace_back(name, buffer);
+  // A leaf that requires grad is registered itself, as a parameter is, so that its gradient is the
+  // caller's (PyTorch allows such buffers); any other tensor gets one of its own on the caller's
+  // data, so that moving the module does not move the caller's tensor, and a computed one does not
+  // keep its graph.
+  const bool trainable = tensor.defined() && tensor.is_leaf() && tensor.requires_grad();
+  buffers_.emplace_back(name, trainable || !tensor.defined() ? tensor : tensor.detach());
   if (!persistent) non_persistent_.push_back(name);
   return buffers_.back().second;
 }

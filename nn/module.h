@@ -35,7 +35,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // parameter registered here is the same parameter: tied weights), its requires_grad set; a
   // computed tensor is detached into a new leaf on the same data.
   Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
-  // Buffers are saved in state_dict() unless `persistent` is false.
+  // Buffers are saved in state_dict() unless `persistent` is false. A leaf that requires grad is
+  // registered itself (shared, as a parameter is); any other tensor is detached into a tensor of
+  // the module's own on the same data.
   Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {

@@ -338,13 +338,18 @@ TEST_CASE("a buffer keeps the requires_grad of a leaf, through clone and to(), a
   m->forward(x).sum().backward();
   td::testing::check_close(m->scale.grad(), td::tensor({0.0, 2.0, 7.0}, td::kFloat64), 0, 0, "scale's gradient");
   CHECK_FALSE(m->shift.grad().defined());
-  // The buffer is a tensor of its own: moving the module leaves the caller's tensor where it was.
+  // A leaf that requires grad is registered itself: its gradient is the caller's.
   nn::Module holder;
   Tensor mine = td::ones({2}).requires_grad_();
-  Tensor& buffer = holder.register_buffer("b", mine);
-  CHECK(buffer.requires_grad());
+  Tensor& trainable = holder.register_buffer("b", mine);
+  CHECK(trainable.impl_ptr() == mine.impl_ptr());
+  (trainable * 3.0).sum().backward();
+  td::testing::check_close(mine.grad(), td::full({2}, 3.0), 0, 0, "the caller's gradient");
+  // Any other tensor is one of the module's own: moving the module leaves the caller's where it was.
+  Tensor plain = td::ones({2});
+  holder.register_buffer("p", plain);
   holder.to(td::kFloat64);
-  CHECK(mine.dtype() == td::kFloat32);
+  CHECK(plain.dtype() == td::kFloat32);
   // A computed tensor is detached: a buffer does not carry its graph.
   Tensor& computed = holder.register_buffer("c", mine * 2.0);
   CHECK(computed.is_leaf());
