@@ -1,6 +1,5 @@
 #include "core/generator.h"
 
-#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -48,25 +47,35 @@ Generators& generators() {
   return g;
 }
 
+thread_local int discarding_draws = 0;  // DiscardRandomDraws alive on this thread
+
 }  // namespace
 
-uint64_t device_seed(uint64_t seed, int index) {
-  if (index == 0) return seed;
+uint64_t device_seed(uint64_t seed, Device device) {
+  const uint64_t code = static_cast<uint64_t>(device.index()) + (device.is_cuda() ? Device::kMaxIndex + 1 : 0);
+  if (code == 0) return seed;  // cpu:0
   // splitmix64's finaliser over the seed plus a multiple of the golden ratio: nearby seeds and
-  // indices give unrelated keys.
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(index);
+  // devices give unrelated keys.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * code;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 
+DiscardRandomDraws::DiscardRandomDraws() { ++discarding_draws; }
+DiscardRandomDraws::~DiscardRandomDraws() { --discarding_draws; }
+
 Generator& default_generator(Device device) {
+  if (discarding_draws > 0) {
+    thread_local Generator scratch;
+    return scratch;
+  }
   Generators& g = generators();
   std::lock_guard lock(g.mutex);
   std::unique_ptr<Generator>& generator = g.by_device[device];
   if (!generator) {
     generator = std::make_unique<Generator>();
-    generator->manual_seed(device_seed(g.seed, device.index()));
+    generator->manual_seed(device_seed(g.seed, device));
   }
   return *generator;
 }
@@ -77,7 +86,7 @@ void manual_seed(uint64_t seed) {
   Generators& g = generators();
   std::lock_guard lock(g.mutex);
   g.seed = seed;
-  for (auto& [device, generator] : g.by_device) generator->manual_seed(device_seed(seed, device.index()));
+  for (auto& [device, generator] : g.by_device) generator->manual_seed(device_seed(seed, device));
 }
 
 std::vector<std::pair<Device, PhiloxState>> generator_states() {
@@ -86,19 +95,6 @@ std::vector<std::pair<Device, PhiloxState>> generator_states() {
   std::vector<std::pair<Device, PhiloxState>> states;
   for (const auto& [device, generator] : g.by_device) states.emplace_back(device, generator->state());
   return states;
-}
-
-RandomStateGuard::~RandomStateGuard() {
-  Generators& g = generators();
-  std::lock_guard lock(g.mutex);
-  for (auto& [device, generator] : g.by_device) {
-    auto it = std::find_if(saved_.begin(), saved_.end(), [&](const auto& s) { return s.first == device; });
-    if (it != saved_.end()) {
-      generator->set_state(it->second);
-    } else {
-      generator->manual_seed(device_seed(g.seed, device.index()));
-    }
-  }
 }
 
 }  // namespace tandem

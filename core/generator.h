@@ -20,6 +20,8 @@ class Generator {
  public:
   static constexpr uint64_t kDefaultSeed = 67280421310721ull;
 
+  // This generator's key, from offset 0. td::manual_seed seeds every device's generator instead
+  // (and those made later).
   void manual_seed(uint64_t seed);
   uint64_t initial_seed() const;
   // Reserves `words` 32-bit words of the stream (rounded up to whole blocks).
@@ -36,30 +38,28 @@ class Generator {
 // The generator of a tensor's device: random ops draw from it. Each device has its own (PyTorch
 // has one for the CPU and one per GPU), so that replicas running at once on several devices each
 // draw from their own stream, in their own order: a data-parallel run with dropout is the same on
-// every run, whichever replica gets there first. cpu:i and cuda:i are seeded alike: index 0 with
-// the seed itself (so cuda:0 draws what cpu:0 draws), every other index with a key mixed from the
-// seed and the index, so that two replicas do not drop the same units.
+// every run, whichever replica gets there first.
 Generator& default_generator(Device device);
 Generator& default_generator();  // cpu:0's
-// The key manual_seed(seed) gives the generators of devices with this index.
-uint64_t device_seed(uint64_t seed, int index);
+// The key td::manual_seed(seed) gives a device's generator: cpu:0's is the seed itself, every
+// other device's a key mixed from the seed, the device type and the index, so that two replicas do
+// not drop the same units, and noise drawn on the CPU is not the GPU's dropout mask.
+uint64_t device_seed(uint64_t seed, Device device);
 // Seeds every device's generator, those made later included (PyTorch's manual_seed, which seeds
 // the CPU's and every GPU's).
 void manual_seed(uint64_t seed);
 // The state of every generator used so far, by device (what a checkpoint keeps).
 std::vector<std::pair<Device, PhiloxState>> generator_states();
 
-// Puts every generator back where it was when the guard was made: a generator first used
-// meanwhile starts afresh from the seed again.
-class RandomStateGuard {
+// While one lives, random ops on this thread draw from a scratch generator of the thread's own:
+// code whose draws are overwritten anyway (a clone's reset()) leaves every device's stream where
+// it was, without touching what other threads draw meanwhile.
+class DiscardRandomDraws {
  public:
-  RandomStateGuard() : saved_(generator_states()) {}
-  ~RandomStateGuard();
-  RandomStateGuard(const RandomStateGuard&) = delete;
-  RandomStateGuard& operator=(const RandomStateGuard&) = delete;
-
- private:
-  std::vector<std::pair<Device, PhiloxState>> saved_;
+  DiscardRandomDraws();
+  ~DiscardRandomDraws();
+  DiscardRandomDraws(const DiscardRandomDraws&) = delete;
+  DiscardRandomDraws& operator=(const DiscardRandomDraws&) = delete;
 };
 
 }  // namespace tandem

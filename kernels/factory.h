@@ -75,7 +75,7 @@ Tensor from_blob(void* data, IntList sizes, TensorOptions options = {}, std::fun
 Tensor from_blob(void* data, IntList sizes, IntList strides, TensorOptions options = {},
                  std::function<void(void*)> deleter = {});
 
-// ---- random: from the default generator's Philox stream (td::manual_seed) ----
+// ---- random: from the Philox stream of the tensor's device's generator (td::manual_seed) ----
 Tensor rand(IntList sizes, TensorOptions options = {});   // uniform in [0, 1)
 Tensor randn(IntList sizes, TensorOptions options = {});  // standard normal
 Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options = {});  // in [low, high)

@@ -87,7 +87,7 @@ Tensor conv2d_cudnn_backward_weight(const Tensor& grad, const Tensor& x, IntList
                                     IntList padding, IntList dilation, int64_t groups);
 
 // Dropout in training, 0 <= p < 1: {x * keep / (1 - p), keep}, keep (bool, x's shape) drawn from the
-// default generator exactly as bernoulli(x, 1 - p) draws it.
+// generator of x's device exactly as bernoulli(x, 1 - p) draws it.
 std::tuple<Tensor, Tensor> dropout(const Tensor& x, double p);
 // grad * keep * scale, the gradient of dropout for scale = 1 / (1 - p); keep broadcasts to grad.
 Tensor dropout_backward(const Tensor& grad, const Tensor& keep, double scale);

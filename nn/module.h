@@ -147,10 +147,10 @@ class Cloneable : public Module {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     copy->clear_registrations();
     {
-      // reset() initialises parameters that copy_values_from overwrites: its draws are put back,
+      // reset() initialises parameters that copy_values_from overwrites: its draws are discarded,
       // so that a clone (and DataParallel's first step, which clones the replicas) leaves the
       // random streams where they were.
-      RandomStateGuard keep_random_streams;
+      DiscardRandomDraws discard;
       copy->reset();
     }
     copy->copy_values_from(*this);

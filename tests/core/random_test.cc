@@ -2,6 +2,8 @@
 // streams that do not depend on the thread count, seeds that repeat, and distributions with
 // the right moments.
 #include <cmath>
+#include <set>
+#include <thread>
 
 #include "core/philox.h"
 #include "tests/testing.h"
@@ -154,11 +156,11 @@ TEST_CASE("each device has its own generator: draws on one do not move another's
   CHECK(on_cpu1.device() == cpu1);
   // Another index, another key: replicas on cpu:0 and cpu:1 do not draw the same numbers.
   CHECK(values(on_cpu1) != values(first));
-  CHECK(td::default_generator(cpu1).initial_seed() == td::device_seed(21, 1));
+  CHECK(td::default_generator(cpu1).initial_seed() == td::device_seed(21, cpu1));
   CHECK(td::default_generator(cpu0).initial_seed() == 21);
-  CHECK(td::device_seed(21, 0) == 21);
-  CHECK(td::device_seed(21, 1) != td::device_seed(21, 2));
-  CHECK(td::device_seed(21, 1) != td::device_seed(22, 1));
+  CHECK(td::device_seed(21, cpu0) == 21);
+  CHECK(td::device_seed(21, cpu1) != td::device_seed(21, cpu2));
+  CHECK(td::device_seed(21, cpu1) != td::device_seed(22, cpu1));
   // manual_seed restarts every device's stream, in any order of draws afterwards.
   td::manual_seed(21);
   td::Tensor again_cpu0 = td::rand({6});
@@ -175,25 +177,41 @@ TEST_CASE("each device has its own generator: draws on one do not move another's
   for (const auto& [device, state] : td::generator_states()) {
     if (device != cpu2) continue;
     listed = true;
-    CHECK(state.seed == td::device_seed(22, 2));
+    CHECK(state.seed == td::device_seed(22, cpu2));
     CHECK(state.offset == 1);  // 4 normals: 2 pairs of 2 words, one block of 4
   }
   CHECK(listed);
 }
 
-TEST_CASE("RandomStateGuard puts every generator back, and restarts one first used inside it", "[cpu]") {
+TEST_CASE("DiscardRandomDraws keeps this thread's draws out of every stream, and not other threads'", "[cpu]") {
   const td::Device cpu5("cpu:5");
   td::manual_seed(23);
   td::rand({3});
-  const td::PhiloxState cpu0_before = td::default_generator().state();
+  const td::PhiloxState before = td::default_generator().state();
   {
-    td::RandomStateGuard guard;
+    td::DiscardRandomDraws discard;
     td::rand({1000});
-    td::rand({10}, cpu5);  // cpu:5's generator is made here
-    CHECK(td::default_generator().state().offset != cpu0_before.offset);
+    td::rand({10}, cpu5);
+    CHECK(td::default_generator().state().offset != before.offset);  // the scratch generator's
+    // Another thread draws from the real streams meanwhile, and keeps what it drew.
+    std::thread other([] { td::rand({8}); });
+    other.join();
   }
-  CHECK(td::default_generator().state().offset == cpu0_before.offset);
-  CHECK(td::default_generator().state().seed == cpu0_before.seed);
-  CHECK(td::default_generator(cpu5).state().offset == 0);
-  CHECK(td::default_generator(cpu5).state().seed == td::device_seed(23, 5));
+  CHECK(td::default_generator().state().seed == before.seed);
+  CHECK(td::default_generator().state().offset == before.offset + 2);  // the other thread's 8 words
+  for (const auto& [device, state] : td::generator_states()) CHECK(device != cpu5);  // never made
+}
+
+TEST_CASE("every device's key differs, cpu:0's is the seed, and cuda:0's is not cpu:0's", "[cpu]") {
+  // cuda:i and cpu:i run the same Philox: with one key, noise drawn on the CPU would be the mask
+  // of the GPU's dropout.
+  const uint64_t seed = 99;
+  std::set<uint64_t> keys;
+  for (int i = 0; i < 4; ++i) {
+    keys.insert(td::device_seed(seed, td::Device(td::kCPU, i)));
+    keys.insert(td::device_seed(seed, td::Device(td::kCUDA, i)));
+  }
+  CHECK(keys.size() == 8);
+  CHECK(td::device_seed(seed, td::Device(td::kCPU, 0)) == seed);
+  CHECK(td::device_seed(seed, td::Device(td::kCUDA, 0)) != seed);
 }

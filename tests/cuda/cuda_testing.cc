@@ -10,6 +10,11 @@ const Device& device() {
   return d;
 }
 
+void manual_seed_as_cpu(uint64_t seed) {
+  manual_seed(seed);
+  default_generator(device()).manual_seed(default_generator().initial_seed());
+}
+
 Tensor twin(const Tensor& cpu) {
   REQUIRE(cpu.is_cpu());
   return testing::same_layout_on(cpu, device());

@@ -13,6 +13,10 @@ namespace tandem::cuda_testing {
 // The device under test.
 const Device& device();
 
+// td::manual_seed(seed), then the device under test keyed as cpu:0 is (devices have keys of their
+// own): its random kernels then draw the words the CPU's draw, which the tests compare.
+void manual_seed_as_cpu(uint64_t seed);
+
 using testing::PoisonGuard;
 // Both poisons, for the sweeps whose right answers are often NaN or true (which 0xFF reads as).
 inline constexpr uint8_t kPoisonBytes[] = {0xFF, 0x00};

@@ -830,57 +830,57 @@ void random_sweep(bool large) {
     for (DType dtype : kFloating) {
       const std::string what = std::string(td::dtype_name(dtype)) + " " + s;
       // Two fills in a row: the second also starts where the first left the generator.
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor c1 = td::rand(shape, dtype), c2 = td::rand(shape, dtype);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor d1 = td::rand(shape, on_device(dtype)), d2 = td::rand(shape, on_device(dtype));
       check_equal(d1, c1, "rand " + what);
       check_equal(d2, c2, "second rand " + what);
 
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor cn = td::randn(shape, dtype);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor dn = td::randn(shape, on_device(dtype));
       // Box-Muller's log, sqrt and sin/cos may differ in the last bit between the host and the device.
       check_close(dn, cn, rtol_for(dtype), rtol_for(dtype), "randn " + what);
 
       Tensor pc = td::rand(shape, dtype), pd = ct::twin(pc);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor bc = td::bernoulli(pc);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor bd = td::bernoulli(pd);
       check_equal(bd, bc, "bernoulli(p) " + what);
     }
     for (DType dtype : {td::kInt64, td::kInt32, td::kUInt8, td::kFloat32, td::kBool}) {
       const std::string what = std::string(td::dtype_name(dtype)) + " " + s;
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor c = td::randint(-5, dtype == td::kUInt8 || dtype == td::kBool ? 2 : 1000, shape, dtype);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor d = td::randint(-5, dtype == td::kUInt8 || dtype == td::kBool ? 2 : 1000, shape, on_device(dtype));
       check_equal(d, c, "randint " + what);
       Tensor like_c = td::empty(shape, dtype);
       Tensor like_d = td::empty(shape, on_device(dtype));
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor bc = td::bernoulli(like_c, 0.3);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       Tensor bd = td::bernoulli(like_d, 0.3);
       check_equal(bd, bc, "bernoulli(like, 0.3) " + what);
     }
   }
-  td::manual_seed(seed);
+  ct::manual_seed_as_cpu(seed);
   Tensor big = td::randint(std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2, {33, 33});
-  td::manual_seed(seed);
+  ct::manual_seed_as_cpu(seed);
   check_equal(td::randint(std::numeric_limits<int64_t>::min() / 2, std::numeric_limits<int64_t>::max() / 2, {33, 33},
                           on_device(td::kInt64)),
               big, "randint over a wide range");
 }
 
-TEST_CASE("random fills are bit-identical to the CPU's for the same seed", "[cuda]") {
+TEST_CASE("random fills are bit-identical to the CPU's for the same key", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   random_sweep(false);
 }
 
-TEST_CASE("random fills of a million elements are bit-identical to the CPU's for the same seed", "[cuda][large]") {
+TEST_CASE("random fills of a million elements are bit-identical to the CPU's for the same key", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   random_sweep(true);
 }
@@ -894,12 +894,12 @@ TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the
     for (Layout layout : {Layout::Permuted, Layout::Strided, Layout::Offset}) {
       const std::string what = std::string(td::dtype_name(dtype)) + " " + ct::layout_name(layout);
       Pair x = ct::random_pair({7, 33}, dtype, layout);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       td::uniform_(x.cpu, -3, 5);
       Tensor cpu_row = x.cpu.select(0, 1), cpu_column = x.cpu.select(1, 4);
       td::normal_(cpu_row, 2, 0.5);
       td::bernoulli_(cpu_column, 0.25);
-      td::manual_seed(seed);
+      ct::manual_seed_as_cpu(seed);
       td::uniform_(x.dev, -3, 5);
       Tensor row = x.dev.select(0, 1), column = x.dev.select(1, 4);
       td::normal_(row, 2, 0.5);
@@ -911,9 +911,9 @@ TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the
 
       Pair y = ct::random_pair({7, 33, 5}, dtype, layout);
       for (double p : {0.0, 0.3, 1.0}) {
-        td::manual_seed(seed);
+        ct::manual_seed_as_cpu(seed);
         Tensor c = F::dropout(y.cpu, p, true);
-        td::manual_seed(seed);
+        ct::manual_seed_as_cpu(seed);
         Tensor d = F::dropout(y.dev, p, true);
         check_equal(d == 0, c == 0, "dropout mask " + what);
         check_close(d, c, rtol_for(dtype), 0, "dropout " + what);
@@ -2160,9 +2160,9 @@ void fused_sweep(bool large) {
         for (double p : {0.1, 0.5, 0.9}) {
           auto drop = [p](const std::vector<Tensor>& in) { return F::dropout(in[0], p, true); };
           Tensor d_dev, d_cpu;
-          td::manual_seed(tt::test_seed() ^ 0xd0);
+          ct::manual_seed_as_cpu(tt::test_seed() ^ 0xd0);
           auto dd = fused_grads(drop, {x.dev}, probe.dev, &d_dev);
-          td::manual_seed(tt::test_seed() ^ 0xd0);
+          ct::manual_seed_as_cpu(tt::test_seed() ^ 0xd0);
           auto dc = fused_grads(drop, {x.cpu}, probe.cpu, &d_cpu);
           const std::string d_what = what + " p " + std::to_string(p);
           check_equal(d_dev == 0, d_cpu == 0, "dropout mask " + d_what);

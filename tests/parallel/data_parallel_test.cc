@@ -975,7 +975,7 @@ TEST_CASE("a buffer that requires grad gets through DataParallel the gradient on
   auto reference = std::dynamic_pointer_cast<ScaleShiftImpl>(model->clone());
   Tensor x = td::testing::random_tensor({7, 6}, td::kFloat64).requires_grad_();
   Tensor ref_x = x.detach().clone().requires_grad_();
-  // Uneven chunks, the module's device listed second, and replicas kept across two steps.
+  // Uneven chunks, devices out of order, and replicas kept across two steps.
   par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu2, cpu1}).chunk_sizes({3, 1, 3}));
   for (int step = 0; step < 2; ++step) {
     Tensor out = dp(x);

@@ -56,7 +56,7 @@ TEST_CASE("a checkpoint keeps every device's generator, and resuming puts each b
   td::train::run(o, log);
   td::StateDict saved = td::load(o.save);
   REQUIRE(saved.metadata.count("run.rng_offset.cpu:1") == 1);
-  CHECK(saved.metadata.at("run.rng_seed.cpu:1") == std::to_string(td::device_seed(3, 1)));
+  CHECK(saved.metadata.at("run.rng_seed.cpu:1") == std::to_string(td::device_seed(3, cpu1)));
   CHECK(saved.metadata.count("run.rng_offset.cpu:0") == 0);  // cpu:0's keys are run.rng_seed and run.rng_offset
   saved.metadata["run.rng_offset.cpu:1"] = "12345";
   td::save(saved, o.save);
@@ -65,7 +65,7 @@ TEST_CASE("a checkpoint keeps every device's generator, and resuming puts each b
   o.save = temp_path("generators_resumed.safetensors");
   td::train::run(o, log);
   CHECK(td::default_generator(cpu1).state().offset == 12345);
-  CHECK(td::default_generator(cpu1).state().seed == td::device_seed(3, 1));
+  CHECK(td::default_generator(cpu1).state().seed == td::device_seed(3, cpu1));
 }
 
 TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted run does", "[cpu]") {
