@@ -46,25 +46,17 @@ auto parallel_apply(const std::vector<Device>& devices, F&& fn, std::vector<Devi
   return out;
 }
 
-namespace detail {
-
-template <typename T>
-struct is_std_tuple : std::false_type {};
-template <typename... T>
-struct is_std_tuple<std::tuple<T...>> : std::true_type {};
-
-}  // namespace detail
-
 // LibTorch's form (torch::nn::parallel::parallel_apply): modules[i]'s forward on inputs[i], on
 // devices[i], all at once; the outputs in order. By default devices[i] is the device of the first
 // tensor in inputs[i]. An input is the forward's one argument (a tensor, or a structure of them)
-// or a std::tuple of its arguments. The inputs are not moved: each should be on its module's
-// device already, as in LibTorch. One module per device (a device's worker runs one at a time).
+// or a std::tuple (or std::pair) of its arguments. The inputs are not moved: each should be on its
+// module's device already, as in LibTorch. One module per device (a device's worker runs one at a
+// time).
 template <typename ModulePtr, typename Input>
 auto parallel_apply(const std::vector<ModulePtr>& modules, const std::vector<Input>& inputs,
                     const std::optional<std::vector<Device>>& devices = std::nullopt) {
   auto call = [](auto& module, const Input& input) {
-    if constexpr (detail::is_std_tuple<Input>::value) {
+    if constexpr (detail::is_tuple_like<Input>::value) {
       return std::apply([&](const auto&... args) { return module.forward(args...); }, input);
     } else {
       return module.forward(input);
