@@ -1,5 +1,7 @@
 #include "parallel/replicate.h"
 
+#include <map>
+
 #include "autograd/grad_mode.h"
 #include "parallel/comm.h"
 #include "parallel/functions.h"
@@ -75,11 +77,53 @@ void Replicator::build() {
     layout_.emplace_back(t.sizes(), t.dtype());
     layout_devices_.push_back(t.device());
   }
+  stamps_.assign(devices_.size(), {});
   NoGradGuard no_grad;
   for (const Device& device : devices_) {
     std::shared_ptr<nn::Module> replica = module_->clone(device);
     for (const auto& m : replica->modules()) m->mark_as_replica();
     replicas_.push_back(std::move(replica));
+  }
+}
+
+bool Replicator::CopyStamp::holds(const Tensor& source, const Tensor& replica) const {
+  return source_counter.lock() == source.impl().version && source_data == source.data_ptr() &&
+         source_strides == source.strides() && source_version == source.version() &&
+         replica_version == replica.version();
+}
+
+void Replicator::copy_stale(const std::vector<Tensor>& sources, const std::vector<size_t>& which,
+                            const std::vector<std::vector<Tensor>>& replica_tensors, size_t num_params) {
+  // Replicas that lack the same tensors (normally all of them, or none) get them in one coalesced
+  // broadcast of parameters and one of buffers.
+  std::map<std::vector<size_t>, std::vector<size_t>> replicas_by_stale;  // tensor indices -> positions in which
+  for (size_t k = 0; k < which.size(); ++k) {
+    std::vector<CopyStamp>& stamps = stamps_[which[k]];
+    stamps.resize(sources.size());
+    std::vector<size_t> stale;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (!stamps[i].holds(sources[i], replica_tensors[k][i])) stale.push_back(i);
+    }
+    if (!stale.empty()) replicas_by_stale[stale].push_back(k);
+  }
+  for (const auto& [stale, replicas] : replicas_by_stale) {
+    for (const bool params : {true, false}) {
+      std::vector<Tensor> from;
+      std::vector<std::vector<Tensor>> into(replicas.size());
+      for (size_t i : stale) {
+        if ((i < num_params) != params) continue;
+        from.push_back(sources[i]);
+        for (size_t j = 0; j < replicas.size(); ++j) into[j].push_back(replica_tensors[replicas[j]][i]);
+      }
+      if (!from.empty()) comm::broadcast_coalesced_into(from, into);
+    }
+    for (size_t k : replicas) {
+      for (size_t i : stale) {
+        const Tensor &source = sources[i], &replica = replica_tensors[k][i];
+        stamps_[which[k]][i] = {source.impl().version, source.data_ptr(), source.strides(), source.version(),
+                                replica.version()};
+      }
+    }
   }
 }
 
@@ -91,36 +135,35 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
   if (!up_to_date()) build();
   const std::vector<Tensor> params = module_->parameters();
   const std::vector<Tensor> buffers = defined_only(module_->buffers());
+  std::vector<Tensor> tensors = params;
+  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   std::vector<std::shared_ptr<nn::Module>> chosen;
-  std::vector<std::vector<Tensor>> replica_tensors, copied_params, copied_buffers;
+  std::vector<std::vector<Tensor>> replica_tensors, copied_tensors;
+  std::vector<size_t> copied;
   {
     NoGradGuard no_grad;
     for (size_t r : which) {
       chosen.push_back(replicas_[r]);
-      std::vector<Tensor> rp = replicas_[r]->parameters();
-      std::vector<Tensor> rb = defined_only(replicas_[r]->buffers());
-      TD_CHECK(rp.size() == params.size() && rb.size() == buffers.size(), "replicate: the replica on ", devices_[r],
-               " has ", rp.size(), " parameters and ", rb.size(), " buffers but the module has ", params.size(),
-               " and ", buffers.size(), "; a module's reset() must register the same tensors every time");
+      std::vector<Tensor> rt = replicas_[r]->parameters();
+      const size_t num_params = rt.size();
+      for (const Tensor& b : defined_only(replicas_[r]->buffers())) rt.push_back(b);
+      TD_CHECK(num_params == params.size() && rt.size() == tensors.size(), "replicate: the replica on ", devices_[r],
+               " has ", num_params, " parameters and ", rt.size() - num_params, " buffers but the module has ",
+               params.size(), " and ", buffers.size(), "; a module's reset() must register the same tensors every time");
       // A replica on the device of the module's tensors uses them in place, no copy.
-      const Device home = !params.empty() ? params[0].device() : !buffers.empty() ? buffers[0].device() : devices_[r];
+      const Device home = !tensors.empty() ? tensors[0].device() : devices_[r];
       if (home == devices_[r]) {
-        for (size_t i = 0; i < params.size(); ++i) alias_into(rp[i], params[i]);
-        for (size_t i = 0; i < buffers.size(); ++i) alias_into(rb[i], buffers[i]);
+        for (size_t i = 0; i < tensors.size(); ++i) alias_into(rt[i], tensors[i]);
       } else {
-        copied_params.push_back(rp);
-        copied_buffers.push_back(rb);
+        copied.push_back(r);
+        copied_tensors.push_back(rt);
       }
-      rp.insert(rp.end(), rb.begin(), rb.end());
-      replica_tensors.push_back(std::move(rp));
+      replica_tensors.push_back(std::move(rt));
     }
-    if (!copied_params.empty()) comm::broadcast_coalesced_into(params, copied_params);
-    if (!copied_buffers.empty()) comm::broadcast_coalesced_into(buffers, copied_buffers);
+    copy_stale(tensors, copied, copied_tensors, params.size());
   }
   // Buffers that require grad (PyTorch allows them) reduce their gradients onto the module's as
   // parameters do; the rest, running statistics say, stay out of the graph.
-  std::vector<Tensor> tensors = params;
-  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   Broadcast::connect(tensors, replica_tensors);
   // Modes follow the module, module by module (modules() lists both trees in the same order).
   auto originals = module_->modules();

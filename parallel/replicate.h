@@ -16,7 +16,9 @@ namespace tandem::parallel {
 // Replicas kept from step to step: the module tree is cloned once per device; refresh() only
 // moves the current values in and reconnects autograd (PyTorch and LibTorch rebuild them on every
 // forward). Rebuilt when the module's tensors change shape, dtype or device, or a submodule is
-// replaced (Module::replace_module).
+// replaced (Module::replace_module). A value the replica already holds is not copied again: the
+// graph of an earlier forward may still hold the replica's tensor for its backward (two forwards,
+// then one backward), and a copy would count as an in-place write to it.
 class Replicator {
  public:
   Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices);
@@ -33,12 +35,26 @@ class Replicator {
   void build();
   bool same_tree() const;  // the module and its descendants are those of the last build
 
+  // What a replica's tensor was last copied from, and its version just after the copy.
+  struct CopyStamp {
+    std::weak_ptr<const VersionCounter> source_counter;
+    const void* source_data = nullptr;
+    Shape source_strides;
+    uint32_t source_version = 0, replica_version = 0;
+    bool holds(const Tensor& source, const Tensor& replica) const;
+  };
+  // Copies the module's tensors (parameters then buffers) into the replicas `which` that do not
+  // hold their current values; `replica_tensors[k]` are replica which[k]'s, in the same order.
+  void copy_stale(const std::vector<Tensor>& sources, const std::vector<size_t>& which,
+                  const std::vector<std::vector<Tensor>>& replica_tensors, size_t num_params);
+
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
   std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
   std::vector<Device> layout_devices_;
   std::vector<std::weak_ptr<nn::Module>> tree_;  // the module and its descendants, when built
+  std::vector<std::vector<CopyStamp>> stamps_;   // [replica][tensor], parameters then buffers
 };
 
 // Fresh replicas of `module`, one per device (PyTorch's replicate). detach: the replicas'

@@ -1123,3 +1123,52 @@ TEST_CASE("parallel_apply, LibTorch's form, runs each module on its input's devi
       {"in replica 1 on device cpu:1", "wonderful"});
   weight.check_unchanged(l1->weight);
 }
+
+TEST_CASE("two forwards before one backward (a GAN's real and fake batches) give one device's gradients", "[cpu]") {
+  // The kept replicas are refreshed at each forward. A forward's graph holds the replicas'
+  // weights for its backward, so a second forward must not write them again while they are
+  // unchanged; once the module's values change (a step, an in-place write, load_state_dict)
+  // the next forward must see the new ones.
+  auto model = make_model<MlpImpl>(11, cpu0);
+  auto reference = make_model<MlpImpl>(11, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1, cpu2}));
+  td::manual_seed(12);
+  const Tensor real = td::randn({7, 5}, td::kFloat64), fake = td::randn({5, 5}, td::kFloat64);
+  auto loss_of = [](const Tensor& a, const Tensor& b) { return a.pow(2).sum() + td::tanh(b).sum(); };
+  Tensor loss = loss_of(dp(real), dp(fake));
+  Tensor ref_loss = loss_of(reference->forward(real), reference->forward(fake));
+  loss.backward();
+  ref_loss.backward();
+  td::testing::check_close(loss, ref_loss, 1e-12, 1e-12, "loss");
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    td::testing::check_close(model->parameters()[i].grad(), reference->parameters()[i].grad(), 1e-12, 1e-12,
+                             "gradient " + std::to_string(i));
+  }
+
+  auto check_outputs = [&](const std::string& what) {
+    td::NoGradGuard no_grad;
+    td::testing::check_close(dp(real), reference->forward(real), 1e-12, 1e-12, what);
+  };
+  td::optim::SGD opt(dp->parameters(), td::optim::SGDOptions(0.1));
+  td::optim::SGD ref_opt(reference->parameters(), td::optim::SGDOptions(0.1));
+  opt.step();
+  ref_opt.step();
+  check_outputs("after a step");
+  {
+    td::NoGradGuard no_grad;
+    model->fc2->weight.mul_(0.5);
+    reference->fc2->weight.mul_(0.5);
+  }
+  check_outputs("after an in-place write");
+  auto other = make_model<MlpImpl>(13, cpu0);
+  model->load_state_dict(other->state_dict());
+  reference->load_state_dict(other->state_dict());
+  check_outputs("after load_state_dict");
+
+  // A step between the two forwards writes weights the first forward's graph needs (PyTorch: the
+  // same error, from device_ids[0]'s replica, which is the module itself there as here).
+  Tensor first = dp(real);
+  opt.step();
+  Tensor second = dp(fake);
+  CHECK_THROWS_WITH(loss_of(first, second).backward(), Catch::Contains("modified by an in-place operation"));
+}
