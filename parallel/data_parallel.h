@@ -26,6 +26,7 @@
 #include "kernels/factory.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
+#include "parallel/chunk_loss.h"
 #include "parallel/comm.h"
 #include "parallel/parallel_apply.h"
 #include "parallel/replicate.h"
@@ -263,9 +264,13 @@ class DataParallelImpl : public DataParallelBase {
   }
 
   // The loss computed inside the replicas: replica i runs criterion(forward(chunk i), target
-  // chunk i), which must return the mean over its chunk; the result, on output_device, is the
-  // mean over the whole batch (each replica's loss weighted by its share of the rows). Only one
-  // number per replica travels, and no device holds all outputs.
+  // chunk i); the result, on output_device, is the loss of the whole batch. Only one or two
+  // numbers per replica travel, and no device holds all outputs. The criterion returns either
+  // - a 0-dim mean over its chunk: the chunks' means are weighted by their shares of the rows,
+  //   exact where every row counts alike (mse, l1, cross-entropy without weight or ignored rows);
+  // - a LossSum (chunk_loss.h): the sum of the chunk's losses and the denominator of its mean;
+  // - or it is a CrossEntropyLoss or NLLLoss module, whose sums and denominators (the targets'
+  //   class weights, rows with ignore_index left out) are computed here: exact in every case.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();
@@ -280,7 +285,8 @@ class DataParallelImpl : public DataParallelBase {
       auto out = module_->forward(detail::move_to(args, home)...);
       forward[0].stop();
       loss_timer.emplace_back(home);
-      Tensor loss = criterion(out, detail::move_to(target, home));
+      LossSum part = chunk_loss(criterion, out, detail::move_to(target, home), 1.0);
+      Tensor loss = part.denominator.defined() ? part.sum / part.denominator : part.sum;
       loss_timer[0].stop();
       auto gather_start = std::chrono::steady_clock::now();
       loss = detail::move_to(loss, output_device());
@@ -292,7 +298,7 @@ class DataParallelImpl : public DataParallelBase {
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
     std::vector<DeviceTimer> forward(p.devices.size()), loss_timers(p.devices.size());
-    std::vector<Tensor> losses = parallel_apply(
+    std::vector<LossSum> parts = parallel_apply(
         p.devices,
         [&](size_t i) {
       return in_replica([&] {
@@ -303,28 +309,57 @@ class DataParallelImpl : public DataParallelBase {
       trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
       loss_timers[i] = DeviceTimer(p.devices[i]);
-      Tensor loss = criterion(out, targets[i]);
+      LossSum part = chunk_loss(criterion, out, targets[i],
+                                static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows));
       loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
-      TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
-               "0-dim loss (the mean over the chunk), but returned shape ",
-               loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
-      return loss;
+      return part;
       });
         },
         nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
     keep_buffers_of_first(p, replicas);
-    Tensor per_replica = gather_outputs(losses, output_device(), 0);  // one value per replica
-    std::vector<double> shares;
-    for (int64_t n : p.chunk_sizes) shares.push_back(static_cast<double>(n) / static_cast<double>(p.rows));
-    Tensor weights = tensor(shares, TensorOptions(kFloat64).device(output_device())).to(per_replica.dtype());
-    Tensor loss = (per_replica * weights).sum();
+    // 16-bit sums of many rows could overflow: they travel and add up in float32.
+    const DType dtype = parts[0].sum.dtype();
+    const bool narrow = dtype == kFloat16 || dtype == kBFloat16;
+    const bool divided = parts[0].denominator.defined();
+    std::vector<Tensor> values;  // per replica: its sum, then its denominator if there is one
+    for (const LossSum& part : parts) {
+      Tensor sum = narrow ? part.sum.to(kFloat32) : part.sum;
+      values.push_back(divided ? stack({sum, part.denominator.detach().to(sum.dtype())}) : sum);
+    }
+    Tensor gathered = gather_outputs(values, output_device(), 0);
+    Tensor loss = divided ? gathered.view({-1, 2}).select(1, 0).sum() / gathered.view({-1, 2}).select(1, 1).sum()
+                          : gathered.sum();
+    if (narrow) loss = loss.to(dtype);
     finish_forward(std::move(forward), std::move(loss_timers), detail::elapsed_since(gather_start));
     return loss;
   }
 
  private:
+  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's.
+  template <typename Criterion, typename Output, typename Target>
+  static LossSum chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
+    if constexpr (detail::is_class_loss_module<Criterion>) {
+      return detail::class_loss_sum(criterion, out, target);
+    } else {
+      auto result = criterion(out, target);
+      if constexpr (std::is_same_v<decltype(result), LossSum>) {
+        TD_CHECK(result.sum.defined() && result.sum.dim() == 0 &&
+                     (!result.denominator.defined() || result.denominator.dim() == 0),
+                 "DataParallel::forward_with_loss: the criterion's LossSum must hold a 0-dim sum and a 0-dim "
+                 "denominator (or none)");
+        return result;
+      } else {
+        Tensor loss = result;
+        TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
+                 "0-dim loss (the mean over the chunk) or a LossSum, but returned shape ",
+                 loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
+        return {share == 1.0 ? loss : loss * share, Tensor()};
+      }
+    }
+  }
+
   Impl* replica(const std::shared_ptr<nn::Module>& m) const {
     if constexpr (std::is_same_v<Impl, nn::Module>) return m.get();
     auto* r = dynamic_cast<Impl*>(m.get());

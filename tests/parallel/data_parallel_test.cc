@@ -1172,3 +1172,62 @@ TEST_CASE("two forwards before one backward (a GAN's real and fake batches) give
   Tensor second = dp(fake);
   CHECK_THROWS_WITH(loss_of(first, second).backward(), Catch::Contains("modified by an in-place operation"));
 }
+
+TEST_CASE("loss in the replicas is the batch's loss also with class weights, ignored rows and label smoothing",
+          "[cpu]") {
+  // A chunk's mean divides by its own targets' class weights (or its rows not ignored), so
+  // weighting chunks by rows would be wrong here; forward_with_loss adds up sums and denominators.
+  td::testing::reseed(41);
+  Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64);
+  // cpu:0's 4 rows: 1 ignored; cpu:1's 3 rows: all ignored (a mean of its own would be 0/0)
+  Tensor labels = td::tensor(std::vector<int64_t>{2, -100, 0, 1, -100, -100, -100, 2, 0, 1});
+  Tensor soft = td::softmax(td::testing::random_tensor({10, 3}, td::kFloat64), 1);
+  Tensor weight = td::tensor(std::vector<double>{0.2, 1.5, 3.0});
+  auto check = [&](auto&& criterion, const Tensor& target, const std::string& what) {
+    INFO(what);
+    auto model = make_model<MlpImpl>(42, cpu0);
+    auto reference = make_model<MlpImpl>(42, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).chunk_sizes({4, 3, 3}));
+    Tensor loss = dp->forward_with_loss(criterion, target, x);
+    Tensor expected;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(criterion)>, nn::CrossEntropyLossImpl>) {
+      expected = criterion.forward(reference->forward(x), target);
+    } else if constexpr (std::is_same_v<decltype(criterion(x, target)), par::LossSum>) {
+      par::LossSum whole = criterion(reference->forward(x), target);
+      expected = whole.sum / whole.denominator;
+    } else {
+      expected = criterion(reference->forward(x), target);
+    }
+    CHECK(loss.dim() == 0);
+    td::testing::check_close(loss, expected.detach(), 1e-13, 1e-13, what + " loss");
+    loss.backward();
+    expected.backward();
+    auto g = model->parameters(), rg = reference->parameters();
+    for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, what);
+  };
+  using Options = nn::CrossEntropyLossOptions;
+  check(nn::CrossEntropyLoss(Options().weight(weight)), td::where(labels >= 0, labels, 1), "class weights");
+  check(nn::CrossEntropyLoss(), labels, "ignored rows");
+  check(nn::CrossEntropyLoss(Options().weight(weight).label_smoothing(0.1)), labels, "weights, ignored, smoothing");
+  check(nn::CrossEntropyLoss(Options().weight(weight).reduction(td::kSum)), labels, "reduction sum");
+  check(nn::CrossEntropyLoss(Options().weight(weight)), soft, "class probabilities");
+  check(nn::NLLLoss(nn::NLLLossOptions().weight(weight)),
+        labels, "NLLLoss");  // of raw scores: a loss all the same
+  nn::CrossEntropyLossImpl impl(Options().ignore_index(1));
+  check(impl, td::where(labels >= 0, labels, 1), "a module by reference, its own ignore_index");
+  // A criterion of one's own gives the sum and the denominator itself.
+  check([](const Tensor& out, const Tensor& target) {
+    Tensor counted = target != -100;
+    return par::LossSum{td::nn::functional::cross_entropy(out, target, {}, -100, td::kSum), counted.sum().to(td::kFloat64)};
+  }, labels, "LossSum");
+
+  // A loss per row cannot be added up over replicas: an error, on one device as on several.
+  for (int n : {1, 3}) {
+    auto model = make_model<MlpImpl>(42, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+    CHECK_THROWS_WITH(dp->forward_with_loss(nn::CrossEntropyLoss(Options().reduction(td::kNone)), labels, x),
+                      Catch::Contains("reduction none"));
+    auto per_row = [](const Tensor& out, const Tensor&) { return out.sum(1); };
+    CHECK_THROWS_WITH(dp->forward_with_loss(per_row, labels, x), Catch::Contains("must return a 0-dim loss"));
+  }
+}

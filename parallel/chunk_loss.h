@@ -1,0 +1,88 @@
+// What DataParallel::forward_with_loss makes of a criterion's result in one replica: that
+// chunk's part of the whole batch's loss. A batch's mean is a sum over rows divided by a
+// denominator that is a sum over rows too: the rows themselves for most losses, but the class
+// weights of the targets for cross-entropy with `weight`, and only the rows not ignored with
+// `ignore_index`. Weighting each chunk's mean by its rows is exact only in the first case; adding
+// up the chunks' sums and denominators is exact in all.
+#pragma once
+
+#include <type_traits>
+
+#include "core/error.h"
+#include "nn/loss.h"
+
+namespace tandem::parallel {
+
+// A criterion for forward_with_loss may return one of these instead of a 0-dim mean: the sum of
+// the chunk's losses and what its mean would divide them by. The batch's loss is the sum of all
+// chunks' sums over the sum of their denominators; without a denominator, the sum of the sums
+// (a loss with reduction sum).
+struct LossSum {
+  Tensor sum;
+  Tensor denominator;  // 0-dim; undefined: the sums are added up as they are
+};
+
+namespace detail {
+
+template <typename C, typename Impl>
+const Impl* loss_module(const C& criterion) {
+  using D = std::remove_cvref_t<C>;
+  if constexpr (std::is_same_v<D, nn::ModuleHolder<Impl>> || std::is_base_of_v<nn::ModuleHolder<Impl>, D>) {
+    return criterion.get();
+  } else if constexpr (std::is_same_v<D, Impl>) {
+    return &criterion;
+  } else {
+    return nullptr;
+  }
+}
+
+// Whether forward_with_loss computes this criterion's chunk sums itself: cross-entropy and
+// negative log-likelihood modules, whose means divide by the targets' class weights.
+template <typename C>
+constexpr bool is_class_loss_module =
+    std::is_same_v<std::remove_cvref_t<C>, nn::CrossEntropyLoss> ||
+    std::is_same_v<std::remove_cvref_t<C>, nn::CrossEntropyLossImpl> ||
+    std::is_same_v<std::remove_cvref_t<C>, nn::NLLLoss> || std::is_same_v<std::remove_cvref_t<C>, nn::NLLLossImpl>;
+
+// The weight of each target's class summed over the targets not ignored: the denominator of
+// cross-entropy's and NLL's mean over class indices.
+inline Tensor target_weight_sum(const Tensor& target, const Tensor& weight, int64_t ignore_index, DType dtype) {
+  Tensor counted = target != ignore_index;
+  if (!weight.defined()) return counted.sum().to(dtype);
+  Tensor classes = where(counted, target, 0).reshape({-1});
+  Tensor w = weight.to(target.device()).index_select(0, classes).view(target.sizes()).to(dtype);
+  return where(counted, w, 0).sum();
+}
+
+inline void check_reduction(Reduction reduction, const char* name) {
+  TD_CHECK(reduction != Reduction::None, "DataParallel::forward_with_loss: ", name,
+           " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
+}
+
+// Cross-entropy or NLL over one chunk, the module's weight on the chunk's device.
+template <typename C>
+LossSum class_loss_sum(const C& criterion, const Tensor& out, const Tensor& target) {
+  namespace F = nn::functional;
+  if (const auto* ce = loss_module<C, nn::CrossEntropyLossImpl>(criterion)) {
+    const auto& o = ce->options;
+    check_reduction(o.reduction_, "CrossEntropyLoss");
+    const Tensor weight = ce->weight.defined() ? ce->weight.to(out.device()) : Tensor();
+    Tensor sum = F::cross_entropy(out, target, weight, o.ignore_index_, kSum, o.label_smoothing_);
+    if (o.reduction_ == kSum) return {sum, Tensor()};
+    if (is_floating(target.dtype())) {  // class probabilities: the mean is over rows (and positions)
+      const int64_t classes = out.size(out.dim() == 1 ? 0 : 1);
+      return {sum, full({}, static_cast<double>(out.numel() / classes), TensorOptions(sum.dtype()).device(sum.device()))};
+    }
+    return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+  }
+  const auto* nll = loss_module<C, nn::NLLLossImpl>(criterion);
+  const auto& o = nll->options;
+  check_reduction(o.reduction_, "NLLLoss");
+  const Tensor weight = nll->weight.defined() ? nll->weight.to(out.device()) : Tensor();
+  Tensor sum = F::nll_loss(out, target, weight, o.ignore_index_, kSum);
+  if (o.reduction_ == kSum) return {sum, Tensor()};
+  return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+}
+
+}  // namespace detail
+}  // namespace tandem::parallel
