@@ -1,17 +1,24 @@
 // Scatter and gather of whole argument lists and results, recursively: a Tensor is split along
-// dim into one chunk per replica; std::vector, std::array, std::pair, std::tuple, std::map and
-// std::optional are walked element by element; any other value (a number, a string, a flag) is
-// given to every replica as it is. A std::map<std::string, ...> of tensors is how keyword-style
-// arguments travel. Gathering joins tensors along dim on one device and keeps the structure; 0-dim
-// tensors (one per replica, such as losses) become a 1-D tensor of one value per replica.
+// dim into one chunk per replica; std::vector, std::array, std::pair, std::tuple, std::map,
+// std::unordered_map, std::optional and std::variant are walked element by element; any other
+// value (a number, a string, a flag, a struct) is given to every replica as it is. A
+// std::map<std::string, ...> of tensors (or of std::variant<Tensor, bool, ...>) is how
+// keyword-style arguments travel. Gathering joins tensors along dim on one device and keeps the
+// structure; 0-dim tensors (one per replica, such as losses) become a 1-D tensor of one value per
+// replica; undefined tensors from every replica (PyTorch's None) give an undefined tensor. An
+// output gather cannot see inside (a struct, say) is a compile-time error, where it would
+// otherwise return the first replica's part alone.
 #pragma once
 
 #include <array>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/tensor.h"
@@ -42,6 +49,8 @@ template <typename T>
 struct is_map : std::false_type {};
 template <typename K, typename V, typename C, typename A>
 struct is_map<std::map<K, V, C, A>> : std::true_type {};
+template <typename K, typename V, typename H, typename E, typename A>
+struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 template <typename T>
 struct is_tuple_like : std::false_type {};
 template <typename... T>
@@ -52,6 +61,14 @@ template <typename T>
 struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct is_variant : std::false_type {};
+template <typename... T>
+struct is_variant<std::variant<T...>> : std::true_type {};
+// Values gather takes from the first replica: what cannot hold a tensor.
+template <typename T>
+constexpr bool is_plain_value = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string> ||
+                                std::is_same_v<T, Device> || std::is_same_v<T, std::monostate>;
 
 // Calls f on every tensor inside v, depth first.
 template <typename T, typename F>
@@ -67,6 +84,8 @@ void for_each_tensor(const T& v, F&& f) {
     std::apply([&](const auto&... e) { (for_each_tensor(e, f), ...); }, v);
   } else if constexpr (is_optional<U>::value) {
     if (v) for_each_tensor(*v, f);
+  } else if constexpr (is_variant<U>::value) {
+    std::visit([&](const auto& e) { for_each_tensor(e, f); }, v);
   }
 }
 
@@ -118,22 +137,35 @@ std::vector<T> scatter_value(const T& v, const ScatterPlan& plan) {
     if (!v) return std::vector<T>(n);
     auto parts = scatter_value(*v, plan);
     return std::vector<T>(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
+  } else if constexpr (is_variant<U>::value) {
+    return std::visit(
+        [&](const auto& e) {
+          auto parts = scatter_value(e, plan);
+          return std::vector<T>(std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
+        },
+        v);
   } else {
     return std::vector<T>(n, v);
   }
 }
 
 // The replicas' values joined into one: tensors along dim on destination, containers element
-// by element; other values are taken from the first replica.
+// by element (every replica's of the same length, keys or alternative); plain values (numbers,
+// strings) are taken from the first replica.
 template <typename T>
 T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
   using U = std::decay_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
+    size_t defined = 0;
     bool all_scalars = true;
     for (const Tensor& t : outs) {
-      TD_CHECK(t.defined(), "DataParallel: a replica returned an undefined tensor where another returned one");
+      if (!t.defined()) continue;
+      ++defined;
       all_scalars = all_scalars && t.dim() == 0;
     }
+    if (defined == 0) return Tensor();  // None from every replica
+    TD_CHECK(defined == outs.size(), "DataParallel: ", outs.size() - defined, " of ", outs.size(),
+             " replicas returned an undefined tensor where the others returned one");
     if (outs.size() == 1 && outs[0].device() == destination) {  // one replica, already there: no copy
       if (all_scalars) return outs[0].unsqueeze(0);
       wrap_dim(dim, outs[0].dim(), "gather");  // the check a gather of several makes
@@ -144,24 +176,28 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
     for (const Tensor& t : outs) rows.push_back(t.unsqueeze(0));
     return Gather::apply(rows, destination, 0);
   } else if constexpr (is_vector<U>::value || is_array<U>::value) {
+    for (const T& o : outs) {
+      TD_CHECK(o.size() == outs[0].size(), "DataParallel: replicas returned lists of different lengths (",
+               outs[0].size(), " and ", o.size(), ")");
+    }
     T out = outs[0];
     for (size_t k = 0; k < outs[0].size(); ++k) {
       std::vector<std::decay_t<decltype(outs[0][k])>> column;
-      for (const T& o : outs) {
-        TD_CHECK(o.size() == outs[0].size(), "DataParallel: replicas returned lists of different lengths (",
-                 outs[0].size(), " and ", o.size(), ")");
-        column.push_back(o[k]);
-      }
+      for (const T& o : outs) column.push_back(o[k]);
       out[k] = gather_value(column, destination, dim);
     }
     return out;
   } else if constexpr (is_map<U>::value) {
+    for (const T& o : outs) {
+      TD_CHECK(o.size() == outs[0].size(), "DataParallel: replicas returned maps with different keys (",
+               outs[0].size(), " and ", o.size(), " of them)");
+    }
     T out;
     for (const auto& [key, first] : outs[0]) {
       std::vector<std::decay_t<decltype(first)>> column;
       for (const T& o : outs) {
         auto it = o.find(key);
-        TD_CHECK(it != o.end() && o.size() == outs[0].size(), "DataParallel: replicas returned maps with different keys");
+        TD_CHECK(it != o.end(), "DataParallel: replicas returned maps with different keys");
         column.push_back(it->second);
       }
       out.emplace(key, gather_value(column, destination, dim));
@@ -177,14 +213,31 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
       return T{column.template operator()<I>()...};
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (is_optional<U>::value) {
-    if (!outs[0]) return T{};
     std::vector<std::decay_t<decltype(*outs[0])>> column;
     for (const T& o : outs) {
-      TD_CHECK(o.has_value(), "DataParallel: some replicas returned a value and others none");
-      column.push_back(*o);
+      TD_CHECK(o.has_value() == outs[0].has_value(), "DataParallel: some replicas returned a value and others none");
+      if (o) column.push_back(*o);
     }
+    if (column.empty()) return T{};
     return gather_value(column, destination, dim);
+  } else if constexpr (is_variant<U>::value) {
+    for (const T& o : outs) {
+      TD_CHECK(o.index() == outs[0].index(), "DataParallel: replicas returned different alternatives of a variant (",
+               outs[0].index(), " and ", o.index(), ")");
+    }
+    return std::visit(
+        [&](const auto& first) -> T {
+          using E = std::decay_t<decltype(first)>;
+          std::vector<E> column;
+          for (const T& o : outs) column.push_back(std::get<E>(o));
+          return gather_value(column, destination, dim);
+        },
+        outs[0]);
   } else {
+    static_assert(is_plain_value<U>, "DataParallel cannot gather this output type: it sees inside Tensor, "
+                  "std::vector, std::array, std::pair, std::tuple, std::map, std::unordered_map, std::optional and "
+                  "std::variant, and takes numbers, enums, strings and devices from the first replica. Return the "
+                  "tensors of a struct in a std::tuple or a std::map.");
     return outs[0];
   }
 }

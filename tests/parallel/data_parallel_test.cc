@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <variant>
 
 #include "tests/testing.h"
 
@@ -1230,4 +1232,57 @@ TEST_CASE("loss in the replicas is the batch's loss also with class weights, ign
     auto per_row = [](const Tensor& out, const Tensor&) { return out.sum(1); };
     CHECK_THROWS_WITH(dp->forward_with_loss(per_row, labels, x), Catch::Contains("must return a 0-dim loss"));
   }
+}
+
+namespace {
+
+// Keyword-style arguments of mixed kinds, and outputs in unordered maps and variants.
+class KeywordsImpl : public nn::Cloneable<KeywordsImpl> {
+ public:
+  using Kwargs = std::unordered_map<std::string, std::variant<Tensor, double>>;
+  KeywordsImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(3, 2)); }
+  std::tuple<std::unordered_map<std::string, Tensor>, std::variant<Tensor, int64_t>, Tensor> forward(
+      const Kwargs& kwargs) {
+    const Tensor h = fc(std::get<Tensor>(kwargs.at("x"))) * std::get<double>(kwargs.at("scale"));
+    return {{{"h", h}, {"h2", h * h}}, h.sum(1), Tensor()};
+  }
+  nn::Linear fc{nullptr};
+};
+
+}  // namespace
+
+TEST_CASE("unordered maps and variants are scattered and gathered element by element; None stays None", "[cpu]") {
+  td::testing::reseed(43);
+  auto model = make_model<KeywordsImpl>(44, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  const Tensor x = td::testing::random_tensor({7, 3}, td::kFloat64);
+  auto [maps, sums, none] = dp(KeywordsImpl::Kwargs{{"x", x}, {"scale", 0.5}});
+  auto [rmaps, rsums, rnone] = model->forward(KeywordsImpl::Kwargs{{"x", x}, {"scale", 0.5}});
+  std::vector<int64_t> rows;
+  for (const auto& d : dp->stats().devices) rows.push_back(d.rows);
+  CHECK(rows == std::vector<int64_t>{3, 2, 2});  // x was split, 0.5 given whole
+  CHECK(maps.size() == 2);
+  td::testing::check_close(maps.at("h"), rmaps.at("h").detach(), 1e-14, 1e-14, "h");
+  td::testing::check_close(maps.at("h2"), rmaps.at("h2").detach(), 1e-14, 1e-14, "h2");
+  REQUIRE(std::holds_alternative<Tensor>(sums));
+  td::testing::check_close(std::get<Tensor>(sums), std::get<Tensor>(rsums).detach(), 1e-14, 1e-14, "variant");
+  CHECK_FALSE(none.defined());  // every replica returned None
+}
+
+TEST_CASE("gather says where the replicas' outputs do not match, whichever replica is the odd one", "[cpu]") {
+  const Tensor t = td::ones({2}), u = td::ones({2}).to(cpu1);
+  auto fails = [](auto outputs, const std::string& message) {
+    CHECK_THROWS_WITH(par::gather_outputs(outputs, cpu0), Catch::Contains(message));
+  };
+  fails(std::vector<Tensor>{Tensor(), u}, "1 of 2 replicas returned an undefined tensor");
+  fails(std::vector<Tensor>{t, Tensor()}, "1 of 2 replicas returned an undefined tensor");
+  fails(std::vector<std::vector<Tensor>>{{}, {u}}, "lists of different lengths (0 and 1)");
+  fails(std::vector<std::map<std::string, Tensor>>{{}, {{"a", u}}}, "maps with different keys");
+  fails(std::vector<std::map<std::string, Tensor>>{{{"a", t}}, {{"b", u}}}, "maps with different keys");
+  fails(std::vector<std::optional<Tensor>>{std::nullopt, u}, "some replicas returned a value and others none");
+  fails(std::vector<std::variant<Tensor, int>>{3, u}, "different alternatives of a variant (1 and 0)");
+  CHECK_FALSE(par::gather_outputs(std::vector<std::optional<Tensor>>{std::nullopt, std::nullopt}, cpu0).has_value());
+  CHECK(std::get<int>(par::gather_outputs(std::vector<std::variant<Tensor, int>>{3, 4}, cpu0)) == 3);
+  CHECK(par::gather_outputs(std::vector<std::variant<Tensor, int>>{t, u}, cpu0).index() == 0);
 }
