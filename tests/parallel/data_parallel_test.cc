@@ -217,7 +217,15 @@ class NoInputImpl : public nn::Cloneable<NoInputImpl> {
   Tensor w;
 };
 
-// Records, per device, whether grad mode was on inside the replica.
+// A number of its own for every thread this test program starts: a thread created afresh gets a
+// new one (std::thread::id values of joined threads may be reused).
+int thread_serial() {
+  static std::atomic<int> threads_seen{0};
+  thread_local const int serial = ++threads_seen;
+  return serial;
+}
+
+// Records, per device, whether grad mode was on inside the replica, and on which thread it ran.
 class ProbeImpl : public nn::Cloneable<ProbeImpl> {
  public:
   ProbeImpl() { reset(); }
@@ -225,14 +233,14 @@ class ProbeImpl : public nn::Cloneable<ProbeImpl> {
   Tensor forward(const Tensor& x) override {
     std::lock_guard lock(*mutex);
     (*grad_mode)[x.device().index()] = td::is_grad_enabled();
-    (*threads)[x.device().index()] = std::this_thread::get_id();
+    (*threads)[x.device().index()] = thread_serial();
     if (*fail_on && x.device() == **fail_on) TD_FAIL("the input on ", x.device(), " has ", x.size(0), " rows");
     return fc(x);
   }
   nn::Linear fc{nullptr};
   std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
   std::shared_ptr<std::map<int, bool>> grad_mode = std::make_shared<std::map<int, bool>>();
-  std::shared_ptr<std::map<int, std::thread::id>> threads = std::make_shared<std::map<int, std::thread::id>>();
+  std::shared_ptr<std::map<int, int>> threads = std::make_shared<std::map<int, int>>();  // thread_serial()s
   // Shared with the replicas, which copy the module's other members once, when they are built.
   std::shared_ptr<std::optional<Device>> fail_on = std::make_shared<std::optional<Device>>();
 };
@@ -251,7 +259,7 @@ TEST_CASE("replicas run on persistent per-device threads, with the caller's grad
   auto model = std::make_shared<ProbeImpl>();
   par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
   dp(td::ones({6, 2}));
-  std::map<int, std::thread::id> first = *model->threads;
+  std::map<int, int> first = *model->threads;
   for (int d = 0; d < 3; ++d) CHECK(model->grad_mode->at(d));
   {
     td::NoGradGuard no_grad;
@@ -261,7 +269,7 @@ TEST_CASE("replicas run on persistent per-device threads, with the caller's grad
   for (int d = 0; d < 3; ++d) {
     CHECK_FALSE(model->grad_mode->at(d));
     CHECK(model->threads->at(d) == first.at(d));  // the same worker as the step before
-    CHECK(model->threads->at(d) != std::this_thread::get_id());
+    CHECK(model->threads->at(d) != thread_serial());
   }
   CHECK(dp->replicas().size() == 3);
   auto replica = dp->replicas()[1];
@@ -1285,4 +1293,45 @@ TEST_CASE("gather says where the replicas' outputs do not match, whichever repli
   CHECK_FALSE(par::gather_outputs(std::vector<std::optional<Tensor>>{std::nullopt, std::nullopt}, cpu0).has_value());
   CHECK(std::get<int>(par::gather_outputs(std::vector<std::variant<Tensor, int>>{3, 4}, cpu0)) == 3);
   CHECK(par::gather_outputs(std::vector<std::variant<Tensor, int>>{t, u}, cpu0).index() == 0);
+}
+
+TEST_CASE("replicate, the free function, gives connected or detached replicas with the module's values", "[cpu]") {
+  // After PyTorch's test_replicate and test_replicate_buffers.
+  td::testing::reseed(45);
+  auto model = make_model<BnNetImpl>(46, cpu0);
+  {
+    td::NoGradGuard no_grad;
+    model->bn->running_mean.add_(td::testing::random_tensor({6}, td::kFloat64));
+  }
+  model->eval();  // the outputs read the running statistics, which no forward changes
+  const Tensor x = td::testing::random_tensor({4, 4}, td::kFloat64);
+  const Tensor expected = model->forward(x);
+  for (bool detach : {false, true}) {
+    INFO("detach " << detach);
+    auto replicas = par::replicate(model, {cpu0, cpu2}, detach);
+    REQUIRE(replicas.size() == 2);
+    for (size_t r = 0; r < 2; ++r) {
+      const Device device = r == 0 ? cpu0 : cpu2;
+      auto named = replicas[r]->named_parameters();
+      for (const auto& [name, t] : replicas[r]->named_buffers()) named.emplace_back(name, t);
+      for (const auto& [name, t] : named) {
+        CHECK(t.device() == device);
+        CHECK(t.requires_grad() == (!detach && t.is_floating_point() && name.find("running") == std::string::npos &&
+                                    name.find("num_batches") == std::string::npos));
+      }
+      td::testing::check_close(replicas[r]->buffers()[0].cpu(), model->bn->running_mean, 0, 0, "running_mean");
+      Tensor out = replicas[r]->forward(x.to(device));
+      td::testing::check_close(out.cpu(), expected.detach(), 1e-14, 1e-14, "output");
+    }
+    // Connected replicas send their gradients to the module's parameters; detached ones do not.
+    model->zero_grad();
+    Tensor loss = replicas[0]->forward(x).sum() + replicas[1]->forward(x.to(cpu2)).sum().to(cpu0);
+    if (detach) {
+      CHECK_FALSE(loss.requires_grad());
+      continue;
+    }
+    loss.backward();
+    Tensor single_grad = td::autograd::grad({model->forward(x).sum()}, {model->fc->weight})[0];
+    td::testing::check_close(model->fc->weight.grad(), single_grad * 2, 1e-12, 1e-12, "two replicas' gradients");
+  }
 }
