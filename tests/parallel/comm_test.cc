@@ -57,6 +57,8 @@ TEST_CASE("broadcast_coalesced copies many tensors of mixed dtypes to each devic
       CHECK(out[d][i].dtype() == tensors[i].dtype());
       CHECK(out[d][i].sizes() == tensors[i].sizes());
       td::testing::check_equal(out[d][i], values(tensors[i]));
+      if (d == 0) CHECK(out[d][i].is_same(tensors[i]));  // the source device gets the tensor itself
+      if (d != 0) CHECK_FALSE(out[d][i].is_alias_of(tensors[i]));
     }
   }
 }
@@ -328,4 +330,46 @@ TEST_CASE("reduce_add_coalesced rejects lists that do not match and leaves its i
               {"reduce_add_coalesced: device list 1 has 1 tensors but list 0 has 2"});
   check_error([&] { comm::reduce_add_coalesced({{a}, {td::ones({4}).to(cpu1)}}); }, {"reduce_add_coalesced", "[4]", "[3]"});
   before.check_unchanged(a);
+}
+
+TEST_CASE("all_gather, reduce_scatter and all_reduce along any dim, over random non-contiguous tensors", "[cpu]") {
+  td::testing::reseed(7);
+  for (td::DType dtype : {td::kFloat64, td::kFloat32, td::kBFloat16, td::kInt64}) {
+    for (int64_t dim : {1, -1, 0}) {
+      INFO(td::dtype_name(dtype) << " dim " << dim);
+      std::vector<td::Tensor> parts;
+      for (int d = 0; d < 3; ++d) {
+        auto layout = td::testing::all_layouts()[static_cast<size_t>(d + 1) % 4];
+        parts.push_back(in_layout(td::Device(td::kCPU, d), {6, 9, 3}, dtype, layout));
+      }
+      // References from cpu:0 copies, by slices and sums written out here.
+      std::vector<td::Tensor> local;
+      for (const auto& p : parts) local.push_back(p.cpu());
+      const int64_t d = dim < 0 ? dim + 3 : dim;
+      auto gathered = comm::all_gather(parts, dim);
+      for (int r = 0; r < 3; ++r) {
+        CHECK(gathered[r].device() == td::Device(td::kCPU, r));
+        REQUIRE(gathered[r].size(d) == 3 * parts[0].size(d));
+        for (int k = 0; k < 3; ++k) {
+          const int64_t n = parts[0].size(d);
+          td::testing::check_equal(gathered[r].narrow(d, k * n, n), values(local[k]), "all_gather");
+        }
+      }
+      td::Tensor total = (local[0].to(td::kFloat64) + local[1].to(td::kFloat64) + local[2].to(td::kFloat64));
+      const double tol = td::testing::rtol_for(dtype);
+      auto scattered = comm::reduce_scatter(parts, dim);
+      for (int r = 0; r < 3; ++r) {
+        const int64_t n = total.size(d) / 3;
+        CHECK(scattered[r].device() == td::Device(td::kCPU, r));
+        CHECK(scattered[r].size(d) == n);
+        check_close(scattered[r], values(total.narrow(d, r * n, n)), tol, tol, "reduce_scatter");
+      }
+      std::vector<td::Tensor> all = parts;
+      comm::all_reduce(all);
+      for (int r = 0; r < 3; ++r) {
+        CHECK(all[r].is_same(parts[r]));  // in place, in each tensor's own layout
+        check_close(all[r], values(total), tol, tol, "all_reduce");
+      }
+    }
+  }
 }

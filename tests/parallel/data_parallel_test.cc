@@ -1335,3 +1335,43 @@ TEST_CASE("replicate, the free function, gives connected or detached replicas wi
     td::testing::check_close(model->fc->weight.grad(), single_grad * 2, 1e-12, 1e-12, "two replicas' gradients");
   }
 }
+
+TEST_CASE("an empty batch, a batch split along dim 1, and the loss on another output_device", "[cpu]") {
+  td::testing::reseed(47);
+  auto model = make_model<MlpImpl>(48, cpu0);
+  auto reference = make_model<MlpImpl>(48, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).output_device(cpu2));
+
+  // No rows: one replica runs them, and the output has no rows either (PyTorch: the same).
+  Tensor empty = dp(td::zeros({0, 5}, td::kFloat64));
+  CHECK(empty.sizes() == td::Shape{0, 3});
+  CHECK(empty.device() == cpu2);
+  CHECK(dp->stats().devices.size() == 1);
+  empty.sum().backward();
+  for (const Tensor& p : model->parameters()) td::testing::check_close(p.grad(), p.grad() * 0, 0, 0, "no gradient");
+
+  // The loss in the replicas lands on output_device, equal to one device's.
+  Tensor x = td::testing::random_tensor({7, 5}, td::kFloat64);
+  Tensor labels = td::randint(0, 3, {7});
+  Tensor loss = dp->forward_with_loss(nn::CrossEntropyLoss(), labels, x);
+  Tensor expected = td::nn::functional::cross_entropy(reference->forward(x), labels);
+  CHECK(loss.device() == cpu2);
+  td::testing::check_close(loss.cpu(), expected.detach(), 1e-13, 1e-13, "loss");
+
+  // dim 1: a [time, batch, features] input is split along the batch, and so is the output.
+  class TimeMajorImpl : public nn::Cloneable<TimeMajorImpl> {
+   public:
+    TimeMajorImpl() { reset(); }
+    void reset() override { fc = register_module("fc", nn::Linear(5, 3)); }
+    Tensor forward(const Tensor& x) override { return td::tanh(fc(x)).cumsum(0); }  // runs along time
+    nn::Linear fc{nullptr};
+  };
+  auto time_major = make_model<TimeMajorImpl>(49, cpu0);
+  par::DataParallel by_batch(time_major, par::DataParallelOptions(first_devices(3)).dim(1));
+  Tensor sequence = td::testing::random_tensor({4, 8, 5}, td::kFloat64);
+  Tensor out = by_batch(sequence);
+  std::vector<int64_t> rows;
+  for (const auto& d : by_batch->stats().devices) rows.push_back(d.rows);
+  CHECK(rows == std::vector<int64_t>{3, 3, 2});
+  td::testing::check_close(out, time_major->forward(sequence).detach(), 1e-14, 1e-14, "dim 1");
+}
