@@ -3,9 +3,11 @@
 // A block belongs to the stream that was current when it was allocated.
 //
 // TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING) turns the device
-// pools off: each tensor is its own cudaMalloc of its exact size, and cudaFree returns it once the
+// pools off: each tensor is its own cudaMalloc of its size, and cudaFree returns it once the
 // device is done. Slow, but compute-sanitizer's memcheck, which knows only cudaMalloc's
-// bounds, then sees a kernel that reads or writes past a tensor's end.
+// bounds, then sees a kernel that reads or writes past a tensor's end. (The size is rounded up to
+// whole 32-bit words: the atomic adds of 8- and 16-bit elements compare-and-swap the word that
+// holds the element, as the pools' blocks of whole 512 bytes allow.)
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -158,7 +160,7 @@ bool caching_disabled() {
 class UncachedMemory {
  public:
   void* allocate(size_t nbytes, int device) {
-    void* ptr = DeviceBackend(device).raw_alloc(nbytes);
+    void* ptr = DeviceBackend(device).raw_alloc((nbytes + 3) & ~size_t{3});  // whole words (above)
     std::lock_guard lock(mutex_);
     TD_CHECK(ptr, "cuda:", device, " is out of memory: tried to allocate ", nbytes, " bytes; tensors hold ",
              allocated_[device], " bytes (TANDEM_NO_CUDA_MEMORY_CACHING is set: nothing is cached)");

@@ -200,7 +200,7 @@ TEST_CASE("the caching allocator reuses freed blocks and reports statistics per 
   CHECK(td::memory_stats(dev).cached < freed.cached);
 }
 
-TEST_CASE("without caching each CUDA tensor is its own allocation of its exact size", "[cuda]") {
+TEST_CASE("without caching each CUDA tensor is its own allocation, counted at its exact size", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   if (td::cuda::memory_caching_enabled()) {
     td::testing::mark_skipped("runs under TANDEM_NO_CUDA_MEMORY_CACHING=1 (the GPU suite's memcheck stage)");
@@ -216,6 +216,11 @@ TEST_CASE("without caching each CUDA tensor is its own allocation of its exact s
     CHECK(td::memory_stats(dev).peak_allocated >= base.allocated + 1001);
     CHECK(td::memory_stats(dev).cached == 0);
     CHECK(t.sum().item<double>() == 3003);
+    // An atomic add into the last 16-bit element of an odd-length tensor works on the 32-bit word
+    // that holds it: the allocation must hold the whole word (memcheck runs this case).
+    td::Tensor h = td::zeros({7}, td::TensorOptions(td::kFloat16).device(dev));
+    h.scatter_add_(0, td::tensor(std::vector<int64_t>{6, 6}).to(dev), td::full({2}, 1.5, td::kFloat16).to(dev));
+    CHECK(h.cpu().narrow(0, 6, 1).item<double>() == 3.0);
   }
   CHECK(td::memory_stats(dev).allocated == base.allocated);  // freed at once, nothing kept
   CHECK(td::memory_stats(dev).cached == 0);
