@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   train->add_option("--optimizer", train_options.optimizer, "sgd (momentum 0.9) or adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}));
+  train->add_option("--dropout", train_options.dropout, "probability of the model's Dropout layers (0: none)")
+      ->check(CLI::Range(0.0, 0.999999));
   train->add_option("--devices", train_options.devices,
                     "cpu:0 (one device), a list such as cpu:0,cpu:1 or all: data parallel over them");
   train->add_option("--seed", train_options.seed, "seed of the initial weights, the data order and the default data");

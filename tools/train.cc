@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -55,8 +56,9 @@ Data load_data(const Options& o) {
 }
 
 std::shared_ptr<nn::Module> make_model(const Options& o, const Data& d) {
-  if (o.model == "mlp") return examples::Mlp(d.channels * d.height * d.width, d.classes).ptr();
-  if (o.model == "cnn") return examples::Cnn(d.channels, d.height, d.width, d.classes).ptr();
+  if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  if (o.model == "mlp") return examples::Mlp(d.channels * d.height * d.width, d.classes, 256, o.dropout).ptr();
+  if (o.model == "cnn") return examples::Cnn(d.channels, d.height, d.width, d.classes, o.dropout).ptr();
   throw UsageError("--model must be mlp or cnn, got '" + o.model + "'");
 }
 
@@ -94,7 +96,7 @@ std::string device_list(const std::vector<Device>& devices) {
 }
 
 // What a checkpoint records besides tensors, so that a resume can check it continues the same run.
-const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr"};
+const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr", "dropout"};
 
 std::string run_value(const Options& o, const std::string& key) {
   if (key == "model") return o.model;
@@ -102,9 +104,9 @@ std::string run_value(const Options& o, const std::string& key) {
   if (key == "optimizer") return o.optimizer;
   if (key == "batch_size") return std::to_string(o.batch_size);
   if (key == "seed") return std::to_string(o.seed);
-  std::ostringstream lr;
-  lr << o.lr;
-  return lr.str();
+  std::ostringstream number;
+  number << (key == "dropout" ? o.dropout : o.lr);
+  return number.str();
 }
 
 void save_checkpoint(const std::string& path, const Options& o, nn::Module& model, const optim::Optimizer& optimizer,
@@ -144,9 +146,13 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
     return it->second;
   };
   for (const char* key : kRunKeys) {
-    std::string saved = meta(std::string("run.") + key);
+    // Checkpoints made before --dropout existed were made without it.
+    const bool before_dropout = key == std::string("dropout") && !state.metadata.count("run.dropout");
+    std::string saved = before_dropout ? "0" : meta(std::string("run.") + key);
     if (saved != run_value(o, key)) {
-      throw UsageError("cannot resume: " + path + " was made with --" + key + " " + saved + ", not " +
+      std::string flag = key;  // as the command line spells it
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      throw UsageError("cannot resume: " + path + " was made with --" + flag + " " + saved + ", not " +
                        run_value(o, key));
     }
   }

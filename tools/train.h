@@ -20,6 +20,7 @@ struct Options {
   int64_t batch_size = 64;
   double lr = 0;                  // 0: the optimizer's default (SGD 0.05, AdamW 0.001)
   std::string optimizer = "sgd";  // sgd (momentum 0.9) | adamw
+  double dropout = 0;             // > 0: Dropout layers in the model, with this probability
   std::string devices = "cpu:0";  // one device, a list (cpu:0,cpu:1) or all: DataParallel
   uint64_t seed = 0;
   std::string save;               // checkpoint written after every epoch

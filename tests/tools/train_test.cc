@@ -101,6 +101,43 @@ TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted 
   }
 }
 
+TEST_CASE("a data-parallel run with dropout, resumed from a checkpoint, ends exactly where the uninterrupted run does",
+          "[cpu]") {
+  // Each replica's dropout draws from its own device's generator; the checkpoint keeps every one.
+  td::train::Options o = quiet({});
+  o.train_size = 1200;
+  o.test_size = 200;
+  o.devices = "cpu:0,cpu:1";
+  o.dropout = 0.3;
+  o.epochs = 2;
+  o.save = temp_path("dropout_full.safetensors");
+  std::ostringstream log;
+  td::train::Result full = td::train::run(o, log);
+  td::train::Options plain = o;
+  plain.dropout = 0;
+  plain.save = "";
+  CHECK(td::train::run(plain, log).epoch_losses != full.epoch_losses);  // the dropout layers are at work
+
+  o.epochs = 1;
+  o.save = temp_path("dropout_part.safetensors");
+  td::train::run(o, log);
+  td::rand({1000}, td::Device("cpu:1"));  // whatever ran in between moved cpu:1's stream
+  o.epochs = 2;
+  o.resume = o.save;
+  o.save = temp_path("dropout_resumed.safetensors");
+  td::train::Result resumed = td::train::run(o, log);
+  CHECK(resumed.steps == full.steps);
+  CHECK(resumed.epoch_losses.back() == full.epoch_losses.back());
+  td::StateDict x = td::load(temp_path("dropout_full.safetensors")), y = td::load(o.save);
+  REQUIRE(x.size() == y.size());
+  for (const auto& [name, t] : x) {
+    INFO(name);
+    const td::Tensor& u = y.at(name);
+    REQUIRE(u.nbytes() == t.nbytes());
+    CHECK(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()) == 0);
+  }
+}
+
 TEST_CASE("--devices over several CPU devices trains data-parallel to the same model, and ends with the device table",
           "[cpu]") {
   td::train::Options o = quiet({});
@@ -192,6 +229,14 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   o.resume = o.save;
   o.save = "";
   usage_error(o, "--model mlp");
+  o.model = "mlp";
+  o.dropout = 0.2;
+  usage_error(o, "--dropout 0, not 0.2");
+  o.batch_size = 32;
+  usage_error(o, "--batch-size 64, not 32");  // as the command line spells it
+  o = {};
+  o.dropout = 1;
+  usage_error(o, "--dropout must be in [0, 1)");
 }
 
 TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success", "[cpu]") {
