@@ -24,15 +24,13 @@ struct LossSum {
 
 namespace detail {
 
-template <typename C, typename Impl>
-const Impl* loss_module(const C& criterion) {
-  using D = std::remove_cvref_t<C>;
-  if constexpr (std::is_same_v<D, nn::ModuleHolder<Impl>> || std::is_base_of_v<nn::ModuleHolder<Impl>, D>) {
-    return criterion.get();
-  } else if constexpr (std::is_same_v<D, Impl>) {
-    return &criterion;
+// The module a criterion names: the Impl a holder points to, or the Impl itself.
+template <typename C>
+const auto& loss_impl(const C& criterion) {
+  if constexpr (requires { criterion.get(); }) {
+    return *criterion.get();
   } else {
-    return nullptr;
+    return criterion;
   }
 }
 
@@ -59,27 +57,26 @@ inline void check_reduction(Reduction reduction, const char* name) {
            " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
 }
 
-// Cross-entropy or NLL over one chunk, the module's weight on the chunk's device.
-template <typename C>
-LossSum class_loss_sum(const C& criterion, const Tensor& out, const Tensor& target) {
-  namespace F = nn::functional;
-  if (const auto* ce = loss_module<C, nn::CrossEntropyLossImpl>(criterion)) {
-    const auto& o = ce->options;
-    check_reduction(o.reduction_, "CrossEntropyLoss");
-    const Tensor weight = ce->weight.defined() ? ce->weight.to(out.device()) : Tensor();
-    Tensor sum = F::cross_entropy(out, target, weight, o.ignore_index_, kSum, o.label_smoothing_);
-    if (o.reduction_ == kSum) return {sum, Tensor()};
-    if (is_floating(target.dtype())) {  // class probabilities: the mean is over rows (and positions)
-      const int64_t classes = out.size(out.dim() == 1 ? 0 : 1);
-      return {sum, full({}, static_cast<double>(out.numel() / classes), TensorOptions(sum.dtype()).device(sum.device()))};
-    }
-    return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+// Cross-entropy over one chunk, the module's weight on the chunk's device.
+inline LossSum class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
+  const auto& o = criterion.options;
+  check_reduction(o.reduction_, "CrossEntropyLoss");
+  const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
+  Tensor sum = nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kSum, o.label_smoothing_);
+  if (o.reduction_ == kSum) return {sum, Tensor()};
+  if (is_floating(target.dtype())) {  // class probabilities: the mean is over rows (and positions)
+    const int64_t classes = out.size(out.dim() == 1 ? 0 : 1);
+    return {sum, full({}, static_cast<double>(out.numel() / classes), TensorOptions(sum.dtype()).device(sum.device()))};
   }
-  const auto* nll = loss_module<C, nn::NLLLossImpl>(criterion);
-  const auto& o = nll->options;
+  return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+}
+
+// Negative log-likelihood over one chunk, the module's weight on the chunk's device.
+inline LossSum class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& out, const Tensor& target) {
+  const auto& o = criterion.options;
   check_reduction(o.reduction_, "NLLLoss");
-  const Tensor weight = nll->weight.defined() ? nll->weight.to(out.device()) : Tensor();
-  Tensor sum = F::nll_loss(out, target, weight, o.ignore_index_, kSum);
+  const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
+  Tensor sum = nn::functional::nll_loss(out, target, weight, o.ignore_index_, kSum);
   if (o.reduction_ == kSum) return {sum, Tensor()};
   return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
 }

@@ -341,7 +341,7 @@ class DataParallelImpl : public DataParallelBase {
   template <typename Criterion, typename Output, typename Target>
   static LossSum chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
-      return detail::class_loss_sum(criterion, out, target);
+      return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {
