@@ -57,12 +57,21 @@ inline void check_reduction(Reduction reduction, const char* name) {
            " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
 }
 
+// Sums of 16-bit losses over many rows would overflow (65504 in float16) or round (bfloat16
+// counts past 256): a chunk's sum and denominator of a 16-bit loss are kept in float32.
+inline bool is_narrow(DType dtype) { return dtype == kFloat16 || dtype == kBFloat16; }
+inline Tensor wide_sum(const Tensor& losses) {
+  return is_narrow(losses.dtype()) ? losses.to(kFloat32).sum() : losses.sum();
+}
+inline DType wide(DType dtype) { return is_narrow(dtype) ? kFloat32 : dtype; }
+
 // Cross-entropy over one chunk, the module's weight on the chunk's device.
 inline LossSum class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "CrossEntropyLoss");
   const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
-  Tensor sum = nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kSum, o.label_smoothing_);
+  Tensor sum = wide_sum(nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kNone,
+                                                      o.label_smoothing_));
   if (o.reduction_ == kSum) return {sum, Tensor()};
   if (is_floating(target.dtype())) {  // class probabilities: the mean is over rows (and positions)
     const int64_t classes = out.size(out.dim() == 1 ? 0 : 1);
@@ -76,7 +85,7 @@ inline LossSum class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& ou
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "NLLLoss");
   const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
-  Tensor sum = nn::functional::nll_loss(out, target, weight, o.ignore_index_, kSum);
+  Tensor sum = wide_sum(nn::functional::nll_loss(out, target, weight, o.ignore_index_, kNone));
   if (o.reduction_ == kSum) return {sum, Tensor()};
   return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
 }

@@ -204,6 +204,8 @@ T move_to(const T& v, Device device) {
     return std::apply([&](const auto&... e) { return T{move_to(e, device)...}; }, v);
   } else if constexpr (is_optional<U>::value) {
     return v ? T(move_to(*v, device)) : T{};
+  } else if constexpr (is_variant<U>::value) {
+    return std::visit([&](const auto& e) -> T { return move_to(e, device); }, v);
   } else {
     return v;
   }
@@ -285,8 +287,9 @@ class DataParallelImpl : public DataParallelBase {
       auto out = module_->forward(detail::move_to(args, home)...);
       forward[0].stop();
       loss_timer.emplace_back(home);
-      LossSum part = chunk_loss(criterion, out, detail::move_to(target, home), 1.0);
-      Tensor loss = part.denominator.defined() ? part.sum / part.denominator : part.sum;
+      auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), 1.0);
+      Tensor loss = part.denominator.defined() ? part.sum / part.denominator.detach() : part.sum;
+      loss = loss.to(dtype);
       loss_timer[0].stop();
       auto gather_start = std::chrono::steady_clock::now();
       loss = detail::move_to(loss, output_device());
@@ -298,7 +301,7 @@ class DataParallelImpl : public DataParallelBase {
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
     std::vector<DeviceTimer> forward(p.devices.size()), loss_timers(p.devices.size());
-    std::vector<LossSum> parts = parallel_apply(
+    std::vector<ChunkLoss> parts = parallel_apply(
         p.devices,
         [&](size_t i) {
       return in_replica([&] {
@@ -309,7 +312,7 @@ class DataParallelImpl : public DataParallelBase {
       trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
       loss_timers[i] = DeviceTimer(p.devices[i]);
-      LossSum part = chunk_loss(criterion, out, targets[i],
+      ChunkLoss part = chunk_loss(criterion, out, targets[i],
                                 static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows));
       loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
@@ -319,29 +322,39 @@ class DataParallelImpl : public DataParallelBase {
         nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
     keep_buffers_of_first(p, replicas);
-    // 16-bit sums of many rows could overflow: they travel and add up in float32.
-    const DType dtype = parts[0].sum.dtype();
-    const bool narrow = dtype == kFloat16 || dtype == kBFloat16;
-    const bool divided = parts[0].denominator.defined();
+    const DType dtype = parts[0].dtype;
+    const bool divided = parts[0].part.denominator.defined();
     std::vector<Tensor> values;  // per replica: its sum, then its denominator if there is one
-    for (const LossSum& part : parts) {
-      Tensor sum = narrow ? part.sum.to(kFloat32) : part.sum;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const LossSum& part = parts[i].part;
+      TD_CHECK(part.denominator.defined() == divided && parts[i].dtype == dtype,
+               "DataParallel::forward_with_loss: the criterion's results disagree between replicas: replica 0 on ",
+               p.devices[0].str(), " returned a ", dtype_name(dtype), " loss ", divided ? "with" : "without",
+               " a denominator, replica ", i, " on ", p.devices[i].str(), " a ", dtype_name(parts[i].dtype), " loss ",
+               part.denominator.defined() ? "with" : "without", " one");
+      // 16-bit sums of many rows could overflow: they travel and add up in float32.
+      Tensor sum = part.sum.to(detail::wide(dtype));
       values.push_back(divided ? stack({sum, part.denominator.detach().to(sum.dtype())}) : sum);
     }
     Tensor gathered = gather_outputs(values, output_device(), 0);
     Tensor loss = divided ? gathered.view({-1, 2}).select(1, 0).sum() / gathered.view({-1, 2}).select(1, 1).sum()
                           : gathered.sum();
-    if (narrow) loss = loss.to(dtype);
+    loss = loss.to(dtype);
     finish_forward(std::move(forward), std::move(loss_timers), detail::elapsed_since(gather_start));
     return loss;
   }
 
  private:
-  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's.
+  // One chunk's part of the batch's loss (chunk_loss.h), and the dtype the batch's loss takes
+  // (a 16-bit loss's sums are float32); `share`: the chunk's rows over the batch's.
+  struct ChunkLoss {
+    LossSum part;
+    DType dtype;
+  };
   template <typename Criterion, typename Output, typename Target>
-  static LossSum chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
+  static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
-      return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
+      return {detail::class_loss_sum(detail::loss_impl(criterion), out, target), out.dtype()};
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {
@@ -349,13 +362,13 @@ class DataParallelImpl : public DataParallelBase {
                      (!result.denominator.defined() || result.denominator.dim() == 0),
                  "DataParallel::forward_with_loss: the criterion's LossSum must hold a 0-dim sum and a 0-dim "
                  "denominator (or none)");
-        return result;
+        return {result, result.sum.dtype()};
       } else {
         Tensor loss = result;
         TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
                  "0-dim loss (the mean over the chunk) or a LossSum, but returned shape ",
                  loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
-        return {share == 1.0 ? loss : loss * share, Tensor()};
+        return {{share == 1.0 ? loss : loss * share, Tensor()}, loss.dtype()};
       }
     }
   }

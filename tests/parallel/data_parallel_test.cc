@@ -1231,6 +1231,47 @@ TEST_CASE("loss in the replicas is the batch's loss also with class weights, ign
     return par::LossSum{td::nn::functional::cross_entropy(out, target, {}, -100, td::kSum), counted.sum().to(td::kFloat64)};
   }, labels, "LossSum");
 
+  // The replicas' results must be of one kind: a denominator from some chunks only is an error
+  // (cpu:1's rows are all ignored here), and the next step runs as usual.
+  {
+    auto model = make_model<MlpImpl>(42, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).chunk_sizes({4, 3, 3}));
+    auto sometimes = [](const Tensor& out, const Tensor& target) {
+      Tensor counted = target != -100;
+      Tensor sum = td::nn::functional::cross_entropy(out, target, {}, -100, td::kSum);
+      if (counted.sum().item<int64_t>() == 0) return par::LossSum{sum, Tensor()};
+      return par::LossSum{sum, counted.sum().to(td::kFloat64)};
+    };
+    CHECK_THROWS_WITH(dp->forward_with_loss(sometimes, labels, x),
+                      Catch::Contains("disagree between replicas") &&
+                          Catch::Contains("replica 0 on cpu:0 returned a float64 loss with a denominator, replica 1 "
+                                          "on cpu:1 a float64 loss without one"));
+    Tensor loss = dp->forward_with_loss(nn::CrossEntropyLoss(), labels, x);
+    td::testing::check_close(loss, nn::CrossEntropyLoss()(model->forward(x), labels).detach(), 1e-13, 1e-13,
+                             "after the error");
+  }
+
+  // A denominator carries no gradient, on one device as on several.
+  {
+    auto by_squares = [](const Tensor& out, const Tensor&) { return par::LossSum{out.sum(), (out * out).sum()}; };
+    std::vector<std::vector<Tensor>> grads;
+    for (int n : {1, 3}) {
+      auto model = make_model<MlpImpl>(42, cpu0);
+      par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+      dp->forward_with_loss(by_squares, labels, x).backward();
+      grads.emplace_back();
+      for (const Tensor& p : model->parameters()) grads.back().push_back(p.grad());
+    }
+    auto reference = make_model<MlpImpl>(42, cpu0);
+    Tensor out = reference->forward(x);
+    (out.sum() / (out * out).sum().detach()).backward();
+    auto rp = reference->parameters();
+    for (size_t i = 0; i < rp.size(); ++i) {
+      td::testing::check_close(grads[0][i], rp[i].grad(), 1e-12, 1e-13, "detached denominator, 1 device");
+      td::testing::check_close(grads[1][i], rp[i].grad(), 1e-12, 1e-13, "detached denominator, 3 devices");
+    }
+  }
+
   // A loss per row cannot be added up over replicas: an error, on one device as on several.
   for (int n : {1, 3}) {
     auto model = make_model<MlpImpl>(42, cpu0);
@@ -1239,6 +1280,59 @@ TEST_CASE("loss in the replicas is the batch's loss also with class weights, ign
                       Catch::Contains("reduction none"));
     auto per_row = [](const Tensor& out, const Tensor&) { return out.sum(1); };
     CHECK_THROWS_WITH(dp->forward_with_loss(per_row, labels, x), Catch::Contains("must return a 0-dim loss"));
+  }
+}
+
+namespace {
+
+// Class scores plus a learned bias per class: a model whose loss has its scores' dtype.
+class ShiftImpl : public nn::Cloneable<ShiftImpl> {
+ public:
+  ShiftImpl() { reset(); }
+  void reset() override { bias = register_parameter("bias", td::zeros({4})); }
+  Tensor forward(const Tensor& scores) { return scores + bias; }
+  Tensor bias;
+};
+
+}  // namespace
+
+TEST_CASE("loss in the replicas of 16-bit scores adds up in float32: past float16's range, exact counts", "[cpu]") {
+  // 8193 rows, every fifth ignored, each a loss of about 21 (its class 20 below the others):
+  // cpu:0's chunk holds 3278 counted rows, a sum of about 69000, past float16's largest value
+  // (65504), and a count bfloat16 cannot hold (it rounds to 3280).
+  td::testing::reseed(47);
+  const int64_t rows = 8193;
+  std::vector<int64_t> labels(rows), classes(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    classes[i] = i % 4;
+    labels[i] = i % 5 == 4 ? -100 : classes[i];
+  }
+  const Tensor target = td::tensor(labels);
+  const Tensor scores = td::one_hot(td::tensor(classes), 4).to(td::kFloat64) * -20.0 +
+                        td::testing::random_tensor({rows, 4}, td::kFloat64) * 0.5;
+  for (td::DType dtype : {td::kFloat16, td::kBFloat16}) {
+    for (int n : {1, 2}) {
+      INFO(td::dtype_name(dtype) << " over " << n << " devices");
+      const Tensor x = scores.to(dtype);
+      auto model = std::make_shared<ShiftImpl>();
+      model->to(cpu0, dtype);
+      par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+      Tensor loss = dp->forward_with_loss(nn::CrossEntropyLoss(), target, x);
+      CHECK(loss.dtype() == dtype);
+      // The batch's mean in float64 from the same 16-bit scores.
+      auto reference = std::make_shared<ShiftImpl>();
+      reference->to(cpu0, td::kFloat64);
+      Tensor expected = nn::CrossEntropyLoss()(reference->forward(x.to(td::kFloat64)), target);
+      td::testing::check_close(loss.to(td::kFloat64), expected.detach(), td::testing::rtol_for(dtype), 0, "loss");
+      // The module on the whole batch, which also sums in float32, agrees.
+      Tensor direct = nn::CrossEntropyLoss()(model->forward(x), target);
+      td::testing::check_close(loss.to(td::kFloat64), direct.to(td::kFloat64).detach(), td::testing::rtol_for(dtype),
+                               0, "the module on the whole batch");
+      loss.backward();
+      expected.backward();
+      td::testing::check_close(model->bias.grad().to(td::kFloat64), reference->bias.grad(),
+                               td::testing::rtol_for(dtype), 1e-4, "gradient");
+    }
   }
 }
 
@@ -1276,6 +1370,13 @@ TEST_CASE("unordered maps and variants are scattered and gathered element by ele
   REQUIRE(std::holds_alternative<Tensor>(sums));
   td::testing::check_close(std::get<Tensor>(sums), std::get<Tensor>(rsums).detach(), 1e-14, 1e-14, "variant");
   CHECK_FALSE(none.defined());  // every replica returned None
+
+  // On one device the tensor inside the variant goes to that device as well.
+  auto on_cpu1 = make_model<KeywordsImpl>(44, cpu1);
+  par::DataParallel one(on_cpu1, par::DataParallelOptions(std::vector<Device>{cpu1}));
+  auto [maps1, sums1, none1] = one(KeywordsImpl::Kwargs{{"x", x}, {"scale", 0.5}});
+  CHECK(maps1.at("h").device() == cpu1);
+  td::testing::check_close(maps1.at("h").to(cpu0), rmaps.at("h").detach(), 1e-14, 1e-14, "h on one device");
 }
 
 TEST_CASE("gather says where the replicas' outputs do not match, whichever replica is the odd one", "[cpu]") {
