@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "core/cuda.h"
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   train->add_option("--optimizer", train_options.optimizer, "sgd (momentum 0.9) or adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}));
   train->add_option("--dropout", train_options.dropout, "probability of the model's Dropout layers (0: none)")
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(CLI::Range(0.0, std::nextafter(1.0, 0.0)));  // [0, 1)
   train->add_option("--devices", train_options.devices,
                     "cpu:0 (one device), a list such as cpu:0,cpu:1 or all: data parallel over them");
   train->add_option("--seed", train_options.seed, "seed of the initial weights, the data order and the default data");

@@ -56,7 +56,6 @@ Data load_data(const Options& o) {
 }
 
 std::shared_ptr<nn::Module> make_model(const Options& o, const Data& d) {
-  if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
   if (o.model == "mlp") return examples::Mlp(d.channels * d.height * d.width, d.classes, 256, o.dropout).ptr();
   if (o.model == "cnn") return examples::Cnn(d.channels, d.height, d.width, d.classes, o.dropout).ptr();
   throw UsageError("--model must be mlp or cnn, got '" + o.model + "'");
@@ -230,6 +229,7 @@ Result run(const Options& o, std::ostream& log) {
   if (o.epochs < 1) throw UsageError("--epochs must be at least 1");
   if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
   if (o.lr < 0) throw UsageError("--lr must not be negative");
+  if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
   const std::vector<Device> devices = parse_device_list(o.devices);
   const Device device = devices.front();
 

@@ -236,6 +236,7 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   usage_error(o, "--batch-size 64, not 32");  // as the command line spells it
   o = {};
   o.dropout = 1;
+  o.data = "mnist:/no/such/folder";  // the flag is checked before any data is read
   usage_error(o, "--dropout must be in [0, 1)");
 }
 
@@ -246,6 +247,9 @@ TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success",
   };
   CHECK(status("train --model foo") == 2);
   CHECK(status("train --epochs 0") == 2);
+  CHECK(status("train --dropout 1") == 2);  // [0, 1)
+  CHECK(status("train --dropout -0.1") == 2);
+  CHECK(status("train --epochs 1 --train-size 64 --test-size 16 --dropout 0.9999999") == 0);
   CHECK(status("train --data cifar10:/nonexistent") == 2);
   CHECK(status("nosuchcommand") == 2);
   CHECK(status("train --epochs 1 --train-size 200 --test-size 50") == 0);
