@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -97,15 +98,23 @@ std::string device_list(const std::vector<Device>& devices) {
 // What a checkpoint records besides tensors, so that a resume can check it continues the same run.
 const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr", "dropout"};
 
-std::string run_value(const Options& o, const std::string& key) {
+// Numbers as the shortest decimal that reads back as the same double, so that a resume with a
+// value that differs in any digit is refused. Checkpoints made before --dropout existed held
+// them to 6 significant digits (`legacy`).
+std::string run_value(const Options& o, const std::string& key, bool legacy = false) {
   if (key == "model") return o.model;
   if (key == "data") return o.data;
   if (key == "optimizer") return o.optimizer;
   if (key == "batch_size") return std::to_string(o.batch_size);
   if (key == "seed") return std::to_string(o.seed);
-  std::ostringstream number;
-  number << (key == "dropout" ? o.dropout : o.lr);
-  return number.str();
+  const double number = key == "dropout" ? o.dropout : o.lr;
+  if (legacy) {
+    std::ostringstream six;
+    six << number;
+    return six.str();
+  }
+  char digits[32];
+  return std::string(digits, std::to_chars(digits, digits + sizeof digits, number).ptr);
 }
 
 void save_checkpoint(const std::string& path, const Options& o, nn::Module& model, const optim::Optimizer& optimizer,
@@ -145,10 +154,10 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
     return it->second;
   };
   for (const char* key : kRunKeys) {
-    // Checkpoints made before --dropout existed were made without it.
-    const bool before_dropout = key == std::string("dropout") && !state.metadata.count("run.dropout");
-    std::string saved = before_dropout ? "0" : meta(std::string("run.") + key);
-    if (saved != run_value(o, key)) {
+    // Checkpoints made before --dropout existed were made without it (and with 6-digit numbers).
+    const bool legacy = !state.metadata.count("run.dropout");
+    std::string saved = legacy && key == std::string("dropout") ? "0" : meta(std::string("run.") + key);
+    if (saved != run_value(o, key, legacy)) {
       std::string flag = key;  // as the command line spells it
       std::replace(flag.begin(), flag.end(), '_', '-');
       throw UsageError("cannot resume: " + path + " was made with --" + flag + " " + saved + ", not " +

@@ -234,6 +234,28 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   usage_error(o, "--dropout 0, not 0.2");
   o.batch_size = 32;
   usage_error(o, "--batch-size 64, not 32");  // as the command line spells it
+
+  // Numbers are compared in full: a rate that differs in its 7th digit makes another run.
+  o = {};
+  o.train_size = 200;
+  o.test_size = 50;
+  o.epochs = 1;
+  o.lr = 0.1234567;
+  o.save = temp_path("exact_lr.safetensors");
+  td::train::run(quiet(o), log);
+  CHECK(td::load(o.save).metadata.at("run.lr") == "0.1234567");
+  o.resume = o.save;
+  o.save = "";
+  o.epochs = 2;
+  o.lr = 0.1234571;
+  usage_error(o, "--lr 0.1234567, not 0.1234571");
+  // A checkpoint made before --dropout existed holds its numbers to 6 digits: still resumed.
+  td::StateDict old = td::load(o.resume);
+  old.metadata.erase("run.dropout");
+  old.metadata["run.lr"] = "0.123457";
+  td::save(old, o.resume);
+  o.lr = 0.1234567;
+  CHECK_NOTHROW(td::train::run(quiet(o), log));
   o = {};
   o.dropout = 1;
   o.data = "mnist:/no/such/folder";  // the flag is checked before any data is read
