@@ -37,6 +37,9 @@ std::ostream& operator<<(std::ostream& out, DType t);
 constexpr bool is_floating(DType t) {
   return t == kFloat32 || t == kFloat64 || t == kFloat16 || t == kBFloat16;
 }
+// The 16-bit floating dtypes, whose sums over many elements overflow (float16 past 65504) or
+// round (bfloat16 counts past 256): reductions of them accumulate in float32.
+constexpr bool is_16bit_float(DType t) { return t == kFloat16 || t == kBFloat16; }
 constexpr bool is_integral(DType t, bool include_bool) {
   return t == kInt64 || t == kInt32 || t == kUInt8 || (include_bool && t == kBool);
 }

@@ -402,9 +402,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
       case kSum: return losses.sum();
       case kMean: {
         // 16-bit sums of many rows would overflow: both in float32, the quotient rounded once.
-        const bool narrow = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
-        if (!narrow) return losses.sum() / target_weights.sum();
-        return (losses.to(kFloat32).sum() / target_weights.to(kFloat32).sum()).to(input.dtype());
+        if (!is_16bit_float(input.dtype())) return losses.sum() / target_weights.sum();
+        return (losses.sum(kFloat32) / target_weights.sum(kFloat32)).to(input.dtype());
       }
     }
   }

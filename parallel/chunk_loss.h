@@ -57,13 +57,10 @@ inline void check_reduction(Reduction reduction, const char* name) {
            " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
 }
 
-// Sums of 16-bit losses over many rows would overflow (65504 in float16) or round (bfloat16
-// counts past 256): a chunk's sum and denominator of a 16-bit loss are kept in float32.
-inline bool is_narrow(DType dtype) { return dtype == kFloat16 || dtype == kBFloat16; }
-inline Tensor wide_sum(const Tensor& losses) {
-  return is_narrow(losses.dtype()) ? losses.to(kFloat32).sum() : losses.sum();
-}
-inline DType wide(DType dtype) { return is_narrow(dtype) ? kFloat32 : dtype; }
+// A chunk's sum and denominator of a 16-bit loss are kept in float32, so that they neither
+// overflow nor round over many rows.
+inline DType wide(DType dtype) { return is_16bit_float(dtype) ? kFloat32 : dtype; }
+inline Tensor wide_sum(const Tensor& losses) { return losses.sum(wide(losses.dtype())); }
 
 // Cross-entropy over one chunk, the module's weight on the chunk's device.
 inline LossSum class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {

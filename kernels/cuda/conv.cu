@@ -105,7 +105,7 @@ class Problem {
 
   // Tensor cores for 16-bit data; for float32 only with TF32 allowed (FMA math keeps full precision).
   static cudnnMathType_t math_type(DType dtype) {
-    if (dtype == kFloat16 || dtype == kBFloat16) return CUDNN_TENSOR_OP_MATH;
+    if (is_16bit_float(dtype)) return CUDNN_TENSOR_OP_MATH;
     if (dtype == kFloat32) return tandem::cuda::allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     return CUDNN_DEFAULT_MATH;
   }

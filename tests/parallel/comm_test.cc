@@ -129,7 +129,7 @@ TEST_CASE("reduce_add, reduce_add_coalesced and all_reduce sum across devices", 
       CHECK(sum.device() == td::Device("cpu:2"));
       CHECK(sum.dtype() == dtype);
       // Half and bfloat16 add in float32 and round once.
-      check_close(sum, expected, td::testing::rtol_for(dtype), dtype == td::kFloat16 || dtype == td::kBFloat16 ? 1e-2 : 1e-6);
+      check_close(sum, expected, td::testing::rtol_for(dtype), td::is_16bit_float(dtype) ? 1e-2 : 1e-6);
     }
   }
   std::vector<std::vector<td::Tensor>> per_device;
