@@ -1,5 +1,7 @@
 #include "core/device_threads.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -49,6 +51,8 @@ class DeviceThread {
  private:
   void loop() {
     t_worker_device = &device_;
+    // Named after its device, so that a debugger, perf or top shows whose work a thread is doing.
+    pthread_setname_np(pthread_self(), ("tandem-" + device_.str()).substr(0, 15).c_str());
     for (;;) {
       std::function<void()> task;
       // A step hands each device several tasks in a row (scatter, broadcast, forward, backward)

@@ -1,5 +1,7 @@
 #include "core/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -108,6 +110,7 @@ class ThreadPool {
 
  private:
   void loop() {
+    pthread_setname_np(pthread_self(), "tandem-pool");  // as seen by a debugger, perf or top
     for (;;) {
       std::shared_ptr<Job> job;
       poll_until([&] { return queued_.load(std::memory_order_relaxed) > 0; });

@@ -150,26 +150,44 @@ void check_same_layout(const std::vector<Tensor>& tensors, const char* op, bool 
 // Runs task(d) for each device on that device's worker thread, rethrowing the first failure.
 // Called on a device's thread (a collective inside a replica's forward or backward), it does all
 // the work right there: waiting for other devices' threads, which may be waiting for this one,
-// could deadlock.
-void on_each_device(const std::vector<Device>& devices, const std::function<void(size_t)>& task) {
+// could deadlock. `moves(d)` says whether device d's task moves data at all (the source's own
+// device usually has nothing to copy). Where every device is a CPU device, whose memory is the
+// host's, the tasks that move nothing run right here, and so does a lone task that moves
+// something, with all of the caller's intra-op threads: a worker woken for it would cost about as
+// much as the copy, and the device's share of the cores would leave the others idle.
+void on_each_device(const std::vector<Device>& devices, const std::function<void(size_t)>& task,
+                    const std::function<bool(size_t)>& moves = nullptr) {
   if (devices.size() == 1 || current_device_thread() != nullptr) {
     for (size_t d = 0; d < devices.size(); ++d) task(d);
     return;
   }
+  std::vector<size_t> working;
+  const bool all_cpu = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); });
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (all_cpu && moves && !moves(d)) {
+      task(d);
+    } else {
+      working.push_back(d);
+    }
+  }
+  if (working.empty()) return;
+  if (all_cpu && working.size() == 1) return task(working[0]);
   const std::vector<cuda::Stream> streams = cuda::current_streams();  // the work queues where the caller's would
   // The devices' tasks run at the same time, so each takes its share of the intra-op threads: a
   // copy fanning out over the whole pool would hand half its work to a helper that has to be
   // woken while the other devices' tasks hold the cores.
-  const int share = std::max(1, num_threads() / static_cast<int>(devices.size()));
+  const int share = std::max(1, num_threads() / static_cast<int>(working.size()));
+  std::vector<Device> workers;
   std::vector<std::function<void()>> tasks;
-  for (size_t d = 0; d < devices.size(); ++d) {
+  for (size_t d : working) {
+    workers.push_back(devices[d]);
     tasks.push_back([&task, streams, d, share] {
       cuda::CurrentStreamsGuard current(streams);
       ThreadLimit limit(share);
       task(d);
     });
   }
-  for (const std::exception_ptr& e : run_on_device_threads(devices, tasks)) {
+  for (const std::exception_ptr& e : run_on_device_threads(workers, tasks)) {
     if (e) std::rethrow_exception(e);
   }
 }
@@ -203,9 +221,9 @@ std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& d
       return sent;
     }
   }
-  on_each_device(devices, [&](size_t d) {
-    out[d] = devices[d] == tensor.device() ? tensor : kernels::to(tensor, devices[d]);
-  });
+  on_each_device(
+      devices, [&](size_t d) { out[d] = devices[d] == tensor.device() ? tensor : kernels::to(tensor, devices[d]); },
+      [&](size_t d) { return devices[d] != tensor.device(); });
   for (const Device& d : devices) record.moved(tensor, tensor.device(), d);
   return out;
 }
@@ -232,9 +250,9 @@ void broadcast_into(const Tensor& tensor, const std::vector<Tensor>& outputs) {
     }
     return;
   }
-  on_each_device(devices, [&](size_t d) {
-    if (!outputs[d].is_same(tensor)) kernels::copy_(outputs[d], tensor);
-  });
+  on_each_device(
+      devices, [&](size_t d) { if (!outputs[d].is_same(tensor)) kernels::copy_(outputs[d], tensor); },
+      [&](size_t d) { return !outputs[d].is_same(tensor); });
 }
 
 void broadcast_coalesced_into(const std::vector<Tensor>& tensors, const std::vector<std::vector<Tensor>>& outputs,
@@ -264,11 +282,19 @@ void broadcast_coalesced_into(const std::vector<Tensor>& tensors, const std::vec
     for (const Tensor& t : tensors) record.moved(t, t.device(), d);
   }
   if (buffered({tensors}, devices)) return detail::broadcast_coalesced_into_buffered(tensors, outputs, buffer_size);
-  on_each_device(devices, [&](size_t d) {
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!outputs[d][i].is_same(tensors[i])) kernels::copy_(outputs[d][i], tensors[i]);
-    }
-  });
+  on_each_device(
+      devices,
+      [&](size_t d) {
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          if (!outputs[d][i].is_same(tensors[i])) kernels::copy_(outputs[d][i], tensors[i]);
+        }
+      },
+      [&](size_t d) {
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          if (!outputs[d][i].is_same(tensors[i])) return true;
+        }
+        return false;
+      });
 }
 
 std::vector<std::vector<Tensor>> broadcast_coalesced(const std::vector<Tensor>& tensors,
@@ -295,11 +321,14 @@ std::vector<std::vector<Tensor>> broadcast_coalesced(const std::vector<Tensor>& 
     detail::broadcast_coalesced_into_buffered(tensors, out, buffer_size);
     return out;
   }
-  on_each_device(devices, [&](size_t d) {
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      out[d][i] = devices[d] == tensors[i].device() ? tensors[i] : kernels::to(tensors[i], devices[d]);
-    }
-  });
+  on_each_device(
+      devices,
+      [&](size_t d) {
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          out[d][i] = devices[d] == tensors[i].device() ? tensors[i] : kernels::to(tensors[i], devices[d]);
+        }
+      },
+      [&](size_t d) { return tensors.empty() || devices[d] != tensors[0].device(); });
   return out;
 }
 
@@ -342,10 +371,13 @@ std::vector<Tensor> scatter(const Tensor& tensor, const std::vector<Device>& dev
   Record record("scatter", with(used, tensor.device()));
   std::vector<int64_t> starts(sizes.size(), 0);
   for (size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
-  on_each_device(used, [&](size_t i) {
-    Tensor chunk = kernels::narrow(tensor, d, starts[i], sizes[i]);
-    out[i] = used[i] == tensor.device() ? chunk : kernels::to(chunk, used[i]);
-  });
+  on_each_device(
+      used,
+      [&](size_t i) {
+        Tensor chunk = kernels::narrow(tensor, d, starts[i], sizes[i]);
+        out[i] = used[i] == tensor.device() ? chunk : kernels::to(chunk, used[i]);
+      },
+      [&](size_t i) { return used[i] != tensor.device(); });
   for (size_t i = 0; i < out.size(); ++i) record.moved(out[i], tensor.device(), used[i]);
   return out;
 }

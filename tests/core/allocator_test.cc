@@ -42,6 +42,27 @@ TEST_CASE("a freed large block is reused for the next request of its size", "[cp
   CHECK(td::memory_stats(td::Device("cpu:0")).cached == 0);
 }
 
+TEST_CASE("a freed large block goes back to the cpu device that freed it", "[cpu]") {
+  td::empty_cache(td::kCPU);
+  const td::Device cpu0("cpu:0"), cpu1("cpu:1");
+  const auto on = [](td::Device d) { return td::TensorOptions(td::kUInt8).device(d); };
+  void* first;
+  {
+    td::Tensor t = td::empty({1 << 20}, on(cpu1));
+    first = t.data_ptr();
+  }
+  CHECK(td::memory_stats(cpu0).cached >= (1 << 20));  // the cache is counted whole, on every device
+  td::Tensor elsewhere = td::empty({1 << 20}, on(cpu0));  // the other device's thread would fetch its lines
+  CHECK(elsewhere.data_ptr() != first);
+  td::Tensor again = td::empty({1 << 20}, on(cpu1));
+  CHECK(again.data_ptr() == first);
+  CHECK(td::memory_stats(cpu1).allocated >= (1 << 20));
+  elsewhere = td::Tensor();
+  again = td::Tensor();
+  td::empty_cache(td::kCPU);
+  CHECK(td::memory_stats(cpu1).cached == 0);
+}
+
 TEST_CASE("a storage whose memory cannot be freed says so instead of ending the program", "[cpu]") {
   static float data[4];
   bool called = false;

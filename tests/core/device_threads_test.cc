@@ -1,5 +1,7 @@
 // The per-device worker threads: one persistent thread per device, tasks on several devices at
 // once, failures handed back per task, and nesting that cannot deadlock.
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -44,6 +46,16 @@ TEST_CASE("each device has one persistent thread, and tasks on several devices r
     CHECK(arrived == 2);
   };
   td::run_on_device_threads({cpu0, cpu1}, {meet, meet});
+}
+
+TEST_CASE("a device's thread is named after its device, as a debugger or perf shows it", "[cpu]") {
+  std::string name;
+  td::run_on_device_threads({cpu2}, {[&] {
+                              char buffer[16] = {};
+                              pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
+                              name = buffer;
+                            }});
+  CHECK(name == "tandem-cpu:2");
 }
 
 TEST_CASE("a failing task is reported for itself; the others still run", "[cpu]") {
