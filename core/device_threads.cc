@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace tandem {
 
@@ -58,15 +59,8 @@ class DeviceThread {
       // A step hands each device several tasks in a row (scatter, broadcast, forward, backward)
       // with gaps of a few hundred microseconds between them (loss, reduction, update), and
       // waking a sleeping thread costs about as much on a virtual machine. So a thread waits
-      // awake for a while, then sleeps. Awake, it yields its core between polls: a pause loop
-      // would keep the core from a thread with work queued behind it there (another device's
-      // worker, a pool helper) for the scheduler's whole slice, as the scheduler does not move a
-      // thread that has just run to another core at once.
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 1; queued_.load(std::memory_order_relaxed) == 0; ++i) {
-        if (i % 8 == 0 && std::chrono::steady_clock::now() - start > kAwake) break;
-        std::this_thread::yield();
-      }
+      // awake for a while, then sleeps.
+      wait_awake([&] { return queued_.load(std::memory_order_relaxed) != 0; }, kAwake);
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -29,21 +29,6 @@ thread_local int t_thread_limit = 0;  // 0: no limit
 // this long. Longer would only burn a core the rest of the program could use.
 constexpr auto kPoll = std::chrono::microseconds(50);
 
-// Polls ready() until it holds or kPoll has passed; says which. It yields between polls instead
-// of pausing: a pause loop keeps its core for the scheduler's whole slice, even from a thread
-// with work that waits behind it on that core (the scheduler does not move a thread that has
-// just run to another core at once), while a yield hands the core over and costs one system
-// call where nobody needs it.
-template <typename Ready>
-bool poll_until(const Ready& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kPoll;
-  for (int i = 1;; ++i) {
-    if (ready()) return true;
-    if (i % 8 == 0 && std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-}
-
 // One parallel_for call: its chunks are claimed one at a time by whichever thread is free.
 struct Job {
   const std::function<void(int64_t, int64_t)>* body;
@@ -103,7 +88,7 @@ class ThreadPool {
     }
     for (int64_t i = 0; i < helpers; ++i) wake_.notify_one();
     job->work();
-    if (poll_until([&] { return job->done.load() == job->num_chunks; })) return;
+    if (wait_awake([&] { return job->done.load() == job->num_chunks; }, kPoll)) return;
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done.load() == job->num_chunks; });
   }
@@ -113,7 +98,7 @@ class ThreadPool {
     pthread_setname_np(pthread_self(), "tandem-pool");  // as seen by a debugger, perf or top
     for (;;) {
       std::shared_ptr<Job> job;
-      poll_until([&] { return queued_.load(std::memory_order_relaxed) > 0; });
+      wait_awake([&] { return queued_.load(std::memory_order_relaxed) > 0; }, kPoll);
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -177,6 +162,19 @@ void set_num_threads(int n) {
 }
 
 bool in_parallel_region() { return t_in_parallel; }
+
+// It yields between polls instead of pausing: a pause loop keeps its core for the scheduler's
+// whole slice, even from a thread with work that waits behind it on that core (the scheduler
+// does not move a thread that has just run to another core at once), while a yield hands the
+// core over and costs one system call where nobody needs it.
+bool wait_awake(const std::function<bool()>& ready, std::chrono::microseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 8 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+}
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (begin >= end) return;

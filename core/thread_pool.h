@@ -2,6 +2,7 @@
 // The size comes from TANDEM_NUM_THREADS, else the hardware. No thread is created per op.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -33,5 +34,11 @@ class ThreadLimit {
 
 // Whether the calling thread is running a parallel_for body on a pool worker or as the caller.
 bool in_parallel_region();
+
+// Polls ready() until it holds, for at most `limit`, and says whether it held; the thread yields
+// its core between polls. For a thread whose wait is likely short (a pool worker between ops, a
+// device's worker between the tasks of a step, the caller of a backward that device workers are
+// finishing), before it sleeps: being woken costs more (about 45 us on a virtual machine).
+bool wait_awake(const std::function<bool()>& ready, std::chrono::microseconds limit);
 
 }  // namespace tandem

@@ -1,4 +1,10 @@
+#include <pthread.h>
+
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -100,4 +106,37 @@ TEST_CASE("a ThreadLimit caps the threads ops started on this thread may use, fo
   other.join();
   td::testing::check_error([] { td::ThreadLimit none(0); }, {"ThreadLimit", "0"});
   td::set_num_threads(before);
+}
+
+TEST_CASE("wait_awake returns once another thread makes ready() hold, or says it timed out", "[cpu]") {
+  std::atomic<bool> flag{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    flag = true;
+  });
+  CHECK(td::wait_awake([&] { return flag.load(); }, std::chrono::seconds(10)));
+  CHECK(flag);
+  setter.join();
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(td::wait_awake([] { return false; }, std::chrono::microseconds(500)));
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::microseconds(500));
+  CHECK(td::wait_awake([] { return true; }, std::chrono::microseconds(0)));
+}
+
+TEST_CASE("a pool thread is named, as a debugger or perf shows it", "[cpu]") {
+  const int size = td::num_threads();
+  td::set_num_threads(2);
+  std::mutex mutex;
+  std::set<std::string> names;
+  // Chunks that each wait a moment, so that the pool's threads take some of them.
+  td::parallel_for(0, 64, 1, [&](int64_t, int64_t) {
+    char buffer[16] = {};
+    pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard lock(mutex);
+    names.insert(buffer);
+  });
+  td::set_num_threads(size);
+  CHECK(names.count("tandem-pool") == 1);
 }
