@@ -129,13 +129,21 @@ TEST_CASE("a pool thread is named, as a debugger or perf shows it", "[cpu]") {
   td::set_num_threads(2);
   std::mutex mutex;
   std::set<std::string> names;
-  // Chunks that each wait a moment, so that the pool's threads take some of them.
-  td::parallel_for(0, 64, 1, [&](int64_t, int64_t) {
+  // Two chunks on two threads; each waits for the other to start, so the pool's thread takes one
+  // whatever else the machine is doing (the deadline only keeps a broken pool from hanging).
+  std::atomic<int> started{0};
+  td::parallel_for(0, 2, 1, [&](int64_t, int64_t) {
     char buffer[16] = {};
     pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::lock_guard lock(mutex);
-    names.insert(buffer);
+    {
+      std::lock_guard lock(mutex);
+      names.insert(buffer);
+    }
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started < 2 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   });
   td::set_num_threads(size);
   CHECK(names.count("tandem-pool") == 1);
