@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -39,8 +40,44 @@ void blas_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int
 // without it only keeps its idle threads.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
-void use_our_threads_for_blas() {
+// OpenBLAS picks its kernels by the CPU's family and model. Debian 12's (0.3.21) does not know
+// CPUs newer than itself, a 5th-generation Xeon (family 6, model 207) among them, and falls back
+// to its Prescott (SSE3) kernels: sgemm 512 took 7.45 ms there against PyTorch's 1.06 ms, and
+// 1.07 ms with the Cooperlake kernels the CPU's AVX-512 runs. So where the user has not chosen
+// (OPENBLAS_CORETYPE) and OpenBLAS fell back, the kernels are chosen by the CPU's instructions,
+// through the two routines a DYNAMIC_ARCH OpenBLAS selects its kernels with (weak: any other BLAS
+// keeps its own choice). This runs before the first product, on the first thread that needs one.
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
+
+const char* kernels_for_instructions() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) return "Cooperlake";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
+}
+
+void choose_kernels_where_openblas_fell_back() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || gotoblas_dynamic_init == nullptr ||
+      gotoblas_dynamic_quit == nullptr || std::string(openblas_get_corename()) != "Prescott") {
+    return;
+  }
+  const char* kernels = kernels_for_instructions();
+  if (kernels == nullptr) return;
+  // The routines read the choice from the environment only; it is taken back at once.
+  setenv("OPENBLAS_CORETYPE", kernels, 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+void prepare_blas() {
   static const bool once = [] {
+    choose_kernels_where_openblas_fell_back();
     openblas_set_num_threads(1);
     if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
     return true;
@@ -62,7 +99,7 @@ void parallel_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m,
   TD_CHECK(std::max({n, m, k, lda, ldb, ldc}) <= kMaxBlas, "matmul: a product of [", n, ", ", k, "] by [", k, ", ",
            m, "] (leading dims ", lda, ", ", ldb, ", ", ldc,
            ") has a size over 2^31 - 1, more than the CPU BLAS takes");
-  use_our_threads_for_blas();
+  prepare_blas();
   constexpr int64_t kAlign = 16, kMinFlopsPerBand = int64_t{1} << 18;
   const bool split_rows = n >= m;
   const int64_t extent = split_rows ? n : m;
@@ -107,7 +144,7 @@ void blas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T beta,
                      lb.ld, beta, pc + i * n * m, ldc);
   };
   if (batch >= num_threads() && !in_parallel_region()) {
-    use_our_threads_for_blas();
+    prepare_blas();
     // Many small products: one per task (inside the pool parallel_gemm stays single-threaded).
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, n * m * k));
     parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) {
@@ -184,6 +221,7 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
 }
 
 std::string blas_description() {
+  prepare_blas();
   std::string config = openblas_get_config();  // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
   std::string name = config.substr(0, config.find(' ', config.find(' ') + 1));
   return name + ", " + openblas_get_corename() + " kernels";

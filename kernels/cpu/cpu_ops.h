@@ -73,8 +73,9 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t n, int64_t m, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc);
-// The BLAS behind them and the kernels it chose for this CPU, e.g. "OpenBLAS 0.3.21, Haswell
-// kernels" (OPENBLAS_CORETYPE, where set, chooses them): benchmarks print it beside their figures.
+// The BLAS behind them and the kernels it runs on this CPU, e.g. "OpenBLAS 0.3.21, Haswell
+// kernels" (OPENBLAS_CORETYPE, where set, chooses them; where OpenBLAS does not know the CPU,
+// tandem chooses by its instructions): benchmarks print it beside their figures.
 std::string blas_description();
 
 // ---- indexing (cpu/index.cc); indices already checked to be in range ----

@@ -3,6 +3,7 @@
 // every random_tensor layout, sizes down to 1 and an empty inner dim, and the errors.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -590,4 +591,20 @@ TEST_CASE("a product with a size over 2^31 - 1 is refused before the BLAS sees i
   check_error([&] { td::kernels::cpu::gemm<double>(false, false, 1, 1, 1, 1.0, nullptr, 1, nullptr, big, 0.0, nullptr, 1); },
               {"matmul", "leading dims 1, 2147483648, 1"});
   CHECK(out == 0);
+}
+
+TEST_CASE("the CPU BLAS runs kernels for the CPU's instructions, also where OpenBLAS does not know the CPU",
+          "[cpu]") {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
+    td::testing::mark_skipped("OPENBLAS_CORETYPE chooses the kernels");
+    return;
+  }
+  td::Tensor a = td::randn({64, 64});
+  (void)a.mm(a);  // the first product chooses
+  const std::string blas = td::kernels::cpu::blas_description();
+  INFO(blas);
+  __builtin_cpu_init();
+  // OpenBLAS's fallback for a CPU it does not know: SSE3 kernels, several times slower.
+  if (__builtin_cpu_supports("avx2")) CHECK(blas.find("Prescott") == std::string::npos);
+  if (__builtin_cpu_supports("avx512bf16")) CHECK(blas.find("Haswell") == std::string::npos);
 }
