@@ -1,6 +1,7 @@
 // tandem: the one header a user includes.  namespace td = tandem;
 #pragma once
 
+#include "autograd/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"

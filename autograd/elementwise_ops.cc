@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
@@ -89,6 +90,15 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   return y;
 }
 
+// exp, log, log1p, rsqrt and reciprocal are on autocast's float32 list for GPUs.
+Tensor float32_unary(UnaryOp op, const Tensor& x) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {
+    amp::SuspendAutocast inside;
+    return unary(op, amp::to_float32(x));
+  }
+  return unary(op, x);
+}
+
 }  // namespace
 
 namespace detail {
@@ -112,11 +122,11 @@ Tensor& unary_(UnaryOp op, Tensor& x) {
 
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
-Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
-Tensor log1p(const Tensor& x) { return unary(UnaryOp::Log1p, x); }
+Tensor exp(const Tensor& x) { return float32_unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return float32_unary(UnaryOp::Log, x); }
+Tensor log1p(const Tensor& x) { return float32_unary(UnaryOp::Log1p, x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor rsqrt(const Tensor& x) { return float32_unary(UnaryOp::Rsqrt, x); }
 Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
 Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
@@ -125,7 +135,7 @@ Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
 Tensor gelu(const Tensor& x, const std::string& approximate) { return unary(kd::gelu_op(approximate), x); }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
 Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
-Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::Reciprocal, x); }
+Tensor reciprocal(const Tensor& x) { return float32_unary(UnaryOp::Reciprocal, x); }
 Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
 
 // ---- clamp ----
@@ -321,9 +331,21 @@ Tensor div(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::D
 Tensor div(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Div, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Minimum, a, b); }
-Tensor pow(const Tensor& base, const Tensor& exponent) { return detail::binary(BinaryOp::Pow, base, exponent); }
+// The three pows and a number divided by a tensor (PyTorch's __rdiv__, which is reciprocal's work)
+// are on autocast's float32 list for GPUs.
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&base, &exponent})) {
+    amp::SuspendAutocast inside;
+    return pow(amp::to_float32(base), amp::to_float32(exponent));
+  }
+  return detail::binary(BinaryOp::Pow, base, exponent);
+}
 
 Tensor pow(const Tensor& base, Scalar exponent) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&base})) {
+    amp::SuspendAutocast inside;
+    return pow(amp::to_float32(base), exponent);
+  }
   Tensor y = kernels::pow(base, exponent);
   if (!needs_grad({&base})) return y;
   SavedTensor sx(base, false);
@@ -336,6 +358,10 @@ Tensor pow(const Tensor& base, Scalar exponent) {
 }
 
 Tensor pow(Scalar base, const Tensor& exponent) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&exponent})) {
+    amp::SuspendAutocast inside;
+    return pow(base, amp::to_float32(exponent));
+  }
   Tensor y = kernels::pow(base, exponent);
   if (!needs_grad({&exponent})) return y;
   SavedTensor sy(y, true);
@@ -437,6 +463,10 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
 Tensor operator/(Scalar a, const Tensor& b) {
   kernels::check_defined(b, "div", "other");
+  if (amp::takes_float32(amp::Float32On::kCuda, {&b})) {
+    amp::SuspendAutocast inside;
+    return a / amp::to_float32(b);
+  }
   return div(kd::scalar_tensor(a, result_type(b, a), b.device()), b);
 }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }

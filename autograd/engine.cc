@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
@@ -306,6 +307,7 @@ void execute(Run& run) {
 
   run_queue = [&](Device device) {
     AutoGradMode mode(run.create_graph);
+    amp::SuspendAutocast no_autocast;  // every backward op in its forward op's dtype
     std::unique_lock lock(mutex);
     Ready& r = ready.at(device);
     while (!r.queue.empty() && !error) {
@@ -336,6 +338,7 @@ void execute(Run& run) {
   }
   // The calling thread serves the home device until every node has run and every worker is done.
   AutoGradMode mode(run.create_graph);
+  amp::SuspendAutocast no_autocast;
   auto next_for_caller = [&]() -> Node* {
     for (auto& [device, r] : ready) {
       if (!served_by_caller(device) || r.queue.empty()) continue;

@@ -1,5 +1,6 @@
 // Differentiable matrix products. matmul is written with the differentiable mm/bmm and views,
 // so its gradient (including the sums over broadcast batch dims) comes from theirs.
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
@@ -34,6 +35,10 @@ Tensor mm_grad_b(const Tensor& g, const Tensor& a, bool b_transposed) {
 // mm, bmm and addmm save each operand only for the other's gradient, as PyTorch does: a frozen
 // weight does not keep the layer's input alive until backward.
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (amp::takes_lower_precision({&a, &b})) {
+    amp::SuspendAutocast inside;
+    return mm(amp::to_lower_precision(a), amp::to_lower_precision(b));
+  }
   Tensor y = kernels::mm(a, b);
   if (!needs_grad({&a, &b})) return y;
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
@@ -47,6 +52,10 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (amp::takes_lower_precision({&a, &b})) {
+    amp::SuspendAutocast inside;
+    return bmm(amp::to_lower_precision(a), amp::to_lower_precision(b));
+  }
   Tensor y = kernels::bmm(a, b);
   if (!needs_grad({&a, &b})) return y;
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
@@ -59,6 +68,10 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  if (amp::takes_lower_precision({&bias, &a, &b})) {
+    amp::SuspendAutocast inside;
+    return addmm(amp::to_lower_precision(bias), amp::to_lower_precision(a), amp::to_lower_precision(b), beta, alpha);
+  }
   Tensor y = kernels::addmm(bias, a, b, beta, alpha);
   if (!needs_grad({&bias, &a, &b})) return y;
   bool need_bias = bias.requires_grad(), need_a = a.requires_grad(), need_b = b.requires_grad();
@@ -76,6 +89,10 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, 
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (amp::takes_lower_precision({&a, &b})) {
+    amp::SuspendAutocast inside;
+    return matmul(amp::to_lower_precision(a), amp::to_lower_precision(b));
+  }
   kernels::check_defined(a, "matmul", "input");
   kernels::check_defined(b, "matmul", "other");
   kernels::common_device("matmul", {&a, &b});

@@ -1,6 +1,7 @@
 // Differentiable softmax, pooling, im2col/col2im and the fused layers.
 #include <numeric>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
@@ -13,6 +14,10 @@ using autograd::needs_grad;
 using autograd::record;
 
 Tensor softmax(const Tensor& x, int64_t dim) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return softmax(amp::to_float32(x), dim);
+  }
   Tensor y = kernels::softmax(x, dim);
   if (!needs_grad({&x})) return y;
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "softmax");
@@ -26,6 +31,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return log_softmax(amp::to_float32(x), dim);
+  }
   Tensor y = kernels::log_softmax(x, dim);
   if (!needs_grad({&x})) return y;
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "log_softmax");

@@ -20,6 +20,7 @@ struct FunctionNode : Node {
   std::string name() const override { return op_name; }
   std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
   void release() override { backward = nullptr; }
+  bool released() const override { return backward == nullptr; }
 };
 
 // Whether an op on these inputs records: grad mode is on and some input requires grad.

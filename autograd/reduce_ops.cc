@@ -3,6 +3,7 @@
 // element receives.
 #include <cmath>
 
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/factory.h"
@@ -108,9 +109,18 @@ std::tuple<Tensor, Tensor> extremum_dim(const Tensor& x, int64_t dim, bool keepd
 
 }  // namespace
 
-Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum_impl(x, {}, false, dtype, false); }
+// Autocast's float32 list has sum, prod and cumsum (prod on CPUs too): without a dtype of the
+// caller's they sum a 16-bit tensor in float32, as if called with dtype float32, as PyTorch does.
+static std::optional<DType> float32_if_autocast(amp::Float32On where, const Tensor& x, std::optional<DType> dtype) {
+  if (!dtype && is_16bit_float(x.dtype()) && amp::takes_float32(where, {&x})) return kFloat32;
+  return dtype;
+}
+
+Tensor sum(const Tensor& x, std::optional<DType> dtype) {
+  return sum_impl(x, {}, false, float32_if_autocast(amp::Float32On::kCuda, x, dtype), false);
+}
 Tensor sum(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dtype) {
-  return sum_impl(x, dims, keepdim, dtype, false);
+  return sum_impl(x, dims, keepdim, float32_if_autocast(amp::Float32On::kCuda, x, dtype), false);
 }
 Tensor mean(const Tensor& x, std::optional<DType> dtype) { return sum_impl(x, {}, false, dtype, true); }
 Tensor mean(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dtype) {
@@ -172,9 +182,11 @@ Tensor var_impl(const Tensor& x, IntList dims, int64_t correction, bool keepdim,
 
 }  // namespace
 
-Tensor prod(const Tensor& x, std::optional<DType> dtype) { return prod_impl(x, std::nullopt, false, dtype); }
+Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  return prod_impl(x, std::nullopt, false, float32_if_autocast(amp::Float32On::kAll, x, dtype));
+}
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
-  return prod_impl(x, dim, keepdim, dtype);
+  return prod_impl(x, dim, keepdim, float32_if_autocast(amp::Float32On::kAll, x, dtype));
 }
 
 Tensor max(const Tensor& x) { return extremum(x, {}, false, true, "MaxBackward1"); }
@@ -194,6 +206,10 @@ Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
 }
 
 Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {
+    amp::SuspendAutocast inside;
+    return norm(amp::to_float32(x), p, dims, keepdim);
+  }
   Tensor y = kernels::norm(x, p, dims, keepdim);
   if (!needs_grad({&x})) return y;
   std::vector<bool> reduced = reduced_mask(x, dims);
@@ -221,6 +237,10 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {
+    amp::SuspendAutocast inside;
+    return logsumexp(amp::to_float32(x), dims, keepdim);
+  }
   Tensor y = kernels::logsumexp(x, dims, keepdim);
   if (!needs_grad({&x})) return y;
   std::vector<bool> reduced = reduced_mask(x, dims);
@@ -239,7 +259,7 @@ Tensor any(const Tensor& x) { return kernels::any(x); }
 Tensor any(const Tensor& x, IntList dims, bool keepdim) { return kernels::any(x, dims, keepdim); }
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  Tensor y = kernels::cumsum(x, dim, dtype);
+  Tensor y = kernels::cumsum(x, dim, float32_if_autocast(amp::Float32On::kCuda, x, dtype));
   if (!needs_grad({&x})) return y;
   int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   DType x_dtype = x.dtype();

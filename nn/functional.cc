@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
@@ -19,6 +20,22 @@ Tensor reduce(const Tensor& loss, Reduction reduction) {
     case kMean: return loss.mean();
   }
   return loss;
+}
+
+// The losses are on autocast's float32 list for every device type.
+bool autocast_takes_loss(std::initializer_list<const Tensor*> operands) {
+  return amp::takes_float32(amp::Float32On::kAll, operands);
+}
+
+// A 16-bit input with float32 parameters or statistics (as autocast leaves a normalization's
+// parameters): normalized in float32 and returned in its own dtype, as PyTorch's mixed-type batch
+// and layer norms do, instead of promoted to float32.
+bool mixed_16bit(const Tensor& x, std::initializer_list<const Tensor*> params) {
+  if (!x.defined() || !is_16bit_float(x.dtype())) return false;
+  for (const Tensor* p : params) {
+    if (p->defined() && p->dtype() == kFloat32) return true;
+  }
+  return false;
 }
 
 // [1, C, 1, ...] for broadcasting a per-channel vector against x (channels in dim 1).
@@ -40,6 +57,10 @@ const char* reduction_name(Reduction r) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return linear(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias));
+  }
   TD_CHECK(x.defined() && weight.defined(), "linear: input and weight must be defined");
   TD_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ", shape_str(weight.sizes()));
   TD_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear: input of shape ", shape_str(x.sizes()),
@@ -51,6 +72,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
               IntList dilation, int64_t groups) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv2d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias), stride,
+                  padding, dilation, groups);
+  }
   TD_CHECK(x.defined() && weight.defined(), "conv2d: input and weight must be defined");
   TD_CHECK(x.dim() == 3 || x.dim() == 4, "conv2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
            shape_str(x.sizes()));
@@ -143,6 +169,15 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   check_per_channel(running_var, "running_var");
   check_per_channel(weight, "weight");
   check_per_channel(bias, "bias");
+  // One kernel in PyTorch, on none of autocast's lists: the ops it is written with here are not
+  // autocast either (rsqrt and the sync's sums would turn float32 on a GPU).
+  std::optional<amp::SuspendAutocast> not_autocast;
+  if (amp::is_active(x.device().type())) not_autocast.emplace();
+  if (mixed_16bit(x, {&running_mean, &running_var, &weight, &bias})) {
+    return batch_norm(x.to(kFloat32), running_mean, running_var, weight, bias, training, momentum, eps, batches_tracked,
+                      sync)
+        .to(x.dtype());
+  }
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d != 1) dims.push_back(d);
@@ -186,6 +221,11 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
                Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
            "layer_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",
            " does not end in the normalized shape ", shape_str(normalized_shape.vec()));
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return layer_norm(amp::to_float32(x), normalized_shape, amp::to_float32(weight), amp::to_float32(bias), eps);
+  }
+  if (mixed_16bit(x, {&weight, &bias})) return layer_norm(x.to(kFloat32), normalized_shape, weight, bias, eps).to(x.dtype());
   auto fits = [&](const Tensor& p) {
     return !p.defined() || (p.sizes() == normalized_shape.vec() && p.dtype() == x.dtype() && p.device() == x.device());
   };
@@ -253,17 +293,29 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return mse_loss(amp::to_float32(input), amp::to_float32(target), reduction);
+  }
   check_same_shape(input, target, "mse_loss");
   Tensor d = input - target;
   return reduce(d * d, reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return l1_loss(amp::to_float32(input), amp::to_float32(target), reduction);
+  }
   check_same_shape(input, target, "l1_loss");
   return reduce(abs(input - target), reduction);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return smooth_l1_loss(amp::to_float32(input), amp::to_float32(target), reduction, beta);
+  }
   check_same_shape(input, target, "smooth_l1_loss");
   TD_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
@@ -272,6 +324,10 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return huber_loss(amp::to_float32(input), amp::to_float32(target), reduction, delta);
+  }
   check_same_shape(input, target, "huber_loss");
   TD_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
   Tensor z = abs(input - target);
@@ -279,6 +335,15 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  // PyTorch refuses it under autocast on GPUs: float16 probabilities near 0 and 1 lose the logs.
+  TD_CHECK(!(input.defined() && input.is_cuda() && amp::is_active(kCUDA)),
+           "binary_cross_entropy: unsafe to autocast on ", input.device(), " (float16 probabilities near 0 and 1 ",
+           "lose the loss); use binary_cross_entropy_with_logits (BCEWithLogitsLoss), which combines the sigmoid and ",
+           "the loss safely, or suspend autocast around it with amp::AutocastGuard(kCUDA, std::nullopt, false)");
+  if (autocast_takes_loss({&input, &target, &weight})) {
+    amp::SuspendAutocast inside;
+    return binary_cross_entropy(amp::to_float32(input), amp::to_float32(target), amp::to_float32(weight), reduction);
+  }
   check_same_shape(input, target, "binary_cross_entropy");
   TD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), "binary_cross_entropy: input and target must "
            "be floating, got ", input.dtype(), " and ", target.dtype());
@@ -338,6 +403,10 @@ std::pair<Tensor, Tensor> batch_first(const Tensor& input, const Tensor& target,
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 Reduction reduction) {
+  if (autocast_takes_loss({&input, &weight})) {
+    amp::SuspendAutocast inside;
+    return nll_loss(amp::to_float32(input), target, amp::to_float32(weight), ignore_index, reduction);
+  }
   auto [x, t] = batch_first(input, target, "nll_loss");
   TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 target of class indices, got ", t.dtype());
   const int64_t classes = x.size(1);
@@ -366,6 +435,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction, double label_smoothing) {
+  if (autocast_takes_loss({&input, &target, &weight})) {
+    amp::SuspendAutocast inside;
+    return cross_entropy(amp::to_float32(input), amp::to_float32(target), amp::to_float32(weight), ignore_index, reduction,
+                         label_smoothing);
+  }
   TD_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
            label_smoothing);
   TD_CHECK(input.defined() && target.defined(), "cross_entropy: input and target must be defined");
@@ -433,6 +507,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
+  if (autocast_takes_loss({&input, &target, &weight, &pos_weight})) {
+    amp::SuspendAutocast inside;
+    return binary_cross_entropy_with_logits(amp::to_float32(input), amp::to_float32(target), amp::to_float32(weight),
+                                            amp::to_float32(pos_weight), reduction);
+  }
   TD_CHECK(input.defined() && target.defined() && input.sizes() == target.sizes(),
            "binary_cross_entropy_with_logits: input and target must have the same shape");
   // log(1 + exp(-x)) computed without overflow: log1p(exp(-|x|)) + max(-x, 0).

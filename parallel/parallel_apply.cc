@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "core/cuda.h"
 #include "core/device_threads.h"
@@ -32,6 +33,7 @@ bool is_aborted(const std::exception_ptr& e) {
 void parallel_run(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
                   std::vector<DeviceTimer>* timers, const char* what, const std::vector<size_t>& replica_numbers) {
   const bool grad_mode = is_grad_enabled();
+  const amp::AutocastState autocast = amp::autocast_state();
   const int threads = std::max<int>(1, num_threads() / static_cast<int>(std::max<size_t>(devices.size(), 1)));
   if (timers) {
     timers->clear();
@@ -42,6 +44,7 @@ void parallel_run(const std::vector<Device>& devices, const std::function<void(s
   for (size_t i = 0; i < devices.size(); ++i) {
     tasks.push_back([&, streams, i] {
       AutoGradMode mode(grad_mode);
+      amp::AutocastStateGuard autocast_mode(autocast);
       ThreadLimit limit(threads);
       cuda::CurrentStreamsGuard current(streams);
       // tandem's own launches select their device themselves; this is for CUDA code of the
