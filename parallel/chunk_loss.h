@@ -57,34 +57,43 @@ inline void check_reduction(Reduction reduction, const char* name) {
            " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
 }
 
+// One chunk's part of the batch's loss, and the dtype the batch's loss takes: the criterion's
+// (float32 under autocast, whatever the scores' dtype); a 16-bit loss's sums are float32.
+struct ChunkLoss {
+  LossSum part;
+  DType dtype;
+};
+
 // A chunk's sum and denominator of a 16-bit loss are kept in float32, so that they neither
 // overflow nor round over many rows.
 inline DType wide(DType dtype) { return is_16bit_float(dtype) ? kFloat32 : dtype; }
 inline Tensor wide_sum(const Tensor& losses) { return losses.sum(wide(losses.dtype())); }
 
 // Cross-entropy over one chunk, the module's weight on the chunk's device.
-inline LossSum class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
+inline ChunkLoss class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "CrossEntropyLoss");
   const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
-  Tensor sum = wide_sum(nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kNone,
-                                                      o.label_smoothing_));
-  if (o.reduction_ == kSum) return {sum, Tensor()};
+  const Tensor losses = nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kNone, o.label_smoothing_);
+  const Tensor sum = wide_sum(losses);
+  if (o.reduction_ == kSum) return {{sum, Tensor()}, losses.dtype()};
   if (is_floating(target.dtype())) {  // class probabilities: the mean is over rows (and positions)
     const int64_t classes = out.size(out.dim() == 1 ? 0 : 1);
-    return {sum, full({}, static_cast<double>(out.numel() / classes), TensorOptions(sum.dtype()).device(sum.device()))};
+    return {{sum, full({}, static_cast<double>(out.numel() / classes), TensorOptions(sum.dtype()).device(sum.device()))},
+            losses.dtype()};
   }
-  return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+  return {{sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())}, losses.dtype()};
 }
 
 // Negative log-likelihood over one chunk, the module's weight on the chunk's device.
-inline LossSum class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& out, const Tensor& target) {
+inline ChunkLoss class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "NLLLoss");
   const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
-  Tensor sum = wide_sum(nn::functional::nll_loss(out, target, weight, o.ignore_index_, kNone));
-  if (o.reduction_ == kSum) return {sum, Tensor()};
-  return {sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())};
+  const Tensor losses = nn::functional::nll_loss(out, target, weight, o.ignore_index_, kNone);
+  const Tensor sum = wide_sum(losses);
+  if (o.reduction_ == kSum) return {{sum, Tensor()}, losses.dtype()};
+  return {{sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())}, losses.dtype()};
 }
 
 }  // namespace detail

@@ -13,6 +13,7 @@
 #include "core/allocator.h"
 #include "core/cuda.h"
 #include "core/trace.h"
+#include "nn/optim/grad_scaler.h"
 
 namespace tandem::parallel {
 
@@ -270,14 +271,24 @@ StepStats DataParallelBase::stats() const {
   return s;
 }
 
-void DataParallelBase::step(optim::Optimizer& optimizer) {
+void DataParallelBase::timed_update(const std::function<void()>& update) {
   const Device home = device_ids_.front();  // where the parameters are
   const auto start = std::chrono::steady_clock::now();
   DeviceTimer timer(home);
-  optimizer.step();
+  update();
   timer.stop();
   trace::record("update", home.str(), start, std::chrono::steady_clock::now());
   update_timers_.push_back(std::move(timer));
+}
+
+void DataParallelBase::step(optim::Optimizer& optimizer) {
+  timed_update([&] { optimizer.step(); });
+}
+
+bool DataParallelBase::step(amp::GradScaler& scaler, optim::Optimizer& optimizer) {
+  bool stepped = false;
+  timed_update([&] { stepped = scaler.step(optimizer); });
+  return stepped;
 }
 
 nn::Module::LoadResult DataParallelBase::load_state_dict(const StateDict& state, bool strict) {

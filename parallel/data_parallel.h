@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +33,10 @@
 #include "parallel/replicate.h"
 #include "parallel/sync_batchnorm.h"
 #include "parallel/scatter_gather.h"
+
+namespace tandem::amp {
+class GradScaler;
+}
 
 namespace tandem::parallel {
 
@@ -124,6 +129,9 @@ class DataParallelBase {
   bool is_training() const { return base_->is_training(); }
   // optimizer.step(), timed as this step's update phase.
   void step(optim::Optimizer& optimizer);
+  // scaler.step(optimizer) (float16 training: unscale, then step unless a gradient is inf or
+  // NaN), timed as the update phase. Returns whether the optimizer stepped.
+  bool step(amp::GradScaler& scaler, optim::Optimizer& optimizer);
 
   // The replicas, one per device_ids entry, built on the first multi-device forward and reused.
   const std::vector<std::shared_ptr<nn::Module>>& replicas() const { return replicator_.replicas(); }
@@ -171,6 +179,8 @@ class DataParallelBase {
   // before every forward (PyTorch checks there too): a module moved since would be replicated
   // from elsewhere, and its BatchNorm statistics would be left to a copy.
   void check_module_on_first_device() const;
+  // Runs an optimizer's update, timed as the step's update phase.
+  void timed_update(const std::function<void()>& update);
 
   StepStats current_;
   std::vector<DeviceTimer> forward_timers_, loss_timers_, update_timers_;  // read into stats()
@@ -345,16 +355,12 @@ class DataParallelImpl : public DataParallelBase {
   }
 
  private:
-  // One chunk's part of the batch's loss (chunk_loss.h), and the dtype the batch's loss takes
-  // (a 16-bit loss's sums are float32); `share`: the chunk's rows over the batch's.
-  struct ChunkLoss {
-    LossSum part;
-    DType dtype;
-  };
+  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's.
+  using ChunkLoss = detail::ChunkLoss;
   template <typename Criterion, typename Output, typename Target>
   static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
-      return {detail::class_loss_sum(detail::loss_impl(criterion), out, target), out.dtype()};
+      return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {

@@ -1,8 +1,9 @@
-// tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad) and learning-rate
-// schedulers.
+// tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate
+// schedulers, and amp::GradScaler for float16 training.
 #pragma once
 
 #include "nn/optim/adam.h"
+#include "nn/optim/grad_scaler.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/rmsprop.h"
