@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "adamw"}));
   train->add_option("--dropout", train_options.dropout, "probability of the model's Dropout layers (0: none)")
       ->check(CLI::Range(0.0, std::nextafter(1.0, 0.0)));  // [0, 1)
+  train->add_option("--amp", train_options.amp,
+                    "mixed precision: off, bf16 (autocast to bfloat16) or fp16 (float16 with loss scaling)")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}));
   train->add_option("--devices", train_options.devices,
                     "cpu:0 (one device), a list such as cpu:0,cpu:1 or all: data parallel over them");
   train->add_option("--seed", train_options.seed, "seed of the initial weights, the data order and the default data");

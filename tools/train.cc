@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -96,7 +98,7 @@ std::string device_list(const std::vector<Device>& devices) {
 }
 
 // What a checkpoint records besides tensors, so that a resume can check it continues the same run.
-const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr", "dropout"};
+const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr", "dropout", "amp"};
 
 // Numbers as the shortest decimal that reads back as the same double, so that a resume with a
 // value that differs in any digit is refused. Checkpoints made before --dropout existed held
@@ -107,6 +109,7 @@ std::string run_value(const Options& o, const std::string& key, bool legacy = fa
   if (key == "optimizer") return o.optimizer;
   if (key == "batch_size") return std::to_string(o.batch_size);
   if (key == "seed") return std::to_string(o.seed);
+  if (key == "amp") return o.amp;
   const double number = key == "dropout" ? o.dropout : o.lr;
   if (legacy) {
     std::ostringstream six;
@@ -117,14 +120,28 @@ std::string run_value(const Options& o, const std::string& key, bool legacy = fa
   return std::string(digits, std::to_chars(digits, digits + sizeof digits, number).ptr);
 }
 
+// The 16-bit dtype of --amp, or none.
+std::optional<DType> amp_dtype(const Options& o) {
+  if (o.amp == "off") return std::nullopt;
+  if (o.amp == "bf16") return kBFloat16;
+  if (o.amp == "fp16") return kFloat16;
+  throw UsageError("--amp must be off, bf16 or fp16, got '" + o.amp + "'");
+}
+
+// Loss scaling for float16 only: bfloat16 has float32's range, and its gradients do not underflow.
+amp::GradScaler make_scaler(const Options& o) {
+  return amp::GradScaler(amp::GradScalerOptions{.enabled = amp_dtype(o) == kFloat16});
+}
+
 void save_checkpoint(const std::string& path, const Options& o, nn::Module& model, const optim::Optimizer& optimizer,
-                     int64_t next_epoch, int64_t steps) {
+                     const amp::GradScaler& scaler, int64_t next_epoch, int64_t steps) {
   StateDict state;
   for (const auto& [name, t] : model.state_dict()) state.insert("model." + name, t);
   StateDict opt = optimizer.state_dict();
   for (const auto& [name, t] : opt) state.insert("optimizer." + name, t);
   for (const auto& [key, value] : opt.metadata) state.metadata["optimizer." + key] = value;
   for (const char* key : kRunKeys) state.metadata[std::string("run.") + key] = run_value(o, key);
+  for (const auto& [key, value] : scaler.state_dict().metadata) state.metadata["scaler." + key] = value;
   PhiloxState rng = default_generator().state();
   state.metadata["run.next_epoch"] = std::to_string(next_epoch);
   state.metadata["run.steps"] = std::to_string(steps);
@@ -141,7 +158,7 @@ void save_checkpoint(const std::string& path, const Options& o, nn::Module& mode
 
 // Loads a checkpoint into the model and optimizer; returns (next epoch, steps so far).
 std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Options& o, nn::Module& model,
-                                            optim::Optimizer& optimizer) {
+                                            optim::Optimizer& optimizer, amp::GradScaler& scaler) {
   StateDict state;
   try {
     state = load(path);
@@ -153,10 +170,15 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
     if (it == state.metadata.end()) throw UsageError("cannot resume: " + path + " is not a tandem train checkpoint (no " + key + ")");
     return it->second;
   };
+  // Checkpoints made before --dropout existed were made without it (and with 6-digit numbers);
+  // those made before --amp, without mixed precision.
+  const bool legacy = !state.metadata.count("run.dropout");
+  const std::map<std::string, std::string> made_without = {{"dropout", "0"}, {"amp", "off"}};
   for (const char* key : kRunKeys) {
-    // Checkpoints made before --dropout existed were made without it (and with 6-digit numbers).
-    const bool legacy = !state.metadata.count("run.dropout");
-    std::string saved = legacy && key == std::string("dropout") ? "0" : meta(std::string("run.") + key);
+    const auto absent = made_without.find(key);
+    std::string saved = absent != made_without.end() && !state.metadata.count(std::string("run.") + key)
+                            ? absent->second
+                            : meta(std::string("run.") + key);
     if (saved != run_value(o, key, legacy)) {
       std::string flag = key;  // as the command line spells it
       std::replace(flag.begin(), flag.end(), '_', '-');
@@ -164,16 +186,18 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
                        run_value(o, key));
     }
   }
-  StateDict model_state, opt_state;
+  StateDict model_state, opt_state, scaler_state;
   for (const auto& [name, t] : state) {
     if (name.rfind("model.", 0) == 0) model_state.insert(name.substr(6), t);
     if (name.rfind("optimizer.", 0) == 0) opt_state.insert(name.substr(10), t);
   }
   for (const auto& [key, value] : state.metadata) {
     if (key.rfind("optimizer.", 0) == 0) opt_state.metadata[key.substr(10)] = value;
+    if (key.rfind("scaler.", 0) == 0) scaler_state.metadata[key.substr(7)] = value;
   }
   model.load_state_dict(model_state);
   optimizer.load_state_dict(opt_state);
+  scaler.load_state_dict(scaler_state);
   default_generator().set_state({std::stoull(meta("run.rng_seed")), std::stoull(meta("run.rng_offset"))});
   const std::string offset_prefix = "run.rng_offset.";
   for (const auto& [key, value] : state.metadata) {
@@ -185,8 +209,10 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
 }
 
 // The share of correct predictions of `model` on `dataset`, in eval mode and without gradients.
-double accuracy(nn::Module& model, const std::shared_ptr<data::Dataset>& dataset, Device device) {
+double accuracy(nn::Module& model, const std::shared_ptr<data::Dataset>& dataset, Device device,
+                std::optional<DType> autocast_dtype) {
   NoGradGuard no_grad;
+  amp::AutocastGuard autocast(device.type(), autocast_dtype, autocast_dtype.has_value());
   model.eval();
   data::DataLoader loader(dataset, data::DataLoaderOptions().batch_size(500));
   int64_t correct = 0, total = 0;
@@ -239,6 +265,7 @@ Result run(const Options& o, std::ostream& log) {
   if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
   if (o.lr < 0) throw UsageError("--lr must not be negative");
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  const std::optional<DType> autocast_dtype = amp_dtype(o);
   const std::vector<Device> devices = parse_device_list(o.devices);
   const Device device = devices.front();
 
@@ -250,10 +277,11 @@ Result run(const Options& o, std::ostream& log) {
   std::unique_ptr<parallel::DataParallelImpl<nn::Module>> dp;
   if (devices.size() > 1) dp = std::make_unique<parallel::DataParallelImpl<nn::Module>>(model, devices);
   auto optimizer = make_optimizer(o, model->parameters());
+  amp::GradScaler scaler = make_scaler(o);
   int64_t first_epoch = 0;
   Result result;
   if (!o.resume.empty()) {
-    std::tie(first_epoch, result.steps) = load_checkpoint(o.resume, o, *model, *optimizer);
+    std::tie(first_epoch, result.steps) = load_checkpoint(o.resume, o, *model, *optimizer, scaler);
     log << "resumed from " << o.resume << " at epoch " << first_epoch + 1 << "\n";
   }
   log << "training " << model->name() << " (" << model->parameters().size() << " tensors, "
@@ -264,7 +292,9 @@ Result run(const Options& o, std::ostream& log) {
          }()
       << " parameters) on " << o.data << " (" << d.train->size() << " train / " << d.test->size() << " held out), "
       << o.optimizer << ", batch " << o.batch_size << ", " << (dp ? "data parallel over " : "")
-      << device_list(devices) << ", " << num_threads() << " threads\n";
+      << device_list(devices) << ", " << num_threads() << " threads"
+      << (autocast_dtype ? std::string(", autocast ") + dtype_name(*autocast_dtype) : std::string())
+      << (scaler.is_enabled() ? " with loss scaling" : "") << "\n";
 
   data::DataLoader loader(d.train,
                           data::DataLoaderOptions().batch_size(o.batch_size).shuffle(true).seed(o.seed).num_workers(o.workers));
@@ -275,15 +305,17 @@ Result run(const Options& o, std::ostream& log) {
     int64_t correct = 0, samples = 0, batches = 0;
     for (data::Example& batch : loader) {
       Tensor x = batch.data.to(device), y = batch.target.to(device);
-      Tensor logits = dp ? dp->forward(x) : model->forward(x);
-      Tensor loss = nn::functional::cross_entropy(logits, y);
-      optimizer->zero_grad();
-      loss.backward();
-      if (dp) {
-        dp->step(*optimizer);
-      } else {
-        optimizer->step();
+      Tensor logits, loss;
+      {
+        amp::AutocastGuard autocast(device.type(), autocast_dtype, autocast_dtype.has_value());
+        logits = dp ? dp->forward(x) : model->forward(x);
+        loss = nn::functional::cross_entropy(logits, y);
       }
+      optimizer->zero_grad();
+      scaler.scale(loss).backward();
+      const bool stepped = dp ? dp->step(scaler, *optimizer) : scaler.step(*optimizer);
+      scaler.update();
+      result.skipped_steps += !stepped;
       ++result.steps;
       ++batches;
       loss_sum += loss.item<double>();
@@ -294,15 +326,19 @@ Result run(const Options& o, std::ostream& log) {
       samples += y.size(0);
       bar.update(batches, loss_sum / batches, static_cast<double>(correct) / samples, samples);
     }
-    double test_acc = accuracy(*model, d.test, device);
+    double test_acc = accuracy(*model, d.test, device, autocast_dtype);
     result.epoch_losses.push_back(loss_sum / std::max<int64_t>(batches, 1));
     result.test_accuracy = test_acc;
     bar.finish(result.epoch_losses.back(), static_cast<double>(correct) / std::max<int64_t>(samples, 1), test_acc,
                samples);
-    if (!o.save.empty()) save_checkpoint(o.save, o, *model, *optimizer, epoch + 1, result.steps);
+    if (!o.save.empty()) save_checkpoint(o.save, o, *model, *optimizer, scaler, epoch + 1, result.steps);
   }
   log << "held-out accuracy: " << std::fixed << std::setprecision(2) << 100 * result.test_accuracy << "% ("
       << d.test->size() << " examples)\n";
+  if (scaler.is_enabled()) {
+    log << "loss scaling: " << result.skipped_steps << " steps skipped for inf or NaN gradients, scale now "
+        << std::defaultfloat << scaler.get_scale() << "\n";
+  }
   if (!o.save.empty()) log << "checkpoint: " << o.save << "\n";
   if (dp) log << "data parallel, the last step per device:\n" << dp->stats().table();
   return result;

@@ -2,7 +2,8 @@
 // MNIST or CIFAR-10, with a progress bar per epoch and a held-out accuracy at the end.
 // Checkpoints hold the model, the optimizer, the data position and the random state, so a
 // resumed run continues bit-exactly as the uninterrupted run would. With several --devices the
-// model trains under DataParallel and the run ends with the per-device phase table.
+// model trains under DataParallel and the run ends with the per-device phase table. --amp trains
+// in mixed precision: the forward and the loss under autocast, float16 with a GradScaler.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct Options {
   double lr = 0;                  // 0: the optimizer's default (SGD 0.05, AdamW 0.001)
   std::string optimizer = "sgd";  // sgd (momentum 0.9) | adamw
   double dropout = 0;             // > 0: Dropout layers in the model, with this probability
+  std::string amp = "off";        // off | bf16 | fp16: autocast's dtype (fp16 with loss scaling)
   std::string devices = "cpu:0";  // one device, a list (cpu:0,cpu:1) or all: DataParallel
   uint64_t seed = 0;
   std::string save;               // checkpoint written after every epoch
@@ -34,7 +36,8 @@ struct Options {
 struct Result {
   std::vector<double> epoch_losses;  // mean training loss of each epoch run
   double test_accuracy = 0;          // held-out accuracy after the last epoch
-  int64_t steps = 0;                 // optimizer steps taken, over the whole run
+  int64_t steps = 0;                 // training steps, over the whole run
+  int64_t skipped_steps = 0;         // of those, steps the loss scaler skipped (--amp fp16), this run
 };
 
 // Problems the user can fix (bad options, unreadable data, a mismatched checkpoint): the CLI

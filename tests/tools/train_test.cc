@@ -29,6 +29,17 @@ td::train::Options quiet(td::train::Options o) {
   return o;
 }
 
+// Every tensor of two checkpoints the same, bit for bit.
+void check_same_tensors(const td::StateDict& x, const td::StateDict& y) {
+  REQUIRE(x.size() == y.size());
+  for (const auto& [name, t] : x) {
+    INFO(name);
+    const td::Tensor& u = y.at(name);
+    REQUIRE(u.nbytes() == t.nbytes());
+    CHECK(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the default MLP reaches 93% held-out accuracy on the default data in 3 epochs, every run alike", "[cpu]") {
@@ -90,14 +101,7 @@ TEST_CASE("a run resumed from a checkpoint ends exactly where the uninterrupted 
 
     CHECK(resumed.steps == full.steps);
     CHECK(resumed.epoch_losses.back() == full.epoch_losses.back());
-    td::StateDict x = td::load(temp_path(std::string("full_") + optimizer + ".safetensors"));
-    td::StateDict y = td::load(o.save);
-    REQUIRE(x.size() == y.size());
-    for (const auto& [name, t] : x) {
-      const td::Tensor& u = y.at(name);
-      REQUIRE(u.nbytes() == t.nbytes());
-      CHECK(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()) == 0);
-    }
+    check_same_tensors(td::load(temp_path(std::string("full_") + optimizer + ".safetensors")), td::load(o.save));
   }
 }
 
@@ -128,14 +132,7 @@ TEST_CASE("a data-parallel run with dropout, resumed from a checkpoint, ends exa
   td::train::Result resumed = td::train::run(o, log);
   CHECK(resumed.steps == full.steps);
   CHECK(resumed.epoch_losses.back() == full.epoch_losses.back());
-  td::StateDict x = td::load(temp_path("dropout_full.safetensors")), y = td::load(o.save);
-  REQUIRE(x.size() == y.size());
-  for (const auto& [name, t] : x) {
-    INFO(name);
-    const td::Tensor& u = y.at(name);
-    REQUIRE(u.nbytes() == t.nbytes());
-    CHECK(std::memcmp(u.data_ptr(), t.data_ptr(), t.nbytes()) == 0);
-  }
+  check_same_tensors(td::load(temp_path("dropout_full.safetensors")), td::load(o.save));
 }
 
 TEST_CASE("--devices over several CPU devices trains data-parallel to the same model, and ends with the device table",
@@ -188,6 +185,66 @@ TEST_CASE("tandem trace prints the phase table and writes a Chrome trace with a 
   }
 }
 
+TEST_CASE("--amp bf16 and fp16 train data-parallel to float32's accuracy, fp16 with loss scaling", "[cpu]") {
+  td::train::Options o = quiet({});
+  o.epochs = 2;
+  o.train_size = 3000;
+  o.test_size = 500;
+  o.devices = "cpu:0,cpu:1";
+  std::ostringstream full_log;
+  td::train::Result full = td::train::run(o, full_log);
+  for (const char* amp : {"bf16", "fp16"}) {
+    INFO(amp);
+    o.amp = amp;
+    std::ostringstream log;
+    td::train::Result mixed = td::train::run(o, log);
+    INFO(log.str());
+    CHECK(mixed.epoch_losses[1] < mixed.epoch_losses[0]);
+    CHECK(mixed.epoch_losses[1] == Approx(full.epoch_losses[1]).epsilon(0.05));
+    CHECK(std::abs(mixed.test_accuracy - full.test_accuracy) <= 0.03);
+    CHECK(mixed.epoch_losses != full.epoch_losses);  // it did run in 16 bits
+    const bool half = std::string(amp) == "fp16";
+    CHECK(log.str().find(half ? "autocast float16 with loss scaling" : "autocast bfloat16\n") != std::string::npos);
+    CHECK((log.str().find("loss scaling: 0 steps skipped") != std::string::npos) == half);
+  }
+}
+
+TEST_CASE("an fp16 run resumed from a checkpoint keeps its loss scaler and ends where the uninterrupted run does",
+          "[cpu]") {
+  td::train::Options o = quiet({});
+  o.train_size = 1000;
+  o.test_size = 200;
+  o.amp = "fp16";
+  o.epochs = 2;
+  o.save = temp_path("fp16_full.safetensors");
+  std::ostringstream log;
+  td::train::Result full = td::train::run(o, log);
+  o.epochs = 1;
+  o.save = temp_path("fp16_part.safetensors");
+  td::train::run(o, log);
+  td::StateDict part = td::load(o.save);
+  CHECK(part.metadata.at("run.amp") == "fp16");
+  CHECK(part.metadata.at("scaler.scale") == "65536");
+  CHECK(part.metadata.at("scaler._growth_tracker") == std::to_string(full.steps / 2));
+  o.epochs = 2;
+  o.resume = o.save;
+  o.save = temp_path("fp16_resumed.safetensors");
+  td::train::Result resumed = td::train::run(o, log);
+  CHECK(resumed.epoch_losses.back() == full.epoch_losses.back());
+  td::StateDict x = td::load(temp_path("fp16_full.safetensors")), y = td::load(o.save);
+  // The tracker counts on from the checkpoint's, not from 0.
+  CHECK(y.metadata.at("scaler._growth_tracker") == std::to_string(full.steps));
+  CHECK(y.metadata.at("scaler._growth_tracker") == x.metadata.at("scaler._growth_tracker"));
+  check_same_tensors(x, y);
+  // The scale itself comes back too: a checkpoint whose scaler had backed off to 1024.
+  part.metadata["scaler.scale"] = "1024";
+  td::save(part, temp_path("fp16_backed_off.safetensors"));
+  o.resume = temp_path("fp16_backed_off.safetensors");
+  o.save = temp_path("fp16_backed_off_resumed.safetensors");
+  td::train::run(o, log);
+  CHECK(td::load(o.save).metadata.at("scaler.scale") == "1024");
+}
+
 TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage errors", "[cpu]") {
   std::ostringstream log;
   auto usage_error = [&](td::train::Options o, const std::string& fragment) {
@@ -234,6 +291,14 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   usage_error(o, "--dropout 0, not 0.2");
   o.batch_size = 32;
   usage_error(o, "--batch-size 64, not 32");  // as the command line spells it
+  o.batch_size = 64;
+  o.dropout = 0;
+  o.amp = "bf16";
+  usage_error(o, "--amp off, not bf16");
+  o = {};
+  o.amp = "fp8";
+  o.data = "mnist:/no/such/folder";  // the flag is checked before any data is read
+  usage_error(o, "--amp must be off, bf16 or fp16");
 
   // Numbers are compared in full: a rate that differs in its 7th digit makes another run.
   o = {};
@@ -252,6 +317,7 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   // A checkpoint made before --dropout existed holds its numbers to 6 digits: still resumed.
   td::StateDict old = td::load(o.resume);
   old.metadata.erase("run.dropout");
+  old.metadata.erase("run.amp");  // nor --amp: made without mixed precision
   old.metadata["run.lr"] = "0.123457";
   td::save(old, o.resume);
   o.lr = 0.1234567;
@@ -273,6 +339,8 @@ TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success",
   CHECK(status("train --dropout -0.1") == 2);
   CHECK(status("train --epochs 1 --train-size 64 --test-size 16 --dropout 0.9999999") == 0);
   CHECK(status("train --data cifar10:/nonexistent") == 2);
+  CHECK(status("train --amp fp8") == 2);
+  CHECK(status("train --epochs 1 --train-size 64 --test-size 16 --amp bf16") == 0);
   CHECK(status("nosuchcommand") == 2);
   CHECK(status("train --epochs 1 --train-size 200 --test-size 50") == 0);
 }
