@@ -1,5 +1,7 @@
 // The CPU benchmarks `tandem bench` runs beside PyTorch (tools/bench/torch_bench.py times the
 // same operations under the same names). Inputs are made outside the timed loop.
+#include <optional>
+
 #include <benchmark/benchmark.h>
 
 #include "examples/models.h"
@@ -100,12 +102,18 @@ void add_1elem(benchmark::State& state) {
   for (auto _ : state) keep(a + b);
 }
 
-// One training step (forward, cross-entropy, backward, SGD with momentum) on a fixed batch.
-void train_step(benchmark::State& state, td::nn::Module& model, const td::Tensor& x, const td::Tensor& y) {
+// One training step (forward, cross-entropy, backward, SGD with momentum) on a fixed batch; with
+// `autocast`, the forward and the loss run under autocast to that dtype.
+void train_step(benchmark::State& state, td::nn::Module& model, const td::Tensor& x, const td::Tensor& y,
+                std::optional<td::DType> autocast = std::nullopt) {
   td::optim::SGD sgd(model.parameters(), td::optim::SGDOptions(0.01).momentum(0.9));
   for (auto _ : state) {
     sgd.zero_grad();
-    td::Tensor loss = td::nn::functional::cross_entropy(model.forward(x), y);
+    td::Tensor loss;
+    {
+      td::amp::AutocastGuard guard(td::kCPU, autocast, autocast.has_value());
+      loss = td::nn::functional::cross_entropy(model.forward(x), y);
+    }
     loss.backward();
     sgd.step();
     keep(loss);
@@ -119,6 +127,12 @@ void mlp_train_step(benchmark::State& state) {  // 784-256-256-10, batch 128
   train_step(state, *mlp, td::randn({128, 1, 28, 28}), td::randint(0, 10, {128}));
 }
 
+void mlp_train_step_bf16(benchmark::State& state) {  // the same under autocast to bfloat16
+  td::manual_seed(0);
+  td::examples::Mlp mlp(784, 10);
+  train_step(state, *mlp, td::randn({128, 1, 28, 28}), td::randint(0, 10, {128}), td::kBFloat16);
+}
+
 void cnn_train_step(benchmark::State& state) {  // two convolutions, two linear layers, batch 64
   td::manual_seed(0);
   td::examples::Cnn cnn(1, 28, 28, 10);
@@ -128,6 +142,7 @@ void cnn_train_step(benchmark::State& state) {  // two convolutions, two linear 
 }  // namespace
 
 BENCHMARK(mlp_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(mlp_train_step_bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -140,6 +140,7 @@ def cases():
         yield f"sgemm/{n}", (lambda a=a, b=b: a.mm(b))
     yield "add_1elem", lambda: one_a + one_b
     yield "mlp_train_step", train_step(mlp(), 128)
+    yield "mlp_train_step_bf16", train_step(mlp(), 128, autocast=torch.bfloat16)
     yield "cnn_train_step", train_step(cnn(), 64)
 
 
@@ -156,8 +157,9 @@ def cnn():
                          nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def train_step(model, batch, device=torch.device("cpu")):
-    """One step of tandem's train_step: forward, cross-entropy, backward, SGD with momentum."""
+def train_step(model, batch, device=torch.device("cpu"), autocast=None):
+    """One step of tandem's train_step: forward, cross-entropy, backward, SGD with momentum; with
+    autocast, the forward and the loss under torch.autocast to that dtype."""
     torch.manual_seed(0)
     model = model.to(device)
     x, y = torch.randn(batch, 1, 28, 28, device=device), torch.randint(0, 10, (batch,), device=device)
@@ -165,7 +167,8 @@ def train_step(model, batch, device=torch.device("cpu")):
 
     def step():
         sgd.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         sgd.step()
         return loss
