@@ -1,4 +1,6 @@
 // The model and training step the README shows, kept compiling and working.
+#include <cmath>
+
 #include "tests/testing.h"  // includes tandem.h
 
 namespace td = tandem;
@@ -83,4 +85,39 @@ TEST_CASE("the README's data-parallel step trains the same model over two CPU de
         Approx(td::nn::functional::cross_entropy(net(images), labels).item<double>()).epsilon(1e-5));
   td::Tensor functional = td::parallel::data_parallel(net, images, {"cpu:0", "cpu:1"});
   td::testing::check_close(functional.detach(), net(images).detach(), 1e-5, 1e-6);
+}
+
+TEST_CASE("the README's mixed-precision step trains data-parallel in float16 with loss scaling", "[cpu]") {
+  td::manual_seed(0);
+  td::data::ShapesDataset data(256, 7);
+  const td::Tensor images = data.data(), labels = data.targets();
+  Net net;
+  td::parallel::DataParallel dp(net, td::parallel::DataParallelOptions({"cpu:0", "cpu:1"}));
+  td::optim::SGD opt(dp->parameters(), td::optim::SGDOptions(0.05).momentum(0.9));
+  double first = 0, last = 0;
+  int skipped = 0;
+  // --- as in the README ---
+  td::amp::GradScaler scaler;                    // once; float16 needs it, bfloat16 does not
+  // ---
+  for (int step = 0; step < 40; ++step) {
+    // --- as in the README ---
+    td::Tensor loss;
+    {
+      td::amp::AutocastGuard autocast(td::kCPU, td::kFloat16);   // default: bfloat16 on CPUs, float16 on GPUs
+      loss = td::nn::functional::cross_entropy(dp(images), labels);  // linear in float16, the loss in float32
+    }
+    opt.zero_grad();
+    scaler.scale(loss).backward();
+    bool stepped = dp->step(scaler, opt);          // unscales; skips the step if a gradient is inf or NaN
+    scaler.update();                               // halves the scale after a skip, doubles it after 2000 clean steps
+    // ---
+    skipped += !stepped;
+    CHECK(loss.dtype() == td::kFloat32);
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  INFO("loss " << first << " -> " << last << ", " << skipped << " steps skipped");
+  CHECK(last < 0.5 * first);
+  CHECK(skipped < 10);
+  CHECK(scaler.get_scale() == std::ldexp(65536.0, -skipped));  // halved at each skip, not grown yet
+  for (const td::Tensor& p : net->parameters()) CHECK(p.dtype() == td::kFloat32);
 }
