@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "autograd/grad_mode.h"
-#include "autograd/graph.h"
 #include "autograd/ops.h"
 
 namespace tandem::amp {
@@ -49,11 +48,10 @@ void leave() {
   if (--t_amp.nesting == 0) clear_cache();
 }
 
-// A cast that is still good: the same weight, unwritten, and its graph still there to run.
+// A cast that is still good: the same weight, unwritten, in the same storage. Its graph node
+// (ToCopyBackward0) holds no tensors and survives every backward, so it never goes stale.
 bool still_good(const CachedCast& c, const Tensor& t, DType target) {
-  if (c.cast.dtype() != target || c.version != t.version() || !c.storage.is_same(t.storage())) return false;
-  const std::shared_ptr<Node> node = c.cast.grad_fn();
-  return !node || !node->released();
+  return c.cast.dtype() == target && c.version == t.version() && c.storage.is_same(t.storage());
 }
 
 }  // namespace
@@ -64,7 +62,8 @@ bool is_autocast_cache_enabled() { return t_amp.state.cache_enabled; }
 void clear_autocast_cache() { clear_cache(); }
 bool is_active(DeviceType type) { return enabled_of(type) && !t_amp.suspended; }
 
-AutocastGuard::AutocastGuard(DeviceType type, std::optional<DType> dtype, bool enabled, bool cache_enabled)
+AutocastGuard::AutocastGuard(DeviceType type, std::optional<DType> dtype, bool enabled,
+                             std::optional<bool> cache_enabled)
     : type_(type),
       previous_enabled_(enabled_of(type)),
       previous_cache_enabled_(t_amp.state.cache_enabled),
@@ -72,7 +71,7 @@ AutocastGuard::AutocastGuard(DeviceType type, std::optional<DType> dtype, bool e
   TD_CHECK(!dtype || is_16bit_float(*dtype), "autocast: dtype must be float16 or bfloat16, got ", *dtype);
   enabled_of(type) = enabled;
   if (dtype) dtype_of(type) = *dtype;
-  t_amp.state.cache_enabled = cache_enabled;
+  if (cache_enabled) t_amp.state.cache_enabled = *cache_enabled;
   ++t_amp.nesting;
 }
 

@@ -20,18 +20,18 @@ bool is_autocast_enabled(DeviceType type);
 DType autocast_dtype(DeviceType type);
 // Casts of float32 leaf tensors that require grad (weights) are kept until the outermost guard
 // ends, so a weight used twice is cast once; a cast is made again once its weight is written (an
-// optimizer step inside the guard), given new storage (Module::to, load_state_dict), or once a
-// backward has used up the cast's graph.
+// optimizer step inside the guard) or given new storage (Module::to, load_state_dict).
 bool is_autocast_cache_enabled();
 void clear_autocast_cache();
 
 // torch.autocast(device_type, dtype, enabled, cache_enabled) for a scope. dtype: float16 or
 // bfloat16 (default: the type's current one, at first bfloat16 on CPUs and float16 on GPUs).
-// `enabled = false` turns autocast off for that type inside an enabled scope.
+// `enabled = false` turns autocast off for that type inside an enabled scope. cache_enabled
+// (default: the current setting, at first on): whether weights' casts are kept.
 class AutocastGuard {
  public:
   explicit AutocastGuard(DeviceType type, std::optional<DType> dtype = std::nullopt, bool enabled = true,
-                         bool cache_enabled = true);
+                         std::optional<bool> cache_enabled = std::nullopt);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

@@ -32,8 +32,6 @@ struct Node : std::enable_shared_from_this<Node> {
   virtual std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) = 0;
   // Frees what apply needs, after a backward that does not retain the graph.
   virtual void release() {}
-  // Whether release() ran: apply may no longer be called.
-  virtual bool released() const { return false; }
 
   std::vector<Edge> next_edges;
   uint32_t num_outputs = 1;

@@ -29,8 +29,8 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-std::shared_ptr<Node> record(const char* name, const std::vector<const Tensor*>& inputs,
-                             const std::vector<Tensor*>& outputs, BackwardFn backward) {
+std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const Tensor*>& inputs,
+                                     const std::vector<Tensor*>& outputs, BackwardFn backward) {
   auto node = std::make_shared<FunctionNode>();
   node->op_name = name;
   node->backward = std::move(backward);

@@ -17,10 +17,15 @@ using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& 
 struct FunctionNode : Node {
   std::string op_name;
   BackwardFn backward;
+  // The backward holds no tensors, so there is nothing to free: release() keeps it and, as in
+  // PyTorch, a later backward may run through the node again (an autocast weight cast that
+  // several forwards share, each with a backward of its own).
+  bool saves_nothing = false;
   std::string name() const override { return op_name; }
   std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
-  void release() override { backward = nullptr; }
-  bool released() const override { return backward == nullptr; }
+  void release() override {
+    if (!saves_nothing) backward = nullptr;
+  }
 };
 
 // Whether an op on these inputs records: grad mode is on and some input requires grad.
@@ -29,8 +34,8 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 
 // Makes `outputs` the results of a node named `name` whose backward is `backward`; gradients
 // flow to `inputs` (an undefined input, or one not requiring grad, gets none).
-std::shared_ptr<Node> record(const char* name, const std::vector<const Tensor*>& inputs,
-                             const std::vector<Tensor*>& outputs, BackwardFn backward);
+std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const Tensor*>& inputs,
+                                     const std::vector<Tensor*>& outputs, BackwardFn backward);
 
 using ViewFn = std::function<Tensor(const Tensor&)>;
 

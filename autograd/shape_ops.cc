@@ -201,7 +201,7 @@ Tensor to(const Tensor& x, Device device, DType dtype) {
   DType from_dtype = x.dtype();
   record("ToCopyBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     return {to(g[0], from_device, from_dtype)};
-  });
+  })->saves_nothing = true;
   return y;
 }
 

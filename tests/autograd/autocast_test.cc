@@ -238,8 +238,15 @@ TEST_CASE("autocast casts a weight once per guard, again after it is written, an
     Tensor activation = w * 1;
     CHECK_FALSE(td::amp::to_lower_precision(activation).is_same(td::amp::to_lower_precision(activation)));
     AutocastGuard uncached(td::kCPU, std::nullopt, true, false);
+    CHECK_FALSE(td::amp::is_autocast_cache_enabled());
     CHECK_FALSE(td::amp::to_lower_precision(w).is_same(second));
+    {
+      AutocastGuard inner(td::kCPU);  // the cache setting is inherited, as in torch.autocast
+      CHECK_FALSE(td::amp::is_autocast_cache_enabled());
+      CHECK_FALSE(td::amp::to_lower_precision(w).is_same(second));
+    }
   }
+  CHECK(td::amp::is_autocast_cache_enabled());
   AutocastGuard again(td::kCPU);
   CHECK_FALSE(td::amp::to_lower_precision(w).is_same(second));
 }
@@ -312,9 +319,18 @@ TEST_CASE("inside one guard a weight's cast serves backward after backward, and 
     F::linear(x, layer->weight, layer->bias).to(td::kFloat32).sum().backward();
     single = layer->weight.grad().clone();
     // Gradient accumulation: a second forward and backward with no step between, as when a
-    // GradScaler skips a step; the first backward used up the cached cast's graph.
+    // GradScaler skips a step; the cast's graph node outlives the first backward.
+    Tensor cast = td::amp::to_lower_precision(layer->weight);
     F::linear(x, layer->weight, layer->bias).to(td::kFloat32).sum().backward();
     check_identical(layer->weight.grad(), single * 2, "accumulated gradient");
+    CHECK(td::amp::to_lower_precision(layer->weight).is_same(cast));
+    // Two forwards share the cast, then each has its own backward (two passes of a GAN, towers
+    // of one model): the second backward runs through the node the first one went through.
+    Tensor first = F::linear(x, layer->weight, layer->bias).to(td::kFloat32).sum();
+    Tensor second = F::linear(x, layer->weight, layer->bias).to(td::kFloat32).sum();
+    first.backward();
+    second.backward();
+    check_identical(layer->weight.grad(), single * 4, "after two forwards, then two backwards");
 
     Tensor before = td::amp::to_lower_precision(layer->weight);
     layer->to(td::Device("cpu:1"));  // new storage in place, no write the version counter sees
