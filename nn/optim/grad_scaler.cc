@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "kernels/factory.h"
 
 namespace tandem::amp {
 
@@ -59,7 +60,9 @@ Tensor GradScaler::scale(const Tensor& outputs) const {
   if (!options_.enabled) return outputs;
   TD_CHECK(outputs.defined() && is_floating(outputs.dtype()), "GradScaler::scale: expected a floating tensor, got ",
            outputs.defined() ? dtype_name(outputs.dtype()) : "an undefined tensor");
-  return outputs * scale_;
+  // A 0-dim float32 factor, as PyTorch's: a 0-dim 16-bit loss is promoted to float32 (65536 times
+  // a float16 loss of 1 or more would be inf), a loss with dims keeps its dtype.
+  return outputs * full({}, scale_, TensorOptions(kFloat32).device(outputs.device()));
 }
 
 std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) const {

@@ -32,7 +32,8 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});
 
-  // outputs times the scale (itself when disabled); differentiable, on the outputs' devices.
+  // outputs times the scale (itself when disabled); differentiable, on the outputs' devices. The
+  // scale is a 0-dim float32 tensor, so a 0-dim float16 or bfloat16 loss comes back in float32.
   Tensor scale(const Tensor& outputs) const;
   std::vector<Tensor> scale(const std::vector<Tensor>& outputs) const;
 
@@ -49,6 +50,9 @@ class GradScaler {
 
   // The scale for the next iteration: backoff_factor times it if any optimizer's step found an
   // inf or NaN, growth_factor times it after growth_interval clean steps in a row. Or new_scale.
+  // Unlike PyTorch, which grows only when the count of clean steps equals growth_interval, a
+  // count already past a lowered interval (set_growth_interval, load_state_dict) grows at once
+  // instead of never again.
   void update(std::optional<double> new_scale = std::nullopt);
 
   double get_scale() const;  // 1 when disabled

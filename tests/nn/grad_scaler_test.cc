@@ -37,6 +37,20 @@ TEST_CASE("scale multiplies by the scale, 65536 at first; a disabled scaler chan
   auto pair = scaler.scale(std::vector<Tensor>{loss, loss * 2});
   td::testing::check_equal(pair[1], {32768.0, -393216.0}, "a vector's second");
 
+  // A 0-dim float16 loss comes back in float32, as PyTorch's (in float16, 65536 * 2 is inf); its
+  // gradient is the loss's dtype (as in PyTorch, 65536 is inf there: the first step backs off).
+  Tensor half_loss = td::full({}, 2.0, td::TensorOptions(td::kFloat16)).requires_grad_();
+  Tensor half_scaled = scaler.scale(half_loss);
+  CHECK(half_scaled.dtype() == td::kFloat32);
+  CHECK(half_scaled.item<double>() == 131072.0);
+  GradScaler smaller(GradScalerOptions{.init_scale = 1024.0});
+  Tensor half_smaller = smaller.scale(half_loss);
+  CHECK(half_smaller.dtype() == td::kFloat32);
+  half_smaller.backward();
+  CHECK(half_loss.grad().dtype() == td::kFloat16);
+  CHECK(half_loss.grad().item<double>() == 1024.0);
+  CHECK(scaler.scale(td::full({2}, 0.5, td::TensorOptions(td::kFloat16))).dtype() == td::kFloat16);
+
   GradScaler off(GradScalerOptions{.enabled = false});
   CHECK(off.scale(loss).is_same(loss));
   CHECK(off.get_scale() == 1.0);
