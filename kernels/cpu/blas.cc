@@ -46,7 +46,8 @@ extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 // 1.07 ms with the Cooperlake kernels the CPU's AVX-512 runs. So where the user has not chosen
 // (OPENBLAS_CORETYPE) and OpenBLAS fell back, the kernels are chosen by the CPU's instructions,
 // through the two routines a DYNAMIC_ARCH OpenBLAS selects its kernels with (weak: any other BLAS
-// keeps its own choice). This runs before the first product, on the first thread that needs one.
+// keeps its own choice). This runs as the program loads, before main: setenv may not run beside
+// another thread's getenv, and OpenBLAS has no kernels between the two routines.
 extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
 extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 
@@ -75,9 +76,10 @@ void choose_kernels_where_openblas_fell_back() {
   unsetenv("OPENBLAS_CORETYPE");
 }
 
+[[maybe_unused]] const bool kernels_chosen = (choose_kernels_where_openblas_fell_back(), true);
+
 void prepare_blas() {
   static const bool once = [] {
-    choose_kernels_where_openblas_fell_back();
     openblas_set_num_threads(1);
     if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
     return true;

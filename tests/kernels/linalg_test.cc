@@ -599,8 +599,6 @@ TEST_CASE("the CPU BLAS runs kernels for the CPU's instructions, also where Open
     td::testing::mark_skipped("OPENBLAS_CORETYPE chooses the kernels");
     return;
   }
-  td::Tensor a = td::randn({64, 64});
-  (void)a.mm(a);  // the first product chooses
   const std::string blas = td::kernels::cpu::blas_description();
   INFO(blas);
   __builtin_cpu_init();
