@@ -137,4 +137,15 @@ Tensor to_lower_precision(const Tensor& t) {
 
 Tensor to_float32(const Tensor& t) { return eligible(&t) && is_16bit_float(t.dtype()) ? t.to(kFloat32) : t; }
 
+std::optional<DType> widest_on_cuda(std::initializer_list<const Tensor*> operands) {
+  if (!any_active()) return std::nullopt;
+  std::optional<DType> widest;
+  for (const Tensor* t : operands) {
+    if (eligible(t) && t->is_cuda()) widest = widest ? promote_types(*widest, t->dtype()) : t->dtype();
+  }
+  return widest;
+}
+
+Tensor to_widest(const Tensor& t, DType widest) { return eligible(&t) && t.is_cuda() ? t.to(widest) : t; }
+
 }  // namespace tandem::amp

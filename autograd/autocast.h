@@ -84,6 +84,13 @@ bool takes_lower_precision(std::initializer_list<const Tensor*> operands);
 bool takes_float32(Float32On where, std::initializer_list<const Tensor*> operands);
 Tensor to_lower_precision(const Tensor& t);  // to the 16-bit dtype of t's device type
 Tensor to_float32(const Tensor& t);          // a 16-bit t to float32
+
+// PyTorch's third list, of ops that take mixed floating dtypes and run in the widest; on GPUs only,
+// and of tandem's ops only scatter_add has it (cat, stack and the binary ops promote anyway). The
+// widest dtype of the GPU operands autocast may cast, or nullopt when autocast does not take the
+// call. float16 with bfloat16 gives float32, where PyTorch refuses the pair.
+std::optional<DType> widest_on_cuda(std::initializer_list<const Tensor*> operands);
+Tensor to_widest(const Tensor& t, DType widest);  // t cast when autocast may cast it, else t
 // Whether ops on `type`'s tensors are autocast here (on, and not suspended).
 bool is_active(DeviceType type);
 

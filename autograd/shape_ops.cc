@@ -1,5 +1,6 @@
 // Differentiable views, copies, joins and indexing. A view's gradient is the gradient reshaped
 // the other way (permute back, sum over what expand broadcast, put a slice back in place).
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
@@ -341,6 +342,12 @@ autograd::BackwardFn scatter_add_backward(const Tensor& index, const Shape& src_
 }  // namespace
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  // Under GPU autocast a float16 x and a float32 src (an autocast product's output and a float32
+  // op's) add in float32, as PyTorch's; the in-place form is not autocast, also as PyTorch's.
+  if (const auto widest = amp::widest_on_cuda({&x, &src}); widest && (x.dtype() != *widest || src.dtype() != *widest)) {
+    amp::SuspendAutocast inside;
+    return scatter_add(amp::to_widest(x, *widest), dim, index, amp::to_widest(src, *widest));
+  }
   Tensor y = kernels::scatter_add(x, dim, index, src);
   if (!needs_grad({&x, &src})) return y;
   record("ScatterAddBackward0", {&x, &src}, {&y},

@@ -109,6 +109,10 @@ TEST_CASE("CPU autocast leaves every other op in its input's dtype, as PyTorch's
   CHECK(td::softmax(rand_f32({2, 3}), 1).dtype() == td::kFloat32);
   CHECK((h + rand_f32({4, 6})).dtype() == td::kFloat32);
   CHECK(td::cat({h, rand_f32({4, 6})}).dtype() == td::kFloat32);
+  // scatter_add promotes under GPU autocast only: on CPUs PyTorch 2.15 refuses the mixture too.
+  td::testing::check_error(
+      [&] { (void)td::scatter_add(h, 0, td::zeros({4, 6}, td::kInt64), rand_f32({4, 6})); },
+      {"scatter_add", "bfloat16", "float32"});
 }
 
 TEST_CASE("autocast never casts float64 or integer tensors, and only on its own device type", "[cpu]") {
@@ -469,4 +473,33 @@ TEST_CASE("GPU autocast leaves a float16 model's batch norm in float16, in train
   CHECK(bn(h).dtype() == td::kFloat16);
   bn->eval();
   CHECK(bn(h).dtype() == td::kFloat16);  // the running statistics' rsqrt is not made float32
+}
+
+TEST_CASE("GPU autocast adds a float32 source into a float16 tensor in float32 (scatter_add), as PyTorch's",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  td::testing::reseed(11);
+  const td::Device gpu("cuda:0");
+  Tensor x = td::testing::random_tensor({5, 3}, td::kFloat16).to(gpu).requires_grad_();
+  Tensor src = rand_f32({4, 3}).to(gpu).requires_grad_();
+  Tensor index = td::randint(0, 5, {4, 3}).to(gpu);
+  Tensor expected = td::scatter_add(x.detach().to(td::kFloat32), 0, index, src.detach());
+  td::testing::check_error([&] { (void)td::scatter_add(x, 0, index, src); }, {"scatter_add", "float16", "float32"});
+  Tensor y;
+  {
+    AutocastGuard autocast(td::kCUDA);
+    y = td::scatter_add(x, 0, index, src);
+    // float16 with bfloat16: float32 as well (PyTorch refuses this pair under autocast).
+    CHECK(td::scatter_add(x.detach(), 0, index, src.detach().to(td::kBFloat16)).dtype() == td::kFloat32);
+    // The in-place form is not autocast, as in PyTorch: the mixture is refused, x unchanged.
+    Tensor target = x.detach().clone();
+    td::testing::check_error([&] { (void)target.scatter_add_(0, index, src.detach()); }, {"scatter_add"});
+    check_identical(target, x.detach(), "x after the refused in-place scatter_add_");
+  }
+  check_identical(y, expected, "scatter_add under autocast");
+  y.sum().backward();
+  REQUIRE(x.grad().dtype() == td::kFloat16);
+  REQUIRE(src.grad().dtype() == td::kFloat32);
+  check_identical(x.grad(), td::ones({5, 3}, td::kFloat16).to(gpu), "x's gradient");
+  check_identical(src.grad(), td::ones({4, 3}).to(gpu), "src's gradient");
 }
