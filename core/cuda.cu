@@ -140,7 +140,7 @@ void synchronize() {
 
 bool Stream::query() const {
   cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(handle_));
-  if (err == cudaErrorNotReady) return false;
+  if (detail::not_ready(err)) return false;
   TD_CUDA_CHECK(err, "stream query on cuda:", device_);
   return true;
 }
@@ -312,7 +312,7 @@ void Event::wait(const Stream& stream) const {
 bool Event::query() const {
   if (!handle_) return true;
   cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
-  if (err == cudaErrorNotReady) return false;
+  if (detail::not_ready(err)) return false;
   TD_CUDA_CHECK(err, "event query on cuda:", device_);
   return true;
 }

@@ -54,7 +54,7 @@ class EventBackend : public PoolBackend {
   }
   bool event_done(void* event) override {
     cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
-    if (err == cudaErrorNotReady) return false;
+    if (detail::not_ready(err)) return false;
     TD_CUDA_CHECK(err, "memory pool: event query");
     return true;
   }

@@ -10,6 +10,15 @@ namespace tandem::cuda::detail {
 
 [[noreturn]] void fail(cudaError_t err, const char* what, const char* call, const char* file, int line);
 
+// Whether a stream or event query answered "not ready". That is an answer, not a failure, but the
+// runtime also leaves it as the thread's last error, where the next launch check would find it and
+// blame an innocent kernel: it is cleared here.
+inline bool not_ready(cudaError_t err) {
+  if (err != cudaErrorNotReady) return false;
+  (void)cudaGetLastError();
+  return true;
+}
+
 }  // namespace tandem::cuda::detail
 
 // TD_CUDA_CHECK(cudaMalloc(...), "empty on cuda:0"): `what` says which op on which device.

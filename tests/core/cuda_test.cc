@@ -168,6 +168,33 @@ TEST_CASE("released events are reused, and a reused event orders and times work 
   }
 }
 
+TEST_CASE("a query that finds work still queued leaves no error behind for the next launch", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  // CUDA keeps a query's "not ready" as the thread's last error; a launch check that found it
+  // would throw for an innocent kernel. About 20 ms of products keep the stream busy while the
+  // stream, an event and the allocator (a freed block still used by that stream) are asked.
+  const td::TensorOptions gpu = td::TensorOptions().device("cuda:0");
+  td::cuda::Stream busy = td::cuda::new_stream(0);
+  td::Tensor a = td::randn({4096, 4096}, gpu), small = td::full({1000}, 1.0f, gpu);
+  td::cuda::synchronize(0);
+  td::cuda::Event done;
+  {
+    td::cuda::StreamGuard on(busy);
+    td::Tensor c = a;
+    for (int i = 0; i < 8; ++i) c = c.matmul(a) * 1e-4;
+    td::cuda::record_stream(small.storage(), busy);
+    done.record(busy);
+  }
+  CHECK_FALSE(busy.query());
+  CHECK_FALSE(done.query());
+  small = td::Tensor();  // its block waits for `busy`: the next allocation asks the event
+  td::Tensor b = td::full({1000}, 2.0f, gpu);
+  td::Tensor sum = b + 1;  // a launch, checked
+  CHECK(sum.sum().item<double>() == 3000.0);
+  done.synchronize();
+  CHECK(busy.query());
+}
+
 TEST_CASE("the caching allocator reuses freed blocks and reports statistics per device", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   if (!td::cuda::memory_caching_enabled()) {
