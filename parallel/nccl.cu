@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/cuda.h"
+#include "core/cuda_check.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "parallel/nccl.h"
@@ -57,34 +58,55 @@ std::vector<int> device_indices(const std::vector<Tensor>& tensors) {
   return devices;
 }
 
-cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(tandem::cuda::current_stream(t.device().index()).handle());
-}
-
 std::mutex& one_collective_at_a_time() {
   static std::mutex mutex;  // one for every kind of collective: grouped() is a template
   return mutex;
 }
 
-// Runs one NCCL call per device inside a group, each with that device current. One collective
-// at a time in the process: a communicator must not be used by two threads at once, and every
-// GPU of a set must see the set's collectives in the same order (two device threads that each
-// ran a reduce with another root could leave them crossed and hung).
+// NCCL's kernels run on a stream of their own per GPU, made for it and kept to the end (called
+// with one_collective_at_a_time held). On the devices' current streams, another thread may queue
+// a wait for work of another GPU (a copy between devices) while ncclGroupEnd is still launching
+// the group GPU by GPU; a collective queued behind such a wait could never start while its peer,
+// already running, waits for it, and both GPUs would hang. One stream per GPU, not per logical
+// device, also keeps the collectives of two communicators that share GPUs in one order there.
+tandem::cuda::Stream nccl_stream(int device) {
+  static auto* streams = new std::map<int, tandem::cuda::Stream>;  // by GPU
+  const int gpu = tandem::cuda::physical_device(device);
+  auto it = streams->find(gpu);
+  if (it != streams->end()) return it->second;
+  tandem::cuda::DeviceGuard guard(device);
+  cudaStream_t handle = nullptr;
+  TD_CUDA_CHECK(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking), "NCCL: creating a stream on cuda:", device);
+  return streams->emplace(gpu, tandem::cuda::Stream(device, handle)).first->second;
+}
+
+// Runs one NCCL call per device inside a group, each with that device current and on its GPU's
+// NCCL stream, which first waits for the work queued on the device's current stream and which the
+// current stream then waits for: to the caller the collective is queued on its current streams.
+// One collective at a time in the process: a communicator must not be used by two threads at once,
+// and every GPU of a set must see the set's collectives in the same order (two device threads that
+// each ran a reduce with another root could leave them crossed and hung).
 template <typename Call>
 void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
   std::lock_guard lock(one_collective_at_a_time());
   const auto& comms = communicators(device_indices(tensors));
-  // What could throw inside the group besides NCCL (a device switch, a stream), tried first: a
-  // group cut short by such a throw would launch on some GPUs only and hang there.
+  // What could throw inside the group besides NCCL (a device switch, a stream, an event), done
+  // first: a group cut short by such a throw would launch on some GPUs only and hang there.
+  std::vector<tandem::cuda::Stream> current, side;
   for (const Tensor& t : tensors) {
-    tandem::cuda::DeviceGuard guard(t.device().index());
-    (void)stream_of(t);
+    const int d = t.device().index();
+    tandem::cuda::DeviceGuard guard(d);
+    current.push_back(tandem::cuda::current_stream(d));
+    side.push_back(nccl_stream(d));
+    tandem::cuda::Event queued;
+    queued.record(current.back());
+    queued.wait(side.back());
   }
   TD_NCCL_CHECK(ncclGroupStart(), op);
   try {
     for (size_t i = 0; i < tensors.size(); ++i) {
       tandem::cuda::DeviceGuard guard(tensors[i].device().index());
-      call(i, comms[i]);
+      call(i, comms[i], static_cast<cudaStream_t>(side[i].handle()));
     }
   } catch (...) {
     // Closes the group: left open, it would take in every later NCCL call on this thread. NCCL
@@ -93,6 +115,11 @@ void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
     throw;
   }
   TD_NCCL_CHECK(ncclGroupEnd(), op, " over ", tensors.size(), " GPUs");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    tandem::cuda::Event done;
+    done.record(side[i]);
+    done.wait(current[i]);
+  }
 }
 
 }  // namespace
@@ -111,10 +138,10 @@ bool can_serve(const std::vector<Tensor>& tensors) {
 void all_reduce(const std::vector<Tensor>& tensors) {
   TD_CHECK(can_serve(tensors), "nccl::all_reduce: the tensors must be contiguous, on distinct GPUs");
   const ncclDataType_t type = *nccl_type(tensors[0].dtype());
-  grouped(tensors, "nccl::all_reduce", [&](size_t i, ncclComm_t comm) {
+  grouped(tensors, "nccl::all_reduce", [&](size_t i, ncclComm_t comm, cudaStream_t stream) {
     const Tensor& t = tensors[i];
-    TD_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm,
-                                stream_of(t)),
+    TD_NCCL_CHECK(
+        ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, ncclSum, comm, stream),
                   "nccl::all_reduce on ", t.device());
   });
 }
@@ -123,10 +150,10 @@ void broadcast(const std::vector<Tensor>& outputs, size_t root) {
   TD_CHECK(can_serve(outputs) && root < outputs.size(), "nccl::broadcast: the tensors must be contiguous, on ",
            "distinct GPUs, and the root one of them");
   const ncclDataType_t type = *nccl_type(outputs[0].dtype());
-  grouped(outputs, "nccl::broadcast", [&](size_t i, ncclComm_t comm) {
+  grouped(outputs, "nccl::broadcast", [&](size_t i, ncclComm_t comm, cudaStream_t stream) {
     const Tensor& t = outputs[i];
     TD_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()), type, static_cast<int>(root),
-                                comm, stream_of(t)),
+                                comm, stream),
                   "nccl::broadcast on ", t.device());
   });
 }
@@ -136,10 +163,10 @@ void reduce(const std::vector<Tensor>& inputs, const Tensor& output, size_t root
                output.is_contiguous() && output.numel() == inputs[root].numel(),
            "nccl::reduce: the inputs must be contiguous, on distinct GPUs, and the output beside input ", root);
   const ncclDataType_t type = *nccl_type(inputs[0].dtype());
-  grouped(inputs, "nccl::reduce", [&](size_t i, ncclComm_t comm) {
+  grouped(inputs, "nccl::reduce", [&](size_t i, ncclComm_t comm, cudaStream_t stream) {
     const Tensor& t = inputs[i];
     TD_NCCL_CHECK(ncclReduce(t.data_ptr(), i == root ? output.data_ptr() : nullptr, static_cast<size_t>(t.numel()), type,
-                             ncclSum, static_cast<int>(root), comm, stream_of(t)),
+                             ncclSum, static_cast<int>(root), comm, stream),
                   "nccl::reduce on ", t.device());
   });
 }

@@ -1,6 +1,6 @@
 // NCCL collectives for tensors on distinct GPUs of one process: one communicator per list of
 // GPUs (ncclCommInitAll, made on first use and kept), calls grouped so that one thread drives all
-// devices, each on its device's current stream. comm.h uses them when TANDEM_COMM=nccl and the
+// devices, each on a stream of its GPU's own, ordered after and before the device's current stream. comm.h uses them when TANDEM_COMM=nccl and the
 // devices allow it; logical devices that share a GPU cannot join one communicator.
 #pragma once
 
