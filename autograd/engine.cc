@@ -260,6 +260,10 @@ void execute(Run& run) {
     if (run_node && !failure) {
       lock.unlock();
       try {
+        // CUDA code of the user's in a hook or a custom backward finds the GPU of the gradients it
+        // receives current, as in a replica's forward (tandem's own launches choose theirs).
+        std::optional<cuda::DeviceGuard> gpu;
+        if (device && device->is_cuda()) gpu.emplace(device->index());
         const auto start = std::chrono::steady_clock::now();  // hooks count as the node's time
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {

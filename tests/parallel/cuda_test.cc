@@ -121,6 +121,29 @@ TEST_CASE("parallel_apply makes each replica's GPU the current one while it runs
 #endif
 }
 
+TEST_CASE("backward makes the GPU of a node's gradients the current one while the node and its hooks run",
+          "[cuda][devices]") {
+  TD_SKIP_UNLESS_CUDA();
+  if (!two_cuda_devices()) return;
+#ifdef TD_TEST_HAS_CUDART
+  // Where cuda:0 and cuda:1 are one GPU this shows only that the guard does no harm; on distinct
+  // GPUs the hook would find GPU 0 current without it.
+  Tensor a = td::ones({4}, td::TensorOptions().device(cuda1)).requires_grad_();
+  Tensor y = a * 2;
+  int seen = -1;
+  y.register_hook([&](const Tensor&) {
+    TD_CHECK(cudaGetDevice(&seen) == cudaSuccess, "cudaGetDevice");
+    return Tensor();
+  });
+  {
+    td::cuda::DeviceGuard elsewhere(0);
+    y.sum().backward();
+  }
+  CHECK(seen == td::cuda::physical_device(1));
+  CHECK(a.grad().cpu().sum().item<double>() == 8.0);
+#endif
+}
+
 TEST_CASE("add_n on a CUDA device, a million elements", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   td::testing::reseed(104);
