@@ -32,15 +32,19 @@ DeviceSeconds<std::string>& g_seconds() {
 
 // Times one primitive call and adds it, with the bytes it moved, to comm_stats(); a null name
 // counts nothing. The time is the host's, or, where GPUs take part, the longest any of them spent
-// on the call's work (which queues on their streams and may wait there for other devices').
+// on the call's work (which queues on their streams and may wait there for other devices'). A call
+// made on a device's own thread (a replica's synchronised batch norm gathering the others'
+// statistics) times that device's stream only: another device's stream also holds what that
+// device's thread queued meanwhile, its replica's forward.
 class Record {
  public:
   Record(const char* name, const std::vector<Device>& devices) : name_(name), start_(std::chrono::steady_clock::now()) {
     if (!name_) return;  // a helper's count inside a primitive that counts the whole
     timers_.emplace_back(Device(kCPU));
+    const Device* own = current_device_thread();
     for (const Device& d : devices) {
       const bool timed = std::any_of(timers_.begin(), timers_.end(), [&](const DeviceTimer& t) { return t.device() == d; });
-      if (d.is_cuda() && !timed) timers_.emplace_back(d);
+      if (d.is_cuda() && !timed && (!own || *own == d)) timers_.emplace_back(d);
     }
   }
   ~Record() {
