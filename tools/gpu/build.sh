@@ -2,8 +2,10 @@
 # Builds the GPU suite on a machine with the CUDA toolkit (no GPU needed): one self-contained
 # folder (default .gpu-suite/) with the [cuda] test program, the `tandem` command for the
 # benchmarks, PyTorch's side of the benchmarks, the shared libraries the programs need that a
-# bare Linux lacks, compute-sanitizer, and run.sh, which proves everything on a GPU in one run. Programs and
+# bare Linux lacks, and run.sh, which proves everything on a GPU in one run. Programs and
 # libraries are xz-compressed (their GPU code is most of their size); run.sh unpacks them.
+# The GPU machine brings glibc 2.35 or newer, libstdc++ of GCC 12 or newer (every library of the
+# suite and these programs were built with Debian 12's), the CUDA libraries and compute-sanitizer.
 #   tools/gpu/build.sh [FOLDER]
 # Then, on the GPU machine: bash FOLDER/run.sh RESULTS_DIR
 set -euo pipefail
@@ -11,8 +13,9 @@ cd "$(dirname "$0")/../.."
 out=${1:-.gpu-suite}
 
 [ -x /usr/local/cuda/bin/nvcc ] || { echo "tools/gpu/build.sh: the CUDA toolkit (nvcc) is needed to build the suite" >&2; exit 1; }
-# cudart is linked statically everywhere, libstdc++ and libgcc for the suite too (--config=gpu_suite).
-bazel build --config=gpu_suite //tools/gpu:cuda_tests //tools:tandem
+# cudart is linked statically everywhere. libstdc++ comes from the GPU machine: the libraries
+# copied below need it too, so one linked into the programs would be a second copy in the process.
+bazel build //tools/gpu:cuda_tests //tools:tandem
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tools/bench"
@@ -24,7 +27,8 @@ cp tools/bench/torch_bench.py "$out/tools/bench/"
 cp tools/gpu/run.sh tools/gpu/summary.py "$out/"
 
 # Shared libraries from this machine's packages (OpenBLAS, fmt, Google Benchmark, ...), but not
-# glibc's, which every Linux has, nor CUDA's libraries, which run.sh finds on the GPU machine.
+# glibc, libstdc++ and libgcc, which every Linux has, nor CUDA's libraries, which run.sh finds on
+# the GPU machine.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.'
 cuda='^lib(cuda|cublas|cublasLt|cudnn|nccl|cudart)'
 for bin in "${programs[@]}"; do
@@ -34,40 +38,6 @@ done | sort -u | while read -r name path; do
   xz -T0 -6 -c "$path" >"$out/lib/$name.xz"
 done
 for bin in "${programs[@]}"; do xz -T0 -6 "$bin"; done
-
-# compute-sanitizer, which a GPU machine with the driver but no toolkit lacks: the one of NVIDIA's
-# PyPI package for this toolkit's CUDA (13.0), fetched once into ~/.cache/tandem. Without a package
-# index the suite goes without it, and run.sh looks for one on the GPU machine.
-sanitizer_wheel_version=13.0.85
-cache=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache/tandem
-wheels=$cache/wheels
-pip=${TANDEM_VENV:-$cache/venv}/bin/pip  # the venv tools/setup.sh makes
-find_wheel() { ls "$wheels"/nvidia_cuda_sanitizer_api-"$sanitizer_wheel_version"-*.whl 2>/dev/null | head -n 1 || true; }
-wheel=$(find_wheel)
-if [ -z "$wheel" ]; then
-  if [ -x "$pip" ]; then
-    mkdir -p "$wheels"
-    timeout 300 "$pip" download --quiet --no-deps --dest "$wheels" "nvidia-cuda-sanitizer-api==$sanitizer_wheel_version" ||
-      true
-    wheel=$(find_wheel)
-  fi
-  [ -n "$wheel" ] || echo "tools/gpu/build.sh: could not fetch compute-sanitizer $sanitizer_wheel_version" \
-    "(${pip} and a package index are needed); the suite goes without it" >&2
-fi
-if [ -n "$wheel" ]; then
-  unpacked=$(mktemp -d)
-  trap 'rm -rf "$unpacked"' EXIT
-  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$unpacked"
-  root=$unpacked/nvidia/cu13
-  chmod +x "$root/bin/compute-sanitizer"  # zip keeps no modes
-  # The program finds its libraries beside it and in ../lib. The package has the largest of them
-  # in both: one file under two names, which tar stores once.
-  for lib in "$root"/bin/*.so; do
-    twin=$root/lib/$(basename "$lib")
-    if cmp -s "$lib" "$twin"; then ln -f "$lib" "$twin"; fi
-  done
-  tar -C "$root" -cf - bin lib | xz -T0 -6 >"$out/sanitizer.tar.xz"
-fi
 
 size=$(du -sm "$out" | cut -f1)
 echo "GPU suite in $out: ${size} MiB"

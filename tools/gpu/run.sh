@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The GPU suite, run on a machine with an NVIDIA GPU and driver (built by tools/gpu/build.sh on
 # any machine with the CUDA toolkit). Its stages, in order, each under a time limit (470 s in
-# all, with finding the libraries, so that a whole run ends inside 8 minutes and a 15-minute
-# lease of a GPU leaves room for a second, shorter run after a fix):
+# all, with finding the libraries and compute-sanitizer, so that a whole run ends inside 8
+# minutes and a 15-minute lease of a GPU leaves room for a second, shorter run after a fix):
 #   gpu        the GPU, the driver, and the devices tandem sees (and why none, if it sees none);
 #   tests      every [cuda] case but the [large] ones, with each case's duration;
 #   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0),
 #              and with two or more GPUs, over them with the collectives in NCCL (TANDEM_COMM=nccl);
 #   large      the [large] cases;
 #   memcheck   compute-sanitizer memcheck over the light cases: [cuda]~[large]~[heavy]~[devices];
-#   racecheck  racecheck over the cases of the kernels that share memory in a block: [shared];
-#   bench      the GPU benchmarks beside PyTorch (the machine's python3 with torch);
+#   racecheck  racecheck over the cases of the kernels that share memory in a block: [shared]
+#              (both with the machine's compute-sanitizer, from its CUDA toolkit);
+#   bench      the GPU benchmarks beside PyTorch (the machine's python3 with torch, run with the
+#              machine's library path, not the suite's);
 # then one summary table, printed last and written as RESULTS_DIR/summary.json.
 #   bash run.sh [RESULTS_DIR [STAGE,...]]     (default: ./gpu-results, every stage)
 # A second run names only the stages it needs, and SUITE_TESTS narrows the tests stage to a Catch2
@@ -38,7 +40,7 @@ export TANDEM_TEST_SEED=${TANDEM_TEST_SEED:-$(( $(date +%s%N) % 4294967296 ))}
 echo "$TANDEM_TEST_SEED" >"$results/seed.txt"
 # The summary is written at the end, after an error, and when the run is stopped by TERM or INT
 # (the stage running is stopped first); a KILL leaves only the logs written so far.
-running=""
+running="" running_log=""
 summarize() {
   trap - EXIT
   rm -rf "${work:-}"  # the unpacked programs
@@ -51,8 +53,13 @@ summarize() {
   fi
 }
 trap summarize EXIT
+# A stop marks the stage it cut short: its log ends with the signal's exit status, which the
+# summary reports as a kill, instead of reading like a program that ended without its counts.
 stop() {
-  [ -n "$running" ] && kill -TERM "$running" 2>/dev/null && wait "$running" 2>/dev/null
+  if [ -n "$running" ]; then
+    kill -TERM "$running" 2>/dev/null && wait "$running" 2>/dev/null
+    printf '\nrun.sh was stopped during this stage\nexit status: %d\n' "$1" >>"$running_log"
+  fi
   exit "$1"
 }
 trap 'stop 143' TERM
@@ -64,8 +71,8 @@ trap 'stop 130' INT
 # installed. A killed run's folder is removed by the next run.
 rm -rf "$here"/work.*
 work=$(mktemp -d -p "$here" work.XXXX)
-bin="$work/bin" libs="$work/lib" tools="$work/sanitizer"
-mkdir -p "$bin" "$libs" "$tools"
+bin="$work/bin" libs="$work/lib"
+mkdir -p "$bin" "$libs"
 unxz_to() {
   if command -v xz >/dev/null 2>&1; then
     xz -dc "$1" >"$2"
@@ -94,6 +101,12 @@ print(":".join(dict.fromkeys(dirs)))
 PY
 )
 cuda_libs="$cuda_libs${pip_libs:+${cuda_libs:+:}$pip_libs}"
+# PyTorch keeps the machine's library path: ahead of its own NVIDIA packages, the suite's folders
+# could give it a cuBLAS of another version than it was built with. Its python3 is run through this.
+machine_library_path=${LD_LIBRARY_PATH-}
+python="$work/python3"
+printf '#!/usr/bin/env bash\nexport LD_LIBRARY_PATH=%q\nexec python3 "$@"\n' "$machine_library_path" >"$python"
+chmod +x "$python"
 export LD_LIBRARY_PATH="$libs${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # A library no folder has (cuBLAS 13 when PyTorch ships CUDA 12's, cuDNN or NCCL without PyTorch)
 # stops every program at start-up: said once here, and in the summary.
@@ -114,10 +127,10 @@ limited() {
   shift 2
   # In the background and waited for, so that a TERM or INT reaches the traps at once.
   timeout -k 10 "$limit" "$@" >"$log" 2>&1 &
-  running=$!
+  running=$! running_log=$log
   wait "$running"
   local status=$?
-  running=""
+  running="" running_log=""
   printf '\nexit status: %d\n' "$status" >>"$log"  # on a line of its own, also after a cut-off line
 }
 # The end of a test log without the per-case durations ("0.123 s: name").
@@ -135,7 +148,7 @@ fi
 
 if want tests; then
   stage "tests: ${SUITE_TESTS:-every [cuda] case but the [large] ones}"
-  limited 100 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
+  limited 90 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
   show "$results/tests.log" 60
 fi
 
@@ -158,7 +171,7 @@ fi
 
 if want large; then
   stage "tests: the [large] cases"
-  limited 70 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
+  limited 60 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
   show "$results/tests_large.log" 40
 fi
 
@@ -168,21 +181,35 @@ fi
 # purpose, and tandem checks every call itself, so a failed call fails its test case instead.
 # memcheck runs with TANDEM_NO_CUDA_MEMORY_CACHING=1, so that each tensor is its own cudaMalloc,
 # whose bounds are all memcheck knows: in the pool's segments, a read past a tensor goes unseen.
-# The suite's own compute-sanitizer first, then the machine's.
-sanitizer=""
-if [ -e "$here/sanitizer.tar.xz" ] && { want memcheck || want racecheck; }; then
-  unxz_to "$here/sanitizer.tar.xz" "$tools/sanitizer.tar" && tar -xf "$tools/sanitizer.tar" -C "$tools" &&
-    rm -f "$tools/sanitizer.tar" && sanitizer="$tools/bin/compute-sanitizer"
+# compute-sanitizer comes from the machine's CUDA toolkit (NVIDIA's PyPI package lacks the helper
+# programs it starts its target with). A candidate is taken only once it has run `tandem devices`
+# (which calls CUDA) under memcheck to the end: in some sandboxes it refuses the device.
+sanitizer="" sanitizer_why="compute-sanitizer is not installed"
+if want memcheck || want racecheck; then
+  tried=" "
+  for candidate in $(command -v compute-sanitizer) /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer \
+    /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
+    [ -x "$candidate" ] || continue
+    real=$(readlink -f "$candidate")
+    [[ "$tried" == *" $real "* ]] && continue  # one file under several names is tried once
+    tried="$tried$real "
+    if timeout 15 "$candidate" --tool memcheck "$bin/tandem" devices >"$results/sanitizer_probe.log" 2>&1 &&
+      grep -q 'ERROR SUMMARY: 0 errors' "$results/sanitizer_probe.log"; then
+      sanitizer=$candidate
+      break
+    fi
+    sanitizer_why="compute-sanitizer could not run a program here: $candidate (sanitizer_probe.log: $(
+      grep -v '^\s*$' "$results/sanitizer_probe.log" | tail -n 1))"
+  done
 fi
-[ -n "$sanitizer" ] || sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
-  /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 sanitize() {
   local tool=$1 limit=$2 spec=$3
   shift 3
   stage "compute-sanitizer --tool $tool over $spec"
   local log="$results/sanitizer_$tool.log"
   if [ -z "$sanitizer" ]; then
-    echo "compute-sanitizer is not installed" | tee "$log"
+    echo "$sanitizer_why" | tee "$log"
     return
   fi
   "$sanitizer" --version 2>&1 | grep -i '^version'
@@ -198,8 +225,9 @@ if want bench; then
   # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
   visible=()
   [ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
-  limited 100 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
-    --filter '^cuda_' --python python3 --min-time 0.2 --repetitions 5 --json "$results/bench.json"
+  rm -f "$results/bench.json"  # an earlier run's must not pass for this one's
+  limited 90 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
+    --filter '^cuda_' --python "$python" --min-time 0.2 --repetitions 5 --json "$results/bench.json"
   tail -n 40 "$results/bench.log"
 fi
 

@@ -21,6 +21,9 @@ def read(path):
         return ""
 
 
+STOPPED = "run.sh was stopped during this stage"  # what run.sh's stop() appends to the stage's log
+
+
 def exit_status(log):
     found = re.findall(r"^exit status: (\d+)$", log, re.M)
     return int(found[-1]) if found else None
@@ -54,6 +57,8 @@ def test_result(log):
         warnings.append("every case skipped itself (no GPU seen? see gpu.txt)")
     if problem(result["exit_status"]):
         warnings.append(problem(result["exit_status"]))
+    if STOPPED in log:
+        warnings.append("the run was stopped (TERM or INT) during this stage")
     result["warnings"] = warnings
     return result
 
@@ -67,8 +72,9 @@ NOT_FINDINGS = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|L
 def sanitizer(log):
     if not log:
         return {"ran": False, "why": "no log (stage not run)"}
-    if "compute-sanitizer is not installed" in log:
-        return {"ran": False, "why": "compute-sanitizer is not installed"}
+    first_line = log.splitlines()[0] if log.splitlines() else ""
+    if first_line.startswith(("compute-sanitizer is not installed", "compute-sanitizer could not run")):
+        return {"ran": False, "why": first_line}
     status = exit_status(log)
     findings = [line for line in re.findall(r"^========= (\S.*)$", log, re.M) if not NOT_FINDINGS.search(line)]
     warnings = [f for f in findings if f.startswith("Warning")]
@@ -85,6 +91,10 @@ def sanitizer(log):
               "first": (errors or warnings)[:3], "note": problem(status)}
     if "Device not supported" in log and not (error_total or race_total):
         result.update(ran=False, why="compute-sanitizer does not support this device or environment")
+    if "terminated before first instrumented API call" in log and not (error_total or race_total):
+        result.update(ran=False, why="compute-sanitizer could not start the test program (see its log)")
+    if STOPPED in log:
+        result["note"] = "the run was stopped (TERM or INT) during this stage"
     counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
     if counts:
         result["tests"] = dict(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
