@@ -133,7 +133,15 @@ int run(const Options& options, const char* argv0) {
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   benchmark::Initialize(&argc, argv.data());
-  register_cuda_benchmarks();
+  register_cuda_benchmarks(options.min_time / options.repetitions);
+  if (!cuda::is_available()) {  // say why where the filter asks for them
+    bool asks_for_cuda = false;
+    try {
+      asks_for_cuda = std::regex_search("cuda_copy/MiB:64", std::regex(options.filter));
+    } catch (const std::regex_error&) {
+    }
+    if (asks_for_cuda) fmt::print("tandem bench: no CUDA benchmarks: {}\n", cuda::unavailable_reason());
+  }
   fmt::print("tandem bench: running tandem's benchmarks on {} threads...\n", threads);
   std::fflush(stdout);
   Collector ours;
@@ -201,7 +209,7 @@ int run(const Options& options, const char* argv0) {
     if (double bytes = cuda_bytes_per_call(name); bytes > 0 && name.rfind("cuda_copy", 0) == 0) {
       of_copy = fmt::format("{:.0f} GB/s", bytes / t / 1e9);
     }
-    if (aim.max_ratio == 0 && name != "add_1elem") verdict = "";
+    if (aim.max_ratio == 0 && name != "add_1elem" && name.rfind("cuda_comm", 0) != 0) verdict = "";
     fmt::print("{:<28} {:>12} {:>12} {:>8}   {} ({}){}\n", name, human(t),
                it != theirs.end() ? human(it->second) : "-", ratio, aim.text, verdict.empty() ? "-" : verdict,
                of_copy.empty() ? "" : "; " + of_copy);

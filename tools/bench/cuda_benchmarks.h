@@ -6,7 +6,8 @@
 
 namespace tandem::bench {
 
-void register_cuda_benchmarks();
+// min_time: seconds each benchmark runs per repetition.
+void register_cuda_benchmarks(double min_time);
 // Bytes a memory-bound GPU benchmark must read and write per call; 0 for the others.
 double cuda_bytes_per_call(const std::string& name);
 

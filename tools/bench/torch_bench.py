@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import statistics
+import sys
 import time
 
 import torch
@@ -36,12 +37,14 @@ CALLS_PER_BATCH = 10  # as kCallsPerIteration in cuda_benchmarks.cc
 
 
 def timed_cuda(fn, min_time, repetitions):
-    """Median GPU seconds per call, each batch of CALLS_PER_BATCH calls between two CUDA events."""
+    """Median GPU seconds per call, each batch of CALLS_PER_BATCH calls between two CUDA events,
+    behind one untimed call that keeps the GPU busy while the rest are queued (as tandem's)."""
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     per_call, spent = [], 0.0
     while len(per_call) < repetitions or spent < min_time:
+        fn()
         start.record()
         for _ in range(CALLS_PER_BATCH):
             fn()
@@ -75,6 +78,10 @@ def timed_wall_cuda(fn, min_time, repetitions):
 def cuda_cases():
     gpu = torch.device("cuda:0")
     F = torch.nn.functional
+    # What tandem does unless told otherwise: convolutions in exact float32 (PyTorch's default lets
+    # cuDNN use TF32), and 16-bit products that never add partial sums in 16 bits.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     for mib in (64, 1024):
         n = (mib << 20) // 4
         x, y = torch.randn(n, device=gpu), torch.empty(n, device=gpu)
@@ -184,16 +191,28 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     pattern = re.compile(args.filter)
-    results = {}
-    for name, fn in cases():
-        if pattern.search(name):
-            results[name] = timed(fn, args.min_time, args.repetitions)
+    results, errors = {}, {}
+
+    def run(all_cases, timer_of):
+        """Times the cases the filter selects; one that fails is reported and the rest still run."""
+        try:
+            for name, fn in all_cases:
+                if not pattern.search(name):
+                    continue
+                try:
+                    results[name] = timer_of(name)(fn, args.min_time, args.repetitions)
+                except Exception as e:  # out of memory, a CUDA error: this case only
+                    errors[name] = f"{type(e).__name__}: {e}"
+        except Exception as e:  # making the cases failed: the ones after it are lost
+            errors["(setup)"] = f"{type(e).__name__}: {e}"
+
+    run(cases(), lambda name: timed)
     if torch.cuda.is_available():
-        for name, fn in cuda_cases():
-            if pattern.search(name):
-                timer = timed_wall_cuda if name.startswith("cuda_dp") else timed_cuda
-                results[name] = timer(fn, args.min_time, args.repetitions)
-    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "results": results}))
+        run(cuda_cases(), lambda name: timed_wall_cuda if name.startswith("cuda_dp") else timed_cuda)
+    for name, error in errors.items():
+        print(f"torch_bench.py: {name} failed: {error}", file=sys.stderr)
+    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "results": results,
+                      "errors": errors}))
 
 
 if __name__ == "__main__":

@@ -177,6 +177,8 @@ def main():
               f"{f'{100 * frac:.0f}%' if frac else '-':>7}  {r.get('verdict') or '-'}")
     if problem(summary["bench_exit_status"]):
         print(f"benchmarks: WARNING: {problem(summary['bench_exit_status'])}")
+    if "bench" in ran and not summary["benchmarks"]:
+        print("benchmarks: WARNING: no results (no GPU seen, or the run ended first: see bench.log)")
     print(f"\nwritten to {os.path.join(results, 'summary.json')}")
 
 
