@@ -50,6 +50,9 @@ int64_t ravel(const std::vector<int64_t>& index, const Shape& shape) {
 }
 
 double read(const Tensor& t, int64_t flat_index) {
+  // A GPU's memory is not the host's to read: a test that forgot .cpu() fails here, not by a crash
+  // that would end every case after it.
+  TD_CHECK(t.is_cpu(), "testing::read: the tensor is on ", t.device(), "; compare .cpu() copies");
   auto index = unravel(flat_index, t.sizes());
   int64_t offset = 0;
   for (size_t d = 0; d < index.size(); ++d) offset += index[d] * t.strides()[d];
@@ -60,6 +63,7 @@ double read(const Tensor& t, int64_t flat_index) {
 }
 
 std::vector<double> values(const Tensor& t) {
+  if (!t.is_cpu()) return values(t.cpu());
   std::vector<double> out(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) out[i] = read(t, i);
   return out;
@@ -151,6 +155,7 @@ std::string index_str(int64_t flat, const Shape& shape) {
 
 void check_close(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol,
                  const std::string& what) {
+  if (!actual.is_cpu()) return check_close(actual.cpu(), expected, rtol, atol, what);
   INFO(what);
   REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
   double worst = 0;

@@ -23,8 +23,8 @@ void reseed(uint64_t salt);
 void mark_skipped(const std::string& why);
 
 // ---- the reference side: plain reads through strides, no kernels involved ----
-double read(const Tensor& t, int64_t flat_index);  // row-major logical index
-std::vector<double> values(const Tensor& t);        // all elements, row-major
+double read(const Tensor& t, int64_t flat_index);  // row-major logical index; CPU tensors only
+std::vector<double> values(const Tensor& t);        // all elements, row-major (of a CPU copy)
 std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
 int64_t ravel(const std::vector<int64_t>& index, const Shape& shape);
 
@@ -45,7 +45,8 @@ Tensor same_layout_on(const Tensor& t, Device device);
 
 // ---- comparisons ----
 // Checks |actual - expected| <= atol + rtol * |expected| everywhere (NaN matches NaN, infinities
-// must match exactly), reporting the worst element with its index.
+// must match exactly), reporting the worst element with its index. Tensors on a GPU are compared
+// through CPU copies.
 void check_close(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol,
                  const std::string& what = "");
 void check_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what = "");

@@ -168,11 +168,13 @@ TEST_CASE("released events are reused, and a reused event orders and times work 
   }
 }
 
-TEST_CASE("a query that finds work still queued leaves no error behind for the next launch", "[cuda]") {
+TEST_CASE("a query that finds work still queued leaves no error behind for the next launch", "[cuda][heavy]") {
   TD_SKIP_UNLESS_CUDA();
   // CUDA keeps a query's "not ready" as the thread's last error; a launch check that found it
   // would throw for an innocent kernel. About 20 ms of products keep the stream busy while the
   // stream, an event and the allocator (a freed block still used by that stream) are asked.
+  // [heavy]: not under compute-sanitizer, whose launches, like frees without the memory cache
+  // (each waits for the device), leave nothing queued.
   const td::TensorOptions gpu = td::TensorOptions().device("cuda:0");
   td::cuda::Stream busy = td::cuda::new_stream(0);
   td::Tensor a = td::randn({4096, 4096}, gpu), small = td::full({1000}, 1.0f, gpu);
@@ -185,8 +187,10 @@ TEST_CASE("a query that finds work still queued leaves no error behind for the n
     td::cuda::record_stream(small.storage(), busy);
     done.record(busy);
   }
-  CHECK_FALSE(busy.query());
-  CHECK_FALSE(done.query());
+  if (td::cuda::memory_caching_enabled()) {
+    CHECK_FALSE(busy.query());
+    CHECK_FALSE(done.query());
+  }
   small = td::Tensor();  // its block waits for `busy`: the next allocation asks the event
   td::Tensor b = td::full({1000}, 2.0f, gpu);
   td::Tensor sum = b + 1;  // a launch, checked
