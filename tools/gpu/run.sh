@@ -8,6 +8,9 @@
 #   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0),
 #              and with two or more GPUs, over them with the collectives in NCCL (TANDEM_COMM=nccl);
 #   large      the [large] cases;
+#   train      the main job on the GPU: `tandem train --devices all` (data parallel over two
+#              logical devices of GPU 0 where the machine has one GPU), then the CNN on cuda:0
+#              with float16 autocast and loss scaling (--amp fp16);
 #   memcheck   compute-sanitizer memcheck over the light cases: [cuda]~[large]~[heavy]~[devices];
 #   racecheck  racecheck over the cases of the kernels that share memory in a block: [shared]
 #              (both with the machine's compute-sanitizer, from its CUDA toolkit);
@@ -21,7 +24,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 results=${1:-gpu-results}
-stages=${2:-gpu,tests,logical,large,memcheck,racecheck,bench}
+stages=${2:-gpu,tests,logical,large,train,memcheck,racecheck,bench}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
@@ -30,8 +33,8 @@ echo "$stages" >"$results/stages.txt"
 
 for s in ${stages//,/ }; do
   case "$s" in
-    gpu | tests | logical | large | memcheck | racecheck | bench) ;;
-    *) echo "run.sh: unknown stage '$s' (gpu, tests, logical, large, memcheck, racecheck, bench)" >&2; exit 2 ;;
+    gpu | tests | logical | large | train | memcheck | racecheck | bench) ;;
+    *) echo "run.sh: unknown stage '$s' (gpu, tests, logical, large, train, memcheck, racecheck, bench)" >&2; exit 2 ;;
   esac
 done
 want() { [[ ",$stages," == *",$1,"* ]]; }
@@ -118,6 +121,9 @@ missing=$(for b in "$bin"/*; do ldd "$b" 2>/dev/null; done | awk '/not found/ {p
 gpus=$(timeout 20 env -u TANDEM_VISIBLE_DEVICES "$bin/tandem" devices 2>/dev/null |
   sed -n 's/^cuda *\([0-9][0-9]*\) devices*\b.*/\1/p')
 gpus=${gpus:-0}
+# With one GPU, two logical devices on it give data parallelism its second device.
+visible=()
+[ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
 
 stage() { echo; echo "=== $* ==="; }
 # Runs a command under a limit (killed 10 s after the limit if it ignores the first signal), its
@@ -148,7 +154,7 @@ fi
 
 if want tests; then
   stage "tests: ${SUITE_TESTS:-every [cuda] case but the [large] ones}"
-  limited 90 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
+  limited 85 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
   show "$results/tests.log" 60
 fi
 
@@ -173,6 +179,15 @@ if want large; then
   stage "tests: the [large] cases"
   limited 60 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
   show "$results/tests_large.log" 40
+fi
+
+if want train; then
+  stage "the main job: tandem train --devices all${visible[*]:+ (${visible[*]})}"
+  limited 20 "$results/train_dp.log" env ${visible[@]+"${visible[@]}"} "$bin/tandem" train --devices all --epochs 2
+  tail -n 16 "$results/train_dp.log"
+  stage "tandem train --model cnn --devices cuda:0 --amp fp16"
+  limited 20 "$results/train_amp.log" "$bin/tandem" train --model cnn --devices cuda:0 --amp fp16 --epochs 1
+  tail -n 6 "$results/train_amp.log"
 fi
 
 # The sanitizers slow every kernel down many times: each takes the cases that cover every kernel
@@ -222,11 +237,8 @@ want racecheck && sanitize racecheck 40 "[shared]"
 
 if want bench; then
   stage "benchmarks beside PyTorch"
-  # With one GPU, two logical devices on it give the data-parallel benchmarks their second device.
-  visible=()
-  [ "$gpus" = 1 ] && visible=(TANDEM_VISIBLE_DEVICES=0,0)
   rm -f "$results/bench.json"  # an earlier run's must not pass for this one's
-  limited 90 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
+  limited 60 "$results/bench.log" env ${visible[@]+"${visible[@]}"} TANDEM_ROOT="$here" "$bin/tandem" bench \
     --filter '^cuda_' --python "$python" --min-time 0.2 --repetitions 5 --json "$results/bench.json"
   tail -n 40 "$results/bench.log"
 fi

@@ -10,7 +10,9 @@ import sys
 # (key in summary.json, run.sh's stage, its log)
 TEST_LOGS = (("tests", "tests", "tests.log"), ("tests_two_logical_devices", "logical", "tests_logical.log"),
              ("tests_nccl", "logical", "tests_nccl.log"), ("tests_large", "large", "tests_large.log"))
-ALL_STAGES = "gpu,tests,logical,large,memcheck,racecheck,bench"
+# (key in summary.json, run.sh's stage, its log): runs of `tandem train`
+TRAIN_LOGS = (("train_data_parallel", "train", "train_dp.log"), ("train_cnn_fp16", "train", "train_amp.log"))
+ALL_STAGES = "gpu,tests,logical,large,train,memcheck,racecheck,bench"
 
 
 def read(path):
@@ -57,6 +59,29 @@ def test_result(log):
         warnings.append("every case skipped itself (no GPU seen? see gpu.txt)")
     if problem(result["exit_status"]):
         warnings.append(problem(result["exit_status"]))
+    if STOPPED in log:
+        warnings.append("the run was stopped (TERM or INT) during this stage")
+    result["warnings"] = warnings
+    return result
+
+
+def train_result(log):
+    """A training run: its exit status, held-out accuracy and last epoch line, and what went wrong."""
+    if not log:
+        return None
+    accuracy = re.findall(r"^held-out accuracy: ([\d.]+)%", log, re.M)
+    epochs = re.findall(r"^epoch \d+/\d+: .*$", log, re.M)
+    result = {"exit_status": exit_status(log), "held_out_accuracy": float(accuracy[-1]) if accuracy else None,
+              "last_epoch": epochs[-1] if epochs else None}
+    warnings = []
+    if result["exit_status"] not in (0, None):
+        said = [line for line in log.splitlines() if line.strip() and not line.startswith("exit status")]
+        warnings.append(problem(result["exit_status"]) or f"exit status {result['exit_status']}: "
+                        + (said[-1] if said else "see the log"))
+    elif result["held_out_accuracy"] is None:
+        warnings.append("no held-out accuracy: the run ended before it (see the log)")
+    if any(re.search(r"\bloss (nan|inf)", line) for line in epochs):
+        warnings.append("the loss is not finite")
     if STOPPED in log:
         warnings.append("the run was stopped (TERM or INT) during this stage")
     result["warnings"] = warnings
@@ -122,6 +147,8 @@ def main():
     summary["stages"] = sorted(ran)
     for key, stage, name in TEST_LOGS:
         summary[key] = test_result(log_of(stage, name))
+    for key, stage, name in TRAIN_LOGS:
+        summary[key] = train_result(log_of(stage, name))
     for tool in ("memcheck", "racecheck"):
         summary[tool] = sanitizer(log_of(tool, f"sanitizer_{tool}.log"))
     summary["benchmarks"] = {}
@@ -154,6 +181,15 @@ def main():
             print(f"    failed: {name}")
         for line in r["slowest"][:3]:
             print(f"    slowest: {line}")
+    for key, _, _ in TRAIN_LOGS:
+        r = summary[key]
+        if r is None:
+            print(f"{key}: not run")
+            continue
+        accuracy = f"held-out accuracy {r['held_out_accuracy']}%" if r["held_out_accuracy"] is not None else "no result"
+        print(f"{key}: {accuracy}" + "".join(f"; WARNING: {w}" for w in r["warnings"]))
+        if r["last_epoch"]:
+            print(f"    {r['last_epoch']}")
     for tool in ("memcheck", "racecheck"):
         s = summary[tool]
         if not s.get("ran"):
