@@ -187,12 +187,22 @@ TEST_CASE("a query that finds work still queued leaves no error behind for the n
     td::cuda::record_stream(small.storage(), busy);
     done.record(busy);
   }
-  if (td::cuda::memory_caching_enabled()) {
-    CHECK_FALSE(busy.query());
-    CHECK_FALSE(done.query());
-  }
+  // Each query is followed at once by a look at the thread's last error: a later query that
+  // cleared it would hide the one that left it.
+  auto no_error_left = [](const char* after) {
+    INFO("after " << after);
+#ifdef TD_TEST_HAS_CUDART
+    CHECK(cudaPeekAtLastError() == cudaSuccess);
+#endif
+  };
+  const bool pending = td::cuda::memory_caching_enabled();
+  CHECK(busy.query() == !pending);
+  no_error_left("the stream's query");
+  CHECK(done.query() == !pending);
+  no_error_left("the event's query");
   small = td::Tensor();  // its block waits for `busy`: the next allocation asks the event
   td::Tensor b = td::full({1000}, 2.0f, gpu);
+  no_error_left("the allocator's query");
   td::Tensor sum = b + 1;  // a launch, checked
   CHECK(sum.sum().item<double>() == 3000.0);
   done.synchronize();

@@ -137,7 +137,8 @@ int run(const Options& options, const char* argv0) {
   if (!cuda::is_available()) {  // say why where the filter asks for them
     bool asks_for_cuda = false;
     try {
-      asks_for_cuda = std::regex_search("cuda_copy/MiB:64", std::regex(options.filter));
+      asks_for_cuda = options.filter.find("cuda") != std::string::npos ||
+                      std::regex_search("cuda_copy/MiB:64", std::regex(options.filter));
     } catch (const std::regex_error&) {
     }
     if (asks_for_cuda) fmt::print("tandem bench: no CUDA benchmarks: {}\n", cuda::unavailable_reason());
@@ -150,6 +151,7 @@ int run(const Options& options, const char* argv0) {
 
   // PyTorch's side, same names.
   std::map<std::string, double> theirs;
+  std::map<std::string, std::string> their_errors;
   std::string torch_version;
   std::string python = options.python.empty() ? default_python() : options.python;
   std::string script = find_script(argv0);
@@ -166,6 +168,9 @@ int run(const Options& options, const char* argv0) {
       auto j = nlohmann::json::parse(out);
       torch_version = j["torch"].get<std::string>();
       for (auto& [name, value] : j["results"].items()) theirs[name] = value.get<double>();
+      if (j.contains("errors")) {
+        for (auto& [name, value] : j["errors"].items()) their_errors[name] = value.get<std::string>();
+      }
     } catch (const std::exception& e) {
       fmt::print("tandem bench: could not read PyTorch's results ({}): {}\n", e.what(), out);
     }
@@ -229,6 +234,8 @@ int run(const Options& options, const char* argv0) {
     fmt::print("phases of the last data-parallel step:\n{}", last_data_parallel_table());
     report["data_parallel"] = {{"speedup_vs_one_core", scaling}, {"speedup_vs_all_threads", versus_threads}};
   }
+  // A benchmark that failed on either side is named, so that a missing row is not read as a pass.
+  report["errors"] = {{"tandem", ours.errors}, {"torch", their_errors}};
   if (!options.json.empty()) {
     std::ofstream(options.json) << report.dump(2) << "\n";
     fmt::print("results written to {}\n", options.json);

@@ -81,6 +81,7 @@ def cuda_cases():
     # What tandem does unless told otherwise: convolutions in exact float32 (PyTorch's default lets
     # cuDNN use TF32), and 16-bit products that never add partial sums in 16 bits.
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     for mib in (64, 1024):
         n = (mib << 20) // 4

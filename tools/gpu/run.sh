@@ -197,11 +197,14 @@ fi
 # memcheck runs with TANDEM_NO_CUDA_MEMORY_CACHING=1, so that each tensor is its own cudaMalloc,
 # whose bounds are all memcheck knows: in the pool's segments, a read past a tensor goes unseen.
 # compute-sanitizer comes from the machine's CUDA toolkit (NVIDIA's PyPI package lacks the helper
-# programs it starts its target with). A candidate is taken only once it has run `tandem devices`
-# (which calls CUDA) under memcheck to the end: in some sandboxes it refuses the device.
+# programs it starts its target with). A candidate is taken only once memcheck has run one small
+# case (it allocates, launches and copies) to the end with the case passed: in some sandboxes the
+# tool refuses the device, which a program that only asks for the devices would not show. All the
+# candidates share 15 s.
+probe_case="item() reads one element of every dtype back from the device"
 sanitizer="" sanitizer_why="compute-sanitizer is not installed"
 if want memcheck || want racecheck; then
-  tried=" "
+  tried=" " probe_end=$((SECONDS + 15))
   for candidate in $(command -v compute-sanitizer) /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer \
     /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
@@ -209,13 +212,20 @@ if want memcheck || want racecheck; then
     real=$(readlink -f "$candidate")
     [[ "$tried" == *" $real "* ]] && continue  # one file under several names is tried once
     tried="$tried$real "
-    if timeout 15 "$candidate" --tool memcheck "$bin/tandem" devices >"$results/sanitizer_probe.log" 2>&1 &&
-      grep -q 'ERROR SUMMARY: 0 errors' "$results/sanitizer_probe.log"; then
+    left=$((probe_end - SECONDS))
+    if [ "$left" -le 0 ]; then
+      sanitizer_why="$sanitizer_why; no time left to try $candidate"
+      break
+    fi
+    probe_log="$results/sanitizer_probe.log"
+    if timeout "$left" "$candidate" --tool memcheck "$bin/cuda_tests" "$probe_case" >"$probe_log" 2>&1 &&
+      grep -q 'ERROR SUMMARY: 0 errors' "$probe_log" && grep -q 'tandem-tests: 1 passed' "$probe_log" &&
+      ! grep -q 'Device not supported' "$probe_log"; then
       sanitizer=$candidate
       break
     fi
     sanitizer_why="compute-sanitizer could not run a program here: $candidate (sanitizer_probe.log: $(
-      grep -v '^\s*$' "$results/sanitizer_probe.log" | tail -n 1))"
+      grep -v '^\s*$' "$probe_log" | tail -n 1))"
   done
 fi
 sanitize() {

@@ -80,7 +80,7 @@ def train_result(log):
                         + (said[-1] if said else "see the log"))
     elif result["held_out_accuracy"] is None:
         warnings.append("no held-out accuracy: the run ended before it (see the log)")
-    if any(re.search(r"\bloss (nan|inf)", line) for line in epochs):
+    if any(re.search(r"\bloss -?(nan|inf)", line) for line in epochs):
         warnings.append("the loss is not finite")
     if STOPPED in log:
         warnings.append("the run was stopped (TERM or INT) during this stage")
@@ -114,9 +114,12 @@ def sanitizer(log):
         error_count, warning_count = map(int, race_total[-1])
     result = {"ran": True, "exit_status": status, "errors": error_count, "warnings": warning_count,
               "first": (errors or warnings)[:3], "note": problem(status)}
-    if "Device not supported" in log and not (error_total or race_total):
+    # No error found in the code: none counted, or no totals at all (the tool's own complaints are
+    # what the lines above counted then).
+    reported_none = error_count == 0 or not (error_total or race_total)
+    if "Device not supported" in log and reported_none:
         result.update(ran=False, why="compute-sanitizer does not support this device or environment")
-    if "terminated before first instrumented API call" in log and not (error_total or race_total):
+    if "terminated before first instrumented API call" in log and reported_none:
         result.update(ran=False, why="compute-sanitizer could not start the test program (see its log)")
     if STOPPED in log:
         result["note"] = "the run was stopped (TERM or INT) during this stage"
@@ -158,6 +161,9 @@ def main():
                 bench = json.load(f)
             summary["torch"] = bench.get("torch")
             summary["benchmarks"] = bench.get("results", {})
+            summary["benchmark_errors"] = {f"{side}: {name}": error
+                                           for side, errors in (bench.get("errors") or {}).items()
+                                           for name, error in errors.items()}
         except (OSError, ValueError):
             pass
     summary["bench_exit_status"] = exit_status(log_of("bench", "bench.log"))
@@ -213,6 +219,8 @@ def main():
               f"{f'{100 * frac:.0f}%' if frac else '-':>7}  {r.get('verdict') or '-'}")
     if problem(summary["bench_exit_status"]):
         print(f"benchmarks: WARNING: {problem(summary['bench_exit_status'])}")
+    for name, error in summary.get("benchmark_errors", {}).items():
+        print(f"benchmarks: WARNING: {name} failed: {error}")
     if "bench" in ran and not summary["benchmarks"]:
         print("benchmarks: WARNING: no results (no GPU seen, or the run ended first: see bench.log)")
     print(f"\nwritten to {os.path.join(results, 'summary.json')}")
