@@ -66,22 +66,31 @@ void gpu_timed(benchmark::State& state, const std::function<void()>& call, doubl
 
 td::TensorOptions on_gpu(td::DType dtype = td::kFloat32) { return td::TensorOptions(dtype).device(kGpu); }
 
+// Registers a benchmark whose body times its calls with gpu_timed.
+void register_batch_timed(const std::string& name, std::function<void(benchmark::State&)> body,
+                          benchmark::TimeUnit unit) {
+  benchmark::RegisterBenchmark(name.c_str(), guarded(std::move(body)))
+      ->UseManualTime()
+      ->MinTime(g_min_time / kCallsPerIteration)
+      ->Unit(unit);
+}
+
 void add_memory_bound(const std::string& name, int64_t mib, double bytes_per_element_moved,
                       std::function<std::function<void()>(int64_t elements)> make) {
   const int64_t elements = (mib << 20) / 4;  // float32 elements in the operand
   const std::string full = name + "/MiB:" + std::to_string(mib);
   const double bytes = bytes_per_element_moved * 4.0 * static_cast<double>(elements);
   bytes_table()[full] = bytes;
-  benchmark::RegisterBenchmark(full.c_str(), guarded([make, elements, bytes](benchmark::State& state) {
+  register_batch_timed(full, [make, elements, bytes](benchmark::State& state) {
     std::function<void()> call = make(elements);
     gpu_timed(state, call, bytes);
-  }))->UseManualTime()->MinTime(g_min_time / kCallsPerIteration)->Unit(benchmark::kMicrosecond);
+  }, benchmark::kMicrosecond);
 }
 
 void add_gemm(const std::string& name, td::DType dtype, bool tf32) {
   for (int64_t n : {4096, 8192}) {
     const std::string full = name + "/" + std::to_string(n);
-    benchmark::RegisterBenchmark(full.c_str(), guarded([n, dtype, tf32](benchmark::State& state) {
+    register_batch_timed(full, [n, dtype, tf32](benchmark::State& state) {
       td::manual_seed(0);
       td::Tensor a = td::randn({n, n}, on_gpu(dtype)), b = td::randn({n, n}, on_gpu(dtype));
       struct Tf32 {  // set for this benchmark only, also when it throws
@@ -90,7 +99,7 @@ void add_gemm(const std::string& name, td::DType dtype, bool tf32) {
       } tf32_for_this(tf32);
       gpu_timed(state, [&] { benchmark::DoNotOptimize(a.mm(b).data_ptr()); }, 0);
       state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-    }))->UseManualTime()->MinTime(g_min_time / kCallsPerIteration)->Unit(benchmark::kMillisecond);
+    }, benchmark::kMillisecond);
   }
 }
 
@@ -222,16 +231,16 @@ void register_cuda_benchmarks(double min_time) {
   add_gemm("cuda_gemm_f32", td::kFloat32, false);
   add_gemm("cuda_gemm_tf32", td::kFloat32, true);
   add_gemm("cuda_gemm_bf16", td::kBFloat16, false);
-  benchmark::RegisterBenchmark("cuda_mlp_train_step", guarded([](benchmark::State& state) {
+  register_batch_timed("cuda_mlp_train_step", [](benchmark::State& state) {
     td::manual_seed(0);
     td::examples::Mlp mlp(784, 10);
     train_step(state, mlp, 128);
-  }))->UseManualTime()->MinTime(g_min_time / kCallsPerIteration)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("cuda_cnn_train_step", guarded([](benchmark::State& state) {
+  }, benchmark::kMillisecond);
+  register_batch_timed("cuda_cnn_train_step", [](benchmark::State& state) {
     td::manual_seed(0);
     td::examples::Cnn cnn(1, 28, 28, 10);
     train_step(state, cnn, 64);
-  }))->UseManualTime()->MinTime(g_min_time / kCallsPerIteration)->Unit(benchmark::kMillisecond);
+  }, benchmark::kMillisecond);
   if (td::cuda::device_count() >= 2) register_data_parallel_benchmarks();
 }
 
