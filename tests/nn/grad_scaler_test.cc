@@ -307,9 +307,11 @@ TEST_CASE("state_dict holds PyTorch's keys and round-trips; a bad state is refus
 
 TEST_CASE("float16 autocast with loss scaling over two CPU devices trains as one device does", "[cpu]") {
   td::testing::reseed(4);
+  // A smooth activation: with ReLU, a pre-activation near 0 that float16's rounding puts on the
+  // other side in one run sends the two runs' weights apart, by chance of the data, not by a fault.
   auto build = [] {
     td::manual_seed(5);
-    return td::nn::Sequential(td::nn::Linear(6, 16), td::nn::ReLU(), td::nn::Linear(16, 4));
+    return td::nn::Sequential(td::nn::Linear(6, 16), td::nn::Tanh(), td::nn::Linear(16, 4));
   };
   Tensor x = td::testing::random_tensor({12, 6}, td::kFloat32);
   Tensor labels = td::randint(0, 4, {12});
@@ -349,7 +351,7 @@ TEST_CASE("float16 autocast with loss scaling over two CPU devices trains as one
     }
     CHECK(parallel.scaler.get_scale() == 256);
     auto a = parallel.model->parameters(), b = single.model->parameters();
-    for (size_t i = 0; i < a.size(); ++i) td::testing::check_close(a[i], b[i], 2e-2, 2e-3, "parameter");
+    for (size_t i = 0; i < a.size(); ++i) td::testing::check_close(a[i], b[i], 1e-2, 5e-4, "parameter");
     CHECK((*parallel.dp)->stats().update > 0);
   }
   SECTION("a scale that overflows float16: steps are skipped and the scale backs off until they are not") {
