@@ -209,9 +209,9 @@ Tensor any(const Tensor& x, IntList dims, bool keepdim) { return logical("any", 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   check_defined(x, "cumsum", "input");
   int64_t d = wrap_dim(dim, x.dim(), "cumsum");
-  DType out_dtype = sum_dtype(x.dtype(), dtype);
-  Tensor out = empty_tensor(x.sizes(), out_dtype, x.device());
-  x.is_cuda() ? cuda::cumsum(out, x, d) : cpu::cumsum(out, x, d);
+  Tensor in = dtype ? to(x, *dtype) : x;  // as PyTorch: a dtype asked for is the input's, cast first
+  Tensor out = empty_tensor(x.sizes(), sum_dtype(x.dtype(), dtype), x.device());
+  x.is_cuda() ? cuda::cumsum(out, in, d) : cpu::cumsum(out, in, d);
   return out;
 }
 

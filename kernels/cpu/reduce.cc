@@ -2,6 +2,7 @@
 // inputs in float64 (more accurate than the float32 result needs), integers in int64.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
@@ -156,7 +157,9 @@ struct VarOps {
   }
 };
 
-enum class NormKind { Zero, One, Two, Inf, NegInf, P };
+// Any: one instantiation for the norms that training does not use (0, -inf, other p), which
+// switches on the kind per element; 1, 2 and inf (clip_grad_norm_) are compiled per kind.
+enum class NormKind { Zero, One, Two, Inf, NegInf, P, Any };
 
 // The larger (or smaller) of two magnitudes, NaN sticking.
 inline double pick(double a, double x, bool larger) {
@@ -166,31 +169,34 @@ inline double pick(double a, double x, bool larger) {
 
 template <typename In, NormKind K>
 struct NormOps {
-  static constexpr bool kLanes = true;
+  static constexpr bool kLanes = K != NormKind::Any;
   using Acc = double;
   In* out;
   double p;
-  Acc init() const { return K == NormKind::NegInf ? std::numeric_limits<double>::infinity() : 0.0; }
+  NormKind kind;  // K, or for Any the kind this norm is
+  NormKind which() const { return K == NormKind::Any ? kind : K; }
+  Acc init() const { return which() == NormKind::NegInf ? std::numeric_limits<double>::infinity() : 0.0; }
   Acc step(Acc a, In xin, int64_t) const { return fold(a, std::abs(static_cast<double>(op_value(xin)))); }
   Acc fold(Acc a, double x) const {
-    switch (K) {
+    switch (which()) {
       case NormKind::Zero: return a + (x != 0 ? 1 : 0);
       case NormKind::One: return a + x;
       case NormKind::Two: return a + x * x;
       case NormKind::Inf: return pick(a, x, true);
       case NormKind::NegInf: return pick(a, x, false);
       case NormKind::P: return a + std::pow(x, p);
+      case NormKind::Any: break;
     }
     return a;
   }
   Acc combine(Acc a, Acc b) const {
-    if constexpr (K == NormKind::Inf || K == NormKind::NegInf) return pick(a, b, K == NormKind::Inf);
+    if (which() == NormKind::Inf || which() == NormKind::NegInf) return pick(a, b, which() == NormKind::Inf);
     return a + b;
   }
   void write(int64_t o, Acc a, int64_t) const {
     double v = a;
-    if constexpr (K == NormKind::Two) v = std::sqrt(a);
-    if constexpr (K == NormKind::P) v = std::pow(a, 1.0 / p);
+    if (which() == NormKind::Two) v = std::sqrt(a);
+    if (which() == NormKind::P) v = std::pow(a, 1.0 / p);
     out[o] = convert<In>(v);
   }
 };
@@ -207,11 +213,36 @@ struct LogicalOps {
   void write(int64_t o, Acc a, int64_t) const { out[o] = static_cast<Out>(a); }
 };
 
+// Calls f.template operator()<Out>() with the C++ type of a sum's, product's or running sum's
+// output: the input's own, or int64 for integers and bools. kernels/reduce.cc casts the input to
+// any other dtype asked for first, as PyTorch does, so an input dtype needs at most two
+// instantiations of the engine, not one for every output dtype.
+template <typename In, typename F>
+void dispatch_sum_output(const Tensor& out, const char* op, F&& f) {
+  if constexpr (std::is_integral_v<In>) {
+    if (out.dtype() == kInt64) return f.template operator()<int64_t>();
+  }
+  TD_CHECK(out.dtype() == dtype_of<In>, op, ": an output of dtype ", out.dtype(), " for an input of dtype ",
+           dtype_of<In>, " is not supported; cast the input first");
+  f.template operator()<In>();
+}
+
 void sum_or_mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, bool mean) {
   dispatch_all(in.dtype(), "sum", [&]<typename In>() {
-    dispatch_all(out.dtype(), "sum", [&]<typename Out>() {
+    dispatch_sum_output<In>(out, mean ? "mean" : "sum", [&]<typename Out>() {
       reduce<In>(in, reduced, SumOps<In, Out>{static_cast<Out*>(out.data_ptr()), mean});
     });
+  });
+}
+
+// all and any: a bool result, or uint8 for a uint8 input (as PyTorch keeps it).
+void logical(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, bool is_all) {
+  const char* op = is_all ? "all" : "any";
+  dispatch_all(in.dtype(), op, [&]<typename In>() {
+    using Out = std::conditional_t<std::is_same_v<In, uint8_t>, uint8_t, bool>;
+    TD_CHECK(out.dtype() == dtype_of<Out>, op, ": an output of dtype ", out.dtype(), " for an input of dtype ",
+             dtype_of<In>, " is not supported");
+    reduce<In>(in, reduced, LogicalOps<In, Out>{static_cast<Out*>(out.data_ptr()), is_all});
   });
 }
 
@@ -227,7 +258,7 @@ void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced)
 
 void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
   dispatch_all(in.dtype(), "prod", [&]<typename In>() {
-    dispatch_all(out.dtype(), "prod", [&]<typename Out>() {
+    dispatch_sum_output<In>(out, "prod", [&]<typename Out>() {
       reduce<In>(in, reduced, ProdOps<In, Out>{static_cast<Out*>(out.data_ptr())});
     });
   });
@@ -262,30 +293,17 @@ void var(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, 
 void norm(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, double p) {
   dispatch_floating(in.dtype(), "norm", [&]<typename In>() {
     In* o = static_cast<In*>(out.data_ptr());
-    if (p == 0) return reduce<In>(in, reduced, NormOps<In, NormKind::Zero>{o, p});
-    if (p == 1) return reduce<In>(in, reduced, NormOps<In, NormKind::One>{o, p});
-    if (p == 2) return reduce<In>(in, reduced, NormOps<In, NormKind::Two>{o, p});
-    if (std::isinf(p) && p > 0) return reduce<In>(in, reduced, NormOps<In, NormKind::Inf>{o, p});
-    if (std::isinf(p)) return reduce<In>(in, reduced, NormOps<In, NormKind::NegInf>{o, p});
-    return reduce<In>(in, reduced, NormOps<In, NormKind::P>{o, p});
+    if (p == 1) return reduce<In>(in, reduced, NormOps<In, NormKind::One>{o, p, NormKind::One});
+    if (p == 2) return reduce<In>(in, reduced, NormOps<In, NormKind::Two>{o, p, NormKind::Two});
+    if (std::isinf(p) && p > 0) return reduce<In>(in, reduced, NormOps<In, NormKind::Inf>{o, p, NormKind::Inf});
+    const NormKind kind = p == 0 ? NormKind::Zero : std::isinf(p) ? NormKind::NegInf : NormKind::P;
+    reduce<In>(in, reduced, NormOps<In, NormKind::Any>{o, p, kind});
   });
 }
 
-void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
-  dispatch_all(in.dtype(), "all", [&]<typename In>() {
-    dispatch_types<bool, uint8_t>(out.dtype(), "all", [&]<typename Out>() {
-      reduce<In>(in, reduced, LogicalOps<In, Out>{static_cast<Out*>(out.data_ptr()), true});
-    });
-  });
-}
+void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) { logical(out, in, reduced, true); }
 
-void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
-  dispatch_all(in.dtype(), "any", [&]<typename In>() {
-    dispatch_types<bool, uint8_t>(out.dtype(), "any", [&]<typename Out>() {
-      reduce<In>(in, reduced, LogicalOps<In, Out>{static_cast<Out*>(out.data_ptr()), false});
-    });
-  });
-}
+void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) { logical(out, in, reduced, false); }
 
 void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   // Lines along `dim`, each scanned in order; lines run in parallel.
@@ -298,7 +316,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   const ReduceDims d = reduce_dims(in, along);
   const ReduceDims od = reduce_dims(out, along);
   dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
-    dispatch_numeric(out.dtype(), "cumsum", [&]<typename Out>() {
+    dispatch_sum_output<In>(out, "cumsum", [&]<typename Out>() {
       const In* src = static_cast<const In*>(in.data_ptr());
       Out* dst = static_cast<Out*>(out.data_ptr());
       parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(length, 1)), [&](int64_t b, int64_t e) {

@@ -832,6 +832,31 @@ TEST_CASE("cumsum of integer and bool tensors accumulates exactly in int64", "[c
   check_equal(f, ref_cumsum(values(ints), ints.sizes(), 1));
 }
 
+
+TEST_CASE("sum, prod and cumsum with a dtype cast the input to it first, as PyTorch does", "[cpu]") {
+  // 2^24 + 1 is 2^24 in float32: summed in float64 first, the third running sum would round to
+  // 50331652; PyTorch casts first and gives 3 * 2^24.
+  Tensor x = td::tensor({16777217.0, 16777217.0, 16777217.0});
+  Tensor running = td::cumsum(x, 0, td::kFloat32);
+  CHECK(running.dtype() == td::kFloat32);
+  check_equal(running, {16777216.0, 33554432.0, 50331648.0});
+  tt::reseed(17);
+  Tensor y = random_tensor({9, 6}, td::kFloat64, Layout::Permuted, -2, 2);
+  for (td::DType dtype : {td::kFloat32, td::kFloat16, td::kBFloat16, td::kInt32}) {
+    const std::string what = td::dtype_name(dtype);
+    Tensor cast = y.to(dtype);
+    Tensor running_y = td::cumsum(y, 1, dtype);
+    CHECK(running_y.dtype() == dtype);
+    check_equal(running_y, values(td::cumsum(cast, 1).to(dtype)), "cumsum " + what);
+    check_equal(td::sum(y, {0}, false, dtype), values(td::sum(cast, {0}).to(dtype)), "sum " + what);
+    check_equal(td::prod(y, 1, false, dtype), values(td::prod(cast, 1).to(dtype)), "prod " + what);
+  }
+  Tensor ints = td::tensor({{1, 2}, {3, 4}}).to(td::kInt32);
+  check_equal(td::sum(ints, td::kFloat32), {10});
+  CHECK(td::prod(ints, td::kInt32).dtype() == td::kInt32);
+  check_equal(td::prod(ints, td::kInt32), {24});
+  check_equal(td::cumsum(ints.to(td::kBool), 1), {1, 2, 1, 2});
+}
 // ---------------------------------------------------------------------------------------------
 // paths, sizes and threads
 
