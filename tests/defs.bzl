@@ -3,14 +3,14 @@
 Each test's cases are also a library, `<name>_cases`, so that other binaries can gather them
 (the GPU suite links every [cuda] case into one binary: tools/gpu/BUILD)."""
 
-load("//tools:copts.bzl", "TD_COPTS")
+load("//tools:copts.bzl", "TD_TEST_COPTS")
 
 def td_test(name, srcs = None, size = "small", deps = [], **kwargs):
     native.cc_library(
         name = name + "_cases",
         testonly = True,
         srcs = srcs or [name + ".cc"],
-        copts = TD_COPTS,
+        copts = TD_TEST_COPTS,
         alwayslink = True,
         visibility = ["//visibility:public"],
         deps = deps + ["//tests:testing", "//:tandem", "@catch2"],
