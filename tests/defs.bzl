@@ -8,6 +8,7 @@ load("//tools:copts.bzl", "TD_TEST_COPTS")
 def td_test(name, srcs = None, size = "small", deps = [], **kwargs):
     native.cc_library(
         name = name + "_cases",
+        linkstatic = True,
         testonly = True,
         srcs = srcs or [name + ".cc"],
         copts = TD_TEST_COPTS,

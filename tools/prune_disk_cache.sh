@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Keeps Bazel's disk cache (~/.cache/tandem/bazel-disk-cache, see .bazelrc) from filling the disk:
 # Bazel 4 never deletes from it, and every optimised and sanitizer build adds to it. Above
-# TANDEM_DISK_CACHE_GB (default 16) GiB it deletes the least recently written entries until the
+# TANDEM_DISK_CACHE_GB (default 16) GiB it deletes the least recently used entries until the
 # cache is down to three quarters of that. tools/test.sh runs it first.
+# "Used" is the access time: a cache hit reads an entry but leaves its modification time alone, so
+# pruning by modification time deleted the library's objects that every build still hit (written
+# once, long ago) and kept what the last build wrote. The root filesystem's relatime updates the
+# access time on the first read after a write and then at most daily: fine for this purpose.
 set -euo pipefail
 cache="${HOME}/.cache/tandem/bazel-disk-cache"
 [ -d "$cache" ] || exit 0
@@ -11,8 +15,8 @@ limit=$((limit_gb * 1024 * 1024 * 1024))
 size=$(du -sb "$cache" | cut -f1)
 [ "$size" -gt "$limit" ] || exit 0
 target=$((limit * 3 / 4))
-echo "prune_disk_cache: $((size / 1024 / 1024)) MiB in $cache, over ${limit_gb} GiB; deleting the oldest entries"
-find "$cache" -type f -printf '%T@ %s %p\n' | sort -n | while read -r _ bytes path; do
+echo "prune_disk_cache: $((size / 1024 / 1024)) MiB in $cache, over ${limit_gb} GiB; deleting the least recently used entries"
+find "$cache" -type f -printf '%A@ %s %p\n' | sort -n | while read -r _ bytes path; do
   [ "$size" -le "$target" ] && break
   rm -f -- "$path"
   size=$((size - bytes))
