@@ -213,23 +213,9 @@ struct LogicalOps {
   void write(int64_t o, Acc a, int64_t) const { out[o] = static_cast<Out>(a); }
 };
 
-// Calls f.template operator()<Out>() with the C++ type of a sum's, product's or running sum's
-// output: the input's own, or int64 for integers and bools. kernels/reduce.cc casts the input to
-// any other dtype asked for first, as PyTorch does, so an input dtype needs at most two
-// instantiations of the engine, not one for every output dtype.
-template <typename In, typename F>
-void dispatch_sum_output(const Tensor& out, const char* op, F&& f) {
-  if constexpr (std::is_integral_v<In>) {
-    if (out.dtype() == kInt64) return f.template operator()<int64_t>();
-  }
-  TD_CHECK(out.dtype() == dtype_of<In>, op, ": an output of dtype ", out.dtype(), " for an input of dtype ",
-           dtype_of<In>, " is not supported; cast the input first");
-  f.template operator()<In>();
-}
-
 void sum_or_mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, bool mean) {
   dispatch_all(in.dtype(), "sum", [&]<typename In>() {
-    dispatch_sum_output<In>(out, mean ? "mean" : "sum", [&]<typename Out>() {
+    dispatch_sum_output<In>(out.dtype(), mean ? "mean" : "sum", [&]<typename Out>() {
       reduce<In>(in, reduced, SumOps<In, Out>{static_cast<Out*>(out.data_ptr()), mean});
     });
   });
@@ -258,7 +244,7 @@ void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced)
 
 void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) {
   dispatch_all(in.dtype(), "prod", [&]<typename In>() {
-    dispatch_sum_output<In>(out, "prod", [&]<typename Out>() {
+    dispatch_sum_output<In>(out.dtype(), "prod", [&]<typename Out>() {
       reduce<In>(in, reduced, ProdOps<In, Out>{static_cast<Out*>(out.data_ptr())});
     });
   });
@@ -316,7 +302,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   const ReduceDims d = reduce_dims(in, along);
   const ReduceDims od = reduce_dims(out, along);
   dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
-    dispatch_sum_output<In>(out, "cumsum", [&]<typename Out>() {
+    dispatch_sum_output<In>(out.dtype(), "cumsum", [&]<typename Out>() {
       const In* src = static_cast<const In*>(in.data_ptr());
       Out* dst = static_cast<Out*>(out.data_ptr());
       parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(length, 1)), [&](int64_t b, int64_t e) {

@@ -45,7 +45,7 @@ void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double s
 // ---- reductions (cuda/reduce.cu) ----
 // `reduced` flags the input dims folded away; outputs are contiguous, one element per combination
 // of kept indices in row-major order (keepdim does not change that layout). Accumulation is in
-// float64 for float64 inputs, float32 for the other floating dtypes, int64 for integers.
+// float64 for every floating dtype and int64 for integers, as on the CPU.
 void sum(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);

@@ -559,7 +559,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   const Strided out_lines = make_strided(od.kept_sizes, od.kept_strides, "cumsum");
   if (lines == 0) return;
   dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
-    dispatch_numeric(out.dtype(), "cumsum", [&]<typename Out>() {
+    dispatch_sum_output<In>(out.dtype(), "cumsum", [&]<typename Out>() {
       Out* dst = static_cast<Out*>(out.data_ptr());
       const In* src = static_cast<const In*>(in.data_ptr());
       const bool by_block = length >= kScanBlockFrom && (in_stride == 1 || lines < kScanThreadLines);

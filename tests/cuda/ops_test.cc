@@ -1261,6 +1261,8 @@ void cumsum_sweep(bool large) {
                       rtol_for(td::kFloat64), 0, what + " in float64", td::cumsum(ct::abs64(x.cpu), dim));
         } else {
           check_equal(d, c, what);
+          // In the input's own dtype (bool included): the scan's narrow output, wrapping as on the CPU.
+          check_equal(td::cumsum(x.dev, dim, dtype), td::cumsum(x.cpu, dim, dtype), what + " in its own dtype");
           check_close(td::cumsum(x.dev, dim, td::kFloat32), td::cumsum(x.cpu, dim, td::kFloat32),
                       rtol_for(td::kFloat32), 0, what + " in float32", td::cumsum(ct::abs64(x.cpu), dim));
         }
