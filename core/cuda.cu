@@ -24,6 +24,11 @@ void fail(cudaError_t err, const char* what, const char* call, const char* file,
           ":", line);
 }
 
+std::mutex& free_mutex() {
+  static auto* mutex = new std::mutex;  // kept to the end: a free may come during static destruction
+  return *mutex;
+}
+
 }  // namespace detail
 
 namespace {

@@ -49,7 +49,10 @@ class EventBackend : public PoolBackend {
     StreamDeviceGuard guard(static_cast<cudaStream_t>(stream));
     cudaEvent_t event = nullptr;
     TD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "memory pool: creating an event");
-    TD_CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(stream)), "memory pool: recording an event");
+    if (cudaError_t err = cudaEventRecord(event, static_cast<cudaStream_t>(stream)); err != cudaSuccess) {
+      cudaEventDestroy(event);
+      TD_CUDA_CHECK(err, "memory pool: recording an event");
+    }
     return event;
   }
   bool event_done(void* event) override {
@@ -77,6 +80,7 @@ class DeviceBackend final : public EventBackend {
   }
   void raw_free(void* ptr) override {
     DeviceGuard guard(device_);
+    std::lock_guard lock(detail::free_mutex());
     TD_CUDA_CHECK(cudaFree(ptr), "cudaFree on cuda:", device_);
   }
 
@@ -96,7 +100,10 @@ class PinnedBackend final : public EventBackend {
     TD_CUDA_CHECK(err, "cudaHostAlloc of ", nbytes, " bytes of pinned memory");
     return ptr;
   }
-  void raw_free(void* ptr) override { TD_CUDA_CHECK(cudaFreeHost(ptr), "cudaFreeHost"); }
+  void raw_free(void* ptr) override {
+    std::lock_guard lock(detail::free_mutex());
+    TD_CUDA_CHECK(cudaFreeHost(ptr), "cudaFreeHost");
+  }
 };
 
 struct DevicePool {
@@ -178,9 +185,12 @@ class UncachedMemory {
       sizes_.erase(it);
     }
     // Work still queued on any stream of any GPU (a peer copy too) may use the memory: it ends first.
-    for (int d = 0; d < device_count(); ++d) {
-      DeviceGuard guard(d);
-      TD_CUDA_CHECK(cudaDeviceSynchronize(), "freeing CUDA memory of cuda:", device, " (waiting for cuda:", d, ")");
+    {
+      std::lock_guard lock(detail::free_mutex());  // as a free: not while an NCCL group launches
+      for (int d = 0; d < device_count(); ++d) {
+        DeviceGuard guard(d);
+        TD_CUDA_CHECK(cudaDeviceSynchronize(), "freeing CUDA memory of cuda:", device, " (waiting for cuda:", d, ")");
+      }
     }
     DeviceBackend(device).raw_free(ptr);
   }

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+
 #include "core/error.h"
 
 namespace tandem::cuda::detail {
@@ -18,6 +20,12 @@ inline bool not_ready(cudaError_t err) {
   (void)cudaGetLastError();
   return true;
 }
+
+// Held around every call that frees CUDA or pinned memory and around the launch of an NCCL group.
+// A free waits for the GPU and holds the driver's lock meanwhile; an NCCL kernel already running on
+// one GPU waits for its peers' kernels, which the launching thread could then never launch: both
+// would hang. With the mutex, a free comes before or after a group's launch, never in the middle.
+std::mutex& free_mutex();
 
 }  // namespace tandem::cuda::detail
 

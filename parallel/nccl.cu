@@ -17,11 +17,13 @@ namespace tandem::parallel::nccl {
 
 namespace {
 
+// NCCL's last error says what failed inside it (a socket, a sysfs file, a peer), which the result
+// code alone ("unhandled system error") does not.
 #define TD_NCCL_CHECK(call, ...)                                                                              \
   do {                                                                                                        \
     ncclResult_t td_nccl_result_ = (call);                                                                    \
     TD_CHECK(td_nccl_result_ == ncclSuccess, __VA_ARGS__, ": NCCL error ", ncclGetErrorString(td_nccl_result_), \
-             " in " #call);                                                                                   \
+             " in " #call, " (", ncclGetLastError(nullptr), ")");                                           \
   } while (0)
 
 std::optional<ncclDataType_t> nccl_type(DType t) {
@@ -102,6 +104,7 @@ void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
     queued.record(current.back());
     queued.wait(side.back());
   }
+  std::lock_guard no_free(tandem::cuda::detail::free_mutex());  // see free_mutex()
   TD_NCCL_CHECK(ncclGroupStart(), op);
   try {
     for (size_t i = 0; i < tensors.size(); ++i) {
