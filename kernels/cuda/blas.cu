@@ -25,9 +25,12 @@ namespace tandem::kernels::cuda {
 
 namespace {
 
+// A failed call may leave a CUDA error of its own behind, which the next launch check would blame
+// on an innocent kernel: it is cleared.
 #define TD_CUBLAS_CHECK(call, ...)                                                                        \
   do {                                                                                                    \
     cublasStatus_t td_status_ = (call);                                                                   \
+    if (td_status_ != CUBLAS_STATUS_SUCCESS) (void)cudaGetLastError();                                    \
     TD_CHECK(td_status_ == CUBLAS_STATUS_SUCCESS, __VA_ARGS__, ": cuBLAS error ", cublasGetStatusName(td_status_), \
              " (", cublasGetStatusString(td_status_), ") in " #call);                                     \
   } while (0)

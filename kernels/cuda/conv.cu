@@ -22,9 +22,12 @@ namespace tandem::kernels::cuda {
 
 namespace {
 
+// A failed call may leave a CUDA error of its own behind, which the next launch check would blame
+// on an innocent kernel: it is cleared.
 #define TD_CUDNN_CHECK(call, ...)                                                                     \
   do {                                                                                                \
     cudnnStatus_t td_status_ = (call);                                                                \
+    if (td_status_ != CUDNN_STATUS_SUCCESS) (void)cudaGetLastError();                                 \
     TD_CHECK(td_status_ == CUDNN_STATUS_SUCCESS, __VA_ARGS__, ": cuDNN error ",                      \
              cudnnGetErrorString(td_status_), " in " #call);                                          \
   } while (0)
@@ -87,7 +90,8 @@ class Problem {
                                           as_int(p.dh), as_int(p.dw), CUDNN_CROSS_CORRELATION,
                                           dtype == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
     check(cudnnSetConvolutionGroupCount(conv_, as_int(groups)));
-    check(cudnnSetConvolutionMathType(conv_, math_type(dtype)));
+    math_ = math_type(dtype);
+    restore_math();
     float_scalars_ = dtype != kFloat64;
   }
 
@@ -102,6 +106,9 @@ class Problem {
   void check(cudnnStatus_t status) const {
     TD_CHECK(status == CUDNN_STATUS_SUCCESS, op_, " on ", device_, ": cuDNN error ", cudnnGetErrorString(status));
   }
+
+  // The problem's own math type, which cuDNN's heuristics rank for (a try may have set another).
+  void restore_math() const { check(cudnnSetConvolutionMathType(conv_, math_)); }
 
   // Tensor cores for 16-bit data; for float32 only with TF32 allowed (FMA math keeps full precision).
   static cudnnMathType_t math_type(DType dtype) {
@@ -121,6 +128,7 @@ class Problem {
  private:
   const char* op_;
   Device device_;
+  cudnnMathType_t math_ = CUDNN_DEFAULT_MATH;
   bool float_scalars_ = true;
   float one_f_ = 1, zero_f_ = 0;
   double one_d_ = 1, zero_d_ = 0;
@@ -177,6 +185,7 @@ void run_convolution(const Key& key, const Problem& problem, bool fma_only, cons
   }
   std::string failure, tried;
   if (known && attempt(*known, &failure)) return;
+  problem.restore_math();
   for (const auto& perf : rank()) {
     if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) continue;
     if (fma_only && perf.mathType != CUDNN_FMA_MATH) continue;
