@@ -28,6 +28,8 @@ stages=${2:-gpu,tests,logical,large,train,memcheck,racecheck,bench}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
+# NCCL says why it failed (a socket, a sysfs file) only with its warnings on.
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # The summary reports these stages only: logs of other stages may be an earlier run's.
 echo "$stages" >"$results/stages.txt"
 
@@ -49,11 +51,13 @@ summarize() {
   rm -rf "${work:-}"  # the unpacked programs
   echo; echo "=== summary ==="
   if command -v python3 >/dev/null 2>&1; then
-    python3 "$here/summary.py" "$results"
+    python3 "$here/summary.py" "$results"  # its exit status is run.sh's: 0 only if the run passed
   else
     echo '{"error": "python3 is missing: no summary; read the logs"}' >"$results/summary.json"
     cat "$results/summary.json"
+    false
   fi
+  exit $?  # the summary's verdict (an EXIT trap that does not exit keeps the last command's status)
 }
 trap summarize EXIT
 # A stop marks the stage it cut short: its log ends with the signal's exit status, which the

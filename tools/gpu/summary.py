@@ -131,6 +131,28 @@ def sanitizer(log):
     return result
 
 
+def verdict_problems(summary):
+    """What keeps the run from proving the GPU code: a failed or unfinished case, a training run that
+    went wrong, a sanitizer error, no GPU or a missing library. Benchmarks' aims are not counted."""
+    problems = []
+    if summary.get("missing_libraries"):
+        problems.append("libraries missing")
+    if summary.get("no_gpu"):
+        problems.append("no GPU seen")
+    for key, _, _ in TEST_LOGS + TRAIN_LOGS:
+        r = summary.get(key)
+        if r is None:
+            continue
+        if r.get("failed"):
+            problems.append(f"{key}: {r['failed']} failed")
+        problems += [f"{key}: {w}" for w in r["warnings"]]
+    for tool in ("memcheck", "racecheck"):
+        s = summary[tool]
+        if s.get("ran") and s["errors"]:
+            problems.append(f"{tool}: {s['errors']} errors")
+    return problems
+
+
 def main():
     results = sys.argv[1]
     # Only this run's stages: the folder may hold logs of an earlier run's other stages.
@@ -223,8 +245,11 @@ def main():
         print(f"benchmarks: WARNING: {name} failed: {error}")
     if "bench" in ran and not summary["benchmarks"]:
         print("benchmarks: WARNING: no results (no GPU seen, or the run ended first: see bench.log)")
-    print(f"\nwritten to {os.path.join(results, 'summary.json')}")
+    problems = verdict_problems(summary)
+    print(f"\nverdict: {'passed' if not problems else 'NOT passed: ' + '; '.join(problems)}")
+    print(f"written to {os.path.join(results, 'summary.json')}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
