@@ -2226,4 +2226,24 @@ TEST_CASE("an op mixing a CPU and a CUDA tensor is an error naming both devices,
   for (const ct::Unchanged& u : before) u.check();
 }
 
+
+// Every kernel indexes in 64 bits; this reads elements past 2^31 back through the contiguous
+// (vector) path, an odd offset (the scalar path) and a strided view (the offset calculator).
+TEST_CASE("element-wise ops, copies, fills and sums reach elements past 2^31", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  const int64_t n = (int64_t{1} << 31) + 17;
+  Tensor ones = td::full({n}, 1, on_device(td::kUInt8));
+  Tensor c = ones + td::full({n}, 2, on_device(td::kUInt8));
+  Tensor last = c.narrow(0, n - 3, 3);
+  check_equal(last, td::tensor({3, 3, 3}, td::kUInt8), "a + b, the last three elements");
+  CHECK(c.sum().item<int64_t>() == 3 * n);
+  c.narrow(0, 1, n - 1).copy_(ones.narrow(0, 0, n - 1));  // c: 3, then n - 1 ones
+  CHECK(c.sum().item<int64_t>() == n + 2);
+  // The odd elements 1, 3, ..., n - 2 through a view of stride 2 whose last offset is past 2^31.
+  const int64_t odd = (n - 1) / 2;
+  c.narrow(0, 0, n - 1).view({odd, 2}).select(1, 1).fill_(5);
+  check_equal(last, td::tensor({1, 5, 1}, td::kUInt8), "the last three after the copy and the fill");
+  CHECK(c.sum().item<int64_t>() == n + 2 + 4 * odd);
+}
+
 }  // namespace
