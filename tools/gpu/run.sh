@@ -2,7 +2,8 @@
 # The GPU suite, run on a machine with an NVIDIA GPU and driver (built by tools/gpu/build.sh on
 # any machine with the CUDA toolkit). Its stages, in order, each under a time limit (470 s in
 # all, with finding the libraries and compute-sanitizer, so that a whole run ends inside 8
-# minutes and a 15-minute lease of a GPU leaves room for a second, shorter run after a fix):
+# minutes; a 15-minute lease of a GPU, the machine's start included, then leaves room only for a
+# second, shorter run of chosen stages, made at once while the machine is still held):
 #   gpu        the GPU, the driver, and the devices tandem sees (and why none, if it sees none);
 #   tests      every [cuda] case but the [large] ones, with each case's duration;
 #   logical    the [devices] cases on two logical devices of GPU 0 (TANDEM_VISIBLE_DEVICES=0,0),
