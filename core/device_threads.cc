@@ -54,13 +54,25 @@ class DeviceThread {
     t_worker_device = &device_;
     // Named after its device, so that a debugger, perf or top shows whose work a thread is doing.
     pthread_setname_np(pthread_self(), ("tandem-" + device_.str()).substr(0, 15).c_str());
+    // A GPU's thread stays out of the CPU's work: it must be free to queue its device's next kernels.
+    const bool helps = device_.is_cpu();
     for (;;) {
       std::function<void()> task;
       // A step hands each device several tasks in a row (scatter, broadcast, forward, backward)
       // with gaps of a few hundred microseconds between them (loss, reduction, update), and
       // waking a sleeping thread costs about as much on a virtual machine. So a thread waits
-      // awake for a while, then sleeps.
-      wait_awake([&] { return queued_.load(std::memory_order_relaxed) != 0; }, kAwake);
+      // awake for a while, then sleeps. Awake, a CPU device's thread takes chunks of the ops
+      // that fill those gaps (parallel_for): it is on a core already, where the pool's worker
+      // may have to be woken first. In pairs of data-parallel MLP steps on two CPU devices,
+      // taken in turns in one process, steps with this help took 1-4% less time.
+      const bool ready = wait_awake(
+          [&] { return queued_.load(std::memory_order_relaxed) != 0 || (helps && parallel_for_waiting()); }, kAwake);
+      if (ready && queued_.load() == 0) {
+        t_worker_device = nullptr;  // a chunk of another thread's op is not this device's work
+        help_parallel_for();
+        t_worker_device = &device_;
+        continue;
+      }
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -1,6 +1,7 @@
 // One persistent worker thread per device, started on first use and kept for the life of the
 // program: DataParallel's parallel_apply and the backward engine hand each device its share of a
-// step here, instead of creating threads per step.
+// step here, instead of creating threads per step. Between its tasks, a CPU device's thread
+// helps with other threads' parallel_for (core/thread_pool.h).
 #pragma once
 
 #include <exception>

@@ -29,6 +29,10 @@ thread_local int t_thread_limit = 0;  // 0: no limit
 // this long. Longer would only burn a core the rest of the program could use.
 constexpr auto kPoll = std::chrono::microseconds(50);
 
+// The pool's queue length, readable without its lock by threads that poll it (the pool's workers,
+// and idle CPU device workers through parallel_for_waiting).
+std::atomic<int64_t> g_waiting{0};
+
 // One parallel_for call: its chunks are claimed one at a time by whichever thread is free.
 struct Job {
   const std::function<void(int64_t, int64_t)>* body;
@@ -72,19 +76,32 @@ class ThreadPool {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    queued_.fetch_add(1);  // ends the polling
+    stopping_flag_.store(true);  // ends the polling
     wake_.notify_all();
     for (auto& w : workers_) w.join();
   }
 
   int size() const { return size_; }
 
+  bool help() {
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) return false;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      g_waiting.fetch_sub(1);
+    }
+    job->work();
+    return true;
+  }
+
   void run(const std::shared_ptr<Job>& job) {
     int64_t helpers = std::min<int64_t>(job->num_chunks - 1, static_cast<int64_t>(workers_.size()));
     {
       std::lock_guard lock(mutex_);
       for (int64_t i = 0; i < helpers; ++i) queue_.push_back(job);
-      queued_.fetch_add(helpers);
+      g_waiting.fetch_add(helpers);
     }
     for (int64_t i = 0; i < helpers; ++i) wake_.notify_one();
     job->work();
@@ -98,14 +115,14 @@ class ThreadPool {
     pthread_setname_np(pthread_self(), "tandem-pool");  // as seen by a debugger, perf or top
     for (;;) {
       std::shared_ptr<Job> job;
-      wait_awake([&] { return queued_.load(std::memory_order_relaxed) > 0; }, kPoll);
+      wait_awake([&] { return g_waiting.load(std::memory_order_relaxed) > 0 || stopping_flag_.load(); }, kPoll);
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
         job = std::move(queue_.front());
         queue_.pop_front();
-        queued_.fetch_sub(1);
+        g_waiting.fetch_sub(1);
       }
       job->work();
     }
@@ -116,8 +133,8 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
-  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without the lock while polling
   bool stopping_ = false;
+  std::atomic<bool> stopping_flag_{false};  // stopping_, readable without the lock while polling
 };
 
 int default_num_threads() {
@@ -162,6 +179,13 @@ void set_num_threads(int n) {
 }
 
 bool in_parallel_region() { return t_in_parallel; }
+
+bool parallel_for_waiting() { return g_waiting.load(std::memory_order_relaxed) > 0; }
+
+bool help_parallel_for() {
+  if (!parallel_for_waiting()) return false;
+  return pool().help();
+}
 
 // It yields between polls instead of pausing: a pause loop keeps its core for the scheduler's
 // whole slice, even from a thread with work that waits behind it on that core (the scheduler

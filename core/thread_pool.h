@@ -16,6 +16,8 @@ void set_num_threads(int n);
 // Calls body(begin, end) on disjoint sub-ranges covering [begin, end), each at least `grain`
 // long (but the last), on up to num_threads() threads; the caller takes part. A call made from
 // inside a parallel_for body runs inline. The first exception a body throws is rethrown here.
+// A body must not wait for work on a CPU device's thread (device_threads.h): an idle one may be
+// the thread running that body.
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 // Caps the threads ops started on this thread may use, for a scope. DataParallel's device
@@ -31,6 +33,14 @@ class ThreadLimit {
  private:
   int previous_;
 };
+
+// For a thread that waits awake for work of its own (a CPU device's worker between the tasks of
+// a step): whether a parallel_for has a chunk that no thread has claimed yet, and taking part in
+// one. Such a thread is on a core already, so the chunk starts at once, where the pool's worker
+// may be asleep and take about as long to wake as the chunk takes to run.
+bool parallel_for_waiting();
+// Runs the unclaimed chunks of one waiting parallel_for on the calling thread; false if none waited.
+bool help_parallel_for();
 
 // Whether the calling thread is running a parallel_for body on a pool worker or as the caller.
 bool in_parallel_region();

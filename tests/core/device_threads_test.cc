@@ -1,14 +1,20 @@
 // The per-device worker threads: one persistent thread per device, tasks on several devices at
-// once, failures handed back per task, and nesting that cannot deadlock.
+// once, failures handed back per task, nesting that cannot deadlock, and help with parallel_for.
 #include <pthread.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/device_threads.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -81,4 +87,79 @@ TEST_CASE("tasks started from device threads run there, so devices never wait fo
   };
   for (int i = 0; i < 20; ++i) td::run_on_device_threads({cpu0, cpu1}, {nested, nested});
   CHECK(inner == 20 * 4);
+}
+
+namespace {
+
+// One parallel_for of two chunks, each of which waits (at most a while) for the other to start,
+// so that a second thread has to take one for both to run at once; then `after(chunk)` runs.
+// Returns the threads that ran the chunks.
+std::vector<std::thread::id> two_chunks(const std::function<void(int64_t)>& after = nullptr) {
+  std::mutex mutex;
+  std::vector<std::thread::id> ran(2);
+  std::atomic<int> started{0};
+  td::parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
+    (void)end;  // chunks of one index each
+    {
+      std::lock_guard lock(mutex);
+      ran[static_cast<size_t>(begin)] = std::this_thread::get_id();
+    }
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (after) after(begin);
+  });
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("between its tasks, a CPU device's thread takes chunks of other threads' parallel_for", "[cpu]") {
+  const int threads = td::num_threads();
+  td::set_num_threads(2);
+  std::map<std::thread::id, std::string> device_of;  // the device threads' ids
+  std::mutex mutex;
+  auto note = [&](td::Device d) {
+    return [&, d] {
+      std::lock_guard lock(mutex);
+      device_of[std::this_thread::get_id()] = d.str();
+    };
+  };
+  bool helped = false;
+  std::atomic<bool> outside_own_work{true};
+  // The pool's own worker may take the chunk first; a device thread, polling, usually does.
+  for (int attempt = 0; attempt < 50 && !helped; ++attempt) {
+    td::run_on_device_threads({cpu0, cpu1}, {note(cpu0), note(cpu1)});  // both awake for a while now
+    for (const std::thread::id& id : two_chunks([&](int64_t) {
+           if (device_of.contains(std::this_thread::get_id())) {
+             // The chunk is another thread's work, not its device's.
+             if (td::current_device_thread() != nullptr) outside_own_work = false;
+           }
+         })) {
+      helped = helped || device_of.contains(id);
+    }
+  }
+  CHECK(helped);
+  CHECK(outside_own_work);
+  CHECK(td::current_device_thread() == nullptr);
+
+  // A chunk that fails on a device thread fails the parallel_for, and the device works on.
+  bool failed_there = false;
+  for (int attempt = 0; attempt < 50 && !failed_there; ++attempt) {
+    td::run_on_device_threads({cpu0, cpu1}, {note(cpu0), note(cpu1)});
+    try {
+      two_chunks([&](int64_t) {
+        if (device_of.contains(std::this_thread::get_id())) TD_FAIL("a chunk failed on a device's thread");
+      });
+    } catch (const td::Error& e) {
+      CHECK(std::string(e.what()).find("a chunk failed on a device's thread") != std::string::npos);
+      failed_there = true;
+    }
+  }
+  CHECK(failed_there);
+  std::atomic<int> ran{0};
+  auto errors = td::run_on_device_threads({cpu0, cpu1}, {[&] { ++ran; }, [&] { ++ran; }});
+  CHECK(ran == 2);
+  for (const auto& e : errors) CHECK(e == nullptr);
+  td::set_num_threads(threads);
 }
