@@ -61,9 +61,11 @@ class Collector : public benchmark::BenchmarkReporter {
       }
       if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
       seconds[name_of(run)] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      for (const auto& [counter, value] : run.counters) counters[name_of(run)][counter] = value.value;
     }
   }
   std::map<std::string, double> seconds;
+  std::map<std::string, std::map<std::string, double>> counters;  // a benchmark's own figures
   std::map<std::string, std::string> errors;
 
  private:
@@ -226,14 +228,26 @@ int run(const Options& options, const char* argv0) {
   auto one_core = ours.seconds.find("mlp512_one_device/threads:1");
   auto all_cores = ours.seconds.find("mlp512_one_device/threads:0");
   auto two = ours.seconds.find("mlp512_data_parallel/devices:2");
-  if (two != ours.seconds.end() && one_core != ours.seconds.end() && all_cores != ours.seconds.end()) {
+  const bool apart = two != ours.seconds.end() && one_core != ours.seconds.end() && all_cores != ours.seconds.end();
+  if (apart) {
     double scaling = one_core->second / two->second, versus_threads = all_cores->second / two->second;
-    fmt::print("\ndata parallel, MLP batch 512: 2 CPU devices are {:.2f}x one device on one core (aim >= 1.7x: {}), "
+    fmt::print("\ndata parallel, MLP batch 512: 2 CPU devices are {:.2f}x one device on one core, "
                "{:.2f}x one device on all {} threads\n",
-               scaling, scaling >= 1.7 ? "met" : "not met", versus_threads, threads);
-    fmt::print("phases of the last data-parallel step:\n{}", last_data_parallel_table());
+               scaling, versus_threads, threads);
     report["data_parallel"] = {{"speedup_vs_one_core", scaling}, {"speedup_vs_all_threads", versus_threads}};
   }
+  // The aim is judged on steps taken in turns, which share the machine's drift in speed.
+  if (auto turns = ours.counters.find("mlp512_in_turns"); turns != ours.counters.end()) {
+    const double one = turns->second["one_core_s"], two_devices = turns->second["data_parallel_s"];
+    if (one > 0 && two_devices > 0) {
+      const double scaling = one / two_devices;
+      fmt::print("{}in turns, step by step: 2 CPU devices are {:.2f}x one device on one core (aim >= 1.7x: {}; "
+                 "median step {} against {})\n",
+                 apart ? "" : "\n", scaling, scaling >= 1.7 ? "met" : "not met", human(two_devices), human(one));
+      report["data_parallel"]["speedup_vs_one_core_in_turns"] = scaling;
+    }
+  }
+  if (two != ours.seconds.end()) fmt::print("phases of the last data-parallel step:\n{}", last_data_parallel_table());
   // A benchmark that failed on either side is named, so that a missing row is not read as a pass.
   report["errors"] = {{"tandem", ours.errors}, {"torch", their_errors}};
   if (!options.json.empty()) {

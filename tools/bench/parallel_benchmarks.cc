@@ -6,6 +6,10 @@
 // data parallelism beats intra-op parallelism on this machine).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include "examples/models.h"
 #include "nn/optim/sgd.h"
 #include "tandem.h"
@@ -69,11 +73,53 @@ void mlp512_data_parallel(benchmark::State& state) {
   td::bench::last_data_parallel_table() = dp->stats().table();
 }
 
+// The two steps the speed-up compares, taken in turns, eight of one kind then eight of the other,
+// each kind on its own copy of the model; the median of each kind goes into counters. On a
+// virtual machine whose speed drifts by 10-40% from one second to the next, the benchmarks above
+// (each measured in runs of its own, one benchmark after the other) put that drift into their
+// ratio; steps in turns share it. The first three steps after a switch are not counted: the first
+// data-parallel step after one-core steps took up to 2.5 times as long as the rest of its block
+// (idle cores to wake, caches to refill), and the one-core steps settle likewise.
+void mlp512_in_turns(benchmark::State& state) {
+  constexpr int64_t kBlock = 8, kSettling = 3;
+  MlpStep alone, parallel;
+  const std::vector<td::Device> devices{td::Device(td::kCPU, 0), td::Device(td::kCPU, 1)};
+  td::parallel::DataParallel dp(parallel.model, devices);
+  std::vector<double> one_core, data_parallel;
+  int64_t step = 0;
+  for (auto _ : state) {
+    const bool counted = step % kBlock >= kSettling;
+    const bool data_parallel_turn = step++ / kBlock % 2 == 1;
+    const auto start = std::chrono::steady_clock::now();
+    if (!data_parallel_turn) {
+      td::ThreadLimit limit(1);
+      alone.sgd->zero_grad();
+      td::nn::functional::cross_entropy(alone.model->forward(alone.x), alone.y).backward();
+      alone.sgd->step();
+    } else {
+      parallel.sgd->zero_grad();
+      td::nn::functional::cross_entropy(dp(parallel.x), parallel.y).backward();
+      dp->step(*parallel.sgd);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (counted) (data_parallel_turn ? data_parallel : one_core).push_back(seconds);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  state.counters["one_core_s"] = median(one_core);
+  state.counters["data_parallel_s"] = median(data_parallel);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+
 }  // namespace
 
 // Arg: a thread limit for the single device (0: all threads); the number of devices.
 BENCHMARK(mlp512_one_device)->Arg(0)->Arg(1)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(mlp512_data_parallel)->Arg(2)->ArgName("devices")->UseRealTime()->Unit(benchmark::kMillisecond);
+// Four turns of each kind per run, whatever --min-time says: a shorter run would have no full turn.
+BENCHMARK(mlp512_in_turns)->Iterations(64)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 namespace {
 
