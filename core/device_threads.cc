@@ -69,7 +69,7 @@ class DeviceThread {
           [&] { return queued_.load(std::memory_order_relaxed) != 0 || (helps && parallel_for_waiting()); }, kAwake);
       if (ready && queued_.load() == 0) {
         t_worker_device = nullptr;  // a chunk of another thread's op is not this device's work
-        help_parallel_for();
+        if (!help_parallel_for()) std::this_thread::yield();  // another thread took it first
         t_worker_device = &device_;
         continue;
       }

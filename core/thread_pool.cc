@@ -75,6 +75,9 @@ class ThreadPool {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
+      // Entries of jobs whose chunks their callers ran themselves: no longer waiting for anyone.
+      g_waiting.fetch_sub(static_cast<int64_t>(queue_.size()));
+      queue_.clear();
     }
     stopping_flag_.store(true);  // ends the polling
     wake_.notify_all();
@@ -83,17 +86,14 @@ class ThreadPool {
 
   int size() const { return size_; }
 
-  bool help() {
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(mutex_);
-      if (queue_.empty()) return false;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      g_waiting.fetch_sub(1);
-    }
-    job->work();
-    return true;
+  // A waiting job for a thread outside the pool to help with, or null.
+  std::shared_ptr<Job> take() {
+    std::lock_guard lock(mutex_);
+    if (queue_.empty()) return nullptr;
+    std::shared_ptr<Job> job = std::move(queue_.front());
+    queue_.pop_front();
+    g_waiting.fetch_sub(1);
+    return job;
   }
 
   void run(const std::shared_ptr<Job>& job) {
@@ -149,11 +149,12 @@ int default_num_threads() {
 }
 
 std::mutex g_pool_mutex;
-std::unique_ptr<ThreadPool> g_pool;
+// Never destroyed at exit: a CPU device's thread, never stopped either, may be taking a job then.
+ThreadPool* g_pool = nullptr;
 
 ThreadPool& pool() {
   std::lock_guard lock(g_pool_mutex);
-  if (!g_pool) g_pool = std::make_unique<ThreadPool>(default_num_threads());
+  if (!g_pool) g_pool = new ThreadPool(default_num_threads());
   return *g_pool;
 }
 
@@ -174,8 +175,8 @@ ThreadLimit::~ThreadLimit() { t_thread_limit = previous_; }
 void set_num_threads(int n) {
   TD_CHECK(n >= 1 && n <= 1024, "set_num_threads: ", n, " is not a thread count between 1 and 1024");
   std::lock_guard lock(g_pool_mutex);
-  g_pool.reset();
-  g_pool = std::make_unique<ThreadPool>(n);
+  delete g_pool;
+  g_pool = new ThreadPool(n);
 }
 
 bool in_parallel_region() { return t_in_parallel; }
@@ -184,7 +185,15 @@ bool parallel_for_waiting() { return g_waiting.load(std::memory_order_relaxed) >
 
 bool help_parallel_for() {
   if (!parallel_for_waiting()) return false;
-  return pool().help();
+  std::shared_ptr<Job> job;
+  {
+    // Taken under the lock that set_num_threads replaces the pool under; run after it.
+    std::lock_guard lock(g_pool_mutex);
+    if (g_pool) job = g_pool->take();
+  }
+  if (!job) return false;
+  job->work();
+  return true;
 }
 
 // It yields between polls instead of pausing: a pause loop keeps its core for the scheduler's

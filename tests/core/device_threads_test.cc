@@ -162,4 +162,26 @@ TEST_CASE("between its tasks, a CPU device's thread takes chunks of other thread
   CHECK(ran == 2);
   for (const auto& e : errors) CHECK(e == nullptr);
   td::set_num_threads(threads);
+  CHECK(!td::parallel_for_waiting());
+}
+
+TEST_CASE("the pool may be replaced while device threads wait awake for work to help with", "[cpu]") {
+  const int threads = td::num_threads();
+  for (int i = 0; i < 50; ++i) {
+    if (i % 2 == 0) {
+      td::run_on_device_threads({cpu0, cpu1}, {[] {}, [] {}});  // awake, polling the pool
+    } else {
+      // Every thread asleep: the caller runs every chunk itself before the pool's worker wakes.
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    std::atomic<int64_t> sum{0};
+    td::parallel_for(0, 1000, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) sum += k;
+    });
+    CHECK(sum == 999 * 1000 / 2);
+    td::set_num_threads(i % 2 == 0 ? 2 : 3);
+    // What the old pool still had queued (chunks its callers ran themselves) waits for no one.
+    CHECK(!td::parallel_for_waiting());
+  }
+  td::set_num_threads(threads);
 }
