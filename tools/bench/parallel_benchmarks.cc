@@ -41,19 +41,28 @@ struct MlpStep {
     y = td::randint(0, 10, {kBatch});
     sgd = std::make_unique<td::optim::SGD>(model->parameters(), td::optim::SGDOptions(0.01).momentum(0.9));
   }
+  // One training step on one device, or data-parallel through `dp` (which wraps `model`).
+  void step() {
+    sgd->zero_grad();
+    td::Tensor loss = td::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    sgd->step();
+    benchmark::DoNotOptimize(loss.data_ptr());
+  }
+  void step(td::parallel::DataParallel<td::examples::MlpImpl>& dp) {
+    sgd->zero_grad();
+    td::Tensor loss = td::nn::functional::cross_entropy(dp(x), y);
+    loss.backward();
+    dp->step(*sgd);
+    benchmark::DoNotOptimize(loss.data_ptr());
+  }
 };
 
 void mlp512_one_device(benchmark::State& state) {
   MlpStep s;
   std::optional<td::ThreadLimit> limit;
   if (state.range(0) > 0) limit.emplace(static_cast<int>(state.range(0)));
-  for (auto _ : state) {
-    s.sgd->zero_grad();
-    td::Tensor loss = td::nn::functional::cross_entropy(s.model->forward(s.x), s.y);
-    loss.backward();
-    s.sgd->step();
-    benchmark::DoNotOptimize(loss.data_ptr());
-  }
+  for (auto _ : state) s.step();
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 
@@ -62,13 +71,7 @@ void mlp512_data_parallel(benchmark::State& state) {
   std::vector<td::Device> devices;
   for (int64_t i = 0; i < state.range(0); ++i) devices.emplace_back(td::kCPU, i);
   td::parallel::DataParallel dp(s.model, devices);
-  for (auto _ : state) {
-    s.sgd->zero_grad();
-    td::Tensor loss = td::nn::functional::cross_entropy(dp(s.x), s.y);
-    loss.backward();
-    dp->step(*s.sgd);
-    benchmark::DoNotOptimize(loss.data_ptr());
-  }
+  for (auto _ : state) s.step(dp);
   state.SetItemsProcessed(state.iterations() * kBatch);
   td::bench::last_data_parallel_table() = dp->stats().table();
 }
@@ -78,7 +81,7 @@ void mlp512_data_parallel(benchmark::State& state) {
 // virtual machine whose speed drifts by 10-40% from one second to the next, the benchmarks above
 // (each measured in runs of its own, one benchmark after the other) put that drift into their
 // ratio; steps in turns share it. The first three steps after a switch are not counted: the first
-// data-parallel step after one-core steps took up to 2.5 times as long as the rest of its block
+// data-parallel step after one-core steps took up to 2.7 times as long as the rest of its block
 // (idle cores to wake, caches to refill), and the one-core steps settle likewise.
 void mlp512_in_turns(benchmark::State& state) {
   constexpr int64_t kBlock = 8, kSettling = 3;
@@ -91,15 +94,11 @@ void mlp512_in_turns(benchmark::State& state) {
     const bool counted = step % kBlock >= kSettling;
     const bool data_parallel_turn = step++ / kBlock % 2 == 1;
     const auto start = std::chrono::steady_clock::now();
-    if (!data_parallel_turn) {
-      td::ThreadLimit limit(1);
-      alone.sgd->zero_grad();
-      td::nn::functional::cross_entropy(alone.model->forward(alone.x), alone.y).backward();
-      alone.sgd->step();
+    if (data_parallel_turn) {
+      parallel.step(dp);
     } else {
-      parallel.sgd->zero_grad();
-      td::nn::functional::cross_entropy(dp(parallel.x), parallel.y).backward();
-      dp->step(*parallel.sgd);
+      td::ThreadLimit limit(1);
+      alone.step();
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (counted) (data_parallel_turn ? data_parallel : one_core).push_back(seconds);
