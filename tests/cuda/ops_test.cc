@@ -2226,7 +2226,6 @@ TEST_CASE("an op mixing a CPU and a CUDA tensor is an error naming both devices,
   for (const ct::Unchanged& u : before) u.check();
 }
 
-
 // Every kernel indexes in 64 bits; this reads elements past 2^31 back through the contiguous
 // (vector) path, an odd offset (the scalar path) and a strided view (the offset calculator).
 TEST_CASE("element-wise ops, copies, fills and sums reach elements past 2^31", "[cuda][large]") {
