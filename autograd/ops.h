@@ -46,7 +46,9 @@ Tensor div(const Tensor& a, Scalar b);
 Tensor pow(const Tensor& base, const Tensor& exponent);
 Tensor pow(const Tensor& base, Scalar exponent);
 Tensor pow(Scalar base, const Tensor& exponent);
-Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
+// NaN propagates; +0 is above -0 (IEEE 754-2019), here and in max, min, amax and amin, so the sign of a
+// zero result does not depend on the order of the operands or of a fold.
+Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, Scalar b);
@@ -108,6 +110,7 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim = false, std::optional<D
 Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
 Tensor max(const Tensor& x);
+// With indices: the first extreme's index and that element itself, so of equal zeros the first one.
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor min(const Tensor& x);
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);

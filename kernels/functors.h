@@ -37,6 +37,14 @@ TD_MATH1(fabs, fabsf, fabs)
 #undef TD_MATH1
 
 #if defined(__CUDA_ARCH__)
+TD_INLINE bool signbit(float x) { return ::signbit(x); }
+TD_INLINE bool signbit(double x) { return ::signbit(x); }
+#else
+inline bool signbit(float x) { return std::signbit(x); }
+inline bool signbit(double x) { return std::signbit(x); }
+#endif
+
+#if defined(__CUDA_ARCH__)
 TD_INLINE float pow(float a, float b) { return ::powf(a, b); }
 TD_INLINE double pow(double a, double b) { return ::pow(a, b); }
 #else
@@ -86,6 +94,18 @@ TD_INLINE bool is_nan(T x) {
     return x != x;
   } else {
     return false;
+  }
+}
+
+// The order of max and min: -0 below +0, as in IEEE 754-2019's maximum and minimum. Without it,
+// which of two equal zeros a fold returns would depend on the order it meets them in, and the CPU's
+// lanes and the GPU's threads meet them in different orders. Equal values of different signs are zeros.
+template <typename T>
+TD_INLINE bool above(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x > y || (x == y && math::signbit(y) && !math::signbit(x));
+  } else {
+    return x > y;
   }
 }
 
@@ -235,14 +255,14 @@ struct Maximum {  // NaN propagates
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
-    return a > b ? a : b;
+    return above(b, a) ? b : a;
   }
 };
 struct Minimum {
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
-    return a < b ? a : b;
+    return above(a, b) ? b : a;
   }
 };
 struct Eq {

@@ -69,7 +69,7 @@ struct ProdOps {
   void write(int64_t o, Acc a, int64_t) const { out[o] = convert<Out>(a); }
 };
 
-// max (is_max) or min of the values, NaN propagating.
+// max (is_max) or min of the values, NaN propagating, +0 above -0.
 template <typename In>
 struct ExtremumOps {
   static constexpr bool kLanes = true;
@@ -85,7 +85,7 @@ struct ExtremumOps {
     M x = op_value(xin);
     if (a.empty) return Acc{x, false};
     if (fn::is_nan(a.value)) return a;
-    if (fn::is_nan(x) || (is_max ? x > a.value : x < a.value)) return Acc{x, false};
+    if (fn::is_nan(x) || (is_max ? fn::above(x, a.value) : fn::above(a.value, x))) return Acc{x, false};
     return a;
   }
   Acc combine(Acc a, Acc b) const { return b.empty ? a : step(a, static_cast<In>(b.value), 0); }

@@ -248,7 +248,7 @@ struct ProdOps {
   __device__ void write(int64_t o, Acc a, int64_t) const { out.store(o, a); }
 };
 
-// max (is_max) or min of the values, NaN propagating; an empty fold writes 0 as on the CPU.
+// max (is_max) or min of the values, NaN propagating, +0 above -0; an empty fold writes 0 as on the CPU.
 template <typename In>
 struct ExtremumOps {
   using M = opmath_t<In>;
@@ -262,7 +262,7 @@ struct ExtremumOps {
   __device__ Acc pick(Acc a, M x) const {
     if (a.empty) return Acc{x, false};
     if (fn::is_nan(a.value)) return a;
-    if (fn::is_nan(x) || (is_max ? x > a.value : x < a.value)) return Acc{x, false};
+    if (fn::is_nan(x) || (is_max ? fn::above(x, a.value) : fn::above(a.value, x))) return Acc{x, false};
     return a;
   }
   __device__ Acc step(Acc a, In x, int64_t) const { return pick(a, op_value(x)); }

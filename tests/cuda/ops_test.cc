@@ -1399,6 +1399,44 @@ TEST_CASE("reductions propagate NaN over every layout and long folds", "[cuda][l
   nan_sweep(true);
 }
 
+// The sign bit of each element, row-major: +0 and -0 compare equal, so check_equal cannot tell them apart.
+std::vector<bool> sign_bits(const Tensor& t) {
+  std::vector<bool> signs;
+  for (double v : tt::values(t)) signs.push_back(std::signbit(v));
+  return signs;
+}
+
+TEST_CASE("amax, amin, maximum and minimum put +0 above -0 as on the CPU, whichever thread meets which zero",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  for (DType dtype : kFloating) {
+    INFO(td::dtype_name(dtype));
+    // -0 everywhere but a +0 in a few places, over one long row and over both dims of a matrix (its
+    // columns fold across threads of a block, its rows across blocks).
+    for (const Shape& shape : {Shape{1000003}, Shape{300, 4100}}) {
+      Tensor cpu = td::full(shape, -0.0, dtype);
+      Tensor flat = cpu.view({-1});
+      for (int64_t at : {int64_t{0}, cpu.numel() / 3, cpu.numel() - 1}) flat.narrow(0, at, 1).fill_(0.0);
+      Tensor dev = cpu.to(ct::device());
+      for (int64_t dim = 0; dim < cpu.dim(); ++dim) {
+        INFO("shape of " << shape.size() << " dims, dim " << dim);
+        CHECK(sign_bits(td::amax(dev, {dim})) == sign_bits(td::amax(cpu, {dim})));
+        CHECK(sign_bits(td::amin(dev, {dim})) == sign_bits(td::amin(cpu, {dim})));
+        CHECK(sign_bits(td::amax(td::neg(dev), {dim})) == sign_bits(td::amax(td::neg(cpu), {dim})));
+        CHECK(sign_bits(td::amin(td::neg(dev), {dim})) == sign_bits(td::amin(td::neg(cpu), {dim})));
+      }
+      CHECK(sign_bits(dev.amax()) == std::vector<bool>{false});
+      CHECK(sign_bits(dev.amin()) == std::vector<bool>{true});
+    }
+    Tensor a = td::tensor({-0.0, 0.0, -0.0, 0.0}).to(ct::device(), dtype);
+    Tensor b = td::tensor({0.0, -0.0, -0.0, 0.0}).to(ct::device(), dtype);
+    for (auto [p, q] : {std::pair{a, b}, std::pair{b, a}}) {
+      CHECK(sign_bits(td::maximum(p, q)) == std::vector<bool>{false, false, true, false});
+      CHECK(sign_bits(td::minimum(p, q)) == std::vector<bool>{true, true, true, false});
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // matrix products
 

@@ -674,6 +674,61 @@ TEST_CASE("ties and NaNs resolve to the first occurrence across the chunks of a 
   }
 }
 
+// The sign bit of each element, row-major: +0 and -0 compare equal, so check_equal cannot tell them apart.
+std::vector<bool> sign_bits(const Tensor& t) {
+  std::vector<bool> signs;
+  for (double v : values(t)) signs.push_back(std::signbit(v));
+  return signs;
+}
+
+TEST_CASE("amax, amin, max, min, maximum and minimum put +0 above -0 wherever the zeros sit in the fold", "[cpu]") {
+  tt::ThreadCount threads(2);  // the long folds also split between threads
+  for (td::DType dtype : kFloating) {
+    INFO(td::dtype_name(dtype));
+    // One zero of the other sign at the start, the middle or the end of folds short and long.
+    for (int64_t n : {2, 7, 33, 120000}) {
+      for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        INFO("n " << n << ", the odd zero at " << at);
+        Tensor negative = td::full({n}, -0.0, dtype), positive = td::zeros({n}, dtype);
+        set_element(negative, {at}, 0.0);
+        set_element(positive, {at}, -0.0);
+        for (const Tensor& x : {negative, positive}) {
+          CHECK(sign_bits(td::amax(x, {0})) == std::vector<bool>{false});
+          CHECK(sign_bits(td::amin(x, {0})) == std::vector<bool>{true});
+          CHECK(sign_bits(td::max(x)) == std::vector<bool>{false});
+          CHECK(sign_bits(td::min(x)) == std::vector<bool>{true});
+          // With indices, the value is the element at the first index: the first zero, of either sign.
+          auto [value, index] = td::max(x, 0);
+          CHECK(index.item<int64_t>() == 0);
+          CHECK(sign_bits(value) == std::vector<bool>{static_cast<bool>(std::signbit(tt::read(x, 0)))});
+        }
+      }
+    }
+
+    // [300, 4100] of -0 with a +0 in some columns at rows in different blocks: folded over dim 0 (the
+    // column-wise path), over dim 1 of the transpose (strided rows) and over dim 1 (contiguous rows).
+    Tensor m = td::full({300, 4100}, -0.0, dtype);
+    const std::vector<std::pair<int64_t, int64_t>> positive_at = {{0, 0}, {150, 7}, {299, 4099}, {200, 2048}};
+    for (auto [row, col] : positive_at) set_element(m, {row, col}, 0.0);
+    std::vector<bool> column_signs(4100, true), row_signs(300, true);
+    for (auto [row, col] : positive_at) column_signs[col] = row_signs[row] = false;
+    CHECK(sign_bits(td::amax(m, {0})) == column_signs);
+    CHECK(sign_bits(td::amax(m.t(), {1})) == column_signs);
+    CHECK(sign_bits(td::amax(m, {1})) == row_signs);
+    CHECK(sign_bits(td::amin(m, {0})) == std::vector<bool>(4100, true));
+    std::vector<bool> negated_row_signs = row_signs;
+    negated_row_signs.flip();
+    CHECK(sign_bits(td::amin(td::neg(m), {1})) == negated_row_signs);
+
+    // Element-wise, in either order of the operands.
+    Tensor a = td::tensor({-0.0, 0.0, -0.0, 0.0}).to(dtype), b = td::tensor({0.0, -0.0, -0.0, 0.0}).to(dtype);
+    for (auto [p, q] : {std::pair{a, b}, std::pair{b, a}}) {
+      CHECK(sign_bits(td::maximum(p, q)) == std::vector<bool>{false, false, true, false});
+      CHECK(sign_bits(td::minimum(p, q)) == std::vector<bool>{true, true, true, false});
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // var, std, norm, logsumexp
 
