@@ -12,6 +12,7 @@
 #include "autograd/grad_mode.h"
 #include "core/allocator.h"
 #include "core/cuda.h"
+#include "core/device_threads.h"
 #include "core/trace.h"
 #include "nn/optim/grad_scaler.h"
 
@@ -84,6 +85,11 @@ std::string StepStats::table() const {
 
 namespace {
 
+std::shared_ptr<nn::Module> non_null(std::shared_ptr<nn::Module> module) {
+  TD_CHECK(module != nullptr, "DataParallel: the module is null");
+  return module;
+}
+
 // The options' device_ids, or every visible device; checked before anything is built on them.
 std::vector<Device> device_ids_of(const DataParallelOptions& options) {
   std::vector<Device> ids = options.device_ids_.empty() ? visible_devices() : options.device_ids_;
@@ -95,12 +101,11 @@ std::vector<Device> device_ids_of(const DataParallelOptions& options) {
 }  // namespace
 
 DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParallelOptions options)
-    : base_(std::move(module)),
+    : base_(non_null(std::move(module))),
       options_(std::move(options)),
       device_ids_(device_ids_of(options_)),
       output_device_(options_.output_device_.value_or(device_ids_.front())),
       replicator_(base_, device_ids_) {
-  TD_CHECK(base_ != nullptr, "DataParallel: the module is null");
   check_module_on_first_device();
   // Capped: a wait of milliseconds::max() overflows the clock and would end at once.
   TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0 &&
@@ -179,6 +184,12 @@ ScatterPlan DataParallelBase::plan(int64_t rows) const {
     p.devices.push_back(device_ids_.front());
     p.chunk_sizes.push_back(0);
   }
+  // On a device's thread the replicas run one after another (core/device_threads.h), so the first
+  // would wait for the others' batch statistics until it timed out.
+  TD_CHECK(!options_.sync_batchnorm_ || p.devices.size() == 1 || current_device_thread() == nullptr,
+           "DataParallel: sync_batchnorm needs its replicas to run at once, but this forward runs on the thread of ",
+           *current_device_thread(), " (inside another DataParallel's replica or backward), where they run one "
+           "after another; use sync_batchnorm on the outer DataParallel only");
   return p;
 }
 
@@ -204,23 +215,29 @@ std::vector<size_t> DataParallelBase::replica_indices(const ScatterPlan& plan) c
 void DataParallelBase::begin_step() {
   check_module_on_first_device();
   // What balanced chunking learns from: each device's seconds per row in the step that just
-  // ended, forward, loss and backward, smoothed over steps.
-  if (options_.chunking_ == Chunking::kBalanced && current_.devices.size() >= 2) {
+  // ended, forward, loss and backward, smoothed over steps; each step once, also when the
+  // forward after it failed and is tried again.
+  if (options_.chunking_ == Chunking::kBalanced && current_.devices.size() >= 2 && learned_step_ != current_.step) {
     for (const DeviceStepStats& d : stats().devices) {
       if (d.rows == 0) continue;
       size_t i = static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d.device) - device_ids_.begin());
       double per_row = (d.forward + d.loss + d.backward) / static_cast<double>(d.rows);
       seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
     }
+    learned_step_ = current_.step;
   }
-  backward_mark_ = autograd::backward_mark();
-  comm_mark_ = comm::stats_mark();
+  // Taken now, so that the new step counts its scatter, but the finished step's stats keep theirs
+  // until new_step: a forward that fails before it (bad arguments) leaves them as they were.
+  next_backward_mark_ = autograd::backward_mark();
+  next_comm_mark_ = comm::stats_mark();
 }
 
 void DataParallelBase::new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows) {
   const int64_t step = current_.step + 1;
   current_ = StepStats();
   current_.step = step;
+  backward_mark_ = next_backward_mark_;
+  comm_mark_ = next_comm_mark_;
   forward_timers_.clear();
   loss_timers_.clear();
   update_timers_.clear();

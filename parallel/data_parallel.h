@@ -149,7 +149,8 @@ class DataParallelBase {
   void keep_buffers_of_first(const ScatterPlan& plan, const std::vector<std::shared_ptr<nn::Module>>& replicas);
   // Starts a step's accounting; returns the replicas for the plan's devices, refreshed.
   std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
-  // Marks where a step's accounting starts (never waiting for a device).
+  // Marks where a step's accounting starts (never waiting for a device); new_step() makes it the
+  // current step's.
   void begin_step();
   // A fresh StepStats for a step over these devices, with these rows each.
   void new_step(const std::vector<Device>& devices, const std::vector<int64_t>& rows);
@@ -186,6 +187,9 @@ class DataParallelBase {
   std::vector<DeviceTimer> forward_timers_, loss_timers_, update_timers_;  // read into stats()
   autograd::BackwardMark backward_mark_;  // where this step's backward and comm totals start
   comm::StatsMark comm_mark_;
+  autograd::BackwardMark next_backward_mark_;  // the same for the step begin_step() started
+  comm::StatsMark next_comm_mark_;
+  int64_t learned_step_ = 0;  // the last step balanced chunking learned from
   std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
 
  protected:
@@ -249,7 +253,7 @@ class DataParallelImpl : public DataParallelBase {
       std::vector<DeviceTimer> forward;
       forward.emplace_back(device_ids().front());
       std::vector<Result> outputs;
-      outputs.push_back(module_->forward(detail::move_to(args, device_ids().front())...));
+      outputs.push_back(module_->forward(detail::move_to(detail::as_argument(args), device_ids().front())...));
       forward[0].stop();
       const auto gather_start = std::chrono::steady_clock::now();
       Result out = gather_outputs(outputs, output_device(), dim());
@@ -294,7 +298,7 @@ class DataParallelImpl : public DataParallelBase {
       std::vector<DeviceTimer> forward, loss_timer;
       forward.emplace_back(device_ids().front());
       const Device home = device_ids().front();
-      auto out = module_->forward(detail::move_to(args, home)...);
+      auto out = module_->forward(detail::move_to(detail::as_argument(args), home)...);
       forward[0].stop();
       loss_timer.emplace_back(home);
       auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), 1.0);
@@ -307,6 +311,7 @@ class DataParallelImpl : public DataParallelBase {
       return loss;
     }
     const ScatterPlan p = plan(*rows);
+    detail::check_all_scatterable(p, target);
     auto inputs = scatter_arguments(p, args...);
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
@@ -322,8 +327,9 @@ class DataParallelImpl : public DataParallelBase {
       trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
       loss_timers[i] = DeviceTimer(p.devices[i]);
-      ChunkLoss part = chunk_loss(criterion, out, targets[i],
-                                static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows));
+      // An empty batch is one empty chunk, all of the batch, as on one device.
+      const double share = p.rows == 0 ? 1.0 : static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows);
+      ChunkLoss part = chunk_loss(criterion, out, targets[i], share);
       loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
       return part;

@@ -1,5 +1,6 @@
 #include "parallel/replicate.h"
 
+#include <algorithm>
 #include <map>
 
 #include "autograd/grad_mode.h"
@@ -66,23 +67,44 @@ bool Replicator::up_to_date() const {
 }
 
 void Replicator::build() {
-  replicas_.clear();
-  layout_.clear();
-  layout_devices_.clear();
-  const std::vector<std::shared_ptr<nn::Module>> modules = module_->modules();
-  tree_.assign(modules.begin(), modules.end());
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
+  check_one_device(tensors);
+  // Cloned first and kept only once every clone is made: a clone that throws leaves the last
+  // complete set (or none) in place, never a part of one taken for all.
+  std::vector<std::shared_ptr<nn::Module>> replicas;
+  {
+    NoGradGuard no_grad;
+    for (const Device& device : devices_) {
+      std::shared_ptr<nn::Module> replica = module_->clone(device);
+      for (const auto& m : replica->modules()) m->mark_as_replica();
+      replicas.push_back(std::move(replica));
+    }
+  }
+  replicas_ = std::move(replicas);
+  const std::vector<std::shared_ptr<nn::Module>> modules = module_->modules();
+  tree_.assign(modules.begin(), modules.end());
+  layout_.clear();
+  layout_devices_.clear();
   for (const Tensor& t : tensors) {
     layout_.emplace_back(t.sizes(), t.dtype());
     layout_devices_.push_back(t.device());
   }
   stamps_.assign(devices_.size(), {});
-  NoGradGuard no_grad;
-  for (const Device& device : devices_) {
-    std::shared_ptr<nn::Module> replica = module_->clone(device);
-    for (const auto& m : replica->modules()) m->mark_as_replica();
-    replicas_.push_back(std::move(replica));
+}
+
+void Replicator::check_one_device(const std::vector<Tensor>& tensors) const {
+  if (std::all_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.device() == tensors[0].device(); })) {
+    return;  // the common case, without names
+  }
+  std::vector<std::pair<std::string, Tensor>> named = module_->named_parameters();
+  for (const auto& [name, t] : module_->named_buffers()) {
+    if (t.defined()) named.emplace_back(name, t);
+  }
+  for (const auto& [name, t] : named) {
+    TD_CHECK(t.device() == named[0].second.device(), "replicate: the module's tensors must be on one device, but '",
+             named[0].first, "' is on ", named[0].second.device(), " and '", name, "' on ", t.device(),
+             "; move the module to one device first: model->to(td::Device(\"", named[0].second.device().str(), "\"))");
   }
 }
 

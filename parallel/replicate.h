@@ -34,6 +34,8 @@ class Replicator {
   bool up_to_date() const;
   void build();
   bool same_tree() const;  // the module and its descendants are those of the last build
+  // Fails, naming two of them, unless the module's parameters and buffers share one device.
+  void check_one_device(const std::vector<Tensor>& tensors) const;
 
   // What a replica's tensor was last copied from, and its version just after the copy.
   struct CopyStamp {

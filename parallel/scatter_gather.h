@@ -89,6 +89,27 @@ void for_each_tensor(const T& v, F&& f) {
   }
 }
 
+// Fails unless the tensor v can be split along plan.dim into the plan's chunks.
+inline void check_scatterable(const Tensor& v, const ScatterPlan& plan) {
+  TD_CHECK(v.dim() > 0, "DataParallel: a 0-dim tensor argument has no dim ", plan.dim, " to scatter along (pass "
+           "values every replica needs whole as non-tensor arguments)");
+  const int64_t d = wrap_dim(plan.dim, v.dim(), "DataParallel");
+  TD_CHECK(v.sizes()[d] == plan.rows, "DataParallel: a tensor of shape ", shape_str(v.sizes()), " is to be "
+           "scattered along dim ", plan.dim, ", but the batch has ", plan.rows, " rows there (the first tensor "
+           "argument's size); every tensor argument is split into the replicas' chunks, so each needs ", plan.rows,
+           " along dim ", plan.dim, " (pass values every replica needs whole as non-tensor arguments)");
+}
+
+// Checks every tensor inside values before any is split, so that a bad one moves nothing.
+template <typename... Values>
+void check_all_scatterable(const ScatterPlan& plan, const Values&... values) {
+  auto check = [&](const Tensor& t) {
+    if (t.defined()) check_scatterable(t, plan);
+  };
+  (for_each_tensor(values, check), ...);
+  (void)check;  // unused when there are no values
+}
+
 // v split into plan.chunk_sizes.size() values, one per replica.
 template <typename T>
 std::vector<T> scatter_value(const T& v, const ScatterPlan& plan) {
@@ -96,13 +117,8 @@ std::vector<T> scatter_value(const T& v, const ScatterPlan& plan) {
   using U = std::decay_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
     if (!v.defined()) return std::vector<T>(n, v);
-    TD_CHECK(v.dim() > 0, "DataParallel: a 0-dim tensor argument has no dim ", plan.dim, " to scatter along (pass "
-             "values every replica needs whole as non-tensor arguments)");
+    check_scatterable(v, plan);
     const int64_t d = wrap_dim(plan.dim, v.dim(), "DataParallel");  // a negative dim counts from each tensor's end
-    TD_CHECK(v.sizes()[d] == plan.rows, "DataParallel: a tensor of shape ", shape_str(v.sizes()), " is to be "
-             "scattered along dim ", plan.dim, ", but the batch has ", plan.rows, " rows there (the first tensor "
-             "argument's size); every tensor argument is split into the replicas' chunks, so each needs ", plan.rows,
-             " along dim ", plan.dim, " (pass values every replica needs whole as non-tensor arguments)");
     return Scatter::apply(v, plan.devices, plan.chunk_sizes, d);
   } else if constexpr (is_vector<U>::value) {
     std::vector<T> out(n);
@@ -242,6 +258,19 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
   }
 }
 
+// An argument as scatter and move_to take it: a C array (a string literal, say) as a pointer to its
+// first element, as it would reach a function taking it by value; anything else as it is.
+template <typename T>
+const T& as_argument(const T& v) {
+  return v;
+}
+template <typename T, size_t N>
+const T* as_argument(const T (&v)[N]) {
+  return v;
+}
+template <typename T>
+using argument_t = std::decay_t<decltype(as_argument(std::declval<const T&>()))>;
+
 }  // namespace detail
 
 // The batch size along dim: that of the first tensor inside args, if any.
@@ -260,11 +289,12 @@ std::optional<int64_t> batch_rows(int64_t dim, const Args&... args) {
 
 // Each argument split per replica: result[i] holds replica i's arguments.
 template <typename... Args>
-std::vector<std::tuple<std::decay_t<Args>...>> scatter_arguments(const ScatterPlan& plan, const Args&... args) {
-  auto parts = std::make_tuple(detail::scatter_value(args, plan)...);
-  std::vector<std::tuple<std::decay_t<Args>...>> out;
+std::vector<std::tuple<detail::argument_t<Args>...>> scatter_arguments(const ScatterPlan& plan, const Args&... args) {
+  detail::check_all_scatterable(plan, args...);
+  auto parts = std::make_tuple(detail::scatter_value(detail::as_argument(args), plan)...);
+  std::vector<std::tuple<detail::argument_t<Args>...>> out;
   for (size_t i = 0; i < plan.chunk_sizes.size(); ++i) {
-    out.push_back(std::apply([i](auto&... p) { return std::tuple<std::decay_t<Args>...>{std::move(p[i])...}; }, parts));
+    out.push_back(std::apply([i](auto&... p) { return std::tuple<detail::argument_t<Args>...>{std::move(p[i])...}; }, parts));
   }
   return out;
 }

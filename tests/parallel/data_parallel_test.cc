@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "core/device_threads.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -1475,4 +1476,173 @@ TEST_CASE("an empty batch, a batch split along dim 1, and the loss on another ou
   for (const auto& d : by_batch->stats().devices) rows.push_back(d.rows);
   CHECK(rows == std::vector<int64_t>{3, 3, 2});
   td::testing::check_close(out, time_major->forward(sequence).detach(), 1e-14, 1e-14, "dim 1");
+}
+
+namespace {
+
+// reset() fails on the call that brings this count to zero: a clone (which calls reset()) that
+// fails, as one would for want of memory on its device.
+std::atomic<int> g_resets_before_failure{0};
+
+class FailingCloneImpl : public nn::Cloneable<FailingCloneImpl> {
+ public:
+  FailingCloneImpl() { reset(); }
+  void reset() override {
+    if (g_resets_before_failure > 0 && --g_resets_before_failure == 0) TD_FAIL("no memory left for the clone");
+    fc = register_module("fc", nn::Linear(5, 3));
+  }
+  Tensor forward(const Tensor& x) override { return fc(x); }
+  nn::Linear fc{nullptr};
+};
+
+class TwoInputsImpl : public nn::Cloneable<TwoInputsImpl> {
+ public:
+  TwoInputsImpl() { reset(); }
+  void reset() override { fc = register_module("fc", nn::Linear(5, 3)); }
+  Tensor forward(const Tensor& a, const Tensor& b) { return fc(a + b); }
+  nn::Linear fc{nullptr};
+};
+
+class TaggedImpl : public nn::Cloneable<TaggedImpl> {
+ public:
+  TaggedImpl() { reset(); }
+  void reset() override {}
+  Tensor forward(const Tensor& x, const std::string& tag) { return tag == "double" ? x * 2 : x; }
+};
+
+}  // namespace
+
+TEST_CASE("a clone that fails while the replicas are built leaves none half-built: the next forward builds all",
+          "[cpu]") {
+  td::testing::reseed(50);
+  auto model = make_model<FailingCloneImpl>(51, cpu0);
+  const Tensor x = td::testing::random_tensor({6, 5}, td::kFloat64);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  g_resets_before_failure = 2;  // the clone for cpu:1, after cpu:0's
+  td::testing::check_error([&] { dp(x); }, {"no memory left for the clone"});
+  CHECK(dp->replicas().empty());
+  Tensor out = dp(x);
+  REQUIRE(dp->replicas().size() == 3);
+  out.sum().backward();
+  auto reference = make_model<FailingCloneImpl>(51, cpu0);
+  Tensor expected = reference->forward(x);
+  expected.sum().backward();
+  td::testing::check_close(out, expected.detach(), 1e-14, 1e-14, "output");
+  td::testing::check_close(model->fc->weight.grad(), reference->fc->weight.grad(), 1e-13, 1e-13, "gradient");
+}
+
+TEST_CASE("a forward refused for its arguments leaves the last step's stats as they were", "[cpu]") {
+  auto model = std::make_shared<TwoInputsImpl>();
+  model->to(td::kFloat64);
+  par::DataParallel two(model, par::DataParallelOptions({cpu0, cpu1}).chunk_sizes({1, 3}));
+  const Tensor a = td::ones({4, 5}, td::kFloat64), b = td::ones({4, 5}, td::kFloat64);
+  two(a, b).sum().backward();
+  const par::StepStats before = two->stats();
+  REQUIRE(before.comm.contains("scatter"));
+  REQUIRE(before.devices.size() == 2);
+  REQUIRE(before.devices[1].backward > 0);
+  // The second tensor's rows do not match; then the batch does not match chunk_sizes.
+  td::testing::check_error([&] { two(a, td::ones({3, 5}, td::kFloat64)); }, {"shape [3, 5]", "4 rows"});
+  td::testing::check_error([&] { two(td::ones({5, 5}, td::kFloat64), td::ones({5, 5}, td::kFloat64)); },
+                           {"chunk_sizes add up to 4", "5 rows"});
+  const par::StepStats after = two->stats();
+  CHECK(after.step == before.step);
+  REQUIRE(after.devices.size() == before.devices.size());
+  for (size_t i = 0; i < after.devices.size(); ++i) {
+    CHECK(after.devices[i].rows == before.devices[i].rows);
+    CHECK(after.devices[i].forward == before.devices[i].forward);
+    CHECK(after.devices[i].backward == before.devices[i].backward);
+  }
+  REQUIRE(after.comm.size() == before.comm.size());
+  for (const auto& [name, s] : before.comm) {
+    INFO(name);
+    REQUIRE(after.comm.contains(name));
+    CHECK(after.comm.at(name).calls == s.calls);
+    CHECK(after.comm.at(name).bytes == s.bytes);
+  }
+  two(a, b);
+  CHECK(two->stats().step == before.step + 1);
+}
+
+TEST_CASE("the loss in the replicas of an empty batch is the criterion's own, as on one device", "[cpu]") {
+  auto model = make_model<MlpImpl>(52, cpu0);
+  auto sum_of_squares = [](const Tensor& out, const Tensor& target) { return (out - target).pow(2).sum(); };
+  const Tensor x = td::zeros({0, 5}, td::kFloat64), target = td::zeros({0, 3}, td::kFloat64);
+  for (int n : {1, 3}) {
+    INFO(n << " devices");
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+    Tensor loss = dp->forward_with_loss(sum_of_squares, target, x);
+    CHECK(loss.item<double>() == 0.0);
+  }
+}
+
+TEST_CASE("sync_batchnorm inside a device's thread, where replicas run one after another, is refused at once",
+          "[cpu]") {
+  auto model = make_model<BnNetImpl>(53, cpu0);
+  // A short timeout: should the forward wait for the other replica after all, it fails fast too.
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(2)).sync_batchnorm(true).sync_batchnorm_timeout(
+                                  std::chrono::milliseconds(2000)));
+  const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  td::testing::Snapshot mean(model->bn->running_mean);
+  auto errors = td::run_on_device_threads({cpu2}, {[&] { dp(x); }});
+  REQUIRE(errors[0]);
+  td::testing::check_error([&] { std::rethrow_exception(errors[0]); },
+                           {"DataParallel: sync_batchnorm", "thread of cpu:2", "one after another"});
+  mean.check_unchanged(model->bn->running_mean);
+  CHECK(dp(x).sizes() == td::Shape{6, 6});  // from the caller's thread it runs
+}
+
+TEST_CASE("replicate refuses a module whose tensors are on two devices, naming them", "[cpu]") {
+  auto model = make_model<MlpImpl>(54, cpu0);
+  model->fc2->to(cpu1);
+  td::testing::check_error([&] { par::replicate(model, {cpu0, cpu2}); },
+                           {"replicate", "one device", "'fc1.weight' is on cpu:0", "'fc2.weight' on cpu:1"});
+  td::testing::check_error([&] { par::DataParallel<MlpImpl> dp{std::shared_ptr<MlpImpl>()}; },
+                           {"DataParallel: the module is null"});
+}
+
+TEST_CASE("string literals among the arguments reach every replica, and non-contiguous batches split", "[cpu]") {
+  td::testing::reseed(55);
+  const Tensor x = td::testing::random_tensor({5, 6}, td::kFloat64).t();  // [6, 5], columns contiguous
+  REQUIRE_FALSE(x.is_contiguous());
+  for (int n : {1, 2}) {
+    INFO(n << " devices");
+    par::DataParallel tagged(std::make_shared<TaggedImpl>(), par::DataParallelOptions(first_devices(n)));
+    td::testing::check_close(tagged(x, "double"), x * 2, 0, 0, "tagged");
+    td::testing::check_close(tagged(x, "same"), x, 0, 0, "untagged");
+  }
+  auto model = make_model<MlpImpl>(56, cpu0);
+  auto reference = make_model<MlpImpl>(56, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  Tensor out = dp(x);
+  out.sum().backward();
+  Tensor expected = reference->forward(x);
+  expected.sum().backward();
+  td::testing::check_close(out, expected.detach(), 1e-14, 1e-14, "output");
+  td::testing::check_close(model->fc1->weight.grad(), reference->fc1->weight.grad(), 1e-13, 1e-13, "gradient");
+}
+
+TEST_CASE("a penalty on the parameters' gradients (double backward through the reduction) equals one device's",
+          "[cpu]") {
+  td::testing::reseed(57);
+  const Tensor x = td::testing::random_tensor({9, 5}, td::kFloat64);
+  auto penalty_grads = [&](const std::shared_ptr<MlpImpl>& model, auto&& forward) {
+    Tensor out = forward(x);
+    const std::vector<Tensor> params = model->parameters();
+    std::vector<Tensor> grads = td::autograd::grad({out.pow(2).sum()}, params, {}, std::nullopt, true);
+    Tensor loss = out.sum();
+    for (const Tensor& g : grads) loss = loss + g.pow(2).sum();
+    model->zero_grad();
+    loss.backward();
+    std::vector<Tensor> result;
+    for (const Tensor& p : params) result.push_back(p.grad().clone());
+    return result;
+  };
+  auto model = make_model<MlpImpl>(58, cpu0);
+  auto reference = make_model<MlpImpl>(58, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  auto got = penalty_grads(model, [&](const Tensor& in) { return dp(in); });
+  auto expected = penalty_grads(reference, [&](const Tensor& in) { return reference->forward(in); });
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) td::testing::check_close(got[i], expected[i], 1e-11, 1e-12, "penalty");
 }
