@@ -250,6 +250,19 @@ TEST_CASE("the buffered reduce (the GPUs' form) gives the same sums, bit for bit
       }
     }
   }
+  // Both are also the sums computed here, element by element (16-bit floats add in float32 and
+  // round once).
+  const auto sums = comm::reduce_add_coalesced(per_device, td::Device("cpu:1"));
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const td::DType dtype = per_device[0][i].dtype();
+    INFO("tensor " << i << ", " << td::dtype_name(dtype));
+    std::vector<double> expected(static_cast<size_t>(per_device[0][i].numel()), 0.0);
+    for (const auto& tensors : per_device) {
+      const std::vector<double> v = values(tensors[i]);
+      for (size_t k = 0; k < v.size(); ++k) expected[k] += v[k];
+    }
+    check_close(sums[i], expected, td::testing::rtol_for(dtype), td::is_16bit_float(dtype) ? 1e-2 : 1e-6);
+  }
 }
 
 TEST_CASE("comm_stats counts calls and the bytes that crossed devices", "[cpu]") {
@@ -265,6 +278,21 @@ TEST_CASE("comm_stats counts calls and the bytes that crossed devices", "[cpu]")
   CHECK(stats.at("reduce_add").seconds > 0);
   comm::reset_comm_stats();
   CHECK(comm::comm_stats().empty());
+
+  // Over three devices, 96 bytes each: all_reduce brings two tensors to cpu:0 and the sum back
+  // to both; all_gather sends each tensor to the two other devices; reduce_scatter sends each
+  // device's third (32 bytes) of the two other tensors.
+  std::vector<td::Tensor> parts;
+  for (const td::Device& d : cpus(3)) parts.push_back(td::ones({6, 4}).to(d));
+  comm::all_reduce(parts);
+  comm::all_gather(parts, 0);
+  comm::reduce_scatter(parts, 0);
+  stats = comm::comm_stats();
+  CHECK(stats.size() == 3);
+  for (const char* name : {"all_reduce", "all_gather", "reduce_scatter"}) CHECK(stats.at(name).calls == 1);
+  CHECK(stats.at("all_reduce").bytes == 4 * 96);
+  CHECK(stats.at("all_gather").bytes == 6 * 96);
+  CHECK(stats.at("reduce_scatter").bytes == 6 * 32);
 }
 
 TEST_CASE("the collectives reject bad input with the facts, leaving the inputs unchanged", "[cpu]") {

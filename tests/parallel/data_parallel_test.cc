@@ -1646,3 +1646,51 @@ TEST_CASE("a penalty on the parameters' gradients (double backward through the r
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) td::testing::check_close(got[i], expected[i], 1e-11, 1e-12, "penalty");
 }
+
+namespace {
+
+// Fails at once on cpu:0; on the other devices works 100 ms, then says so.
+class SlowOthersImpl : public nn::Cloneable<SlowOthersImpl> {
+ public:
+  SlowOthersImpl() { reset(); }
+  void reset() override {}
+  Tensor forward(const Tensor& x) override {
+    if (x.device() == cpu0) TD_FAIL("replica on cpu:0 gives up");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ++*finished_count;
+    return x;
+  }
+  std::shared_ptr<std::atomic<int>> finished_count = std::make_shared<std::atomic<int>>(0);
+};
+
+}  // namespace
+
+TEST_CASE("a replica's exception reaches the caller only after every other replica has finished", "[cpu]") {
+  auto model = std::make_shared<SlowOthersImpl>();
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  td::testing::check_error([&] { dp(td::ones({6, 2})); }, {"in replica 0 on device cpu:0", "gives up"});
+  // The replicas share the module's counter (clone() copies the pointer).
+  CHECK(*model->finished_count == 2);
+}
+
+TEST_CASE("each step's peak memory is that step's, per device", "[cpu]") {
+  auto model = make_model<MlpImpl>(59, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(2)));
+  {
+    Tensor out = dp(td::ones({100000, 5}, td::kFloat64));  // cpu:1's chunk alone is 2 MB
+    out.sum().backward();
+  }
+  const par::StepStats big = dp->stats();
+  {
+    Tensor out = dp(td::ones({8, 5}, td::kFloat64));
+    out.sum().backward();
+  }
+  const par::StepStats small = dp->stats();
+  REQUIRE(big.devices.size() == 2);
+  REQUIRE(small.devices.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(big.devices[i].device);
+    CHECK(big.devices[i].peak_bytes > 50000 * 5 * 8);
+    CHECK(small.devices[i].peak_bytes < big.devices[i].peak_bytes / 10);
+  }
+}
