@@ -200,7 +200,12 @@ void DataParallelBase::keep_buffers_of_first(const ScatterPlan& plan,
   std::vector<Tensor> module_buffers = base_->buffers();
   const std::vector<Tensor> replica_buffers = replicas.front()->buffers();
   for (size_t i = 0; i < module_buffers.size() && i < replica_buffers.size(); ++i) {
-    if (module_buffers[i].defined() && replica_buffers[i].defined()) module_buffers[i].copy_(replica_buffers[i]);
+    // Only what the forward wrote (in eval mode, nothing): a copy is an in-place write to the
+    // module's buffer, which the next step would then have to broadcast again.
+    const bool written = i >= first_buffer_versions_.size() || replica_buffers[i].version() != first_buffer_versions_[i];
+    if (module_buffers[i].defined() && replica_buffers[i].defined() && written) {
+      module_buffers[i].copy_(replica_buffers[i]);
+    }
   }
 }
 
@@ -257,6 +262,8 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   current_.scatter = scatter_seconds;
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
+  first_buffer_versions_.clear();
+  for (const Tensor& b : replicas.front()->buffers()) first_buffer_versions_.push_back(b.defined() ? b.version() : 0);
   sync_points_.clear();
   if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas, options_.sync_batchnorm_timeout_);
   current_.replicate = detail::elapsed_since(start);

@@ -190,6 +190,7 @@ class DataParallelBase {
   autograd::BackwardMark next_backward_mark_;  // the same for the step begin_step() started
   comm::StatsMark next_comm_mark_;
   int64_t learned_step_ = 0;  // the last step balanced chunking learned from
+  std::vector<uint32_t> first_buffer_versions_;  // of the first replica's buffers, before its forward
   std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
 
  protected:

@@ -834,6 +834,13 @@ TEST_CASE("BatchNorm's statistics reach the module also when device_ids[0] gets 
   reference->forward(x.narrow(0, 0, 4));
   td::testing::check_close(model->bn->running_mean, reference->bn->running_mean, 1e-12, 1e-12, "running_mean, loss");
   CHECK(model->bn->num_batches_tracked.item<int64_t>() == 2);
+  // In eval mode the replicas write no statistics, and none are written back.
+  dp->eval();
+  std::vector<uint32_t> versions;
+  for (const Tensor& b : model->buffers()) versions.push_back(b.version());
+  dp(x);
+  for (size_t i = 0; i < versions.size(); ++i) CHECK(model->buffers()[i].version() == versions[i]);
+  CHECK(model->bn->num_batches_tracked.item<int64_t>() == 2);
 }
 
 TEST_CASE("loss in the replicas moves one number per replica, and none of the outputs", "[cpu]") {

@@ -363,3 +363,24 @@ TEST_CASE("TANDEM_TRACE set when tandem starts writes the trace of a data-parall
   CHECK(names.count("cpu:1") == 1);
   CHECK(names.count("comm") == 1);
 }
+
+TEST_CASE("--devices all trains over every visible CPU device; a TANDEM_COMM of neither kind is an error", "[cpu]") {
+  const std::string log = temp_path("devices_all.log");
+  auto run = [&](const std::string& env, const std::string& devices) {
+    const std::string command = env + " tools/tandem train --epochs 1 --train-size 256 --test-size 64 --devices " +
+                                devices + " > " + log + " 2>&1";
+    const int rc = WEXITSTATUS(std::system(command.c_str()));
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return std::pair{rc, text.str()};
+  };
+  auto [rc, out] = run("TANDEM_CPU_DEVICES=3", "all");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find("data parallel over cpu:0,cpu:1,cpu:2") != std::string::npos);
+  auto [bad_rc, bad_out] = run("TANDEM_COMM=bogus", "cpu:0,cpu:1");
+  INFO(bad_out);
+  CHECK(bad_rc == 1);
+  CHECK(bad_out.find("TANDEM_COMM='bogus': expected kernels or nccl") != std::string::npos);
+}
