@@ -227,6 +227,25 @@ TEST_CASE("unary ops treat zeros, infinities, NaN and extreme values as the CPU 
   }
 }
 
+TEST_CASE("exp, sigmoid and silu of float32, float16 and bfloat16 equal the CPU's bit for bit", "[cuda]") {
+  // Both run one exp (kernels/functors.h), every multiply-add explicit, so nothing is left to
+  // either compiler's choice of fusing.
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(60);
+  for (DType dtype : {td::kFloat32, td::kFloat16, td::kBFloat16}) {
+    Tensor x = td::cat({tt::random_tensor({100003}, td::kFloat32, Layout::Contiguous, -110, 110),
+                        tt::random_tensor({1003}, td::kFloat32, Layout::Contiguous, -1e-3, 1e-3),
+                        td::tensor({0.0, -0.0, kInf, -kInf, kNaN, 88.7, 88.8, 88.9, -103.9, -104.1}, td::kFloat32)})
+                   .to(dtype);
+    Tensor dev = x.to(ct::device());
+    const std::string name = td::dtype_name(dtype);
+    check_equal(td::exp(dev), td::exp(x), "exp of " + name);
+    check_equal(td::sigmoid(dev), td::sigmoid(x), "sigmoid of " + name);
+    check_equal(td::silu(dev), td::silu(x), "silu of " + name);
+  }
+}
+
 // In-place forms write through the view only: the rest of the storage is compared afterwards.
 void in_place_unary_sweep(bool large) {
   ct::PoisonGuard poison;
