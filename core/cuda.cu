@@ -29,6 +29,36 @@ std::mutex& free_mutex() {
   return *mutex;
 }
 
+namespace {
+
+// Whether the GPU's primary context exists, by the driver's own query, looked up at run time as
+// tandem links the runtime alone. Where the query cannot be had or fails: true, as restoring was.
+bool has_context(int physical) {
+  using Query = int (*)(int device, unsigned int* flags, int* active);  // cuDevicePrimaryCtxGetState
+  static const Query query = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return Query{nullptr};
+    }
+    return reinterpret_cast<Query>(fn);
+  }();
+  if (query == nullptr) return true;
+  unsigned int flags = 0;
+  int active = 0;
+  return query(physical, &flags, &active) != 0 || active != 0;
+}
+
+}  // namespace
+
+void restore_device(int physical) noexcept {
+  if (!has_context(physical)) return;
+  if (cudaSetDevice(physical) != cudaSuccess) (void)cudaGetLastError();
+}
+
 }  // namespace detail
 
 namespace {
@@ -208,7 +238,7 @@ DeviceGuard::DeviceGuard(int device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_physical_ >= 0) cudaSetDevice(previous_physical_);
+  if (previous_physical_ >= 0) detail::restore_device(previous_physical_);
 }
 
 // ---- events ----
@@ -356,12 +386,12 @@ bool can_access_peer(int device, int peer) {
     TD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b), "peer access query cuda:", device, " -> cuda:", peer);
     if (can) {
       DeviceGuard guard(device);
+      // Already enabled counts as enabled. Any other failure (too many peers, a virtualised
+      // machine that reports peers it cannot map) leaves copies to go through the host's staging
+      // (cudaMemcpyPeerAsync), as between GPUs that are not peers at all.
       cudaError_t err = cudaDeviceEnablePeerAccess(b, 0);
-      if (err == cudaErrorPeerAccessAlreadyEnabled) {
-        cudaGetLastError();
-      } else {
-        TD_CUDA_CHECK(err, "enabling peer access cuda:", device, " -> cuda:", peer);
-      }
+      if (err != cudaSuccess) (void)cudaGetLastError();
+      if (err != cudaSuccess && err != cudaErrorPeerAccessAlreadyEnabled) can = 0;
     }
     state = can ? 1 : 0;
   }

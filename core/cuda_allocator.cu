@@ -35,12 +35,17 @@ class StreamDeviceGuard {
     int device = 0;
     TD_CUDA_CHECK(cudaStreamGetDevice(stream, &device), "finding the device of a stream");
     TD_CUDA_CHECK(cudaGetDevice(&previous_), "finding the current device");
-    if (device != previous_) TD_CUDA_CHECK(cudaSetDevice(device), "selecting GPU ", device);
+    if (device == previous_) return;
+    TD_CUDA_CHECK(cudaSetDevice(device), "selecting GPU ", device);
+    changed_ = true;
   }
-  ~StreamDeviceGuard() { cudaSetDevice(previous_); }
+  ~StreamDeviceGuard() {
+    if (changed_) detail::restore_device(previous_);
+  }
 
  private:
   int previous_ = 0;
+  bool changed_ = false;
 };
 
 class EventBackend : public PoolBackend {

@@ -27,6 +27,12 @@ inline bool not_ready(cudaError_t err) {
 // would hang. With the mutex, a free comes before or after a group's launch, never in the middle.
 std::mutex& free_mutex();
 
+// Makes `physical` the thread's current GPU again after a guard, where its context exists: selecting
+// a GPU creates its context (hundreds of MiB), and a fresh thread's current GPU is 0, which may be
+// one the process was told not to use (TANDEM_VISIBLE_DEVICES=1). Never throws: a failure is
+// cleared, so that the next launch check does not blame an innocent kernel.
+void restore_device(int physical) noexcept;
+
 }  // namespace tandem::cuda::detail
 
 // TD_CUDA_CHECK(cudaMalloc(...), "empty on cuda:0"): `what` says which op on which device.

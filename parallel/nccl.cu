@@ -39,11 +39,17 @@ std::optional<ncclDataType_t> nccl_type(DType t) {
   }
 }
 
-// One communicator per GPU for each list of logical devices, in the list's order.
+// The communicators made so far, by list of logical devices (used with one_collective_at_a_time
+// held); kept to the end.
+std::map<std::vector<int>, std::vector<ncclComm_t>>& all_communicators() {
+  static auto* all = new std::map<std::vector<int>, std::vector<ncclComm_t>>;
+  return *all;
+}
+
+// One communicator per GPU for each list of logical devices, in the list's order (called with
+// one_collective_at_a_time held).
 const std::vector<ncclComm_t>& communicators(const std::vector<int>& devices) {
-  static std::mutex mutex;
-  static auto* all = new std::map<std::vector<int>, std::vector<ncclComm_t>>;  // kept to the end
-  std::lock_guard lock(mutex);
+  auto* all = &all_communicators();
   auto it = all->find(devices);
   if (it != all->end()) return it->second;
   std::vector<int> gpus;
@@ -117,11 +123,23 @@ void grouped(const std::vector<Tensor>& tensors, const char* op, Call call) {
     (void)ncclGroupEnd();
     throw;
   }
-  TD_NCCL_CHECK(ncclGroupEnd(), op, " over ", tensors.size(), " GPUs");
+  const ncclResult_t ended = ncclGroupEnd();
+  // Ordered back also after a failure: NCCL may have launched on some GPUs, and the tensors must
+  // not return to their current streams' memory pools while its kernels may still use them.
   for (size_t i = 0; i < tensors.size(); ++i) {
     tandem::cuda::Event done;
     done.record(side[i]);
     done.wait(current[i]);
+  }
+  if (ended != ncclSuccess) {
+    // A communicator that failed may not serve again: the next collective over these devices
+    // makes new ones.
+    auto& all = all_communicators();
+    if (auto it = all.find(device_indices(tensors)); it != all.end()) {
+      for (ncclComm_t comm : it->second) (void)ncclCommAbort(comm);
+      all.erase(it);
+    }
+    TD_NCCL_CHECK(ended, op, " over ", tensors.size(), " GPUs");
   }
 }
 
