@@ -112,6 +112,24 @@ std::vector<std::thread::id> two_chunks(const std::function<void(int64_t)>& afte
   return ran;
 }
 
+// Keeps the threads of cpu:0 and cpu:1 in a task (which first runs note(device)) until a
+// parallel_for has a chunk waiting, for at most 100 ms: they then look for work at once, awake,
+// while the pool's own worker is only being woken. Counts finished tasks in `done`.
+void busy_until_queued(const std::function<void(td::Device)>& note, std::atomic<int>& done) {
+  for (td::Device d : {cpu0, cpu1}) {
+    td::post_to_device_thread(d, [note, d, &done] {
+      note(d);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      while (!td::parallel_for_waiting() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      ++done;
+    });
+  }
+}
+
+void wait_for(const std::atomic<int>& done, int count) {
+  while (done < count) std::this_thread::yield();
+}
+
 }  // namespace
 
 TEST_CASE("between its tasks, a CPU device's thread takes chunks of other threads' parallel_for", "[cpu]") {
@@ -120,24 +138,26 @@ TEST_CASE("between its tasks, a CPU device's thread takes chunks of other thread
   std::map<std::thread::id, std::string> device_of;  // the device threads' ids
   std::mutex mutex;
   auto note = [&](td::Device d) {
-    return [&, d] {
-      std::lock_guard lock(mutex);
-      device_of[std::this_thread::get_id()] = d.str();
-    };
+    std::lock_guard lock(mutex);
+    device_of[std::this_thread::get_id()] = d.str();
   };
   bool helped = false;
   std::atomic<bool> outside_own_work{true};
-  // The pool's own worker may take the chunk first; a device thread, polling, usually does.
+  // The pool's own worker may take the chunk first; a device thread, looking at once, usually does.
   for (int attempt = 0; attempt < 50 && !helped; ++attempt) {
-    td::run_on_device_threads({cpu0, cpu1}, {note(cpu0), note(cpu1)});  // both awake for a while now
+    std::atomic<int> done{0};
+    busy_until_queued(note, done);
     for (const std::thread::id& id : two_chunks([&](int64_t) {
+           std::lock_guard lock(mutex);
            if (device_of.contains(std::this_thread::get_id())) {
              // The chunk is another thread's work, not its device's.
              if (td::current_device_thread() != nullptr) outside_own_work = false;
            }
          })) {
+      std::lock_guard lock(mutex);
       helped = helped || device_of.contains(id);
     }
+    wait_for(done, 2);
   }
   CHECK(helped);
   CHECK(outside_own_work);
@@ -146,15 +166,18 @@ TEST_CASE("between its tasks, a CPU device's thread takes chunks of other thread
   // A chunk that fails on a device thread fails the parallel_for, and the device works on.
   bool failed_there = false;
   for (int attempt = 0; attempt < 50 && !failed_there; ++attempt) {
-    td::run_on_device_threads({cpu0, cpu1}, {note(cpu0), note(cpu1)});
+    std::atomic<int> done{0};
+    busy_until_queued(note, done);
     try {
       two_chunks([&](int64_t) {
+        std::unique_lock lock(mutex);
         if (device_of.contains(std::this_thread::get_id())) TD_FAIL("a chunk failed on a device's thread");
       });
     } catch (const td::Error& e) {
       CHECK(std::string(e.what()).find("a chunk failed on a device's thread") != std::string::npos);
       failed_there = true;
     }
+    wait_for(done, 2);
   }
   CHECK(failed_there);
   std::atomic<int> ran{0};
