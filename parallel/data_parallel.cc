@@ -105,7 +105,7 @@ DataParallelBase::DataParallelBase(std::shared_ptr<nn::Module> module, DataParal
       options_(std::move(options)),
       device_ids_(device_ids_of(options_)),
       output_device_(options_.output_device_.value_or(device_ids_.front())),
-      replicator_(base_, device_ids_) {
+      replicator_(base_, device_ids_, /*share_on_cpus=*/true) {
   check_module_on_first_device();
   // Capped: a wait of milliseconds::max() overflows the clock and would end at once.
   TD_CHECK(options_.sync_batchnorm_timeout_.count() > 0 &&

@@ -24,6 +24,22 @@ void alias_into(const Tensor& replica, const Tensor& original) {
   r.version = o.version;
 }
 
+// Makes `replica`, a tensor of the CPU device `device`, view `original`'s memory on another CPU
+// device: CPU devices share one memory, so a replica's parameters need no copy. The storage is a
+// new handle over the same bytes, labelled with `device` and keeping the original's alive.
+void alias_across_cpus(const Tensor& replica, const Tensor& original, Device device) {
+  TensorImpl& r = replica.impl();
+  const TensorImpl& o = original.impl();
+  if (!r.storage.defined() || r.storage.data() != o.storage.data() || r.storage.nbytes() != o.storage.nbytes()) {
+    r.storage = Storage::wrap(o.storage.data(), o.storage.nbytes(), device, [keep = o.storage](void*) {});
+  }
+  r.sizes = o.sizes;
+  r.strides = o.strides;
+  r.offset = o.offset;
+  r.dtype = o.dtype;
+  r.version = o.version;
+}
+
 std::vector<Tensor> defined_only(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> out;
   for (const Tensor& t : tensors) {
@@ -34,8 +50,8 @@ std::vector<Tensor> defined_only(const std::vector<Tensor>& tensors) {
 
 }  // namespace
 
-Replicator::Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices)
-    : module_(std::move(module)), devices_(std::move(devices)) {
+Replicator::Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices, bool share_on_cpus)
+    : module_(std::move(module)), devices_(std::move(devices)), share_on_cpus_(share_on_cpus) {
   TD_CHECK(module_ != nullptr, "replicate: the module is null");
   TD_CHECK(!devices_.empty(), "replicate: expected at least one device");
   auto twice = repeated_device(devices_);
@@ -160,8 +176,8 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
   std::vector<Tensor> tensors = params;
   tensors.insert(tensors.end(), buffers.begin(), buffers.end());
   std::vector<std::shared_ptr<nn::Module>> chosen;
-  std::vector<std::vector<Tensor>> replica_tensors, copied_tensors;
-  std::vector<size_t> copied;
+  std::vector<std::vector<Tensor>> replica_tensors, copied_tensors, copied_buffers;
+  std::vector<size_t> copied, buffers_copied;
   {
     NoGradGuard no_grad;
     for (size_t r : which) {
@@ -172,10 +188,16 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
       TD_CHECK(num_params == params.size() && rt.size() == tensors.size(), "replicate: the replica on ", devices_[r],
                " has ", num_params, " parameters and ", rt.size() - num_params, " buffers but the module has ",
                params.size(), " and ", buffers.size(), "; a module's reset() must register the same tensors every time");
-      // A replica on the device of the module's tensors uses them in place, no copy.
       const Device home = !tensors.empty() ? tensors[0].device() : devices_[r];
       if (home == devices_[r]) {
+        // A replica on the device of the module's tensors uses them in place, no copy.
         for (size_t i = 0; i < tensors.size(); ++i) alias_into(rt[i], tensors[i]);
+      } else if (share_on_cpus_ && home.is_cpu() && devices_[r].is_cpu()) {
+        // Another CPU device: the same memory, so the parameters, which forward and backward only
+        // read, are shared too. The buffers are copied: a replica's BatchNorm writes its own.
+        for (size_t i = 0; i < num_params; ++i) alias_across_cpus(rt[i], tensors[i], devices_[r]);
+        buffers_copied.push_back(r);
+        copied_buffers.emplace_back(rt.begin() + static_cast<std::ptrdiff_t>(num_params), rt.end());
       } else {
         copied.push_back(r);
         copied_tensors.push_back(rt);
@@ -183,6 +205,7 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
       replica_tensors.push_back(std::move(rt));
     }
     copy_stale(tensors, copied, copied_tensors, params.size());
+    copy_stale(buffers, buffers_copied, copied_buffers, 0);
   }
   // Buffers that require grad (PyTorch allows them) reduce their gradients onto the module's as
   // parameters do; the rest, running statistics say, stay out of the graph.

@@ -21,7 +21,11 @@ namespace tandem::parallel {
 // then one backward), and a copy would count as an in-place write to it.
 class Replicator {
  public:
-  Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices);
+  // share_on_cpus: replicas on CPU devices other than the module's view its parameters' memory
+  // instead of copies (CPU devices share one memory; forward and backward only read parameters).
+  // Their buffers are still copies. DataParallel shares; the free replicate() copies, since its
+  // replicas are the caller's to change.
+  Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices, bool share_on_cpus = false);
 
   // Brings the replicas on devices()[i], i in `which`, up to date with the module: values,
   // training mode, and (with grad mode on) one broadcast node joining their parameters to the
@@ -52,6 +56,7 @@ class Replicator {
 
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
+  bool share_on_cpus_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
   std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
   std::vector<Device> layout_devices_;

@@ -495,9 +495,10 @@ TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's pha
   // Half the batch went to cpu:1, and in backward half the output's gradient (Gather's backward).
   CHECK(s.comm.at("scatter").bytes == (4 * 5 + 4 * 3) * 8);
   CHECK(s.comm.at("gather").bytes == 4 * 3 * 8);
-  CHECK(s.comm.at("broadcast_coalesced").calls == 1);  // the parameters into cpu:1's replica, all at once
-  CHECK(s.comm.at("broadcast_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);
-  CHECK(s.comm.at("reduce_add_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);  // cpu:1's gradients
+  // cpu:1's replica reads the parameters where they are (CPU devices share one memory): nothing
+  // is broadcast. Its gradients are its own, reduced onto the module's.
+  CHECK_FALSE(s.comm.contains("broadcast_coalesced"));
+  CHECK(s.comm.at("reduce_add_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);
   CHECK(s.reduce > 0);
   CHECK(s.table().find("cpu:1") != std::string::npos);
 }
@@ -1700,4 +1701,40 @@ TEST_CASE("each step's peak memory is that step's, per device", "[cpu]") {
     CHECK(big.devices[i].peak_bytes > 50000 * 5 * 8);
     CHECK(small.devices[i].peak_bytes < big.devices[i].peak_bytes / 10);
   }
+}
+
+TEST_CASE("replicas on other CPU devices read the module's parameters in place and keep copies of its buffers",
+          "[cpu]") {
+  auto model = make_model<BnMlpImpl>(60, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  td::optim::SGD opt(dp->parameters(), 0.1);
+  for (int step = 0; step < 2; ++step) {
+    dp(td::testing::random_tensor({9, 5}, td::kFloat64)).sum().backward();
+    dp->step(opt);
+    opt.zero_grad();
+  }
+  const auto module_params = model->named_parameters();
+  const auto module_buffers = model->named_buffers();
+  for (size_t r = 1; r < 3; ++r) {
+    const Device device(td::kCPU, static_cast<int>(r));
+    INFO(device);
+    const auto params = dp->replicas()[r]->named_parameters();
+    const auto buffers = dp->replicas()[r]->named_buffers();
+    REQUIRE(params.size() == module_params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      INFO(params[i].first);
+      CHECK(params[i].second.device() == device);
+      CHECK(params[i].second.data_ptr() == module_params[i].second.data_ptr());
+    }
+    REQUIRE(buffers.size() == module_buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      INFO(buffers[i].first);
+      CHECK(buffers[i].second.device() == device);
+      CHECK(buffers[i].second.data_ptr() != module_buffers[i].second.data_ptr());
+    }
+  }
+  // The free replicate() gives the caller replicas of its own: copies.
+  auto replicas = par::replicate(model, {cpu0, cpu1});
+  CHECK(replicas[1]->parameters()[0].data_ptr() != model->parameters()[0].data_ptr());
+  td::testing::check_close(replicas[1]->parameters()[0], model->parameters()[0], 0, 0, "copied");
 }
