@@ -44,8 +44,10 @@ inline bool signbit(double x) { return std::signbit(x); }
 // on a GPU, where a * b + c written out may be fused or not at each compiler's choice.
 #if defined(__CUDA_ARCH__)
 TD_INLINE float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+TD_INLINE double fma(double a, double b, double c) { return ::fma(a, b, c); }
 #else
 inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline double fma(double a, double b, double c) { return std::fma(a, b, c); }
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -310,7 +312,8 @@ struct Clamp {
 
 // ---- optimizer steps (kernels/optim.h) ----
 // One element of a step, in op-math M, with the roundings of the op-by-op form in nn/optim: each
-// line below is one op there (a + alpha * b is one op, as add(b, alpha)).
+// line below is one op there (a + alpha * b is one op, as add(b, alpha): an explicit fma, rounded
+// once, so that the CPU and the GPU round each line alike).
 
 template <typename M>
 struct SgdUpdate {
@@ -318,17 +321,17 @@ struct SgdUpdate {
   bool has_momentum, nesterov, first, maximize;
   TD_INLINE void operator()(M& p, M g, M& buf) const {
     if (maximize) g = -g;
-    if (weight_decay != M(0)) g = g + weight_decay * p;
+    if (weight_decay != M(0)) g = math::fma(weight_decay, p, g);
     if (has_momentum) {
       if (first) {
         buf = g;
       } else {
         buf = buf * momentum;
-        buf = buf + dampening_complement * g;
+        buf = math::fma(dampening_complement, g, buf);
       }
-      g = nesterov ? g + momentum * buf : buf;
+      g = nesterov ? math::fma(momentum, buf, g) : buf;
     }
-    p = p + (-lr) * g;
+    p = math::fma(-lr, g, p);
   }
 };
 
@@ -345,13 +348,13 @@ struct AdamUpdate {
     if (decoupled) {
       if (weight_decay != M(0)) p = p * decay;
     } else if (weight_decay != M(0)) {
-      g = g + weight_decay * p;
+      g = math::fma(weight_decay, p, g);
     }
     const M diff = g - m;
-    m = (lerp_from_start ? m : g) + lerp_alpha * diff;
+    m = math::fma(lerp_alpha, diff, lerp_from_start ? m : g);
     const M decayed = v * beta2;
     const M scaled = g * one_minus_beta2;
-    v = decayed + scaled * g;
+    v = math::fma(scaled, g, decayed);
     M second = v;
     if (amsgrad) {
       *v_max = Maximum{}(*v_max, v);

@@ -176,6 +176,57 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
   }
 }
 
+TEST_CASE("the fused steps on a GPU give the CPU's fused steps bit for bit", "[cuda]") {
+  // One functor on both (kernels/functors.h), every multiply-add an explicit fma, the scalars
+  // computed once on the host: nothing is left to either compiler's choice of fusing.
+  TD_SKIP_UNLESS_CUDA();
+  td::testing::reseed(35);
+  const td::Device gpu_device("cuda:0");
+  auto on_gpu = [&](const std::vector<Tensor>& ts) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : ts) out.push_back(t.to(gpu_device));
+    return out;
+  };
+  auto check_same = [](const std::vector<Tensor>& gpu, const std::vector<Tensor>& cpu, const std::string& what) {
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      INFO(what << " tensor " << i);
+      CHECK(td::testing::values(gpu[i]) == td::testing::values(cpu[i]));
+    }
+  };
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    auto steps = problem(dtype, 4);
+    std::vector<Tensor> params, bufs, m, v, v_max;
+    for (const Tensor& x : steps[0].values) {
+      params.push_back(x.clone());
+      bufs.push_back(td::zeros_like(x));
+      m.push_back(td::zeros_like(x));
+      v.push_back(td::zeros_like(x));
+      v_max.push_back(td::zeros_like(x));
+    }
+    std::vector<Tensor> g_params = on_gpu(params), g_bufs = on_gpu(bufs), g_m = on_gpu(m), g_v = on_gpu(v),
+                        g_v_max = on_gpu(v_max);
+    const td::kernels::SgdStep sgd{0.05, 0.9, 0.25, 0.01, false, false};
+    const td::kernels::SgdStep nesterov{0.05, 0.9, 0.0, 0.01, true, true};
+    const td::kernels::AdamStep adam{0.01, 0.9, 0.99, 1e-8, 0.05, false, true, false};
+    const td::kernels::AdamStep adamw{0.01, 0.3, 0.99, 1e-8, 0.05, true, false, true};
+    for (int k = 0; k < 4; ++k) {
+      const std::string what = td::detail::str_cat(dtype, " step ", k);
+      const std::vector<Tensor>& grads = steps[k].grads;
+      const std::vector<Tensor> g_grads = on_gpu(grads);
+      const std::vector<bool> first(3, k == 0);
+      td::kernels::sgd_step_(params, grads, bufs, first, k % 2 ? nesterov : sgd);
+      td::kernels::sgd_step_(g_params, g_grads, g_bufs, first, k % 2 ? nesterov : sgd);
+      const std::vector<int64_t> count(3, k + 1);
+      td::kernels::adam_step_(params, grads, m, v, v_max, count, k % 2 ? adamw : adam);
+      td::kernels::adam_step_(g_params, g_grads, g_m, g_v, g_v_max, count, k % 2 ? adamw : adam);
+      check_same(g_params, params, what + " parameters");
+      check_same(g_bufs, bufs, what + " momentum");
+      check_same(g_m, m, what + " first moment");
+      check_same(g_v, v, what + " second moment");
+    }
+  }
+}
+
 TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward and large sizes", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   td::testing::reseed(34);
