@@ -263,7 +263,9 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
   first_buffer_versions_.clear();
-  for (const Tensor& b : replicas.front()->buffers()) first_buffer_versions_.push_back(b.defined() ? b.version() : 0);
+  if (plan.devices.front() != device_ids_.front()) {  // what keep_buffers_of_first() compares with
+    for (const Tensor& b : replicas.front()->buffers()) first_buffer_versions_.push_back(b.defined() ? b.version() : 0);
+  }
   sync_points_.clear();
   if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas, options_.sync_batchnorm_timeout_);
   current_.replicate = detail::elapsed_since(start);
