@@ -69,6 +69,12 @@ std::vector<double> values(const Tensor& t) {
   return out;
 }
 
+std::vector<bool> sign_bits(const Tensor& t) {
+  std::vector<bool> signs;
+  for (double v : values(t)) signs.push_back(std::signbit(v));
+  return signs;
+}
+
 const std::vector<Layout>& all_layouts() {
   static const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided, Layout::Offset};
   return layouts;

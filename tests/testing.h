@@ -25,6 +25,8 @@ void mark_skipped(const std::string& why);
 // ---- the reference side: plain reads through strides, no kernels involved ----
 double read(const Tensor& t, int64_t flat_index);  // row-major logical index; CPU tensors only
 std::vector<double> values(const Tensor& t);        // all elements, row-major (of a CPU copy)
+// The sign bit of each element, row-major: check_equal cannot tell +0 from -0, which compare equal.
+std::vector<bool> sign_bits(const Tensor& t);
 std::vector<int64_t> unravel(int64_t flat, const Shape& shape);
 int64_t ravel(const std::vector<int64_t>& index, const Shape& shape);
 

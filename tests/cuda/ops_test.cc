@@ -27,6 +27,7 @@ using ct::check_equal;
 using ct::Layout;
 using ct::Pair;
 using ct::rtol_for;
+using tt::sign_bits;
 using td::DType;
 using td::Shape;
 using td::Tensor;
@@ -1418,12 +1419,6 @@ TEST_CASE("reductions propagate NaN over every layout and long folds", "[cuda][l
   nan_sweep(true);
 }
 
-// The sign bit of each element, row-major: +0 and -0 compare equal, so check_equal cannot tell them apart.
-std::vector<bool> sign_bits(const Tensor& t) {
-  std::vector<bool> signs;
-  for (double v : tt::values(t)) signs.push_back(std::signbit(v));
-  return signs;
-}
 
 TEST_CASE("amax, amin, maximum and minimum put +0 above -0 as on the CPU, whichever thread meets which zero",
           "[cuda]") {

@@ -24,6 +24,7 @@ using tt::check_error;
 using tt::Layout;
 using tt::random_tensor;
 using tt::rtol_for;
+using tt::sign_bits;
 using tt::Snapshot;
 using tt::values;
 
@@ -674,12 +675,6 @@ TEST_CASE("ties and NaNs resolve to the first occurrence across the chunks of a 
   }
 }
 
-// The sign bit of each element, row-major: +0 and -0 compare equal, so check_equal cannot tell them apart.
-std::vector<bool> sign_bits(const Tensor& t) {
-  std::vector<bool> signs;
-  for (double v : values(t)) signs.push_back(std::signbit(v));
-  return signs;
-}
 
 TEST_CASE("amax, amin, max, min, maximum and minimum put +0 above -0 wherever the zeros sit in the fold", "[cpu]") {
   tt::ThreadCount threads(2);  // the long folds also split between threads
