@@ -50,6 +50,19 @@ inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
 inline double fma(double a, double b, double c) { return std::fma(a, b, c); }
 #endif
 
+// A product rounded on its own, never fused into a sum that takes it, for lines that are two ops
+// in the op-by-op form. nvcc fuses a * b + c on a GPU unless told not to. On the host, GCC fuses
+// it too (x86-64-v3 has FMA; it does so by default even in ISO C++ mode, and in vectorized loops
+// __builtin_assoc_barrier does not stop it), so the host files that run these functors are built
+// with -ffp-contract=off (kernels/BUILD: optim_arithmetic).
+#if defined(__CUDA_ARCH__)
+TD_INLINE float unfused_mul(float a, float b) { return __fmul_rn(a, b); }
+TD_INLINE double unfused_mul(double a, double b) { return __dmul_rn(a, b); }
+#else
+inline float unfused_mul(float a, float b) { return a * b; }
+inline double unfused_mul(double a, double b) { return a * b; }
+#endif
+
 #if defined(__CUDA_ARCH__)
 TD_INLINE float pow(float a, float b) { return ::powf(a, b); }
 TD_INLINE double pow(double a, double b) { return ::pow(a, b); }
@@ -346,15 +359,15 @@ struct AdamUpdate {
   TD_INLINE void operator()(M& p, M g, M& m, M& v, M* v_max) const {
     if (maximize) g = -g;
     if (decoupled) {
-      if (weight_decay != M(0)) p = p * decay;
+      if (weight_decay != M(0)) p = math::unfused_mul(p, decay);  // its own op, before the step's add
     } else if (weight_decay != M(0)) {
       g = math::fma(weight_decay, p, g);
     }
     const M diff = g - m;
     m = math::fma(lerp_alpha, diff, lerp_from_start ? m : g);
-    const M decayed = v * beta2;
+    // addcmul's (value * g) * g, then its own add: two products and a sum, each rounded.
     const M scaled = g * one_minus_beta2;
-    v = math::fma(scaled, g, decayed);
+    v = math::unfused_mul(v, beta2) + math::unfused_mul(scaled, g);
     M second = v;
     if (amsgrad) {
       *v_max = Maximum{}(*v_max, v);

@@ -32,6 +32,7 @@ void AdamOptions::to_json(nlohmann::json& out) const {
   out["weight_decay"] = weight_decay_;
   out["amsgrad"] = amsgrad_;
   out["maximize"] = maximize_;
+  out["fused"] = fused_ ? nlohmann::json(*fused_) : nlohmann::json(nullptr);
 }
 
 void AdamOptions::from_json(const nlohmann::json& in) {
@@ -46,6 +47,7 @@ void AdamOptions::from_json(const nlohmann::json& in) {
   weight_decay_ = detail::json_double(in, name, "weight_decay");
   amsgrad_ = detail::json_bool(in, name, "amsgrad");
   maximize_ = detail::json_bool_or_false(in, name, "maximize");
+  fused_ = detail::json_optional_bool(in, name, "fused");
 }
 
 std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {
@@ -109,14 +111,21 @@ AdamParamState& adam_state(std::unique_ptr<OptimizerParamState>& slot, const Ten
 
 }  // namespace
 
-// torch/optim/adam.py, _single_tensor_adam, with capturable and differentiable off;
-// AdamW is the same with decoupled_weight_decay.
+// torch/optim/adam.py, _single_tensor_adam, with capturable and differentiable off, op by op; or
+// one fused step per group. AdamW is the same with decoupled_weight_decay.
 void Adam::update() {
+  // Every group's choice is made before any group changes, so that fused=true refused changes nothing.
+  std::vector<std::vector<Tensor>> fused;
   for (auto& group : param_groups()) {
+    const auto& o = static_cast<const AdamOptions&>(group.options());
+    fused.push_back(detail::fused_params(group.params(), o.fused(), o.optimizer_name()));
+  }
+  for (size_t group_index = 0; group_index < fused.size(); ++group_index) {
+    auto& group = param_groups()[group_index];
     const auto& o = static_cast<const AdamOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();
     const double lr = o.lr();
-    if (std::vector<Tensor> params = detail::fusable(group.params()); !params.empty()) {
+    if (const std::vector<Tensor>& params = fused[group_index]; !params.empty()) {
       std::vector<Tensor> grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
       std::vector<int64_t> steps;
       for (const Tensor& p : params) {

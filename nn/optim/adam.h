@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -16,7 +17,9 @@ using betas_t = std::tuple<double, double>;
 
 // AdamOptions(1e-3).betas({0.9, 0.999}).eps(1e-8).weight_decay(0).amsgrad(false): the defaults.
 // weight_decay adds weight_decay * param to the gradient (L2), as torch.optim.Adam does;
-// maximize(true) ascends the objective: each step uses the gradient's negative.
+// maximize(true) ascends the objective: each step uses the gradient's negative. fused(): as
+// PyTorch's `fused`, one pass over each tensor instead of an op at a time, with the same result
+// to the last bit; unset (the default) takes it wherever the parameters allow (nn/optim/fused.h).
 class AdamOptions : public OptimizerOptions {
  public:
   AdamOptions(double lr = 1e-3);
@@ -27,12 +30,14 @@ class AdamOptions : public OptimizerOptions {
   AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
   AdamOptions& maximize(bool v) { maximize_ = v; return *this; }
+  AdamOptions& fused(std::optional<bool> v) { fused_ = v; return *this; }
   double lr() const { return lr_; }
   const betas_t& betas() const { return betas_; }
   double eps() const { return eps_; }
   double weight_decay() const { return weight_decay_; }
   bool amsgrad() const { return amsgrad_; }
   bool maximize() const { return maximize_; }
+  std::optional<bool> fused() const { return fused_; }
 
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamOptions>(*this); }
   double get_lr() const override { return lr_; }
@@ -51,6 +56,7 @@ class AdamOptions : public OptimizerOptions {
   double weight_decay_ = 0;
   bool amsgrad_ = false;
   bool maximize_ = false;
+  std::optional<bool> fused_;
 };
 
 // The same options with weight decay decoupled from the gradient (param *= 1 - lr * weight_decay
@@ -66,9 +72,11 @@ class AdamWOptions : public AdamOptions {
   AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamWOptions& amsgrad(bool v) { amsgrad_ = v; return *this; }
   AdamWOptions& maximize(bool v) { maximize_ = v; return *this; }
+  AdamWOptions& fused(std::optional<bool> v) { fused_ = v; return *this; }
   using AdamOptions::amsgrad;
   using AdamOptions::betas;
   using AdamOptions::eps;
+  using AdamOptions::fused;
   using AdamOptions::lr;
   using AdamOptions::maximize;
   using AdamOptions::weight_decay;

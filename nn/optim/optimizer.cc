@@ -374,6 +374,11 @@ bool json_bool_or_false(const json& in, const char* who, const char* name) {
   return in.contains(name) && json_bool(in, who, name);
 }
 
+std::optional<bool> json_optional_bool(const json& in, const char* who, const char* name) {
+  if (!in.contains(name) || in.at(name).is_null()) return std::nullopt;
+  return json_bool(in, who, name);
+}
+
 int64_t json_int(const json& in, const char* who, const char* name) {
   const json& v = field(in, who, name);
   TD_CHECK(v.is_number_integer(), who, ": option '", name, "' must be an integer, it is ", v.dump());

@@ -161,6 +161,8 @@ double json_double(const nlohmann::json& in, const char* who, const char* name);
 bool json_bool(const nlohmann::json& in, const char* who, const char* name);
 // A boolean option added later: false where a state saved before it has no field.
 bool json_bool_or_false(const nlohmann::json& in, const char* who, const char* name);
+// An option that may be unset: null or no field (a state saved before it) reads as unset.
+std::optional<bool> json_optional_bool(const nlohmann::json& in, const char* who, const char* name);
 int64_t json_int(const nlohmann::json& in, const char* who, const char* name);
 }  // namespace detail
 

@@ -31,6 +31,7 @@ void SGDOptions::to_json(nlohmann::json& out) const {
   out["weight_decay"] = weight_decay_;
   out["nesterov"] = nesterov_;
   out["maximize"] = maximize_;
+  out["fused"] = fused_ ? nlohmann::json(*fused_) : nlohmann::json(nullptr);
 }
 
 void SGDOptions::from_json(const nlohmann::json& in) {
@@ -40,6 +41,7 @@ void SGDOptions::from_json(const nlohmann::json& in) {
   weight_decay_ = detail::json_double(in, "SGD", "weight_decay");
   nesterov_ = detail::json_bool(in, "SGD", "nesterov");
   maximize_ = detail::json_bool_or_false(in, "SGD", "maximize");
+  fused_ = detail::json_optional_bool(in, "SGD", "fused");
 }
 
 std::unique_ptr<OptimizerParamState> SGDParamState::clone() const {
@@ -68,11 +70,18 @@ SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaul
 
 std::unique_ptr<OptimizerParamState> SGD::make_param_state() const { return std::make_unique<SGDParamState>(); }
 
-// torch/optim/sgd.py, _single_tensor_sgd; on a GPU, one fused step per group.
+// torch/optim/sgd.py, _single_tensor_sgd, op by op; or one fused step per group.
 void SGD::update() {
+  // Every group's choice is made before any group changes, so that fused=true refused changes nothing.
+  std::vector<std::vector<Tensor>> fused;
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
-    if (std::vector<Tensor> params = detail::fusable(group.params()); !params.empty()) {
+    fused.push_back(detail::fused_params(group.params(), o.fused(), "SGD"));
+  }
+  for (size_t group_index = 0; group_index < fused.size(); ++group_index) {
+    auto& group = param_groups()[group_index];
+    const auto& o = static_cast<const SGDOptions&>(group.options());
+    if (const std::vector<Tensor>& params = fused[group_index]; !params.empty()) {
       std::vector<Tensor> grads, bufs;
       std::vector<bool> first;
       for (const Tensor& p : params) {

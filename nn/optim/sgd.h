@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nn/optim/optimizer.h"
@@ -10,7 +11,9 @@
 namespace tandem::optim {
 
 // SGDOptions(0.1).momentum(0.9).nesterov(true): setters chain, getters share the name.
-// maximize(true) ascends the objective: each step uses the gradient's negative.
+// maximize(true) ascends the objective: each step uses the gradient's negative. fused(): as
+// PyTorch's `fused`, one pass over each tensor instead of an op at a time, with the same result
+// to the last bit; unset (the default) takes it wherever the parameters allow (nn/optim/fused.h).
 class SGDOptions : public OptimizerOptions {
  public:
   SGDOptions(double lr);  // implicit, as in LibTorch: SGD(params, 0.1)
@@ -21,12 +24,14 @@ class SGDOptions : public OptimizerOptions {
   SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
   SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
+  SGDOptions& fused(std::optional<bool> v) { fused_ = v; return *this; }
   double lr() const { return lr_; }
   double momentum() const { return momentum_; }
   double dampening() const { return dampening_; }
   double weight_decay() const { return weight_decay_; }
   bool nesterov() const { return nesterov_; }
   bool maximize() const { return maximize_; }
+  std::optional<bool> fused() const { return fused_; }
 
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<SGDOptions>(*this); }
   double get_lr() const override { return lr_; }
@@ -43,6 +48,7 @@ class SGDOptions : public OptimizerOptions {
   double weight_decay_ = 0;
   bool nesterov_ = false;
   bool maximize_ = false;
+  std::optional<bool> fused_;
 };
 
 // Exists only for parameters of groups with momentum != 0, once they had a gradient.

@@ -1,6 +1,6 @@
 // The fused optimizer steps (kernels/optim.h) against the op-by-op steps of nn/optim (which match
-// PyTorch's arithmetic): the same parameters after several steps, on the CPU here and on a GPU
-// in the [cuda] case (where SGD and Adam take the fused path themselves).
+// PyTorch's arithmetic): the same parameters, bit for bit, after several steps, on the CPU and on
+// a GPU. SGD and Adam take the fused step by default; fused(false) gives the op-by-op one.
 #include "kernels/optim.h"
 #include "tests/testing.h"
 
@@ -36,11 +36,15 @@ void set_grads(std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
   for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].to(params[i].device()).clone();
 }
 
-double tolerance(td::DType dtype) { return dtype == td::kFloat64 ? 1e-13 : 1e-5; }
+// Bit for bit (check_close's report of the worst element, with no tolerance).
+void check_same_bits(const Tensor& actual, const Tensor& expected, const std::string& what) {
+  CHECK(td::testing::sign_bits(actual) == td::testing::sign_bits(expected));
+  td::testing::check_close(actual, expected, 0, 0, what);
+}
 
 }  // namespace
 
-TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") {
+TEST_CASE("fused SGD steps give the op-by-op steps' bits for every option", "[cpu]") {
   td::testing::reseed(31);
   for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
     for (double momentum : {0.0, 0.9}) {
@@ -56,7 +60,7 @@ TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") 
               std::vector<Tensor> reference = leaves(steps[0].values, td::Device("cpu"));
               td::optim::SGD sgd(reference, td::optim::SGDOptions(0.1).momentum(momentum).dampening(dampening)
                                                 .nesterov(nesterov).weight_decay(weight_decay)
-                                                .maximize(maximize));
+                                                .maximize(maximize).fused(false));
               std::vector<Tensor> fused, bufs;
               for (const Tensor& v : steps[0].values) {
                 fused.push_back(v.clone());
@@ -68,8 +72,8 @@ TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") 
                 td::kernels::sgd_step_(fused, steps[k].grads, bufs, std::vector<bool>(3, k == 0),
                                        td::kernels::SgdStep{0.1, momentum, dampening, weight_decay, nesterov, maximize});
                 for (size_t i = 0; i < fused.size(); ++i) {
-                  td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
-                                           what + " step " + std::to_string(k) + " param " + std::to_string(i));
+                  check_same_bits(fused[i], reference[i].detach(),
+                                  what + " step " + std::to_string(k) + " param " + std::to_string(i));
                 }
               }
             }
@@ -80,7 +84,7 @@ TEST_CASE("fused SGD steps equal the op-by-op steps for every option", "[cpu]") 
   }
 }
 
-TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without amsgrad", "[cpu]") {
+TEST_CASE("fused Adam and AdamW steps give the op-by-op steps' bits, with and without amsgrad", "[cpu]") {
   td::testing::reseed(32);
   for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
     for (bool decoupled : {false, true}) {
@@ -97,11 +101,11 @@ TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without
               if (decoupled) {
                 opt = std::make_unique<td::optim::AdamW>(
                     reference, td::optim::AdamWOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay)
-                                   .amsgrad(amsgrad).maximize(maximize));
+                                   .amsgrad(amsgrad).maximize(maximize).fused(false));
               } else {
                 opt = std::make_unique<td::optim::Adam>(
                     reference, td::optim::AdamOptions(0.01).betas({beta1, 0.99}).weight_decay(weight_decay)
-                                   .amsgrad(amsgrad).maximize(maximize));
+                                   .amsgrad(amsgrad).maximize(maximize).fused(false));
               }
               std::vector<Tensor> fused, m, v, v_max;
               for (const Tensor& x : steps[0].values) {
@@ -117,8 +121,8 @@ TEST_CASE("fused Adam and AdamW steps equal the op-by-op steps, with and without
                                         td::kernels::AdamStep{0.01, beta1, 0.99, 1e-8, weight_decay, decoupled,
                                                               amsgrad, maximize});
                 for (size_t i = 0; i < fused.size(); ++i) {
-                  td::testing::check_close(fused[i], reference[i].detach(), tolerance(dtype), tolerance(dtype),
-                                           what + " step " + std::to_string(k) + " param " + std::to_string(i));
+                  check_same_bits(fused[i], reference[i].detach(),
+                                  what + " step " + std::to_string(k) + " param " + std::to_string(i));
                 }
               }
             }
@@ -156,9 +160,9 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
     auto steps = problem(dtype, 5);
     std::vector<Tensor> cpu = leaves(steps[0].values, td::Device("cpu"));
     std::vector<Tensor> gpu = leaves(steps[0].values, td::Device("cuda:0"));
-    td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01).fused(false));
     td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
-    td::optim::AdamW adam_cpu(cpu, td::optim::AdamWOptions(0.01).amsgrad(true));
+    td::optim::AdamW adam_cpu(cpu, td::optim::AdamWOptions(0.01).amsgrad(true).fused(false));
     td::optim::AdamW adam_gpu(gpu, td::optim::AdamWOptions(0.01).amsgrad(true));
     for (int k = 0; k < 5; ++k) {
       set_grads(cpu, steps[k].grads);
@@ -169,8 +173,7 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
       CHECK(gpu[0].version() > version);
       for (size_t i = 0; i < gpu.size(); ++i) {
         CHECK(gpu[i].device() == td::Device("cuda:0"));
-        td::testing::check_close(gpu[i].detach().cpu(), cpu[i].detach(), tolerance(dtype), tolerance(dtype),
-                                 td::detail::str_cat(dtype, " step ", k, " param ", i));
+        check_same_bits(gpu[i].detach().cpu(), cpu[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
       }
     }
   }
@@ -260,8 +263,7 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
       on_cpu[k % 5]->step();
       on_gpu[k % 5]->step();
       for (size_t i = 0; i < gpu.size(); ++i) {
-        td::testing::check_close(gpu[i].detach().cpu(), cpu[i].detach(), tolerance(dtype), tolerance(dtype),
-                                 td::detail::str_cat(dtype, " step ", k, " param ", i));
+        check_same_bits(gpu[i].detach().cpu(), cpu[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
       }
     }
   }

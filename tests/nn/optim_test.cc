@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -110,8 +111,10 @@ optim::AdagradOptions adagrad_options(const json& j, optim::AdagradOptions o) {
   return o;
 }
 
-// The optimizer of a fixture configuration: its defaults, and its groups with their overrides.
-std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params) {
+// The optimizer of a fixture configuration: its defaults, and its groups with their overrides;
+// with `fused`, SGD, Adam and AdamW have fused(*fused) in every group.
+std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params,
+                                                 std::optional<bool> fused = std::nullopt) {
   const std::string kind = config["optimizer"];
   const json& defaults = config["defaults"];
   auto groups = [&](auto make_options) {
@@ -129,10 +132,12 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   };
   if (kind == "SGD") {
     auto base = sgd_options(defaults, optim::SGDOptions(defaults["lr"].get<double>()));
+    if (fused) base.fused(fused);
     return std::make_unique<optim::SGD>(groups([&](const json& o) { return sgd_options(o, base); }), base);
   }
   if (kind == "Adam") {
     auto base = adam_options(defaults, optim::AdamOptions());
+    if (fused) base.fused(fused);
     return std::make_unique<optim::Adam>(groups([&](const json& o) { return adam_options(o, base); }), base);
   }
   if (kind == "RMSprop") {
@@ -145,6 +150,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   }
   REQUIRE(kind == "AdamW");
   auto base = adam_options(defaults, optim::AdamWOptions());
+  if (fused) base.fused(fused);
   return std::make_unique<optim::AdamW>(groups([&](const json& o) { return adam_options(o, base); }), base);
 }
 
@@ -190,8 +196,8 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Opti
 // A run of one fixture configuration: parameters, optimizer and scheduler, stepped t steps so far.
 struct Run {
   explicit Run(const json& config, td::DType dtype = td::kFloat64) : Run(config, fixture_params(dtype)) {}
-  Run(const json& config, std::vector<td::Tensor> start)
-      : params(std::move(start)), optimizer(make_optimizer(config, params)),
+  Run(const json& config, std::vector<td::Tensor> start, std::optional<bool> fused = std::nullopt)
+      : params(std::move(start)), optimizer(make_optimizer(config, params, fused)),
         scheduler(make_scheduler(config["scheduler"], *optimizer)) {}
   void step() {
     set_fixture_grads(params, t++);
@@ -1012,4 +1018,127 @@ TEST_CASE("maximize ascends: the step of -loss with maximize is the step of loss
     check_equal(up.detach(), values(down.detach()));
     CHECK(td::testing::values(up.detach())[0] < 1.0);  // it moved toward the maximum of -|x|^2
   }
+}
+
+TEST_CASE("fused steps, the default of SGD, Adam and AdamW, give the op-by-op steps' bits", "[cpu]") {
+  // Every fixture configuration of the three (groups, a parameter without a gradient at some
+  // steps, a 0-dim one, schedulers changing lr), in float32 and float64: unset (the default) and
+  // fused(true) against fused(false), which steps op by op.
+  int compared = 0;
+  for (const json& config : fixture()["optimizers"]) {
+    const std::string kind = config["optimizer"];
+    if (kind != "SGD" && kind != "Adam" && kind != "AdamW") continue;
+    for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+      Run op_by_op(config, fixture_params(dtype), false), by_default(config, fixture_params(dtype)),
+          fused(config, fixture_params(dtype), true);
+      for (size_t t = 0; t < fixture()["steps"].get<size_t>(); ++t) {
+        op_by_op.step();
+        by_default.step();
+        fused.step();
+        for (size_t i = 0; i < op_by_op.params.size(); ++i) {
+          const std::string what = td::detail::str_cat(config["name"].get<std::string>(), " ", dtype, ", step ", t + 1,
+                                                       ", parameter ", i);
+          for (const Run* run : {&by_default, &fused}) {
+            INFO(what);
+            CHECK(td::testing::sign_bits(run->params[i]) == td::testing::sign_bits(op_by_op.params[i]));
+            check_close(run->params[i], op_by_op.params[i], 0, 0, what);
+          }
+        }
+      }
+      ++compared;
+    }
+  }
+  CHECK(compared >= 12);
+}
+
+TEST_CASE("by default, groups the fused step cannot take step op by op", "[cpu]") {
+  // Mixed dtypes in one group, and a non-contiguous parameter: the fused step takes neither.
+  auto make = [] {
+    return std::vector<td::Tensor>{td::arange(6, td::kFloat64).reshape({2, 3}).requires_grad_(),
+                                   td::arange(4, td::kFloat32).requires_grad_(),
+                                   td::arange(6, td::kFloat64).reshape({3, 2}).t().detach().requires_grad_()};
+  };
+  for (bool adam : {false, true}) {
+    std::vector<td::Tensor> a = make(), b = make();
+    REQUIRE_FALSE(a[2].is_contiguous());
+    std::unique_ptr<optim::Optimizer> by_default, op_by_op;
+    if (adam) {
+      by_default = std::make_unique<optim::Adam>(a, optim::AdamOptions(0.1).weight_decay(0.01));
+      op_by_op = std::make_unique<optim::Adam>(b, optim::AdamOptions(0.1).weight_decay(0.01).fused(false));
+    } else {
+      by_default = std::make_unique<optim::SGD>(a, optim::SGDOptions(0.1).momentum(0.9));
+      op_by_op = std::make_unique<optim::SGD>(b, optim::SGDOptions(0.1).momentum(0.9).fused(false));
+    }
+    for (int t = 0; t < 3; ++t) {
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i].mutable_grad() = td::ones_like(a[i]) * (t + 1.5);
+        b[i].mutable_grad() = td::ones_like(b[i]) * (t + 1.5);
+      }
+      by_default->step();
+      op_by_op->step();
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      check_close(a[i], b[i], 0, 0, td::detail::str_cat(adam ? "Adam" : "SGD", " parameter ", i));
+      CHECK(values(a[i]) != values(make()[i]));  // they moved
+    }
+  }
+}
+
+TEST_CASE("fused(true) where a group cannot take the fused step is an error, and no group changes", "[cpu]") {
+  td::Tensor w = td::ones({2, 3}, td::kFloat64).requires_grad_();
+  td::Tensor strided = td::ones({3, 2}, td::kFloat64).t().detach().requires_grad_();
+  td::Tensor half = td::ones({2}, td::kFloat16).requires_grad_();
+  w.mutable_grad() = td::ones({2, 3}, td::kFloat64);
+  strided.mutable_grad() = td::ones({2, 3}, td::kFloat64);
+  half.mutable_grad() = td::ones({2}, td::kFloat16);
+  // Group 0 could take the fused step; group 1 cannot.
+  auto make = [&](bool adam, const td::Tensor& second) -> std::unique_ptr<optim::Optimizer> {
+    std::vector<optim::OptimizerParamGroup> groups{optim::OptimizerParamGroup({w}),
+                                                   optim::OptimizerParamGroup({second})};
+    if (adam) return std::make_unique<optim::AdamW>(std::move(groups), optim::AdamWOptions(0.1).fused(true));
+    return std::make_unique<optim::SGD>(std::move(groups), optim::SGDOptions(0.1).momentum(0.9).fused(true));
+  };
+  for (bool adam : {false, true}) {
+    const char* name = adam ? "AdamW" : "SGD";
+    auto opt = make(adam, strided);
+    check_error([&] { opt->step(); }, {name, "fused=true", "parameter 0 of its group", "not contiguous"});
+    check_equal(w, std::vector<double>(6, 1.0));  // group 0 did not step either
+    check_equal(strided, std::vector<double>(6, 1.0));
+    CHECK(opt->state_dict().empty());
+    auto with_half = make(adam, half);
+    check_error([&] { with_half->step(); }, {name, "fused=true", "float16, not float32 or float64"});
+    check_equal(w, std::vector<double>(6, 1.0));
+    check_equal(half, {1, 1});
+  }
+}
+
+TEST_CASE("the fused option is saved with each group and a state saved before it loads as unset", "[cpu]") {
+  td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
+  for (std::optional<bool> fused : {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)}) {
+    optim::SGD sgd({w}, optim::SGDOptions(0.1).momentum(0.9).fused(fused));
+    optim::AdamW adamw({w}, optim::AdamWOptions(0.1).fused(fused));
+    for (optim::Optimizer* saved : {static_cast<optim::Optimizer*>(&sgd), static_cast<optim::Optimizer*>(&adamw)}) {
+      const td::StateDict sd = saved->state_dict();
+      const json groups = json::parse(sd.metadata.at("param_groups"));
+      CHECK(groups[0]["fused"] == (fused ? json(*fused) : json(nullptr)));
+    }
+    optim::SGD sgd_loaded({w}, optim::SGDOptions(0.5).fused(!fused.value_or(false)));
+    sgd_loaded.load_state_dict(sgd.state_dict());
+    CHECK(static_cast<const optim::SGDOptions&>(sgd_loaded.param_groups()[0].options()).fused() == fused);
+    optim::AdamW adamw_loaded({w}, optim::AdamWOptions(0.5).fused(!fused.value_or(false)));
+    adamw_loaded.load_state_dict(adamw.state_dict());
+    CHECK(static_cast<const optim::AdamOptions&>(adamw_loaded.param_groups()[0].options()).fused() == fused);
+  }
+  // A state written before the option existed has no "fused" in its groups.
+  optim::SGD old({w}, optim::SGDOptions(0.1).momentum(0.9).fused(true));
+  td::StateDict sd = old.state_dict();
+  json groups = json::parse(sd.metadata.at("param_groups"));
+  groups[0].erase("fused");
+  sd.metadata["param_groups"] = groups.dump();
+  optim::SGD loaded({w}, optim::SGDOptions(0.5).fused(false));
+  loaded.load_state_dict(sd);
+  CHECK_FALSE(static_cast<const optim::SGDOptions&>(loaded.param_groups()[0].options()).fused().has_value());
+  groups[0]["fused"] = "yes";
+  sd.metadata["param_groups"] = groups.dump();
+  check_error([&] { loaded.load_state_dict(sd); }, {"SGD", "'fused'", "true or false"});
 }

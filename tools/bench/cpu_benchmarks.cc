@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "examples/models.h"
+#include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
 #include "tandem.h"
 
@@ -139,11 +140,39 @@ void cnn_train_step(benchmark::State& state) {  // two convolutions, two linear 
   train_step(state, *cnn, td::randn({64, 1, 28, 28}), td::randint(0, 10, {64}));
 }
 
+// One optimizer step over the MLP's parameters (784-256-256-10: 269,322 values) and gradients
+// fixed beforehand: the update phase of a training step, alone.
+void optimizer_step(benchmark::State& state, td::optim::Optimizer& optimizer) {
+  for (auto _ : state) optimizer.step();
+}
+
+std::vector<td::Tensor> mlp_parameters_with_grads(td::nn::Module& model) {
+  std::vector<td::Tensor> params = model.parameters();
+  for (td::Tensor& p : params) p.mutable_grad() = td::randn(p.sizes());
+  return params;
+}
+
+void sgd_step_mlp(benchmark::State& state) {  // momentum 0.9
+  td::manual_seed(0);
+  td::examples::Mlp mlp(784, 10);
+  td::optim::SGD sgd(mlp_parameters_with_grads(*mlp), td::optim::SGDOptions(0.01).momentum(0.9));
+  optimizer_step(state, sgd);
+}
+
+void adamw_step_mlp(benchmark::State& state) {  // the defaults
+  td::manual_seed(0);
+  td::examples::Mlp mlp(784, 10);
+  td::optim::AdamW adamw(mlp_parameters_with_grads(*mlp), td::optim::AdamWOptions(1e-3));
+  optimizer_step(state, adamw);
+}
+
 }  // namespace
 
 BENCHMARK(mlp_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(mlp_train_step_bf16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_train_step)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(sgd_step_mlp)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(adamw_step_mlp)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(add_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(exp_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(mul_f16_scalar_16M)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -150,6 +150,8 @@ def cases():
     yield "mlp_train_step", train_step(mlp(), 128)
     yield "mlp_train_step_bf16", train_step(mlp(), 128, autocast=torch.bfloat16)
     yield "cnn_train_step", train_step(cnn(), 64)
+    yield "sgd_step_mlp", optimizer_step(lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9))
+    yield "adamw_step_mlp", optimizer_step(lambda params: torch.optim.AdamW(params, lr=1e-3))
 
 
 def mlp():
@@ -181,6 +183,17 @@ def train_step(model, batch, device=torch.device("cpu"), autocast=None):
         sgd.step()
         return loss
     return step
+
+
+def optimizer_step(make_optimizer):
+    """tandem's optimizer_step: one step of PyTorch's default algorithm over the MLP's parameters,
+    their gradients fixed beforehand."""
+    torch.manual_seed(0)
+    params = list(mlp().parameters())
+    for p in params:
+        p.grad = torch.randn_like(p)
+    optimizer = make_optimizer(params)
+    return optimizer.step
 
 
 def main():
