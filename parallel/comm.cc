@@ -375,22 +375,13 @@ std::vector<Tensor> scatter(const Tensor& tensor, const std::vector<Device>& dev
   Record record("scatter", with(used, tensor.device()));
   std::vector<int64_t> starts(sizes.size(), 0);
   for (size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
-  auto in_place = [&](size_t i) { return used[i] == tensor.device() || (tensor.is_cpu() && used[i].is_cpu()); };
   on_each_device(
       used,
       [&](size_t i) {
         Tensor chunk = kernels::narrow(tensor, d, starts[i], sizes[i]);
-        if (used[i] == tensor.device()) {
-          out[i] = chunk;
-        } else if (in_place(i)) {  // the chunk's version counter is tensor's, as a view's
-          out[i] = Tensor::make(detail::storage_on_cpu(chunk.storage(), used[i]), chunk.sizes(), chunk.strides(),
-                                chunk.storage_offset(), chunk.dtype(), &chunk);
-        } else {
-          out[i] = kernels::to(chunk, used[i]);
-        }
+        out[i] = used[i] == tensor.device() ? chunk : kernels::to(chunk, used[i]);
       },
-      [&](size_t i) { return !in_place(i); });
-  // Counted as every primitive counts CPU devices' tensors read in place: as crossing devices.
+      [&](size_t i) { return used[i] != tensor.device(); });
   for (size_t i = 0; i < out.size(); ++i) record.moved(out[i], tensor.device(), used[i]);
   return out;
 }
@@ -460,10 +451,6 @@ void check_reduce_group(const std::vector<Tensor>& group, const char* op) {
 }  // namespace
 
 namespace detail {
-
-Storage storage_on_cpu(const Storage& storage, Device device) {
-  return Storage::wrap(storage.data(), storage.nbytes(), device, [keep = storage](void*) {});
-}
 
 std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensors, int64_t buffer_size) {
   std::vector<std::vector<size_t>> groups;

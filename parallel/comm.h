@@ -44,9 +44,7 @@ std::vector<std::vector<Tensor>> broadcast_coalesced(const std::vector<Tensor>& 
 
 // chunk_sizes: rows of each chunk along dim (summing to the size of dim); none: as even as
 // possible, sizes differing by at most one, larger ones first (10 rows over 3 devices: 4, 3, 3).
-// A chunk that is already on its device is a view of `tensor`, not a copy, and so is a chunk of a
-// CPU tensor for another CPU device (CPU devices share one memory): writes to such a chunk are
-// writes to `tensor`, as on one device.
+// A chunk that is already on its device is a view of `tensor`, not a copy.
 std::vector<Tensor> scatter(const Tensor& tensor, const std::vector<Device>& devices,
                             const std::optional<std::vector<int64_t>>& chunk_sizes = std::nullopt, int64_t dim = 0);
 std::vector<int64_t> even_chunk_sizes(int64_t size, int64_t chunks);
@@ -76,9 +74,6 @@ void broadcast_coalesced_into_buffered(const std::vector<Tensor>& tensors,
                                        const std::vector<std::vector<Tensor>>& outputs, int64_t buffer_size);
 std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<Tensor>>& per_device,
                                                   Device destination, int64_t buffer_size);
-// The bytes of `storage` (CPU memory) under a new handle labelled with the CPU device `device`,
-// which keeps `storage` alive: how a tensor of one CPU device is read in place on another.
-Storage storage_on_cpu(const Storage& storage, Device device);
 // The buffers: indices of tensors of one dtype, in order, up to buffer_size bytes each; a larger
 // tensor has one of its own.
 std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensors, int64_t buffer_size);

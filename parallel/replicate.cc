@@ -31,7 +31,7 @@ void alias_across_cpus(const Tensor& replica, const Tensor& original, Device dev
   TensorImpl& r = replica.impl();
   const TensorImpl& o = original.impl();
   if (!r.storage.defined() || r.storage.data() != o.storage.data() || r.storage.nbytes() != o.storage.nbytes()) {
-    r.storage = comm::detail::storage_on_cpu(o.storage, device);
+    r.storage = Storage::wrap(o.storage.data(), o.storage.nbytes(), device, [keep = o.storage](void*) {});
   }
   r.sizes = o.sizes;
   r.strides = o.strides;
