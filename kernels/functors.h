@@ -331,10 +331,11 @@ struct Clamp {
 template <typename M>
 struct SgdUpdate {
   M lr, momentum, dampening_complement, weight_decay;  // dampening_complement: 1 - dampening
-  bool has_momentum, nesterov, first, maximize;
+  // has_weight_decay: the option is nonzero as a double, as nn/optim decides (it may round to 0 in M).
+  bool has_weight_decay, has_momentum, nesterov, first, maximize;
   TD_INLINE void operator()(M& p, M g, M& buf) const {
     if (maximize) g = -g;
-    if (weight_decay != M(0)) g = math::fma(weight_decay, p, g);
+    if (has_weight_decay) g = math::fma(weight_decay, p, g);
     if (has_momentum) {
       if (first) {
         buf = g;
@@ -355,12 +356,12 @@ struct AdamUpdate {
   M lerp_alpha;     // torch.lerp toward g by w = 1 - beta1: m + w (g - m), or for |w| >= 0.5, g - (1 - w)(g - m)
   bool lerp_from_start;
   M beta2, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
-  bool decoupled, amsgrad, maximize;
+  bool has_weight_decay, decoupled, amsgrad, maximize;  // has_weight_decay: as SgdUpdate's
   TD_INLINE void operator()(M& p, M g, M& m, M& v, M* v_max) const {
     if (maximize) g = -g;
     if (decoupled) {
-      if (weight_decay != M(0)) p = math::unfused_mul(p, decay);  // its own op, before the step's add
-    } else if (weight_decay != M(0)) {
+      if (has_weight_decay) p = math::unfused_mul(p, decay);  // its own op, before the step's add
+    } else if (has_weight_decay) {
       g = math::fma(weight_decay, p, g);
     }
     const M diff = g - m;

@@ -1,9 +1,10 @@
 // Fused optimizer steps: SGD (momentum, dampening, Nesterov, weight decay) and Adam/AdamW
 // (amsgrad) over many tensors at once, each element read and written once, with the arithmetic
-// of the op-by-op steps in nn/optim (kernels/functors.h: SgdUpdate, AdamUpdate). On a GPU the
-// tensors of one call go in as few launches as the kernel's tensor list allows, where the op-by-op
-// form launches several kernels per tensor. nn/optim uses them for float32/float64 parameters on
-// CUDA devices; the CPU form is the twin the tests compare against.
+// of the op-by-op steps in nn/optim (kernels/functors.h: SgdUpdate, AdamUpdate), so with their
+// results to the bit. On a GPU the tensors of one call go in as few launches as the kernel's
+// tensor list allows, where the op-by-op form launches several kernels per tensor; on the CPU
+// they are one range for the thread pool. nn/optim's SGD, Adam and AdamW use them wherever a
+// group's parameters allow (nn/optim/fused.h).
 #pragma once
 
 #include <vector>

@@ -12,7 +12,8 @@ namespace detail {
 template <typename M>
 fn::SgdUpdate<M> sgd_update(const SgdStep& s, bool first) {
   return fn::SgdUpdate<M>{static_cast<M>(s.lr), static_cast<M>(s.momentum), static_cast<M>(1 - s.dampening),
-                          static_cast<M>(s.weight_decay), s.momentum != 0, s.nesterov, first, s.maximize};
+                          static_cast<M>(s.weight_decay), s.weight_decay != 0, s.momentum != 0, s.nesterov, first,
+                          s.maximize};
 }
 
 template <typename M>
@@ -31,6 +32,7 @@ fn::AdamUpdate<M> adam_update(const AdamStep& s, int64_t step_count) {
                            static_cast<M>(s.lr / bias_correction1),
                            static_cast<M>(std::pow(bias_correction2, 0.5)),
                            static_cast<M>(s.eps),
+                           s.weight_decay != 0,
                            s.decoupled_weight_decay,
                            s.amsgrad,
                            s.maximize};

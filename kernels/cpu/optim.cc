@@ -53,12 +53,12 @@ template <typename T, bool kMaximize, bool kDecay, bool kMomentum, bool kFirst, 
 [[gnu::noinline, gnu::flatten]] void sgd_span(fn::SgdUpdate<T> u, T* p, const T* g, T* buf, int64_t begin,
                                               int64_t end) {
   u.maximize = kMaximize;
-  if (!kDecay) u.weight_decay = 0;
+  u.has_weight_decay = kDecay;
   u.has_momentum = kMomentum;
   u.first = kFirst;
   u.nesterov = kNesterov;
   for (int64_t e = begin; e < end; ++e) {
-    T b = kMomentum ? buf[e] : T(0);
+    T b = kMomentum && !kFirst ? buf[e] : T(0);  // a first step writes the buffer without reading it
     u(p[e], g[e], b);
     if (kMomentum) buf[e] = b;
   }
@@ -68,7 +68,7 @@ template <typename T, bool kMaximize, bool kDecay, bool kDecoupled, bool kFromSt
 [[gnu::noinline, gnu::flatten]] void adam_span(fn::AdamUpdate<T> u, T* p, const T* g, T* m, T* v, T* v_max,
                                                int64_t begin, int64_t end) {
   u.maximize = kMaximize;
-  if (!kDecay) u.weight_decay = 0;
+  u.has_weight_decay = kDecay;
   u.decoupled = kDecoupled;
   u.lerp_from_start = kFromStart;
   u.amsgrad = kAmsgrad;
@@ -87,7 +87,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
       T* buf = update.has_momentum ? bufs[i].data_ptr<T>() : nullptr;
       with_constants(
           [&]<bool... kOptions>() { sgd_span<T, kOptions...>(update, p, g, buf, begin, end); },
-          update.maximize, update.weight_decay != 0, update.has_momentum, update.first, update.nesterov);
+          update.maximize, update.has_weight_decay, update.has_momentum, update.first, update.nesterov);
     });
   });
 }
@@ -105,7 +105,7 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
       T* v_max = update.amsgrad ? max_exp_avg_sqs[i].data_ptr<T>() : nullptr;
       with_constants(
           [&]<bool... kOptions>() { adam_span<T, kOptions...>(update, p, g, m, v, v_max, begin, end); },
-          update.maximize, update.weight_decay != 0, update.decoupled, update.lerp_from_start, update.amsgrad);
+          update.maximize, update.has_weight_decay, update.decoupled, update.lerp_from_start, update.amsgrad);
     });
   });
 }

@@ -1,6 +1,9 @@
 // The fused optimizer steps (kernels/optim.h) against the op-by-op steps of nn/optim (which match
 // PyTorch's arithmetic): the same parameters, bit for bit, after several steps, on the CPU and on
 // a GPU. SGD and Adam take the fused step by default; fused(false) gives the op-by-op one.
+#include <cmath>
+#include <limits>
+
 #include "kernels/optim.h"
 #include "tests/testing.h"
 
@@ -133,6 +136,64 @@ TEST_CASE("fused Adam and AdamW steps give the op-by-op steps' bits, with and wi
   }
 }
 
+TEST_CASE("CPU fused steps over tensors that the thread pool splits, empty ones among them", "[cpu]") {
+  // The tensors are one range for the pool, in chunks of 16384 elements: chunks end inside
+  // tensors and between them, and empty tensors lie on the edges. SGD and Adam by default (the
+  // fused step) against fused(false), bit for bit, over several steps of each kind.
+  td::testing::reseed(36);
+  const std::vector<td::Shape> shapes = {{0}, {1}, {16385}, {0}, {7, 3}, {100003}, {0}};
+  for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
+    std::vector<Tensor> start;
+    for (const auto& s : shapes) start.push_back(td::testing::random_tensor(s, dtype));
+    std::vector<Tensor> fused = leaves(start, td::Device("cpu")), op_by_op = leaves(start, td::Device("cpu"));
+    td::optim::SGD sgd(fused, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+    td::optim::SGD sgd_ref(op_by_op,
+                           td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01).fused(false));
+    td::optim::AdamW adamw(fused, td::optim::AdamWOptions(0.01).amsgrad(true));
+    td::optim::AdamW adamw_ref(op_by_op, td::optim::AdamWOptions(0.01).amsgrad(true).fused(false));
+    td::optim::Adam adam(fused, td::optim::AdamOptions(0.01).betas({0.3, 0.99}).weight_decay(0.1).maximize(true));
+    td::optim::Adam adam_ref(op_by_op, td::optim::AdamOptions(0.01).betas({0.3, 0.99}).weight_decay(0.1)
+                                           .maximize(true).fused(false));
+    std::vector<td::optim::Optimizer*> under_test = {&sgd, &adamw, &adam}, reference = {&sgd_ref, &adamw_ref, &adam_ref};
+    for (int k = 0; k < 6; ++k) {
+      std::vector<Tensor> grads;
+      for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
+      set_grads(fused, grads);
+      set_grads(op_by_op, grads);
+      under_test[k % 3]->step();
+      reference[k % 3]->step();
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        check_same_bits(fused[i].detach(), op_by_op[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU fused steps take weight decay where the option is nonzero, also where it rounds to 0", "[cpu]") {
+  // 1e-50 is 0 in float32, but the op-by-op step adds 0 * p to the gradient all the same: NaN for
+  // an infinite parameter, +0 for a gradient of -0. The fused step decides as it does.
+  Tensor start = td::tensor(std::vector<float>{std::numeric_limits<float>::infinity(), 1.0f, -2.0f});
+  Tensor grad = td::tensor(std::vector<float>{-0.0f, -0.0f, 1.0f});
+  for (bool adam : {false, true}) {
+    std::vector<Tensor> fused = leaves({start}, td::Device("cpu")), op_by_op = leaves({start}, td::Device("cpu"));
+    std::unique_ptr<td::optim::Optimizer> under_test, reference;
+    if (adam) {
+      under_test = std::make_unique<td::optim::Adam>(fused, td::optim::AdamOptions(0.1).weight_decay(1e-50));
+      reference = std::make_unique<td::optim::Adam>(op_by_op,
+                                                    td::optim::AdamOptions(0.1).weight_decay(1e-50).fused(false));
+    } else {
+      under_test = std::make_unique<td::optim::SGD>(fused, td::optim::SGDOptions(0.1).weight_decay(1e-50));
+      reference = std::make_unique<td::optim::SGD>(op_by_op, td::optim::SGDOptions(0.1).weight_decay(1e-50).fused(false));
+    }
+    set_grads(fused, {grad});
+    set_grads(op_by_op, {grad});
+    under_test->step();
+    reference->step();
+    CHECK(std::isnan(td::testing::values(op_by_op[0])[0]));
+    check_same_bits(fused[0].detach(), op_by_op[0].detach(), adam ? "Adam" : "SGD");
+  }
+}
+
 TEST_CASE("fused steps check their lists and change nothing when they refuse", "[cpu]") {
   Tensor p = td::ones({3}), g = td::ones({3}), b = td::zeros({3});
   td::testing::Snapshot before(p);
@@ -243,15 +304,18 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
     std::vector<Tensor> start;
     for (const auto& s : shapes) start.push_back(td::testing::random_tensor(s, dtype));
     std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::Device("cuda:0"));
-    td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+    // The CPU's op-by-op steps against the GPU's fused ones.
+    td::optim::SGD sgd_cpu(cpu,
+                           td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01).fused(false));
     td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
-    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
+    td::optim::SGD damped_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).fused(false));
     td::optim::SGD damped_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3));
-    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
+    td::optim::Adam adam_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).fused(false));
     td::optim::Adam adam_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1));
-    td::optim::SGD ascend_cpu(cpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
+    td::optim::SGD ascend_cpu(cpu,
+                              td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true).fused(false));
     td::optim::SGD ascend_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
-    td::optim::Adam adam_ascend_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
+    td::optim::Adam adam_ascend_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true).fused(false));
     td::optim::Adam adam_ascend_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
     std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu};
     std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu};

@@ -1081,6 +1081,25 @@ TEST_CASE("by default, groups the fused step cannot take step op by op", "[cpu]"
       check_close(a[i], b[i], 0, 0, td::detail::str_cat(adam ? "Adam" : "SGD", " parameter ", i));
       CHECK(values(a[i]) != values(make()[i]));  // they moved
     }
+    // The same groups are the ones fused(true) refuses: the default did step them op by op.
+    std::vector<td::Tensor> c = make();
+    for (td::Tensor& p : c) p.mutable_grad() = td::ones_like(p);
+    std::unique_ptr<optim::Optimizer> required;
+    if (adam) {
+      required = std::make_unique<optim::Adam>(c, optim::AdamOptions(0.1).fused(true));
+    } else {
+      required = std::make_unique<optim::SGD>(c, optim::SGDOptions(0.1).fused(true));
+    }
+    check_error([&] { required->step(); }, {"fused=true", "parameter 1 of its group", "float32 on cpu:0 where the "
+                                            "first is float64 on cpu:0"});
+    c.erase(c.begin() + 1);
+    std::unique_ptr<optim::Optimizer> strided;
+    if (adam) {
+      strided = std::make_unique<optim::Adam>(c, optim::AdamOptions(0.1).fused(true));
+    } else {
+      strided = std::make_unique<optim::SGD>(c, optim::SGDOptions(0.1).fused(true));
+    }
+    check_error([&] { strided->step(); }, {"fused=true", "parameter 1 of its group", "not contiguous"});
   }
 }
 
