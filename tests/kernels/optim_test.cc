@@ -45,6 +45,25 @@ void check_same_bits(const Tensor& actual, const Tensor& expected, const std::st
   td::testing::check_close(actual, expected, 0, 0, what);
 }
 
+// `steps` steps, optimizer k % n of each list at step k, both lists' parameters given the same
+// random gradients first (shapes: the parameters'), compared bit for bit after each step.
+void step_in_turns(std::vector<Tensor>& params, const std::vector<td::optim::Optimizer*>& optimizers,
+                   std::vector<Tensor>& reference_params, const std::vector<td::optim::Optimizer*>& references,
+                   const std::vector<td::Shape>& shapes, td::DType dtype, int steps) {
+  for (int k = 0; k < steps; ++k) {
+    std::vector<Tensor> grads;
+    for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
+    set_grads(params, grads);
+    set_grads(reference_params, grads);
+    optimizers[k % optimizers.size()]->step();
+    references[k % references.size()]->step();
+    for (size_t i = 0; i < params.size(); ++i) {
+      check_same_bits(params[i].detach().cpu(), reference_params[i].detach(),
+                      td::detail::str_cat(dtype, " step ", k, " param ", i));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("fused SGD steps give the op-by-op steps' bits for every option", "[cpu]") {
@@ -154,18 +173,7 @@ TEST_CASE("CPU fused steps over tensors that the thread pool splits, empty ones 
     td::optim::Adam adam(fused, td::optim::AdamOptions(0.01).betas({0.3, 0.99}).weight_decay(0.1).maximize(true));
     td::optim::Adam adam_ref(op_by_op, td::optim::AdamOptions(0.01).betas({0.3, 0.99}).weight_decay(0.1)
                                            .maximize(true).fused(false));
-    std::vector<td::optim::Optimizer*> under_test = {&sgd, &adamw, &adam}, reference = {&sgd_ref, &adamw_ref, &adam_ref};
-    for (int k = 0; k < 6; ++k) {
-      std::vector<Tensor> grads;
-      for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
-      set_grads(fused, grads);
-      set_grads(op_by_op, grads);
-      under_test[k % 3]->step();
-      reference[k % 3]->step();
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        check_same_bits(fused[i].detach(), op_by_op[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
-      }
-    }
+    step_in_turns(fused, {&sgd, &adamw, &adam}, op_by_op, {&sgd_ref, &adamw_ref, &adam_ref}, shapes, dtype, 6);
   }
 }
 
@@ -317,18 +325,7 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
     td::optim::SGD ascend_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
     td::optim::Adam adam_ascend_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true).fused(false));
     td::optim::Adam adam_ascend_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
-    std::vector<td::optim::Optimizer*> on_cpu = {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu};
-    std::vector<td::optim::Optimizer*> on_gpu = {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu};
-    for (int k = 0; k < 10; ++k) {
-      std::vector<Tensor> grads;
-      for (const auto& s : shapes) grads.push_back(td::testing::random_tensor(s, dtype));
-      set_grads(cpu, grads);
-      set_grads(gpu, grads);
-      on_cpu[k % 5]->step();
-      on_gpu[k % 5]->step();
-      for (size_t i = 0; i < gpu.size(); ++i) {
-        check_same_bits(gpu[i].detach().cpu(), cpu[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
-      }
-    }
+    step_in_turns(gpu, {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu}, cpu,
+                  {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu}, shapes, dtype, 10);
   }
 }
