@@ -3,7 +3,7 @@
 // that the results are the op-by-op steps' to the bit. All the tensors of a call are one index
 // range for the thread pool (one fork and join per step, not one per tensor), and each tensor's
 // span runs a loop with the step's options as constants, so that the loop has no branches and
-// vectorizes (all but amsgrad's, whose NaN-aware maximum GCC 12 leaves scalar).
+// vectorizes (all but amsgrad's in float64, where GCC 12 leaves the NaN-aware maximum scalar).
 #include <algorithm>
 
 #include "core/dispatch.h"
