@@ -71,6 +71,22 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* o
            "positions; clone() the input first");
 }
 
+void check_no_overlap(const Tensor& out, const Tensor& in, const char* op, const char* arg) {
+  if (!out.is_alias_of(in) || out.numel() == 0 || in.numel() == 0) return;
+  const bool same = out.storage_offset() == in.storage_offset() && out.sizes() == in.sizes() &&
+                    out.strides() == in.strides() && out.dtype() == in.dtype();
+  if (!same && (!is_non_overlapping_and_dense(out) || !is_non_overlapping_and_dense(in))) return;  // too hard to tell
+  auto bytes = [](const Tensor& t) {
+    const int64_t begin = t.storage_offset() * static_cast<int64_t>(element_size(t.dtype()));
+    return std::pair{begin, begin + t.numel() * static_cast<int64_t>(element_size(t.dtype()))};
+  };
+  const auto [out_begin, out_end] = bytes(out);
+  const auto [in_begin, in_end] = bytes(in);
+  TD_CHECK(out_end <= in_begin || in_end <= out_begin, op, ": ", arg,
+           " refers to memory of the written-to tensor, which the op writes at other positions than it reads; "
+           "clone() it first");
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   dst.is_cpu() && src.is_cpu() ? cpu::copy(dst, src) : cuda::copy(dst, src);
 }

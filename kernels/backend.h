@@ -22,6 +22,9 @@ void check_defined(const Tensor& t, const char* op, const char* arg);
 // and may not partly overlap an input (a tensor fully the same as `out` is fine).
 void check_no_internal_overlap(const Tensor& out, const char* op);
 void check_no_partial_overlap(const Tensor& out, const Tensor& in, const char* op);
+// Ops that write elements other than the ones they read (scatter_add_ writes x[index[k]] from
+// src[k]): `in`, the argument named `arg`, may share no memory with `out` at all, as in PyTorch.
+void check_no_overlap(const Tensor& out, const Tensor& in, const char* op, const char* arg);
 // Whether the elements fill a block of memory exactly once, in some order of the dims.
 bool is_non_overlapping_and_dense(const Tensor& t);
 

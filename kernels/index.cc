@@ -142,7 +142,8 @@ Tensor& scatter_add_into(Tensor& x, int64_t dim, const Tensor& index, const Tens
   }
   check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "scatter_add_", "dim " + std::to_string(d));
   check_no_internal_overlap(x, "scatter_add_");
-  check_no_partial_overlap(x, src, "scatter_add_");
+  check_no_overlap(x, src, "scatter_add_", "src");
+  check_no_overlap(x, index, "scatter_add_", "index");
   Tensor i64 = to(index, kInt64);
   x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
   if (in_place) x.bump_version();

@@ -583,6 +583,30 @@ TEST_CASE("scatter_add_ rejects a src of another dtype", "[cpu]") {
   ss.check_unchanged(src);
 }
 
+TEST_CASE("scatter_add_ rejects a src or an index that shares memory with self, as PyTorch does", "[cpu]") {
+  // Element k of src goes to element index[k] of self: read from self's own memory, the result
+  // would depend on the order the elements are visited in (one order on a CPU, another on a GPU).
+  Tensor x = td::tensor(std::vector<float>{1, 2, 3});
+  Tensor index = td::tensor(std::vector<int64_t>{1, 2, 0});
+  Snapshot xs(x);
+  check_error([&] { td::scatter_add_(x, 0, index, x); }, {"scatter_add_", "src refers to memory of the written-to"});
+  Tensor wide = td::arange(6, td::kFloat32);
+  Tensor head = wide.narrow(0, 0, 3);
+  Snapshot ws(wide);
+  check_error([&] { td::scatter_add_(head, 0, index, wide.narrow(0, 1, 3)); }, {"scatter_add_", "src"});
+  // An int64 index inside self would be read after writes had changed it, past the checked range.
+  Tensor positions = td::tensor(std::vector<int64_t>{1, 2, 0});
+  Snapshot ps(positions);
+  check_error([&] { td::scatter_add_(positions, 0, positions, td::ones({3}, td::kInt64)); },
+              {"scatter_add_", "index refers to memory of the written-to"});
+  xs.check_unchanged(x);
+  ws.check_unchanged(wide);
+  ps.check_unchanged(positions);
+  // Apart, in one storage, they are fine.
+  td::scatter_add_(head, 0, index, wide.narrow(0, 3, 3));
+  check_equal(wide, {0 + 5, 1 + 3, 2 + 4, 3, 4, 5});
+}
+
 TEST_CASE("cat promotes over every tensor, the skipped empty 1-D ones included", "[cpu]") {
   td::Tensor out = td::cat({td::zeros({0}), td::ones({2, 2}, td::kInt32)});
   CHECK(out.dtype() == td::kFloat32);  // as torch.cat
