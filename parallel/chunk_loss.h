@@ -3,7 +3,8 @@
 // denominator that is a sum over rows too: the rows themselves for most losses, but the class
 // weights of the targets for cross-entropy with `weight`, and only the rows not ignored with
 // `ignore_index`. Weighting each chunk's mean by its rows is exact only in the first case; adding
-// up the chunks' sums and denominators is exact in all.
+// up the chunks' sums and denominators is exact in all. tandem's loss modules are computed here as
+// sums and denominators, their weight buffers moved to the chunk's device.
 #pragma once
 
 #include <type_traits>
@@ -34,13 +35,16 @@ const auto& loss_impl(const C& criterion) {
   }
 }
 
+// Whether C, without reference and const, is one of Modules.
+template <typename C, typename... Modules>
+constexpr bool is_one_of = (std::is_same_v<std::remove_cvref_t<C>, Modules> || ...);
+
 // Whether forward_with_loss computes this criterion's chunk sums itself: cross-entropy and
 // negative log-likelihood modules, whose means divide by the targets' class weights.
+
 template <typename C>
 constexpr bool is_class_loss_module =
-    std::is_same_v<std::remove_cvref_t<C>, nn::CrossEntropyLoss> ||
-    std::is_same_v<std::remove_cvref_t<C>, nn::CrossEntropyLossImpl> ||
-    std::is_same_v<std::remove_cvref_t<C>, nn::NLLLoss> || std::is_same_v<std::remove_cvref_t<C>, nn::NLLLossImpl>;
+    is_one_of<C, nn::CrossEntropyLoss, nn::CrossEntropyLossImpl, nn::NLLLoss, nn::NLLLossImpl>;
 
 // The weight of each target's class summed over the targets not ignored: the denominator of
 // cross-entropy's and NLL's mean over class indices.
@@ -69,11 +73,16 @@ struct ChunkLoss {
 inline DType wide(DType dtype) { return is_16bit_float(dtype) ? kFloat32 : dtype; }
 inline Tensor wide_sum(const Tensor& losses) { return losses.sum(wide(losses.dtype())); }
 
+// A module's weight buffer on the chunk's device.
+inline Tensor on_device_of(const Tensor& buffer, const Tensor& out) {
+  return buffer.defined() ? buffer.to(out.device()) : buffer;
+}
+
 // Cross-entropy over one chunk, the module's weight on the chunk's device.
 inline ChunkLoss class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "CrossEntropyLoss");
-  const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
+  const Tensor weight = on_device_of(criterion.weight, out);
   const Tensor losses = nn::functional::cross_entropy(out, target, weight, o.ignore_index_, kNone, o.label_smoothing_);
   const Tensor sum = wide_sum(losses);
   if (o.reduction_ == kSum) return {{sum, Tensor()}, losses.dtype()};
@@ -89,11 +98,51 @@ inline ChunkLoss class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const
 inline ChunkLoss class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
   check_reduction(o.reduction_, "NLLLoss");
-  const Tensor weight = criterion.weight.defined() ? criterion.weight.to(out.device()) : Tensor();
+  const Tensor weight = on_device_of(criterion.weight, out);
   const Tensor losses = nn::functional::nll_loss(out, target, weight, o.ignore_index_, kNone);
   const Tensor sum = wide_sum(losses);
   if (o.reduction_ == kSum) return {{sum, Tensor()}, losses.dtype()};
   return {{sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())}, losses.dtype()};
+}
+
+// Whether forward_with_loss computes this criterion's chunk sums itself: the element-wise losses,
+// a mean over elements or their sum. A chunk's 0-dim result alone cannot say which: weighting it
+// by the chunk's rows, right for a mean, would scale a sum down.
+template <typename C>
+constexpr bool is_elementwise_loss_module =
+    is_one_of<C, nn::MSELoss, nn::MSELossImpl, nn::L1Loss, nn::L1LossImpl, nn::SmoothL1Loss, nn::SmoothL1LossImpl,
+              nn::HuberLoss, nn::HuberLossImpl, nn::BCELoss, nn::BCELossImpl, nn::BCEWithLogitsLoss,
+              nn::BCEWithLogitsLossImpl>;
+
+// A chunk's losses per element as a sum and, for a mean, their count.
+inline ChunkLoss elementwise_part(const Tensor& losses, Reduction reduction, const char* name) {
+  check_reduction(reduction, name);
+  const Tensor sum = wide_sum(losses);
+  if (reduction == kSum) return {{sum, Tensor()}, losses.dtype()};
+  return {{sum, full({}, static_cast<double>(losses.numel()), TensorOptions(sum.dtype()).device(sum.device()))},
+          losses.dtype()};
+}
+
+inline ChunkLoss elementwise_loss_sum(const nn::MSELossImpl& c, const Tensor& out, const Tensor& target) {
+  return elementwise_part(nn::functional::mse_loss(out, target, kNone), c.reduction, "MSELoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::L1LossImpl& c, const Tensor& out, const Tensor& target) {
+  return elementwise_part(nn::functional::l1_loss(out, target, kNone), c.reduction, "L1Loss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::SmoothL1LossImpl& c, const Tensor& out, const Tensor& target) {
+  return elementwise_part(nn::functional::smooth_l1_loss(out, target, kNone, c.beta), c.reduction, "SmoothL1Loss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::HuberLossImpl& c, const Tensor& out, const Tensor& target) {
+  return elementwise_part(nn::functional::huber_loss(out, target, kNone, c.delta), c.reduction, "HuberLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::BCELossImpl& c, const Tensor& out, const Tensor& target) {
+  return elementwise_part(nn::functional::binary_cross_entropy(out, target, on_device_of(c.weight, out), kNone),
+                          c.options.reduction_, "BCELoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const Tensor& out, const Tensor& target) {
+  const Tensor losses = nn::functional::binary_cross_entropy_with_logits(
+      out, target, on_device_of(c.weight, out), on_device_of(c.pos_weight, out), kNone);
+  return elementwise_part(losses, c.options.reduction_, "BCEWithLogitsLoss");
 }
 
 }  // namespace detail

@@ -90,11 +90,22 @@ std::shared_ptr<nn::Module> non_null(std::shared_ptr<nn::Module> module) {
   return module;
 }
 
+// A GPU that is not there would otherwise fail only inside a step, after the replicas had run
+// (and changed BatchNorm's running statistics).
+void check_exists(const Device& device, const char* what) {
+  if (!device.is_cuda()) return;
+  const int gpus = cuda::is_available() ? cuda::device_count() : 0;
+  TD_CHECK(device.index() < gpus, "DataParallel: ", what, " ", device, " does not exist (", gpus, " CUDA devices",
+           gpus == 0 ? ": " + cuda::unavailable_reason() : std::string(), ")");
+}
+
 // The options' device_ids, or every visible device; checked before anything is built on them.
 std::vector<Device> device_ids_of(const DataParallelOptions& options) {
   std::vector<Device> ids = options.device_ids_.empty() ? visible_devices() : options.device_ids_;
   auto twice = repeated_device(ids);
   TD_CHECK(!twice, "DataParallel: device ", *twice, " is listed twice in device_ids");
+  for (const Device& d : ids) check_exists(d, "device_ids entry");
+  if (options.output_device_) check_exists(*options.output_device_, "output_device");
   return ids;
 }
 

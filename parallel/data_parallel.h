@@ -285,9 +285,13 @@ class DataParallelImpl : public DataParallelBase {
   // numbers per replica travel, and no device holds all outputs. The criterion returns either
   // - a 0-dim mean over its chunk: the chunks' means are weighted by their shares of the rows,
   //   exact where every row counts alike (mse, l1, cross-entropy without weight or ignored rows);
+  //   a sum must come as a LossSum without a denominator, as weighting would scale it down;
   // - a LossSum (chunk_loss.h): the sum of the chunk's losses and the denominator of its mean;
-  // - or it is a CrossEntropyLoss or NLLLoss module, whose sums and denominators (the targets'
-  //   class weights, rows with ignore_index left out) are computed here: exact in every case.
+  // - or it is one of tandem's loss modules: CrossEntropyLoss and NLLLoss, whose sums and
+  //   denominators (the targets' class weights, rows with ignore_index left out) are computed
+  //   here, and the element-wise ones (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
+  //   BCEWithLogitsLoss), as sums and element counts; with reduction sum or mean, and their
+  //   weight buffers on each chunk's device: exact in every case.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();
@@ -295,6 +299,12 @@ class DataParallelImpl : public DataParallelBase {
     std::optional<int64_t> rows = batch_rows(dim(), args...);
     TD_CHECK(rows.has_value(), "DataParallel::forward_with_loss: no tensor among the inputs to split into chunks");
     if (device_ids().size() == 1) {
+      // The target is checked as it is on several devices, where it is split by rows: a target
+      // that only one device would take, broadcast by the criterion, is refused here too.
+      ScatterPlan whole;
+      whole.dim = dim();
+      whole.rows = *rows;
+      detail::check_all_scatterable(whole, target);
       start_single_step(*rows);
       std::vector<DeviceTimer> forward, loss_timer;
       forward.emplace_back(device_ids().front());
@@ -368,6 +378,8 @@ class DataParallelImpl : public DataParallelBase {
   static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
       return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
+    } else if constexpr (detail::is_elementwise_loss_module<Criterion>) {
+      return detail::elementwise_loss_sum(detail::loss_impl(criterion), out, target);
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {

@@ -1292,6 +1292,105 @@ TEST_CASE("loss in the replicas is the batch's loss also with class weights, ign
   }
 }
 
+TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums stay sums, weights follow the chunks",
+          "[cpu]") {
+  // A sum returned as a 0-dim tensor would be weighted by the chunk's rows like a mean (about a
+  // third of the batch's sum over three devices); BCE's weight and pos_weight, on cpu:0, would
+  // meet the chunks of cpu:1 and cpu:2 on another device.
+  class ProbabilitiesImpl : public nn::Cloneable<ProbabilitiesImpl> {
+   public:
+    ProbabilitiesImpl() { reset(); }
+    void reset() override { mlp = register_module("mlp", std::make_shared<MlpImpl>()); }
+    Tensor forward(const Tensor& x) override { return td::sigmoid(mlp->forward(x)); }
+    std::shared_ptr<MlpImpl> mlp;
+  };
+  td::testing::reseed(43);
+  const Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64);
+  const Tensor target = td::rand({10, 3}, td::kFloat64);
+  const Tensor weight = td::tensor(std::vector<double>{0.2, 1.5, 3.0});
+  const Tensor pos_weight = td::tensor(std::vector<double>{2.0, 0.5, 1.0});
+  auto check = [&](auto&& criterion, const std::string& what) {
+    for (int n : {1, 3}) {
+      INFO(what << " over " << n << " devices");
+      auto model = make_model<ProbabilitiesImpl>(44, cpu0);
+      auto reference = make_model<ProbabilitiesImpl>(44, cpu0);
+      par::DataParallelOptions options(first_devices(n));
+      if (n == 3) options.chunk_sizes({4, 3, 3});
+      par::DataParallel dp(model, options);
+      Tensor loss = dp->forward_with_loss(criterion, target, x);
+      Tensor expected;
+      if constexpr (requires { criterion.forward(x, target); }) {
+        expected = criterion.forward(reference->forward(x), target);
+      } else {
+        expected = criterion(reference->forward(x), target);
+      }
+      CHECK(loss.dim() == 0);
+      CHECK(loss.device() == cpu0);
+      td::testing::check_close(loss, expected.detach(), 1e-13, 1e-13, what + " loss");
+      loss.backward();
+      expected.backward();
+      auto g = model->parameters(), rg = reference->parameters();
+      for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, what);
+    }
+  };
+  check(nn::MSELoss(td::kSum), "MSELoss sum");
+  check(nn::MSELoss(), "MSELoss mean");
+  check(nn::L1Loss(td::kSum), "L1Loss sum");
+  check(nn::SmoothL1Loss(td::kSum, 0.05), "SmoothL1Loss sum");
+  check(nn::HuberLoss(td::kMean, 0.05), "HuberLoss mean");
+  check(nn::BCELoss(nn::BCELossOptions().weight(weight).reduction(td::kSum)), "BCELoss weight, sum");
+  check(nn::BCELoss(nn::BCELossOptions().weight(weight)), "BCELoss weight, mean");
+  using LogitsOptions = nn::BCEWithLogitsLossOptions;
+  check(nn::BCEWithLogitsLoss(LogitsOptions().weight(weight).pos_weight(pos_weight).reduction(td::kSum)),
+        "BCEWithLogitsLoss weights, sum");
+  check(nn::BCEWithLogitsLoss(LogitsOptions().pos_weight(pos_weight)), "BCEWithLogitsLoss pos_weight, mean");
+  nn::MSELossImpl by_reference(td::kSum);
+  check(by_reference, "a module by reference");
+
+  // A loss per element cannot be added up over replicas: an error, before anything runs.
+  for (int n : {1, 3}) {
+    auto model = make_model<ProbabilitiesImpl>(44, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+    CHECK_THROWS_WITH(dp->forward_with_loss(nn::MSELoss(td::kNone), target, x),
+                      Catch::Contains("MSELoss has reduction none"));
+    CHECK_THROWS_WITH(dp->forward_with_loss(nn::BCEWithLogitsLoss(LogitsOptions().reduction(td::kNone)), target, x),
+                      Catch::Contains("BCEWithLogitsLoss has reduction none"));
+  }
+}
+
+TEST_CASE("one device refuses a target without the batch's rows, as several do, before the forward runs", "[cpu]") {
+  const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  const Tensor one_row = td::zeros({1, 6}, td::kFloat64);  // the criterion alone would broadcast it
+  auto criterion = [](const Tensor& out, const Tensor& target) { return td::nn::functional::mse_loss(out, target); };
+  for (int n : {1, 2}) {
+    INFO(n << " devices");
+    auto model = make_model<BnNetImpl>(45, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)));
+    td::testing::Snapshot mean(model->bn->running_mean), tracked(model->bn->num_batches_tracked);
+    const int64_t steps = dp->stats().step;
+    td::testing::check_error([&] { dp->forward_with_loss(criterion, one_row, x); },
+                             {"shape [1, 6]", "the batch has 6 rows"});
+    mean.check_unchanged(model->bn->running_mean);
+    tracked.check_unchanged(model->bn->num_batches_tracked);
+    CHECK(dp->stats().step == steps);
+    CHECK(dp->forward_with_loss(criterion, td::zeros({6, 6}, td::kFloat64), x).dim() == 0);  // and then it runs
+  }
+}
+
+TEST_CASE("a device_ids entry or output_device that does not exist is refused when the DataParallel is made",
+          "[cpu]") {
+  const int gpus = td::cuda::is_available() ? td::cuda::device_count() : 0;
+  const Device missing(td::kCUDA, gpus);
+  auto model = make_model<BnNetImpl>(46, cpu0);
+  td::testing::check_error(
+      [&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).output_device(missing)); },
+      {"DataParallel: output_device " + missing.str() + " does not exist", std::to_string(gpus) + " CUDA devices"});
+  td::testing::check_error([&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, missing})); },
+                           {"DataParallel: device_ids entry " + missing.str() + " does not exist"});
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).output_device(cpu2));  // CPU devices: any index
+  CHECK(dp(td::testing::random_tensor({4, 4}, td::kFloat64)).device() == cpu2);
+}
+
 namespace {
 
 // Class scores plus a learned bias per class: a model whose loss has its scores' dtype.
