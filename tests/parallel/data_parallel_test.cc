@@ -100,8 +100,12 @@ void check_training_matches(const std::vector<Device>& devices, std::optional<st
   par::DataParallel dp(model, options);
   td::optim::SGD opt(dp->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
   td::optim::SGD ref_opt(reference->parameters(), td::optim::SGDOptions(0.1).momentum(0.9));
+  std::vector<std::shared_ptr<nn::Module>> replicas;
   for (int step = 0; step < 5; ++step) {
     Tensor out = dp(x);
+    // Built at the first step and reused after every update: only their values are refreshed.
+    if (step == 0) replicas = dp->replicas();
+    CHECK(dp->replicas() == replicas);
     CHECK(out.device() == devices[0]);
     Tensor ref_out = reference->forward(x);
     td::testing::check_close(out.cpu(), ref_out, 1e-12, 1e-12, what + " output");
@@ -384,6 +388,30 @@ TEST_CASE("state_dict has the module's keys and round-trips between DataParallel
   for (const auto& [k, t] : other->state_dict()) prefixed.insert("module." + k, t);
   dp->load_state_dict(prefixed);
   check_same_parameters(*model, *other, 0, "dp from prefixed");
+
+  // Buffers too: BatchNorm's running statistics and its step count, after a training step.
+  auto bn_model = make_model<BnNetImpl>(14, cpu0);
+  par::DataParallel bn_dp(bn_model, par::DataParallelOptions({cpu0, cpu1}));
+  bn_dp(td::testing::random_tensor({6, 4}, td::kFloat64));
+  td::StateDict bn_state = bn_dp->state_dict();
+  CHECK(bn_state.keys() == bn_model->state_dict().keys());
+  CHECK(bn_state.contains("bn.num_batches_tracked"));
+  auto bn_plain = make_model<BnNetImpl>(15, cpu0);
+  bn_plain->load_state_dict(bn_state);
+  check_same_parameters(*bn_plain, *bn_model, 0, "BatchNorm model from dp");
+  const auto loaded = bn_plain->named_buffers(), saved = bn_model->named_buffers();
+  REQUIRE(loaded.size() == saved.size());
+  for (size_t b = 0; b < loaded.size(); ++b) td::testing::check_close(loaded[b].second, saved[b].second, 0, 0, saved[b].first);
+  CHECK(bn_plain->bn->num_batches_tracked.item<int64_t>() == 1);
+  // Back into the DataParallel: the next step's replicas start from the loaded statistics.
+  auto fresh = make_model<BnNetImpl>(16, cpu0);
+  bn_dp->load_state_dict(fresh->state_dict());
+  td::testing::check_close(bn_model->bn->running_mean, fresh->bn->running_mean, 0, 0, "running_mean loaded");
+  CHECK(bn_model->bn->num_batches_tracked.item<int64_t>() == 0);
+  bn_dp->eval();
+  fresh->eval();
+  const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  td::testing::check_close(bn_dp(x), fresh->forward(x).detach(), 1e-14, 1e-14, "eval output after loading");
 }
 
 TEST_CASE("balanced chunking gives a device that is slow in forward or in backward fewer rows", "[cpu]") {
@@ -444,6 +472,8 @@ TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]")
   par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
   dp(td::ones({4, 5}, td::kFloat64));
   td::testing::check_error([&] { dp->replicas()[1]->zero_grad(); }, {"zero_grad", "replica", "original module"});
+  td::testing::check_error([&] { dp->replicas()[1]->children()[0]->zero_grad(); },
+                           {"zero_grad", "replica", "original module"});  // its submodules too
   weight.check_unchanged(model->fc1->weight);
   // Moved after the DataParallel was made, a part of the module is found at the next forward (and
   // on one device too), before anything runs; moved back, it trains again.
@@ -1511,6 +1541,8 @@ TEST_CASE("replicate, the free function, gives connected or detached replicas wi
   {
     td::NoGradGuard no_grad;
     model->bn->running_mean.add_(td::testing::random_tensor({6}, td::kFloat64));
+    model->bn->running_var.mul_(td::testing::random_tensor({6}, td::kFloat64).abs() + 0.5);
+    model->bn->num_batches_tracked.fill_(7);
   }
   model->eval();  // the outputs read the running statistics, which no forward changes
   const Tensor x = td::testing::random_tensor({4, 4}, td::kFloat64);
@@ -1528,7 +1560,13 @@ TEST_CASE("replicate, the free function, gives connected or detached replicas wi
         CHECK(t.requires_grad() == (!detach && t.is_floating_point() && name.find("running") == std::string::npos &&
                                     name.find("num_batches") == std::string::npos));
       }
-      td::testing::check_close(replicas[r]->buffers()[0].cpu(), model->bn->running_mean, 0, 0, "running_mean");
+      const auto buffers = replicas[r]->named_buffers(), originals = model->named_buffers();
+      REQUIRE(buffers.size() == 3);
+      for (size_t b = 0; b < buffers.size(); ++b) {
+        CHECK(buffers[b].first == originals[b].first);
+        CHECK(buffers[b].second.dtype() == originals[b].second.dtype());
+        td::testing::check_close(buffers[b].second.cpu(), originals[b].second, 0, 0, buffers[b].first);
+      }
       Tensor out = replicas[r]->forward(x.to(device));
       td::testing::check_close(out.cpu(), expected.detach(), 1e-14, 1e-14, "output");
     }
