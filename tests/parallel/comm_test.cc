@@ -350,10 +350,14 @@ TEST_CASE("the in-place and coalesced broadcasts reject bad outputs and write no
   check_error([&] { comm::broadcast_coalesced({a}, {cpu1, cpu2}, -1); }, {"buffer_size must be positive, got -1"});
   one.check_unchanged(out1);
   two.check_unchanged(out2);
-  // And the same calls, corrected, write every output.
+  // And the same calls, corrected, write every output: into non-contiguous outputs too.
   comm::broadcast_coalesced_into({a}, {{out1}, {out2}});
   CHECK(values(out1) == values(a));
   CHECK(values(out2) == values(a));
+  td::Tensor columns = td::zeros({3, 4}).to(cpu2).t();
+  comm::broadcast_into(a, {out1.zero_(), columns});
+  CHECK(values(out1) == values(a));
+  CHECK(values(columns) == values(a));
 }
 
 TEST_CASE("reduce_add_coalesced rejects lists that do not match and leaves its inputs alone", "[cpu]") {
@@ -408,4 +412,32 @@ TEST_CASE("all_gather, reduce_scatter and all_reduce along any dim, over random 
       }
     }
   }
+}
+
+TEST_CASE("all_gather, gather, reduce_add, reduce_scatter and all_reduce reject bad lists with the facts", "[cpu]") {
+  const td::Device cpu0("cpu:0"), cpu1("cpu:1");
+  td::Tensor a = td::ones({4, 3}), b = td::ones({4, 2}).to(cpu1), wide = a.to(td::kFloat64).to(cpu1);
+  td::Tensor scalar = td::ones({}), other_scalar = td::ones({}).to(cpu1);
+  td::Tensor expanded = td::ones({1}).expand({3}), three = td::ones({3}).to(cpu1);
+  td::testing::Snapshot sa(a), sb(b), sw(wide), se(expanded), st(three);
+  check_error([&] { comm::all_gather({}); }, {"all_gather: expected at least one tensor"});
+  check_error([&] { comm::all_gather({a, b}); }, {"all_gather: tensor 1 on cpu:1", "[4, 2]", "[4, 3]", "dim 0"});
+  check_error([&] { comm::all_gather({a, a}); }, {"all_gather: device cpu:0 is listed twice"});
+  check_error([&] { comm::all_gather({scalar, other_scalar}); }, {"all_gather: 0-dim tensors"});
+  check_error([&] { comm::all_gather({a, wide}); }, {"all_gather: tensor 1 on cpu:1 has dtype float64", "float32"});
+  check_error([&] { comm::gather({scalar, other_scalar}, 0, cpu0); }, {"gather: 0-dim tensors"});
+  check_error([&] { comm::gather({a, wide}, 0, cpu0); }, {"gather: tensor 1 on cpu:1 has dtype float64"});
+  check_error([&] { comm::reduce_add({a > 0, (a > 0).to(cpu1)}); }, {"reduce_add: bool tensors cannot be added"});
+  check_error([&] { comm::reduce_scatter({scalar, other_scalar}); }, {"reduce_scatter: 0-dim tensors"});
+  check_error([&] { comm::reduce_scatter({a, a}); }, {"reduce_scatter: tensors 0 and 1 are both on cpu:0"});
+  check_error([&] { comm::reduce_scatter({a, b}); }, {"reduce_scatter: tensor 1 on cpu:1", "[4, 2]", "[4, 3]"});
+  check_error([&] { comm::all_reduce({}); }, {"all_reduce: expected at least one tensor"});
+  check_error([&] { comm::all_reduce({expanded, three}); }, {"all_reduce", "single memory location", "strides [0]"});
+  check_error([&] { comm::all_reduce({a, a}); }, {"all_reduce: tensors 0 and 1 are both on cpu:0"});
+  check_error([&] { comm::even_chunk_sizes(4, 0); }, {"number of chunks must be at least 1, got 0"});
+  sa.check_unchanged(a);
+  sb.check_unchanged(b);
+  sw.check_unchanged(wide);
+  se.check_unchanged(expanded);
+  st.check_unchanged(three);
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -292,6 +293,25 @@ TEST_CASE("an exception in a replica is re-raised naming the replica and its dev
   td::testing::check_error([&] { skewed(td::ones({9, 2})); }, {"in replica 1 on device cpu:1", "has 9 rows"});
   model->fail_on->reset();
   CHECK(dp(td::ones({9, 2})).sizes() == td::Shape{9, 2});  // the workers still serve
+  // Exceptions of any kind become a tandem::Error naming the replica: another std::exception
+  // keeps its message, anything else says what it was.
+  const std::vector<Device> devices{cpu2, cpu0};
+  td::testing::check_error(
+      [&] {
+        par::parallel_apply(devices, [&](size_t i) -> int {
+          if (i == 1) throw std::out_of_range("no such key");
+          return 0;
+        });
+      },
+      {"in replica 1 on device cpu:0", "no such key"});
+  td::testing::check_error(
+      [&] {
+        par::parallel_apply(devices, [&](size_t i) -> int {
+          if (i == 0) throw 42;
+          return 0;
+        });
+      },
+      {"in replica 0 on device cpu:2", "an exception that is not a std::exception"});
 }
 
 TEST_CASE("replicated BatchNorm: each replica normalises its chunk; the first replica's statistics update the module",
@@ -328,17 +348,19 @@ TEST_CASE("loss in the replicas is the exact mean over the whole batch, also for
   Tensor labels = td::randint(0, 3, {10});
   auto criterion = [](const Tensor& out, const Tensor& target) { return td::nn::functional::cross_entropy(out, target); };
   for (auto sizes : {std::vector<int64_t>{1, 2, 7}, std::vector<int64_t>{4, 3, 3}, std::vector<int64_t>{0, 10, 0}}) {
-    auto model = make_model<MlpImpl>(9, cpu0);
+    // device_ids in an order of their own, the module on the first of them
+    auto model = make_model<MlpImpl>(9, cpu2);
     auto reference = make_model<MlpImpl>(9, cpu0);
-    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).chunk_sizes(sizes));
+    par::DataParallel dp(model, par::DataParallelOptions({cpu2, cpu0, cpu1}).chunk_sizes(sizes));
     Tensor loss = dp->forward_with_loss(criterion, labels, x);
     Tensor expected = criterion(reference->forward(x), labels);
     CHECK(loss.dim() == 0);
-    CHECK(loss.device() == cpu0);
+    CHECK(loss.device() == cpu2);
     td::testing::check_close(loss, expected.detach(), 1e-13, 1e-13, "loss");
     loss.backward();
     expected.backward();
     check_same_parameters(*model, *reference, 0, "");  // unchanged: no step
+    for (const Tensor& p : model->parameters()) CHECK(p.grad().device() == cpu2);
     auto g = model->parameters(), rg = reference->parameters();
     for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, "grad");
   }
