@@ -33,9 +33,23 @@ std::vector<std::vector<Tensor>> Broadcast::apply(const std::vector<Tensor>& ten
 }
 
 void Broadcast::connect(const std::vector<Tensor>& tensors, const std::vector<std::vector<Tensor>>& outputs) {
-  for (const auto& per_device : outputs) {
+  // Every list is checked before any output loses its autograd state.
+  for (size_t d = 0; d < outputs.size(); ++d) {
+    const auto& per_device = outputs[d];
     TD_CHECK(per_device.size() == tensors.size(), "Broadcast: ", per_device.size(), " outputs on a device for ",
              tensors.size(), " inputs");
+    for (size_t i = 0; i < per_device.size(); ++i) {
+      const Tensor& t = per_device[i];
+      TD_CHECK(tensors[i].defined() && t.defined(), "Broadcast: input ", i, " or its output in list ", d,
+               " is undefined");
+      TD_CHECK(t.sizes() == tensors[i].sizes() && t.dtype() == tensors[i].dtype(), "Broadcast: output ", i,
+               " in list ", d, " is ", t.dtype(), shape_str(t.sizes()), " but its input is ", tensors[i].dtype(),
+               shape_str(tensors[i].sizes()));
+      TD_CHECK(t.device() == per_device[0].device(), "Broadcast: the outputs in list ", d,
+               " are on several devices (", per_device[0].device(), ", ", t.device(), ")");
+    }
+  }
+  for (const auto& per_device : outputs) {
     for (const Tensor& t : per_device) t.impl().autograd = nullptr;
   }
   std::vector<size_t> differentiable;  // the inputs whose copies carry gradients

@@ -1,6 +1,8 @@
 // The differentiable collectives: gradients by finite differences (float64), double backward,
 // and each function's backward being its partner (Broadcast <-> ReduceAddCoalesced,
 // Scatter <-> Gather), with gradients landing on the right devices.
+#include "parallel/replicate.h"
+#include "parallel/sync_batchnorm.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -117,4 +119,39 @@ TEST_CASE("the collectives' backward nodes are each other's", "[cpu]") {
   td::NoGradGuard no_grad;
   CHECK_FALSE(par::Scatter::apply(x, {cpu0, cpu1})[1].requires_grad());
   CHECK_FALSE(par::Broadcast::apply({x}, {cpu0, cpu1})[1][0].requires_grad());
+}
+
+TEST_CASE("Broadcast, Replicator, sync points and device lists reject bad input with the facts", "[cpu]") {
+  td::Tensor a = td::ones({3}).requires_grad_();
+  td::testing::check_error([&] { par::Broadcast::apply({a}, {}); }, {"expected at least one device"});
+  td::testing::check_error([&] { par::Broadcast::apply({a}, {cpu0, cpu1, cpu1}); }, {"device cpu:1 is listed twice"});
+  td::testing::check_error([&] { par::Broadcast::apply({td::Tensor()}, {cpu0, cpu1}); }, {"tensor 0 is undefined"});
+  td::testing::check_error([&] { par::Broadcast::apply({a, td::ones({2}).to(cpu1)}, {cpu0, cpu1}); },
+              {"all tensors must be on one device", "tensor 1 on cpu:1"});
+  // connect: each list holds one output per input, like it, on one device; nothing changes otherwise.
+  td::Tensor copy = td::ones({3}).to(cpu1), other = td::ones({3}).to(cpu1);
+  td::Tensor connected = td::ones({3}).to(cpu1);
+  par::Broadcast::connect({a}, {{connected}});
+  REQUIRE(connected.grad_fn() != nullptr);
+  td::testing::check_error([&] { par::Broadcast::connect({a}, {{connected}, {copy, other}}); }, {"2 outputs on a device for 1"});
+  td::testing::check_error([&] { par::Broadcast::connect({a}, {{connected}, {td::ones({4}).to(cpu1)}}); },
+              {"Broadcast: output 0 in list 1 is float32[4] but its input is float32[3]"});
+  td::testing::check_error([&] { par::Broadcast::connect({a}, {{connected}, {td::ones({3}, td::kFloat64).to(cpu1)}}); },
+              {"Broadcast: output 0 in list 1", "float64"});
+  td::testing::check_error([&] { par::Broadcast::connect({a, a}, {{connected, td::ones({3})}}); },
+              {"Broadcast: the outputs in list 0 are on several devices (cpu:1, cpu:0)"});
+  CHECK(connected.grad_fn() != nullptr);  // the first list kept its node
+  auto linear = std::make_shared<td::nn::LinearImpl>(2, 2);
+  td::testing::check_error([&] { par::Replicator r(nullptr, {cpu0}); }, {"replicate: the module is null"});
+  td::testing::check_error([&] { par::Replicator r(linear, {}); }, {"replicate: expected at least one device"});
+  td::testing::check_error([&] { par::Replicator r(linear, {cpu0, cpu0}); }, {"replicate: device cpu:0 is listed twice"});
+  par::Replicator replicator(linear, {cpu0, cpu1});
+  td::testing::check_error([&] { replicator.refresh({}); }, {"replicate: no replicas asked for"});
+  td::testing::check_error([&] { replicator.refresh({2}); }, {"replicate: replica 2 asked of 2 devices"});
+  CHECK(replicator.refresh({0, 1}).size() == 2);  // and then it serves
+  par::BatchNormSyncPoint point(2);
+  td::testing::check_error([&] { point.combine(2, {}); }, {"sync_batchnorm: replica 2 of 2"});
+  td::testing::check_error([&] { par::parse_devices(""); }, {"devices: '' names no device"});
+  td::testing::check_error([&] { par::parse_devices(","); }, {"devices: ',' has an empty entry"});
+  td::testing::check_error([&] { par::parse_devices("cpu:0,cpu:0"); }, {"devices: cpu:0 is listed twice"});
 }
