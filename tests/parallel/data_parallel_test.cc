@@ -1934,3 +1934,51 @@ TEST_CASE("replicas that write their inputs in place do not disturb each other's
                              "weight gradient, run " + std::to_string(run));
   }
 }
+
+TEST_CASE("DataParallel refuses bad chunk sizes, buffers away from device_ids[0], bad LossSums and bad state, "
+          "changing nothing", "[cpu]") {
+  auto model = make_model<BnNetImpl>(60, cpu0);
+  td::testing::check_error(
+      [&] { par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}).chunk_sizes({5, -1})); },
+      {"DataParallel: chunk_sizes[1] is negative (-1)"});
+  // A module whose only tensors elsewhere are buffers: BatchNorm without affine parameters.
+  class StatsOnlyImpl : public nn::Cloneable<StatsOnlyImpl> {
+   public:
+    StatsOnlyImpl() { reset(); }
+    void reset() override { bn = register_module("bn", nn::BatchNorm1d(nn::BatchNormOptions(3).affine(false))); }
+    Tensor forward(const Tensor& x) override { return bn(x); }
+    nn::BatchNorm1d bn{nullptr};
+  };
+  auto stats_only = std::make_shared<StatsOnlyImpl>();
+  stats_only->to(cpu1);
+  td::testing::check_error([&] { par::DataParallel dp(stats_only, par::DataParallelOptions({cpu0, cpu1})); },
+                           {"the module's buffers must be on device_ids[0] = cpu:0", "'bn.running_mean' is on cpu:1"});
+
+  par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+  const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  td::testing::Snapshot weight(model->fc->weight);
+  // (The replicas' forward has run by the time the criterion's result is seen: BatchNorm's
+  // statistics have moved, as they would for any criterion that throws.)
+  auto per_row = [](const Tensor& out, const Tensor&) { return par::LossSum{out.sum(1), Tensor()}; };
+  td::testing::check_error([&] { dp->forward_with_loss(per_row, td::zeros({6, 6}, td::kFloat64), x); },
+                           {"in replica 0 on device cpu:0", "LossSum must hold a 0-dim sum"});
+  weight.check_unchanged(model->fc->weight);
+
+  // load_state_dict checks every entry before it writes any, with or without the "module." prefix.
+  const td::StateDict state = make_model<BnNetImpl>(61, cpu0)->state_dict();
+  td::StateDict wrong_shape, missing;
+  for (const auto& [key, t] : state) {
+    wrong_shape.insert(key, key == "fc.weight" ? td::zeros({3, 3}, td::kFloat64) : t);
+    if (key != "bn.running_var") missing.insert("module." + key, t);
+  }
+  td::testing::Snapshot bias(model->fc->bias), mean(model->bn->running_mean);
+  td::testing::check_error([&] { dp->load_state_dict(wrong_shape); },
+                           {"load_state_dict: shape mismatch for fc.weight", "[3, 3]", "[6, 4]"});
+  td::testing::check_error([&] { dp->load_state_dict(missing); },
+                           {"load_state_dict: missing keys: bn.running_var"});
+  weight.check_unchanged(model->fc->weight);
+  bias.check_unchanged(model->fc->bias);
+  mean.check_unchanged(model->bn->running_mean);
+  dp->load_state_dict(state);  // the whole state loads
+  td::testing::check_close(model->fc->weight, state.at("fc.weight"), 0, 0, "loaded");
+}
