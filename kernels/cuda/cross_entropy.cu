@@ -24,7 +24,8 @@ __device__ M class_weight(const T* w, int64_t c) {
 template <typename T, typename M>
 __global__ void __launch_bounds__(kMaxRowThreads)
     cross_entropy_kernel(T* losses, T* target_weights, M* lse, const T* x, const int64_t* target, const T* w,
-                         const M* weight_sum, int64_t rows, int64_t classes, int64_t ignore_index, M keep, M spread) {
+                         const M* weight_sum, int64_t rows, int64_t classes, int64_t ignore_index, M keep, M spread,
+                         bool smoothed) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* in = x + r * classes;
     M max = -std::numeric_limits<M>::infinity();
@@ -34,10 +35,10 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
       const M v = static_cast<M>(in[c]);
       sum += static_cast<double>(fn::Exp{}(v - max));
-      if (spread != M(0)) weighted += static_cast<double>(class_weight<T, M>(w, c) * v);
+      if (smoothed) weighted += static_cast<double>(class_weight<T, M>(w, c) * v);
     }
     sum = block_sum(sum);
-    if (spread != M(0)) weighted = block_sum(weighted);
+    if (smoothed) weighted = block_sum(weighted);
     if (threadIdx.x != 0) continue;
     const M l = max + static_cast<M>(::log(sum));
     lse[r] = l;
@@ -49,7 +50,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     }
     const M wt = class_weight<T, M>(w, t);
     M value = keep * wt * (l - static_cast<M>(in[t]));
-    if (spread != M(0)) value = value + spread * (*weight_sum * l - static_cast<M>(weighted));
+    if (smoothed) value = value + spread * (*weight_sum * l - static_cast<M>(weighted));
     losses[r] = static_cast<T>(value);
     target_weights[r] = static_cast<T>(wt);
   }
@@ -88,7 +89,9 @@ void cross_entropy(const Tensor& losses, const Tensor& target_weights, const Ten
     cross_entropy_kernel<T, M><<<blocks, row_threads(classes), 0, stream_of(x.device())>>>(
         losses.data_ptr<T>(), target_weights.data_ptr<T>(), lse.data_ptr<M>(), x.data_ptr<T>(),
         target.data_ptr<int64_t>(), weight.data_ptr_or_null<T>(), weight_sum.data_ptr<M>(), rows, classes, ignore_index,
-        static_cast<M>(1 - smoothing), static_cast<M>(smoothing / static_cast<double>(classes)));
+        static_cast<M>(1 - smoothing), static_cast<M>(smoothing / static_cast<double>(classes)),
+        // Decided on the option, as on the CPU: smoothing / C may round to 0 in M.
+        smoothing > 0);
     TD_CUDA_CHECK_LAUNCH("cross_entropy on ", x.device());
   });
 }

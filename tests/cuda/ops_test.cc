@@ -2233,6 +2233,22 @@ TEST_CASE("layer norm, cross-entropy and dropout, forward and backward, match th
   fused_sweep(false);
 }
 
+TEST_CASE("cross-entropy smooths by the option, as the CPU does, also where smoothing / C rounds to 0", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  // 1e-50 / 3 is 0 in float32: the smoothing term is 0 times a sum that holds -inf, NaN on the CPU
+  // (and in PyTorch); the GPU once skipped the term when its factor rounded to 0.
+  const Tensor x = td::tensor(std::vector<float>{0.5f, -std::numeric_limits<float>::infinity(), 1.0f, 0.2f, 0.3f, 0.4f})
+                       .view({2, 3});
+  const Tensor t = td::tensor(std::vector<int64_t>{0, 2});
+  // The CPU's losses (PyTorch's, tests/nn/loss_test.cc): finite, NaN, inf in the first row.
+  for (double smoothing : {0.0, 1e-50, 0.1}) {
+    INFO("smoothing " << smoothing);
+    const Tensor on_cpu = F::cross_entropy(x, t, {}, -100, td::kNone, smoothing);
+    const Tensor on_gpu = F::cross_entropy(x.to(ct::device()), t.to(ct::device()), {}, -100, td::kNone, smoothing);
+    check_close(on_gpu, on_cpu, rtol_for(td::kFloat32), 0, "cross_entropy");
+  }
+}
+
 TEST_CASE("layer norm, cross-entropy and dropout match the CPU on long rows and many rows", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   fused_sweep(true);

@@ -1,6 +1,7 @@
 // Losses against values PyTorch 2.15 computed for the same float64 inputs (x = 3 sin(0.7 i),
 // targets [0, 3, 1, ignored, 2], class weights [0.5, 1, 2, 1.5]), plus gradcheck of each.
 #include <cmath>
+#include <limits>
 
 #include "tests/testing.h"
 
@@ -36,6 +37,18 @@ TEST_CASE("cross_entropy matches PyTorch for index targets with weights, ignore_
               {1.8187187283967277, 5.73640019838459, 3.0749968335494167, 0.0, 3.8608670443056585}, 1e-13, 0);
   check_close(F::cross_entropy(x, t, Tensor(), -100, td::kNone, 0.1),
               {3.51335486886309, 3.958067676179047, 3.2010723012488564, 0.0, 2.1475411871200714}, 1e-13, 0);
+}
+
+TEST_CASE("cross_entropy with a -inf score: smoothing by the option gives PyTorch's inf and NaN", "[cpu]") {
+  // PyTorch 2.15, float32: 0.9741 without smoothing; with 1e-50 (1e-50 / 3 is 0 in float32) the
+  // smoothing term is 0 * inf, NaN; with 0.1 it is inf. The second row has no -inf.
+  const Tensor x = td::tensor(std::vector<float>{0.5f, -std::numeric_limits<float>::infinity(), 1.0f, 0.2f, 0.3f, 0.4f})
+                       .view({2, 3});
+  const Tensor t = td::tensor(std::vector<int64_t>{0, 2});
+  check_close(F::cross_entropy(x, t, {}, -100, td::kNone, 0.0), {0.9741, 1.0019}, 1e-4, 0);
+  check_close(F::cross_entropy(x, t, {}, -100, td::kNone, 1e-50), {std::nan(""), 1.0019}, 1e-4, 0);
+  check_close(F::cross_entropy(x, t, {}, -100, td::kNone, 0.1), {std::numeric_limits<double>::infinity(), 1.0119},
+              1e-4, 0);
 }
 
 TEST_CASE("cross_entropy matches PyTorch for probability targets", "[cpu]") {
