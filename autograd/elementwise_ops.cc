@@ -61,7 +61,8 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::Cos: return {"CosBackward0", true, false, [](T g, T x, T) { return g * -sin(x); }};
     case UnaryOp::Tanh: return {"TanhBackward0", false, true, [](T g, T, T y) { return g * (1 - y * y); }};
     case UnaryOp::Sigmoid: return {"SigmoidBackward0", false, true, [](T g, T, T y) { return g * (y * (1 - y)); }};
-    case UnaryOp::Relu: return {"ReluBackward0", false, true, [](T g, T, T y) { return where(y > 0, g, 0); }};
+    // Zero where y <= 0, g elsewhere: NaN passes its gradient, as in PyTorch's threshold_backward.
+    case UnaryOp::Relu: return {"ReluBackward0", false, true, [](T g, T, T y) { return where(y <= 0, 0, g); }};
     case UnaryOp::GeluErf: return {"GeluBackward0", true, false, gelu_erf_grad};
     case UnaryOp::GeluTanh: return {"GeluBackward0", true, false, gelu_tanh_grad};
     case UnaryOp::Silu:
@@ -142,10 +143,11 @@ Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
 
 namespace {
 
-// Where x lies within the bounds (inclusive): the gradient passes there.
+// Where x lies strictly within the bounds: the gradient passes there. At a bound it is 0, as in
+// PyTorch (clamp, clamp_min, clamp_max and their in-place forms).
 Tensor within(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
-  Tensor inside = lo ? x >= *lo : ones_like(x, kBool);
-  if (hi) inside = kernels::mul(inside, x <= *hi);
+  Tensor inside = lo ? x > *lo : ones_like(x, kBool);
+  if (hi) inside = kernels::mul(inside, x < *hi);
   return inside;
 }
 

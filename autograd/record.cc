@@ -41,8 +41,9 @@ std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const T
     node->next_edges.push_back(in && in->defined() && in->requires_grad() ? gradient_edge(*in) : Edge{});
   }
   for (uint32_t i = 0; i < outputs.size(); ++i) {
-    TD_CHECK(is_floating(outputs[i]->dtype()), name, ": only floating tensors can require gradients, but output ",
-             i, " has dtype ", outputs[i]->dtype());
+    // An integer or bool result has no gradient: it stays out of the graph, as in PyTorch
+    // (x.to(kInt64) of an x that requires grad, or copy_ into an integer tensor).
+    if (!is_floating(outputs[i]->dtype())) continue;
     AutogradMeta& m = ensure_meta(*outputs[i]);
     m.grad_fn = node;
     m.output_nr = i;
@@ -62,6 +63,7 @@ void check_inplace(const Tensor& self, const char* op) {
 }
 
 void record_inplace(const char* name, Tensor& self, const std::vector<const Tensor*>& others, BackwardFn backward) {
+  if (!is_floating(self.dtype())) return;  // no gradient reaches an integer tensor (see record)
   AutogradMeta* m = meta(self);
   if (!(m && m->is_view && m->base.defined())) {
     std::vector<const Tensor*> inputs = {&self};

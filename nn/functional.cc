@@ -423,7 +423,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   Tensor w = weight.defined() ? weight.index_select(0, safe.reshape({-1})).view(safe.sizes()).to(x.dtype())
                               : ones_like(picked);
   w = masked_fill(w, ignored, 0);
-  Tensor losses = -picked * w;
+  // Ignored rows are 0 whatever their scores (-inf times a weight of 0 would be NaN), as in PyTorch.
+  Tensor losses = masked_fill(-picked * w, ignored, 0);
   Tensor out;
   switch (reduction) {
     case kNone: out = losses; break;
@@ -515,9 +516,34 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   TD_CHECK(input.defined() && target.defined() && input.sizes() == target.sizes(),
            "binary_cross_entropy_with_logits: input and target must have the same shape");
   // log(1 + exp(-x)) computed without overflow: log1p(exp(-|x|)) + max(-x, 0).
-  Tensor softplus_neg = log1p(exp(-abs(input))) + relu(-input);
-  Tensor loss = pos_weight.defined() ? (1 - target) * input + ((pos_weight - 1) * target + 1) * softplus_neg
-                                     : (1 - target) * input + softplus_neg;
+  auto softplus_neg = [](const Tensor& x) { return log1p(exp(-abs(x))) + relu(-x); };
+  Tensor loss;
+  {
+    NoGradGuard no_grad;
+    const Tensor sp = softplus_neg(input);
+    loss = pos_weight.defined() ? (1 - target) * input + ((pos_weight - 1) * target + 1) * sp
+                                : (1 - target) * input + sp;
+  }
+  if (autograd::needs_grad({&input, &target, &pos_weight})) {
+    // PyTorch's gradients. Autograd through the form above would take the kinks of |x| and
+    // max(-x, 0) at x = 0, where their slopes (0 and 0) do not add up to softplus's (-1/2): a
+    // logit of exactly 0 got 1 - t instead of sigmoid(0) - t.
+    SavedTensor saved_input(input, false), saved_target(target, false), saved_pos(pos_weight, false);
+    autograd::record(
+        "BinaryCrossEntropyWithLogitsBackward0", {&input, &target, &pos_weight}, {&loss},
+        [saved_input, saved_target, saved_pos, softplus_neg](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+          const char* name = "BinaryCrossEntropyWithLogitsBackward0";
+          const Tensor x = saved_input.unpack(name), t = saved_target.unpack(name);
+          if (!saved_pos.defined()) return {g[0] * (sigmoid(x) - t), g[0] * -x, Tensor()};
+          const Tensor p = saved_pos.unpack(name), pt = p * t;
+          // d/dx: ((p - 1) t + 1) sigmoid(x) - p t; d/dt: (p - 1) softplus(-x) - x; d/dp: t softplus(-x).
+          const Tensor grad_input = g[0] * ((pt - t + 1) * sigmoid(x) - pt);
+          const Tensor grad_target = g[0] * ((p - 1) * softplus_neg(x) - x);
+          const Tensor grad_pos = g[0] * t * softplus_neg(x);
+          return {autograd::sum_to(grad_input, x.sizes()), autograd::sum_to(grad_target, t.sizes()),
+                  autograd::sum_to(grad_pos, p.sizes())};
+        });
+  }
   if (weight.defined()) loss = loss * weight;
   return reduce(loss, reduction);
 }

@@ -100,6 +100,49 @@ TEST_CASE("requires_grad is for floating leaves only", "[cpu]") {
   CHECK(!z.requires_grad());
 }
 
+TEST_CASE("integer and bool results of ops on tensors that require grad stay out of the graph", "[cpu]") {
+  // As in PyTorch: a cast to an integer dtype, or a copy into an integer tensor, is simply not
+  // differentiable; it used to be an error, the copy's after it had written.
+  Tensor x = td::tensor(std::vector<double>{1.5, -2.5}).requires_grad_();
+  Tensor y = x * 2;
+  Tensor rounded = y.to(td::kInt64);
+  CHECK_FALSE(rounded.requires_grad());
+  CHECK(rounded.grad_fn() == nullptr);
+  td::testing::check_equal(rounded, {3, -5});
+  Tensor into = td::zeros({2}, td::kInt64);
+  into.copy_(y);
+  CHECK_FALSE(into.requires_grad());
+  td::testing::check_equal(into, {3, -5});
+  Tensor slice = td::zeros({4}, td::kInt32).narrow(0, 1, 2);
+  slice.copy_(y);  // a view of an integer base
+  CHECK_FALSE(slice.requires_grad());
+  CHECK((y > 0).grad_fn() == nullptr);
+  y.sum().backward();  // the float part of the graph is untouched
+  td::testing::check_equal(x.grad(), {2, 2});
+}
+
+TEST_CASE("gradients at the kinks are PyTorch's: clamp's bounds pass none, relu passes NaN's", "[cpu]") {
+  // PyTorch 2.15: clamp(0, 1) of [0, 1, 0.5, 2, -1, nan] -> [0, 0, 1, 0, 0, 0]; clamp_max(1) of
+  // [0, 1, 0.5, 2, -1] -> [1, 0, 1, 0, 1]; clamp_min(0) of [0, 1, 0.5, 2] -> [0, 1, 1, 1]; relu of
+  // [nan, 0, -0, 1] -> [1, 0, 0, 1].
+  auto grad_of = [](std::vector<double> v, const std::function<Tensor(const Tensor&)>& f) {
+    Tensor x = td::tensor(v).requires_grad_();
+    f(x).sum().backward();
+    return x.grad();
+  };
+  const double nan = std::nan("");
+  td::testing::check_equal(grad_of({0, 1, 0.5, 2, -1, nan}, [](const Tensor& x) { return x.clamp(0, 1); }),
+                           {0, 0, 1, 0, 0, 0});
+  td::testing::check_equal(grad_of({0, 1, 0.5, 2, -1}, [](const Tensor& x) { return x.clamp_max(1); }),
+                           {1, 0, 1, 0, 1});
+  td::testing::check_equal(grad_of({0, 1, 0.5, 2}, [](const Tensor& x) { return x.clamp_min(0); }), {0, 1, 1, 1});
+  td::testing::check_equal(grad_of({0, 1, 0.5, 2, -1}, [](const Tensor& x) { return x.clone().clamp_(0, 1); }),
+                           {0, 0, 1, 0, 0});
+  td::testing::check_equal(grad_of({nan, 0, -0.0, 1}, [](const Tensor& x) { return td::relu(x); }), {1, 0, 0, 1});
+  td::testing::check_equal(grad_of({nan, 0, -0.0, 1}, [](const Tensor& x) { return x.clone().relu_(); }),
+                           {1, 0, 0, 1});
+}
+
 TEST_CASE("in-place writes that would corrupt a gradient are refused", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
   td::testing::Snapshot before(x);

@@ -179,6 +179,52 @@ TEST_CASE("smooth_l1_loss and huber_loss give PyTorch's values", "[cpu]") {
   check_error([] { td::nn::HuberLoss(td::kMean, -0.5); }, {"HuberLoss", "delta"});
 }
 
+TEST_CASE("binary_cross_entropy_with_logits has PyTorch's gradients, at a logit of 0 too", "[cpu]") {
+  // PyTorch 2.15, float64, reduction sum, x = [0, 1.5, -2], t = [0, 1, 0.3], pos_weight [2, 0.5, 3].
+  auto grads = [](const Tensor& pos_weight) {
+    Tensor x = td::tensor(std::vector<double>{0, 1.5, -2}).requires_grad_();
+    Tensor t = td::tensor(std::vector<double>{0, 1, 0.3}).requires_grad_();
+    F::binary_cross_entropy_with_logits(x, t, {}, pos_weight, td::kSum).backward();
+    return std::pair{x.grad(), t.grad()};
+  };
+  auto [gx, gt] = grads(Tensor());
+  check_close(gx, {0.5, -0.1824255238, -0.1807970780}, 1e-9, 0);
+  check_close(gt, {0, -1.5, 2}, 1e-12, 0);
+  auto [gxp, gtp] = grads(td::tensor(std::vector<double>{2, 0.5, 3}));
+  check_close(gxp, {0.5, -0.0912127619, -0.7092753248}, 1e-9, 0);
+  check_close(gtp, {0.6931471806, -1.6007066390, 6.2538560221}, 1e-9, 0);
+  // Zero logits, a common start: sigmoid(0) - t, scaled by pos_weight where the target is 1.
+  Tensor zero = td::zeros({3}, td::kFloat64).requires_grad_();
+  const Tensor t = td::tensor(std::vector<double>{0, 1, 0.3});
+  F::binary_cross_entropy_with_logits(zero, t, {}, td::full({3}, 2.0, td::kFloat64), td::kSum).backward();
+  check_close(zero.grad(), {0.5, -1.0, 0.05}, 1e-12, 0);
+  // Gradients of every argument (pos_weight's too, which PyTorch does not offer) and second ones.
+  Tensor x = td::testing::random_tensor({2, 3}, td::kFloat64).requires_grad_();
+  Tensor target = td::rand({2, 3}, td::kFloat64).requires_grad_();
+  Tensor pos = (td::rand({3}, td::kFloat64) + 0.5).requires_grad_();
+  Tensor weight = (td::rand({2, 3}, td::kFloat64) + 0.5).requires_grad_();
+  auto f = [](const std::vector<Tensor>& in) {
+    return F::binary_cross_entropy_with_logits(in[0], in[1], in[3], in[2], td::kMean);
+  };
+  const auto first = td::autograd::gradcheck(f, {x, target, pos, weight});
+  INFO(first.report);
+  CHECK(first.ok);
+  const auto second = td::autograd::gradgradcheck(f, {x, target, pos, weight});
+  INFO(second.report);
+  CHECK(second.ok);
+}
+
+TEST_CASE("nll_loss leaves ignored rows at 0 whatever their scores, as PyTorch does", "[cpu]") {
+  // PyTorch: [[-inf, 0], [-1, -1]] with targets [-100, 1] -> losses [0, 1], mean 1; with NaN too.
+  const Tensor t = td::tensor(std::vector<int64_t>{-100, 1});
+  for (double bad : {-std::numeric_limits<double>::infinity(), std::nan("")}) {
+    const Tensor scores = td::tensor(std::vector<double>{bad, 0, -1, -1}).view({2, 2});
+    check_close(F::nll_loss(scores, t, {}, -100, td::kNone), {0, 1}, 0, 0);
+    check_close(F::nll_loss(scores, t), {1}, 0, 0);
+    check_close(F::nll_loss(scores, t, td::tensor(std::vector<double>{2, 3})), {1}, 0, 0);
+  }
+}
+
 TEST_CASE("binary_cross_entropy gives PyTorch's values and gradients, at probabilities 0 and 1 too", "[cpu]") {
   Tensor p = td::sigmoid(loss_input());
   p.narrow(0, 0, 1).narrow(1, 0, 1).fill_(0.0);  // a certain wrong answer: log clamped to -100
