@@ -233,17 +233,20 @@ void execute(Run& run) {
     std::vector<Tensor> grads;
     try {
       grads = collect(node);
-      for (Capture& c : run.captures) {
-        if (c.edge.node.get() == node) c.grad = add_gradients(c.grad, grads[c.edge.input_nr]);
-      }
     } catch (...) {
       failure = std::current_exception();
     }
     bool any_gradient = false;
     for (const Tensor& g : grads) any_gradient |= g.defined();
-    const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    auto* leaf = dynamic_cast<AccumulateGrad*>(node);
     const bool run_node = !failure && any_gradient &&
-                          (run.captures.empty() ? (run.accumulate || !is_leaf_node) : needed.count(node) && !is_leaf_node);
+                          (run.captures.empty() ? (run.accumulate || !leaf) : needed.count(node) && !leaf);
+    // grad() takes an input's gradient as its hooks leave it, as PyTorch does: the node's hooks
+    // run also where only the capture needs them, and a captured leaf's own hooks (which run in
+    // AccumulateGrad otherwise).
+    const bool captured = !failure && any_gradient &&
+                          std::any_of(run.captures.begin(), run.captures.end(),
+                                      [&](const Capture& c) { return c.edge.node.get() == node; });
     std::vector<Tensor> outputs;
     std::optional<Device> device;  // of the gradients the node receives
     for (const Tensor& g : grads) {
@@ -257,7 +260,7 @@ void execute(Run& run) {
         failure = std::current_exception();
       }
     }
-    if (run_node && !failure) {
+    if ((run_node || captured) && !failure) {
       lock.unlock();
       try {
         // CUDA code of the user's in a hook or a custom backward finds the GPU of the gradients it
@@ -272,21 +275,30 @@ void execute(Run& run) {
             if (replaced.defined()) grads[i] = replaced;
           }
         }
-        for (uint32_t i = 0; i < node->retained.size() && i < grads.size(); ++i) {
-          auto impl = node->retained[i].lock();
-          if (!impl || !grads[i].defined()) continue;
-          AutogradMeta& m = ensure_meta(Tensor(impl));
-          m.grad = m.grad.defined() ? m.grad + grads[i]
-                                    : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
+        if (captured) {
+          if (leaf && grads[0].defined()) grads[0] = leaf->hooked(grads[0]);  // a leaf never runs in grad()
+          // Without the lock: only this thread runs this node, and only it adds to its captures.
+          for (Capture& c : run.captures) {
+            if (c.edge.node.get() == node) c.grad = add_gradients(c.grad, grads[c.edge.input_nr]);
+          }
         }
-        outputs = node->apply(grads);
-        if (!run.keep_graph) node->release();
-        const auto end = std::chrono::steady_clock::now();
-        if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);
-        if (gpu_span) {
-          gpu_span->stop();
-        } else if (device) {
-          backward_seconds().add(*device, DeviceTimer::host_span(*device, start, end));
+        if (run_node) {
+          for (uint32_t i = 0; i < node->retained.size() && i < grads.size(); ++i) {
+            auto impl = node->retained[i].lock();
+            if (!impl || !grads[i].defined()) continue;
+            AutogradMeta& m = ensure_meta(Tensor(impl));
+            m.grad = m.grad.defined() ? m.grad + grads[i]
+                                      : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
+          }
+          outputs = node->apply(grads);
+          if (!run.keep_graph) node->release();
+          const auto end = std::chrono::steady_clock::now();
+          if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);
+          if (gpu_span) {
+            gpu_span->stop();
+          } else if (device) {
+            backward_seconds().add(*device, DeviceTimer::host_span(*device, start, end));
+          }
         }
       } catch (...) {
         failure = std::current_exception();

@@ -11,20 +11,29 @@
 
 namespace tandem {
 
-std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_outputs) {
-  Tensor grad = grad_outputs.at(0);
-  if (!grad.defined()) return {};
-  AutogradMeta& m = autograd::ensure_meta(variable);
-  for (auto& [handle, hook] : m.hooks) {
+Tensor AccumulateGrad::hooked(Tensor grad) const {
+  AutogradMeta* m = autograd::meta(variable);
+  if (!m) return grad;
+  for (auto& [handle, hook] : m->hooks) {
     Tensor changed = hook(grad);
     if (changed.defined()) grad = changed;
   }
+  return grad;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_outputs) {
+  const Tensor& incoming = grad_outputs.at(0);
+  if (!incoming.defined()) return {};
+  AutogradMeta& m = autograd::ensure_meta(variable);
+  Tensor grad = hooked(incoming);
   if (!m.grad.defined()) {
     // The leaf gets a dense tensor of its own (an incoming gradient may be an expanded view);
     // under create_graph the copy is recorded, so the gradient stays differentiable. A fresh
-    // dense gradient that nothing else holds (the engine's handle and this one; its memory
-    // only through it) becomes .grad() as it is: no copy.
-    const bool only_here = grad.impl_ptr().use_count() <= 2 && grad.storage().use_count() == 1 &&
+    // dense gradient that nothing else holds (the engine's handle and this one, or only this
+    // one where a hook made it: the hook may keep it too; its memory only through it) becomes
+    // .grad() as it is: no copy.
+    const long holders = grad.is_same(incoming) ? 2 : 1;
+    const bool only_here = grad.impl_ptr().use_count() <= holders && grad.storage().use_count() == 1 &&
                            !grad.requires_grad() && kernels::is_non_overlapping_and_dense(grad) &&
                            grad.dtype() == variable.dtype() && grad.device() == variable.device();
     if (is_grad_enabled()) {

@@ -51,6 +51,8 @@ struct AccumulateGrad : Node {
   explicit AccumulateGrad(const Tensor& leaf) : variable(leaf) {}
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
+  // grad as the leaf's hooks leave it (each may replace it).
+  Tensor hooked(Tensor grad) const;
   Tensor variable;
 };
 

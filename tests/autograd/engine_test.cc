@@ -269,6 +269,37 @@ TEST_CASE("autograd::grad returns gradients without touching .grad()", "[cpu]") 
   CHECK(values(td::autograd::grad({z}, {mid})[0]) == std::vector<double>{4, 8});
 }
 
+TEST_CASE("autograd::grad returns an input's gradient as its hooks leave it, as PyTorch does", "[cpu]") {
+  // PyTorch: [6, 6] in each case (a hook doubling the gradient of x * 3).
+  auto doubled = [](const Tensor& g) { return g * 2; };
+  Tensor x = td::ones({2}).requires_grad_(true);
+  x.register_hook(doubled);
+  CHECK(values(td::autograd::grad({(x * 3).sum()}, {x})[0]) == std::vector<double>{6, 6});
+  CHECK(!x.grad().defined());
+  Tensor y = td::ones({2}).requires_grad_(true);
+  Tensor m = y * 1;
+  m.register_hook(doubled);
+  CHECK(values(td::autograd::grad({(m * 3).sum()}, {m})[0]) == std::vector<double>{6, 6});
+  Tensor n = y * 1;
+  n.register_hook(doubled);
+  CHECK(values(td::autograd::grad({(n * 3).sum()}, {y})[0]) == std::vector<double>{6, 6});
+}
+
+TEST_CASE("a gradient a leaf's hook made and also kept is copied into .grad, not taken", "[cpu]") {
+  // PyTorch: after two backward passes x.grad is [4, 4] and the hook's first result still [2, 2].
+  std::vector<Tensor> kept;
+  Tensor x = td::ones({2}).requires_grad_(true);
+  x.register_hook([&](const Tensor& g) {
+    kept.push_back(g * 2);
+    return kept.back();
+  });
+  (x * 1).sum().backward();
+  (x * 1).sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{4, 4});
+  CHECK(values(kept[0]) == std::vector<double>{2, 2});
+  CHECK_FALSE(x.grad().is_same(kept[0]));
+}
+
 TEST_CASE("create_graph makes gradients differentiable: a gradient penalty", "[cpu]") {
   // f(x) = sum(tanh(x W)), penalty = ||df/dx||^2: its gradient with respect to W needs the
   // backward pass recorded. Compare with central differences of the penalty.
