@@ -396,10 +396,13 @@ DType result_type(const Tensor& a, Scalar b) { return kernels::result_type(a, b)
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor y = kernels::where(cond, a, b);
   if (!needs_grad({&a, &b})) return y;
-  Tensor c = cond;  // a bool tensor: never modified by autograd, kept as is
+  // Integer and bool tensors a backward reads are saved with their version too, as in PyTorch:
+  // one written in place since would route the gradient wrongly.
+  SavedTensor saved_cond(cond, false);
   Shape a_shape = a.sizes(), b_shape = b.sizes();
   DType a_dtype = a.dtype(), b_dtype = b.dtype();
   record("WhereBackward0", {&a, &b}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor c = saved_cond.unpack("WhereBackward0");
     Tensor ga = sum_to(where(c, g[0], 0), a_shape), gb = sum_to(where(c, 0, g[0]), b_shape);
     return {ga.dtype() == a_dtype ? ga : ga.to(a_dtype), gb.dtype() == b_dtype ? gb : gb.to(b_dtype)};
   });
@@ -421,10 +424,10 @@ Tensor where(const Tensor& cond, Scalar a, Scalar b) { return kernels::where(con
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Tensor y = kernels::masked_fill(x, mask, value);
   if (!needs_grad({&x})) return y;
-  Tensor m = mask;
+  SavedTensor saved_mask(mask, false);
   Shape shape = x.sizes();
-  record("MaskedFillBackward0", {&x}, {&y}, [m, shape](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    return {sum_to(where(m, 0, g[0]), shape)};
+  record("MaskedFillBackward0", {&x}, {&y}, [saved_mask, shape](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {sum_to(where(saved_mask.unpack("MaskedFillBackward0"), 0, g[0]), shape)};
   });
   return y;
 }
@@ -436,9 +439,9 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   if (recording) autograd::check_inplace(x, "MaskedFillBackward0");
   kd::masked_fill_(x, mask, value);
   if (recording) {
-    Tensor m = mask;
-    autograd::record_inplace("MaskedFillBackward0", x, {}, [m](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {where(m, 0, g[0])};
+    SavedTensor saved_mask(mask, false);
+    autograd::record_inplace("MaskedFillBackward0", x, {}, [saved_mask](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {where(saved_mask.unpack("MaskedFillBackward0"), 0, g[0])};
     });
   }
   return x;

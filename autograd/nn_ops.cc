@@ -52,8 +52,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kern
   auto [y, indices] = kernels::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
   if (!needs_grad({&x})) return {y, indices};
   Shape shape = x.sizes();
-  Tensor idx = indices;
-  record("MaxPool2DWithIndicesBackward0", {&x}, {&y}, [shape, idx](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+  SavedTensor saved_indices(indices, false);  // returned to the user, who may write them
+  record("MaxPool2DWithIndicesBackward0", {&x}, {&y}, [shape, saved_indices](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor idx = saved_indices.unpack("MaxPool2DWithIndicesBackward0");
     // Each output's gradient goes to the input element it took (flat index within its plane);
     // a window wholly in the padding (index -1) passes nothing on. One pass on the CPU; in ops
     // (scatter_add, differentiable) on a GPU and for create_graph.

@@ -97,9 +97,10 @@ std::tuple<Tensor, Tensor> extremum_dim(const Tensor& x, int64_t dim, bool keepd
   const char* name = is_max ? "MaxBackward0" : "MinBackward0";
   Shape shape = x.sizes();
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), name);
-  Tensor idx = indices;
+  SavedTensor saved_indices(indices, false);  // the user's: written in place, backward would misroute
   record(name, {&x}, {&values}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     if (shape.empty()) return {g[0]};
+    const Tensor idx = saved_indices.unpack(name);
     Tensor grad = keepdim ? g[0] : g[0].unsqueeze(d);
     Tensor index = keepdim ? idx : idx.unsqueeze(d);
     return {scatter_add(zeros(shape, g[0].options()), d, index, grad)};

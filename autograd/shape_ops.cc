@@ -306,9 +306,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   if (!needs_grad({&x})) return y;
   Shape shape = x.sizes();
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "index_select");
-  Tensor idx = index.to(kInt64);
+  SavedTensor saved_index(index, false);  // the user's: written in place, backward would misroute
   record("IndexSelectBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     if (shape.empty()) return {g[0].reshape(shape)};
+    const Tensor idx = saved_index.unpack("IndexSelectBackward0").to(kInt64);
     return {scatter_add(zeros(shape, g[0].options()), d, index_along(idx, g[0], d), g[0])};
   });
   return y;
@@ -319,8 +320,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   if (!needs_grad({&x})) return y;
   Shape shape = x.sizes();
   int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "gather");
-  Tensor idx = index.to(kInt64);
+  SavedTensor saved_index(index, false);
   record("GatherBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor idx = saved_index.unpack("GatherBackward0").to(kInt64);
     if (static_cast<int64_t>(shape.size()) != idx.dim()) {  // a 0-dim input or index beside a 1-D one
       const int64_t length = shape.empty() ? 1 : shape[0];
       return {scatter_add(zeros({length}, g[0].options()), 0, idx.reshape({-1}), g[0].reshape({-1})).reshape(shape)};
@@ -333,9 +335,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 namespace {
 
 autograd::BackwardFn scatter_add_backward(const Tensor& index, const Shape& src_shape, int64_t d) {
-  Tensor idx = index.to(kInt64);
+  SavedTensor saved_index(index, false);
   return [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    return {g[0], pad_to(gather(g[0], d, idx), src_shape)};
+    return {g[0], pad_to(gather(g[0], d, saved_index.unpack("ScatterAddBackward0").to(kInt64)), src_shape)};
   };
 }
 
@@ -370,8 +372,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor y = kernels::embedding(weight, indices);
   if (!needs_grad({&weight})) return y;
   Shape shape = weight.sizes();
-  Tensor flat = indices.to(kInt64).reshape({-1});
+  SavedTensor saved_indices(indices, false);
   record("EmbeddingBackward0", {&weight}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor flat = saved_indices.unpack("EmbeddingBackward0").to(kInt64).reshape({-1});
     Tensor rows = g[0].reshape({-1, shape[1]});
     return {scatter_add(zeros(shape, rows.options()), 0, index_along(flat, rows, 0), rows)};
   });

@@ -143,6 +143,65 @@ TEST_CASE("gradients at the kinks are PyTorch's: clamp's bounds pass none, relu 
                            {1, 0, 0, 1});
 }
 
+TEST_CASE("integer and bool tensors a backward reads are versioned: written in place, backward refuses", "[cpu]") {
+  // PyTorch raises "modified by an inplace operation" in each case; the gradient would go to the
+  // rows the new indices name.
+  const std::vector<std::string> fragments{"modified by an in-place operation", "expected version 0"};
+  auto x = [] { return td::tensor(std::vector<double>{1, 5, 3, 2, 4, 0}).view({2, 3}).requires_grad_(); };
+  {
+    Tensor input = x();
+    auto [largest, indices] = td::max(input, 1);
+    indices.zero_();
+    check_error([&] { largest.sum().backward(); }, fragments);
+  }
+  {
+    Tensor input = x();
+    Tensor index = td::tensor(std::vector<int64_t>{0, 1, 2, 0, 1, 2}).view({2, 3});
+    Tensor y = input.gather(1, index);
+    index.fill_(2);
+    check_error([&] { y.sum().backward(); }, fragments);
+  }
+  {
+    Tensor input = x();
+    Tensor index = td::tensor(std::vector<int64_t>{1, 0});
+    Tensor y = td::index_select(input, 0, index);
+    index.fill_(0);
+    check_error([&] { y.sum().backward(); }, fragments);
+  }
+  {
+    Tensor input = x();
+    Tensor cond = input > 2;
+    Tensor y = td::where(cond, input, 0);
+    cond.fill_(true);
+    check_error([&] { y.sum().backward(); }, fragments);
+  }
+  {
+    Tensor input = x();
+    Tensor mask = input > 2;
+    Tensor y = input.masked_fill(mask, 0);
+    mask.fill_(false);
+    check_error([&] { y.sum().backward(); }, fragments);
+  }
+  {
+    Tensor weight = x();
+    Tensor rows = td::tensor(std::vector<int64_t>{1, 1, 0});
+    Tensor y = td::embedding(weight, rows);
+    rows.fill_(0);
+    check_error([&] { y.sum().backward(); }, fragments);
+  }
+  {
+    Tensor input = x().view({1, 1, 2, 3});
+    auto [pooled, where_from] = td::max_pool2d_with_indices(input, {2, 2}, {1, 1});
+    where_from.fill_(0);
+    check_error([&] { pooled.sum().backward(); }, fragments);
+  }
+  // Untouched, they give the gradient as before.
+  Tensor input = x();
+  auto [largest, indices] = td::max(input, 1);
+  largest.sum().backward();
+  CHECK(values(input.grad()) == std::vector<double>{0, 1, 0, 0, 1, 0});
+}
+
 TEST_CASE("in-place writes that would corrupt a gradient are refused", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
   td::testing::Snapshot before(x);
