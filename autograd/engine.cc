@@ -270,9 +270,7 @@ void execute(Run& run) {
         const auto start = std::chrono::steady_clock::now();  // hooks count as the node's time
         for (uint32_t i = 0; i < node->pre_hooks.size() && i < grads.size(); ++i) {
           for (auto& [handle, hook] : node->pre_hooks[i]) {
-            if (!grads[i].defined()) continue;
-            Tensor replaced = hook(grads[i]);
-            if (replaced.defined()) grads[i] = replaced;
+            if (grads[i].defined()) grads[i] = hook_result(grads[i], hook(grads[i]));
           }
         }
         if (captured) {

@@ -14,10 +14,7 @@ namespace tandem {
 Tensor AccumulateGrad::hooked(Tensor grad) const {
   AutogradMeta* m = autograd::meta(variable);
   if (!m) return grad;
-  for (auto& [handle, hook] : m->hooks) {
-    Tensor changed = hook(grad);
-    if (changed.defined()) grad = changed;
-  }
+  for (auto& [handle, hook] : m->hooks) grad = autograd::hook_result(grad, hook(grad));
   return grad;
 }
 
@@ -50,6 +47,19 @@ std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_output
   }
   return {};
 }
+
+namespace autograd {
+
+Tensor hook_result(const Tensor& grad, const Tensor& replaced) {
+  if (!replaced.defined()) return grad;
+  TD_CHECK(replaced.sizes() == grad.sizes() && replaced.dtype() == grad.dtype() && replaced.device() == grad.device(),
+           "a hook has changed the gradient it was given: it got ", grad.dtype(), shape_str(grad.sizes()), " on ",
+           grad.device(), " and returned ", replaced.dtype(), shape_str(replaced.sizes()), " on ", replaced.device(),
+           "; a hook may return a gradient of the same shape, dtype and device, or nothing");
+  return replaced;
+}
+
+}  // namespace autograd
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output, uint32_t output_nr)
     : output_nr_(output_nr), is_output_(is_output), defined_(t.defined()) {

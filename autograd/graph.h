@@ -103,6 +103,9 @@ struct AutogradMeta {
 namespace autograd {
 
 AutogradMeta* meta(const Tensor& t);          // null if none
+// What a tensor hook made of `grad`: `replaced` if defined (of grad's shape, dtype and device,
+// or an error, as PyTorch's), grad otherwise.
+Tensor hook_result(const Tensor& grad, const Tensor& replaced);
 AutogradMeta& ensure_meta(const Tensor& t);
 // Where t's gradient goes: its grad_fn, or its leaf accumulator, or nowhere. A view whose base
 // was written in place since it was made gets its history remade first.

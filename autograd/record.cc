@@ -29,6 +29,20 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+namespace {
+
+// retain_grad() keeps the gradient of a tensor's latest value, as in PyTorch: when an in-place
+// write gives the tensor a new node, its retained slot moves from the old node to the new one
+// (left on the old node, it would also receive the old value's gradient).
+void move_retained(AutogradMeta& m, const Tensor& t, Node& node, uint32_t output_nr) {
+  if (!m.retains_grad) return;
+  if (m.grad_fn && m.output_nr < m.grad_fn->retained.size()) m.grad_fn->retained[m.output_nr].reset();
+  if (node.retained.size() < node.num_outputs) node.retained.resize(node.num_outputs);
+  node.retained[output_nr] = t.impl_ptr();
+}
+
+}  // namespace
+
 std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const Tensor*>& inputs,
                                      const std::vector<Tensor*>& outputs, BackwardFn backward) {
   auto node = std::make_shared<FunctionNode>();
@@ -45,6 +59,7 @@ std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const T
     // (x.to(kInt64) of an x that requires grad, or copy_ into an integer tensor).
     if (!is_floating(outputs[i]->dtype())) continue;
     AutogradMeta& m = ensure_meta(*outputs[i]);
+    move_retained(m, *outputs[i], *node, i);
     m.grad_fn = node;
     m.output_nr = i;
     m.requires_grad = true;
@@ -91,6 +106,7 @@ void record_inplace(const char* name, Tensor& self, const std::vector<const Tens
   });
   Tensor remade = view_fn(base);
   AutogradMeta& r = ensure_meta(remade);
+  if (r.grad_fn) move_retained(*m, self, *r.grad_fn, r.output_nr);
   m->grad_fn = r.grad_fn;
   m->output_nr = r.output_nr;
   m->requires_grad = true;

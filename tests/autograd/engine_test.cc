@@ -344,6 +344,38 @@ TEST_CASE("autograd::grad returns an input's gradient as its hooks leave it, as 
   CHECK(values(td::autograd::grad({(n * 3).sum()}, {y})[0]) == std::vector<double>{6, 6});
 }
 
+TEST_CASE("retain_grad keeps the gradient of a tensor's latest value, across in-place writes", "[cpu]") {
+  // PyTorch: y = x * 2; y.retain_grad(); y.mul_(3); y.sum().backward() -> y.grad [1, 1], x.grad [6, 6].
+  Tensor x = td::ones({2}).requires_grad_(true);
+  Tensor y = x * 2;
+  y.retain_grad();
+  y.mul_(3);
+  y.sum().backward();
+  CHECK(values(y.grad()) == std::vector<double>{1, 1});
+  CHECK(values(x.grad()) == std::vector<double>{6, 6});
+  // A view written in place: its gradient is that of its new value, where the loss reads it.
+  Tensor w = td::ones({4}).requires_grad_(true);
+  Tensor base = w * 1;
+  Tensor head = base.narrow(0, 0, 2);
+  head.retain_grad();
+  head.mul_(5);
+  (head * 3).sum().backward();
+  CHECK(values(head.grad()) == std::vector<double>{3, 3});
+  CHECK(values(w.grad()) == std::vector<double>{15, 15, 0, 0});
+}
+
+TEST_CASE("a hook that returns a gradient of another shape, dtype or device is an error", "[cpu]") {
+  // PyTorch: "hook '<lambda>' has changed the size of value".
+  Tensor x = td::ones({2}).requires_grad_(true);
+  Tensor m = x * 1;
+  m.register_hook([](const Tensor& g) { return g.sum(); });
+  check_error([&] { m.sum().backward(); }, {"a hook has changed the gradient", "float32[2]", "returned float32[]"});
+  Tensor leaf = td::ones({2}).requires_grad_(true);
+  leaf.register_hook([](const Tensor& g) { return g.to(td::kFloat64); });
+  check_error([&] { (leaf * 1).sum().backward(); }, {"a hook has changed the gradient", "float64"});
+  CHECK(!leaf.grad().defined());
+}
+
 TEST_CASE("a gradient a leaf's hook made and also kept is copied into .grad, not taken", "[cpu]") {
   // PyTorch: after two backward passes x.grad is [4, 4] and the hook's first result still [2, 2].
   std::vector<Tensor> kept;
