@@ -104,17 +104,34 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   return acc;
 }
 
-Edge gradient_edge(const Tensor& t) {
+void move_retained(AutogradMeta& m, const Tensor& t, Node& node, uint32_t output_nr) {
+  if (!m.retains_grad) return;
+  if (m.grad_fn && m.output_nr < m.grad_fn->retained.size()) m.grad_fn->retained[m.output_nr].reset();
+  if (node.retained.size() < node.num_outputs) node.retained.resize(node.num_outputs);
+  node.retained[output_nr] = t.impl_ptr();
+}
+
+AutogradMeta* current_meta(const Tensor& t) {
   AutogradMeta* m = meta(t);
-  if (!m) return {};
-  if (m->is_view && m->base.defined() && m->base.version() != m->base_version && m->base.requires_grad()) {
-    Tensor remade = m->view_fn(m->base);
+  if (m && m->is_view && m->base.defined() && m->base.version() != m->base_version && m->base.requires_grad()) {
+    Tensor remade;
+    {
+      AutoGradMode recording(true);
+      remade = m->view_fn(m->base);
+    }
     AutogradMeta* r = meta(remade);
+    if (r && r->grad_fn) move_retained(*m, t, *r->grad_fn, r->output_nr);
     m->grad_fn = r ? r->grad_fn : nullptr;
     m->output_nr = r ? r->output_nr : 0;
     m->requires_grad = true;
     m->base_version = m->base.version();
   }
+  return m;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = current_meta(t);
+  if (!m) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (m->requires_grad) return {grad_accumulator(t), 0};
   return {};

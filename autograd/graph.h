@@ -110,6 +110,13 @@ AutogradMeta& ensure_meta(const Tensor& t);
 // Where t's gradient goes: its grad_fn, or its leaf accumulator, or nowhere. A view whose base
 // was written in place since it was made gets its history remade first.
 Edge gradient_edge(const Tensor& t);
+// t's meta, null if none; a view whose base was written in place since it was made gets its
+// history remade from the base's first (recorded even under NoGradGuard: it is the view's own
+// history, not a new op), so that its grad_fn, hooks and retain_grad are its current ones.
+AutogradMeta* current_meta(const Tensor& t);
+// retain_grad() keeps the gradient of a tensor's latest value, as in PyTorch: when t gets a new
+// node (output `output_nr` of `node`), its retained slot moves there from its old node.
+void move_retained(AutogradMeta& m, const Tensor& t, Node& node, uint32_t output_nr);
 // The node being run by the engine on this thread (null outside backward).
 std::shared_ptr<Node> current_node();
 class CurrentNodeGuard {

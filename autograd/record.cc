@@ -29,20 +29,6 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-namespace {
-
-// retain_grad() keeps the gradient of a tensor's latest value, as in PyTorch: when an in-place
-// write gives the tensor a new node, its retained slot moves from the old node to the new one
-// (left on the old node, it would also receive the old value's gradient).
-void move_retained(AutogradMeta& m, const Tensor& t, Node& node, uint32_t output_nr) {
-  if (!m.retains_grad) return;
-  if (m.grad_fn && m.output_nr < m.grad_fn->retained.size()) m.grad_fn->retained[m.output_nr].reset();
-  if (node.retained.size() < node.num_outputs) node.retained.resize(node.num_outputs);
-  node.retained[output_nr] = t.impl_ptr();
-}
-
-}  // namespace
-
 std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const Tensor*>& inputs,
                                      const std::vector<Tensor*>& outputs, BackwardFn backward) {
   auto node = std::make_shared<FunctionNode>();

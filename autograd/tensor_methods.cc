@@ -185,7 +185,7 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
 // ---- autograd ----
 
 bool Tensor::requires_grad() const {
-  AutogradMeta* m = autograd::meta(*this);
+  AutogradMeta* m = autograd::current_meta(*this);  // a view of a base written since follows it
   return m && m->requires_grad;
 }
 
@@ -207,14 +207,14 @@ Tensor Tensor::grad() const {
 Tensor& Tensor::mutable_grad() { return autograd::ensure_meta(*this).grad; }
 
 std::shared_ptr<Node> Tensor::grad_fn() const {
-  AutogradMeta* m = autograd::meta(*this);
+  AutogradMeta* m = autograd::current_meta(*this);
   return m ? m->grad_fn : nullptr;
 }
 
 bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
 
 uint32_t Tensor::output_nr() const {
-  AutogradMeta* m = autograd::meta(*this);
+  AutogradMeta* m = autograd::current_meta(*this);
   return m ? m->output_nr : 0;
 }
 
@@ -239,7 +239,7 @@ Tensor& Tensor::detach_() {
 }
 
 void Tensor::retain_grad() {
-  if (is_leaf()) return;  // leaves keep their gradient anyway
+  if (is_leaf()) return;  // leaves keep their gradient anyway (is_leaf remade a stale view's history)
   AutogradMeta& m = autograd::ensure_meta(*this);
   m.retains_grad = true;
   // The engine fills it after this output's hooks have run; the node holds it weakly.
@@ -257,6 +257,7 @@ int Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
   TD_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does not require grad");
   static std::atomic<int> next_handle{0};
   int handle = next_handle.fetch_add(1);
+  autograd::current_meta(*this);  // a stale view's hook goes on its current node
   AutogradMeta& m = autograd::ensure_meta(*this);
   if (m.grad_fn) {
     auto& hooks = m.grad_fn->pre_hooks;

@@ -233,6 +233,50 @@ TEST_CASE("a view made before its base is written in place follows the base's ne
   CHECK(values(x.grad()) == std::vector<double>{0, 16, 24});
 }
 
+TEST_CASE("a view whose base was written since is current everywhere: requires_grad, hooks, no-grad backward",
+          "[cpu]") {
+  // PyTorch 2.15 in each case.
+  {  // A plain buffer that a tensor requiring grad was copied into: its earlier view requires grad too.
+    Tensor x = td::ones({4}).requires_grad_(true);
+    Tensor buffer = td::zeros({4});
+    Tensor head = buffer.narrow(0, 0, 2);
+    buffer.copy_(x * 3);
+    CHECK(head.requires_grad());
+    CHECK(head.grad_fn() != nullptr);
+    (head * 2).sum().backward();
+    CHECK(values(x.grad()) == std::vector<double>{6, 6, 0, 0});
+  }
+  {  // backward from such a view under NoGradGuard reaches the base's leaf: [2, 2, 0]
+    Tensor x = td::ones({3}).requires_grad_(true);
+    Tensor y = x * 1;
+    Tensor head = y.narrow(0, 0, 2);
+    y.mul_(2);
+    {
+      td::NoGradGuard no_grad;
+      head.backward(td::ones({2}));
+    }
+    CHECK(values(x.grad()) == std::vector<double>{2, 2, 0});
+    CHECK_FALSE(head.is_leaf());
+    CHECK(!head.grad().defined());
+  }
+  {  // a hook and retain_grad on such a view see its gradient: [3, 3], and x.grad [6, 6, 0]
+    Tensor x = td::ones({3}).requires_grad_(true);
+    Tensor y = x * 1;
+    Tensor head = y.narrow(0, 0, 2);
+    y.mul_(2);
+    std::vector<double> seen;
+    head.register_hook([&](const Tensor& g) {
+      seen = values(g);
+      return Tensor();
+    });
+    head.retain_grad();
+    (head * 3).sum().backward();
+    CHECK(seen == std::vector<double>{3, 3});
+    CHECK(values(head.grad()) == std::vector<double>{3, 3});
+    CHECK(values(x.grad()) == std::vector<double>{6, 6, 0});
+  }
+}
+
 TEST_CASE("writing a tensor that requires grad into a slice of a plain buffer connects the buffer", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}, td::kFloat64).requires_grad_(true);
   Tensor buffer = td::zeros({3, 2}, td::kFloat64);
