@@ -410,6 +410,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          bool allow_unused) {
   TD_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "grad: got ", grad_outputs.size(),
            " gradients for ", outputs.size(), " outputs");
+  // As PyTorch: without inputs it would run (and free) the graph for nothing.
+  TD_CHECK(!inputs.empty(), "grad: the inputs to take gradients with respect to must not be empty");
   Run run;
   for (size_t i = 0; i < outputs.size(); ++i) {
     check_root(outputs[i], i);

@@ -190,7 +190,8 @@ bool Tensor::requires_grad() const {
 }
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
-  AutogradMeta* m = autograd::meta(*this);
+  AutogradMeta* m = autograd::current_meta(*this);
+  if (m && m->grad_fn && requires_grad) return *this;  // a non-leaf requires grad already: nothing to change
   TD_CHECK(!(m && m->grad_fn), "requires_grad_: only leaf tensors can change requires_grad; this one was made by ",
            m ? m->grad_fn->name() : "", " (use detach() to get a leaf)");
   TD_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating tensors can require gradients, "
@@ -239,7 +240,8 @@ Tensor& Tensor::detach_() {
 }
 
 void Tensor::retain_grad() {
-  if (is_leaf()) return;  // leaves keep their gradient anyway (is_leaf remade a stale view's history)
+  TD_CHECK(requires_grad(), "retain_grad: the tensor does not require grad, so it gets no gradient to retain");
+  if (is_leaf()) return;  // leaves keep their gradient anyway (requires_grad remade a stale view's history)
   AutogradMeta& m = autograd::ensure_meta(*this);
   m.retains_grad = true;
   // The engine fills it after this output's hooks have run; the node holds it weakly.

@@ -96,6 +96,13 @@ TEST_CASE("requires_grad is for floating leaves only", "[cpu]") {
   Tensor x = td::ones({2}).requires_grad_(true);
   Tensor y = x * 2;
   check_error([&] { y.requires_grad_(false); }, {"requires_grad_", "leaf", "MulBackward0"});
+  // As PyTorch: asking a non-leaf to require grad changes nothing; retain_grad needs a gradient;
+  // grad() needs inputs.
+  CHECK(y.requires_grad_(true).grad_fn()->name() == "MulBackward0");
+  check_error([] { td::ones({2}).retain_grad(); }, {"retain_grad", "does not require grad"});
+  check_error([&] { td::autograd::grad({y.sum()}, {}); }, {"grad: the inputs", "must not be empty"});
+  y.sum().backward();  // the graph was not run by the refused grad()
+  CHECK(values(x.grad()) == std::vector<double>{2, 2});
   Tensor z = td::ones({2}).requires_grad_(true).requires_grad_(false);
   CHECK(!z.requires_grad());
 }
