@@ -127,6 +127,12 @@ void Module::collect(const std::string& prefix, bool recurse, bool params,
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out, persistent_only);
 }
 
+void Module::collect_state(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+  collect(prefix, false, true, out);
+  collect(prefix, false, false, out, true);
+  for (const auto& [name, child] : children_) child->collect_state(prefix + name + ".", out);
+}
+
 namespace {
 
 // Each tensor once, under the first name it has: a module used in two places (weights tied)
@@ -293,16 +299,14 @@ void Module::copy_values_from(const Module& other) {
 StateDict Module::state_dict() const {
   StateDict out;
   std::vector<std::pair<std::string, Tensor>> items;
-  collect("", true, true, items);
-  collect("", true, false, items, true);
+  collect_state("", items);
   for (auto& [name, t] : items) out.insert(name, t.detach());
   return out;
 }
 
 Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   std::vector<std::pair<std::string, Tensor>> expected;
-  collect("", true, true, expected);
-  collect("", true, false, expected, true);
+  collect_state("", expected);
   LoadResult result;
   std::vector<std::string> mismatches;
   for (const auto& [name, t] : expected) {

@@ -124,6 +124,9 @@ class Module : public std::enable_shared_from_this<Module> {
                        std::unordered_set<const Module*>& seen);
   void collect(const std::string& prefix, bool recurse, bool params, std::vector<std::pair<std::string, Tensor>>& out,
                bool persistent_only = false) const;
+  // What state_dict() holds, in PyTorch's order: each module's parameters, then its persistent
+  // buffers, then its children's, depth first.
+  void collect_state(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
   void print(std::ostream& out, int indent) const;
 
   mutable std::string name_;

@@ -107,6 +107,12 @@ TEST_CASE("parameters and buffers come in registration order under dotted names"
   CHECK(net->named_modules()[1].first == "features");
   CHECK(net->named_modules()[2].first == "features.0");
   CHECK(net->parameters(false).empty());
+  // state_dict() in PyTorch's order: each module's parameters and buffers before the next module's.
+  CHECK(net->state_dict().keys() ==
+        std::vector<std::string>{"features.0.weight", "features.0.bias", "features.1.weight", "features.1.bias",
+                                 "features.1.running_mean", "features.1.running_var",
+                                 "features.1.num_batches_tracked", "features.4.weight", "head.2.weight",
+                                 "head.2.bias"});
 }
 
 TEST_CASE("a model runs forward and backward, and zero_grad clears the gradients", "[cpu]") {
