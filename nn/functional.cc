@@ -221,16 +221,20 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
                Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
            "layer_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",
            " does not end in the normalized shape ", shape_str(normalized_shape.vec()));
+  // As PyTorch: the affine parameters have the normalized shape exactly (broadcasting one of
+  // another shape, e.g. [1], would hide a mistake).
+  for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    TD_CHECK(!p->defined() || p->sizes() == normalized_shape.vec(), "layer_norm: expected ", what,
+             " of the normalized shape ", shape_str(normalized_shape.vec()), ", got ", shape_str(p->sizes()));
+  }
   if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
     amp::SuspendAutocast inside;
     return layer_norm(amp::to_float32(x), normalized_shape, amp::to_float32(weight), amp::to_float32(bias), eps);
   }
   if (mixed_16bit(x, {&weight, &bias})) return layer_norm(x.to(kFloat32), normalized_shape, weight, bias, eps).to(x.dtype());
-  auto fits = [&](const Tensor& p) {
-    return !p.defined() || (p.sizes() == normalized_shape.vec() && p.dtype() == x.dtype() && p.device() == x.device());
-  };
-  // The fused kernel takes the common case; parameters of another shape, dtype or device broadcast
-  // and promote as in the op-by-op form below.
+  auto fits = [&](const Tensor& p) { return !p.defined() || (p.dtype() == x.dtype() && p.device() == x.device()); };
+  // The fused kernel takes the common case; parameters of another dtype or device promote and
+  // move as in the op-by-op form below.
   if (k > 0 && numel_of(normalized_shape.vec()) > 0 && is_floating(x.dtype()) && fits(weight) && fits(bias)) {
     return fused_layer_norm(x, k, weight, bias, eps);
   }

@@ -298,6 +298,11 @@ TEST_CASE("LayerNorm normalizes the last dims and applies its affine parameters"
   }
   check_close(y, expected, 1e-5, 1e-6);
   check_error([&] { ln(td::randn({3, 5})); }, {"layer_norm", "[3, 5]", "[4]"});
+  // As PyTorch, affine parameters of another shape are refused rather than broadcast.
+  namespace F = td::nn::functional;
+  check_error([&] { F::layer_norm(x, {4}, td::ones({1})); }, {"layer_norm: expected weight", "[4]", "got [1]"});
+  check_error([&] { F::layer_norm(x, {4}, td::ones({3, 4})); }, {"layer_norm: expected weight", "got [3, 4]"});
+  check_error([&] { F::layer_norm(x, {4}, {}, td::ones({1})); }, {"layer_norm: expected bias", "got [1]"});
 }
 
 TEST_CASE("Embedding looks up rows and gives the padding row no gradient", "[cpu]") {
