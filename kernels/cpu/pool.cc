@@ -1,6 +1,7 @@
 // CPU 2-D pooling over contiguous [planes, H, W] inputs, one plane per task (one row of windows per task for
 // the 2x2 windows of stride 2).
-// Max pooling propagates NaN and reports the first maximum's flat index within its plane.
+// Max pooling propagates NaN and reports the first maximum's flat index within its plane (the
+// last NaN's, where the window holds NaNs, as PyTorch does).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,14 +17,14 @@ namespace {
 
 // A window's maximum, kept without a branch per element (on real data the comparison goes
 // either way at random, and mispredicted branches cost more than the rest of the kernel): the
-// largest value and its first position, and apart from it the first NaN's position, which wins
-// if there is one (NaN propagates, and the first one is reported).
+// largest value and its first position, and apart from it the last NaN's position, which wins
+// if there is one (NaN propagates; PyTorch reports the last NaN of the window, row by row).
 template <typename M>
 inline void take_max(M v, int64_t at, M& best, int64_t& best_at, int64_t& nan_at) {
   const bool larger = v > best;  // false where either is NaN
   best = larger ? v : best;
   best_at = larger ? at : best_at;
-  nan_at = (nan_at < 0) & (v != v) ? at : nan_at;
+  nan_at = v != v ? at : nan_at;
 }
 
 // The taps k in [0, taps) whose position start + k * step lies in [0, size): [*lo, *hi).
@@ -53,7 +54,7 @@ void max_pool_2x2(T* dst, int64_t* idx, const T* src, int64_t planes, int64_t h,
         int64_t best_at = first, nan_at = best != best ? first : -1;
         auto take = [&](int64_t at) {
           const M v = static_cast<M>(in[at]);
-          nan_value = (nan_at < 0) & (v != v) ? v : nan_value;
+          nan_value = v != v ? v : nan_value;
           take_max(v, at, best, best_at, nan_at);
         };
         take(first + 1);

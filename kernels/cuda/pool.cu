@@ -47,9 +47,8 @@ __global__ void max_pool2d_kernel(T* out, int64_t* indices, const T* x, int64_t 
         const int64_t xw = w0 + b * p.dw;
         if (xw < 0 || xw >= g.w) continue;
         const M v = static_cast<M>(in[y * g.w + xw]);
-        // The first NaN wins and stays; otherwise the first maximum.
+        // The last NaN wins (as PyTorch reports it); otherwise the first maximum.
         if (best_at < 0 || v > best || fn::is_nan(v)) {
-          if (best_at >= 0 && fn::is_nan(best)) continue;
           best = v;
           best_at = y * g.w + xw;
         }

@@ -86,7 +86,8 @@ struct MaxPoolRef {
   bool empty_window = false;
 };
 
-// The first maximum in row-major window order wins; a NaN beats everything and the first NaN stays.
+// The first maximum in row-major window order wins; a NaN beats everything, and the last NaN is
+// reported (PyTorch's order).
 MaxPoolRef ref_max_pool(const Tensor& x, const Pool& p) {
   const auto v = tt::values(x);
   const int64_t h = x.sizes()[x.dim() - 2], w = x.sizes()[x.dim() - 1];
@@ -108,7 +109,7 @@ MaxPoolRef ref_max_pool(const Tensor& x, const Pool& p) {
             const int64_t y = i * p.sh - p.ph + a * p.dh, xw = j * p.sw - p.pw + b * p.dw;
             if (y < 0 || y >= h || xw < 0 || xw >= w) continue;
             const double value = v[plane * h * w + y * w + xw];
-            if (!found || (!std::isnan(best) && (std::isnan(value) || value > best))) {
+            if (!found || std::isnan(value) || (!std::isnan(best) && value > best)) {
               found = true;
               best = value;
               best_at = y * w + xw;
@@ -441,15 +442,18 @@ TEST_CASE("max_pool2d indices are flat h*W+w within the plane and the first maxi
   // Windows starting in column 0 miss (1, 3); the others hold both 9s, and (1, 3) comes first.
   check_equal(indices3, {12, 8, 8, 12, 8, 8});
   check_equal(out3, {9, 9, 9, 9, 9, 9});
-  // Of two NaNs in a window, the first in row-major order is reported (by the 2x2 windows of
-  // stride 2 and by the general loops alike).
+  // Of two NaNs in a window, the last in row-major order is reported, as PyTorch 2.15 does
+  // (indices [3] with stride 2, [3, 1, 3, 8] with stride 1, [3] for the 3x3 window), by the
+  // 2x2 windows of stride 2 and by the general loops alike.
   for (td::DType dtype : {td::kFloat32, td::kBFloat16}) {
     Tensor nans = make({1, kNaN, 5, kNaN, 2, 1, 3, 0, 4}, {1, 1, 3, 3}, dtype);
     auto [out2, indices2] = td::max_pool2d_with_indices(nans, 2, 2);
-    check_equal(indices2, {1});
+    check_equal(indices2, {3});
     CHECK(std::isnan(tt::values(out2)[0]));
+    auto [out3x3, indices3x3] = td::max_pool2d_with_indices(nans, 3, 1);
+    check_equal(indices3x3, {3});
     auto [out_s1, indices_s1] = td::max_pool2d_with_indices(nans, 2, 1);
-    check_equal(indices_s1, {1, 1, 3, 8});
+    check_equal(indices_s1, {3, 1, 3, 8});
     const auto values_s1 = tt::values(out_s1);
     CHECK((std::isnan(values_s1[0]) && std::isnan(values_s1[1]) && std::isnan(values_s1[2])));
     CHECK(values_s1[3] == 4);
