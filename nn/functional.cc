@@ -389,6 +389,11 @@ namespace {
 
 // Batch-first views of a class-scoring input and its index target: [N, C, ...] and [N, ...]
 // (a single unbatched [C] input with a 0-dim target becomes a batch of one).
+// Class indices as int64: PyTorch also takes uint8 targets.
+Tensor class_indices(const Tensor& target) {
+  return target.defined() && target.dtype() == kUInt8 ? target.to(kInt64) : target;
+}
+
 std::pair<Tensor, Tensor> batch_first(const Tensor& input, const Tensor& target, const char* op) {
   TD_CHECK(input.defined() && target.defined(), op, ": input and target must be defined");
   if (input.dim() == 1) {
@@ -405,14 +410,15 @@ std::pair<Tensor, Tensor> batch_first(const Tensor& input, const Tensor& target,
 
 }  // namespace
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+Tensor nll_loss(const Tensor& input, const Tensor& target_in, const Tensor& weight, int64_t ignore_index,
                 Reduction reduction) {
+  const Tensor target = class_indices(target_in);
   if (autocast_takes_loss({&input, &weight})) {
     amp::SuspendAutocast inside;
     return nll_loss(amp::to_float32(input), target, amp::to_float32(weight), ignore_index, reduction);
   }
   auto [x, t] = batch_first(input, target, "nll_loss");
-  TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 target of class indices, got ", t.dtype());
+  TD_CHECK(t.dtype() == kInt64, "nll_loss: expected an int64 (or uint8) target of class indices, got ", t.dtype());
   const int64_t classes = x.size(1);
   TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "nll_loss: weight must have shape [", classes,
            "], got ", shape_str(weight.sizes()));
@@ -438,8 +444,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   return input.dim() == 1 && reduction == kNone ? out.squeeze(0) : out;
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+Tensor cross_entropy(const Tensor& input, const Tensor& target_in, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction, double label_smoothing) {
+  const Tensor target = class_indices(target_in);
   if (autocast_takes_loss({&input, &target, &weight})) {
     amp::SuspendAutocast inside;
     return cross_entropy(amp::to_float32(input), amp::to_float32(target), amp::to_float32(weight), ignore_index, reduction,
@@ -464,7 +471,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     return reduce(losses, reduction);
   }
   auto [scores, classes_of] = batch_first(input, target, "cross_entropy");
-  TD_CHECK(classes_of.dtype() == kInt64, "cross_entropy: expected an int64 target of class indices, got ",
+  TD_CHECK(classes_of.dtype() == kInt64, "cross_entropy: expected an int64 (or uint8) target of class indices, got ",
            classes_of.dtype());
   const bool weight_fits = !weight.defined() || (weight.sizes() == Shape{classes} && weight.dtype() == input.dtype() &&
                                                  weight.device() == input.device() && !weight.requires_grad());

@@ -48,7 +48,8 @@ constexpr bool is_class_loss_module =
 
 // The weight of each target's class summed over the targets not ignored: the denominator of
 // cross-entropy's and NLL's mean over class indices.
-inline Tensor target_weight_sum(const Tensor& target, const Tensor& weight, int64_t ignore_index, DType dtype) {
+inline Tensor target_weight_sum(const Tensor& target_in, const Tensor& weight, int64_t ignore_index, DType dtype) {
+  const Tensor target = target_in.dtype() == kUInt8 ? target_in.to(kInt64) : target_in;  // as the losses take it
   Tensor counted = target != ignore_index;
   if (!weight.defined()) return counted.sum().to(dtype);
   Tensor classes = where(counted, target, 0).reshape({-1});

@@ -51,6 +51,18 @@ TEST_CASE("cross_entropy with a -inf score: smoothing by the option gives PyTorc
               1e-4, 0);
 }
 
+TEST_CASE("cross_entropy and nll_loss take uint8 class indices as PyTorch does, and refuse int32", "[cpu]") {
+  td::testing::reseed(301);
+  const Tensor x = td::randn({4, 3}, td::kFloat64);
+  const Tensor t64 = td::tensor(std::vector<int64_t>{0, 2, 1, 2}), t8 = t64.to(td::kUInt8);
+  const Tensor w = td::tensor(std::vector<double>{0.5, 1.0, 2.0});
+  check_close(F::cross_entropy(x, t8), F::cross_entropy(x, t64), 0, 0);
+  check_close(F::cross_entropy(x, t8, w, -100, td::kMean, 0.1), F::cross_entropy(x, t64, w, -100, td::kMean, 0.1), 0, 0);
+  check_close(F::nll_loss(x, t8, w), F::nll_loss(x, t64, w), 0, 0);
+  check_error([&] { F::cross_entropy(x, t64.to(td::kInt32)); }, {"cross_entropy", "int64 (or uint8)", "int32"});
+  check_error([&] { F::nll_loss(x, t64.to(td::kInt32)); }, {"nll_loss", "int64 (or uint8)", "int32"});
+}
+
 TEST_CASE("cross_entropy matches PyTorch for probability targets", "[cpu]") {
   Tensor x = scores(), p = probabilities(), w = class_weights();
   CHECK(scalar(F::cross_entropy(x, p, w, -100, td::kMean, 0.3)) == Approx(2.8815389060410124).epsilon(1e-13));

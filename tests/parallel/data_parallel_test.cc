@@ -1278,6 +1278,8 @@ TEST_CASE("loss in the replicas is the batch's loss also with class weights, ign
   };
   using Options = nn::CrossEntropyLossOptions;
   check(nn::CrossEntropyLoss(Options().weight(weight)), td::where(labels >= 0, labels, 1), "class weights");
+  check(nn::CrossEntropyLoss(Options().weight(weight)), td::where(labels >= 0, labels, 1).to(td::kUInt8),
+        "class weights, uint8 targets");
   check(nn::CrossEntropyLoss(), labels, "ignored rows");
   check(nn::CrossEntropyLoss(Options().weight(weight).label_smoothing(0.1)), labels, "weights, ignored, smoothing");
   check(nn::CrossEntropyLoss(Options().weight(weight).reduction(td::kSum)), labels, "reduction sum");
