@@ -87,7 +87,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   SavedTensor sy = SavedTensor::output_if(grad.uses_output, y);
   record(grad.node, {&x}, {&y}, [grad, sx, sy](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     return {grad.fn(g[0], sx.unpack(grad.node), sy.unpack(grad.node))};
-  });
+  })->saves_nothing = !sx.defined() && !sy.defined();
   return y;
 }
 
@@ -256,7 +256,8 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Te
   if (in_place) {
     autograd::record_inplace(node, y, {&b}, std::move(backward));
   } else {
-    record(node, {&a, &b}, {&y}, std::move(backward));
+    // Add and sub keep no tensors: a later backward may run through them again, as in PyTorch.
+    record(node, {&a, &b}, {&y}, std::move(backward))->saves_nothing = !sa.defined() && !sb.defined() && !sy.defined();
   }
 }
 
@@ -281,7 +282,7 @@ Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
     if (needs_grad({&a})) {
       record(binary_node(op), {&a}, {&y}, [op, b](const std::vector<Tensor>& g) -> std::vector<Tensor> {
         return {binary(op, g[0], b)};
-      });
+      })->saves_nothing = true;
     }
     return y;
   }

@@ -61,7 +61,7 @@ Tensor sum_impl(const Tensor& x, IntList dims, bool keepdim, std::optional<DType
     Tensor grad = expand_back(g[0], shape, reduced, keepdim);
     if (is_mean) grad = grad / static_cast<double>(reduced_count(shape, reduced));
     return {grad.dtype() == x_dtype ? grad : grad.to(x_dtype)};
-  });
+  })->saves_nothing = true;
   return y;
 }
 

@@ -36,7 +36,8 @@ Tensor embed(const Tensor& g, const Shape& shape, const Place& place) {
 // and (in grad mode) remembers how y views x, for in-place writes through y.
 Tensor record_view(const Tensor& x, Tensor y, const char* name, autograd::BackwardFn backward, Place view_fn) {
   if (!is_grad_enabled()) return y;
-  if (x.requires_grad()) record(name, {&x}, {&y}, std::move(backward));
+  // A view's backward reads shapes only: the graph may be run through it again (as PyTorch allows).
+  if (x.requires_grad()) record(name, {&x}, {&y}, std::move(backward))->saves_nothing = true;
   autograd::mark_view(y, x, std::move(view_fn));
   return y;
 }
@@ -188,7 +189,9 @@ std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
 Tensor clone(const Tensor& x) {
   Tensor y = kernels::clone(x);
   if (needs_grad({&x})) {
-    record("CloneBackward0", {&x}, {&y}, [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {g[0]}; });
+    record("CloneBackward0", {&x}, {&y}, [](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {g[0]};
+    })->saves_nothing = true;
   }
   return y;
 }
@@ -248,7 +251,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     lengths.push_back(skipped ? -1 : t.sizes()[d]);
     dtypes.push_back(t.dtype());
   }
-  record("CatBackward0", inputs, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+  auto node = record("CatBackward0", inputs, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     std::vector<Tensor> grads;
     int64_t offset = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
@@ -262,6 +265,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
     return grads;
   });
+  node->saves_nothing = true;  // lengths and dtypes only
   return y;
 }
 

@@ -52,6 +52,28 @@ TEST_CASE("a second backward needs retain_graph on the first", "[cpu]") {
   check_error([&] { y.backward(); }, {"backward through the graph a second time", "retain_graph"});
 }
 
+TEST_CASE("a graph of ops that keep no tensors may be run through again, as in PyTorch", "[cpu]") {
+  // PyTorch: y = (a + b).sum(); y.backward(); y.backward() gives a.grad [2, 2]; views, clones,
+  // cat, negation and means keep nothing either. A product keeps its operands (x * 3 too).
+  Tensor a = td::ones({2}).requires_grad_(true), b = td::ones({2}).requires_grad_(true);
+  Tensor y = (a + b).sum();
+  y.backward();
+  y.backward();
+  CHECK(values(a.grad()) == std::vector<double>{2, 2});
+  Tensor x = td::ones({4}).requires_grad_(true);
+  Tensor z = td::cat({-(x.view({2, 2}).t().clone()), x.narrow(0, 1, 2).unsqueeze(0)}).mean();
+  z.backward();
+  z.backward();
+  const std::vector<double> twice = values(x.grad());  // PyTorch: [-1/3, 0, 0, -1/3]
+  CHECK(twice[0] == Approx(-1.0 / 3));
+  CHECK(twice[1] == Approx(0).margin(1e-7));
+  CHECK(twice[2] == Approx(0).margin(1e-7));
+  CHECK(twice[3] == Approx(-1.0 / 3));
+  Tensor w = (a * b).sum();
+  w.backward();
+  check_error([&] { w.backward(); }, {"MulBackward0", "backward through the graph a second time"});
+}
+
 TEST_CASE("a non-scalar output needs its gradient, of its shape", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0}).requires_grad_(true);
   Tensor y = x * 3;
