@@ -412,11 +412,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
   kernels::check_defined(b, "where", "other");
+  kernels::check_value_fits(a, result_type(b, a), "where");  // 2**40 beside an int32 tensor would wrap
   return where(cond, kd::scalar_tensor(a, result_type(b, a), b.device()), b);
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   kernels::check_defined(a, "where", "input");
+  kernels::check_value_fits(b, result_type(a, b), "where");
   return where(cond, a, kd::scalar_tensor(b, result_type(a, b), a.device()));
 }
 

@@ -78,7 +78,11 @@ Tensor reshape(const Tensor& x, IntList sizes) {
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   kernels::check_defined(x, "flatten", "input");
-  if (x.dim() == 0) return reshape(x, {1});
+  if (x.dim() == 0) {  // as one dim, for the dims' range too (PyTorch: start_dim 1 is out of range)
+    wrap_dim(start_dim, 1, "flatten");
+    wrap_dim(end_dim, 1, "flatten");
+    return reshape(x, {1});
+  }
   int64_t s = wrap_dim(start_dim, x.dim(), "flatten"), e = wrap_dim(end_dim, x.dim(), "flatten");
   TD_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape shape(x.sizes().begin(), x.sizes().begin() + s);

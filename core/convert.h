@@ -1,6 +1,7 @@
 // convert<To>(from): the one value conversion every cast and copy uses, on the host and in CUDA.
-// Floating to integer truncates toward zero; NaN and values beyond int64 become int64's minimum
-// before narrowing (what x86 gives PyTorch), so no conversion is undefined behaviour.
+// Floating to integer truncates toward zero; NaN and values beyond the range become the minimum
+// of int32 or int64, and uint8 takes int64's value modulo 256 (what x86 gives PyTorch), so no
+// conversion is undefined behaviour.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,12 @@ TD_INLINE To convert(From v) {
     return static_cast<opmath_t<From>>(v) != opmath_t<From>(0);
   } else if constexpr (std::is_integral_v<To> && is_floating_type_v<From>) {
     double d = static_cast<double>(static_cast<opmath_t<From>>(v));
-    int64_t i = (d > -9223372036854775808.0 && d < 9223372036854775808.0) ? static_cast<int64_t>(d) : INT64_MIN;
-    return static_cast<To>(i);
+    if constexpr (std::is_same_v<To, int32_t>) {
+      return d > -2147483649.0 && d < 2147483648.0 ? static_cast<int32_t>(d) : INT32_MIN;
+    } else {
+      int64_t i = (d > -9223372036854775808.0 && d < 9223372036854775808.0) ? static_cast<int64_t>(d) : INT64_MIN;
+      return static_cast<To>(i);
+    }
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     if constexpr (std::is_same_v<From, double> || std::is_same_v<From, int64_t> || std::is_same_v<From, int32_t>) {
       return To::from_double(static_cast<double>(v));  // one rounding, not two

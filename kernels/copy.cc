@@ -47,7 +47,11 @@ Tensor reshape(const Tensor& self, IntList new_sizes) {
 }
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
-  if (self.dim() == 0) return reshape(self, {1});
+  if (self.dim() == 0) {  // as one dim, for the dims' range too (PyTorch: start_dim 1 is out of range)
+    wrap_dim(start_dim, 1, "flatten");
+    wrap_dim(end_dim, 1, "flatten");
+    return reshape(self, {1});
+  }
   int64_t s = wrap_dim(start_dim, self.dim(), "flatten"), e = wrap_dim(end_dim, self.dim(), "flatten");
   TD_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape new_sizes(self.sizes().begin(), self.sizes().begin() + s);

@@ -2,6 +2,8 @@
 // to the backend of the operands' device.
 #include "kernels/elementwise.h"
 
+#include <limits>
+
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -182,7 +184,10 @@ Tensor gelu(const Tensor& x, const std::string& approximate) { return detail::un
 
 namespace {
 
-DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+// The dtype clamp computes in. For integers the bounds follow PyTorch's rule: a min below the
+// dtype's range or a max above it bounds nothing and is dropped; a min above the range or a max
+// below it is an error (the general rule of check_value_fits would let uint8 take -1 as 255).
+DType clamp_dtype(const Tensor& x, std::optional<Scalar>& lo, std::optional<Scalar>& hi) {
   check_defined(x, "clamp", "input");
   TD_CHECK(lo || hi, "clamp: at least one of min and max must be given");
   Promotion p;
@@ -191,8 +196,25 @@ DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::o
   if (hi) p.add(*hi);
   DType t = p.result();
   TD_CHECK(t != kBool, "clamp: not supported for bool tensors");
-  if (lo) check_value_fits(*lo, t, "clamp");
-  if (hi) check_value_fits(*hi, t, "clamp");
+  if (!is_integral(t, false)) {
+    if (lo) check_value_fits(*lo, t, "clamp");
+    if (hi) check_value_fits(*hi, t, "clamp");
+    return t;
+  }
+  const int64_t lowest = t == kUInt8 ? 0 : t == kInt32 ? std::numeric_limits<int32_t>::min()
+                                                        : std::numeric_limits<int64_t>::min();
+  const int64_t largest = t == kUInt8 ? 255 : t == kInt32 ? std::numeric_limits<int32_t>::max()
+                                                           : std::numeric_limits<int64_t>::max();
+  if (lo) {
+    const int64_t v = lo->to_int();
+    TD_CHECK(v <= largest, "clamp: min value ", v, " is outside the range of ", t);
+    if (v < lowest) lo.reset();
+  }
+  if (hi) {
+    const int64_t v = hi->to_int();
+    TD_CHECK(v >= lowest, "clamp: max value ", v, " is outside the range of ", t);
+    if (v > largest) hi.reset();
+  }
   return t;
 }
 
@@ -393,11 +415,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
   check_defined(b, "where", "other");
+  check_value_fits(a, result_type(b, a), "where");  // 2**40 beside an int32 tensor would wrap
   return where(cond, detail::scalar_tensor(a, result_type(b, a), b.device()), b);
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   check_defined(a, "where", "input");
+  check_value_fits(b, result_type(a, b), "where");
   return where(cond, a, detail::scalar_tensor(b, result_type(a, b), a.device()));
 }
 

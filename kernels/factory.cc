@@ -1,6 +1,7 @@
 #include "kernels/factory.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/generator.h"
 #include "kernels/backend.h"
@@ -226,7 +227,20 @@ Tensor randn(IntList sizes, TensorOptions options) {
 
 Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) {
   TD_CHECK(low < high, "randint: expects low < high, got low=", low, " >= high=", high);
-  Tensor t = kernels::empty_tensor(sizes, options.dtype_or(kInt64), options.device());
+  const DType dtype = options.dtype_or(kInt64);
+  // As PyTorch: every value drawn must be one the dtype holds (they would wrap, and no longer be uniform).
+  auto holds = [dtype](int64_t v) {
+    switch (dtype) {
+      case kBool: return v == 0 || v == 1;
+      case kUInt8: return v >= 0 && v <= 255;
+      case kInt32: return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+      case kFloat16: return v >= -65504 && v <= 65504;
+      default: return true;
+    }
+  };
+  TD_CHECK(holds(low), "randint: low=", low, " is out of bounds for ", dtype);
+  TD_CHECK(holds(high - 1), "randint: high - 1 = ", high - 1, " is out of bounds for ", dtype);
+  Tensor t = kernels::empty_tensor(sizes, dtype, options.device());
   return fill_random(t, "randint", [&](const Tensor& out) {
     PhiloxState state = default_generator(out.device()).reserve(static_cast<uint64_t>(out.numel()) * 2);
     out.is_cuda() ? kernels::cuda::randint(out, low, high, state) : kernels::cpu::randint(out, low, high, state);

@@ -219,9 +219,12 @@ std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim_) {
   TD_CHECK(chunks > 0, "chunk: the number of chunks must be positive, got ", chunks);
   int64_t d = wrap_dim(dim_, self.dim(), "chunk");
   int64_t size = self.sizes()[d];
-  int64_t each = (size + chunks - 1) / chunks;
-  if (each == 0) each = 1;  // PyTorch: chunking an empty dim gives one empty chunk
-  return split(self, size == 0 ? 0 : each, d);
+  if (size == 0) {  // PyTorch: `chunks` empty chunks
+    std::vector<Tensor> parts;
+    for (int64_t i = 0; i < chunks; ++i) parts.push_back(narrow(self, d, 0, 0));
+    return parts;
+  }
+  return split(self, (size + chunks - 1) / chunks, d);
 }
 
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim_) {

@@ -137,12 +137,22 @@ TEST_CASE("random factories reject bad arguments without drawing", "[cpu]") {
   td::manual_seed(11);
   td::PhiloxState before = td::default_generator().state();
   check_error([] { td::randint(5, 5, {3}); }, {"randint", "low < high"});
+  // As PyTorch 2.15: the values drawn must fit the dtype; at its edges they do.
+  check_error([] { td::randint(0, 300, {3}, td::kUInt8); }, {"randint: high - 1 = 299 is out of bounds for uint8"});
+  check_error([] { td::randint(-1, 3, {3}, td::kUInt8); }, {"randint: low=-1 is out of bounds for uint8"});
+  check_error([] { td::randint(0, 3, {3}, td::kBool); }, {"randint", "bool"});
+  check_error([] { td::randint(0, (int64_t{1} << 31) + 1, {3}, td::kInt32); }, {"randint", "int32"});
+  check_error([] { td::randint(0, 70000, {3}, td::kFloat16); }, {"randint", "float16"});
   check_error([] { td::bernoulli(td::full({3}, 1.5)); }, {"bernoulli", "[0, 1]"});
   check_error([] { td::rand({2}, td::kInt64); }, {"uniform_", "floating", "int64"});
   td::Tensor t = td::zeros({2});
   check_error([&] { td::normal_(t, 0, -1); }, {"normal_", "non-negative"});
   check_error([&] { td::uniform_(t, 2, 1); }, {"uniform_", "from <= to"});
   CHECK(td::default_generator().state().offset == before.offset);
+  // At the dtypes' edges the values fit.
+  CHECK(td::randint(0, 256, {3}, td::kUInt8).dtype() == td::kUInt8);
+  CHECK(td::randint(0, 2, {3}, td::kBool).dtype() == td::kBool);
+  CHECK(td::randint(0, int64_t{1} << 31, {3}, td::kInt32).dtype() == td::kInt32);
 }
 
 TEST_CASE("each device has its own generator: draws on one do not move another's stream", "[cpu]") {

@@ -166,6 +166,9 @@ TEST_CASE("squeeze, unsqueeze, flatten and unflatten reshape as PyTorch's do", "
   CHECK(values(a.transpose(0, 2).flatten()) == values(a.transpose(0, 2).contiguous().view({24})));
   CHECK(a.unflatten(2, {2, -1}).sizes() == td::Shape{2, 3, 2, 2});
   CHECK(td::full({}, 1).flatten().sizes() == td::Shape{1});
+  CHECK(td::full({}, 1).flatten(-1, 0).sizes() == td::Shape{1});  // a 0-dim tensor counts as one dim
+  check_error([] { td::full({}, 1).flatten(1); }, {"flatten: dim 1 is out of range"});
+  check_error([] { td::full({}, 1.0).requires_grad_().flatten(0, 1); }, {"flatten: dim 1 is out of range"});
   check_error([&] { a.unflatten(1, {2, 2}); }, {"unflatten", "invalid for input of size 3"});
   check_error([&] { a.unsqueeze(4); }, {"unsqueeze", "out of range"});
   check_error([&] { a.flatten(2, 1); }, {"flatten: start_dim 2 comes after end_dim 1"});

@@ -1,6 +1,7 @@
 // Copies and conversions: to(dtype) with PyTorch's conversion rules, to(device) between CPU
 // devices, copy_ with broadcasting, contiguous and clone.
 #include <cmath>
+#include <limits>
 
 #include "tests/testing.h"
 
@@ -31,6 +32,14 @@ TEST_CASE("floating to integer truncates toward zero and integers wrap like C ca
   CHECK(values(f.to(td::kUInt8)) == std::vector<double>{254, 0, 0, 2, 44});
   CHECK(values(f.to(td::kBool)) == std::vector<double>{1, 1, 1, 1, 1});
   CHECK(values(td::tensor({NAN}).to(td::kInt64)) == std::vector<double>{static_cast<double>(INT64_MIN)});
+  // PyTorch 2.15: NaN, infinities and values beyond int32 become int32's minimum (from float32
+  // and float64 alike); 2147483647.5 in float32 is 2^31, beyond it too.
+  const double int32_min = std::numeric_limits<int32_t>::min();
+  CHECK(values(td::tensor({NAN, 3e9f, -3e9f, INFINITY, -INFINITY, 2147483647.5f, -2147483648.0f}).to(td::kInt32)) ==
+        std::vector<double>(7, int32_min));
+  CHECK(values(td::tensor({NAN, 3e9, -3e9, 2147483647.0, -2147483648.9}, td::kFloat64).to(td::kInt32)) ==
+        std::vector<double>{int32_min, int32_min, int32_min, 2147483647, int32_min});
+  CHECK(values(td::tensor({NAN, 1e10f, -1.0f}).to(td::kUInt8)) == std::vector<double>{0, 0, 255});
   CHECK(values(td::tensor({0.1}, td::kFloat64).to(td::kFloat16)) == std::vector<double>{static_cast<float>(td::Half::from_double(0.1))});
   CHECK(values(td::tensor({int64_t{1} << 40}).to(td::kFloat32)) == std::vector<double>{std::ldexp(1.0, 40)});
 }

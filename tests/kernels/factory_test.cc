@@ -103,18 +103,44 @@ TEST_CASE("from_blob wraps memory without copying and runs the deleter at the en
   check_error([&] { td::from_blob(data.data(), {2}, {1, 1}); }, {"from_blob", "differ in length"});
 }
 
+TEST_CASE("clamp of integers drops a bound beyond the dtype's range and refuses one that excludes it all", "[cpu]") {
+  // PyTorch 2.15, uint8 [0, 5, 255]: clamp(-1) and clamp(-300) and clamp(max=300) change nothing;
+  // clamp(max=-1) and clamp(300) are errors; int32 clamp(max=2**32) changes nothing, clamp(2**40)
+  // is an error.
+  Tensor bytes = td::tensor({0, 5, 255}, td::kUInt8);
+  Snapshot before(bytes);
+  td::testing::check_equal(bytes.clamp(-1), {0, 5, 255});
+  td::testing::check_equal(bytes.clamp(-300), {0, 5, 255});
+  td::testing::check_equal(bytes.clamp(std::nullopt, 300), {0, 5, 255});
+  td::testing::check_equal(bytes.clamp(-1, 4), {0, 4, 4});
+  CHECK(bytes.clamp(-1).dtype() == td::kUInt8);
+  check_error([&] { bytes.clamp(std::nullopt, -1); }, {"clamp: max value -1 is outside the range of uint8"});
+  check_error([&] { bytes.clamp(300); }, {"clamp: min value 300 is outside the range of uint8"});
+  check_error([&] { bytes.clamp_(2, -1); }, {"clamp: max value -1"});
+  before.check_unchanged(bytes);
+  Tensor ints = td::tensor({1, 2}, td::kInt32);
+  td::testing::check_equal(ints.clamp(std::nullopt, int64_t{1} << 32), {1, 2});
+  td::testing::check_equal(ints.clamp(-(int64_t{1} << 40)), {1, 2});
+  check_error([&] { ints.clamp(int64_t{1} << 40); }, {"clamp: min value 1099511627776", "int32"});
+  td::testing::check_equal(bytes.clone().clamp_(-1, 7), {0, 5, 7});
+}
+
 TEST_CASE("fill_, full, masked_fill and clamp refuse a value the dtype cannot hold, as PyTorch does", "[cpu]") {
   Tensor bytes = td::tensor({1, 2}, td::kUInt8);
   Snapshot before(bytes);
   check_error([&] { bytes.fill_(-256); }, {"fill_", "-256", "uint8", "without overflow"});
   check_error([&] { bytes.fill_(256); }, {"fill_", "256", "uint8"});
   check_error([&] { bytes.fill_(-1.5); }, {"fill_", "-1.5", "uint8"});  // a negative non-integer never wraps
-  check_error([&] { bytes.clamp(-300); }, {"clamp", "-300", "uint8"});
   check_error([&] { bytes.masked_fill_(td::tensor({true, false}), 300); }, {"masked_fill_", "300", "uint8"});
   before.check_unchanged(bytes);
   check_error([] { td::full({2}, 300, td::kUInt8); }, {"full", "300", "uint8"});
-  check_error([] { td::tensor({1, 2}, td::kInt32).clamp(std::nullopt, int64_t{1} << 32); }, {"clamp", "4294967296"});
   check_error([] { td::zeros({2}, td::kInt32).fill_(std::nan("")); }, {"fill_", "nan", "int32"});
+  // where with a number beside an integer tensor (PyTorch: an error for 2**40 with int32 and 300
+  // with uint8; -1 with uint8 wraps to 255).
+  const Tensor cond = td::tensor({true, false});
+  check_error([&] { td::where(cond, td::tensor({1, 2}, td::kInt32), int64_t{1} << 40); }, {"where", "int32"});
+  check_error([&] { td::where(cond, 300, td::tensor({1, 2}, td::kUInt8)); }, {"where", "300", "uint8"});
+  CHECK(values(td::where(cond, td::tensor({1, 2}, td::kUInt8), -1)) == std::vector<double>{1, 255});
   check_error([] { td::zeros({2}, td::kInt64).fill_(1e19); }, {"fill_", "int64"});
   check_error([] { td::zeros({2}, td::kFloat16).masked_fill(td::tensor({true, false}), -1e9); },
               {"masked_fill", "float16", "without overflow"});

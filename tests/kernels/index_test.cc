@@ -274,6 +274,11 @@ TEST_CASE("chunk of 10 rows into 3 gives 4, 4 and 2 rows that share the input's 
   CHECK(cols[6].sizes() == Shape{10, 1});
   // More chunks than rows: one row each.
   CHECK(td::chunk(x, 33).size() == 10);
+  // An empty dim gives as many empty chunks as asked for (PyTorch: 3 tensors of shape [2, 0]).
+  const auto empty = td::chunk(td::zeros({2, 0}), 3, 1);
+  REQUIRE(empty.size() == 3);
+  for (const Tensor& part : empty) CHECK(part.sizes() == Shape{2, 0});
+  CHECK(td::chunk(td::zeros({0}).requires_grad_(), 3).size() == 3);  // through autograd too
 }
 
 // ---------------------------------------------------------------- index_select
