@@ -42,7 +42,8 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   }
   // Where the total is within max_norm the factor is 1: the gradients are multiplied all the same,
   // with no wait for the device to say whether they need it.
-  const Tensor factor = clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  // PyTorch's rounding: its max_norm / t is the reciprocal of t times max_norm.
+  const Tensor factor = clamp(reciprocal(total + 1e-6) * max_norm, std::nullopt, 1.0);
   for (Tensor g : grads) g.mul_(to(factor, g.device(), factor.dtype()));
   return total;
 }

@@ -1,5 +1,6 @@
 // Gradient clipping against the arithmetic torch.nn.utils does: the total norm over all
-// gradients, the factor max_norm / (total + 1e-6) capped at 1, errors that change nothing.
+// gradients, the factor max_norm / (total + 1e-6) capped at 1 (rounded as PyTorch's: the
+// reciprocal of the total times max_norm), errors that change nothing.
 #include <cmath>
 #include <limits>
 
@@ -42,6 +43,20 @@ TEST_CASE("clip_grad_norm_ scales all gradients by one factor so that their tota
   auto small = with_grads({{0.3, -0.4}});
   CHECK(utils::clip_grad_norm_(small, 1.0).item<double>() == Approx(0.5));
   CHECK(values(small[0].grad()) == std::vector<double>{0.3, -0.4});
+}
+
+TEST_CASE("clip_grad_norm_ rounds its factor as PyTorch does, bit for bit in float32", "[cpu]") {
+  // PyTorch 2.15: a float32 gradient [7] clipped to 0.7 becomes 0.6999998688697815 (true division
+  // would give 0.6999999284744263); [3, -4, 1.5, 2, -0.5] clipped to 0.7 as below.
+  Tensor p = td::zeros({1}).requires_grad_();
+  p.mutable_grad() = td::tensor({7.0f});
+  CHECK(utils::clip_grad_norm_({p}, 0.7).item<double>() == 7.0);
+  CHECK(values(p.grad())[0] == 0.6999998688697815);
+  Tensor q = td::zeros({5}).requires_grad_();
+  q.mutable_grad() = td::tensor({3.0f, -4.0f, 1.5f, 2.0f, -0.5f});
+  utils::clip_grad_norm_({q}, 0.7);
+  CHECK(values(q.grad()) == std::vector<double>{0.37416568398475647, -0.4988875687122345, 0.18708284199237823,
+                                                0.24944378435611725, -0.06236094608902931});
 }
 
 TEST_CASE("clip_grad_norm_ of order 1 and infinity", "[cpu]") {
