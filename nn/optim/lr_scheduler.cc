@@ -153,9 +153,9 @@ std::vector<double> LRScheduler::group_lrs() const {
 
 void LRScheduler::step() {
   auto& groups = optimizer_.param_groups();
-  TD_CHECK(groups.size() == base_lrs_.size(), name(), ".step: the optimizer has ", groups.size(),
-           " parameter groups, but the scheduler was made for ", base_lrs_.size(),
-           " (schedule groups added later with a new scheduler)");
+  TD_CHECK(groups.size() == base_lrs_.size() || (groups.size() > base_lrs_.size() && schedules_added_groups()),
+           name(), ".step: the optimizer has ", groups.size(), " parameter groups, but the scheduler was made for ",
+           base_lrs_.size(), " (schedule groups added later with a new scheduler)");
   ++step_count_;
   ++last_epoch_;
   std::vector<double> lrs;
@@ -191,8 +191,11 @@ void LRScheduler::load_state_dict(const StateDict& state) {
   std::vector<double> base_lrs = json_doubles(j, name(), "base_lrs");
   std::vector<double> last_lr = json_doubles(j, name(), "last_lr");
   const size_t groups = optimizer_.param_groups().size();
-  TD_CHECK(base_lrs.size() == groups && last_lr.size() == groups, name(), ".load_state_dict: the state is for ",
-           base_lrs.size(), " parameter groups, the optimizer has ", groups);
+  // A scheduler that schedules groups added later saved its first groups' base lrs only.
+  TD_CHECK(last_lr.size() == groups &&
+               (base_lrs.size() == groups || (base_lrs.size() < groups && schedules_added_groups())),
+           name(), ".load_state_dict: the state is for ", base_lrs.size(), " parameter groups, the optimizer has ",
+           groups);
   TD_CHECK(last_epoch >= 0 && step_count >= 1, name(), ".load_state_dict: invalid counters last_epoch = ",
            last_epoch, ", step_count = ", step_count);
   TD_CHECK(j.contains("hyperparameters"), name(), ".load_state_dict: the state has no 'hyperparameters'");
@@ -324,7 +327,10 @@ std::vector<double> CosineAnnealingLR::get_lr() {
   const double epoch = static_cast<double>(last_epoch_);
   // The written order of PyTorch's expressions is kept: a different order rounds differently.
   if ((last_epoch_ - 1 - T_max_) % (2 * T_max_) == 0) {
-    // The step past the minimum: the ratio form below would divide by 1 + cos(pi) = 0.
+    // The step past the minimum: the ratio form below would divide by 1 + cos(pi) = 0. It needs
+    // each group's base lr, which a group added later has not got (PyTorch fails here too).
+    TD_CHECK(out.size() == base_lrs_.size(), name(), ".step: a parameter group added after the scheduler was made "
+             "has no base lr for the step past the minimum (epoch ", last_epoch_, "); make a new scheduler");
     for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] + (base_lrs_[i] - eta_min_) * (1 - std::cos(kPi / T)) / 2;
     return out;
   }

@@ -43,6 +43,10 @@ class LRScheduler {
   void initial_step();
   // The lr of every group for last_epoch(), mostly from the groups' current lr (PyTorch's get_lr).
   virtual std::vector<double> get_lr() = 0;
+  // Whether groups added to the optimizer after the scheduler was made are scheduled too: yes
+  // where each lr follows from the group's current one, as in PyTorch (progressive unfreezing);
+  // no where it needs the group's initial lr.
+  virtual bool schedules_added_groups() const { return false; }
   virtual const char* name() const = 0;
   virtual void hyperparameters_to_json(nlohmann::json& out) const = 0;
   virtual void hyperparameters_from_json(const nlohmann::json& in) = 0;  // validates too
@@ -66,6 +70,7 @@ class StepLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "StepLR"; }
+  bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   int64_t step_size_;
@@ -80,6 +85,7 @@ class MultiStepLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "MultiStepLR"; }
+  bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   std::vector<int64_t> milestones_;
@@ -94,6 +100,7 @@ class ExponentialLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "ExponentialLR"; }
+  bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   double gamma_;
@@ -125,6 +132,7 @@ class CosineAnnealingLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "CosineAnnealingLR"; }
+  bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   int64_t T_max_;
@@ -140,6 +148,7 @@ class LinearLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "LinearLR"; }
+  bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   double start_factor_;

@@ -640,6 +640,46 @@ TEST_CASE("a second scheduler takes its base lr from the first one's initial_lr"
   CHECK(other.param_groups()[0].initial_lr() == std::optional<double>(0.1));
 }
 
+TEST_CASE("schedulers that follow each group's lr also schedule groups added later, as PyTorch's do", "[cpu]") {
+  // PyTorch 2.15: SGD([a], lr=0.1), the scheduler, then add_param_group({b}, lr=1.0); three steps.
+  auto run = [](const std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer&)>& make) {
+    td::Tensor a = td::ones({2}).requires_grad_(), b = td::ones({2}).requires_grad_();
+    optim::SGD sgd({a}, 0.1);
+    auto scheduler = make(sgd);
+    sgd.add_param_group(optim::OptimizerParamGroup({b}, optim::SGDOptions(1.0)));
+    std::vector<std::vector<double>> lrs;
+    for (int t = 0; t < 3; ++t) {
+      scheduler->step();
+      lrs.push_back(scheduler->get_last_lr());
+    }
+    // Its state, with the first group's base lr only, goes back into a scheduler of the same optimizer.
+    auto again = make(sgd);
+    again->load_state_dict(scheduler->state_dict());
+    CHECK(again->get_last_lr() == lrs.back());
+    return lrs;
+  };
+  using Lrs = std::vector<std::vector<double>>;
+  CHECK(run([](optim::Optimizer& o) { return std::make_unique<optim::StepLR>(o, 1, 0.5); }) ==
+        Lrs{{0.05, 0.5}, {0.025, 0.25}, {0.0125, 0.125}});
+  CHECK(run([](optim::Optimizer& o) { return std::make_unique<optim::ExponentialLR>(o, 0.5); }) ==
+        Lrs{{0.05, 0.5}, {0.025, 0.25}, {0.0125, 0.125}});
+  CHECK(run([](optim::Optimizer& o) { return std::make_unique<optim::MultiStepLR>(o, std::vector<int64_t>{1}); }) ==
+        Lrs{{0.010000000000000002, 0.1}, {0.010000000000000002, 0.1}, {0.010000000000000002, 0.1}});
+  CHECK(run([](optim::Optimizer& o) { return std::make_unique<optim::LinearLR>(o, 0.5, 1.0, 2); }) ==
+        Lrs{{0.07500000000000001, 1.5}, {0.1, 2.0}, {0.1, 2.0}});
+  CHECK(run([](optim::Optimizer& o) { return std::make_unique<optim::CosineAnnealingLR>(o, 10); }) ==
+        Lrs{{0.09755282581475769, 0.9755282581475768},
+            {0.09045084971874738, 0.9045084971874737},
+            {0.07938926261462367, 0.7938926261462366}});
+  // A schedule from each group's initial lr cannot take a group that has none.
+  td::Tensor a = td::ones({2}).requires_grad_(), b = td::ones({2}).requires_grad_();
+  optim::SGD sgd({a}, 0.1);
+  optim::LambdaLR lambda(sgd, [](int64_t epoch) { return 1.0 / static_cast<double>(epoch + 1); });
+  sgd.add_param_group(optim::OptimizerParamGroup({b}, optim::SGDOptions(1.0)));
+  check_error([&] { lambda.step(); }, {"LambdaLR.step: the optimizer has 2 parameter groups", "made for 1"});
+  CHECK(lambda.last_epoch() == 0);
+}
+
 TEST_CASE("a scheduler refuses another scheduler's state and a state for other groups", "[cpu]") {
   td::Tensor w = td::ones({2}).requires_grad_();
   td::Tensor v = td::ones({2}).requires_grad_();
