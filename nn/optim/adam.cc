@@ -156,8 +156,8 @@ void Adam::update() {
         }
       }
       detail::lerp_(s.exp_avg, grad, 1 - beta1);
-      // addcmul_(grad, grad, value=1 - beta2) computes (value * grad) * grad.
-      s.exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul(grad));
+      s.exp_avg_sq.mul_(beta2);
+      detail::addcmul_(s.exp_avg_sq, grad, grad, 1 - beta2);
 
       const double step = static_cast<double>(s.step);
       const double bias_correction1 = 1 - std::pow(beta1, step);
@@ -172,8 +172,7 @@ void Adam::update() {
       } else {
         denom = s.exp_avg_sq.sqrt().div(bias_correction2_sqrt).add_(o.eps());
       }
-      // addcdiv_(exp_avg, denom, value=-step_size) computes (value * exp_avg) / denom.
-      p.add_(s.exp_avg.mul(-step_size).div(denom));
+      detail::addcdiv_(p, s.exp_avg, denom, -step_size);
     }
   }
 }

@@ -331,12 +331,40 @@ void follow_param(Tensor& state, const Tensor& param) {
   }
 }
 
+namespace {
+
+// t in float32 where it is a 16-bit tensor, where PyTorch's fused element-wise ops compute.
+Tensor wide(const Tensor& t) { return is_16bit_float(t.dtype()) ? t.to(kFloat32) : t; }
+
+Tensor lerp(const Tensor& self, const Tensor& end, double weight) {
+  return std::abs(weight) < 0.5 ? self.add(end.sub(self), weight)       // self + weight * (end - self)
+                                : end.sub(end.sub(self), 1 - weight);  // end - (end - self) * (1 - weight)
+}
+
+}  // namespace
+
 void lerp_(Tensor& self, const Tensor& end, double weight) {
-  if (std::abs(weight) < 0.5) {
-    self.add_(end.sub(self), weight);  // self + weight * (end - self)
-  } else {
-    self.copy_(end.sub(end.sub(self), 1 - weight));  // end - (end - self) * (1 - weight)
+  if (!is_16bit_float(self.dtype()) && std::abs(weight) < 0.5) {
+    self.add_(end.sub(self), weight);
+    return;
   }
+  self.copy_(lerp(wide(self), wide(end), weight));
+}
+
+void addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
+  if (!is_16bit_float(self.dtype())) {
+    self.add_(a.mul(value).mul(b));
+    return;
+  }
+  self.copy_(wide(self).add(wide(a).mul(value).mul(wide(b))));
+}
+
+void addcdiv_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
+  if (!is_16bit_float(self.dtype())) {
+    self.add_(a.mul(value).div(b));
+    return;
+  }
+  self.copy_(wide(self).add(wide(a).mul(value).div(wide(b))));
 }
 
 int64_t load_count(const StateDict& in, const std::string& key) {

@@ -153,9 +153,14 @@ Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor
 // `state`, if defined and not on `param`'s device or of its dtype, converted to them.
 void follow_param(Tensor& state, const Tensor& param);
 int64_t load_count(const StateDict& in, const std::string& key);
-// self.lerp_(end, weight) with torch.lerp's formula, whose two branches keep the result exact at
-// both ends of the weight.
+// PyTorch's lerp_, addcmul_ and addcdiv_ as the op-by-op steps use them: self.lerp_(end, weight)
+// with torch.lerp's formula, whose two branches keep the result exact at both ends of the weight;
+// self += (value * a) * b; self += (value * a) / b. Each is one op: for float16 and bfloat16 it is
+// computed in float32 and rounded once, as PyTorch's (in their own dtype each product would be
+// rounded too); float32 and float64 keep the roundings the fused steps match bit for bit.
 void lerp_(Tensor& self, const Tensor& end, double weight);
+void addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value);
+void addcdiv_(Tensor& self, const Tensor& a, const Tensor& b, double value);
 // Reads field `name` of a JSON object as T, or throws tandem::Error naming `who` and the field.
 double json_double(const nlohmann::json& in, const char* who, const char* name);
 bool json_bool(const nlohmann::json& in, const char* who, const char* name);

@@ -113,23 +113,26 @@ void RMSprop::update() {
       auto& s = static_cast<RMSpropParamState&>(*slot);
       s.step += 1;
       if (o.weight_decay() != 0) grad = grad.add(p, o.weight_decay());
-      // addcmul_(grad, grad, value=1 - alpha) computes (value * grad) * grad.
-      s.square_avg.mul_(o.alpha()).add_(grad.mul(1 - o.alpha()).mul(grad));
+      s.square_avg.mul_(o.alpha());
+      detail::addcmul_(s.square_avg, grad, grad, 1 - o.alpha());
       Tensor avg;
       if (o.centered()) {
         if (!s.grad_avg.defined()) s.grad_avg = zeros_like(p);
         detail::lerp_(s.grad_avg, grad, 1 - o.alpha());
-        avg = s.square_avg.sub(s.grad_avg.mul(s.grad_avg)).sqrt_();  // addcmul with value -1
+        avg = s.square_avg.clone();
+        detail::addcmul_(avg, s.grad_avg, s.grad_avg, -1);
+        avg.sqrt_();
       } else {
         avg = s.square_avg.sqrt();
       }
       avg.add_(o.eps());
       if (o.momentum() > 0) {
         if (!s.momentum_buffer.defined()) s.momentum_buffer = zeros_like(p);
-        s.momentum_buffer.mul_(o.momentum()).add_(grad.div(avg));  // addcdiv_ with value 1
+        s.momentum_buffer.mul_(o.momentum());
+        detail::addcdiv_(s.momentum_buffer, grad, avg, 1);
         p.add_(s.momentum_buffer, -o.lr());
       } else {
-        p.add_(grad.mul(-o.lr()).div(avg));  // addcdiv_(grad, avg, value=-lr): (value * grad) / avg
+        detail::addcdiv_(p, grad, avg, -o.lr());
       }
     }
   }
@@ -215,9 +218,9 @@ void Adagrad::update() {
       if (o.maximize()) grad = grad.neg();
       if (o.weight_decay() != 0) grad = grad.add(p, o.weight_decay());
       const double clr = o.lr() / (1 + (static_cast<double>(s.step) - 1) * o.lr_decay());
-      s.sum.add_(grad.mul(grad));  // addcmul_ with value 1
+      detail::addcmul_(s.sum, grad, grad, 1);
       Tensor std_dev = s.sum.sqrt().add_(o.eps());
-      p.add_(grad.mul(-clr).div(std_dev));  // addcdiv_(grad, std, value=-clr): (value * grad) / std
+      detail::addcdiv_(p, grad, std_dev, -clr);
     }
   }
 }

@@ -640,6 +640,68 @@ TEST_CASE("a second scheduler takes its base lr from the first one's initial_lr"
   CHECK(other.param_groups()[0].initial_lr() == std::optional<double>(0.1));
 }
 
+TEST_CASE("optimizers on bfloat16 parameters round as PyTorch's single-tensor steps do", "[cpu]") {
+  // PyTorch 2.15, foreach=False, on a bfloat16 parameter of 64 values ((i % 17) - 8) / 8, five
+  // steps with gradients (((7 i + s) % 13) - 6) / 16 + s / 32, all exact in bfloat16. Its
+  // addcmul_, addcdiv_ and lerp_ compute in float32 and round once; op by op in bfloat16, 7 of
+  // Adam's 64 values differed.
+  auto run = [](const std::function<std::unique_ptr<optim::Optimizer>(std::vector<td::Tensor>)>& make) {
+    std::vector<float> start(64);
+    for (int i = 0; i < 64; ++i) start[i] = static_cast<float>(i % 17 - 8) / 8.0f;
+    td::Tensor p = td::tensor(start).to(td::kBFloat16).requires_grad_();
+    auto optimizer = make({p});
+    for (int s = 0; s < 5; ++s) {
+      std::vector<float> g(64);
+      for (int i = 0; i < 64; ++i) {
+        g[i] = static_cast<float>((7 * i + s) % 13 - 6) / 16.0f + static_cast<float>(s) / 32.0f;
+      }
+      p.mutable_grad() = td::tensor(g).to(td::kBFloat16);
+      optimizer->step();
+    }
+    return values(p.detach());
+  };
+  const std::vector<double> adam{
+      -0.953125, -0.91796875, -0.70703125, -0.671875, -0.462890625, -0.419921875, -0.22265625, -0.162109375,
+      0.01318359375, 0.10205078125, 0.2421875, 0.375, 0.466796875, 0.671875, 0.70703125, 0.91796875, 0.953125,
+      -0.9609375, -0.9296875, -0.71875, -0.66796875, -0.486328125, -0.3984375, -0.2578125, -0.1240234375,
+      -0.033447265625, 0.1708984375, 0.201171875, 0.41796875, 0.451171875, 0.6640625, 0.6953125, 0.90625,
+      0.95703125, -0.984375, -0.90234375, -0.75390625, -0.625, -0.53125, -0.330078125, -0.298828125,
+      -0.08251953125, -0.049072265625, 0.1630859375, 0.205078125, 0.404296875, 0.462890625, 0.640625, 0.72265625,
+      0.87109375, 1.0, -1.03125, -0.828125, -0.79296875, -0.58203125, -0.546875, -0.337890625, -0.294921875,
+      -0.0966796875, -0.03759765625, 0.1376953125, 0.2275390625, 0.3671875, 0.5};
+  CHECK(run([](std::vector<td::Tensor> ps) { return std::make_unique<optim::Adam>(ps, optim::AdamOptions(0.01)); }) ==
+        adam);
+  // AdamW's decay of these weights over five steps is below bfloat16's resolution here: the same values.
+  CHECK(run([](std::vector<td::Tensor> ps) {
+          return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions(0.01).amsgrad(true));
+        }) == adam);
+  // RMSprop, centered (its lerp_ and out-of-place addcmul). With momentum, 11 of 64 values still
+  // differ: PyTorch's bfloat16 add_(buf, alpha=-lr) rounds the product in float32 before the sum,
+  // where tandem's add takes one fused multiply-add.
+  CHECK(run([](std::vector<td::Tensor> ps) {
+          return std::make_unique<optim::RMSprop>(ps, optim::RMSpropOptions(0.01).centered(true));
+        }) ==
+        std::vector<double>{
+            -0.77734375, -1.3046875, -0.56640625, -1.03125, -0.373046875, -0.66796875, -0.208984375, -0.30859375,
+            -0.0703125, 0.050537109375, 0.0537109375, 0.427734375, 0.1552734375, 0.84765625, 0.32421875, 1.0546875,
+            0.59375, -0.875, -1.1796875, -0.70703125, -0.8125, -0.5703125, -0.453125, -0.443359375,
+            -0.0751953125, -0.34765625, 0.34375, -0.17578125, 0.55859375, 0.09326171875, 0.75, 0.451171875,
+            0.91796875, 0.8125, -1.0703125, -0.9453125, -0.94140625, -0.578125, -0.84765625, -0.158203125,
+            -0.67578125, 0.057861328125, -0.408203125, 0.251953125, -0.044677734375, 0.4140625, 0.314453125, 0.5546875,
+            0.671875, 0.68359375, 1.0390625, -1.3515625, -0.65234375, -1.1796875, -0.44140625, -0.90625,
+            -0.25, -0.54296875, -0.08447265625, -0.1865234375, 0.054931640625, 0.17578125, 0.1796875, 0.55078125});
+  CHECK(run([](std::vector<td::Tensor> ps) { return std::make_unique<optim::Adagrad>(ps, optim::AdagradOptions(0.1)); }) ==
+        std::vector<double>{
+            -0.78125, -1.3046875, -0.56640625, -1.0234375, -0.375, -0.6640625, -0.2099609375, -0.30859375,
+            -0.06884765625, 0.051513671875, 0.05712890625, 0.42578125, 0.1572265625, 0.84375, 0.326171875, 1.0546875,
+            0.59765625, -0.875, -1.1796875, -0.70703125, -0.80859375, -0.5703125, -0.44921875, -0.443359375,
+            -0.07568359375, -0.34375, 0.33984375, -0.169921875, 0.5546875, 0.099609375, 0.75, 0.458984375, 0.921875,
+            0.81640625, -1.0703125, -0.9453125, -0.9375, -0.578125, -0.84375, -0.16015625, -0.671875, 0.055908203125,
+            -0.400390625, 0.25, -0.041015625, 0.416015625, 0.31640625, 0.5546875, 0.67578125, 0.6875, 1.0390625,
+            -1.3359375, -0.65625, -1.1796875, -0.443359375, -0.90234375, -0.251953125, -0.5390625, -0.08447265625,
+            -0.1826171875, 0.0546875, 0.1767578125, 0.181640625, 0.55078125});
+}
+
 TEST_CASE("schedulers that follow each group's lr also schedule groups added later, as PyTorch's do", "[cpu]") {
   // PyTorch 2.15: SGD([a], lr=0.1), the scheduler, then add_param_group({b}, lr=1.0); three steps.
   auto run = [](const std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer&)>& make) {
