@@ -87,6 +87,16 @@ void check_no_overlap(const Tensor& out, const Tensor& in, const char* op, const
            "clone() it first");
 }
 
+std::pair<int64_t, int64_t> integer_range(DType dtype) {
+  switch (dtype) {
+    case kBool: return {0, 1};
+    case kUInt8: return {0, 255};
+    case kInt32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case kInt64: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    default: TD_FAIL("integer_range: ", dtype, " is not an integer dtype");
+  }
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   dst.is_cpu() && src.is_cpu() ? cpu::copy(dst, src) : cuda::copy(dst, src);
 }

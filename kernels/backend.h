@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <utility>
 
 #include "core/tensor.h"
 #include "kernels/copy.h"
@@ -37,6 +38,8 @@ void fill_into(const Tensor& dst, Scalar value);
 // integers -255 to -1, which wrap, as in PyTorch); a floating dtype a finite value beyond its
 // largest (1e5 in float16). Infinities and NaN fit a floating dtype; bool takes any value.
 void check_value_fits(Scalar value, DType dtype, const char* op);
+// The values of an integer dtype (bool: 0 and 1), lowest and largest.
+std::pair<int64_t, int64_t> integer_range(DType dtype);
 
 // A fresh contiguous tensor.
 Tensor empty_tensor(IntList sizes, DType dtype, Device device);

@@ -2,8 +2,6 @@
 // to the backend of the operands' device.
 #include "kernels/elementwise.h"
 
-#include <limits>
-
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -201,10 +199,7 @@ DType clamp_dtype(const Tensor& x, std::optional<Scalar>& lo, std::optional<Scal
     if (hi) check_value_fits(*hi, t, "clamp");
     return t;
   }
-  const int64_t lowest = t == kUInt8 ? 0 : t == kInt32 ? std::numeric_limits<int32_t>::min()
-                                                        : std::numeric_limits<int64_t>::min();
-  const int64_t largest = t == kUInt8 ? 255 : t == kInt32 ? std::numeric_limits<int32_t>::max()
-                                                           : std::numeric_limits<int64_t>::max();
+  const auto [lowest, largest] = integer_range(t);
   if (lo) {
     const int64_t v = lo->to_int();
     TD_CHECK(v <= largest, "clamp: min value ", v, " is outside the range of ", t);

@@ -1,7 +1,6 @@
 #include "kernels/factory.h"
 
 #include <cmath>
-#include <limits>
 
 #include "core/generator.h"
 #include "kernels/backend.h"
@@ -230,13 +229,11 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions options) 
   const DType dtype = options.dtype_or(kInt64);
   // As PyTorch: every value drawn must be one the dtype holds (they would wrap, and no longer be uniform).
   auto holds = [dtype](int64_t v) {
-    switch (dtype) {
-      case kBool: return v == 0 || v == 1;
-      case kUInt8: return v >= 0 && v <= 255;
-      case kInt32: return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-      case kFloat16: return v >= -65504 && v <= 65504;
-      default: return true;
+    if (is_integral(dtype, true)) {
+      const auto [lowest, largest] = kernels::integer_range(dtype);
+      return v >= lowest && v <= largest;
     }
+    return dtype != kFloat16 || (v >= -65504 && v <= 65504);
   };
   TD_CHECK(holds(low), "randint: low=", low, " is out of bounds for ", dtype);
   TD_CHECK(holds(high - 1), "randint: high - 1 = ", high - 1, " is out of bounds for ", dtype);
