@@ -92,14 +92,14 @@ void add_n_into(const Tensor& out, const std::vector<Tensor>& inputs) {
 
 namespace {
 
-enum class UnaryKind { Floating, FloatingOnly, Numeric };
+enum class UnaryKind { Floating, FloatingOnly, Numeric, Any };
 
 UnaryKind unary_kind(UnaryOp op) {
   switch (op) {
+    case UnaryOp::Sign: return UnaryKind::Any;  // sign of a bool is itself, as in PyTorch
     case UnaryOp::Neg:
     case UnaryOp::Abs:
-    case UnaryOp::Relu:
-    case UnaryOp::Sign: return UnaryKind::Numeric;
+    case UnaryOp::Relu: return UnaryKind::Numeric;
     case UnaryOp::GeluErf:
     case UnaryOp::GeluTanh:
     case UnaryOp::Silu: return UnaryKind::FloatingOnly;
@@ -119,6 +119,7 @@ DType unary_dtype(UnaryOp op, DType t) {
       TD_CHECK(is_floating(t), name, ": expected a floating tensor, got dtype ", t);
       return t;
     case UnaryKind::Floating: return is_floating(t) ? t : kDefaultFloat;
+    case UnaryKind::Any: return t;
   }
   return t;
 }
@@ -253,12 +254,11 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
       if (op == BinaryOp::Sub) {
         TD_CHECK(common != kBool, "sub: subtraction of bool tensors is not supported (use logical_xor)");
       }
-      if (common == kBool) {
-        TD_CHECK(alpha.is_bool() || alpha.to_double() == 1, name, ": a boolean result takes only a boolean alpha");
-      } else if (!is_floating(common)) {
-        TD_CHECK(!alpha.is_floating(), name, ": for integral tensors alpha must not be a floating point number, got ",
-                 alpha.to_double());
-      }
+      // PyTorch's rules: a bool alpha only for a bool result, a floating one only for a floating result.
+      TD_CHECK(!alpha.is_bool() || common == kBool, name, ": a boolean alpha is only supported for a boolean result, got ",
+               common);
+      TD_CHECK(is_floating(common) || !alpha.is_floating(), name, ": for ", common,
+               " tensors alpha must not be a floating point number, got ", alpha.to_double());
       return common;
     case BinaryOp::Div: return is_floating(common) ? common : kDefaultFloat;
     case BinaryOp::Pow: TD_CHECK(common != kBool, "pow: not supported for bool tensors"); return common;
@@ -266,7 +266,16 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
   }
 }
 
+// alpha as the operands' dtype holds it: PyTorch's CPU add takes it in float16/bfloat16 for those
+// dtypes (0.3 is 0.30078125 in bfloat16), then one multiply-add in float32.
+Scalar alpha_in(DType t, Scalar alpha) {
+  if (t == kFloat16) return Scalar(alpha.to<Half>());
+  if (t == kBFloat16) return Scalar(alpha.to<BFloat16>());
+  return alpha;
+}
+
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  alpha = alpha_in(a.dtype(), alpha);
   out.is_cuda() ? cuda::binary(op, out, a, b, alpha) : cpu::binary(op, out, a, b, alpha);
 }
 

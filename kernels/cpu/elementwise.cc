@@ -55,7 +55,7 @@ void compare(const LoopShape<3>& s, DType t, F f) {
 
 // a + alpha * b (Sub passes -alpha).
 void add_scaled(const LoopShape<3>& s, DType t, Scalar alpha) {
-  dispatch_numeric(t, "add", [&]<typename T>() {
+  dispatch_all(t, "add", [&]<typename T>() {
     using M = opmath_t<T>;
     binary_as<T>(s, fn::AddScaled<M>{alpha.to<M>()});
   });
@@ -70,7 +70,7 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Neg: return numeric_unary(s, t, fn::Neg{});
     case UnaryOp::Abs: return numeric_unary(s, t, fn::Abs{});
     case UnaryOp::Relu: return numeric_unary(s, t, fn::Relu{});
-    case UnaryOp::Sign: return numeric_unary(s, t, fn::Sign{});
+    case UnaryOp::Sign: return dispatch_all(t, "sign", [&]<typename T>() { unary_as<T>(s, fn::Sign{}); });
     case UnaryOp::Exp: return floating_unary(s, t, fn::Exp{});
     case UnaryOp::Log: return floating_unary(s, t, fn::Log{});
     case UnaryOp::Log1p: return floating_unary(s, t, fn::Log1p{});

@@ -56,7 +56,7 @@ void compare(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
 
 // a + alpha * b (Sub passes -alpha).
 void add_scaled(const cpu::LoopShape<3>& s, Device d, DType t, Scalar alpha) {
-  dispatch_numeric(t, "add", [&]<typename T>() {
+  dispatch_all(t, "add", [&]<typename T>() {
     using M = opmath_t<T>;
     using F = fn::AddScaled<M>;
     elementwise<T, T, T>("add", s, d, InOpMath<T, F>{F{alpha.to<M>()}});
@@ -90,7 +90,8 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Neg: return numeric_unary(s, d, t, fn::Neg{});
     case UnaryOp::Abs: return numeric_unary(s, d, t, fn::Abs{});
     case UnaryOp::Relu: return numeric_unary(s, d, t, fn::Relu{});
-    case UnaryOp::Sign: return numeric_unary(s, d, t, fn::Sign{});
+    case UnaryOp::Sign:
+      return dispatch_all(t, "sign", [&]<typename T>() { elementwise<T, T>("sign", s, d, InOpMath<T, fn::Sign>{}); });
     case UnaryOp::Exp: return floating_unary(s, d, t, fn::Exp{});
     case UnaryOp::Log: return floating_unary(s, d, t, fn::Log{});
     case UnaryOp::Log1p: return floating_unary(s, d, t, fn::Log1p{});

@@ -7,6 +7,7 @@
 #include "tests/testing.h"
 
 namespace td = tandem;
+using td::Scalar;
 using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
@@ -335,4 +336,66 @@ TEST_CASE("float16 and bfloat16 mul and div by a number take it at its float32 v
     Tensor expected_grad = td::div(td::mul(upstream.to(td::kFloat32), 0.1).to(dtype).to(td::kFloat32), 3.0).to(dtype);
     CHECK(values(grad) == values(expected_grad));
   }
+}
+
+TEST_CASE("float16 and bfloat16 add and sub take alpha in the tensors' dtype, as PyTorch's CPU does", "[cpu]") {
+  // PyTorch 2.15's add(a, b, alpha=0.3) on 64 contiguous values a = ((37 i) % 29 - 14) / 7 and
+  // b = ((11 i) % 23 - 11) / 5 (each rounded to the dtype): alpha is 0.30078125 in bfloat16 and
+  // 0.300048828125 in float16, then one multiply-add in float32. With alpha at its double value,
+  // 15 of the bfloat16 sums and 9 of the float16 ones differed.
+  std::vector<float> av(64), bv(64);
+  for (int i = 0; i < 64; ++i) {
+    av[i] = static_cast<float>((i * 37) % 29 - 14) / 7.0f;
+    bv[i] = static_cast<float>((i * 11) % 23 - 11) / 5.0f;
+  }
+  const std::vector<double> bf16{
+      -2.65625, -0.85546875, 0.94921875, 1.3671875, -0.96875, -0.546875, 1.2578125, 1.6796875, -0.66015625,
+      -0.2412109375, 1.5625, -2.15625, -0.353515625, 0.06591796875, 1.875, -1.8515625, -0.044189453125,
+      0.373046875, 2.1875, -1.5390625, 0.263671875, 0.6875, -1.6484375, -1.234375, 0.5703125, 2.375, -1.3515625,
+      0.458984375, 0.87890625, -1.4609375, -1.0390625, 0.765625, 1.1875, -1.1484375, -0.7265625, 1.078125, 1.5,
+      -0.83984375, -0.419921875, 1.3828125, -2.34375, -0.53515625, -0.11279296875, 1.6875, -2.03125, -0.224609375,
+      0.1923828125, 2.0, -0.337890625, 0.08251953125, 1.890625, -1.828125, -0.02978515625, 0.388671875, 2.1875,
+      -1.53125, 0.27734375, 0.69921875, -1.640625, -1.21875, 0.5859375, 1.0078125, -1.328125, -0.91015625};
+  const std::vector<double> f16{
+      -2.66015625, -0.85693359375, 0.9453125, 1.369140625, -0.97119140625, -0.54833984375, 1.25390625,
+      1.677734375, -0.66259765625, -0.239990234375, 1.5625, -2.158203125, -0.354248046875, 0.068359375,
+      1.87109375, -1.8486328125, -0.045654296875, 0.376953125, 2.1796875, -1.5400390625, 0.2626953125,
+      0.68603515625, -1.654296875, -1.2314453125, 0.5712890625, 2.373046875, -1.345703125, 0.457275390625,
+      0.8798828125, -1.4599609375, -1.037109375, 0.765625, 1.1884765625, -1.1513671875, -0.728515625, 1.07421875,
+      1.4970703125, -0.8427734375, -0.420166015625, 1.3828125, -2.337890625, -0.5341796875, -0.111572265625,
+      1.69140625, -2.029296875, -0.2257080078125, 0.197021484375, 2.0, -0.340087890625, 0.08282470703125,
+      1.88671875, -1.833984375, -0.03125, 0.39111328125, 2.193359375, -1.5263671875, 0.27734375, 0.7001953125,
+      -1.6396484375, -1.216796875, 0.5859375, 1.0087890625, -1.3310546875, -0.908203125};
+  for (auto [dtype, expected] : {std::pair{td::kBFloat16, bf16}, std::pair{td::kFloat16, f16}}) {
+    INFO(td::dtype_name(dtype));
+    Tensor a = td::tensor(av).to(dtype), b = td::tensor(bv).to(dtype);
+    CHECK(values(td::add(a, b, 0.3)) == expected);
+    CHECK(values(td::sub(a, b, -0.3)) == expected);
+    Tensor in_place = a.clone();
+    in_place.add_(b, 0.3);
+    CHECK(values(in_place) == expected);
+  }
+}
+
+TEST_CASE("bool add takes an integer or bool alpha, and alpha's kind follows PyTorch's rules", "[cpu]") {
+  Tensor x = td::tensor({true, false, false}), y = td::tensor({true, true, false});
+  // a + alpha * b in bool: any nonzero alpha is true, so the sum is a logical or; zero leaves a.
+  for (Scalar alpha : {Scalar(2), Scalar(-1), Scalar(true)}) {
+    CHECK(values(td::add(x, y, alpha)) == std::vector<double>{1, 1, 0});
+  }
+  for (Scalar alpha : {Scalar(0), Scalar(false)}) {
+    CHECK(values(td::add(x, y, alpha)) == std::vector<double>{1, 0, 0});
+  }
+  Tensor z = x.clone();
+  z.add_(y, 3);
+  CHECK(values(z) == std::vector<double>{1, 1, 0});
+  Tensor f = td::ones({2}), i = td::tensor({1, 2});
+  Snapshot sx(x), sf(f), si(i);
+  check_error([&] { td::add(x, y, 2.5); }, {"add", "bool", "alpha", "floating point"});
+  check_error([&] { td::add(f, f, true); }, {"add", "boolean alpha", "float32"});
+  check_error([&] { i.add_(i, false); }, {"add", "boolean alpha", "int64"});
+  check_error([&] { x.add_(y, 1.0); }, {"add", "alpha"});
+  sx.check_unchanged(x);
+  sf.check_unchanged(f);
+  si.check_unchanged(i);
 }

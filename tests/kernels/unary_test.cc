@@ -172,11 +172,18 @@ TEST_CASE("in-place unary ops write through views and refuse to change the dtype
   check_error([&] { g.gelu_("fast"); }, {"gelu", "\"none\" or \"tanh\""});
 }
 
-TEST_CASE("bool tensors are rejected by arithmetic unary ops with a hint", "[cpu]") {
+TEST_CASE("bool tensors are rejected by arithmetic unary ops with a hint, and sign of a bool is itself", "[cpu]") {
   td::Tensor b = td::tensor({true, false});
   check_error([&] { td::neg(b); }, {"neg", "bool", "logical_not"});
   check_error([&] { td::abs(b); }, {"abs", "bool"});
   CHECK(td::exp(b).dtype() == td::kFloat32);
+  // sign of a bool is the bool itself, as in PyTorch.
+  td::Tensor strided = td::tensor({true, false, false, true, true, false}).slice(0, 0, 6, 2);
+  CHECK(td::sign(strided).dtype() == td::kBool);
+  CHECK(values(td::sign(strided)) == std::vector<double>{1, 0, 1});
+  td::Tensor in_place = b.clone();
+  in_place.sign_();
+  CHECK(values(in_place) == std::vector<double>{1, 0});
 }
 
 TEST_CASE("neg and abs of the most negative integer give it back, with no signed overflow", "[cpu]") {
