@@ -68,8 +68,9 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
   // The window's arguments are checked as a convolution's (the stride defaults to the window).
   const Pool2d p = conv_params(kernel, dilation, padding, stride.empty() ? kernel : stride, op);
   const auto [kh, kw, sh, sw, ph, pw, dh, dw] = p;
-  TD_CHECK(ph <= ((kh - 1) * dh + 1) / 2 && pw <= ((kw - 1) * dw + 1) / 2, op, ": padding ", shape_str(padding.vec()),
-           " must be non-negative and at most half of the effective kernel size");
+  // PyTorch's bound: half of the window itself, also where dilation spreads it wider.
+  TD_CHECK(ph <= kh / 2 && pw <= kw / 2, op, ": padding ", shape_str(padding.vec()),
+           " must be non-negative and at most half of the kernel size ", shape_str(kernel.vec()));
   PoolShape s;
   s.p = p;
   s.h = x.sizes()[x.dim() - 2];

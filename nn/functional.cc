@@ -65,7 +65,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   TD_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ", shape_str(weight.sizes()));
   TD_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear: input of shape ", shape_str(x.sizes()),
            " does not end in in_features = ", weight.sizes()[1]);
+  TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), "linear: input (",
+           x.dtype(), "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
+           ") must have one dtype");
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  // A contiguous input of other ranks as PyTorch takes it: one addmm over its rows, so that a
+  // 16-bit result is rounded once, with the bias in the product's float32 sum.
+  if (bias.defined() && bias.dim() == 1 && x.is_contiguous()) {
+    Shape out_shape = x.sizes();
+    out_shape.back() = weight.size(0);
+    return addmm(bias, x.reshape({-1, weight.size(1)}), weight.t()).view(out_shape);
+  }
   Tensor out = matmul(x, weight.t());
   return bias.defined() ? out + bias : out;
 }
@@ -82,6 +92,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
            shape_str(x.sizes()));
   TD_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ", shape_str(weight.sizes()));
   TD_CHECK(groups >= 1, "conv2d: groups must be positive, got ", groups);
+  TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), "conv2d: input (",
+           x.dtype(), "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
+           ") must have one dtype");
   Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
   const int64_t n = x4.size(0), c = x4.size(1);
   const int64_t out_channels = weight.size(0), kh = weight.size(2), kw = weight.size(3);
@@ -110,11 +123,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   std::vector<Tensor> parts;
   for (int64_t g = 0; g < groups; ++g) {
     Tensor wg = weight.narrow(0, g * per_group_out, per_group_out).reshape({per_group_out, per_group_in});
-    parts.push_back(mm(wg, groups == 1 ? columns : columns.narrow(0, g * per_group_in, per_group_in)));
+    Tensor columns_g = groups == 1 ? columns : columns.narrow(0, g * per_group_in, per_group_in);
+    // The bias inside the GEMM, as PyTorch's CPU convolution adds it: a 16-bit result rounded once.
+    parts.push_back(bias.defined() ? addmm(bias.narrow(0, g * per_group_out, per_group_out).view({per_group_out, 1}),
+                                           wg, columns_g)
+                                   : mm(wg, columns_g));
   }
   Tensor out =
       (groups == 1 ? parts[0] : cat(parts, 0)).view({out_channels, n, out_shape[2], out_shape[3]}).transpose(0, 1);
-  if (bias.defined()) out = out + bias.view({1, out_channels, 1, 1});
   return x.dim() == 3 ? out.squeeze(0) : out;
 }
 
@@ -217,6 +233,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  TD_CHECK(k >= 1, "layer_norm: normalized_shape must have at least one dim, got []");
   TD_CHECK(x.defined() && x.dim() >= k &&
                Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
            "layer_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",

@@ -8,7 +8,10 @@
 namespace tandem::nn::init {
 
 double calculate_gain(const std::string& nonlinearity, double param) {
-  if (nonlinearity == "linear" || nonlinearity == "conv2d" || nonlinearity == "sigmoid") return 1;
+  for (const char* identity : {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                               "conv_transpose3d", "sigmoid"}) {
+    if (nonlinearity == identity) return 1;
+  }
   if (nonlinearity == "tanh") return 5.0 / 3;
   if (nonlinearity == "relu") return std::sqrt(2.0);
   if (nonlinearity == "leaky_relu") return std::sqrt(2.0 / (1 + param * param));

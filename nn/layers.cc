@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -20,16 +19,6 @@ std::string tuple_str(const std::vector<int64_t>& v) {
   std::string s = "(";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + (v.size() == 1 ? ",)" : ")");
-}
-
-std::string bool_str(bool b) { return b ? "True" : "False"; }
-
-std::string double_str(double v) {  // as Python prints floats in reprs: 1e-05, 0.1
-  std::ostringstream out;
-  out << v;
-  std::string s = out.str();
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
 }
 
 // PyTorch's default for weights with fan_in: kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)),
@@ -62,7 +51,7 @@ Tensor LinearImpl::forward(const Tensor& x) { return F::linear(x, weight, bias);
 
 std::string LinearImpl::extra_repr() const {
   return "in_features=" + std::to_string(options.in_features_) + ", out_features=" +
-         std::to_string(options.out_features_) + ", bias=" + bool_str(options.bias_);
+         std::to_string(options.out_features_) + ", bias=" + python_bool(options.bias_);
 }
 
 // ---- Conv2d ----
@@ -161,10 +150,10 @@ Tensor BatchNormBase<Derived>::forward(const Tensor& x) {
 
 template <typename Derived>
 std::string BatchNormBase<Derived>::extra_repr() const {
-  return std::to_string(options.num_features_) + ", eps=" + double_str(options.eps_) +
-         ", momentum=" + (options.momentum_ ? double_str(*options.momentum_) : "None") +
-         ", affine=" + bool_str(options.affine_) + ", bias=" + bool_str(options.bias_) +
-         ", track_running_stats=" + bool_str(options.track_running_stats_);
+  return std::to_string(options.num_features_) + ", eps=" + python_float(options.eps_) +
+         ", momentum=" + (options.momentum_ ? python_float(*options.momentum_) : "None") +
+         ", affine=" + python_bool(options.affine_) + ", bias=" + python_bool(bias.defined()) +
+         ", track_running_stats=" + python_bool(options.track_running_stats_);
 }
 
 template class BatchNormBase<BatchNorm1dImpl>;
@@ -185,8 +174,8 @@ Tensor LayerNormImpl::forward(const Tensor& x) {
 }
 
 std::string LayerNormImpl::extra_repr() const {
-  return tuple_str(options.normalized_shape_) + ", eps=" + double_str(options.eps_) +
-         ", elementwise_affine=" + bool_str(options.elementwise_affine_) + ", bias=" + bool_str(options.bias_);
+  return tuple_str(options.normalized_shape_) + ", eps=" + python_float(options.eps_) +
+         ", elementwise_affine=" + python_bool(options.elementwise_affine_) + ", bias=" + python_bool(bias.defined());
 }
 
 // ---- Embedding ----

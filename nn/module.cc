@@ -3,6 +3,8 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -294,6 +296,49 @@ void Module::copy_values_from(const Module& other) {
   };
   copy(named_parameters(), other.named_parameters(), true);
   copy(named_buffers(), other.named_buffers(), false);
+}
+
+void Module::copy_modes_from(const Module& other) {
+  training_ = other.training_;
+  for (size_t i = 0; i < children_.size() && i < other.children_.size(); ++i) {
+    children_[i].second->copy_modes_from(*other.children_[i].second);
+  }
+}
+
+std::string python_bool(bool b) { return b ? "True" : "False"; }
+
+std::string python_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest round-trip digits, d.ddde[+-]x; Python writes them out in full where the
+  // decimal point falls within 16 digits of them (-4 < point <= 16), else in exponent form.
+  char buf[64];
+  char* end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific).ptr;
+  std::string text(buf, end);
+  const size_t e = text.find('e');
+  const bool negative = text[0] == '-';
+  std::string digits;
+  for (char c : text.substr(0, e)) {
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  const int exponent = std::stoi(text.substr(e + 1));
+  const int point = exponent + 1;
+  std::string out = negative ? "-" : "";
+  if (point > -4 && point <= 16) {
+    if (point <= 0) {
+      out.append("0.").append(-point, '0').append(digits);
+    } else if (static_cast<size_t>(point) >= digits.size()) {
+      out.append(digits).append(point - digits.size(), '0').append(".0");
+    } else {
+      out.append(digits, 0, point).append(".").append(digits, point);
+    }
+    return out;
+  }
+  out.append(digits, 0, 1);
+  if (digits.size() > 1) out.append(".").append(digits, 1);
+  const int shown = std::abs(exponent);
+  out.append(exponent < 0 ? "e-" : "e+").append(shown < 10 ? "0" : "").append(std::to_string(shown));
+  return out;
 }
 
 StateDict Module::state_dict() const {

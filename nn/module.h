@@ -112,6 +112,8 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void reset() {}
   void clear_registrations();
   void copy_values_from(const Module& other);
+  // Each module's train/eval mode from the same place in other (a clone's original).
+  void copy_modes_from(const Module& other);
   // Every registered child in order, a child registered twice twice (children() lists it once):
   // what a container runs and indexes.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& registered_children() const { return children_; }
@@ -139,13 +141,20 @@ class Module : public std::enable_shared_from_this<Module> {
 
 std::ostream& operator<<(std::ostream& out, const Module& module);
 
+// Values as Python spells them in a module's extra_repr(): True/False, and a float as repr()
+// prints it, the shortest digits that read back (1e-05, 0.1, 0.3333333333333333, 1000000.0).
+std::string python_bool(bool b);
+std::string python_float(double v);
+
 // What makes a module clonable: `struct MyNetImpl : td::nn::Cloneable<MyNetImpl>` with a reset()
 // that registers everything (the constructor calls reset()). clone() copies the object, lets
-// reset() make fresh tensors and submodules, then copies the values over.
-template <typename Derived>
-class Cloneable : public Module {
+// reset() make fresh tensors and submodules, then copies the values and each module's
+// train/eval mode over. Base is the class Derived extends (a module class of its own, or Module),
+// so that a clone is a Derived too.
+template <typename Derived, typename Base = Module>
+class Cloneable : public Base {
  public:
-  using Module::Module;
+  using Base::Base;
   std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     copy->clear_registrations();
@@ -157,7 +166,7 @@ class Cloneable : public Module {
       copy->reset();
     }
     copy->copy_values_from(*this);
-    copy->train(is_training());
+    copy->copy_modes_from(*this);
     if (device) copy->to(*device);
     return copy;
   }

@@ -1,7 +1,6 @@
 #include "nn/modules.h"
 
 #include <map>
-#include <sstream>
 
 #include "autograd/ops.h"
 #include "nn/functional.h"
@@ -18,45 +17,44 @@ std::string size_str(IntList v) {
   return s + ")";
 }
 
-std::string bool_str(bool b) { return b ? "True" : "False"; }
 
 }  // namespace
 
 FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> fn, std::string extra)
     : Cloneable(std::move(name)), fn_(std::move(fn)), extra_(std::move(extra)) {}
 
-ReLUImpl::ReLUImpl() : FunctionalImpl("ReLU", [](const Tensor& x) { return relu(x); }) {}
+ReLUImpl::ReLUImpl() : Cloneable("ReLU", [](const Tensor& x) { return relu(x); }) {}
 GELUImpl::GELUImpl(const std::string& approximate)
-    : FunctionalImpl("GELU", [approximate](const Tensor& x) { return gelu(x, approximate); },
+    : Cloneable("GELU", [approximate](const Tensor& x) { return gelu(x, approximate); },
                      "approximate='" + approximate + "'") {
   TD_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got '",
            approximate, "'");
 }
-SiLUImpl::SiLUImpl() : FunctionalImpl("SiLU", [](const Tensor& x) { return silu(x); }) {}
-TanhImpl::TanhImpl() : FunctionalImpl("Tanh", [](const Tensor& x) { return tanh(x); }) {}
-SigmoidImpl::SigmoidImpl() : FunctionalImpl("Sigmoid", [](const Tensor& x) { return sigmoid(x); }) {}
+SiLUImpl::SiLUImpl() : Cloneable("SiLU", [](const Tensor& x) { return silu(x); }) {}
+TanhImpl::TanhImpl() : Cloneable("Tanh", [](const Tensor& x) { return tanh(x); }) {}
+SigmoidImpl::SigmoidImpl() : Cloneable("Sigmoid", [](const Tensor& x) { return sigmoid(x); }) {}
 SoftmaxImpl::SoftmaxImpl(int64_t dim)
-    : FunctionalImpl("Softmax", [dim](const Tensor& x) { return softmax(x, dim); }, "dim=" + std::to_string(dim)) {}
+    : Cloneable("Softmax", [dim](const Tensor& x) { return softmax(x, dim); }, "dim=" + std::to_string(dim)) {}
 LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
-    : FunctionalImpl("LogSoftmax", [dim](const Tensor& x) { return log_softmax(x, dim); },
+    : Cloneable("LogSoftmax", [dim](const Tensor& x) { return log_softmax(x, dim); },
                      "dim=" + std::to_string(dim)) {}
 FlattenImpl::FlattenImpl(int64_t start_dim, int64_t end_dim)
-    : FunctionalImpl("Flatten", [start_dim, end_dim](const Tensor& x) { return flatten(x, start_dim, end_dim); },
+    : Cloneable("Flatten", [start_dim, end_dim](const Tensor& x) { return flatten(x, start_dim, end_dim); },
                      "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim)) {}
 
 MaxPool2dImpl::MaxPool2dImpl(IntList kernel_size, IntList stride, IntList padding, IntList dilation, bool ceil_mode)
-    : FunctionalImpl(
+    : Cloneable(
           "MaxPool2d",
           [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), d = dilation.vec(), ceil_mode](const Tensor& x) {
             return max_pool2d(x, k, s, p, d, ceil_mode);
           },
           "kernel_size=" + size_str(kernel_size) + ", stride=" + size_str(stride.empty() ? kernel_size : stride) +
               ", padding=" + size_str(padding) + ", dilation=" + size_str(dilation) +
-              ", ceil_mode=" + bool_str(ceil_mode)) {}
+              ", ceil_mode=" + python_bool(ceil_mode)) {}
 
 AvgPool2dImpl::AvgPool2dImpl(IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
                              bool count_include_pad)
-    : FunctionalImpl(
+    : Cloneable(
           "AvgPool2d",
           [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), ceil_mode, count_include_pad](const Tensor& x) {
             return avg_pool2d(x, k, s, p, ceil_mode, count_include_pad);
@@ -65,7 +63,7 @@ AvgPool2dImpl::AvgPool2dImpl(IntList kernel_size, IntList stride, IntList paddin
               ", padding=" + size_str(padding)) {}
 
 AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(IntList output_size)
-    : FunctionalImpl(
+    : Cloneable(
           "AdaptiveAvgPool2d",
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_avg_pool2d(x, o); },
           "output_size=" + size_str(output_size)) {}
@@ -76,13 +74,7 @@ DropoutImpl::DropoutImpl(double p_) : p(p_) {
 
 Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
 
-std::string DropoutImpl::extra_repr() const {
-  std::ostringstream out;
-  out << "p=" << p;
-  std::string s = out.str();
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + ", inplace=False";
-}
+std::string DropoutImpl::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
 
 // ---- containers ----
 
@@ -143,7 +135,7 @@ std::shared_ptr<Module> SequentialImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<SequentialImpl>();
   CloneOnce clone_once(device);
   for (const auto& m : modules_) copy->push_back(clone_once(m));
-  copy->train(is_training());
+  copy->copy_modes_from(*this);
   return copy;
 }
 
@@ -167,13 +159,13 @@ std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<ModuleListImpl>();
   CloneOnce clone_once(device);
   for (const auto& m : modules_) copy->push_back(clone_once(m));
-  copy->train(is_training());
+  copy->copy_modes_from(*this);
   return copy;
 }
 
 void ModuleDictImpl::insert(const std::string& key, std::shared_ptr<Module> module) {
-  TD_CHECK(!contains(key), "ModuleDict: the key '", key, "' is already present");
-  register_module(key, std::move(module));
+  // An existing key's module is replaced in its place, as in LibTorch and PyTorch.
+  contains(key) ? replace_module(key, std::move(module)) : void(register_module(key, std::move(module)));
 }
 
 std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const {
@@ -200,7 +192,7 @@ std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<ModuleDictImpl>();
   CloneOnce clone_once(device);
   for (const auto& [name, m] : registered_children()) copy->insert(name, clone_once(m));
-  copy->train(is_training());
+  copy->copy_modes_from(*this);
   return copy;
 }
 

@@ -23,50 +23,50 @@ class FunctionalImpl : public Cloneable<FunctionalImpl> {
   std::string extra_;
 };
 
-class ReLUImpl : public FunctionalImpl {
+class ReLUImpl : public Cloneable<ReLUImpl, FunctionalImpl> {
  public:
   ReLUImpl();
 };
-class GELUImpl : public FunctionalImpl {
+class GELUImpl : public Cloneable<GELUImpl, FunctionalImpl> {
  public:
   explicit GELUImpl(const std::string& approximate = "none");
 };
-class SiLUImpl : public FunctionalImpl {
+class SiLUImpl : public Cloneable<SiLUImpl, FunctionalImpl> {
  public:
   SiLUImpl();
 };
-class TanhImpl : public FunctionalImpl {
+class TanhImpl : public Cloneable<TanhImpl, FunctionalImpl> {
  public:
   TanhImpl();
 };
-class SigmoidImpl : public FunctionalImpl {
+class SigmoidImpl : public Cloneable<SigmoidImpl, FunctionalImpl> {
  public:
   SigmoidImpl();
 };
-class SoftmaxImpl : public FunctionalImpl {
+class SoftmaxImpl : public Cloneable<SoftmaxImpl, FunctionalImpl> {
  public:
   explicit SoftmaxImpl(int64_t dim);
 };
-class LogSoftmaxImpl : public FunctionalImpl {
+class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl, FunctionalImpl> {
  public:
   explicit LogSoftmaxImpl(int64_t dim);
 };
-class FlattenImpl : public FunctionalImpl {
+class FlattenImpl : public Cloneable<FlattenImpl, FunctionalImpl> {
  public:
   explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1);
 };
-class MaxPool2dImpl : public FunctionalImpl {
+class MaxPool2dImpl : public Cloneable<MaxPool2dImpl, FunctionalImpl> {
  public:
   // stride defaults to kernel_size, as in PyTorch.
   explicit MaxPool2dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
                          bool ceil_mode = false);
 };
-class AvgPool2dImpl : public FunctionalImpl {
+class AvgPool2dImpl : public Cloneable<AvgPool2dImpl, FunctionalImpl> {
  public:
   explicit AvgPool2dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, bool ceil_mode = false,
                          bool count_include_pad = true);
 };
-class AdaptiveAvgPool2dImpl : public FunctionalImpl {
+class AdaptiveAvgPool2dImpl : public Cloneable<AdaptiveAvgPool2dImpl, FunctionalImpl> {
  public:
   explicit AdaptiveAvgPool2dImpl(IntList output_size);
 };
@@ -193,6 +193,7 @@ class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
   void insert(const std::string& key, Holder holder) {
     insert(key, std::static_pointer_cast<Module>(holder.ptr()));
   }
+  // A key already present keeps its place and takes the new module, as in LibTorch.
   void insert(const std::string& key, std::shared_ptr<Module> module);
   std::shared_ptr<Module> operator[](const std::string& key) const;
   bool contains(const std::string& key) const;

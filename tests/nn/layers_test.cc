@@ -12,6 +12,7 @@ using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::read;
+using td::testing::Snapshot;
 using td::testing::values;
 
 namespace {
@@ -66,6 +67,47 @@ TEST_CASE("Linear computes x W^T + b for inputs of any rank", "[cpu]") {
   CHECK(!no_bias->bias.defined());
   CHECK(no_bias->parameters().size() == 1);
   check_error([&] { fc(td::randn({2, 5})); }, {"linear", "[2, 5]", "in_features = 4"});
+}
+
+TEST_CASE("16-bit Linear and Conv2d round once, the bias inside the product's float32 sum, as PyTorch's CPU does",
+          "[cpu]") {
+  // Multiples of 1/8 up to 2.5: every product and sum is exact in float32 and float64 but needs
+  // more bits than float16/bfloat16 keep. The float64 result rounded once is PyTorch's (its
+  // addmm over the flattened rows, its convolution's bias in the GEMM); the product rounded and
+  // then the bias added differed in about a quarter of the elements.
+  auto eighths = [](td::Shape shape, int salt) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((7 * i + salt) % 41 - 20) / 8.0;
+    return td::tensor(v).view(shape);
+  };
+  for (td::DType dtype : {td::kBFloat16, td::kFloat16}) {
+    INFO(td::dtype_name(dtype));
+    Tensor x = eighths({4, 6, 24}, 1), w = eighths({10, 24}, 2), b = eighths({10}, 3);
+    auto lower = [&](const Tensor& t) { return t.to(dtype); };
+    const Tensor exact = F::linear(x, w, b).to(dtype);
+    CHECK(values(F::linear(lower(x), lower(w), lower(b))) == values(exact));
+    CHECK(values(F::linear(lower(x).select(0, 1).select(0, 2), lower(w), lower(b))) ==
+          values(exact.select(0, 1).select(0, 2)));  // a 1-D input
+    {
+      td::amp::AutocastGuard autocast(td::kCPU, dtype);
+      CHECK(values(F::linear(x.to(td::kFloat32), w.to(td::kFloat32), b.to(td::kFloat32))) == values(exact));
+    }
+    // The gradients reach every operand through the flattened rows.
+    Tensor xl = lower(x).requires_grad_(), wl = lower(w).requires_grad_(), bl = lower(b).requires_grad_();
+    F::linear(xl, wl, bl).sum().backward();
+    CHECK(values(bl.grad()) == std::vector<double>(10, 24));
+    CHECK(xl.grad().sizes() == x.sizes());
+    CHECK(wl.grad().sizes() == w.sizes());
+    Tensor image = eighths({2, 4, 7, 6}, 4), filter = eighths({6, 2, 3, 3}, 5), bias = eighths({6}, 6);
+    CHECK(values(F::conv2d(lower(image), lower(filter), lower(bias), 1, 1, 1, 2)) ==
+          values(F::conv2d(image, filter, bias, 1, 1, 1, 2).to(dtype)));
+  }
+  Tensor x = td::ones({2, 3}), w = td::ones({4, 3});
+  check_error([&] { F::linear(x, w, td::ones({4}, td::kFloat64)); }, {"linear", "float32", "float64", "one dtype"});
+  check_error([&] { F::conv2d(td::ones({1, 2, 3, 3}), td::ones({1, 2, 1, 1}, td::kBFloat16)); },
+              {"conv2d", "float32", "bfloat16", "one dtype"});
 }
 
 TEST_CASE("Conv2d matches a direct convolution with stride, padding, dilation and groups", "[cpu]") {
@@ -266,6 +308,13 @@ TEST_CASE("layers and their functional forms refuse bad arguments with errors th
               {"adaptive_avg_pool2d: output_size must be one value or two (height, width), got [1, 2, 2]"});
   check_error([] { td::max_pool2d(td::ones({1, 4, 4}), {2, 2, 2}); },
               {"max_pool2d: kernel_size must be one value or two (height, width), got [2, 2, 2]"});
+  // PyTorch bounds the padding by half the window, not by half its dilated span.
+  Tensor ones = td::ones({1, 1, 1, 1});
+  Snapshot ones_before(ones);
+  check_error([&] { td::max_pool2d(ones, 2, 1, 2, 3); }, {"max_pool2d", "padding [2]", "half of the kernel size [2]"});
+  check_error([&] { nn::MaxPool2d(3, 1, 2, 2)(td::ones({1, 1, 5, 5})); }, {"max_pool2d", "padding [2]"});
+  ones_before.check_unchanged(ones);
+  CHECK(td::max_pool2d(td::ones({1, 1, 4, 4}), 2, 1, 1, 3).sizes() == td::Shape{1, 1, 3, 3});
 
   nn::Sequential seq{nn::ReLU()};
   nn::ModuleList list;
@@ -273,7 +322,6 @@ TEST_CASE("layers and their functional forms refuse bad arguments with errors th
   dict->insert("act", nn::ReLU());
   check_error([&] { (*seq)[1]; }, {"Sequential: index 1 is out of range for 1 modules"});
   check_error([&] { (*list)[0]; }, {"ModuleList: index 0 is out of range for 0 modules"});
-  check_error([&] { dict->insert("act", nn::Tanh()); }, {"ModuleDict: the key 'act' is already present"});
   check_error([&] { (*dict)["enc"]; }, {"ModuleDict: no module under the key 'enc'"});
   CHECK(dict->size() == 1);
   CHECK((*dict)["act"]->name() == "ReLU");
@@ -303,6 +351,9 @@ TEST_CASE("LayerNorm normalizes the last dims and applies its affine parameters"
   check_error([&] { F::layer_norm(x, {4}, td::ones({1})); }, {"layer_norm: expected weight", "[4]", "got [1]"});
   check_error([&] { F::layer_norm(x, {4}, td::ones({3, 4})); }, {"layer_norm: expected weight", "got [3, 4]"});
   check_error([&] { F::layer_norm(x, {4}, {}, td::ones({1})); }, {"layer_norm: expected bias", "got [1]"});
+  // An empty normalized shape is refused, as in PyTorch (it normalised the whole batch as one).
+  check_error([&] { F::layer_norm(x, {}); }, {"layer_norm", "normalized_shape", "at least one dim"});
+  check_error([&] { nn::LayerNorm(nn::LayerNormOptions({}))(x); }, {"layer_norm", "normalized_shape"});
 }
 
 TEST_CASE("Embedding looks up rows and gives the padding row no gradient", "[cpu]") {
@@ -365,6 +416,12 @@ TEST_CASE("parameters start with PyTorch's distributions", "[cpu]") {
   td::nn::init::xavier_uniform_(t);
   CHECK(within(t, std::sqrt(6.0 / 500)));
   CHECK(td::nn::init::calculate_gain("tanh") == Approx(5.0 / 3));
+  // PyTorch's gain of 1 for every linear map it names, and leaky_relu's default slope of 0.01.
+  for (const char* linear : {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                             "conv_transpose3d", "sigmoid"}) {
+    CHECK(td::nn::init::calculate_gain(linear) == 1);
+  }
+  CHECK(td::nn::init::calculate_gain("leaky_relu") == Approx(1.4141428569978354));
   check_error([] { td::nn::init::calculate_gain("swish"); }, {"unknown nonlinearity", "swish"});
 }
 

@@ -1,5 +1,8 @@
 // td::nn::Module: the registered tree, names, printing as PyTorch prints (texts from PyTorch
 // 2.15's repr()), moving, cloning, zeroing gradients, and state_dict round trips.
+#include <cmath>
+#include <limits>
+
 #include "nn/serialize/module_io.h"
 #include "tests/testing.h"
 
@@ -85,6 +88,26 @@ TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
   std::ostringstream out;
   out << nn::ReLU();
   CHECK(out.str() == "ReLU()");
+  // Without affine parameters there is no bias, and PyTorch says so; floats as Python's repr().
+  CHECK(nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false))->str() ==
+        "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=True)");
+  CHECK(nn::LayerNorm(nn::LayerNormOptions({4}).elementwise_affine(false).eps(1e6))->str() ==
+        "LayerNorm((4,), eps=1000000.0, elementwise_affine=False, bias=False)");
+  CHECK(nn::BatchNorm1d(nn::BatchNormOptions(3).momentum(1.0 / 3))->str() ==
+        "BatchNorm1d(3, eps=1e-05, momentum=0.3333333333333333, affine=True, bias=True, track_running_stats=True)");
+  CHECK(nn::Dropout(1.0 / 3)->str() == "Dropout(p=0.3333333333333333, inplace=False)");
+}
+
+TEST_CASE("python_float spells a float as Python's repr() does", "[cpu]") {
+  // The texts are Python 3's repr() of each value.
+  const std::vector<std::pair<double, std::string>> cases{
+      {1e-5, "1e-05"}, {0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"}, {1e6, "1000000.0"}, {1e16, "1e+16"},
+      {1e15, "1000000000000000.0"}, {123456789012345678.0, "1.2345678901234568e+17"}, {0.0001, "0.0001"},
+      {0.00012, "0.00012"}, {-2.5e-7, "-2.5e-07"}, {1.0, "1.0"}, {0.0, "0.0"}, {-0.0, "-0.0"}, {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"}, {100.0, "100.0"}, {12345.678, "12345.678"},
+      {std::numeric_limits<double>::infinity(), "inf"}, {-std::numeric_limits<double>::infinity(), "-inf"},
+      {std::nan(""), "nan"}};
+  for (const auto& [v, text] : cases) CHECK(nn::python_float(v) == text);
 }
 
 TEST_CASE("parameters and buffers come in registration order under dotted names", "[cpu]") {
@@ -223,6 +246,76 @@ TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") 
   td::manual_seed(9);
   net->clone();
   td::testing::check_close(td::rand({4}), expected, 0, 0, "the stream after a clone");
+}
+
+TEST_CASE("clone keeps each module's own train or eval mode, as PyTorch's deepcopy does", "[cpu]") {
+  // A model training with a frozen BatchNorm: the copy's BatchNorm stays in eval (it would use
+  // batch statistics and overwrite its running ones), also through the containers.
+  Net net;
+  net->train();
+  (*net->features)[1]->eval();
+  (*net->head)[1]->eval();
+  auto copy = net->clone();
+  auto original_modules = net->modules(), copied_modules = copy->modules();
+  REQUIRE(original_modules.size() == copied_modules.size());
+  for (size_t i = 0; i < original_modules.size(); ++i) {
+    INFO(original_modules[i]->name());
+    CHECK(copied_modules[i]->is_training() == original_modules[i]->is_training());
+  }
+  CHECK(copy->is_training());
+  CHECK_FALSE((*std::dynamic_pointer_cast<NetImpl>(copy)->features)[1]->is_training());
+  nn::Sequential seq(nn::Linear(2, 2), nn::BatchNorm1d(2), nn::Dropout(0.5));
+  seq->eval();
+  (*seq)[2]->train();
+  nn::ModuleList list;
+  list->push_back(seq);
+  nn::ModuleDict dict;
+  dict->insert("seq", seq);
+  for (const auto& cloned : {seq->clone(), list->clone(), dict->clone()}) {
+    auto modes = cloned->modules();
+    REQUIRE(modes.size() >= 4);
+    CHECK_FALSE(modes[modes.size() - 2]->is_training());  // the BatchNorm
+    CHECK(modes.back()->is_training());                   // the Dropout
+  }
+}
+
+TEST_CASE("a clone of a parameter-free layer is of the layer's own type", "[cpu]") {
+  auto same_type = []<typename Impl>(const std::shared_ptr<Impl>& layer) {
+    INFO(layer->name());
+    auto copy = std::dynamic_pointer_cast<Impl>(layer->clone());
+    REQUIRE(copy != nullptr);
+    CHECK(copy->str() == layer->str());
+    CHECK(copy.get() != layer.get());
+  };
+  same_type(nn::ReLU().ptr());
+  same_type(nn::GELU("tanh").ptr());
+  same_type(nn::SiLU().ptr());
+  same_type(nn::Tanh().ptr());
+  same_type(nn::Sigmoid().ptr());
+  same_type(nn::Softmax(1).ptr());
+  same_type(nn::LogSoftmax(1).ptr());
+  same_type(nn::Flatten().ptr());
+  same_type(nn::MaxPool2d(2).ptr());
+  same_type(nn::AvgPool2d(2).ptr());
+  same_type(nn::AdaptiveAvgPool2d(td::Shape{1, 1}).ptr());
+  // Inside a container too, and the copy computes what the original does.
+  nn::Sequential seq(nn::MaxPool2d(2), nn::Flatten());
+  auto copy = std::dynamic_pointer_cast<nn::SequentialImpl>(seq->clone());
+  REQUIRE(copy != nullptr);
+  CHECK(std::dynamic_pointer_cast<nn::MaxPool2dImpl>((*copy)[0]) != nullptr);
+  Tensor x = td::randn({2, 1, 4, 4});
+  CHECK(values(copy->forward(x)) == values(seq(x)));
+}
+
+TEST_CASE("ModuleDict insert of a key already present replaces its module in place, as LibTorch's does", "[cpu]") {
+  nn::ModuleDict dict;
+  dict->insert("enc", nn::Linear(2, 3));
+  dict->insert("act", nn::ReLU());
+  dict->insert("enc", nn::Linear(2, 4));
+  CHECK(dict->size() == 2);
+  CHECK(dict->keys() == std::vector<std::string>{"enc", "act"});
+  CHECK(dict->str() == "ModuleDict(\n  (enc): Linear(in_features=2, out_features=4, bias=True)\n  (act): ReLU()\n)");
+  CHECK(dict->named_parameters()[0].second.sizes() == td::Shape{4, 2});
 }
 
 TEST_CASE("clone keeps dtypes and devices, and clone(device) moves the copy", "[cpu]") {
