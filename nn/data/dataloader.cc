@@ -39,7 +39,7 @@ std::string indices_str(std::span<const int64_t> indices) {
 }  // namespace
 
 // The epoch in progress. With workers, batch k is claimed by whichever worker is free, but only
-// while k < consumed + capacity (the queue bound); finished batches wait in `ready` under their
+// while k - consumed < capacity (the queue bound); finished batches wait in `ready` under their
 // number, and next() takes them by number, so the order out never depends on scheduling.
 struct DataLoader::Run {
   struct Result {
@@ -97,7 +97,7 @@ struct DataLoader::Run {
   void work() {
     std::unique_lock lock(mutex);
     for (;;) {
-      room.wait(lock, [&] { return stopping || next_claim >= num_batches || next_claim < consumed + capacity; });
+      room.wait(lock, [&] { return stopping || next_claim >= num_batches || next_claim - consumed < capacity; });
       if (stopping || next_claim >= num_batches) return;
       int64_t k = next_claim++;
       lock.unlock();
@@ -147,13 +147,15 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   TD_CHECK(options_.prefetch_factor() >= 1, "DataLoader: prefetch_factor must be at least 1, got ",
            options_.prefetch_factor());
   TD_CHECK(dataset_->size() >= 0, "DataLoader: the dataset reports a negative size, ", dataset_->size());
+  // As PyTorch's random sampler: shuffling nothing is a mistake (a wrong data path, say), not an empty epoch.
+  TD_CHECK(!options_.shuffle() || dataset_->size() > 0, "DataLoader: shuffle=true over an empty dataset");
 }
 
 DataLoader::~DataLoader() { stop_run(); }
 
 int64_t DataLoader::batches_per_epoch() const {
   int64_t n = dataset_->size(), b = options_.batch_size();
-  return options_.drop_last() ? n / b : (n + b - 1) / b;
+  return n / b + (!options_.drop_last() && n % b != 0);
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
@@ -190,7 +192,10 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   run->num_batches = num_batches;
   run->order = epoch_order(epoch);
   run->next_claim = run->consumed = skip_batches;
-  run->capacity = options_.num_workers() * options_.prefetch_factor();
+  // No more than the epoch's batches: huge num_workers or prefetch_factor do not overflow.
+  int64_t capacity = 0;
+  if (__builtin_mul_overflow(options_.num_workers(), options_.prefetch_factor(), &capacity)) capacity = num_batches;
+  run->capacity = std::min(capacity, num_batches);
   epoch_ = epoch;
   position_ = skip_batches;
   run_ = std::move(run);

@@ -84,6 +84,9 @@ std::string find_file(const std::string& path, const std::string& what) {
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   TD_CHECK(file.is_open(), path, ": cannot open it (", std::strerror(errno), ")");
+  // A directory opens too, and reports a size of 2^63 - 1.
+  std::error_code error;
+  TD_CHECK(std::filesystem::is_regular_file(path, error), path, ": not a regular file (a data file was expected)");
   file.seekg(0, std::ios::end);
   std::streamoff size = file.tellg();
   file.seekg(0, std::ios::beg);

@@ -121,7 +121,13 @@ class HeaderParser final : public nlohmann::json_sax<Json> {
     return std::move(header_);
   }
 
-  bool null() override { return unexpected("null"); }
+  bool null() override {
+    if (state_ == State::MetadataValue) {  // "__metadata__": null is no metadata, as the reference reader takes it
+      state_ = State::Top;
+      return true;
+    }
+    return unexpected("null");
+  }
   bool boolean(bool value) override { return unexpected(value ? "true" : "false"); }
   bool number_integer(number_integer_t value) override {
     if (value >= 0) return number(static_cast<uint64_t>(value));  // "-0" arrives here

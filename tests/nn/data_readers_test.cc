@@ -266,6 +266,12 @@ TEST_CASE("malformed CIFAR-10 batches raise errors naming the file and the fault
   bad_label[3073] = 10;
   check_batch("label.bin", bad_label, {"record 1", "label 10", "0..9"});
   check_batch("empty.bin", Bytes{}, {"empty"});
+  // A directory opens as a file and reports a size of 2^63 - 1: refused before any allocation.
+  fs::create_directories(dir / "a_directory.bin");
+  check_error([&] { data::read_cifar10_batch((dir / "a_directory.bin").string()); },
+              {"a_directory.bin", "not a regular file"});
+  check_error([&] { data::read_mnist_images((dir / "a_directory.bin").string()); },
+              {"a_directory.bin", "not a regular file"});
   write_gz(dir / "whole.gz", cifar_batch(0, 2));
   Bytes gz = read_back(dir / "whole.gz");
   check_batch("cut.bin.gz", Bytes(gz.begin(), gz.end() - 20), {"truncated gzip data"});

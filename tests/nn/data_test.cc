@@ -165,6 +165,12 @@ TEST_CASE("drop_last leaves out the partial batch, and only a partial one", "[cp
   data::DataLoader empty(counting_dataset(0), data::DataLoaderOptions().batch_size(4));
   CHECK(empty.batches_per_epoch() == 0);
   CHECK(epoch_targets(empty).empty());
+  // A batch larger than any count: one batch of everything (the rounding up overflowed to none).
+  data::DataLoader whole(counting_dataset(5), data::DataLoaderOptions().batch_size(INT64_MAX).num_workers(2));
+  CHECK(whole.batches_per_epoch() == 1);
+  CHECK(epoch_targets(whole) == std::vector<std::vector<int64_t>>{{0, 1, 2, 3, 4}});
+  data::DataLoader none_whole(counting_dataset(5), data::DataLoaderOptions().batch_size(INT64_MAX).drop_last(true));
+  CHECK(none_whole.batches_per_epoch() == 0);
 }
 
 TEST_CASE("each range-for over a loader runs the next epoch", "[cpu]") {
@@ -358,6 +364,12 @@ TEST_CASE("loader options are checked and recorded", "[cpu]") {
   check_error([&] { data::DataLoader(dataset, data::DataLoaderOptions().num_workers(-1)); }, {"num_workers", "-1"});
   check_error([&] { data::DataLoader(dataset, data::DataLoaderOptions().prefetch_factor(0)); }, {"prefetch_factor"});
   check_error([] { data::DataLoader(nullptr, data::DataLoaderOptions()); }, {"DataLoader", "null"});
+  // As PyTorch's random sampler, shuffling an empty dataset is refused (in order, it is an empty epoch).
+  check_error([] { data::DataLoader(counting_dataset(0), data::DataLoaderOptions().shuffle(true)); },
+              {"DataLoader", "shuffle", "empty dataset"});
+  // A prefetch_factor whose product with num_workers overflows bounds nothing beyond the epoch.
+  data::DataLoader eager(dataset, data::DataLoaderOptions(4).num_workers(3).prefetch_factor(INT64_MAX / 2));
+  CHECK(epoch_targets(eager) == std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}});
   data::DataLoader loader(dataset, data::DataLoaderOptions(3).pin_memory(true).num_workers(2));
   CHECK(loader.options().pin_memory());
   CHECK(loader.options().batch_size() == 3);

@@ -455,6 +455,15 @@ TEST_CASE("data sections that tensors do not tile exactly are refused", "[cpu]")
   refused(st_file("{}", "x"), {"1 trailing bytes"});
 }
 
+TEST_CASE("a null __metadata__ is no metadata, as the reference reader takes it", "[cpu]") {
+  td::StateDict loaded =
+      load_bytes(st_file(R"({"__metadata__":null,"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "\x07"));
+  CHECK(loaded.metadata.empty());
+  REQUIRE(loaded.size() == 1);
+  CHECK(td::testing::values(loaded.at("a")) == std::vector<double>{7});
+  refused(st_file(R"({"a":null})"), {"tensor 'a'", "not null"});
+}
+
 TEST_CASE("bad metadata and repeated names are refused", "[cpu]") {
   refused(st_file(R"({"__metadata__":{"epoch":3}})"),
           {"the metadata value for 'epoch' must be a string, not the number 3"});
