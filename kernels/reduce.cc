@@ -113,6 +113,14 @@ Tensor logical(const char* op, const Tensor& x, IntList dims, bool keepdim, bool
   });
 }
 
+// all/any over an empty list of dims reduce nothing, as PyTorch's (sum and the others reduce
+// everything there): each element's truth, in logical()'s result dtype.
+Tensor truth_each(const char* op, const Tensor& x) {
+  check_defined(x, op, "input");
+  Tensor truth = ne(x, 0);
+  return x.dtype() == kUInt8 ? to(truth, kUInt8) : truth;
+}
+
 Tensor var_like(const char* op, const Tensor& x, IntList dims, int64_t correction, bool keepdim, bool take_sqrt) {
   Reduction r = plan(x, dims, keepdim, op);
   TD_CHECK(is_floating(x.dtype()), op, ": only floating tensors are supported, got ", x.dtype());
@@ -202,9 +210,13 @@ Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
 }
 
 Tensor all(const Tensor& x) { return logical("all", x, {}, false, true); }
-Tensor all(const Tensor& x, IntList dims, bool keepdim) { return logical("all", x, dims, keepdim, true); }
+Tensor all(const Tensor& x, IntList dims, bool keepdim) {
+  return dims.empty() ? truth_each("all", x) : logical("all", x, dims, keepdim, true);
+}
 Tensor any(const Tensor& x) { return logical("any", x, {}, false, false); }
-Tensor any(const Tensor& x, IntList dims, bool keepdim) { return logical("any", x, dims, keepdim, false); }
+Tensor any(const Tensor& x, IntList dims, bool keepdim) {
+  return dims.empty() ? truth_each("any", x) : logical("any", x, dims, keepdim, false);
+}
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   check_defined(x, "cumsum", "input");

@@ -34,6 +34,8 @@ Tensor std(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keep
 // The p-norm: p = 2, 1, 0 (count of nonzeros), inf, -inf, or any other p.
 Tensor norm(const Tensor& x, double p = 2, IntList dims = {}, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
+// all/any without dims reduce everything; with an empty list of dims, nothing (each element's
+// truth), as PyTorch's dim=().
 Tensor all(const Tensor& x);
 Tensor all(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor any(const Tensor& x);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -250,6 +251,15 @@ double ref_any(const Values& v) {
   return std::any_of(v.begin(), v.end(), [](double e) { return e != 0; });
 }
 
+// The cases' empty list of dims means every dim; all and any take an empty list as none, as
+// PyTorch's do, so they are given every dim by name.
+std::vector<int64_t> named_dims(const std::vector<int64_t>& dims, int64_t rank) {
+  if (!dims.empty()) return dims;
+  std::vector<int64_t> every(rank);
+  std::iota(every.begin(), every.end(), int64_t{0});
+  return every;
+}
+
 double ref_logsumexp(const Values& v) {
   double m = -kInf;
   for (double x : v) {
@@ -359,7 +369,8 @@ void check_all_reductions(const Tensor& x, const Dims& dims, bool keepdim, const
     check_equal(td::argmin(x), {double(ref_arg(v, false))}, "argmin of all");
   }
 
-  Tensor any = td::any(x, dims, keepdim), all = td::all(x, dims, keepdim);
+  const Dims logical_dims = named_dims(dims, x.dim());
+  Tensor any = td::any(x, logical_dims, keepdim), all = td::all(x, logical_dims, keepdim);
   CHECK(any.dtype() == (dtype == td::kUInt8 ? td::kUInt8 : td::kBool));
   check_equal(any, per_output(g, ref_any), "any");
   check_equal(all, per_output(g, ref_all), "all");
@@ -835,8 +846,9 @@ TEST_CASE("all and any match a reference in every layout and dtype, giving bool,
                      sprinkle_zeros(x, below);
                      Groups g = group(values(x), x.sizes(), c.dims, keepdim);
                      const bool whole = c.dims.empty() && !keepdim;
-                     Tensor all = whole ? td::all(x) : td::all(x, c.dims, keepdim);
-                     Tensor any = whole ? td::any(x) : td::any(x, c.dims, keepdim);
+                     const std::vector<int64_t> dims = named_dims(c.dims, x.dim());
+                     Tensor all = whole ? td::all(x) : td::all(x, dims, keepdim);
+                     Tensor any = whole ? td::any(x) : td::any(x, dims, keepdim);
                      const td::DType expected = x.dtype() == td::kUInt8 ? td::kUInt8 : td::kBool;
                      CHECK(all.dtype() == expected);
                      CHECK(any.dtype() == expected);
@@ -853,6 +865,24 @@ TEST_CASE("all and any treat NaN as true", "[cpu]") {
   check_equal(td::all(x, {1}), {0, 1});
   check_equal(td::any(x, {0}), {1, 1});
   check_equal(td::all(x[0][0]), {1});
+}
+
+TEST_CASE("all and any over an empty list of dims reduce nothing, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: torch.all(x, dim=()) is x's truth element by element (sum(dim=[]) reduces all).
+  Tensor x = td::tensor({{0.0, kNaN}, {3.0, 0.0}}).t();
+  for (bool keepdim : {false, true}) {
+    Tensor each = td::all(x, {}, keepdim);
+    CHECK(each.dtype() == td::kBool);
+    CHECK(each.sizes() == td::Shape{2, 2});
+    check_equal(each, {0, 1, 1, 0});
+    check_equal(td::any(x, {}, keepdim), {0, 1, 1, 0});
+  }
+  Tensor bytes = td::tensor({0, 2, 3, 0}).to(td::kUInt8);
+  CHECK(td::any(bytes, {}).dtype() == td::kUInt8);
+  check_equal(td::any(bytes, {}), {0, 1, 1, 0});
+  check_equal(x.all({}), {0, 1, 1, 0});
+  check_equal(td::all(x), {0});  // without dims: everything, as before
+  CHECK(td::sum(x, td::IntList{}).sizes() == td::Shape{});
 }
 
 TEST_CASE("cumsum along each dim matches running float64 sums in every layout and floating dtype", "[cpu]") {
