@@ -1,5 +1,7 @@
 #include "autograd/record.h"
 
+#include <optional>
+
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/thread_pool.h"
@@ -79,7 +81,21 @@ void record_inplace(const char* name, Tensor& self, const std::vector<const Tens
   std::vector<const Tensor*> inputs = {&base};
   inputs.insert(inputs.end(), others.begin(), others.end());
   record("CopySlices", inputs, {&base}, [view_fn, backward](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    std::vector<Tensor> op_grads = backward({view_fn(g[0])});
+    std::vector<Tensor> op_grads;
+    {
+      // The op's saved output is the view's new value: under create_graph it unpacks as that
+      // view of this node's output (the base after the op), as in PyTorch, not as the base.
+      std::optional<CurrentNodeGuard> as_view;
+      if (is_grad_enabled()) {
+        Tensor base_after = g[0].detach();  // only its shape matters: the unpacked tensor keeps its saved values
+        AutogradMeta& m = ensure_meta(base_after);
+        m.grad_fn = current_node();
+        m.output_nr = 0;
+        m.requires_grad = true;
+        as_view.emplace(view_fn(base_after).grad_fn());
+      }
+      op_grads = backward({view_fn(g[0])});
+    }
     Tensor result = clone(g[0]);
     Tensor region = view_fn(result);
     if (op_grads[0].defined()) {

@@ -307,8 +307,10 @@ namespace {
 
 void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
   TD_CHECK(input.defined() && target.defined(), op, ": input and target must be defined");
+  // PyTorch broadcasts them with only a warning ([N] against [N, 1] becomes an [N, N] loss of
+  // every pair); tandem refuses, on purpose.
   TD_CHECK(input.sizes() == target.sizes(), op, ": input ", shape_str(input.sizes()), " and target ",
-           shape_str(target.sizes()), " must have the same shape");
+           shape_str(target.sizes()), " must have the same shape (they are not broadcast: reshape one to the other)");
 }
 
 }  // namespace
