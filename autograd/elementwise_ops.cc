@@ -107,7 +107,7 @@ namespace detail {
 Tensor& unary_(UnaryOp op, Tensor& x) {
   UnaryGrad grad = unary_grad(op);
   const bool recording = needs_grad({&x});
-  if (recording) autograd::check_inplace(x, grad.node);
+  autograd::check_inplace(x, grad.node, recording);
   SavedTensor before = recording && grad.uses_input ? SavedTensor(clone(x), false) : SavedTensor();
   kd::unary_(op, x);
   if (recording) {
@@ -167,7 +167,7 @@ namespace detail {
 
 Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const bool recording = needs_grad({&x});
-  if (recording) autograd::check_inplace(x, "ClampBackward1");
+  autograd::check_inplace(x, "ClampBackward1", recording);
   SavedTensor before = recording ? SavedTensor(clone(x), false) : SavedTensor();
   kd::clamp_(x, lo, hi);
   if (recording) {
@@ -291,7 +291,7 @@ Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
 
 Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
   const bool recording = differentiable(op) && needs_grad({&self, &other});
-  if (recording) autograd::check_inplace(self, binary_node(op));
+  autograd::check_inplace(self, binary_node(op), recording);
   // The gradients of mul, div and pow need the operands' values from before the write: self's,
   // and other's too when it shares self's memory (x.mul_(x)). The copies are recorded, so the
   // gradient stays differentiable.
@@ -310,7 +310,7 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha) {
   if (kd::scalar_in_float32(op, common, other) && common == self.dtype()) {
     const char* node = binary_node(op);
     const bool recording = needs_grad({&self});
-    if (recording) autograd::check_inplace(self, node);
+    autograd::check_inplace(self, node, recording);
     kd::binary_(op, self, other);
     if (recording) {
       autograd::record_inplace(node, self, {}, [op, other](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -439,7 +439,7 @@ namespace detail {
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   const bool recording = needs_grad({&x});
-  if (recording) autograd::check_inplace(x, "MaskedFillBackward0");
+  autograd::check_inplace(x, "MaskedFillBackward0", recording);
   kd::masked_fill_(x, mask, value);
   if (recording) {
     SavedTensor saved_mask(mask, false);

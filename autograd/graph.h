@@ -98,6 +98,9 @@ struct AutogradMeta {
   Tensor base;
   std::function<Tensor(const Tensor&)> view_fn;
   uint32_t base_version = 0;
+  // A view made under NoGradGuard has no history; its root base is kept so that an in-place
+  // write through it with grad mode on can be refused (check_inplace), as PyTorch does.
+  Tensor no_grad_view_base;
 };
 
 namespace autograd {

@@ -55,10 +55,15 @@ std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const T
   return node;
 }
 
-void check_inplace(const Tensor& self, const char* op) {
+void check_inplace(const Tensor& self, const char* op, bool recording) {
   if (!is_grad_enabled()) return;
   AutogradMeta* m = meta(self);
   if (!m) return;
+  TD_CHECK(!(m->no_grad_view_base.defined() && (recording || m->no_grad_view_base.requires_grad())), op,
+           ": a view made under NoGradGuard is being written in place with grad mode on, and its base (or what is "
+           "written) requires grad; whether the write belongs in the graph is ambiguous, so it is refused, as in "
+           "PyTorch: write under td::NoGradGuard, or make the view with grad mode on");
+  if (!recording) return;
   TD_CHECK(!(m->requires_grad && !m->grad_fn && !m->is_view), op, ": a leaf tensor that requires grad is being used "
            "in an in-place operation; do it under td::NoGradGuard, or on a clone()");
   TD_CHECK(!(m->is_view && m->base.defined() && m->base.is_leaf() && m->base.requires_grad()), op,
@@ -128,6 +133,15 @@ void mark_view(Tensor& view, const Tensor& base, ViewFn view_fn) {
     m.view_fn = std::move(view_fn);
   }
   m.base_version = m.base.version();
+}
+
+void mark_no_grad_view(Tensor& view, const Tensor& base) {
+  const AutogradMeta* b = meta(base);
+  Tensor root = !b                                     ? base
+                : b->is_view && b->base.defined()      ? b->base
+                : b->no_grad_view_base.defined()       ? b->no_grad_view_base
+                                                       : base;
+  ensure_meta(view).no_grad_view_base = std::move(root);
 }
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {

@@ -39,9 +39,11 @@ std::shared_ptr<FunctionNode> record(const char* name, const std::vector<const T
 
 using ViewFn = std::function<Tensor(const Tensor&)>;
 
-// For in-place ops: checks, before anything is written, that `self` may be modified while
-// recording (not a leaf that requires grad, nor a view of one).
-void check_inplace(const Tensor& self, const char* op);
+// For in-place ops, called with grad mode on or off, whether the op records or not: checks,
+// before anything is written, that `self` may be modified (while recording, not a leaf that
+// requires grad, nor a view of one; never a view made under NoGradGuard whose base requires
+// grad or whose write would be recorded).
+void check_inplace(const Tensor& self, const char* op, bool recording);
 // Records an in-place op on self (self is both an input and the output; `others` are the other
 // inputs; `backward` returns gradients for self's old value and for each of `others`). When
 // self is a view, the write changes its base too: the base's history becomes the old history
@@ -50,6 +52,8 @@ void record_inplace(const char* name, Tensor& self, const std::vector<const Tens
 // Marks `view`, made from `base` by `view_fn` (a differentiable view op), as a view of base's
 // own base, if any: in-place writes then reach the base's history.
 void mark_view(Tensor& view, const Tensor& base, ViewFn view_fn);
+// Marks `view`, made from `base` under NoGradGuard, with base's root (see check_inplace).
+void mark_no_grad_view(Tensor& view, const Tensor& base);
 
 // grad summed over the dims it was broadcast along, down to `shape` (the input's).
 Tensor sum_to(const Tensor& grad, const Shape& shape);

@@ -35,7 +35,10 @@ Tensor embed(const Tensor& g, const Shape& shape, const Place& place) {
 // y, the view view_fn(x) made by a kernels view op: records `backward` when x requires grad,
 // and (in grad mode) remembers how y views x, for in-place writes through y.
 Tensor record_view(const Tensor& x, Tensor y, const char* name, autograd::BackwardFn backward, Place view_fn) {
-  if (!is_grad_enabled()) return y;
+  if (!is_grad_enabled()) {
+    autograd::mark_no_grad_view(y, x);
+    return y;
+  }
   // A view's backward reads shapes only: the graph may be run through it again (as PyTorch allows).
   if (x.requires_grad()) record(name, {&x}, {&y}, std::move(backward))->saves_nothing = true;
   autograd::mark_view(y, x, std::move(view_fn));
@@ -215,7 +218,7 @@ Tensor to(const Tensor& x, Device device, DType dtype) {
 
 Tensor& copy_(Tensor& self, const Tensor& src) {
   const bool recording = needs_grad({&self, &src});
-  if (recording) autograd::check_inplace(self, "CopyBackwards");
+  autograd::check_inplace(self, "CopyBackwards", recording);
   kernels::copy_(self, src);
   if (recording) {
     Shape src_shape = src.sizes();
@@ -231,7 +234,7 @@ Tensor& copy_(Tensor& self, const Tensor& src) {
 
 Tensor& fill_(Tensor& self, Scalar value) {
   const bool recording = needs_grad({&self});
-  if (recording) autograd::check_inplace(self, "FillBackward0");
+  autograd::check_inplace(self, "FillBackward0", recording);
   kernels::fill_(self, value);
   if (recording) {
     autograd::record_inplace("FillBackward0", self, {},
@@ -245,7 +248,8 @@ Tensor& fill_(Tensor& self, Scalar value) {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor y = kernels::cat(tensors, dim);
   if (!needs_grad(tensors)) return y;
-  int64_t d = wrap_dim(dim, y.dim(), "cat");
+  // Only empty [0] inputs give [0] along any dim (kernels::cat): their gradients are empty along dim 0.
+  int64_t d = y.dim() == 1 && y.numel() == 0 ? 0 : wrap_dim(dim, y.dim(), "cat");
   std::vector<const Tensor*> inputs;
   std::vector<int64_t> lengths;  // -1: a skipped empty 1-D input
   std::vector<DType> dtypes;
@@ -367,7 +371,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   const bool recording = needs_grad({&x, &src});
-  if (recording) autograd::check_inplace(x, "ScatterAddBackward0");
+  autograd::check_inplace(x, "ScatterAddBackward0", recording);
   kernels::scatter_add_(x, dim, index, src);
   if (recording) {
     autograd::record_inplace("ScatterAddBackward0", x, {&src},

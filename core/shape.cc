@@ -74,7 +74,9 @@ Shape infer_size(IntList shape, int64_t numel, const char* op) {
       infer_at = static_cast<int>(i);
     } else {
       TD_CHECK(out[i] >= 0, op, ": invalid size ", out[i], " in shape ", shape_str(out));
-      known *= out[i];
+      // A product that wraps could land on numel and pass the check below.
+      TD_CHECK(!__builtin_mul_overflow(known, out[i], &known), op, ": shape ", shape_str(out),
+               " has more elements than an int64 counts (2^63 - 1)");
     }
   }
   if (infer_at >= 0) {

@@ -31,8 +31,8 @@ bool Tensor::is_contiguous() const {
   int64_t expected = 1;
   const Shape& sz = sizes();
   const Shape& st = strides();
+  if (std::find(sz.begin(), sz.end(), 0) != sz.end()) return true;  // empty: as PyTorch, whatever its strides
   for (size_t i = sz.size(); i-- > 0;) {
-    if (sz[i] == 0) return true;
     if (sz[i] != 1 && st[i] != expected) return false;
     expected *= sz[i];
   }

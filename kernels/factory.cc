@@ -62,8 +62,9 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
 }
 
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
-  if (m < 0) m = n;
+  if (m == -1) m = n;  // eye(n)
   TD_CHECK(n >= 0, "eye: n must be non-negative, got ", n);
+  TD_CHECK(m >= 0, "eye: m must be non-negative, got ", m);
   Tensor out = zeros({n, m}, options);
   int64_t k = std::min(n, m);
   if (k > 0) kernels::fill_into(out.as_strided({k}, {m + 1}, 0), 1);
@@ -129,7 +130,11 @@ Tensor TensorData::to_tensor(TensorOptions options) const {
   Shape sizes = kind_ == Kind::Scalar ? Shape{} : sizes_;
   Tensor t = kernels::empty_tensor(sizes, dtype, Device(kCPU));
   Tensor flat = kernels::view(t, {static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) kernels::fill_into(kernels::select(flat, 0, static_cast<int64_t>(i)), values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    // tensor({300}, kUInt8) is an error, as in PyTorch; floats beyond a float dtype become inf there.
+    if (is_integral(dtype, false)) kernels::check_value_fits(values[i], dtype, "tensor");
+    kernels::fill_into(kernels::select(flat, 0, static_cast<int64_t>(i)), values[i]);
+  }
   return kernels::to(t, options.device());
 }
 

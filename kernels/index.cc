@@ -40,7 +40,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     dtype = promote_types(dtype, tensors[i].dtype());
     if (!(tensors[i].dim() == 1 && tensors[i].numel() == 0)) parts.push_back(&tensors[i]);
   }
-  if (parts.empty()) parts.push_back(&tensors[0]);
+  if (parts.empty()) {  // only legacy empty [0] tensors: PyTorch gives one, along any dim
+    return empty_tensor({0}, dtype, tensors[0].device());
+  }
   const Tensor& first = *parts[0];
   TD_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   int64_t d = wrap_dim(dim, first.dim(), "cat");

@@ -28,12 +28,17 @@ Tensor as_strided(const Tensor& self, IntList new_sizes, IntList new_strides, st
   int64_t off = offset.value_or(self.storage_offset());
   TD_CHECK(off >= 0, "as_strided: negative storage offset ", off);
   int64_t last = off;  // highest element index the view reaches
+  bool overflow = false;
   for (size_t i = 0; i < new_sizes.size(); ++i) {
     TD_CHECK(new_sizes[i] >= 0, "as_strided: negative size in ", shape_str(new_sizes.vec()));
     TD_CHECK(new_strides[i] >= 0, "as_strided: negative stride in ", shape_str(new_strides.vec()));
-    if (new_sizes[i] == 0) last = -1;
-    if (last >= 0) last += (new_sizes[i] - 1) * new_strides[i];
+    int64_t span = 0;
+    overflow = overflow || __builtin_mul_overflow(new_sizes[i] > 0 ? new_sizes[i] - 1 : 0, new_strides[i], &span) ||
+               __builtin_add_overflow(last, span, &last);
   }
+  if (numel_of(new_sizes) == 0) last = -1;  // numel_of also refuses a count beyond int64
+  TD_CHECK(last < 0 || !overflow, "as_strided: sizes ", shape_str(new_sizes.vec()), ", strides ",
+           shape_str(new_strides.vec()), " and offset ", off, " reach past the largest int64 element index");
   if (last >= 0) {
     int64_t available = static_cast<int64_t>(self.storage().nbytes() / self.element_size());
     TD_CHECK(last < available, "as_strided: sizes ", shape_str(new_sizes.vec()), ", strides ",
@@ -79,7 +84,7 @@ Tensor narrow(const Tensor& self, int64_t dim_, int64_t start, int64_t length) {
   TD_CHECK(start >= -size && start <= size, "narrow: start ", start, " is out of range for dim ", d, " of size ",
            size);
   if (start < 0) start += size;
-  TD_CHECK(length >= 0 && start + length <= size, "narrow: start ", start, " + length ", length,
+  TD_CHECK(length >= 0 && length <= size - start, "narrow: start ", start, " + length ", length,
            " exceeds dim ", d, " of size ", size, " (shape ", shape_str(self.sizes()), ")");
   Shape new_sizes = self.sizes();
   new_sizes[d] = length;
@@ -97,8 +102,10 @@ Tensor slice(const Tensor& self, int64_t dim_, std::optional<int64_t> start_opt,
   int64_t start = clip(start_opt.value_or(0));
   int64_t end = std::max(start, clip(end_opt.value_or(size)));
   Shape new_sizes = self.sizes(), new_strides = self.strides();
-  new_sizes[d] = (end - start + step - 1) / step;
-  new_strides[d] *= step;
+  new_sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;
+  // A step past the dim's end leaves at most one element, whose stride is never multiplied by
+  // an index: keep the old one where the product would not fit.
+  if (__builtin_mul_overflow(new_strides[d], step, &new_strides[d])) new_strides[d] = self.strides()[d];
   return make_view(self, std::move(new_sizes), std::move(new_strides), self.storage_offset() + start * self.strides()[d]);
 }
 
@@ -135,7 +142,8 @@ Tensor expand(const Tensor& self, IntList new_sizes) {
       TD_CHECK(want >= 0, "expand: -1 is not allowed for the new leading dim ", i, " in ",
                shape_str(new_sizes.vec()));
       out_sizes[i] = want;
-      out_strides[i] = 0;
+      // PyTorch's strides: a new dim of size 1 steps over the dims inside it, a broadcast one 0.
+      out_strides[i] = want == 1 && i + 1 < n ? out_sizes[i + 1] * out_strides[i + 1] : 0;
     }
   }
   return make_view(self, std::move(out_sizes), std::move(out_strides), self.storage_offset());

@@ -288,6 +288,45 @@ TEST_CASE("double backward through an in-place op on a view reads its saved outp
   }
 }
 
+TEST_CASE("a view made under NoGradGuard is not written in place with grad mode on where grad is involved", "[cpu]") {
+  // PyTorch 2.15 refuses each of these ("A view was created in no_grad mode and is being modified
+  // inplace with grad mode enabled"); tandem wrote through, and the base's history never saw it.
+  auto no_grad_view = [](const Tensor& base) {
+    td::NoGradGuard no_grad;
+    return base.narrow(0, 0, 2);
+  };
+  Tensor leaf = td::zeros({3}).requires_grad_(true);
+  Tensor non_leaf = leaf * 1;
+  Tensor plain = td::zeros({3});
+  Tensor w = td::ones({2}).requires_grad_(true);
+  for (Tensor base : {leaf, non_leaf}) {
+    Tensor view = no_grad_view(base);
+    Tensor nested;
+    {
+      td::NoGradGuard no_grad;
+      nested = view.narrow(0, 1, 1);
+    }
+    check_error([&] { view.mul_(2); }, {"NoGradGuard", "in place", "requires grad"});
+    check_error([&] { nested.fill_(5); }, {"NoGradGuard", "in place"});
+    CHECK(values(base) == std::vector<double>{0, 0, 0});
+  }
+  Tensor view = no_grad_view(plain);
+  check_error([&] { view.copy_(w); }, {"CopyBackwards", "NoGradGuard"});
+  check_error([&] { view.mul_(w); }, {"NoGradGuard"});
+  CHECK(values(plain) == std::vector<double>{0, 0, 0});
+  CHECK_FALSE(plain.requires_grad());
+  // Where no gradient is involved, or under NoGradGuard, the write goes through.
+  view.add_(1);
+  CHECK(values(plain) == std::vector<double>{1, 1, 0});
+  {
+    td::NoGradGuard no_grad;
+    no_grad_view(leaf).add_(1);
+    view.copy_(w);
+  }
+  CHECK(values(leaf) == std::vector<double>{1, 1, 0});
+  CHECK(values(plain) == std::vector<double>{1, 1, 0});
+}
+
 TEST_CASE("a view made before its base is written in place follows the base's new history", "[cpu]") {
   Tensor x = td::tensor({1.0, 2.0, 3.0}, td::kFloat64).requires_grad_(true);
   Tensor y = x * 2;

@@ -150,6 +150,11 @@ TEST_CASE("expand broadcasts with stride 0 and rejects sizes that do not match",
   CHECK(col.expand({-1, 5}).sizes() == td::Shape{3, 5});
   check_error([&] { col.expand({4, 4}); }, {"expand", "size 3", "must match 4"});
   check_error([&] { col.expand({4}); }, {"expand", "at least"});
+  // PyTorch's strides for new leading dims: size 1 steps over the dims inside it, a broadcast one 0.
+  CHECK(td::zeros({3}).expand({1, 3}).strides() == td::Shape{3, 1});
+  CHECK(td::zeros({3}).expand({2, 1, 3}).strides() == td::Shape{0, 3, 1});
+  CHECK(td::zeros({2, 1}).expand({1, 1, 2, 4}).strides() == td::Shape{2, 2, 1, 0});
+  CHECK(td::zeros({}).expand({1, 1}).strides() == td::Shape{0, 0});
 }
 
 TEST_CASE("squeeze, unsqueeze, flatten and unflatten reshape as PyTorch's do", "[cpu]") {
@@ -201,6 +206,32 @@ TEST_CASE("as_strided builds arbitrary views inside the storage and refuses to l
   CHECK(values(windows.select(0, 3)) == std::vector<double>{6, 7, 8});
   check_error([&] { t.as_strided({4, 3}, {3, 1}); }, {"as_strided", "reach element 11", "10 elements"});
   check_error([&] { t.as_strided({2}, {1, 1}); }, {"as_strided", "differ in length"});
+}
+
+TEST_CASE("shape arithmetic that overflows int64 is refused, never wrapped into a view past the storage", "[cpu]") {
+  // 3689348814741910333 * 5 wraps to exactly 49: the view was accepted, and select(0, 1000) read
+  // far outside the 49 elements.
+  Tensor t = td::zeros({49});
+  check_error([&] { t.view({3689348814741910333, 5}); }, {"view", "more elements than an int64"});
+  check_error([&] { t.reshape({3689348814741910333, 5}); }, {"reshape", "more elements than an int64"});
+  check_error([&] { t.view({3689348814741910333, -1, 5}); }, {"view", "more elements than an int64"});
+  Tensor four = td::zeros({4});
+  check_error([&] { four.as_strided({3}, {int64_t{1} << 62}); }, {"as_strided", "largest int64"});
+  check_error([&] { four.as_strided({int64_t{1} << 62, 4}, {0, 0}); }, {"more elements than an int64"});
+  CHECK(four.as_strided({0, 5}, {int64_t{1} << 62, 1}).numel() == 0);  // empty: reaches nothing
+  Tensor five = td::zeros({5});
+  check_error([&] { five.narrow(0, 2, INT64_MAX); }, {"narrow", "exceeds dim 0 of size 5"});
+  // A step past the end keeps one element (its stride cannot be multiplied out).
+  Tensor stepped = td::arange(5).view({5, 1}).t().slice(1, 1, std::nullopt, INT64_MAX);
+  CHECK(stepped.sizes() == td::Shape{1, 1});
+  CHECK(stepped.item<int64_t>() == 1);
+  CHECK(td::arange(5).slice(0, 0, std::nullopt, int64_t{1} << 62).sizes() == td::Shape{1});
+}
+
+TEST_CASE("an empty tensor is contiguous whatever its strides, as in PyTorch", "[cpu]") {
+  CHECK(td::zeros({2, 0, 3}).transpose(0, 2).is_contiguous());
+  CHECK(td::zeros({4, 3}).t().slice(0, 0, 0).is_contiguous());
+  CHECK_FALSE(td::zeros({4, 3}).t().is_contiguous());
 }
 
 TEST_CASE("typed access checks the dtype and item needs exactly one element", "[cpu]") {

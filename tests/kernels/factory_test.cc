@@ -51,6 +51,7 @@ TEST_CASE("linspace includes both ends exactly and eye puts ones on the diagonal
   CHECK(values(e) == std::vector<double>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
   CHECK(td::eye(2, -1, td::kInt64).dtype() == td::kInt64);
   check_error([] { td::linspace(0, 1, -1); }, {"linspace", "non-negative"});
+  check_error([] { td::eye(3, -2); }, {"eye", "m must be non-negative", "-2"});  // -1 alone means square
 }
 
 TEST_CASE("the _like forms copy shape, dtype and device unless told otherwise", "[cpu]") {
@@ -85,6 +86,13 @@ TEST_CASE("tensor() builds from numbers, nested braced lists and vectors", "[cpu
   CHECK(td::tensor(std::vector<float>{}).sizes() == td::Shape{0});
   check_error([] { td::tensor({{1, 2}, {3}}); }, {"tensor", "rectangular", "[1]", "[2]"});
   check_error([] { td::tensor({{1, 2}, 3}); }, {"tensor", "rectangular"});
+  // A value the asked-for dtype cannot hold is refused, as PyTorch's checked conversion does
+  // (300 became 44 in uint8); -1 in uint8 wraps to 255 there too.
+  check_error([] { td::tensor({300}, td::kUInt8); }, {"tensor", "300", "uint8"});
+  check_error([] { td::tensor(int64_t{1} << 40, td::kInt32); }, {"tensor", "int32"});
+  check_error([] { td::tensor({std::nan("")}, td::kInt64); }, {"tensor", "int64"});
+  CHECK(td::tensor({-1}, td::kUInt8).item<int>() == 255);
+  CHECK(std::isinf(td::tensor({1e40}, td::kFloat32).item<float>()));
 }
 
 TEST_CASE("from_blob wraps memory without copying and runs the deleter at the end", "[cpu]") {

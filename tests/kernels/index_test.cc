@@ -148,6 +148,15 @@ TEST_CASE("cat skips legacy empty 1-D tensors among tensors of more dims", "[cpu
 
   Tensor only_empty = td::cat({empty, empty});
   CHECK(only_empty.sizes() == Shape{0});
+  // Only legacy empties: one [0] of their promoted dtype, along any dim, as PyTorch's.
+  for (int64_t dim : {1, 5, -3}) {
+    Tensor joined = td::cat({empty, td::empty({0}, td::kFloat64)}, dim);
+    CHECK(joined.sizes() == Shape{0});
+    CHECK(joined.dtype() == td::kFloat64);
+  }
+  Tensor leaf = td::empty({0}).requires_grad_(true);
+  td::cat({leaf, leaf}, 1).sum().backward();
+  CHECK(leaf.grad().sizes() == Shape{0});
 }
 
 TEST_CASE("cat reads non-contiguous inputs through their strides", "[cpu]") {
