@@ -420,9 +420,10 @@ std::pair<Tensor, Tensor> batch_first(const Tensor& input, const Tensor& target,
              shape_str(target.sizes()));
     return {input.unsqueeze(0), target.unsqueeze(0)};
   }
+  TD_CHECK(input.dim() >= 1, op, ": expected an input of class scores of 1 or more dims, got a 0-dim one");
   Shape expected = input.sizes();
   expected.erase(expected.begin() + 1);
-  TD_CHECK(input.dim() >= 2 && target.sizes() == expected, op, ": input of shape ", shape_str(input.sizes()),
+  TD_CHECK(target.sizes() == expected, op, ": input of shape ", shape_str(input.sizes()),
            " needs a target of shape ", shape_str(expected), ", got ", shape_str(target.sizes()));
   return {input, target};
 }
@@ -474,19 +475,27 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target_in, const Tensor&
   TD_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
            label_smoothing);
   TD_CHECK(input.defined() && target.defined(), "cross_entropy: input and target must be defined");
+  TD_CHECK(input.dim() >= 1, "cross_entropy: expected an input of class scores of 1 or more dims, got a 0-dim one");
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t classes = input.size(class_dim);
   Shape weight_shape(input.dim(), 1);
   weight_shape[class_dim] = classes;
   if (is_floating(target.dtype())) {  // class probabilities
-    Tensor logp = log_softmax(input, class_dim);
     TD_CHECK(target.sizes() == input.sizes(), "cross_entropy: probability targets must have the input's shape ",
              shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
+    // As PyTorch: no class is left out of a probability target's sum, and the weight has one value per class.
+    TD_CHECK(ignore_index == -100, "cross_entropy: ignore_index (", ignore_index,
+             ") is not supported for probability targets");
+    TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, "cross_entropy: weight of shape ",
+             shape_str(weight.defined() ? weight.sizes() : Shape{}), " must have one value for each of the ", classes,
+             " classes");
+    Tensor logp = log_softmax(input, class_dim);
     Tensor q = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / classes : target;
     Tensor terms = logp * q;
     if (weight.defined()) terms = terms * weight.view(weight_shape);
     Tensor losses = -terms.sum({class_dim});
-    if (reduction == kMean) return losses.sum() / static_cast<double>(input.numel() / classes);
+    // The rows' count; with no classes 0 / 0, a NaN mean as PyTorch's (an integer division trapped).
+    if (reduction == kMean) return losses.sum() / (static_cast<double>(input.numel()) / static_cast<double>(classes));
     return reduce(losses, reduction);
   }
   auto [scores, classes_of] = batch_first(input, target, "cross_entropy");
@@ -545,6 +554,14 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   }
   TD_CHECK(input.defined() && target.defined() && input.sizes() == target.sizes(),
            "binary_cross_entropy_with_logits: input and target must have the same shape");
+  // As PyTorch: weight and pos_weight broadcast to the input's shape, never the loss beyond it
+  // (a [N] weight against [N, 1] logits made an [N, N] loss of every pair).
+  for (const auto& [extra, name] : {std::pair{&weight, "weight"}, std::pair{&pos_weight, "pos_weight"}}) {
+    TD_CHECK(!extra->defined() || broadcast_shapes(extra->sizes(), input.sizes(), "binary_cross_entropy_with_logits") ==
+                                      input.sizes(),
+             "binary_cross_entropy_with_logits: ", name, " of shape ", shape_str(extra->sizes()),
+             " does not broadcast to the input's shape ", shape_str(input.sizes()));
+  }
   // log(1 + exp(-x)) computed without overflow: log1p(exp(-|x|)) + max(-x, 0).
   auto softplus_neg = [](const Tensor& x) { return log1p(exp(-abs(x))) + relu(-x); };
   Tensor loss;

@@ -136,6 +136,36 @@ TEST_CASE("losses reject mismatched shapes and out-of-range targets", "[cpu]") {
               {"binary_cross_entropy_with_logits: input and target must have the same shape"});
 }
 
+TEST_CASE("losses refuse what PyTorch refuses instead of growing, crashing or ignoring an option", "[cpu]") {
+  // A [3] weight against [3, 1] logits: PyTorch's "output with shape [3, 1] doesn't match the
+  // broadcast shape [3, 3]"; tandem averaged the [3, 3] loss of every pair (0.6095, not 0.4938).
+  Tensor logits = td::tensor({0.5, -1.0, 2.0}, td::kFloat64).view({3, 1});
+  Tensor labels = td::tensor({1.0, 0.0, 1.0}, td::kFloat64).view({3, 1});
+  Tensor w = td::tensor({1.0, 2.0, 3.0}, td::kFloat64);
+  check_error([&] { F::binary_cross_entropy_with_logits(logits, labels, w); },
+              {"binary_cross_entropy_with_logits", "weight of shape [3]", "input's shape [3, 1]"});
+  check_error([&] { F::binary_cross_entropy_with_logits(logits, labels, Tensor(), w); },
+              {"binary_cross_entropy_with_logits", "pos_weight of shape [3]"});
+  check_error([&] { F::binary_cross_entropy_with_logits(logits.view({3}), labels.view({3}), Tensor(), td::ones({2, 3})); },
+              {"pos_weight of shape [2, 3]"});
+  // Weights that broadcast to the input's shape are taken: per sample [3, 1], per output [1].
+  CHECK(F::binary_cross_entropy_with_logits(logits, labels, w.view({3, 1})).item<double>() ==
+        Approx(0.4938).epsilon(1e-3));
+  CHECK_NOTHROW(F::binary_cross_entropy_with_logits(logits, labels, Tensor(), td::ones({1}, td::kFloat64)));
+  // A 0-dim input of scores is an error (the shape arithmetic erased from an empty list: a crash).
+  check_error([] { F::nll_loss(td::zeros({}, td::kFloat64), td::zeros({}, td::kInt64)); }, {"nll_loss", "0-dim"});
+  check_error([] { F::cross_entropy(td::zeros({}, td::kFloat64), td::zeros({}, td::kInt64)); }, {"cross_entropy"});
+  // Probability targets over no classes: PyTorch's NaN mean, 0 sum (an integer division by 0 trapped).
+  CHECK(std::isnan(F::cross_entropy(td::zeros({2, 0}), td::zeros({2, 0})).item<double>()));
+  CHECK(F::cross_entropy(td::zeros({2, 0}), td::zeros({2, 0}), Tensor(), -100, td::kSum).item<double>() == 0);
+  // ... and with ignore_index or a weight not of one value per class, PyTorch's errors.
+  Tensor x = scores();
+  check_error([&] { F::cross_entropy(x, probabilities(), Tensor(), 0); },
+              {"cross_entropy", "ignore_index (0)", "probability targets"});
+  check_error([&] { F::cross_entropy(x, probabilities(), td::ones({1, 4}, td::kFloat64)); },
+              {"cross_entropy", "weight of shape [1, 4]", "4 classes"});
+}
+
 TEST_CASE("a loss module's class weights are its buffers: to(), load_state_dict and clone act on what it uses",
           "[cpu]") {
   Tensor x = scores(), t = targets(), w = class_weights();
