@@ -51,6 +51,8 @@ std::vector<Device> parse_devices(const std::string& spec) {
     TD_CHECK(!part.empty(), "devices: '", spec, "' has an empty entry; expected e.g. cpu:0,cpu:1 or all");
     devices.emplace_back(part);
   }
+  // getline drops a last empty entry: "cpu:0," is as wrong as ",cpu:0".
+  TD_CHECK(spec.empty() || spec.back() != ',', "devices: '", spec, "' has an empty entry; expected e.g. cpu:0,cpu:1 or all");
   TD_CHECK(!devices.empty(), "devices: '", spec, "' names no device; expected e.g. cpu:0,cpu:1 or all");
   auto twice = repeated_device(devices);
   TD_CHECK(!twice, "devices: ", *twice, " is listed twice in '", spec, "'");

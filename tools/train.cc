@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <map>
@@ -64,11 +67,47 @@ std::shared_ptr<nn::Module> make_model(const Options& o, const Data& d) {
   throw UsageError("--model must be mlp or cnn, got '" + o.model + "'");
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const Options& o, const std::vector<Tensor>& params) {
-  if (o.optimizer == "sgd") {
-    return std::make_unique<optim::SGD>(params, optim::SGDOptions(o.lr > 0 ? o.lr : 0.05).momentum(0.9));
+// --save's file can be made: its folder exists and takes files, and the path is not a folder.
+void check_writable(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
+  std::error_code error;
+  if (std::filesystem::is_directory(target, error)) throw UsageError("--save " + path + " is a folder, not a file");
+  if (!std::filesystem::is_directory(folder, error)) {
+    throw UsageError("--save " + path + ": the folder " + folder.string() + " does not exist");
   }
-  if (o.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(o.lr > 0 ? o.lr : 1e-3));
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw UsageError("--save " + path + ": cannot write in " + folder.string() + " (" + std::strerror(errno) + ")");
+  }
+}
+
+// Autocast on every device type the run uses: a replica on a GPU beside a CPU first device runs
+// under its own type's autocast too.
+class RunAutocast {
+ public:
+  RunAutocast(const std::vector<Device>& devices, std::optional<DType> dtype) {
+    if (!dtype) return;
+    for (const Device& d : devices) {
+      std::optional<amp::AutocastGuard>& guard = d.is_cuda() ? cuda_ : cpu_;
+      if (!guard) guard.emplace(d.type(), dtype);
+    }
+  }
+
+ private:
+  std::optional<amp::AutocastGuard> cpu_, cuda_;
+};
+
+// --lr, or the optimizer's default where it is 0.
+double effective_lr(const Options& o) {
+  if (o.lr > 0) return o.lr;
+  if (o.optimizer == "sgd") return 0.05;
+  if (o.optimizer == "adamw") return 1e-3;
+  throw UsageError("--optimizer must be sgd or adamw, got '" + o.optimizer + "'");
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Options& o, const std::vector<Tensor>& params) {
+  if (o.optimizer == "sgd") return std::make_unique<optim::SGD>(params, optim::SGDOptions(effective_lr(o)).momentum(0.9));
+  if (o.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(effective_lr(o)));
   throw UsageError("--optimizer must be sgd or adamw, got '" + o.optimizer + "'");
 }
 
@@ -98,7 +137,8 @@ std::string device_list(const std::vector<Device>& devices) {
 }
 
 // What a checkpoint records besides tensors, so that a resume can check it continues the same run.
-const char* const kRunKeys[] = {"model", "data", "optimizer", "batch_size", "seed", "lr", "dropout", "amp"};
+const char* const kRunKeys[] = {"model", "data",    "optimizer", "batch_size", "seed",     "lr",
+                                "dropout", "amp", "train_size", "test_size"};
 
 // Numbers as the shortest decimal that reads back as the same double, so that a resume with a
 // value that differs in any digit is refused. Checkpoints made before --dropout existed held
@@ -110,7 +150,10 @@ std::string run_value(const Options& o, const std::string& key, bool legacy = fa
   if (key == "batch_size") return std::to_string(o.batch_size);
   if (key == "seed") return std::to_string(o.seed);
   if (key == "amp") return o.amp;
-  const double number = key == "dropout" ? o.dropout : o.lr;
+  // The generated data's sizes; MNIST and CIFAR-10 have theirs.
+  if (key == "train_size") return o.data == "default" ? std::to_string(o.train_size) : "";
+  if (key == "test_size") return o.data == "default" ? std::to_string(o.test_size) : "";
+  const double number = key == "dropout" ? o.dropout : effective_lr(o);
   if (legacy) {
     std::ostringstream six;
     six << number;
@@ -171,14 +214,23 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
     return it->second;
   };
   // Checkpoints made before --dropout existed were made without it (and with 6-digit numbers);
-  // those made before --amp, without mixed precision.
+  // those made before --amp, without mixed precision; before the sizes were kept, with the ones
+  // asked for now. Until the effective rate was kept, a default --lr was kept as 0.
   const bool legacy = !state.metadata.count("run.dropout");
-  const std::map<std::string, std::string> made_without = {{"dropout", "0"}, {"amp", "off"}};
+  const std::map<std::string, std::string> made_without = {{"dropout", "0"},
+                                                           {"amp", "off"},
+                                                           {"train_size", run_value(o, "train_size")},
+                                                           {"test_size", run_value(o, "test_size")}};
   for (const char* key : kRunKeys) {
     const auto absent = made_without.find(key);
     std::string saved = absent != made_without.end() && !state.metadata.count(std::string("run.") + key)
                             ? absent->second
                             : meta(std::string("run.") + key);
+    if (std::string(key) == "lr" && saved == "0") {
+      Options default_rate = o;
+      default_rate.lr = 0;
+      saved = run_value(default_rate, key, legacy);
+    }
     if (saved != run_value(o, key, legacy)) {
       std::string flag = key;  // as the command line spells it
       std::replace(flag.begin(), flag.end(), '_', '-');
@@ -195,17 +247,35 @@ std::pair<int64_t, int64_t> load_checkpoint(const std::string& path, const Optio
     if (key.rfind("optimizer.", 0) == 0) opt_state.metadata[key.substr(10)] = value;
     if (key.rfind("scaler.", 0) == 0) scaler_state.metadata[key.substr(7)] = value;
   }
-  model.load_state_dict(model_state);
-  optimizer.load_state_dict(opt_state);
-  scaler.load_state_dict(scaler_state);
-  default_generator().set_state({std::stoull(meta("run.rng_seed")), std::stoull(meta("run.rng_offset"))});
+  // Counters as decimal digits only (stoull took "-5" and wrapped it, and threw past main's handlers on "x").
+  auto count = [&](const std::string& key) {
+    const std::string text = meta(key);
+    uint64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+      throw UsageError("cannot resume: " + path + " is damaged (" + key + " is '" + text + "', not a count)");
+    }
+    return value;
+  };
+  const auto next_epoch = static_cast<int64_t>(count("run.next_epoch")), steps = static_cast<int64_t>(count("run.steps"));
+  if (next_epoch < 0 || steps < 0) throw UsageError("cannot resume: " + path + " is damaged (its counts overflow)");
+  if (next_epoch >= o.epochs) {
+    throw UsageError("cannot resume: " + path + " already holds " + std::to_string(next_epoch) + " epochs of " +
+                     "training; ask for more with --epochs (" + std::to_string(o.epochs) + " now)");
+  }
+  std::vector<std::pair<Device, PhiloxState>> generators{{Device(kCPU, 0), {count("run.rng_seed"), count("run.rng_offset")}}};
   const std::string offset_prefix = "run.rng_offset.";
   for (const auto& [key, value] : state.metadata) {
     if (!key.starts_with(offset_prefix)) continue;
     const std::string device = key.substr(offset_prefix.size());
-    default_generator(Device(device)).set_state({std::stoull(meta("run.rng_seed." + device)), std::stoull(value)});
+    generators.push_back({Device(device), {count("run.rng_seed." + device), count(key)}});
   }
-  return {std::stoll(meta("run.next_epoch")), std::stoll(meta("run.steps"))};
+  // Nothing changes until the whole checkpoint has been read and checked.
+  model.load_state_dict(model_state);
+  optimizer.load_state_dict(opt_state);
+  scaler.load_state_dict(scaler_state);
+  for (const auto& [device, generator] : generators) default_generator(device).set_state(generator);
+  return {next_epoch, steps};
 }
 
 // The share of correct predictions of `model` on `dataset`, in eval mode and without gradients.
@@ -263,7 +333,11 @@ class ProgressBar {
 Result run(const Options& o, std::ostream& log) {
   if (o.epochs < 1) throw UsageError("--epochs must be at least 1");
   if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
-  if (o.lr < 0) throw UsageError("--lr must not be negative");
+  if (!(std::isfinite(o.lr) && o.lr >= 0)) throw UsageError("--lr must be a finite number above 0 (0: the default)");
+  if (o.data == "default" && (o.train_size < 1 || o.test_size < 1)) {
+    throw UsageError("--train-size and --test-size must be at least 1");
+  }
+  if (!o.save.empty()) check_writable(o.save);  // before any work: a bad path fails now, not after an epoch
   if (!(o.dropout >= 0 && o.dropout < 1)) throw UsageError("--dropout must be in [0, 1), got " + std::to_string(o.dropout));
   const std::optional<DType> autocast_dtype = amp_dtype(o);
   const std::vector<Device> devices = parse_device_list(o.devices);
@@ -307,7 +381,7 @@ Result run(const Options& o, std::ostream& log) {
       Tensor x = batch.data.to(device), y = batch.target.to(device);
       Tensor logits, loss;
       {
-        amp::AutocastGuard autocast(device.type(), autocast_dtype, autocast_dtype.has_value());
+        RunAutocast autocast(devices, autocast_dtype);
         logits = dp ? dp->forward(x) : model->forward(x);
         loss = nn::functional::cross_entropy(logits, y);
       }

@@ -1,11 +1,14 @@
 // `tandem train`: the default model learns the default data to a stated accuracy, the same way
 // every run; a resumed run continues bit-exactly; mistakes get exit code 2.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -326,6 +329,63 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
   o.dropout = 1;
   o.data = "mnist:/no/such/folder";  // the flag is checked before any data is read
   usage_error(o, "--dropout must be in [0, 1)");
+  o = {};
+  o.lr = std::nan("");
+  usage_error(o, "--lr must be a finite number");  // it trained at the default rate
+  o = {};
+  o.save = "/nonexistent/folder/x.safetensors";
+  o.data = "mnist:/no/such/folder";  // checked before any data is read, not after an epoch
+  usage_error(o, "--save /nonexistent/folder/x.safetensors: the folder /nonexistent/folder does not exist");
+  o.save = td::testing::scratch_dir("train_test");
+  usage_error(o, "is a folder, not a file");
+}
+
+TEST_CASE("a resume checks its checkpoint's run and counts before it changes anything", "[cpu]") {
+  std::ostringstream log;
+  auto usage_error = [&](td::train::Options o, const std::string& fragment) {
+    try {
+      td::train::run(quiet(o), log);
+      FAIL_CHECK("no error for " << fragment);
+    } catch (const td::train::UsageError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));
+    }
+  };
+  td::train::Options o;
+  o.train_size = 200;
+  o.test_size = 50;
+  o.epochs = 1;
+  o.save = temp_path("one_epoch.safetensors");
+  td::train::run(quiet(o), log);
+  const td::StateDict saved = td::load(o.save);
+  CHECK(saved.metadata.at("run.lr") == "0.05");  // the rate it ran at, also where it was the default
+  CHECK(saved.metadata.at("run.train_size") == "200");
+  o.resume = o.save;
+  o.save = "";
+  // Nothing left to run: it printed a held-out accuracy of 0% and a checkpoint it never wrote.
+  usage_error(o, "already holds 1 epochs of training; ask for more with --epochs (1 now)");
+  o.epochs = 2;
+  o.train_size = 300;  // other generated data: another run
+  usage_error(o, "--train-size 200, not 300");
+  o.train_size = 200;
+  o.lr = 0.05;  // the default, asked for by its value: the same run
+  CHECK_NOTHROW(td::train::run(quiet(o), log));
+  // A checkpoint of a default rate kept as 0 (before the rate itself was kept) resumes too.
+  td::StateDict older = saved;
+  older.metadata["run.lr"] = "0";
+  older.metadata.erase("run.train_size");
+  older.metadata.erase("run.test_size");
+  td::save(older, temp_path("older.safetensors"));
+  o.resume = temp_path("older.safetensors");
+  CHECK_NOTHROW(td::train::run(quiet(o), log));
+  // Damaged counters are usage errors (stoull threw past the command's handlers, or wrapped "-5").
+  for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
+           {"run.next_epoch", "x"}, {"run.steps", "-5"}, {"run.rng_offset", "1e3"}, {"run.next_epoch", ""}}) {
+    td::StateDict damaged = saved;
+    damaged.metadata[key] = text;
+    td::save(damaged, temp_path("damaged.safetensors"));
+    o.resume = temp_path("damaged.safetensors");
+    usage_error(o, "is damaged (" + key + " is '" + text + "'");
+  }
 }
 
 TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success", "[cpu]") {
@@ -343,6 +403,42 @@ TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success",
   CHECK(status("train --epochs 1 --train-size 64 --test-size 16 --amp bf16") == 0);
   CHECK(status("nosuchcommand") == 2);
   CHECK(status("train --epochs 1 --train-size 200 --test-size 50") == 0);
+}
+
+TEST_CASE("the tandem command reads numbers in base 10 and says plainly what is wrong with one", "[cpu]") {
+  auto run = [](const std::string& args) {
+    std::string command = "tools/tandem " + args + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+    int rc = ::pclose(pipe);
+    return std::pair{WEXITSTATUS(rc), output};
+  };
+  // CLI11's own messages bounded these with 300-digit numbers.
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"train --epochs 0", "--epochs: must be at least 1, got 0"},
+           {"train --epochs abc", "--epochs: 'abc' is not a whole number"},
+           {"train --epochs 99999999999999999999", "'99999999999999999999' is too large"},
+           {"train --batch-size 0x10", "--batch-size: '0x10' is not a whole number"},
+           {"train --seed -1", "--seed: '-1' is not a whole number"},
+           {"train --lr 0", "--lr: must be above 0, got 0"},
+           {"train --lr nan", "--lr: 'nan' is not a finite number"},
+           {"train --dropout 1", "--dropout: must be in [0, 1), got 1"},
+           {"trace --steps -2", "--steps: must be at least 1, got -2"},
+           {"train --devices cpu:0,", "empty entry"}}) {
+    INFO(args);
+    auto [rc, output] = run(args);
+    CHECK(rc == 2);
+    CHECK_THAT(output, Catch::Matchers::Contains(says));
+    CHECK_THAT(output, !Catch::Matchers::Contains("1797693"));
+  }
+  // 010 is ten, not eight: a batch of 10 over 20 examples is 2 steps.
+  auto [rc, output] = run("train --epochs 1 --train-size 20 --test-size 10 --batch-size 010 --workers 0");
+  CHECK(rc == 0);
+  CHECK_THAT(output, Catch::Matchers::Contains("batch 10,"));
 }
 
 TEST_CASE("TANDEM_TRACE set when tandem starts writes the trace of a data-parallel run", "[cpu]") {

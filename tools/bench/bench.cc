@@ -120,6 +120,11 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 int run(const Options& options, const char* argv0) {
+  // A --json file that cannot be written is said before the benchmarks run, not after.
+  if (!options.json.empty() && !std::ofstream(options.json, std::ios::app)) {
+    fmt::print(stderr, "tandem bench: cannot write --json {}\n", options.json);
+    return 2;
+  }
   if (options.threads > 0) set_num_threads(options.threads);
   const int threads = num_threads();
 
@@ -251,7 +256,13 @@ int run(const Options& options, const char* argv0) {
   // A benchmark that failed on either side is named, so that a missing row is not read as a pass.
   report["errors"] = {{"tandem", ours.errors}, {"torch", their_errors}};
   if (!options.json.empty()) {
-    std::ofstream(options.json) << report.dump(2) << "\n";
+    std::ofstream file(options.json);
+    file << report.dump(2) << "\n";
+    file.close();
+    if (!file) {
+      fmt::print(stderr, "tandem bench: could not write the results to {}\n", options.json);
+      return 1;
+    }
     fmt::print("results written to {}\n", options.json);
   }
   return ours.errors.empty() ? 0 : 1;
