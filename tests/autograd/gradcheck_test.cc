@@ -1,6 +1,8 @@
 // gradcheck (float64, central differences) for every differentiable op of the shared table
 // (tests/autograd/gradcheck_cases.h), on random inputs with broadcasting and non-contiguous
 // layouts, and gradgradcheck for each of them too.
+#include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,4 +52,30 @@ TEST_CASE("gradcheck reports the worst element when a gradient is wrong", "[cpu]
   CHECK_THAT(result.report, Catch::Matchers::Contains("numerical 2"));
   td::testing::check_error([&] { gradcheck(wrong, {x.detach().to(td::kFloat32).requires_grad_(true)}); },
                            {"gradcheck", "float64"});
+}
+
+TEST_CASE("gradients where finite differences cannot look: ties share evenly, max(dim) picks its index, a zero norm",
+          "[cpu]") {
+  // PyTorch 2.15's gradients at each of these points.
+  auto grad_of = [](const Tensor& leaf, const std::function<Tensor(const Tensor&)>& f) {
+    Tensor x = leaf.detach().clone().requires_grad_(true);
+    f(x).sum().backward();
+    return td::testing::values(x.grad());
+  };
+  CHECK(grad_of(td::tensor({1.0, 3.0, 3.0}), [](const Tensor& x) { return x.max(); }) ==
+        std::vector<double>{0, 0.5, 0.5});
+  CHECK(grad_of(td::tensor({{3.0, 3.0}, {1.0, 2.0}}), [](const Tensor& x) { return x.amax({1}); }) ==
+        std::vector<double>{0.5, 0.5, 0, 1});
+  CHECK(grad_of(td::tensor({{3.0, 3.0}, {1.0, 2.0}}), [](const Tensor& x) { return x.amin({0}); }) ==
+        std::vector<double>{0, 0, 1, 1});
+  const Tensor tied = td::tensor({{1.0, 5.0}, {1.0, 0.0}, {0.0, 5.0}});
+  CHECK(td::testing::values(std::get<1>(tied.max(0))) == std::vector<double>{0, 0});
+  CHECK(grad_of(tied, [](const Tensor& x) { return std::get<0>(x.max(0)); }) == std::vector<double>{1, 1, 0, 0, 0, 0});
+  CHECK(grad_of(td::zeros({3}), [](const Tensor& x) { return x.norm(); }) == std::vector<double>{0, 0, 0});
+  CHECK(grad_of(td::zeros({3}), [](const Tensor& x) { return x.norm(1); }) == std::vector<double>{0, 0, 0});
+  CHECK(grad_of(td::tensor({2.0, -2.0, 1.0}), [](const Tensor& x) { return x.norm(INFINITY); }) ==
+        std::vector<double>{0.5, -0.5, 0});
+  // 0^x for x > 0 is 0 and so is its derivative (its second is NaN in PyTorch too: 0 * log(0)).
+  CHECK(grad_of(td::tensor({0.7, 1.3}, td::kFloat64), [](const Tensor& x) { return td::pow(0.0, x); }) ==
+        std::vector<double>{0, 0});
 }
