@@ -435,6 +435,26 @@ Tensor where(const Tensor& cond, Scalar a, Scalar b) {
   return where(cond, detail::scalar_tensor(a, t, cond.device()), detail::scalar_tensor(b, t, cond.device()));
 }
 
+Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, Scalar value) {
+  check_defined(self, "addcmul_", "self");
+  check_defined(a, "addcmul_", "tensor1");
+  check_defined(b, "addcmul_", "tensor2");
+  common_device("addcmul_", {&self, &a, &b});
+  TD_CHECK(is_floating(self.dtype()) && a.dtype() == self.dtype() && b.dtype() == self.dtype(),
+           "addcmul_: expected three tensors of one floating dtype, got ", self.dtype(), ", ", a.dtype(), " and ",
+           b.dtype());
+  Shape shape = broadcast_shapes(broadcast_shapes(a.sizes(), b.sizes(), "addcmul_"), self.sizes(), "addcmul_");
+  TD_CHECK(shape == self.sizes(), "addcmul_: output with shape ", shape_str(self.sizes()),
+           " doesn't match the broadcast shape ", shape_str(shape));
+  check_no_internal_overlap(self, "addcmul_");
+  check_no_partial_overlap(self, a, "addcmul_");
+  check_no_partial_overlap(self, b, "addcmul_");
+  const double v = value.to_double();
+  self.is_cuda() ? cuda::addcmul(self, self, a, b, v) : cpu::addcmul(self, self, a, b, v);
+  self.bump_version();
+  return self;
+}
+
 namespace {
 
 Tensor& masked_fill_into(Tensor& x, const Tensor& mask, Scalar value, bool in_place) {

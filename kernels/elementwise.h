@@ -75,6 +75,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, Scalar b);
+// self + (a * value) * b in place (a and b broadcast to self), as PyTorch's addcmul_ on a CPU
+// with FMA: a * value rounded, then one fused multiply-add; no autograd (optimizers' use).
+Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, Scalar value);
 // x with value wherever mask (bool, broadcast) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 

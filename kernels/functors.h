@@ -366,9 +366,8 @@ struct AdamUpdate {
     }
     const M diff = g - m;
     m = math::fma(lerp_alpha, diff, lerp_from_start ? m : g);
-    // addcmul's (value * g) * g, then its own add: two products and a sum, each rounded.
-    const M scaled = g * one_minus_beta2;
-    v = math::unfused_mul(v, beta2) + math::unfused_mul(scaled, g);
+    // mul_(beta2), then addcmul's (value * g) times g added in one fused multiply-add.
+    v = math::fma(math::unfused_mul(g, one_minus_beta2), g, math::unfused_mul(v, beta2));
     M second = v;
     if (amsgrad) {
       *v_max = Maximum{}(*v_max, v);
@@ -376,6 +375,16 @@ struct AdamUpdate {
     }
     const M denom = math::sqrt(second) / bias_correction2_sqrt + eps;
     p = p + (m * (-step_size)) / denom;
+  }
+};
+
+// self + (value * a) * b as PyTorch's addcmul_ (its vectorised CPU kernel): the scaled factor
+// rounded, then one fused multiply-add.
+template <typename T, typename M>
+struct AddCMul {
+  M value;
+  TD_INLINE T operator()(T self, T a, T b) const {
+    return static_cast<T>(math::fma(math::unfused_mul(value, static_cast<M>(a)), static_cast<M>(b), static_cast<M>(self)));
   }
 };
 

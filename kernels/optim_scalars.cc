@@ -18,7 +18,9 @@ fn::SgdUpdate<M> sgd_update(const SgdStep& s, bool first) {
 
 template <typename M>
 fn::AdamUpdate<M> adam_update(const AdamStep& s, int64_t step_count) {
-  const double weight = 1 - s.beta1;  // the arithmetic of nn/optim/adam.cc, in double, then M
+  // The arithmetic of nn/optim/adam.cc: lerp's weight 1 - beta1 in double, rounded to M, and
+  // 1 - weight from the rounded weight (exact), as PyTorch's lerp takes it.
+  const double weight = static_cast<double>(static_cast<M>(1 - s.beta1));
   const bool from_start = std::abs(weight) < 0.5;
   const double step = static_cast<double>(step_count);
   const double bias_correction1 = 1 - std::pow(s.beta1, step);

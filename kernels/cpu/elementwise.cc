@@ -143,6 +143,14 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
   });
 }
 
+void addcmul(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b, double value) {
+  auto s = loop_shape<4>({&out, &self, &a, &b});
+  dispatch_floating(out.dtype(), "addcmul_", [&]<typename T>() {
+    using M = opmath_t<T>;
+    elementwise<T, T, T, T>(s, fn::AddCMul<T, M>{static_cast<M>(value)});
+  });
+}
+
 void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale) {
   auto s = loop_shape<3>({&out, &x, &mask});
   dispatch_floating(out.dtype(), "dropout_backward", [&]<typename T>() {

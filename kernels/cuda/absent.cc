@@ -14,6 +14,7 @@ void binary(BinaryOp, const Tensor&, const Tensor&, const Tensor&, Scalar) { abs
 void binary_float_scalar(BinaryOp op, const Tensor&, const Tensor&, Scalar) { absent(op_name(op)); }
 void clamp(const Tensor&, const Tensor&, std::optional<Scalar>, std::optional<Scalar>) { absent("clamp"); }
 void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("where"); }
+void addcmul(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double) { absent("addcmul_"); }
 void masked_fill(const Tensor&, const Tensor&, Scalar) { absent("masked_fill"); }
 void copy(const Tensor&, const Tensor&) { absent("copy"); }
 void add_n(const Tensor&, const std::vector<Tensor>&) { absent("add_n"); }

@@ -26,6 +26,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
 void binary_float_scalar(BinaryOp op, const Tensor& out, const Tensor& in, Scalar value);
 void clamp(const Tensor& out, const Tensor& in, std::optional<Scalar> lo, std::optional<Scalar> hi);
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+void addcmul(const Tensor& out, const Tensor& self, const Tensor& a, const Tensor& b, double value);
 void masked_fill(const Tensor& self, const Tensor& mask, Scalar value);  // in place
 void copy(const Tensor& dst, const Tensor& src);  // any dtypes and devices (cuda/copy.cu)
 void add_n(const Tensor& out, const std::vector<Tensor>& inputs);  // all contiguous, one dtype (cuda/add_n.cu)

@@ -17,7 +17,6 @@ void AdamOptions::validate() const {
   const char* name = optimizer_name();
   const auto [beta1, beta2] = betas_;
   // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-  TD_CHECK(std::isfinite(lr_) && lr_ >= 0, name, ": invalid learning rate lr = ", lr_, " (must be >= 0)");
   TD_CHECK(std::isfinite(eps_) && eps_ >= 0, name, ": invalid eps = ", eps_, " (must be >= 0)");
   TD_CHECK(beta1 >= 0 && beta1 < 1, name, ": invalid betas[0] = ", beta1, " (betas must be in [0, 1))");
   TD_CHECK(beta2 >= 0 && beta2 < 1, name, ": invalid betas[1] = ", beta2, " (betas must be in [0, 1))");

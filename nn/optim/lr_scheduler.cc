@@ -589,21 +589,25 @@ bool ReduceLROnPlateau::is_better(double metric) const {
 void ReduceLROnPlateau::step(double metric) {
   auto& groups = optimizer_.param_groups();
   const auto& min_lr = options_.min_lr;
-  // One value serves every group, also groups added since; one per group must still match.
-  TD_CHECK(min_lr.size() == 1 || min_lr.size() == groups.size(), kPlateau, ".step: the optimizer has ", groups.size(),
-           " parameter groups, but min_lr has ", min_lr.size(), " values (one per group when it was made)");
+  // The step's counts first, so that an error leaves them as they were.
+  const bool better = is_better(metric);
+  int64_t bad_epochs = better ? 0 : num_bad_epochs_ + 1;
+  int64_t cooldown = cooldown_counter_;
+  if (cooldown > 0) {
+    --cooldown;
+    bad_epochs = 0;  // bad epochs in the cooldown do not count
+  }
+  const bool reduce = bad_epochs > options_.patience;
+  // One value serves every group, also groups added since; one per group must still match where
+  // the rates are reduced (PyTorch's check, where it looks).
+  TD_CHECK(!reduce || min_lr.size() == 1 || min_lr.size() == groups.size(), kPlateau, ".step: the optimizer has ",
+           groups.size(), " parameter groups, but min_lr has ", min_lr.size(),
+           " values (one per group when it was made)");
   ++last_epoch_;
-  if (is_better(metric)) {
-    best_ = metric;
-    num_bad_epochs_ = 0;
-  } else {
-    ++num_bad_epochs_;
-  }
-  if (in_cooldown()) {
-    --cooldown_counter_;
-    num_bad_epochs_ = 0;  // bad epochs in the cooldown do not count
-  }
-  if (num_bad_epochs_ > options_.patience) {
+  if (better) best_ = metric;
+  num_bad_epochs_ = bad_epochs;
+  cooldown_counter_ = cooldown;
+  if (reduce) {
     for (size_t i = 0; i < groups.size(); ++i) {
       const double old_lr = groups[i].options().get_lr();
       const double new_lr = std::max(old_lr * options_.factor, min_lr.size() == 1 ? min_lr[0] : min_lr[i]);

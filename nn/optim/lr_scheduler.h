@@ -221,7 +221,7 @@ struct ReduceLROnPlateauOptions {
   ThresholdMode threshold_mode = ThresholdMode::rel;
   int64_t cooldown = 0;            // epochs after a reduction that count as neither good nor bad
   // One value for every group, also groups added later (PyTorch's number), or one per group (its
-  // list; a group added later is then an error at the next step).
+  // list; a group added later is then an error at the next step that reduces the rates).
   std::vector<double> min_lr = {0};
   double eps = 1e-8;                 // a reduction smaller than eps is not made
 };

@@ -11,6 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "kernels/elementwise.h"
 #include "kernels/factory.h"
 
 namespace tandem::optim {
@@ -52,12 +53,19 @@ const OptimizerOptions& OptimizerParamGroup::options() const {
   return *options_;
 }
 
+void OptimizerOptions::check(bool new_options) const {
+  const double lr = get_lr();
+  TD_CHECK(std::isfinite(lr) && (lr >= 0 || !new_options), optimizer_name(), ": invalid learning rate lr = ", lr,
+           new_options ? " (must be >= 0)" : " (must be finite)");
+  validate();
+}
+
 // ---- Optimizer ----
 
 Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults)
     : defaults_(std::move(defaults)) {
   TD_CHECK(defaults_ != nullptr, "Optimizer: no default options");
-  defaults_->validate();
+  defaults_->check(true);
   size_t count = 0;
   for (const auto& group : param_groups) count += group.params().size();
   TD_CHECK(count > 0, defaults_->optimizer_name(), ": the optimizer got an empty parameter list");
@@ -87,7 +95,7 @@ void Optimizer::add_param_group(const OptimizerParamGroup& group) {
     const OptimizerOptions& defaults = *defaults_;
     TD_CHECK(typeid(options) == typeid(defaults), name, ": a parameter group's options are for ",
              options.optimizer_name(), ", not ", name);
-    options.validate();
+    options.check(true);
     added.set_options(options.clone());
   } else {
     added.set_options(defaults_->clone());
@@ -135,7 +143,7 @@ void Optimizer::check_step() const {
   // An assigned mutable_grad() could be anything, and a silent broadcast or promotion would
   // corrupt the parameter; all gradients are checked before any parameter changes.
   const char* name = defaults_->optimizer_name();
-  for (const auto& group : param_groups_) group.options().validate();
+  for (const auto& group : param_groups_) group.options().check(false);
   size_t index = 0;
   for (const auto& group : param_groups_) {
     for (const auto& p : group.params()) {
@@ -272,7 +280,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
     }
     auto o = defaults_->clone();
     o->from_json(g);
-    o->validate();
+    o->check(false);
     options.push_back(std::move(o));
     std::optional<double> initial_lr;
     if (g.contains("initial_lr")) initial_lr = detail::json_double(g, name, "initial_lr");
@@ -336,7 +344,14 @@ namespace {
 // t in float32 where it is a 16-bit tensor, where PyTorch's fused element-wise ops compute.
 Tensor wide(const Tensor& t) { return is_16bit_float(t.dtype()) ? t.to(kFloat32) : t; }
 
+// The weight as PyTorch's lerp holds it: in float below float64, so that 1 - weight is taken
+// from the rounded weight (exact there), not rounded from the double's.
+double lerp_weight(const Tensor& self, double weight) {
+  return self.dtype() == kFloat64 ? weight : static_cast<double>(static_cast<float>(weight));
+}
+
 Tensor lerp(const Tensor& self, const Tensor& end, double weight) {
+  weight = lerp_weight(self, weight);
   return std::abs(weight) < 0.5 ? self.add(end.sub(self), weight)       // self + weight * (end - self)
                                 : end.sub(end.sub(self), 1 - weight);  // end - (end - self) * (1 - weight)
 }
@@ -344,7 +359,7 @@ Tensor lerp(const Tensor& self, const Tensor& end, double weight) {
 }  // namespace
 
 void lerp_(Tensor& self, const Tensor& end, double weight) {
-  if (!is_16bit_float(self.dtype()) && std::abs(weight) < 0.5) {
+  if (!is_16bit_float(self.dtype()) && std::abs(lerp_weight(self, weight)) < 0.5) {
     self.add_(end.sub(self), weight);
     return;
   }
@@ -353,7 +368,7 @@ void lerp_(Tensor& self, const Tensor& end, double weight) {
 
 void addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
   if (!is_16bit_float(self.dtype())) {
-    self.add_(a.mul(value).mul(b));
+    kernels::addcmul_(self, a, b, value);  // one fused multiply-add, as PyTorch's
     return;
   }
   self.copy_(wide(self).add(wide(a).mul(value).mul(wide(b))));

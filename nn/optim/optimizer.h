@@ -27,8 +27,13 @@ class OptimizerOptions {
   virtual void set_lr(double lr) = 0;
   // The optimizer these options belong to ("SGD", "Adam", ...): messages and state_dict name it.
   virtual const char* optimizer_name() const = 0;
-  // Throws tandem::Error naming the first invalid option (negative lr, betas outside [0, 1), ...).
+  // Throws tandem::Error naming the first invalid option (betas outside [0, 1), ...), the
+  // learning rate aside: check() adds it.
   virtual void validate() const = 0;
+  // validate(), and a finite learning rate, not negative where the options are new (given to a
+  // constructor or add_param_group), as PyTorch checks it. At a step or a load it may be
+  // negative, as PyTorch lets it be: LinearLR down to an end_factor of 0 rounds to -2e-18.
+  void check(bool new_options) const;
   // Every hyperparameter as a JSON object, and back: the metadata of Optimizer::state_dict().
   // from_json throws tandem::Error naming a missing or mistyped field.
   virtual void to_json(nlohmann::json& out) const = 0;

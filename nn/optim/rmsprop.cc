@@ -23,7 +23,6 @@ void check_non_negative(const char* who, const char* name, double v) {
 RMSpropOptions::RMSpropOptions(double lr) : lr_(lr) {}
 
 void RMSpropOptions::validate() const {
-  check_non_negative("RMSprop", "learning rate lr", lr_);
   check_non_negative("RMSprop", "alpha", alpha_);
   check_non_negative("RMSprop", "eps", eps_);
   check_non_negative("RMSprop", "weight_decay", weight_decay_);
@@ -143,7 +142,6 @@ void RMSprop::update() {
 AdagradOptions::AdagradOptions(double lr) : lr_(lr) {}
 
 void AdagradOptions::validate() const {
-  check_non_negative("Adagrad", "learning rate lr", lr_);
   check_non_negative("Adagrad", "lr_decay", lr_decay_);
   check_non_negative("Adagrad", "weight_decay", weight_decay_);
   check_non_negative("Adagrad", "initial_accumulator_value", initial_accumulator_value_);
@@ -199,8 +197,8 @@ std::unique_ptr<OptimizerParamState> Adagrad::make_param_state() const {
 }
 
 // torch/optim/adagrad.py, _single_tensor_adagrad, for dense gradients. PyTorch fills each
-// parameter's sum when the optimizer is made; here it is filled at the parameter's first step,
-// with the same value unless the group's initial_accumulator_value changed in between.
+// parameter's sum when the optimizer is made, from the constructor's initial_accumulator_value
+// (a group's own is not read); here it is filled at the parameter's first step, from the same.
 void Adagrad::update() {
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const AdagradOptions&>(group.options());
@@ -210,7 +208,7 @@ void Adagrad::update() {
       auto& slot = state_slot(p);
       if (!slot) {
         auto fresh = std::make_unique<AdagradParamState>();
-        fresh->sum = full_like(p, o.initial_accumulator_value());
+        fresh->sum = full_like(p, static_cast<const AdagradOptions&>(defaults()).initial_accumulator_value());
         slot = std::move(fresh);
       }
       auto& s = static_cast<AdagradParamState&>(*slot);

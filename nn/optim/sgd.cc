@@ -15,7 +15,6 @@ SGDOptions::SGDOptions(double lr) : lr_(lr) {}
 
 void SGDOptions::validate() const {
   // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-  TD_CHECK(std::isfinite(lr_) && lr_ >= 0, "SGD: invalid learning rate lr = ", lr_, " (must be >= 0)");
   TD_CHECK(std::isfinite(momentum_) && momentum_ >= 0, "SGD: invalid momentum = ", momentum_, " (must be >= 0)");
   TD_CHECK(std::isfinite(dampening_), "SGD: invalid dampening = ", dampening_);
   TD_CHECK(std::isfinite(weight_decay_) && weight_decay_ >= 0, "SGD: invalid weight_decay = ", weight_decay_,

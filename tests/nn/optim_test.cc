@@ -1020,7 +1020,8 @@ TEST_CASE("ReduceLROnPlateau takes a loss tensor, never counts NaN as better, an
   CHECK(plateau.best() == 2.0);
 }
 
-TEST_CASE("ReduceLROnPlateau with one min_lr serves groups added later; one per group must match", "[cpu]") {
+TEST_CASE("ReduceLROnPlateau with one min_lr serves groups added later; one per group must match where it reduces",
+          "[cpu]") {
   td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
   optim::SGD sgd(std::vector<td::Tensor>{a}, 0.1);
   optim::ReduceLROnPlateauOptions o;
@@ -1031,11 +1032,16 @@ TEST_CASE("ReduceLROnPlateau with one min_lr serves groups added later; one per 
   one.step(1.0);
   one.step(2.0);  // worse: both groups fall, to at least 0.05
   CHECK(one.get_last_lr() == std::vector<double>{0.05, 0.05});  // 0.1 and 0.2 * 0.1 both below 0.05
+  // PyTorch 2.15 raises in its reduction only: the improving steps before it run.
   o.min_lr = {0.01, 0.02};
   optim::ReduceLROnPlateau per_group(sgd, o);
-  sgd.add_param_group(optim::OptimizerParamGroup({td::zeros({1}).requires_grad_()}));
-  check_error([&] { per_group.step(1.0); }, {"ReduceLROnPlateau", "3 parameter groups", "2 values"});
-  CHECK(per_group.last_epoch() == 0);
+  sgd.add_param_group(optim::OptimizerParamGroup({td::zeros({1}).requires_grad_()}, optim::SGDOptions(0.3)));
+  for (double metric : {1.0, 0.9, 0.8}) per_group.step(metric);
+  CHECK(per_group.get_last_lr() == std::vector<double>{0.05, 0.05, 0.3});
+  check_error([&] { per_group.step(0.9); }, {"ReduceLROnPlateau", "3 parameter groups", "2 values"});
+  CHECK(per_group.last_epoch() == 3);
+  CHECK(per_group.num_bad_epochs() == 0);
+  CHECK(sgd.param_groups()[2].options().get_lr() == 0.3);
 }
 
 TEST_CASE("OneCycleLR checks its settings and leaves the optimizer as it was when it refuses", "[cpu]") {
@@ -1286,4 +1292,85 @@ TEST_CASE("the fused option is saved with each group and a state saved before it
   groups[0]["fused"] = "yes";
   sd.metadata["param_groups"] = groups.dump();
   check_error([&] { loaded.load_state_dict(sd); }, {"SGD", "'fused'", "true or false"});
+}
+
+TEST_CASE("optimizer arithmetic to PyTorch's last bit: addcmul's one fused multiply-add, lerp's float weight",
+          "[cpu]") {
+  // PyTorch 2.15 (single-tensor steps, its AVX2 CPU kernels) on one-element parameters.
+  auto state = [](const optim::Optimizer& o, const td::Tensor& p) { return o.state_of(p); };
+  {  // Adagrad's sum.addcmul_(g, g): 0.3 + 0.3 * 0.3 rounded once (two roundings gave 0.39)
+    td::Tensor w = td::tensor({1.0}, td::kFloat64).requires_grad_();
+    optim::Adagrad o({w}, optim::AdagradOptions(0.1).initial_accumulator_value(0.3));
+    w.mutable_grad() = td::tensor({0.3}, td::kFloat64);
+    o.step();
+    CHECK(static_cast<const optim::AdagradParamState*>(state(o, w))->sum.item<double>() == 0.38999999999999996);
+    CHECK(w.item<double>() == 0.9519615538661662);
+  }
+  for (bool fused : {false, true}) {  // Adam's exp_avg_sq, op by op and fused alike
+    INFO("fused " << fused);
+    td::Tensor w = td::tensor({1.0}, td::kFloat64).requires_grad_();
+    optim::Adam o({w}, optim::AdamOptions(1e-3).fused(fused));
+    for (int s = 0; s < 2; ++s) {
+      w.mutable_grad() = td::tensor({0.1}, td::kFloat64);
+      o.step();
+    }
+    CHECK(static_cast<const optim::AdamParamState*>(state(o, w))->exp_avg_sq.item<double>() == 1.999000000000002e-05);
+    CHECK(w.item<double>() == 0.9980000002);
+    // beta1 = 0.1: lerp's weight 0.9 in float32, 1 - weight taken from it (-0.10000002384185791)
+    td::Tensor v = td::tensor({1.0f}).requires_grad_();
+    optim::Adam f({v}, optim::AdamOptions(1e-3).betas({0.1, 0.999}).fused(fused));
+    v.mutable_grad() = td::tensor({0.1f});
+    f.step();
+    CHECK(static_cast<const optim::AdamParamState*>(state(f, v))->exp_avg.item<double>() == 0.08999999612569809);
+    CHECK(v.item<double>() == 0.9990000128746033);
+  }
+  {  // RMSprop's square_avg
+    td::Tensor w = td::tensor({1.0}, td::kFloat64).requires_grad_();
+    optim::RMSprop o({w}, optim::RMSpropOptions(0.01));
+    for (int s = 0; s < 2; ++s) {
+      w.mutable_grad() = td::tensor({0.3}, td::kFloat64);
+      o.step();
+    }
+    CHECK(static_cast<const optim::RMSpropParamState*>(state(o, w))->square_avg.item<double>() == 0.0017910000000000016);
+    CHECK(w.item<double>() == 0.8291119295829035);
+  }
+}
+
+TEST_CASE("Adagrad starts every sum from the constructor's initial_accumulator_value, as PyTorch's", "[cpu]") {
+  // PyTorch reads the constructor's value for every parameter; a group's own is not read.
+  td::Tensor a = td::ones({2}).requires_grad_(), b = td::ones({2}).requires_grad_();
+  optim::Adagrad o(std::vector<optim::OptimizerParamGroup>{
+                       optim::OptimizerParamGroup({a}, optim::AdagradOptions(0.1).initial_accumulator_value(0.5)),
+                       optim::OptimizerParamGroup({b})},
+                   optim::AdagradOptions(0.1));
+  a.mutable_grad() = td::ones({2});
+  b.mutable_grad() = td::ones({2});
+  o.step();
+  CHECK(a[0].item<double>() == 0.8999999761581421);
+  CHECK(static_cast<const optim::AdagradParamState*>(o.state_of(a))->sum[0].item<double>() == 1.0);
+}
+
+TEST_CASE("a learning rate a scheduler rounds below zero steps and loads, as in PyTorch", "[cpu]") {
+  // LinearLR from 1/3 to 0 over 4 steps ends at -1.8503717077085945e-20 (PyTorch 2.15 too): the
+  // next step threw "invalid learning rate", and so did loading the optimizer's state.
+  td::Tensor p = td::ones({2}).requires_grad_();
+  optim::AdamW opt({p}, optim::AdamWOptions(1e-3));
+  optim::LinearLR schedule(opt, 1.0 / 3, 0.0, 4);
+  for (int s = 0; s < 5; ++s) {
+    p.mutable_grad() = td::full({2}, 0.5);
+    opt.step();
+    schedule.step();
+  }
+  CHECK(opt.param_groups()[0].options().get_lr() == -1.8503717077085945e-20);
+  CHECK(values(p) == std::vector<double>{0.9991583824157715, 0.9991583824157715});
+  td::Tensor q = td::ones({2}).requires_grad_();
+  optim::AdamW other({q}, optim::AdamWOptions(1e-3));
+  other.load_state_dict(opt.state_dict());
+  CHECK(other.param_groups()[0].options().get_lr() == -1.8503717077085945e-20);
+  // Made with a negative rate, or stepped with a non-finite one, is still an error.
+  check_error([] { optim::AdamW({td::ones({1}).requires_grad_()}, optim::AdamWOptions(-1e-3)); },
+              {"AdamW: invalid learning rate lr = -0.001", "must be >= 0"});
+  other.param_groups()[0].options().set_lr(INFINITY);
+  q.mutable_grad() = td::ones({2});
+  check_error([&] { other.step(); }, {"invalid learning rate lr = inf", "must be finite"});
 }
