@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/elementwise.h"
 #include "kernels/nn_ops.h"
 #include "tests/cuda/cuda_testing.h"
 
@@ -588,6 +589,25 @@ void fill_sweep(bool large) {
       y.cpu.masked_fill_(mask.cpu, true);
       y.dev.masked_fill_(mask.dev, true);
       check_equal(whole(y.dev), whole(y.cpu), "masked_fill_ " + what);
+    }
+  }
+}
+
+TEST_CASE("addcmul_ gives the CPU's fused multiply-adds in a non-contiguous view, broadcasting", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(9);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16}) {
+    for (Layout layout : {Layout::Permuted, Layout::Strided, Layout::Offset}) {
+      for (const Shape& shape : {Shape{7, 33}, Shape{1, 1000003}, Shape{3, 0}}) {
+        const std::string what = describe("addcmul_", dtype, shape, layout);
+        Pair self = ct::random_pair(shape, dtype, layout);
+        Pair a = ct::random_pair(shape, dtype, Layout::Strided);
+        Pair b = ct::random_pair({shape.back()}, dtype);
+        td::kernels::addcmul_(self.cpu, a.cpu, b.cpu, 0.37);
+        td::kernels::addcmul_(self.dev, a.dev, b.dev, 0.37);
+        check_equal(whole(self.dev), whole(self.cpu), what);
+      }
     }
   }
 }

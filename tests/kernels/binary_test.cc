@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "kernels/elementwise.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -398,4 +399,40 @@ TEST_CASE("bool add takes an integer or bool alpha, and alpha's kind follows PyT
   sx.check_unchanged(x);
   sf.check_unchanged(f);
   si.check_unchanged(i);
+}
+
+TEST_CASE("addcmul_ adds the scaled product in one fused multiply-add, broadcasting, and refuses bad operands",
+          "[cpu]") {
+  // PyTorch 2.15's addcmul_: 0.3 + (0.3 * 1) * 0.3 is 0.38999999999999996 (two roundings give 0.39).
+  Tensor s = td::tensor({0.3, 0.3}, td::kFloat64);
+  td::kernels::addcmul_(s, td::tensor({0.3, 0.3}, td::kFloat64), td::tensor({0.3}, td::kFloat64), 1.0);
+  CHECK(values(s) == std::vector<double>{0.38999999999999996, 0.38999999999999996});
+  // Each element: fma(float(a * value), b, self), in a transposed view with b broadcast.
+  td::testing::reseed(42);
+  Tensor base = td::testing::random_tensor({5, 7}, td::kFloat32);
+  Tensor self = base.clone().t();
+  Tensor a = td::testing::random_tensor({7, 5}, td::kFloat32), b = td::testing::random_tensor({5}, td::kFloat32);
+  std::vector<double> expected;
+  for (int64_t i = 0; i < 7; ++i) {
+    for (int64_t j = 0; j < 5; ++j) {
+      const float scaled = a[i][j].item<float>() * 0.37f;
+      expected.push_back(std::fma(scaled, b[j].item<float>(), self[i][j].item<float>()));
+    }
+  }
+  td::kernels::addcmul_(self, a, b, 0.37);
+  CHECK(values(self) == expected);
+  Tensor target = td::ones({2, 3});
+  Snapshot before(target);
+  check_error([&] { td::kernels::addcmul_(target, td::ones({2, 3}, td::kFloat64), td::ones({3}), 1.0); },
+              {"addcmul_", "float32", "float64"});
+  check_error([&] { td::kernels::addcmul_(target, td::ones({4, 2, 3}), td::ones({3}), 1.0); },
+              {"addcmul_", "[2, 3]", "[4, 2, 3]"});
+  Tensor wide = td::ones({3, 3});
+  Tensor top = wide.narrow(0, 0, 2);
+  Snapshot wide_before(wide);
+  check_error([&] { td::kernels::addcmul_(top, wide.narrow(0, 1, 2), td::ones({3}), 1.0); }, {"addcmul_", "same memory"});
+  wide_before.check_unchanged(wide);
+  check_error([&] { td::kernels::addcmul_(target, td::ones({2, 3}).to(td::Device("cpu:1")), td::ones({3}), 1.0); },
+              {"addcmul_", "cpu:0", "cpu:1"});
+  before.check_unchanged(target);
 }
