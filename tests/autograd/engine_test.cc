@@ -253,6 +253,24 @@ TEST_CASE("in-place writes through a view reach its base's gradient", "[cpu]") {
   CHECK(values(x.grad()) == std::vector<double>{10, 20, 1});
 }
 
+TEST_CASE("detach_ cuts a tensor from its graph in place, and refuses a view of a tensor that requires grad", "[cpu]") {
+  Tensor x = td::tensor({1.0, 2.0, 3.0}, td::kFloat64).requires_grad_(true);
+  Tensor y = x * 2;
+  Tensor& same = y.detach_();
+  CHECK(&same == &y);
+  CHECK_FALSE(y.requires_grad());
+  CHECK(y.grad_fn() == nullptr);
+  CHECK(values(y) == std::vector<double>{2, 4, 6});
+  Tensor v = (x * 1).narrow(0, 0, 2);
+  check_error([&] { v.detach_(); }, {"detach_", "view"});
+  CHECK(v.requires_grad());
+  CHECK(v.grad_fn() != nullptr);
+  // as_strided has no gradient here: refused on a tensor that requires grad, allowed without it.
+  check_error([&] { x.as_strided({2}, {1}); }, {"as_strided", "gradient is not supported"});
+  td::NoGradGuard no_grad;
+  CHECK(values(x.as_strided({2}, {2})) == std::vector<double>{1, 3});
+}
+
 TEST_CASE("double backward through an in-place op on a view reads its saved output as that view", "[cpu]") {
   // PyTorch 2.15: y = 2x; y[1:3].exp_(); g = grad((y * y).sum(), x, create_graph); g.sum().backward().
   // exp_'s saved output is the view's new value, whose history is the view of the base after the

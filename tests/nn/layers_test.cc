@@ -396,6 +396,32 @@ TEST_CASE("pooling modules and adaptive average pooling match their definitions"
   CHECK(nn::Flatten()(x).sizes() == td::Shape{1, 70});
 }
 
+TEST_CASE("the initialisers refuse what PyTorch refuses and leave the tensor and the random stream alone", "[cpu]") {
+  namespace init = td::nn::init;
+  Tensor vector = td::ones({3}), ints = td::ones({3}, td::kInt64), bytes = td::zeros({3}, td::kUInt8);
+  Snapshot vector_before(vector), ints_before(ints), bytes_before(bytes);
+  const auto offset = td::default_generator().state().offset;
+  // PyTorch: "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions".
+  check_error([&] { init::kaiming_uniform_(vector); }, {"fan in and fan out", "at least 2 dims", "[3]"});
+  check_error([&] { init::kaiming_normal_(vector); }, {"fan in and fan out", "[3]"});
+  check_error([&] { init::xavier_uniform_(vector); }, {"fan in and fan out", "[3]"});
+  check_error([&] { init::xavier_normal_(vector); }, {"fan in and fan out", "[3]"});
+  check_error([&] { init::uniform_(ints); }, {"uniform_", "int64"});
+  check_error([&] { init::normal_(ints); }, {"normal_", "int64"});
+  check_error([&] { init::uniform_(vector, 2, 1); }, {"uniform_", "2", "1"});
+  check_error([&] { init::normal_(vector, 0, -1); }, {"normal_", "-1"});
+  check_error([&] { init::constant_(bytes, 300); }, {"300", "uint8"});
+  check_error([&] { td::bernoulli(vector, 1.5); }, {"bernoulli", "1.5"});
+  check_error([&] { td::bernoulli(vector, -0.1); }, {"bernoulli", "-0.1"});
+  CHECK(td::default_generator().state().offset == offset);
+  vector_before.check_unchanged(vector);
+  ints_before.check_unchanged(ints);
+  bytes_before.check_unchanged(bytes);
+  // A tensor without elements is left as it is (PyTorch warns that this does nothing).
+  Tensor none = td::empty({0, 5});
+  CHECK_NOTHROW(init::kaiming_uniform_(none));
+}
+
 TEST_CASE("parameters start with PyTorch's distributions", "[cpu]") {
   td::testing::reseed(405);
   // A float32 sample may equal the lower end as float32 holds it, and float(-0.05) is a little below -0.05.

@@ -352,7 +352,14 @@ TEST_CASE("state_dict round-trips into a fresh model and reports mismatches by n
   td::StateDict partial;
   partial.insert("head.2.bias", td::zeros({10}));
   partial.insert("extra.weight", td::zeros({1}));
+  // A strict load that fails changes nothing (a copy: state_dict() shares the module's tensors).
+  td::StateDict before_copy;
+  for (const auto& [name, t] : b->state_dict()) before_copy.insert(name, t.clone());
   check_error([&] { b->load_state_dict(partial); }, {"missing keys", "features.0.weight", "unexpected keys", "extra.weight"});
+  for (const auto& [name, t] : before_copy) {
+    INFO(name);
+    CHECK(values(b->state_dict().at(name)) == values(t));
+  }
   auto loose = b->load_state_dict(partial, false);
   CHECK(loose.unexpected_keys == std::vector<std::string>{"extra.weight"});
   CHECK(loose.missing_keys.size() == 9);

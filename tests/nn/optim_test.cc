@@ -616,6 +616,41 @@ TEST_CASE("step rejects a gradient of another shape or dtype and changes no para
   check_equal(b, {1, 1, 1});
 }
 
+TEST_CASE("every optimizer refuses a bad gradient before it changes a parameter or its state", "[cpu]") {
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<td::Tensor>)>;
+  const std::vector<std::pair<std::string, Make>> makers{
+      {"Adam", [](auto p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(0.1).amsgrad(true)); }},
+      {"AdamW", [](auto p) { return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.1).fused(false)); }},
+      {"RMSprop", [](auto p) { return std::make_unique<optim::RMSprop>(p, optim::RMSpropOptions(0.1).momentum(0.9)); }},
+      {"Adagrad", [](auto p) { return std::make_unique<optim::Adagrad>(p, optim::AdagradOptions(0.1)); }},
+      {"SGD", [](auto p) { return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.1).momentum(0.9)); }}};
+  for (const auto& [name, make] : makers) {
+    INFO(name);
+    td::Tensor a = td::ones({2}, td::kFloat64).requires_grad_(), b = td::ones({3}, td::kFloat64).requires_grad_();
+    auto optimizer = make({a, b});
+    a.mutable_grad() = td::full({2}, 0.5, td::kFloat64);
+    b.mutable_grad() = td::full({3}, 0.25, td::kFloat64);
+    optimizer->step();
+    const td::StateDict before = optimizer->state_dict();
+    const std::vector<double> a_before = values(a), b_before = values(b);
+    b.mutable_grad() = td::ones({1}, td::kFloat64);
+    check_error([&] { optimizer->step(); }, {name + ".step", "parameter 1", "[3]", "[1]"});
+    b.mutable_grad() = td::ones({3}, td::kFloat32);
+    check_error([&] { optimizer->step(); }, {name + ".step", "float64", "float32"});
+    b.mutable_grad() = td::ones({3}, td::kFloat64).to(td::Device("cpu:1"));
+    check_error([&] { optimizer->step(); }, {name + ".step", "cpu:0", "cpu:1"});
+    CHECK(values(a) == a_before);
+    CHECK(values(b) == b_before);
+    const td::StateDict after = optimizer->state_dict();
+    REQUIRE(after.size() == before.size());
+    for (const auto& [key, t] : before) {
+      INFO(key);
+      CHECK(values(after.at(key)) == values(t));
+    }
+    CHECK(after.metadata == before.metadata);
+  }
+}
+
 TEST_CASE("a group's lr, changed through param_groups, is used by the next step", "[cpu]") {
   td::Tensor w = td::ones({2}, td::kFloat64).requires_grad_();
   optim::SGD sgd({w}, 0.1);
