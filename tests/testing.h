@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tandem.h"
@@ -93,6 +94,10 @@ class PoisonGuard {
 
 // A new, empty directory of its own for one test's files, under Bazel's TEST_TMPDIR (or /tmp).
 std::string scratch_dir(const std::string& name);
+
+// Runs a shell command; returns its exit status (-1 if it did not exit) and what it printed on
+// stdout and stderr.
+std::pair<int, std::string> run_command(const std::string& command);
 
 }  // namespace tandem::testing
 

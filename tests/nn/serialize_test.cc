@@ -499,17 +499,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Runs a shell command; returns its exit status and what it printed (stdout and stderr).
-std::pair<int, std::string> run(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 }  // namespace
 
@@ -526,7 +515,7 @@ TEST_CASE("PyTorch's safetensors reads the files tandem writes, and tandem reads
 
   // PyTorch writes; tandem reads.
   std::string from_torch = dir + "/from_torch.safetensors";
-  auto [write_status, write_output] = run(prefix + "write " + shell_quote(from_torch));
+  auto [write_status, write_output] = td::testing::run_command(prefix + "write " + shell_quote(from_torch));
   std::cout << "safetensors_interop.py write: " << write_output << std::flush;
   INFO(write_output);
   REQUIRE(write_status == 0);
@@ -574,7 +563,7 @@ TEST_CASE("PyTorch's safetensors reads the files tandem writes, and tandem reads
   REQUIRE(mine.at("scalar").dtype() == td::kInt64);
   std::string from_tandem = dir + "/from_tandem.safetensors";
   td::save(mine, from_tandem);
-  auto [check_status, check_output] = run(prefix + "check " + shell_quote(from_tandem));
+  auto [check_status, check_output] = td::testing::run_command(prefix + "check " + shell_quote(from_tandem));
   std::cout << "safetensors_interop.py check: " << check_output << std::flush;
   INFO(check_output);
   CHECK(check_status == 0);

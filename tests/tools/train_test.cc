@@ -43,6 +43,17 @@ void check_same_tensors(const td::StateDict& x, const td::StateDict& y) {
   }
 }
 
+// Runs with o and checks that it stops with a UsageError mentioning fragment.
+void usage_error(const td::train::Options& o, const std::string& fragment) {
+  std::ostringstream log;
+  try {
+    td::train::run(quiet(o), log);
+    FAIL_CHECK("no error for " << fragment);
+  } catch (const td::train::UsageError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the default MLP reaches 93% held-out accuracy on the default data in 3 epochs, every run alike", "[cpu]") {
@@ -250,14 +261,6 @@ TEST_CASE("an fp16 run resumed from a checkpoint keeps its loss scaler and ends 
 
 TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage errors", "[cpu]") {
   std::ostringstream log;
-  auto usage_error = [&](td::train::Options o, const std::string& fragment) {
-    try {
-      td::train::run(quiet(o), log);
-      FAIL_CHECK("no error for " << fragment);
-    } catch (const td::train::UsageError& e) {
-      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));
-    }
-  };
   td::train::Options o;
   o.model = "transformer";
   usage_error(o, "--model");
@@ -342,14 +345,6 @@ TEST_CASE("bad options, unreadable data and mismatched checkpoints are usage err
 
 TEST_CASE("a resume checks its checkpoint's run and counts before it changes anything", "[cpu]") {
   std::ostringstream log;
-  auto usage_error = [&](td::train::Options o, const std::string& fragment) {
-    try {
-      td::train::run(quiet(o), log);
-      FAIL_CHECK("no error for " << fragment);
-    } catch (const td::train::UsageError& e) {
-      CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains(fragment));
-    }
-  };
   td::train::Options o;
   o.train_size = 200;
   o.test_size = 50;
@@ -406,17 +401,7 @@ TEST_CASE("the tandem command exits with 2 on bad flags and data, 0 on success",
 }
 
 TEST_CASE("the tandem command reads numbers in base 10 and says plainly what is wrong with one", "[cpu]") {
-  auto run = [](const std::string& args) {
-    std::string command = "tools/tandem " + args + " 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    int rc = ::pclose(pipe);
-    return std::pair{WEXITSTATUS(rc), output};
-  };
+  auto run = [](const std::string& args) { return td::testing::run_command("tools/tandem " + args); };
   // CLI11's own messages bounded these with 300-digit numbers.
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"train --epochs 0", "--epochs: must be at least 1, got 0"},
