@@ -38,6 +38,21 @@ bool mixed_16bit(const Tensor& x, std::initializer_list<const Tensor*> params) {
   return false;
 }
 
+// As PyTorch: a layer's input, weight and (optional) bias of one dtype.
+void check_one_dtype(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), op, ": input (", x.dtype(),
+           "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
+           ") must have one dtype");
+}
+
+// A loss's optional weight broadcasts to the input's shape, never the loss beyond it (a [N]
+// weight against [N, 1] inputs would make an [N, N] loss of every pair), as PyTorch's check.
+void check_weight_fits(const char* op, const char* name, const Tensor& weight, const Tensor& input) {
+  TD_CHECK(!weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), op) == input.sizes(), op, ": ", name,
+           " of shape ", shape_str(weight.defined() ? weight.sizes() : Shape{}),
+           " does not broadcast to the input's shape ", shape_str(input.sizes()));
+}
+
 // [1, C, 1, ...] for broadcasting a per-channel vector against x (channels in dim 1).
 Shape channel_shape(const Tensor& x, int64_t channels) {
   Shape s(x.dim(), 1);
@@ -65,9 +80,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   TD_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ", shape_str(weight.sizes()));
   TD_CHECK(x.dim() >= 1 && x.sizes().back() == weight.sizes()[1], "linear: input of shape ", shape_str(x.sizes()),
            " does not end in in_features = ", weight.sizes()[1]);
-  TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), "linear: input (",
-           x.dtype(), "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
-           ") must have one dtype");
+  check_one_dtype("linear", x, weight, bias);
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
   // A contiguous input of other ranks as PyTorch takes it: one addmm over its rows, so that a
   // 16-bit result is rounded once, with the bias in the product's float32 sum.
@@ -92,9 +105,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
            shape_str(x.sizes()));
   TD_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ", shape_str(weight.sizes()));
   TD_CHECK(groups >= 1, "conv2d: groups must be positive, got ", groups);
-  TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), "conv2d: input (",
-           x.dtype(), "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
-           ") must have one dtype");
+  check_one_dtype("conv2d", x, weight, bias);
   Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
   const int64_t n = x4.size(0), c = x4.size(1);
   const int64_t out_channels = weight.size(0), kh = weight.size(2), kw = weight.size(3);
@@ -370,10 +381,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   check_same_shape(input, target, "binary_cross_entropy");
   TD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), "binary_cross_entropy: input and target must "
            "be floating, got ", input.dtype(), " and ", target.dtype());
-  TD_CHECK(
-      !weight.defined() || broadcast_shapes(weight.sizes(), input.sizes(), "binary_cross_entropy") == input.sizes(),
-      "binary_cross_entropy: weight ", shape_str(weight.sizes()), " does not broadcast to the input's shape ",
-      shape_str(input.sizes()));
+  check_weight_fits("binary_cross_entropy", "weight", weight, input);
   Tensor loss;
   {
     NoGradGuard no_grad;
@@ -554,14 +562,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   }
   TD_CHECK(input.defined() && target.defined() && input.sizes() == target.sizes(),
            "binary_cross_entropy_with_logits: input and target must have the same shape");
-  // As PyTorch: weight and pos_weight broadcast to the input's shape, never the loss beyond it
-  // (a [N] weight against [N, 1] logits made an [N, N] loss of every pair).
-  for (const auto& [extra, name] : {std::pair{&weight, "weight"}, std::pair{&pos_weight, "pos_weight"}}) {
-    TD_CHECK(!extra->defined() || broadcast_shapes(extra->sizes(), input.sizes(), "binary_cross_entropy_with_logits") ==
-                                      input.sizes(),
-             "binary_cross_entropy_with_logits: ", name, " of shape ", shape_str(extra->sizes()),
-             " does not broadcast to the input's shape ", shape_str(input.sizes()));
-  }
+  check_weight_fits("binary_cross_entropy_with_logits", "weight", weight, input);
+  check_weight_fits("binary_cross_entropy_with_logits", "pos_weight", pos_weight, input);
   // log(1 + exp(-x)) computed without overflow: log1p(exp(-|x|)) + max(-x, 0).
   auto softplus_neg = [](const Tensor& x) { return log1p(exp(-abs(x))) + relu(-x); };
   Tensor loss;

@@ -1,6 +1,8 @@
 #include "tests/autograd/gradcheck_cases.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace tandem::testing {
 
@@ -25,6 +27,20 @@ std::vector<Tensor> gradcheck_inputs(const std::vector<GradcheckInput>& specs, L
     for (double kink : in.kinks) {
       Tensor near = abs(t - kink) < 0.01;
       t.copy_(where(near, where(t < kink, t - 0.02, t + 0.02), t));
+    }
+    if (in.distinct) {
+      // Each value's rank, 0.1 apart (offset by 0.025 so that no two have one magnitude), plus
+      // its own value as noise below 0.005: the order stays random, no two come close.
+      const std::vector<double> drawn = values(t);
+      std::vector<int64_t> order(drawn.size());
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return drawn[a] < drawn[b]; });
+      std::vector<double> spread(drawn.size());
+      const double middle = static_cast<double>(drawn.size()) / 2;
+      for (size_t rank = 0; rank < order.size(); ++rank) {
+        spread[order[rank]] = (static_cast<double>(rank) - middle) * 0.1 + 0.025 + drawn[order[rank]] / (in.hi - in.lo) * 0.005;
+      }
+      t.copy_(tensor(spread, kFloat64).view(in.shape).to(t.device()));
     }
     inputs.push_back(t.requires_grad_(true));
   }
@@ -87,13 +103,13 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"prod keepdim", {{{3, 4}, -2, 2}}, [](V x) { return x[0].prod(0, true); }},
       {"prod with zero", {{{3, 4}}},
        [](V x) { return td::masked_fill(x[0], on(x[0], td::eye(3, 4, td::kBool)), 0).prod(1); }},
-      {"amax", {{{3, 4, 5}}}, [](V x) { return x[0].amax({0, 2}); }},
-      {"amin", {{{3, 4}}}, [](V x) { return x[0].amin(); }},
-      {"amax amin keepdim", {{{3, 4}}}, [](V x) { return x[0].amax({1}, true) + x[0].amin({1}, true) * 2; }},
-      {"max", {{{3, 4}}}, [](V x) { return x[0].max(); }},
-      {"min", {{{3, 4}}}, [](V x) { return x[0].min(); }},
-      {"max dim", {{{3, 4}}}, [](V x) { return std::get<0>(x[0].max(1)); }},
-      {"min dim keepdim", {{{3, 4, 2}}}, [](V x) { return std::get<0>(x[0].min(0, true)); }},
+      {"amax", {{{3, 4, 5}, -2, 2, true, {}, true}}, [](V x) { return x[0].amax({0, 2}); }},
+      {"amin", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].amin(); }},
+      {"amax amin keepdim", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].amax({1}, true) + x[0].amin({1}, true) * 2; }},
+      {"max", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].max(); }},
+      {"min", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].min(); }},
+      {"max dim", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return std::get<0>(x[0].max(1)); }},
+      {"min dim keepdim", {{{3, 4, 2}, -2, 2, true, {}, true}}, [](V x) { return std::get<0>(x[0].min(0, true)); }},
       {"var", {{{3, 5}}}, [](V x) { return x[0].var({1}); }},
       {"var correction 0", {{{4, 5}}}, [](V x) { return x[0].var({}, 0); }},
       {"mean var keepdim", {{{3, 4, 2}}}, [](V x) { return x[0].mean({0, 2}, true) + x[0].var({1}, 1, true).sum(); }},
@@ -101,8 +117,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"norm 2", {{{3, 4}}}, [](V x) { return x[0].norm(); }},
       {"norm 1", {{{3, 4}, 0.1, 2, true, {1.05}}}, [](V x) { return (x[0] - 1.05).norm(1, {1}); }},
       {"norm 3", {away_from_zero({3, 4})}, [](V x) { return x[0].norm(3, {0}); }},
-      {"norm inf", {{{3, 4}}}, [](V x) { return x[0].norm(INFINITY, {1}); }},
-      {"norm -inf", {{{3, 4}}}, [](V x) { return x[0].norm(-INFINITY, {1}); }},
+      {"norm inf", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].norm(INFINITY, {1}); }},
+      {"norm -inf", {{{3, 4}, -2, 2, true, {}, true}}, [](V x) { return x[0].norm(-INFINITY, {1}); }},
       {"norm 0.5 keepdim", {away_from_zero({3, 4})}, [](V x) { return x[0].norm(0.5, {0}, true); }},
       {"norm 2 keepdim", {{{3, 4}}}, [](V x) { return x[0].norm(2, {1}, true); }},
       {"logsumexp", {{{3, 4}}}, [](V x) { return x[0].logsumexp({1}); }},
@@ -173,8 +189,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"softmax", {{{3, 4}}}, [](V x) { return x[0].softmax(1) * on(x[0], td::arange(4.0)); }},
       {"softmax dim 0", {{{3, 4}}}, [](V x) { return x[0].softmax(0) * on(x[0], td::arange(4.0)); }},
       {"log_softmax", {{{3, 4}}}, [](V x) { return x[0].log_softmax(-1) * on(x[0], td::arange(4.0)); }},
-      {"max_pool2d", {{{1, 2, 5, 5}}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 1); }},
-      {"max_pool2d ceil dilation", {{{2, 6, 6}}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 0, 2, true); }},
+      {"max_pool2d", {{{1, 2, 5, 5}, -2, 2, true, {}, true}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 1); }},
+      {"max_pool2d ceil dilation", {{{2, 6, 6}, -2, 2, true, {}, true}}, [](V x) { return td::max_pool2d(x[0], 2, 2, 0, 2, true); }},
       {"avg_pool2d", {{{1, 2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 3, 2, 1); }},
       {"avg_pool2d options", {{{2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 2, 2, 1, true, false); }},
       {"avg_pool2d divisor_override", {{{1, 2, 5, 5}}}, [](V x) { return td::avg_pool2d(x[0], 3, 2, 1, false, true, 5); }},

@@ -20,6 +20,9 @@ struct GradcheckInput {
   // as a central difference across a kink is no derivative (an input drawn 5e-7 from clamp's
   // bound of 1 failed gradcheck once).
   std::vector<double> kinks = {};
+  // Values at least 0.09 apart, for max-like ops: two values within the finite difference's step
+  // of each other make its derivative fractional (max_pool2d failed so once in about 10^4 runs).
+  bool distinct = false;
 };
 
 struct GradcheckCase {
