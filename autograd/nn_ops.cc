@@ -13,7 +13,13 @@ namespace tandem {
 using autograd::needs_grad;
 using autograd::record;
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+// With a dtype, x is cast to it first (the cast recorded, so the gradient comes back in x's
+// dtype), and autocast leaves the caller's choice alone, as PyTorch's.
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (dtype) {
+    amp::SuspendAutocast inside;
+    return softmax(x.to(*dtype), dim);
+  }
   if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
     amp::SuspendAutocast inside;
     return softmax(amp::to_float32(x), dim);
@@ -30,7 +36,11 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   return y;
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (dtype) {
+    amp::SuspendAutocast inside;
+    return log_softmax(x.to(*dtype), dim);
+  }
   if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
     amp::SuspendAutocast inside;
     return log_softmax(amp::to_float32(x), dim);

@@ -128,7 +128,9 @@ Tensor all(const Tensor& x);
 Tensor all(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor any(const Tensor& x);
 Tensor any(const Tensor& x, IntList dims, bool keepdim = false);
+// Running sums and products along dim; with a dtype, the input is cast to it first.
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- matrix products (kernels/linalg.h) ----
 Tensor mm(const Tensor& a, const Tensor& b);
@@ -168,6 +170,8 @@ Tensor& fill_(Tensor& self, Scalar value);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// A copy with the elements along each of `dims` in reverse order (not a view, as in PyTorch).
+Tensor flip(const Tensor& x, IntList dims);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
@@ -175,8 +179,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
 // ---- neural-network ops (kernels/nn_ops.h) ----
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+// With a dtype, x is cast to it first.
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size, IntList stride = {},
                                                    IntList padding = 0, IntList dilation = 1, bool ceil_mode = false);
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0,

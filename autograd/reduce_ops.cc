@@ -6,6 +6,7 @@
 #include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
+#include "kernels/backend.h"
 #include "kernels/factory.h"
 #include "kernels/elementwise.h"
 #include "kernels/reduce.h"
@@ -130,20 +131,32 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim, std::optional<DType> dt
 
 namespace {
 
-// d prod / d x_i = the product of the others: y / x_i where the slice has no zero; with one
-// zero, the zero's entry is the product of the rest (the others get 0); with more, all get 0.
+// The products of the elements before each one along d (1 for the first), and after it (1 for
+// the last): their product is each element's product of the others, made without a division, so
+// it is exact at zeros and differentiable again there (PyTorch's formula for inputs with zeros).
+Tensor products_before(const Tensor& x, int64_t d) {
+  Shape one = x.sizes();
+  one[d] = 1;
+  return cat({ones(one, x.options()), cumprod(narrow(x, d, 0, x.sizes()[d] - 1), d)}, d);
+}
+
+Tensor products_after(const Tensor& x, int64_t d) { return flip(products_before(flip(x, {d}), d), {d}); }
+
+// d prod / d x_i = the product of the others: y / x_i, as PyTorch, where no element of x is
+// zero; otherwise the products before and after each element (a zero's entry is the product of
+// the rest, the others' hold the zero), for the whole tensor as in PyTorch. Both are made and one
+// is chosen on the device, so the step does not wait for the device to learn whether x has a zero.
 Tensor prod_grad(const Tensor& g, const Tensor& x, const Tensor& y, std::optional<int64_t> dim, bool keepdim) {
   std::vector<bool> reduced(x.dim(), !dim.has_value());
   if (dim) reduced[*dim] = true;
   Tensor g_full = expand_back(g, x.sizes(), reduced, keepdim);
+  if (x.numel() == 0) return g_full;
   Tensor is_zero = x == 0;
-  Tensor without_zeros = masked_fill(x, is_zero, 1);
-  Tensor zeros_in_slice = dim ? sum(is_zero, {*dim}, true) : sum(is_zero);
-  Tensor rest = dim ? prod(without_zeros, *dim, true) : prod(without_zeros);
   Tensor y_kept = dim ? keep_dims(y, x.sizes(), reduced, keepdim) : y;
-  Tensor no_zero = where(zeros_in_slice == 0, y_kept / without_zeros, 0);
-  Tensor one_zero = where(kernels::mul(zeros_in_slice == 1, is_zero), rest, 0);
-  return g_full * (no_zero + one_zero);
+  Tensor no_zero = y_kept / masked_fill(x, is_zero, 1);
+  Tensor line = dim ? x : x.reshape({-1});
+  Tensor others = products_before(line, dim.value_or(0)) * products_after(line, dim.value_or(0));
+  return g_full * where(any(is_zero), others.reshape(x.sizes()), no_zero);
 }
 
 Tensor prod_impl(const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
@@ -260,6 +273,7 @@ Tensor any(const Tensor& x) { return kernels::any(x); }
 Tensor any(const Tensor& x, IntList dims, bool keepdim) { return kernels::any(x, dims, keepdim); }
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  kernels::check_defined(x, "cumsum", "input");
   Tensor y = kernels::cumsum(x, dim, float32_if_autocast(amp::Float32On::kCuda, x, dtype));
   if (!needs_grad({&x})) return y;
   int64_t d = wrap_dim(dim, x.dim(), "cumsum");
@@ -268,6 +282,42 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
     // Element i feeds outputs i..n-1: the suffix sum of g, i.e. total - prefix + g.
     Tensor grad = g[0].dim() == 0 ? g[0] : sum(g[0], {d}, true) - cumsum(g[0], d) + g[0];
     return {grad.dtype() == x_dtype ? grad : grad.to(x_dtype)};
+  });
+  return y;
+}
+
+namespace {
+
+// The gradient of cumprod along d where x has zeros: element k feeds outputs j >= k with the
+// product of x[0..j] but x[k], that is before[k] * t[k] with before[k] the product of x[0..k) and
+// t[k] = g[k] + x[k+1] * t[k+1], run from the end. No division, so it is exact at zeros, and it
+// is made of differentiable ops: double backward is right at zeros too. It takes O(n) small ops
+// along d, where the formula without zeros takes a few whole-tensor ones.
+Tensor cumprod_grad_with_zeros(const Tensor& g, const Tensor& x, int64_t d) {
+  const std::vector<Tensor> gs = unbind(g, d), xs = unbind(x, d);
+  std::vector<Tensor> t(gs.size());
+  t.back() = gs.back();
+  for (size_t k = gs.size() - 1; k-- > 0;) t[k] = gs[k] + xs[k + 1] * t[k + 1];
+  return products_before(x, d) * stack(t, d);
+}
+
+}  // namespace
+
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  kernels::check_defined(x, "cumprod", "input");
+  std::optional<DType> as = float32_if_autocast(amp::Float32On::kCuda, x, dtype);
+  if (as && *as != x.dtype() && needs_grad({&x})) return cumprod(x.to(*as), dim);  // the cast is recorded
+  Tensor y = kernels::cumprod(x, dim, as);
+  if (!needs_grad({&x})) return y;
+  const int64_t d = wrap_dim(dim, x.dim(), "cumprod");
+  SavedTensor sx(x, false), sy(y, true);
+  record("CumprodBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor xv = sx.unpack("CumprodBackward0"), yv = sy.unpack("CumprodBackward0");
+    if (xv.dim() == 0 || xv.sizes()[d] < 2) return {g[0]};
+    // Without zeros, as PyTorch: the suffix sums of g * y, divided by x. Deciding reads one
+    // value back from the device, as PyTorch's does.
+    if (!any(xv == 0).item<bool>()) return {flip(cumsum(flip(g[0] * yv, {d}), d), {d}) / xv};
+    return {cumprod_grad_with_zeros(g[0], xv, d)};
   });
   return y;
 }

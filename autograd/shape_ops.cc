@@ -327,6 +327,26 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return y;
 }
 
+Tensor flip(const Tensor& x, IntList dims) {
+  kernels::check_defined(x, "flip", "input");
+  const std::vector<bool> flipped = dim_mask(dims, x.dim(), "flip");
+  Tensor y = x;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t n = x.sizes()[d];
+    if (!flipped[d] || n < 2) continue;
+    const Tensor backwards = arange(n - 1, -1, -1, TensorOptions(kInt64).device(x.device()));
+    y = kernels::index_select(y, d, backwards);
+  }
+  if (y.is_same(x)) y = kernels::clone(x);  // a new tensor even where no element moves
+  if (needs_grad({&x})) {
+    const std::vector<int64_t> dim_list = dims.vec();
+    record("FlipBackward0", {&x}, {&y}, [dim_list](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {flip(g[0], dim_list)};
+    })->saves_nothing = true;
+  }
+  return y;
+}
+
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor y = kernels::gather(x, dim, index);
   if (!needs_grad({&x})) return y;

@@ -167,13 +167,17 @@ Tensor Tensor::all(IntList dims, bool keepdim) const { return tandem::all(*this,
 Tensor Tensor::any() const { return tandem::any(*this); }
 Tensor Tensor::any(IntList dims, bool keepdim) const { return tandem::any(*this, dims, keepdim); }
 Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype) const { return tandem::cumsum(*this, dim, dtype); }
+Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype) const { return tandem::cumprod(*this, dim, dtype); }
 
 Tensor Tensor::mm(const Tensor& other) const { return tandem::mm(*this, other); }
 Tensor Tensor::bmm(const Tensor& other) const { return tandem::bmm(*this, other); }
 Tensor Tensor::matmul(const Tensor& other) const { return tandem::matmul(*this, other); }
-Tensor Tensor::softmax(int64_t dim) const { return tandem::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return tandem::log_softmax(*this, dim); }
+Tensor Tensor::softmax(int64_t dim, std::optional<DType> dtype) const { return tandem::softmax(*this, dim, dtype); }
+Tensor Tensor::log_softmax(int64_t dim, std::optional<DType> dtype) const {
+  return tandem::log_softmax(*this, dim, dtype);
+}
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return tandem::index_select(*this, dim, index); }
+Tensor Tensor::flip(IntList dims) const { return tandem::flip(*this, dims); }
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return tandem::gather(*this, dim, index); }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return tandem::scatter_add(*this, dim, index, src);

@@ -261,14 +261,16 @@ class Tensor {
   Tensor any() const;
   Tensor any(IntList dims, bool keepdim = false) const;
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
 
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;
   Tensor matmul(const Tensor& other) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
+  Tensor softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor flip(IntList dims) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);

@@ -218,13 +218,28 @@ Tensor any(const Tensor& x, IntList dims, bool keepdim) {
   return dims.empty() ? truth_each("any", x) : logical("any", x, dims, keepdim, false);
 }
 
-Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  check_defined(x, "cumsum", "input");
-  int64_t d = wrap_dim(dim, x.dim(), "cumsum");
+namespace {
+
+Tensor scan(const char* op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool product) {
+  check_defined(x, op, "input");
+  int64_t d = wrap_dim(dim, x.dim(), op);
   Tensor in = dtype ? to(x, *dtype) : x;  // as PyTorch: a dtype asked for is the input's, cast first
   Tensor out = empty_tensor(x.sizes(), sum_dtype(x.dtype(), dtype), x.device());
-  x.is_cuda() ? cuda::cumsum(out, in, d) : cpu::cumsum(out, in, d);
+  if (x.is_cuda()) {
+    product ? cuda::cumprod(out, in, d) : cuda::cumsum(out, in, d);
+  } else {
+    product ? cpu::cumprod(out, in, d) : cpu::cumsum(out, in, d);
+  }
   return out;
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan("cumsum", x, dim, dtype, false);
+}
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan("cumprod", x, dim, dtype, true);
 }
 
 }  // namespace tandem::kernels

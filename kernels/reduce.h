@@ -1,5 +1,5 @@
 // Reductions over any set of dims (an empty list means all dims), with keepdim, as in PyTorch.
-// Integer and bool inputs of sum/prod/cumsum give int64; mean/var/std/norm need floating inputs.
+// Integer and bool inputs of sum/prod/cumsum/cumprod give int64; mean/var/std/norm need floating inputs.
 // Results do not depend on the number of threads.
 #pragma once
 
@@ -40,6 +40,8 @@ Tensor all(const Tensor& x);
 Tensor all(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor any(const Tensor& x);
 Tensor any(const Tensor& x, IntList dims, bool keepdim = false);
+// Running sums and products along dim.
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 }  // namespace tandem::kernels

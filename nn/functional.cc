@@ -13,11 +13,16 @@ namespace tandem::nn::functional {
 
 namespace {
 
-Tensor reduce(const Tensor& loss, Reduction reduction) {
+[[noreturn]] void refuse_batchmean(const char* op) {
+  TD_FAIL(op, ": reduction batchmean is kl_div's only; use mean or sum");
+}
+
+Tensor reduce(const Tensor& loss, Reduction reduction, const char* op) {
   switch (reduction) {
     case kNone: return loss;
     case kSum: return loss.sum();
     case kMean: return loss.mean();
+    case kBatchMean: refuse_batchmean(op);
   }
   return loss;
 }
@@ -67,6 +72,7 @@ const char* reduction_name(Reduction r) {
     case kNone: return "none";
     case kSum: return "sum";
     case kMean: return "mean";
+    case kBatchMean: return "batchmean";
   }
   return "?";
 }
@@ -326,6 +332,12 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 
 }  // namespace
 
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  TD_CHECK(x.defined(), "leaky_relu: the input is an undefined tensor");
+  TD_CHECK(is_floating(x.dtype()), "leaky_relu: expected a floating input, got ", x.dtype());
+  return where(x > 0, x, x * negative_slope);
+}
+
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   if (autocast_takes_loss({&input, &target})) {
     amp::SuspendAutocast inside;
@@ -333,7 +345,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   }
   check_same_shape(input, target, "mse_loss");
   Tensor d = input - target;
-  return reduce(d * d, reduction);
+  return reduce(d * d, reduction, "mse_loss");
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
@@ -342,7 +354,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
     return l1_loss(amp::to_float32(input), amp::to_float32(target), reduction);
   }
   check_same_shape(input, target, "l1_loss");
-  return reduce(abs(input - target), reduction);
+  return reduce(abs(input - target), reduction, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
@@ -354,7 +366,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
   TD_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
   if (beta == 0) return l1_loss(input, target, reduction);
   Tensor z = abs(input - target);
-  return reduce(where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction);
+  return reduce(where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction, "smooth_l1_loss");
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
@@ -365,7 +377,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
   check_same_shape(input, target, "huber_loss");
   TD_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
   Tensor z = abs(input - target);
-  return reduce(where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction);
+  return reduce(where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction, "huber_loss");
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
@@ -409,7 +421,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                      });
   }
   if (weight.defined()) loss = loss * weight;
-  return reduce(loss, reduction);
+  return reduce(loss, reduction, "binary_cross_entropy");
 }
 
 namespace {
@@ -468,6 +480,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target_in, const Tensor& weig
     case kNone: out = losses; break;
     case kSum: out = losses.sum(); break;
     case kMean: out = losses.sum() / w.sum(); break;
+    case kBatchMean: refuse_batchmean("nll_loss");
   }
   return input.dim() == 1 && reduction == kNone ? out.squeeze(0) : out;
 }
@@ -504,7 +517,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target_in, const Tensor&
     Tensor losses = -terms.sum({class_dim});
     // The rows' count; with no classes 0 / 0, a NaN mean as PyTorch's (an integer division trapped).
     if (reduction == kMean) return losses.sum() / (static_cast<double>(input.numel()) / static_cast<double>(classes));
-    return reduce(losses, reduction);
+    return reduce(losses, reduction, "cross_entropy");
   }
   auto [scores, classes_of] = batch_first(input, target, "cross_entropy");
   TD_CHECK(classes_of.dtype() == kInt64, "cross_entropy: expected an int64 (or uint8) target of class indices, got ",
@@ -527,6 +540,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target_in, const Tensor&
         if (!is_16bit_float(input.dtype())) return losses.sum() / target_weights.sum();
         return (losses.sum(kFloat32) / target_weights.sum(kFloat32)).to(input.dtype());
       }
+      case kBatchMean: refuse_batchmean("cross_entropy");
     }
   }
   Tensor logp = log_softmax(input, class_dim);
@@ -549,6 +563,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target_in, const Tensor&
         term = smooth.sum() / (static_cast<double>(ignored.numel()) - ignored.sum().item<double>());
       }
       break;
+    case kBatchMean: refuse_batchmean("cross_entropy");
   }
   return nll * (1 - label_smoothing) + term * (label_smoothing / classes);
 }
@@ -594,7 +609,24 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
         });
   }
   if (weight.defined()) loss = loss * weight;
-  return reduce(loss, reduction);
+  return reduce(loss, reduction, "binary_cross_entropy_with_logits");
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return kl_div(amp::to_float32(input), amp::to_float32(target), reduction, log_target);
+  }
+  check_same_shape(input, target, "kl_div");
+  TD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), "kl_div: input and target must be floating, got ",
+           input.dtype(), " and ", target.dtype());
+  // PyTorch's forms, so the values and gradients are its own: xlogy(t, t) - t * x, where xlogy
+  // is 0 at t = 0 (its gradient in t there is NaN, as PyTorch's); exp(t) * (t - x) for log targets.
+  const Tensor loss = log_target ? exp(target) * (target - input)
+                                 : where(target == 0, 0, target * log(target)) - target * input;
+  if (reduction != kBatchMean) return reduce(loss, reduction, "kl_div");
+  // The batch is the first dim; a 0-dim input is one sample.
+  return input.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(input.size(0));
 }
 
 }  // namespace tandem::nn::functional

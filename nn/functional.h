@@ -9,10 +9,13 @@
 
 namespace tandem {
 
-enum class Reduction { None, Mean, Sum };
+// How a loss folds its per-element values: not at all, their mean, their sum, or (kl_div only)
+// their sum over the batch size, the input's first dim.
+enum class Reduction { None, Mean, Sum, BatchMean };
 inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;
+inline constexpr Reduction kBatchMean = Reduction::BatchMean;
 
 // A convolution's padding by name: valid, none; same (stride 1 only), as much as keeps the
 // output's height and width the input's: dilation * (kernel - 1) zeros per dim, half before
@@ -49,6 +52,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 // Normalizes over the last normalized_shape.size() dims.
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+// x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
+// negative_slope's, as PyTorch's.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p), in training only.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 // Rows of weight; rows at padding_idx get no gradient.
@@ -73,6 +79,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
                      int64_t ignore_index = -100, Reduction reduction = kMean, double label_smoothing = 0.0);
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
                                         const Tensor& pos_weight = Tensor(), Reduction reduction = kMean);
+// The Kullback-Leibler divergence of input from target, element by element: input holds
+// log-probabilities, target probabilities (log-probabilities with log_target), of one shape;
+// target * (log(target) - input), 0 where target is 0. kBatchMean divides the sum by the batch
+// size (the mathematical KL divergence per sample); kMean divides by the element count, as PyTorch's.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = kMean, bool log_target = false);
 
 const char* reduction_name(Reduction r);
 

@@ -147,6 +147,24 @@ class BCELossImpl : public Cloneable<BCELossImpl> {
   Tensor weight;  // the registered buffer (see CrossEntropyLossImpl)
 };
 
+struct KLDivLossOptions {
+  KLDivLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  KLDivLossOptions& log_target(bool l) { log_target_ = l; return *this; }
+  Reduction reduction_ = kMean;
+  bool log_target_ = false;
+};
+
+// kl_div of the input's log-probabilities from the target's distribution; use
+// reduction(kBatchMean) for the divergence per sample.
+class KLDivLossImpl : public Cloneable<KLDivLossImpl> {
+ public:
+  explicit KLDivLossImpl(KLDivLossOptions options = {}) : Cloneable("KLDivLoss"), options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::kl_div(input, target, options.reduction_, options.log_target_);
+  }
+  KLDivLossOptions options;
+};
+
 class MSELoss : public ModuleHolder<MSELossImpl> {
  public:
   using ModuleHolder::ModuleHolder;
@@ -176,6 +194,10 @@ class HuberLoss : public ModuleHolder<HuberLossImpl> {
   using ModuleHolder::ModuleHolder;
 };
 class BCELoss : public ModuleHolder<BCELossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class KLDivLoss : public ModuleHolder<KLDivLossImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

@@ -24,6 +24,9 @@ FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tens
     : Cloneable(std::move(name)), fn_(std::move(fn)), extra_(std::move(extra)) {}
 
 ReLUImpl::ReLUImpl() : Cloneable("ReLU", [](const Tensor& x) { return relu(x); }) {}
+LeakyReLUImpl::LeakyReLUImpl(double negative_slope)
+    : Cloneable("LeakyReLU", [negative_slope](const Tensor& x) { return functional::leaky_relu(x, negative_slope); },
+                     "negative_slope=" + python_float(negative_slope)) {}
 GELUImpl::GELUImpl(const std::string& approximate)
     : Cloneable("GELU", [approximate](const Tensor& x) { return gelu(x, approximate); },
                      "approximate='" + approximate + "'") {

@@ -27,6 +27,10 @@ class ReLUImpl : public Cloneable<ReLUImpl, FunctionalImpl> {
  public:
   ReLUImpl();
 };
+class LeakyReLUImpl : public Cloneable<LeakyReLUImpl, FunctionalImpl> {
+ public:
+  explicit LeakyReLUImpl(double negative_slope = 0.01);
+};
 class GELUImpl : public Cloneable<GELUImpl, FunctionalImpl> {
  public:
   explicit GELUImpl(const std::string& approximate = "none");
@@ -81,6 +85,10 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
 };
 
 class ReLU : public ModuleHolder<ReLUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class LeakyReLU : public ModuleHolder<LeakyReLUImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

@@ -57,9 +57,11 @@ inline Tensor target_weight_sum(const Tensor& target_in, const Tensor& weight, i
   return where(counted, w, 0).sum();
 }
 
-inline void check_reduction(Reduction reduction, const char* name) {
+inline void check_reduction(Reduction reduction, const char* name, bool batchmean_allowed = false) {
   TD_CHECK(reduction != Reduction::None, "DataParallel::forward_with_loss: ", name,
            " has reduction none, a loss per row; forward_with_loss needs a reduced loss (mean or sum)");
+  TD_CHECK(reduction != Reduction::BatchMean || batchmean_allowed, "DataParallel::forward_with_loss: ", name,
+           ": reduction batchmean is KLDivLoss's only; use mean or sum");
 }
 
 // One chunk's part of the batch's loss, and the dtype the batch's loss takes: the criterion's
@@ -113,14 +115,18 @@ template <typename C>
 constexpr bool is_elementwise_loss_module =
     is_one_of<C, nn::MSELoss, nn::MSELossImpl, nn::L1Loss, nn::L1LossImpl, nn::SmoothL1Loss, nn::SmoothL1LossImpl,
               nn::HuberLoss, nn::HuberLossImpl, nn::BCELoss, nn::BCELossImpl, nn::BCEWithLogitsLoss,
-              nn::BCEWithLogitsLossImpl>;
+              nn::BCEWithLogitsLossImpl, nn::KLDivLoss, nn::KLDivLossImpl>;
 
-// A chunk's losses per element as a sum and, for a mean, their count.
-inline ChunkLoss elementwise_part(const Tensor& losses, Reduction reduction, const char* name) {
-  check_reduction(reduction, name);
+// A chunk's losses per element as a sum and, for a mean, their count; for kl_div's batchmean, the
+// chunk's rows (`input`'s first dim), so that the batch's sum is divided by the batch's size.
+inline ChunkLoss elementwise_part(const Tensor& losses, Reduction reduction, const char* name,
+                                  const Tensor& batchmean_input = Tensor()) {
+  check_reduction(reduction, name, batchmean_input.defined());
   const Tensor sum = wide_sum(losses);
   if (reduction == kSum) return {{sum, Tensor()}, losses.dtype()};
-  return {{sum, full({}, static_cast<double>(losses.numel()), TensorOptions(sum.dtype()).device(sum.device()))},
+  int64_t count = losses.numel();
+  if (reduction == kBatchMean) count = batchmean_input.dim() == 0 ? 1 : batchmean_input.size(0);
+  return {{sum, full({}, static_cast<double>(count), TensorOptions(sum.dtype()).device(sum.device()))},
           losses.dtype()};
 }
 
@@ -144,6 +150,10 @@ inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const 
   const Tensor losses = nn::functional::binary_cross_entropy_with_logits(
       out, target, on_device_of(c.weight, out), on_device_of(c.pos_weight, out), kNone);
   return elementwise_part(losses, c.options.reduction_, "BCEWithLogitsLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::KLDivLossImpl& c, const Tensor& out, const Tensor& target) {
+  const Tensor losses = nn::functional::kl_div(out, target, kNone, c.options.log_target_);
+  return elementwise_part(losses, c.options.reduction_, "KLDivLoss", out);
 }
 
 }  // namespace detail

@@ -290,8 +290,9 @@ class DataParallelImpl : public DataParallelBase {
   // - or it is one of tandem's loss modules: CrossEntropyLoss and NLLLoss, whose sums and
   //   denominators (the targets' class weights, rows with ignore_index left out) are computed
   //   here, and the element-wise ones (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
-  //   BCEWithLogitsLoss), as sums and element counts; with reduction sum or mean, and their
-  //   weight buffers on each chunk's device: exact in every case.
+  //   BCEWithLogitsLoss, KLDivLoss), as sums and element counts (rows for KLDivLoss's
+  //   batchmean); with reduction sum or mean, and their weight buffers on each chunk's device:
+  //   exact in every case.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();

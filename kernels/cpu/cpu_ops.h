@@ -48,8 +48,9 @@ void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double s
 // ---- reductions (cpu/reduce.cc) ----
 // `reduced` flags the input dims folded away; outputs are contiguous, one element per combination
 // of kept indices in row-major order (keepdim does not change that layout). Accumulation is in
-// float64 for floating inputs and int64 for integers. The outputs of sum, mean, prod and cumsum have
-// the input's dtype, or int64 for integer and bool inputs; all and any give bool (uint8 for uint8).
+// float64 for floating inputs and int64 for integers. The outputs of sum, mean, prod, cumsum and
+// cumprod have the input's dtype, or int64 for integer and bool inputs; all and any give bool
+// (uint8 for uint8).
 void sum(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void mean(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void prod(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
@@ -62,7 +63,8 @@ void var(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, 
 void norm(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced, double p);
 void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
-void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim);   // out contiguous
+void cumprod(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous
 
 // ---- matrix products (cpu/blas.cc) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],

@@ -291,8 +291,13 @@ void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) 
 
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) { logical(out, in, reduced, false); }
 
-void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
-  // Lines along `dim`, each scanned in order; lines run in parallel.
+namespace {
+
+// Running sums or products along `dim`: lines along it, each scanned in order; lines run in
+// parallel. The running value is kept as sum and prod keep theirs (float64 for floating outputs,
+// int64 for integers), as PyTorch's CPU scans do.
+template <bool kProduct>
+void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
   const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
   const int64_t lines = length == 0 ? 0 : in.numel() / length;
   const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
@@ -301,17 +306,18 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
   if (in.dim() > 0) along[dim] = true;
   const ReduceDims d = reduce_dims(in, along);
   const ReduceDims od = reduce_dims(out, along);
-  dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
-    dispatch_sum_output<In>(out.dtype(), "cumsum", [&]<typename Out>() {
+  dispatch_all(in.dtype(), op, [&]<typename In>() {
+    dispatch_sum_output<In>(out.dtype(), op, [&]<typename Out>() {
       const In* src = static_cast<const In*>(in.data_ptr());
       Out* dst = static_cast<Out*>(out.data_ptr());
       parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(length, 1)), [&](int64_t b, int64_t e) {
         for (int64_t line = b; line < e; ++line) {
           const In* s = src + kept_offset(d, line);
           Out* t = dst + kept_offset(od, line);
-          sum_acc_t<Out> acc = 0;
+          sum_acc_t<Out> acc = kProduct ? 1 : 0;
           for (int64_t i = 0; i < length; ++i) {
-            acc += convert<sum_acc_t<Out>>(op_value(s[i * in_stride]));  // NaN to int64: defined
+            const auto v = convert<sum_acc_t<Out>>(op_value(s[i * in_stride]));  // NaN to int64: defined
+            acc = kProduct ? acc * v : acc + v;
             t[i * out_stride] = convert<Out>(acc);
           }
         }
@@ -319,5 +325,11 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
     });
   });
 }
+
+}  // namespace
+
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim) { scan<false>("cumsum", out, in, dim); }
+
+void cumprod(const Tensor& out, const Tensor& in, int64_t dim) { scan<true>("cumprod", out, in, dim); }
 
 }  // namespace tandem::kernels::cpu

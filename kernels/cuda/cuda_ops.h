@@ -60,6 +60,7 @@ void norm(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced,
 void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous, its own dtype
+void cumprod(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous, its own dtype
 
 // ---- matrix products (cuda/blas.cu: cuBLAS) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],

@@ -403,22 +403,28 @@ void logical(const Tensor& out, const Tensor& in, const std::vector<bool>& reduc
   });
 }
 
-// The running sum of a scan is kept as the CPU keeps it (float64 for floating outputs, int64 for
-// integers), so each output rounds nearly the same sum: in float32 a line of 10^6 elements would
-// drift from the CPU's by far more than one rounding.
+// The running sum or product of a scan (cumsum, cumprod) is kept as the CPU keeps it (float64 for
+// floating outputs, int64 for integers), so each output rounds nearly the same value: in float32 a
+// line of 10^6 elements would drift from the CPU's by far more than one rounding.
 template <typename Out>
 using scan_acc_t = std::conditional_t<is_floating_type_v<Out>, double, int64_t>;
 
+template <bool kProduct, typename Acc>
+__device__ Acc scan_step(Acc a, Acc b) {
+  return kProduct ? a * b : a + b;
+}
+
 // Short lines, and many strided ones: one thread per line, scanning it in order.
-template <typename In, typename Out>
-__global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines,
-                              int64_t length, int64_t out_stride, int64_t in_stride) {
+template <bool kProduct, typename In, typename Out>
+__global__ void scan_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines,
+                            int64_t length, int64_t out_stride, int64_t in_stride) {
+  using Acc = scan_acc_t<Out>;
   TD_GRID_STRIDE(line, lines) {
     const In* s = in + in_lines.offset(line);
     Out* t = out + out_lines.offset(line);
-    scan_acc_t<Out> acc = 0;
+    Acc acc = kProduct ? 1 : 0;
     for (int64_t i = 0; i < length; ++i) {
-      acc += convert<scan_acc_t<Out>>(op_value(s[i * in_stride]));
+      acc = scan_step<kProduct>(acc, convert<Acc>(op_value(s[i * in_stride])));
       t[i * out_stride] = convert<Out>(acc);
     }
   }
@@ -428,7 +434,8 @@ __global__ void cumsum_kernel(Out* out, const In* in, Strided out_lines, Strided
 // kScanThreads * kScanItems elements. Each thread scans its kScanItems consecutive elements, the
 // warps scan the threads' totals with shuffles, one warp scans the warps' totals, and the tile's
 // total carries into the next tile. A line of 10^6 elements on one thread took a million
-// dependent steps.
+// dependent steps. A product scan groups the factors otherwise than the CPU's left-to-right
+// loop, which in float64 changes the last bit at most now and then.
 constexpr int kScanThreads = 512;
 constexpr int kScanWarps = kScanThreads / 32;
 constexpr int kScanItems = 4;
@@ -437,55 +444,88 @@ constexpr int64_t kScanBlockFrom = 32;  // the shortest line scanned by a block
 // threads then read neighbouring lines (coalesced), where a block would read along a stride.
 constexpr int64_t kScanThreadLines = 4096;
 
-template <typename Acc>
+template <bool kProduct, typename Acc>
 __device__ Acc warp_inclusive_scan(Acc v, int lane) {
 #pragma unroll
   for (int step = 1; step < 32; step *= 2) {
     const Acc before = __shfl_up_sync(0xffffffffu, v, step);
-    if (lane >= step) v += before;
+    if (lane >= step) v = scan_step<kProduct>(before, v);
   }
   return v;
 }
 
-template <typename In, typename Out>
+template <bool kProduct, typename In, typename Out>
 __global__ void __launch_bounds__(kScanThreads)
-    cumsum_lines_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines, int64_t length,
-                        int64_t out_stride, int64_t in_stride) {
+    scan_lines_kernel(Out* out, const In* in, Strided out_lines, Strided in_lines, int64_t lines, int64_t length,
+                      int64_t out_stride, int64_t in_stride) {
   using Acc = scan_acc_t<Out>;
+  constexpr Acc kIdentity = kProduct ? 1 : 0;
   __shared__ Acc warp_totals[kScanWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const In* s = in + in_lines.offset(line);
     Out* t = out + out_lines.offset(line);
-    Acc carry = 0;  // the sum of the line's tiles before this one
+    Acc carry = kIdentity;  // the sum or product of the line's tiles before this one
     for (int64_t tile = 0; tile < length; tile += int64_t{kScanThreads} * kScanItems) {
       const int64_t first = tile + int64_t{threadIdx.x} * kScanItems;
       Acc mine[kScanItems];
-      Acc total = 0;
+      Acc total = kIdentity;
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
-        if (first + k < length) total += convert<Acc>(op_value(s[(first + k) * in_stride]));
+        if (first + k < length) total = scan_step<kProduct>(total, convert<Acc>(op_value(s[(first + k) * in_stride])));
         mine[k] = total;
       }
-      const Acc through_me = warp_inclusive_scan(total, lane);
+      const Acc through_me = warp_inclusive_scan<kProduct>(total, lane);
       Acc before_me = __shfl_up_sync(0xffffffffu, through_me, 1);
-      if (lane == 0) before_me = 0;
+      if (lane == 0) before_me = kIdentity;
       if (lane == 31) warp_totals[warp] = through_me;
       __syncthreads();
       if (warp == 0) {
-        const Acc w = warp_inclusive_scan(lane < kScanWarps ? warp_totals[lane] : Acc{0}, lane);
+        const Acc w = warp_inclusive_scan<kProduct>(lane < kScanWarps ? warp_totals[lane] : kIdentity, lane);
         __syncwarp();  // every lane has read warp_totals before any writes it
         if (lane < kScanWarps) warp_totals[lane] = w;
       }
       __syncthreads();
-      const Acc offset = carry + (warp > 0 ? warp_totals[warp - 1] : Acc{0}) + before_me;
+      const Acc offset =
+          scan_step<kProduct>(scan_step<kProduct>(carry, warp > 0 ? warp_totals[warp - 1] : kIdentity), before_me);
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k)
-        if (first + k < length) t[(first + k) * out_stride] = convert<Out>(offset + mine[k]);
-      carry += warp_totals[kScanWarps - 1];
+        if (first + k < length) t[(first + k) * out_stride] = convert<Out>(scan_step<kProduct>(offset, mine[k]));
+      carry = scan_step<kProduct>(carry, warp_totals[kScanWarps - 1]);
       __syncthreads();  // the next tile writes warp_totals again
     }
   }
+}
+
+template <bool kProduct>
+void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
+  const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
+  const int64_t lines = length == 0 ? 0 : in.numel() / length;
+  const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
+  const int64_t out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
+  std::vector<bool> along(in.dim(), false);
+  if (in.dim() > 0) along[dim] = true;
+  const cpu::ReduceDims d = cpu::reduce_dims(in, along), od = cpu::reduce_dims(out, along);
+  const Strided in_lines = make_strided(d.kept_sizes, d.kept_strides, op);
+  const Strided out_lines = make_strided(od.kept_sizes, od.kept_strides, op);
+  if (lines == 0) return;
+  dispatch_all(in.dtype(), op, [&]<typename In>() {
+    dispatch_sum_output<In>(out.dtype(), op, [&]<typename Out>() {
+      Out* dst = static_cast<Out*>(out.data_ptr());
+      const In* src = static_cast<const In*>(in.data_ptr());
+      const bool by_block = length >= kScanBlockFrom && (in_stride == 1 || lines < kScanThreadLines);
+      if (!by_block) {
+        launch(op, in.device(), lines, scan_kernel<kProduct, In, Out>, dst, src, out_lines, in_lines, lines, length,
+               out_stride, in_stride);
+        return;
+      }
+      tandem::cuda::DeviceGuard guard(in.device().index());
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(lines, 65536));
+      scan_lines_kernel<kProduct, In, Out><<<blocks, kScanThreads, 0, stream_of(in.device())>>>(
+          dst, src, out_lines, in_lines, lines, length, out_stride, in_stride);
+      TD_CUDA_CHECK_LAUNCH(op, " on ", in.device());
+    });
+  });
 }
 
 }  // namespace
@@ -547,34 +587,8 @@ void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) 
 
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) { logical(out, in, reduced, false); }
 
-void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
-  const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
-  const int64_t lines = length == 0 ? 0 : in.numel() / length;
-  const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
-  const int64_t out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
-  std::vector<bool> along(in.dim(), false);
-  if (in.dim() > 0) along[dim] = true;
-  const cpu::ReduceDims d = cpu::reduce_dims(in, along), od = cpu::reduce_dims(out, along);
-  const Strided in_lines = make_strided(d.kept_sizes, d.kept_strides, "cumsum");
-  const Strided out_lines = make_strided(od.kept_sizes, od.kept_strides, "cumsum");
-  if (lines == 0) return;
-  dispatch_all(in.dtype(), "cumsum", [&]<typename In>() {
-    dispatch_sum_output<In>(out.dtype(), "cumsum", [&]<typename Out>() {
-      Out* dst = static_cast<Out*>(out.data_ptr());
-      const In* src = static_cast<const In*>(in.data_ptr());
-      const bool by_block = length >= kScanBlockFrom && (in_stride == 1 || lines < kScanThreadLines);
-      if (!by_block) {
-        launch("cumsum", in.device(), lines, cumsum_kernel<In, Out>, dst, src, out_lines, in_lines, lines, length,
-               out_stride, in_stride);
-        return;
-      }
-      tandem::cuda::DeviceGuard guard(in.device().index());
-      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(lines, 65536));
-      cumsum_lines_kernel<In, Out><<<blocks, kScanThreads, 0, stream_of(in.device())>>>(
-          dst, src, out_lines, in_lines, lines, length, out_stride, in_stride);
-      TD_CUDA_CHECK_LAUNCH("cumsum", " on ", in.device());
-    });
-  });
-}
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim) { scan<false>("cumsum", out, in, dim); }
+
+void cumprod(const Tensor& out, const Tensor& in, int64_t dim) { scan<true>("cumprod", out, in, dim); }
 
 }  // namespace tandem::kernels::cuda

@@ -72,6 +72,8 @@ TEST_CASE("CPU autocast computes the losses and prod in float32, as PyTorch's", 
   check_identical(F::l1_loss(scores, other), F::l1_loss(f32(scores), f32(other)), "l1_loss");
   check_identical(F::smooth_l1_loss(scores, other), F::smooth_l1_loss(f32(scores), f32(other)), "smooth_l1_loss");
   check_identical(F::huber_loss(scores, other), F::huber_loss(f32(scores), f32(other)), "huber_loss");
+  check_identical(F::kl_div(scores, targets, td::kBatchMean), F::kl_div(f32(scores), f32(targets), td::kBatchMean),
+                  "kl_div");
   check_identical(F::binary_cross_entropy(probabilities, targets),
                   F::binary_cross_entropy(f32(probabilities), f32(targets)), "binary_cross_entropy");
   check_identical(F::binary_cross_entropy_with_logits(scores, targets),
@@ -95,6 +97,7 @@ TEST_CASE("CPU autocast leaves every other op in its input's dtype, as PyTorch's
            {"sum", h.sum()},
            {"mean", h.mean()},
            {"cumsum", td::cumsum(h, 1)},
+           {"cumprod", td::cumprod(h, 1)},
            {"logsumexp", td::logsumexp(h, {1})},
            {"norm", td::norm(h)},
            {"layer_norm", F::layer_norm(h, {6})},
@@ -421,6 +424,7 @@ TEST_CASE("GPU autocast: products in float16; softmax, sums, exp, log, pow, norm
   check_identical(h.sum(), h.sum(td::kFloat32), "sum");
   check_identical(h.sum({1}), h.sum({1}, false, td::kFloat32), "sum along a dim");
   check_identical(td::cumsum(h, 1), td::cumsum(h, 1, td::kFloat32), "cumsum");
+  check_identical(td::cumprod(h, 1), td::cumprod(h, 1, td::kFloat32), "cumprod");
   check_identical(td::prod(h), td::prod(h, td::kFloat32), "prod");
   check_identical(td::norm(h), td::norm(f32(h)), "norm");
   check_identical(td::logsumexp(h, {1}), td::logsumexp(f32(h), {1}), "logsumexp");

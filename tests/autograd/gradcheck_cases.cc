@@ -42,6 +42,11 @@ std::vector<Tensor> gradcheck_inputs(const std::vector<GradcheckInput>& specs, L
       }
       t.copy_(tensor(spread, kFloat64).view(in.shape).to(t.device()));
     }
+    if (!in.zero_at.empty()) {
+      std::vector<double> drawn = values(t);
+      for (int64_t at : in.zero_at) drawn.at(static_cast<size_t>(at)) = 0;
+      t.copy_(tensor(drawn, kFloat64).view(in.shape).to(t.device()));
+    }
     inputs.push_back(t.requires_grad_(true));
   }
   return inputs;
@@ -64,6 +69,7 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"tanh", {{{3, 4}}}, [](V x) { return td::tanh(x[0]); }},
       {"sigmoid", {{{3, 4}}}, [](V x) { return td::sigmoid(x[0]); }},
       {"relu", {{{3, 4}, 0.1, 2, true, {1.05}}}, [](V x) { return td::relu(x[0] - 1.05); }},
+      {"leaky_relu", {{{3, 4}, -2, 2, true, {0}}}, [](V x) { return td::nn::F::leaky_relu(x[0], 0.2); }},
       {"gelu", {{{3, 4}}}, [](V x) { return td::gelu(x[0]); }},
       {"gelu tanh", {{{3, 4}}}, [](V x) { return td::gelu(x[0], "tanh"); }},
       {"silu", {{{3, 4}}}, [](V x) { return td::silu(x[0]); }},
@@ -124,6 +130,16 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"logsumexp", {{{3, 4}}}, [](V x) { return x[0].logsumexp({1}); }},
       {"logsumexp dims keepdim", {{{3, 4, 5}}}, [](V x) { return x[0].logsumexp({0, 2}, true); }},
       {"cumsum", {{{3, 4}}}, [](V x) { return x[0].cumsum(1); }},
+      {"cumprod", {{{3, 5}}}, [](V x) { return x[0].cumprod(1); }},
+      {"cumprod dim 0", {{{4, 3}}}, [](V x) { return x[0].cumprod(-2); }},
+      // Row 0 with a zero inside, row 1 with two side by side, row 2 with one last.
+      {"cumprod with zeros", {{{3, 5}, -2, 2, true, {}, false, {1, 7, 8, 14}}}, [](V x) { return x[0].cumprod(1); }},
+      {"cumprod with a zero first", {{{2, 4}, -2, 2, true, {}, false, {0}}}, [](V x) { return x[0].cumprod(1); }},
+      // Row 0 with one zero, row 1 with two: the second derivative across two zeros is the
+      // product of the rest.
+      {"prod dim with zeros", {{{3, 4}, -2, 2, true, {}, false, {1, 4, 6}}}, [](V x) { return x[0].prod(1); }},
+      {"prod with one zero", {{{2, 3}, -2, 2, true, {}, false, {2}}}, [](V x) { return x[0].prod(); }},
+      {"prod with two zeros", {{{2, 3}, -2, 2, true, {}, false, {0, 5}}}, [](V x) { return x[0].prod(); }},
       // matrix products
       {"mm", {{{3, 4}}, {{4, 5}}}, [](V x) { return td::mm(x[0], x[1]); }},
       {"mm transposed", {{{4, 3}}, {{5, 4}}}, [](V x) { return td::mm(x[0].t(), x[1].t()); }},
@@ -170,6 +186,7 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"cat", {{{2, 3}}, {{4, 3}}}, [](V x) { return td::cat({x[0], x[1] * 2}) * on(x[0], td::arange(3.0)); }},
       {"stack", {{{3}}, {{3}}}, [](V x) { return td::stack({x[0], x[1]}, 1) * on(x[0], td::arange(2.0)); }},
+      {"flip", {{{3, 4, 2}}}, [](V x) { return x[0].flip({0, -1}) * on(x[0], td::arange(2.0)); }},
       {"index_select", {{{4, 3}}},
        [](V x) { return x[0].index_select(0, on(x[0], td::tensor({3, 0, 3}))) * on(x[0], td::arange(3.0)); }},
       {"gather", {{{3, 4}}}, [](V x) { return x[0].gather(1, on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}}))); }},

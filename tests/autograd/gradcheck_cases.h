@@ -23,6 +23,9 @@ struct GradcheckInput {
   // Values at least 0.09 apart, for max-like ops: two values within the finite difference's step
   // of each other make its derivative fractional (max_pool2d failed so once in about 10^4 runs).
   bool distinct = false;
+  // Elements (row-major positions) set to exactly 0, where an op's gradient takes another
+  // formula (prod, cumprod): the finite differences then step across the zero.
+  std::vector<int64_t> zero_at = {};
 };
 
 struct GradcheckCase {

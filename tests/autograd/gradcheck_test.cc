@@ -79,3 +79,30 @@ TEST_CASE("gradients where finite differences cannot look: ties share evenly, ma
   CHECK(grad_of(td::tensor({0.7, 1.3}, td::kFloat64), [](const Tensor& x) { return td::pow(0.0, x); }) ==
         std::vector<double>{0, 0});
 }
+
+TEST_CASE("cumprod and prod at exact zeros: first and second derivatives are PyTorch's", "[cpu]") {
+  // PyTorch 2.15, float64: the gradient of cumprod(x, 1) against g, then the gradient of the sum
+  // of that gradient; and prod's (of all elements, and along dim 1) the same way.
+  const Tensor x0 = td::tensor({{2.0, 0.0, 3.0, -1.5}, {0.0, 4.0, 0.0, 0.5}});
+  const Tensor g = td::tensor({{1.0, -2.0, 0.5, 3.0}, {2.0, 1.0, -1.0, 0.25}});
+  auto first_and_second = [](const Tensor& leaf, const std::function<Tensor(const Tensor&)>& f, const Tensor& seed) {
+    Tensor x = leaf.clone().requires_grad_(true);
+    Tensor gx = td::autograd::grad({f(x)}, {x}, {seed}, true, true)[0];
+    Tensor ggx = td::autograd::grad({gx.sum()}, {x})[0];
+    return std::pair{td::testing::values(gx), td::testing::values(ggx)};
+  };
+  auto [gc, ggc] = first_and_second(x0, [](const Tensor& x) { return x.cumprod(1); }, g);
+  CHECK(gc == std::vector<double>{1, -28, 0, 0, 6, 0, 0, 0});
+  CHECK(ggc == std::vector<double>{-14, -4, -8, 18, -2.5, 1, -3.5, 0});
+
+  const Tensor p0 = td::tensor({{2.0, 0.0, 3.0}, {0.0, 4.0, 0.0}});
+  auto [gp, ggp] = first_and_second(p0, [](const Tensor& x) { return x.prod(1); }, td::ones({2}));
+  CHECK(gp == std::vector<double>{0, 6, 0, 0, 0, 0});
+  CHECK(ggp == std::vector<double>{3, 5, 2, 4, 0, 4});
+  // One zero in the whole tensor: each other element's gradient holds it, and its own
+  // derivative along the zero is the product of the rest.
+  const Tensor q0 = td::tensor({{2.0, 0.0, 3.0}, {-1.0, 4.0, 0.5}});
+  auto [gq, ggq] = first_and_second(q0, [](const Tensor& x) { return x.prod(); }, td::ones({}));
+  CHECK(gq == std::vector<double>{0, -12, 0, 0, 0, 0});
+  CHECK(ggq == std::vector<double>{-6, -25, -4, 12, -3, -24});
+}

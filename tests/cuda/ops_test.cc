@@ -1280,31 +1280,44 @@ TEST_CASE("all and any, every layout and long folds, match the CPU", "[cuda][lar
   logical_sweep(true);
 }
 
-void cumsum_sweep(bool large) {
+// cumsum, or cumprod (`product`), on the GPU against the CPU. Products take factors near 1, so
+// that long lines neither overflow nor all underflow, and integers in {-1, 0, 1} ({0, 1} for
+// uint8), which cannot overflow.
+void scan_sweep(bool large, bool product) {
   ct::PoisonGuard poison;
-  tt::reseed(large ? 120 : 20);
+  tt::reseed((large ? 120 : 20) + (product ? 1 : 0));
+  const char* name = product ? "cumprod" : "cumsum";
+  const auto scan = [product](const Tensor& t, int64_t dim, std::optional<DType> dtype = std::nullopt) {
+    return product ? td::cumprod(t, dim, dtype) : td::cumsum(t, dim, dtype);
+  };
   size_t turn = 0;
   for (DType dtype : kAll) {
-    const bool long_lines = dtype == td::kFloat32 || dtype == td::kInt64 || dtype == td::kFloat16;
+    const bool long_lines =
+        dtype == td::kFloat32 || dtype == td::kInt64 || (dtype == td::kFloat16 && !product);
     const std::vector<Shape> big = long_lines ? std::vector<Shape>{{1000003}, {3, 100003}} : std::vector<Shape>{};
     // {2, 4101}: lines of three of the block scan's 2048-element tiles, in the [shared] set too.
     for (const auto& [shape, layout] :
          sweep(large, {{}, {0}, {33}, {7, 33}, {4, 0, 3}, {3, 5, 7}, {2, 4101}}, big, turn++)) {
       if (is_big(shape) && layout == Layout::Broadcast) continue;
-      Pair x = ct::random_pair(shape, dtype, layout);
+      double lo = -2, hi = 2;
+      if (product) {
+        lo = td::is_floating(dtype) ? (is_big(shape) ? 0.99 : 0.9) : dtype == td::kUInt8 ? 0 : -1.9;
+        hi = td::is_floating(dtype) ? (is_big(shape) ? 1.01 : 1.1) : 1.9;
+      }
+      Pair x = ct::random_pair(shape, dtype, layout, lo, hi);
       for (int64_t dim = shape.empty() ? 0 : -1; dim < static_cast<int64_t>(shape.size()); ++dim) {
-        std::string what = describe("cumsum along " + std::to_string(dim), dtype, shape, layout);
-        Tensor d = td::cumsum(x.dev, dim), c = td::cumsum(x.cpu, dim);
+        std::string what = describe(std::string(name) + " along " + std::to_string(dim), dtype, shape, layout);
+        Tensor d = scan(x.dev, dim), c = scan(x.cpu, dim);
         if (td::is_floating(dtype)) {
-          check_close(d, c, rtol_for(dtype), 2 * subnormal_atol(dtype), what, td::cumsum(ct::abs64(x.cpu), dim));
-          check_close(td::cumsum(x.dev, dim, td::kFloat64), td::cumsum(x.cpu, dim, td::kFloat64),
-                      rtol_for(td::kFloat64), 0, what + " in float64", td::cumsum(ct::abs64(x.cpu), dim));
+          check_close(d, c, rtol_for(dtype), 2 * subnormal_atol(dtype), what, scan(ct::abs64(x.cpu), dim));
+          check_close(scan(x.dev, dim, td::kFloat64), scan(x.cpu, dim, td::kFloat64), rtol_for(td::kFloat64), 0,
+                      what + " in float64", scan(ct::abs64(x.cpu), dim));
         } else {
           check_equal(d, c, what);
           // In the input's own dtype (bool included): the scan's narrow output, wrapping as on the CPU.
-          check_equal(td::cumsum(x.dev, dim, dtype), td::cumsum(x.cpu, dim, dtype), what + " in its own dtype");
-          check_close(td::cumsum(x.dev, dim, td::kFloat32), td::cumsum(x.cpu, dim, td::kFloat32),
-                      rtol_for(td::kFloat32), 0, what + " in float32", td::cumsum(ct::abs64(x.cpu), dim));
+          check_equal(scan(x.dev, dim, dtype), scan(x.cpu, dim, dtype), what + " in its own dtype");
+          check_close(scan(x.dev, dim, td::kFloat32), scan(x.cpu, dim, td::kFloat32), rtol_for(td::kFloat32), 0,
+                      what + " in float32", scan(ct::abs64(x.cpu), dim));
         }
       }
     }
@@ -1313,12 +1326,22 @@ void cumsum_sweep(bool large) {
 
 TEST_CASE("cumsum along every dim matches the CPU", "[cuda][shared]") {
   TD_SKIP_UNLESS_CUDA();
-  cumsum_sweep(false);
+  scan_sweep(false, false);
 }
 
 TEST_CASE("cumsum along every dim matches the CPU, every layout and lines of 100003 and 1000003", "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
-  cumsum_sweep(true);
+  scan_sweep(true, false);
+}
+
+TEST_CASE("cumprod along every dim matches the CPU", "[cuda][shared]") {
+  TD_SKIP_UNLESS_CUDA();
+  scan_sweep(false, true);
+}
+
+TEST_CASE("cumprod along every dim matches the CPU, every layout and lines of 100003 and 1000003", "[cuda][large]") {
+  TD_SKIP_UNLESS_CUDA();
+  scan_sweep(true, true);
 }
 
 void logsumexp_sweep(bool large) {
@@ -1710,6 +1733,8 @@ void index_sweep(bool large) {
           }
         }
       }
+      const std::vector<int64_t> all_dims = shape.size() < 2 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1};
+      check_equal(x.dev.flip(all_dims), x.cpu.flip(all_dims), describe("flip", dtype, shape, layout));
     }
     Pair weight = ct::random_pair({10, 33}, dtype, Layout::Offset, -100, 100);
     for (const Shape& ishape : {Shape{}, Shape{5}, Shape{3, 4}, Shape{0}}) {
@@ -1730,12 +1755,12 @@ void index_sweep(bool large) {
   }
 }
 
-TEST_CASE("index_select, embedding and one_hot copy the CPU's elements exactly", "[cuda]") {
+TEST_CASE("index_select, flip, embedding and one_hot copy the CPU's elements exactly", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   index_sweep(false);
 }
 
-TEST_CASE("index_select, embedding and one_hot copy the CPU's elements exactly, every layout and size",
+TEST_CASE("index_select, flip, embedding and one_hot copy the CPU's elements exactly, every layout and size",
           "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   index_sweep(true);

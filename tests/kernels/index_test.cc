@@ -1,4 +1,4 @@
-// cat, stack, split/chunk, index_select, gather, scatter_add, embedding and one_hot, each checked
+// cat, stack, split/chunk, index_select, flip, gather, scatter_add, embedding and one_hot, each checked
 // against a naive reference that walks logical indices in double.
 #include "tests/testing.h"
 
@@ -325,6 +325,56 @@ TEST_CASE("index_select with repeated, reversed and non-contiguous indices", "[c
   check_equal(x.index_select(-1, strided_index), ref_index_select(x, 1, ints(strided_index)));
   Tensor none = td::index_select(x, 1, td::empty({0}, td::kInt64));
   CHECK(none.sizes() == Shape{7, 0});
+}
+
+// x's row-major values with the order along each flipped dim reversed.
+std::vector<double> ref_flip(const Tensor& x, const std::vector<bool>& flipped) {
+  const std::vector<double> v = tt::values(x);
+  const Shape& shape = x.sizes();
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+    int64_t rest = i, from = 0, stride = 1;
+    for (int64_t d = x.dim() - 1; d >= 0; --d) {
+      const int64_t at = rest % shape[d];
+      rest /= shape[d];
+      from += (flipped[d] ? shape[d] - 1 - at : at) * stride;
+      stride *= shape[d];
+    }
+    out[i] = v[from];
+  }
+  return out;
+}
+
+TEST_CASE("flip reverses the named dims in every layout and dtype, into a new tensor", "[cpu]") {
+  tt::reseed(43);
+  for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kBFloat16, td::kInt64, td::kUInt8, td::kBool}) {
+    for (tt::Layout layout : tt::all_layouts()) {
+      Tensor x = tt::random_tensor({4, 1, 5, 3}, dtype, layout, -50, 50);
+      const std::string what = std::string(td::dtype_name(dtype)) + " " + tt::layout_name(layout);
+      Tensor y = x.flip({0, -1});
+      CHECK(y.dtype() == dtype);
+      REQUIRE(y.sizes() == x.sizes());
+      check_equal(y, ref_flip(x, {true, false, false, true}), what);
+      check_equal(td::flip(x, {2, 1}), ref_flip(x, {false, true, true, false}), what);
+      check_equal(td::flip(x, {}), tt::values(x), what);
+    }
+  }
+  Tensor x = td::arange(6.0).view({2, 3});
+  Tensor same = x.flip({});
+  CHECK(same.data_ptr() != x.data_ptr());  // a copy even when nothing moves, as PyTorch's
+  check_equal(x.flip({0, 1}), {5, 4, 3, 2, 1, 0});
+  check_equal(td::flip(td::tensor(2.5), {0}), {2.5});
+  CHECK(td::flip(td::tensor(2.5), {-1}).dim() == 0);
+  CHECK(td::flip(td::zeros({0, 3}), {0, 1}).sizes() == Shape{0, 3});
+}
+
+TEST_CASE("flip refuses a dim twice or outside the tensor, leaving it unchanged", "[cpu]") {
+  Tensor x = td::arange(6.0).view({2, 3});
+  Snapshot before(x);
+  check_error([&] { td::flip(x, {0, -2}); }, {"flip", "dim 0 appears more than once"});
+  check_error([&] { td::flip(x, {2}); }, {"flip", "dim", "2"});
+  check_error([&] { td::flip(Tensor(), {0}); }, {"flip", "undefined"});
+  before.check_unchanged(x);
 }
 
 TEST_CASE("index_select with a 0-D index keeps the dim with size 1", "[cpu]") {

@@ -367,6 +367,32 @@ TEST_CASE("softmax of an integer tensor raises", "[cpu]") {
   before.check_unchanged(x);
 }
 
+TEST_CASE("softmax and log_softmax with a dtype cast the input first; the gradient comes back in its dtype", "[cpu]") {
+  tt::reseed(44);
+  const Tensor x = tt::random_tensor({3, 5}, td::kBFloat16, tt::Layout::Permuted);
+  for (bool log : {false, true}) {
+    INFO((log ? "log_softmax" : "softmax"));
+    auto run = [log](const Tensor& t, std::optional<td::DType> dtype = std::nullopt) {
+      return log ? t.log_softmax(-1, dtype) : td::softmax(t, -1, dtype);
+    };
+    Tensor wide = run(x, td::kFloat32);
+    CHECK(wide.dtype() == td::kFloat32);
+    check_equal(wide, tt::values(run(x.to(td::kFloat32))));
+    check_equal(run(x, td::kFloat64), tt::values(run(x.to(td::kFloat64))));
+    // Integers softmax once cast, as PyTorch's: softmax(arange(3), dtype=float64).
+    check_equal(run(td::arange(3), td::kFloat64), tt::values(run(td::arange(3.0).to(td::kFloat64))));
+    Tensor leaf = x.detach().requires_grad_(true);
+    Tensor weights = td::arange(15.0).view({3, 5});
+    (run(leaf, td::kFloat32) * weights).sum().backward();
+    REQUIRE(leaf.grad().defined());
+    CHECK(leaf.grad().dtype() == td::kBFloat16);
+    Tensor reference = x.to(td::kFloat32).requires_grad_(true);
+    (run(reference) * weights).sum().backward();
+    check_equal(leaf.grad(), tt::values(reference.grad().to(td::kBFloat16)));
+    check_error([&] { run(td::arange(3), td::kInt32); }, {log ? "log_softmax" : "softmax", "floating", "int32"});
+  }
+}
+
 // ---------------------------------------------------------------- max pooling
 
 TEST_CASE("max_pool2d_with_indices matches the reference over kernel, stride, padding, dilation and ceil_mode",

@@ -1,5 +1,5 @@
 // Reductions (sum, mean, prod, extremes and their indices, var/std, norm, logsumexp, all/any,
-// cumsum), each checked against a reference computed in double from the input's elements read
+// cumsum, cumprod), each checked against a reference computed in double from the input's elements read
 // through its strides, over single, negative, sets of and all dims, every layout and dtype.
 #include <algorithm>
 #include <cmath>
@@ -286,6 +286,23 @@ Values ref_cumsum(const Values& v, const Shape& shape, int64_t dim) {
     if (pos > 0) running[i] = running[i - stride];
     running[i].add(v[i]);
     out[i] = running[i].value();
+  }
+  return out;
+}
+
+// Running products along `dim` of row-major values, in long double: tandem keeps float64.
+Values ref_cumprod(const Values& v, const Shape& shape, int64_t dim) {
+  if (shape.empty()) return v;
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  if (dim < 0) dim += ndim;
+  int64_t stride = 1;
+  for (int64_t d = dim + 1; d < ndim; ++d) stride *= shape[d];
+  Values out(v.size());
+  std::vector<long double> running(v.size(), 1.0L);
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+    const int64_t pos = (i / stride) % shape[dim];
+    running[i] = (pos > 0 ? running[i - stride] : 1.0L) * v[i];
+    out[i] = static_cast<double>(running[i]);
   }
   return out;
 }
@@ -833,7 +850,7 @@ TEST_CASE("logsumexp of rows holding -inf and +inf gives the limits without NaN"
 }
 
 // ---------------------------------------------------------------------------------------------
-// all, any, cumsum
+// all, any, cumsum, cumprod
 
 TEST_CASE("all and any match a reference in every layout and dtype, giving bool, or uint8 for uint8 input", "[cpu]") {
   tt::reseed(14);
@@ -912,8 +929,57 @@ TEST_CASE("cumsum of integer and bool tensors accumulates exactly in int64", "[c
   check_equal(f, ref_cumsum(values(ints), ints.sizes(), 1));
 }
 
+TEST_CASE("cumprod along each dim matches running products in every layout and floating dtype", "[cpu]") {
+  tt::reseed(41);
+  // Factors in [-1.25, 1.25): the longest line (40) stays within float16's range.
+  for_each_input(kFloating, true, -1.25, 1.25, [](Tensor x, const Case& c, bool keepdim, const std::string& what) {
+    if (keepdim) return;
+    sprinkle_zeros(x, 0.05);  // a zero ends a line's products; NaN after it would show a 0 * inf
+    const Values v = values(x);
+    Tensor out = td::cumprod(x, c.dims[0]);
+    CHECK(out.dtype() == x.dtype());
+    REQUIRE(out.sizes() == x.sizes());
+    check_near(out, ref_cumprod(v, x.sizes(), c.dims[0]), rtol_for(x.dtype()), 0, what);
+    CHECK(x.cumprod(c.dims[0]).sizes() == x.sizes());
+  });
+}
 
-TEST_CASE("sum, prod and cumsum with a dtype cast the input to it first, as PyTorch does", "[cpu]") {
+TEST_CASE("cumprod of integer and bool tensors multiplies exactly in int64", "[cpu]") {
+  tt::reseed(42);
+  // Factors in [-2, 2]: 2^40 is exact in the reference's doubles, and no int64 product overflows.
+  for_each_input(kExact, true, -2, 3, [](const Tensor& x, const Case& c, bool keepdim, const std::string& what) {
+    if (keepdim) return;
+    Tensor out = td::cumprod(x, c.dims[0]);
+    CHECK(out.dtype() == td::kInt64);
+    REQUIRE(out.sizes() == x.sizes());
+    check_equal(out, ref_cumprod(values(x), x.sizes(), c.dims[0]), what);
+  });
+  check_equal(td::cumprod(td::tensor({true, true, false, true}), 0), {1, 1, 0, 0});
+  Tensor big = td::tensor({int64_t{1} << 40, int64_t{1} << 20, int64_t{3}});
+  check_equal(td::cumprod(big, 0), {1099511627776.0, 1152921504606846976.0, 3458764513820540928.0});
+}
+
+TEST_CASE("cumprod keeps special values as a product does: inf, NaN, and 0 * inf", "[cpu]") {
+  // PyTorch 2.15: torch.cumprod(torch.tensor([2., inf, 0., 3.]), 0) = [2, inf, nan, nan].
+  check_equal(td::cumprod(td::tensor({2.0, kInf, 0.0, 3.0}), 0), {2, kInf, kNaN, kNaN});
+  check_equal(td::cumprod(td::tensor({-2.0, kNaN, 0.0}).to(td::kFloat32), 0), {-2, kNaN, kNaN});
+  // float64 running products: 1e30 * 1e30 overflows float32 but not the running value.
+  check_equal(td::cumprod(td::tensor({1e30, 1e30, 1e-30, 1e-30}).to(td::kFloat32), 0),
+              values(td::tensor({1e30, kInf, 1e30, 1.0}).to(td::kFloat32)));
+}
+
+TEST_CASE("cumsum and cumprod refuse a dim outside the tensor, naming the op", "[cpu]") {
+  Tensor x = td::ones({2, 3});
+  Snapshot before(x);
+  check_error([&] { td::cumprod(x, 2); }, {"cumprod", "dim", "2"});
+  check_error([&] { td::cumprod(x, -3); }, {"cumprod", "dim", "-3"});
+  check_error([&] { td::cumsum(x, 2); }, {"cumsum", "dim", "2"});
+  check_error([&] { td::cumprod(Tensor(), 0); }, {"cumprod", "undefined"});
+  check_error([&] { td::cumsum(Tensor(), 0); }, {"cumsum", "undefined"});
+  before.check_unchanged(x);
+}
+
+TEST_CASE("sum, prod, cumsum and cumprod with a dtype cast the input to it first, as PyTorch does", "[cpu]") {
   // 2^24 + 1 is 2^24 in float32: summed in float64 first, the third running sum would round to
   // 50331652; PyTorch casts first and gives 3 * 2^24.
   Tensor x = td::tensor({16777217.0, 16777217.0, 16777217.0});
@@ -928,6 +994,9 @@ TEST_CASE("sum, prod and cumsum with a dtype cast the input to it first, as PyTo
     Tensor running_y = td::cumsum(y, 1, dtype);
     CHECK(running_y.dtype() == dtype);
     check_equal(running_y, values(td::cumsum(cast, 1).to(dtype)), "cumsum " + what);
+    Tensor products_y = td::cumprod(y, 0, dtype);
+    CHECK(products_y.dtype() == dtype);
+    check_equal(products_y, values(td::cumprod(cast, 0).to(dtype)), "cumprod " + what);
     check_equal(td::sum(y, {0}, false, dtype), values(td::sum(cast, {0}).to(dtype)), "sum " + what);
     check_equal(td::prod(y, 1, false, dtype), values(td::prod(cast, 1).to(dtype)), "prod " + what);
   }
@@ -936,6 +1005,8 @@ TEST_CASE("sum, prod and cumsum with a dtype cast the input to it first, as PyTo
   CHECK(td::prod(ints, td::kInt32).dtype() == td::kInt32);
   check_equal(td::prod(ints, td::kInt32), {24});
   check_equal(td::cumsum(ints.to(td::kBool), 1), {1, 2, 1, 2});
+  CHECK(td::cumprod(ints, 0, td::kFloat32).dtype() == td::kFloat32);
+  check_equal(td::cumprod(ints, 0, td::kFloat32), {1, 2, 3, 8});
 }
 // ---------------------------------------------------------------------------------------------
 // paths, sizes and threads
@@ -1061,6 +1132,9 @@ TEST_CASE("reductions of a 0-dim tensor fold its one value", "[cpu]") {
     Tensor c = td::cumsum(x, 0);
     CHECK(c.dim() == 0);
     check_equal(c, {-2.5});
+    Tensor p = td::cumprod(x, -1);
+    CHECK(p.dim() == 0);
+    check_equal(p, {-2.5});
   }
   Tensor n = td::tensor(int64_t{-3});
   check_equal(td::sum(n), {-3});
@@ -1087,6 +1161,8 @@ TEST_CASE("reductions of empty tensors: sum 0, prod 1, mean and var NaN, and max
     check_equal(td::all(e), {1});
     check_equal(td::any(e), {0});
     CHECK(td::cumsum(rows, 1).sizes() == Shape{3, 0});
+    CHECK(td::cumprod(rows, 1).sizes() == Shape{3, 0});
+    CHECK(td::cumprod(cols, 1).sizes() == Shape{0, 4});
     CHECK(td::amax(rows, {0}).sizes() == Shape{0});  // nothing to fold into no outputs is fine
 
     Snapshot before(e);
@@ -1109,7 +1185,7 @@ TEST_CASE("reductions of empty tensors: sum 0, prod 1, mean and var NaN, and max
   }
 }
 
-TEST_CASE("output dtypes: sum, prod and cumsum of integers give int64, all and any give bool or uint8", "[cpu]") {
+TEST_CASE("output dtypes: sum, prod, cumsum and cumprod of integers give int64, all and any give bool or uint8", "[cpu]") {
   for (td::DType dtype : kExact) {
     INFO(td::dtype_name(dtype));
     Tensor x = td::ones({3, 4}, dtype);
@@ -1118,6 +1194,7 @@ TEST_CASE("output dtypes: sum, prod and cumsum of integers give int64, all and a
     CHECK(td::prod(x).dtype() == td::kInt64);
     CHECK(td::prod(x, 0).dtype() == td::kInt64);
     CHECK(td::cumsum(x, 1).dtype() == td::kInt64);
+    CHECK(td::cumprod(x, 0).dtype() == td::kInt64);
     CHECK(td::amax(x).dtype() == dtype);
     CHECK(std::get<0>(td::max(x, 1)).dtype() == dtype);
     CHECK(std::get<1>(td::max(x, 1)).dtype() == td::kInt64);

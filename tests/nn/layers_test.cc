@@ -451,6 +451,51 @@ TEST_CASE("parameters start with PyTorch's distributions", "[cpu]") {
   check_error([] { td::nn::init::calculate_gain("swish"); }, {"unknown nonlinearity", "swish"});
 }
 
+TEST_CASE("leaky_relu scales what is not above 0, with PyTorch's values in every floating dtype", "[cpu]") {
+  // PyTorch 2.15: F.leaky_relu(x.to(dtype), slope) for these x; NaN stays NaN, -0 stays -0.
+  const std::vector<double> x = {-3.7, -0.3, -0.0, 0.0, 0.1, 2.5, NAN, -INFINITY, -1e-39};
+  struct Expected {
+    td::DType dtype;
+    double slope;
+    std::vector<double> y;
+  };
+  const std::vector<Expected> cases = {
+      {td::kFloat32, 0.01, {-0.03700000047683716, -0.003000000026077032, -0.0, 0.0, 0.10000000149011612, 2.5, NAN,
+                            -INFINITY, -9.999665841421895e-42}},
+      {td::kFloat32, -0.5, {1.850000023841858, 0.15000000596046448, 0.0, -0.0, 0.10000000149011612, 2.5, NAN, INFINITY,
+                            5.000001076526666e-40}},
+      {td::kBFloat16, 0.2, {-0.7421875, -0.06005859375, -0.0, 0.0, 0.10009765625, 2.5, NAN, -INFINITY,
+                            -1.8367099231598242e-40}},
+      {td::kFloat16, 3.0, {-11.09375, -0.900390625, -0.0, 0.0, 0.0999755859375, 2.5, NAN, -INFINITY, -0.0}},
+      {td::kFloat64, 0.01, {-0.037000000000000005, -0.003, -0.0, 0.0, 0.1, 2.5, NAN, -INFINITY, -1e-41}},
+  };
+  for (const Expected& c : cases) {
+    INFO(td::dtype_name(c.dtype) << " slope " << c.slope);
+    Tensor y = F::leaky_relu(td::tensor(x, td::kFloat64).to(c.dtype), c.slope);
+    CHECK(y.dtype() == c.dtype);
+    const std::vector<double> got = values(y);
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("x = " << x[i]);
+      CHECK(std::isnan(got[i]) == std::isnan(c.y[i]));
+      if (!std::isnan(c.y[i])) {
+        CHECK(got[i] == c.y[i]);
+        CHECK(std::signbit(got[i]) == std::signbit(c.y[i]));
+      }
+    }
+  }
+  nn::LeakyReLU layer(0.2);
+  CHECK(values(layer(td::tensor({-1.0, 2.0}))) == std::vector<double>{-0.2f, 2.0});
+  // The gradient at 0 is the slope's, as PyTorch's.
+  Tensor leaf = td::tensor({-1.0, 0.0, 2.0}, td::kFloat64).requires_grad_(true);
+  F::leaky_relu(leaf, 0.2).sum().backward();
+  CHECK(values(leaf.grad()) == std::vector<double>{0.2, 0.2, 1.0});
+  Tensor ints = td::tensor({1, -2});
+  td::testing::Snapshot before(ints);
+  check_error([&] { F::leaky_relu(ints); }, {"leaky_relu", "floating", "int64"});
+  check_error([] { F::leaky_relu(Tensor()); }, {"leaky_relu", "undefined"});
+  before.check_unchanged(ints);
+}
+
 TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
   td::testing::reseed(406);
   auto check = [](const char* name, const td::autograd::TestedFn& fn, const std::vector<Tensor>& inputs) {

@@ -309,3 +309,80 @@ TEST_CASE("binary_cross_entropy gives PyTorch's values and gradients, at probabi
   check_error([&] { F::binary_cross_entropy(p, q.narrow(0, 0, 1)); }, {"binary_cross_entropy", "same shape"});
   check_error([&] { F::binary_cross_entropy(p, q, td::ones({3})); }, {"binary_cross_entropy", "[3] and [3, 4]"});
 }
+
+TEST_CASE("kl_div gives PyTorch's values and gradients for every reduction, log targets and zero targets", "[cpu]") {
+  // PyTorch 2.15, float64: F.kl_div(log_softmax(scores), p) with p = probabilities() but for two
+  // zeros, at [1, 2] and [3, 0].
+  Tensor x = scores().log_softmax(1);
+  Tensor p = probabilities();
+  p[1][2].fill_(0.0);
+  p[3][0].fill_(0.0);
+  CHECK(scalar(F::kl_div(x, p)) == Approx(0.2449411235912194).epsilon(1e-14));
+  CHECK(scalar(F::kl_div(x, p, td::kSum)) == Approx(4.898822471824388).epsilon(1e-14));
+  CHECK(scalar(F::kl_div(x, p, td::kBatchMean)) == Approx(0.9797644943648776).epsilon(1e-14));
+  CHECK(scalar(F::kl_div(x, p.clamp(1e-3, std::nullopt).log(), td::kBatchMean, true)) ==
+        Approx(0.9777990647611177).epsilon(1e-14));
+  Tensor none = F::kl_div(x, p, td::kNone);
+  CHECK(none.sizes() == td::Shape{5, 4});
+  CHECK(values(none)[6] == 0);  // 0 * log(0) is 0
+  // The input's gradient is -p / 5; the target's log(p) + 1 - x, NaN where p is 0, as PyTorch's.
+  Tensor xr = x.clone().requires_grad_(true), pr = p.clone().requires_grad_(true);
+  F::kl_div(xr, pr, td::kBatchMean).backward();
+  check_close(xr.grad(), values(-p / 5), 1e-15, 1e-15, "input's gradient");
+  const std::vector<double> target_grad = values(pr.grad());
+  CHECK(target_grad[0] == Approx(0.8003557903760237).epsilon(1e-14));
+  CHECK(target_grad[19] == Approx(0.07984253585980014).epsilon(1e-14));
+  CHECK(std::isnan(target_grad[6]));
+  CHECK(std::isnan(target_grad[12]));
+  // float32 as PyTorch's to the last bit or so.
+  CHECK(F::kl_div(x.to(td::kFloat32), p.to(td::kFloat32), td::kBatchMean).item<float>() ==
+        Approx(0.979764461517334).epsilon(1e-7));
+  // A 0-dim input is one sample: batchmean is the sum; empty batches give NaN, as 0 / 0.
+  CHECK(scalar(F::kl_div(td::tensor(-1.0).to(td::kFloat64), td::tensor(0.5).to(td::kFloat64), td::kBatchMean)) ==
+        Approx(0.5 * (std::log(0.5) + 1)).epsilon(1e-15));
+  CHECK(std::isnan(scalar(F::kl_div(td::zeros({0, 3}), td::zeros({0, 3}), td::kBatchMean))));
+  td::nn::KLDivLoss module(td::nn::KLDivLossOptions().reduction(td::kBatchMean));
+  CHECK(scalar(module(x, p)) == Approx(0.9797644943648776).epsilon(1e-14));
+  td::nn::KLDivLoss log_module(td::nn::KLDivLossOptions().reduction(td::kSum).log_target(true));
+  CHECK(scalar(log_module(x, x)) == 0);
+}
+
+TEST_CASE("kl_div passes gradcheck in both arguments, with probability and log targets", "[cpu]") {
+  td::testing::reseed(301);
+  Tensor x = td::randn({3, 4}, td::kFloat64).log_softmax(1).detach().requires_grad_(true);
+  Tensor p = (td::rand({3, 4}, td::kFloat64) + 0.1).requires_grad_(true);
+  for (td::Reduction r : {td::kNone, td::kMean, td::kSum, td::kBatchMean}) {
+    for (bool log_target : {false, true}) {
+      auto fn = [r, log_target](const std::vector<Tensor>& in) { return F::kl_div(in[0], in[1], r, log_target); };
+      auto first = td::autograd::gradcheck(fn, {x, p});
+      INFO(F::reduction_name(r) << (log_target ? " log target: " : ": ") << first.report);
+      CHECK(first.ok);
+      auto second = td::autograd::gradgradcheck(fn, {x, p});
+      INFO(second.report);
+      CHECK(second.ok);
+    }
+  }
+}
+
+TEST_CASE("kl_div refuses other shapes and integer tensors; batchmean is kl_div's only", "[cpu]") {
+  Tensor x = scores(), t = probabilities();
+  td::testing::Snapshot before_x(x), before_t(t);
+  check_error([&] { F::kl_div(x, t.narrow(0, 0, 2)); }, {"kl_div", "[5, 4]", "[2, 4]", "not broadcast"});
+  check_error([&] { F::kl_div(x, t.to(td::kInt64)); }, {"kl_div", "floating", "int64"});
+  check_error([&] { F::kl_div(x, Tensor()); }, {"kl_div", "defined"});
+  before_x.check_unchanged(x);
+  before_t.check_unchanged(t);
+  check_error([&] { F::mse_loss(x, t, td::kBatchMean); }, {"mse_loss", "batchmean is kl_div's only"});
+  check_error([&] { F::l1_loss(x, t, td::kBatchMean); }, {"l1_loss", "batchmean"});
+  check_error([&] { F::smooth_l1_loss(x, t, td::kBatchMean); }, {"smooth_l1_loss", "batchmean"});
+  check_error([&] { F::huber_loss(x, t, td::kBatchMean); }, {"huber_loss", "batchmean"});
+  check_error([&] { F::binary_cross_entropy(t, t, Tensor(), td::kBatchMean); }, {"binary_cross_entropy", "batchmean"});
+  check_error([&] { F::binary_cross_entropy_with_logits(x, t, Tensor(), Tensor(), td::kBatchMean); },
+              {"binary_cross_entropy_with_logits", "batchmean"});
+  check_error([&] { F::nll_loss(x, targets(), Tensor(), -100, td::kBatchMean); }, {"nll_loss", "batchmean"});
+  check_error([&] { F::cross_entropy(x, targets(), Tensor(), -100, td::kBatchMean); }, {"cross_entropy", "batchmean"});
+  check_error([&] { F::cross_entropy(x, targets(), class_weights(), -100, td::kBatchMean, 0.1); },
+              {"cross_entropy", "batchmean"});
+  check_error([&] { F::cross_entropy(x, t, Tensor(), -100, td::kBatchMean); }, {"cross_entropy", "batchmean"});
+  CHECK(std::string(F::reduction_name(td::kBatchMean)) == "batchmean");
+}

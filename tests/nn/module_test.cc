@@ -74,6 +74,8 @@ TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
   CHECK(nn::Conv2d(nn::Conv2dOptions(3, 6, {3, 5}).dilation(2).groups(3))->str() ==
         "Conv2d(3, 6, kernel_size=(3, 5), stride=(1, 1), dilation=(2, 2), groups=3)");
   CHECK(nn::GELU("tanh")->str() == "GELU(approximate='tanh')");
+  CHECK(nn::LeakyReLU()->str() == "LeakyReLU(negative_slope=0.01)");
+  CHECK(nn::LeakyReLU(0.2)->str() == "LeakyReLU(negative_slope=0.2)");
   CHECK(nn::Dropout()->str() == "Dropout(p=0.5, inplace=False)");
   CHECK(nn::MaxPool2d(td::Shape{2, 3})->str() ==
         "MaxPool2d(kernel_size=(2, 3), stride=(2, 3), padding=0, dilation=1, ceil_mode=False)");
@@ -289,6 +291,7 @@ TEST_CASE("a clone of a parameter-free layer is of the layer's own type", "[cpu]
   };
   same_type(nn::ReLU().ptr());
   same_type(nn::GELU("tanh").ptr());
+  same_type(nn::LeakyReLU(0.2).ptr());
   same_type(nn::SiLU().ptr());
   same_type(nn::Tanh().ptr());
   same_type(nn::Sigmoid().ptr());

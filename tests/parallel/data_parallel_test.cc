@@ -1398,6 +1398,10 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
   check(nn::BCEWithLogitsLoss(LogitsOptions().weight(weight).pos_weight(pos_weight).reduction(td::kSum)),
         "BCEWithLogitsLoss weights, sum");
   check(nn::BCEWithLogitsLoss(LogitsOptions().pos_weight(pos_weight)), "BCEWithLogitsLoss pos_weight, mean");
+  // kl_div's input as the model gives it (any numbers do): batchmean divides the sum by the 10 rows.
+  check(nn::KLDivLoss(nn::KLDivLossOptions().reduction(td::kBatchMean)), "KLDivLoss batchmean");
+  check(nn::KLDivLoss(), "KLDivLoss mean");
+  check(nn::KLDivLoss(nn::KLDivLossOptions().reduction(td::kSum).log_target(true)), "KLDivLoss log target, sum");
   nn::MSELossImpl by_reference(td::kSum);
   check(by_reference, "a module by reference");
 
@@ -1409,6 +1413,8 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
                       Catch::Contains("MSELoss has reduction none"));
     CHECK_THROWS_WITH(dp->forward_with_loss(nn::BCEWithLogitsLoss(LogitsOptions().reduction(td::kNone)), target, x),
                       Catch::Contains("BCEWithLogitsLoss has reduction none"));
+    CHECK_THROWS_WITH(dp->forward_with_loss(nn::MSELoss(td::kBatchMean), target, x),
+                      Catch::Contains("MSELoss: reduction batchmean is KLDivLoss's only"));
   }
 }
 
