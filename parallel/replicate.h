@@ -1,8 +1,8 @@
 // replicate: copies of a module on several devices whose parameters are autograd-connected
 // broadcasts of the original's, so that backward through any replica reduces its gradients onto
 // the original parameters. Buffers are broadcast too; those that require grad are connected as
-// parameters are. When the first device is the module's own, the first replica's tensors are
-// aliases of the module's: BatchNorm running statistics it updates are the original's.
+// parameters are. The replica on the module's own device, wherever it is in the list, holds
+// aliases of the module's tensors: BatchNorm running statistics it updates are the original's.
 #pragma once
 
 #include <memory>

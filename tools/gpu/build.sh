@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-.gpu-suite}
 
-[ -x /usr/local/cuda/bin/nvcc ] || { echo "tools/gpu/build.sh: the CUDA toolkit (nvcc) is needed to build the suite" >&2; exit 1; }
+cuda=${CUDA_PATH:-/usr/local/cuda}  # where Bazel finds the toolkit too (third_party/repositories.bzl)
+[ -x "$cuda/bin/nvcc" ] || { echo "tools/gpu/build.sh: the CUDA toolkit (nvcc) is needed to build the suite; none at $cuda" >&2; exit 1; }
 # cudart is linked statically everywhere. libstdc++ comes from the GPU machine: the libraries
 # copied below need it too, so one linked into the programs would be a second copy in the process.
 bazel build //tools/gpu:cuda_tests //tools:tandem
