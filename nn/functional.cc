@@ -338,6 +338,32 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return where(x > 0, x, x * negative_slope);
 }
 
+Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
+  TD_CHECK(x.defined(), "normalize: the input is an undefined tensor");
+  TD_CHECK(is_floating(x.dtype()), "normalize: expected a floating input, got ", x.dtype());
+  const int64_t d = wrap_dim(dim, x.dim(), "normalize");
+  return x / x.norm(p, {d}, true).clamp_min(eps);
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  TD_CHECK(x1.defined() && x2.defined(), "cosine_similarity: x1 and x2 must be defined");
+  const DType common = promote_types(x1.dtype(), x2.dtype());
+  TD_CHECK(is_floating(common), "cosine_similarity: expected floating tensors, got ", x1.dtype(), " and ", x2.dtype());
+  const Shape shape = broadcast_shapes(x1.sizes(), x2.sizes(), "cosine_similarity");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cosine_similarity");
+  auto prepare = [&](const Tensor& x) { return (is_floating(x.dtype()) ? x : x.to(common)).expand(shape); };
+  const Tensor a = prepare(x1), b = prepare(x2);
+  // The norms are clamped in place without grad mode, as PyTorch's are: their gradient is the
+  // unclamped norm's.
+  Tensor norm_a = a.norm(2, {d}, true).clone(), norm_b = b.norm(2, {d}, true).clone();
+  {
+    NoGradGuard no_grad;
+    norm_a.clamp_(eps);
+    norm_b.clamp_(eps);
+  }
+  return ((a / norm_a) * (b / norm_b)).sum({d});
+}
+
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   if (autocast_takes_loss({&input, &target})) {
     amp::SuspendAutocast inside;

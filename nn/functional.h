@@ -55,6 +55,12 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
 // x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
 // negative_slope's, as PyTorch's.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+// x / max(||x||_p along dim, eps): slices along dim scaled to unit p-norm; one of zeros stays 0.
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+// The cosine of the angle between x1 and x2 along dim, the two broadcast to one shape: as
+// PyTorch, each is divided by max(its 2-norm, eps) first, so that the result stays in [-1, 1]
+// and large norms do not overflow; the clamp to eps does not change the gradient.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p), in training only.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 // Rows of weight; rows at padding_idx get no gradient.

@@ -45,6 +45,12 @@ FlattenImpl::FlattenImpl(int64_t start_dim, int64_t end_dim)
     : Cloneable("Flatten", [start_dim, end_dim](const Tensor& x) { return flatten(x, start_dim, end_dim); },
                      "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim)) {}
 
+CosineSimilarityImpl::CosineSimilarityImpl(CosineSimilarityOptions options)
+    : Cloneable("CosineSimilarity"), options(options) {}
+Tensor CosineSimilarityImpl::forward(const Tensor& x1, const Tensor& x2) {
+  return functional::cosine_similarity(x1, x2, options.dim_, options.eps_);
+}
+
 MaxPool2dImpl::MaxPool2dImpl(IntList kernel_size, IntList stride, IntList padding, IntList dilation, bool ceil_mode)
     : Cloneable(
           "MaxPool2d",

@@ -75,6 +75,21 @@ class AdaptiveAvgPool2dImpl : public Cloneable<AdaptiveAvgPool2dImpl, Functional
   explicit AdaptiveAvgPool2dImpl(IntList output_size);
 };
 
+struct CosineSimilarityOptions {
+  CosineSimilarityOptions& dim(int64_t d) { dim_ = d; return *this; }
+  CosineSimilarityOptions& eps(double e) { eps_ = e; return *this; }
+  int64_t dim_ = 1;
+  double eps_ = 1e-8;
+};
+
+// forward(x1, x2): functional::cosine_similarity along options.dim.
+class CosineSimilarityImpl : public Cloneable<CosineSimilarityImpl> {
+ public:
+  explicit CosineSimilarityImpl(CosineSimilarityOptions options = {});
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  CosineSimilarityOptions options;
+};
+
 // Dropout(p): active in training mode only.
 class DropoutImpl : public Cloneable<DropoutImpl> {
  public:
@@ -133,6 +148,10 @@ class AdaptiveAvgPool2d : public ModuleHolder<AdaptiveAvgPool2dImpl> {
   using ModuleHolder::ModuleHolder;
 };
 class Dropout : public ModuleHolder<DropoutImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class CosineSimilarity : public ModuleHolder<CosineSimilarityImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

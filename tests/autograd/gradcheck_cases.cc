@@ -150,6 +150,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"matmul 3d 2d", {{{2, 3, 4}}, {{4, 2}}}, [](V x) { return td::matmul(x[0], x[1]); }},
       {"matmul broadcast", {{{2, 1, 3, 4}}, {{3, 4, 2}}}, [](V x) { return td::matmul(x[0], x[1]); }},
       {"addmm", {{{1, 5}}, {{3, 4}}, {{4, 5}}}, [](V x) { return td::addmm(x[0], x[1], x[2], 0.5, 2); }},
+      {"cosine_similarity", {{{3, 4}}, {{4}}}, [](V x) { return td::nn::F::cosine_similarity(x[0], x[1], -1); }},
+      {"normalize", {{{3, 4}}}, [](V x) { return td::nn::F::normalize(x[0]); }},
       {"linear", {{{3, 4}}, {{5, 4}}, {{5}}}, [](V x) { return td::nn::F::linear(x[0], x[1], x[2]); }},
       {"linear 3-D transposed input", {{{4, 3, 5}}, {{2, 5}}, {{2}}},
        [](V x) { return td::nn::F::linear(x[0].transpose(0, 1), x[1], x[2]); }},

@@ -496,6 +496,72 @@ TEST_CASE("leaky_relu scales what is not above 0, with PyTorch's values in every
   before.check_unchanged(ints);
 }
 
+TEST_CASE("cosine_similarity and normalize give PyTorch's values and gradients", "[cpu]") {
+  // PyTorch 2.15, float64: a = 3 sin(0.7 i) as [3, 4], b = cos(1.3 i) as [4], broadcast against a.
+  auto list = [](const Tensor& t) { return values(t); };
+  const Tensor a = (td::arange(12, td::kFloat64) * 0.7).sin().view({3, 4}) * 3;
+  const Tensor b = (td::arange(4, td::kFloat64) * 1.3).cos();
+  td::testing::check_close(F::cosine_similarity(a, b), {-0.5824533773936619, 0.7955611171648533, -0.9288905184802823},
+                           1e-15, 0);
+  td::testing::check_close(F::cosine_similarity(a, a.flip({0}), 0),
+                           {0.21972556572492483, 0.2688084560100293, 0.950106972444299, 0.994188401728098}, 1e-15, 0);
+  // In float32 within a few ulps: PyTorch's norm of row 0 is one ulp below the correctly rounded
+  // 4.3796486854553223 that tandem's (summed in float64) gives.
+  td::testing::check_close(F::cosine_similarity(a.to(td::kFloat32), b.to(td::kFloat32)),
+                           {-0.5824534893035889, 0.7955611944198608, -0.9288904666900635}, 1e-6, 0);
+  Tensor ar = a.clone().requires_grad_(true), br = b.clone().requires_grad_(true);
+  F::cosine_similarity(ar, br).sum().backward();
+  td::testing::check_close(ar.grad(), {0.14949365259560263, 0.09867564988760875, -0.03832795490425027,
+                                       -0.02988652248529418, 0.11056223058851876, 0.08915636016841058,
+                                       -0.015658132633917285, 0.019756403625553767, 0.054184051140334505,
+                                       0.04631196605805898, -0.026541319718129244, 0.051472197369358944},
+                           1e-13, 1e-16);
+  td::testing::check_close(br.grad(), {0.15601767320945775, 0.21514354245358458, 0.09144206873992924,
+                                       0.18626067159648282}, 1e-13, 1e-16);
+  // A norm below eps: the value divides by eps, the gradient is the unclamped norm's, as PyTorch's.
+  Tensor tiny = td::tensor({1e-10, 2e-10, 0.0}, td::kFloat64).view({1, 3}).requires_grad_(true);
+  Tensor other = td::tensor({1.0, -1.0, 0.5}, td::kFloat64).view({1, 3}).requires_grad_(true);
+  F::cosine_similarity(tiny, other).sum().backward();
+  td::testing::check_close(tiny.grad(), {66964809.063666634, -66070381.87266672, 33333333.333333332}, 1e-12, 0);
+  td::testing::check_close(other.grad(), {0.00962962962962963, 0.010370370370370372, 0.0014814814814814814}, 1e-12,
+                           0);
+  CHECK(list(F::cosine_similarity(td::zeros({2, 3}), td::ones({2, 3}))) == std::vector<double>{0, 0});
+  CHECK(F::cosine_similarity(td::tensor({1.0, 2.0}), td::tensor({3.0, 4.0}), 0).dim() == 0);
+  // Integers are taken where the other operand is floating, as PyTorch's: 1 / sqrt(14).
+  CHECK(F::cosine_similarity(td::tensor({1, 2, 3}), td::tensor({1.0, 0.0, 0.0}, td::kFloat64), 0).item<double>() ==
+        Approx(0.26726124191242440).epsilon(1e-15));
+  nn::CosineSimilarity module(nn::CosineSimilarityOptions().dim(0));
+  CHECK(module->str() == "CosineSimilarity()");
+  td::testing::check_close(module(a, a.flip({0})), list(F::cosine_similarity(a, a.flip({0}), 0)), 0, 0);
+
+  td::testing::check_close(F::normalize(a), {0.0, 0.4412803918336924, 0.6750197201916749, 0.5912867266694356,
+                                             0.23926971831923924, -0.2505515614249239, -0.6225345268548043,
+                                             -0.7017297769345616, -0.4696206722470419, 0.012508431104753285,
+                                             0.4887546238583555, 0.7351318800097106},
+                           1e-15, 1e-16);
+  td::testing::check_close(F::normalize(a, 1, 0), {0.0, 0.636695250380959, 0.39198289043601314, 0.3046087103748158,
+                                                   0.3466871826213598, -0.3466871826213598, -0.34668718262135967,
+                                                   -0.3466871826213597, -0.6533128173786402, 0.016617566997681205,
+                                                   0.26132992694262724, 0.34870410700382437},
+                           1e-15, 1e-16);
+  // A row of zeros stays 0; its gradient is 1 / eps, as PyTorch's.
+  Tensor rows = td::tensor({3.0, 4.0, 0.0, 0.0}, td::kFloat64).view({2, 2}).requires_grad_(true);
+  Tensor unit = F::normalize(rows);
+  CHECK(list(unit) == std::vector<double>{0.6, 0.8, 0, 0});
+  unit.sum().backward();
+  td::testing::check_close(rows.grad(), {0.032, -0.024, 1e12, 1e12}, 1e-12, 0);
+
+  Tensor ints = td::tensor({1, 2, 3});
+  td::testing::Snapshot before(ints);
+  check_error([&] { F::cosine_similarity(ints, ints, 0); }, {"cosine_similarity", "floating", "int64"});
+  check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({2, 4})); }, {"cosine_similarity", "[2, 3]", "[2, 4]"});
+  check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({3}), 2); }, {"cosine_similarity", "dim 2"});
+  check_error([&] { F::normalize(ints, 2, 0); }, {"normalize", "floating", "int64"});
+  check_error([&] { F::normalize(td::ones({3}), 2, 1); }, {"normalize", "dim 1"});
+  check_error([] { F::normalize(Tensor()); }, {"normalize", "undefined"});
+  before.check_unchanged(ints);
+}
+
 TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
   td::testing::reseed(406);
   auto check = [](const char* name, const td::autograd::TestedFn& fn, const std::vector<Tensor>& inputs) {
@@ -516,4 +582,7 @@ TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
         {leaf({2, 3, 4}), leaf({5, 4}), leaf({5})});
   check("adaptive_avg_pool2d", [](const std::vector<Tensor>& v) { return F::adaptive_avg_pool2d(v[0], {2, 3}); },
         {leaf({1, 5, 7})});
+  check("cosine_similarity", [](const std::vector<Tensor>& v) { return F::cosine_similarity(v[0], v[1], -1); },
+        {leaf({3, 4}), leaf({4})});
+  check("normalize", [](const std::vector<Tensor>& v) { return F::normalize(v[0], 3, 0); }, {leaf({3, 4})});
 }
