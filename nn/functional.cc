@@ -332,6 +332,38 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 
 }  // namespace
 
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  TD_CHECK(x.defined() && x.dim() >= 2, "group_norm: expected an input of shape [N, C, ...], got ",
+           x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
+  const int64_t channels = x.size(1);
+  TD_CHECK(num_groups > 0 && channels % num_groups == 0, "group_norm: ", channels,
+           " channels cannot be split into ", num_groups, " groups");
+  for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    TD_CHECK(!p->defined() || p->sizes() == Shape{channels}, "group_norm: expected ", what, " of shape [", channels,
+             "], got ", shape_str(p->sizes()));
+  }
+  TD_CHECK(is_floating(x.dtype()), "group_norm: expected a floating input, got ", x.dtype());
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return group_norm(amp::to_float32(x), num_groups, amp::to_float32(weight), amp::to_float32(bias), eps);
+  }
+  if (mixed_16bit(x, {&weight, &bias})) return group_norm(x.to(kFloat32), num_groups, weight, bias, eps).to(x.dtype());
+  Tensor out;
+  if (x.numel() == 0) {
+    out = x.clone();  // nothing to normalize; the parameters below still get (zero) gradients
+  } else {
+    const Tensor groups = x.reshape({x.size(0), num_groups, -1});
+    const Tensor mean = groups.mean({2}, true);
+    const Tensor var = groups.var({2}, 0, true);
+    out = ((groups - mean) / sqrt(var + eps)).reshape(x.sizes());
+  }
+  Shape per_channel(x.dim(), 1);
+  per_channel[1] = channels;
+  if (weight.defined()) out = out * weight.view(per_channel);
+  if (bias.defined()) out = out + bias.view(per_channel);
+  return out;
+}
+
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   TD_CHECK(x.defined(), "leaky_relu: the input is an undefined tensor");
   TD_CHECK(is_floating(x.dtype()), "leaky_relu: expected a floating input, got ", x.dtype());

@@ -52,6 +52,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 // Normalizes over the last normalized_shape.size() dims.
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+// Normalizes x [N, C, ...] over each group of C / num_groups channels (and all positions) of each
+// sample, with biased variance, then applies weight and bias [C] if given. Unlike batch_norm it
+// does not depend on the batch: each DataParallel replica computes what one device would.
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  double eps = 1e-5);
 // x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
 // negative_slope's, as PyTorch's.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);

@@ -178,6 +178,33 @@ std::string LayerNormImpl::extra_repr() const {
          ", elementwise_affine=" + python_bool(options.elementwise_affine_) + ", bias=" + python_bool(bias.defined());
 }
 
+// ---- GroupNorm ----
+
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options_) {
+  TD_CHECK(options.num_groups_ > 0 && options.num_channels_ >= 0 && options.num_channels_ % options.num_groups_ == 0,
+           "GroupNorm: num_channels (", options.num_channels_, ") must be divisible by num_groups (",
+           options.num_groups_, "), a positive number");
+  reset();
+}
+
+void GroupNormImpl::reset() {
+  weight = register_parameter("weight", options.affine_ ? ones({options.num_channels_}) : Tensor());
+  bias = register_parameter("bias", options.affine_ && options.bias_ ? zeros({options.num_channels_}) : Tensor());
+}
+
+Tensor GroupNormImpl::forward(const Tensor& x) {
+  TD_CHECK(x.defined() && x.dim() >= 2 && x.size(1) == options.num_channels_, "GroupNorm: expected an input of ",
+           options.num_channels_, " channels, [N, ", options.num_channels_, ", ...], got ",
+           x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
+  return F::group_norm(x, options.num_groups_, weight, bias, options.eps_);
+}
+
+std::string GroupNormImpl::extra_repr() const {
+  return std::to_string(options.num_groups_) + ", " + std::to_string(options.num_channels_) +
+         ", eps=" + python_float(options.eps_) + ", affine=" + python_bool(options.affine_) +
+         ", bias=" + python_bool(bias.defined());
+}
+
 // ---- Embedding ----
 
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options_) { reset(); }

@@ -156,6 +156,31 @@ class LayerNorm : public ModuleHolder<LayerNormImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
+  GroupNormOptions& eps(double e) { eps_ = e; return *this; }
+  GroupNormOptions& affine(bool a) { affine_ = a; return *this; }
+  GroupNormOptions& bias(bool b) { bias_ = b; return *this; }  // with affine: learn a shift too
+  int64_t num_groups_, num_channels_;
+  double eps_ = 1e-5;
+  bool affine_ = true, bias_ = true;
+};
+
+// group_norm over num_groups groups of num_channels; with affine, weight (ones) and bias (zeros) [C].
+class GroupNormImpl : public Cloneable<GroupNormImpl> {
+ public:
+  explicit GroupNormImpl(const GroupNormOptions& options);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  GroupNormOptions options;
+  Tensor weight, bias;
+};
+class GroupNorm : public ModuleHolder<GroupNormImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num, int64_t dim) : num_embeddings_(num), embedding_dim_(dim) {}
   EmbeddingOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }

@@ -152,6 +152,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"addmm", {{{1, 5}}, {{3, 4}}, {{4, 5}}}, [](V x) { return td::addmm(x[0], x[1], x[2], 0.5, 2); }},
       {"cosine_similarity", {{{3, 4}}, {{4}}}, [](V x) { return td::nn::F::cosine_similarity(x[0], x[1], -1); }},
       {"normalize", {{{3, 4}}}, [](V x) { return td::nn::F::normalize(x[0]); }},
+      {"group_norm", {{{2, 4, 3}}, {{4}}, {{4}}},
+       [](V x) { return td::nn::F::group_norm(x[0], 2, x[1], x[2]); }},
       {"linear", {{{3, 4}}, {{5, 4}}, {{5}}}, [](V x) { return td::nn::F::linear(x[0], x[1], x[2]); }},
       {"linear 3-D transposed input", {{{4, 3, 5}}, {{2, 5}}, {{2}}},
        [](V x) { return td::nn::F::linear(x[0].transpose(0, 1), x[1], x[2]); }},

@@ -562,6 +562,63 @@ TEST_CASE("cosine_similarity and normalize give PyTorch's values and gradients",
   before.check_unchanged(ints);
 }
 
+TEST_CASE("GroupNorm normalizes groups of channels per sample with PyTorch's values and gradients", "[cpu]") {
+  // PyTorch 2.15, float64: x = 3 sin(0.7 i) as [2, 6, 2, 2], 3 groups, weight linspace(0.5, 2, 6),
+  // bias linspace(-1, 1, 6); the gradients of sum(y * cos(i)).
+  const Tensor x = (td::arange(48, td::kFloat64) * 0.7).sin().view({2, 6, 2, 2}) * 3;
+  const Tensor w = td::linspace(0.5, 2, 6, td::kFloat64), b = td::linspace(-1, 1, 6, td::kFloat64);
+  const std::vector<double> y = values(F::group_norm(x, 3, w, b));
+  const std::vector<double> first = {-1.0547779228559377, -0.6016686229955073, -0.3616637068875481, -0.4476412367578953,
+                                     -0.31066341899609934, -1.082401035110974, -1.668478567565542, -1.793254595132363};
+  const std::vector<double> last = {1.5225470306207227, -0.17627677390278787, -1.3926405535607032, -1.554469416571569,
+                                    -0.39488555295957445, 1.5390116535745517, 3.35747964354307, 4.2052645069176435};
+  for (size_t i = 0; i < 8; ++i) {
+    CHECK(y[i] == Approx(first[i]).epsilon(1e-14));
+    CHECK(y[40 + i] == Approx(last[i]).epsilon(1e-14));
+  }
+  const std::vector<double> y32 = values(F::group_norm(x.to(td::kFloat32), 3, w.to(td::kFloat32), b.to(td::kFloat32)));
+  const std::vector<double> first32 = {-1.0547778606414795, -0.6016685366630554, -0.36166366934776306,
+                                       -0.44764119386672974, -0.3106634020805359, -1.0824010372161865,
+                                       -1.6684784889221191, -1.7932546138763428};
+  for (size_t i = 0; i < 8; ++i) CHECK(y32[i] == Approx(first32[i]).epsilon(1e-6));
+
+  nn::GroupNorm layer(nn::GroupNormOptions(3, 6));
+  CHECK(layer->str() == "GroupNorm(3, 6, eps=1e-05, affine=True, bias=True)");
+  CHECK(nn::GroupNorm(nn::GroupNormOptions(3, 6).eps(1e-3).affine(false))->str() ==
+        "GroupNorm(3, 6, eps=0.001, affine=False, bias=False)");
+  CHECK(layer->parameters().size() == 2);
+  CHECK(nn::GroupNorm(nn::GroupNormOptions(3, 6).bias(false))->parameters().size() == 1);
+  layer->to(td::kFloat64);
+  layer->weight.detach().copy_(w);
+  layer->bias.detach().copy_(b);
+  Tensor xr = x.clone().requires_grad_(true);
+  (layer(xr) * td::arange(48, td::kFloat64).view({2, 6, 2, 2}).cos()).sum().backward();
+  td::testing::check_close(layer->weight.grad(), {-3.798714813018177, -4.1433323615950615, 0.9856675199840802,
+                                                  4.647900189234702, 2.447305821799223, -2.6229438728650556},
+                           1e-13, 1e-14);
+  td::testing::check_close(layer->bias.grad(), {1.9043253055158267, 0.7024215172828332, -2.8225919933743535,
+                                                2.987516984256872, -1.082950844588046, -1.571789161709197},
+                           1e-13, 1e-14);
+  const std::vector<double> gx = values(xr.grad());
+  const std::vector<double> gx_expected = {0.1488489140877311, 0.1952948402109308, 0.05274479567932333,
+                                           -0.11105655305187487};
+  for (size_t i = 0; i < 4; ++i) CHECK(gx[i] == Approx(gx_expected[i]).epsilon(1e-12));
+  // One sample normalizes alike whatever the batch: a replica's chunk gets what the batch does.
+  td::testing::check_close(F::group_norm(x.narrow(0, 1, 1), 3, w, b), values(F::group_norm(x, 3, w, b).narrow(0, 1, 1)),
+                           0, 0);
+  CHECK(F::group_norm(td::zeros({0, 6, 3}), 2).sizes() == td::Shape{0, 6, 3});
+
+  td::testing::Snapshot before(x);
+  check_error([&] { F::group_norm(x, 4); }, {"group_norm", "6 channels", "4 groups"});
+  check_error([&] { F::group_norm(x, 3, td::ones({5}, td::kFloat64)); }, {"group_norm", "weight of shape [6]", "[5]"});
+  check_error([&] { F::group_norm(td::ones({6}), 3); }, {"group_norm", "[N, C, ...]", "[6]"});
+  check_error([&] { F::group_norm(td::ones({2, 6}, td::kInt64), 3); }, {"group_norm", "floating", "int64"});
+  check_error([&] { layer(td::ones({2, 5, 3})); }, {"GroupNorm", "6 channels", "[2, 5, 3]"});
+  check_error([] { nn::GroupNorm(nn::GroupNormOptions(4, 6)); }, {"GroupNorm", "num_channels (6)", "num_groups (4)"});
+  check_error([] { nn::GroupNorm(nn::GroupNormOptions(0, 6)); }, {"GroupNorm", "num_groups (0)"});
+  before.check_unchanged(x);
+}
+
 TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
   td::testing::reseed(406);
   auto check = [](const char* name, const td::autograd::TestedFn& fn, const std::vector<Tensor>& inputs) {
@@ -585,4 +642,6 @@ TEST_CASE("the functional layers pass gradcheck", "[cpu]") {
   check("cosine_similarity", [](const std::vector<Tensor>& v) { return F::cosine_similarity(v[0], v[1], -1); },
         {leaf({3, 4}), leaf({4})});
   check("normalize", [](const std::vector<Tensor>& v) { return F::normalize(v[0], 3, 0); }, {leaf({3, 4})});
+  check("group_norm", [](const std::vector<Tensor>& v) { return F::group_norm(v[0], 2, v[1], v[2]); },
+        {leaf({2, 4, 3}), leaf({4}), leaf({4})});
 }
