@@ -54,6 +54,21 @@ class CnnImpl : public nn::Cloneable<CnnImpl> {
   nn::Linear fc{nullptr};
 };
 
+// GroupNorm normalizes each sample on its own: no statistics cross the replicas.
+class GroupNormCnnImpl : public nn::Cloneable<GroupNormCnnImpl> {
+ public:
+  GroupNormCnnImpl() { reset(); }
+  void reset() override {
+    conv = register_module("conv", nn::Conv2d(nn::Conv2dOptions(2, 4, 3).padding(1)));
+    norm = register_module("norm", nn::GroupNorm(nn::GroupNormOptions(2, 4)));
+    fc = register_module("fc", nn::Linear(4 * 8 * 8, 3));
+  }
+  Tensor forward(const Tensor& x) override { return fc(td::flatten(td::relu(norm(conv(x))), 1)); }
+  nn::Conv2d conv{nullptr};
+  nn::GroupNorm norm{nullptr};
+  nn::Linear fc{nullptr};
+};
+
 class BnNetImpl : public nn::Cloneable<BnNetImpl> {
  public:
   BnNetImpl() { reset(); }
@@ -130,7 +145,8 @@ void check_training_matches(const std::vector<Device>& devices, std::optional<st
 
 }  // namespace
 
-TEST_CASE("DataParallel trains an MLP and a CNN exactly as one device does, over 1-4 devices", "[cpu]") {
+TEST_CASE("DataParallel trains an MLP and a CNN (one with GroupNorm too) exactly as one device does, over 1-4 devices",
+          "[cpu]") {
   td::testing::reseed(21);
   Tensor x = td::testing::random_tensor({10, 5}, td::kFloat64), y = td::testing::random_tensor({10, 3}, td::kFloat64);
   Tensor images = td::testing::random_tensor({10, 2, 8, 8}, td::kFloat64);
@@ -145,6 +161,8 @@ TEST_CASE("DataParallel trains an MLP and a CNN exactly as one device does, over
   check_training_matches<MlpImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{2, 4, 4}, x, y, "mlp 2,4,4");
   check_training_matches<CnnImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{7, 0, 3}, images, y, "cnn 7,0,3");
   check_training_matches<MlpImpl>({cpu1, cpu3}, std::vector<int64_t>{1, 9}, x, y, "mlp 1,9");
+  check_training_matches<GroupNormCnnImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{1, 6, 3}, images, y,
+                                           "GroupNorm cnn 1,6,3");
 }
 
 TEST_CASE("the batch splits 4,3,3 over three devices, by chunk_sizes when given, and only over the rows there are",
