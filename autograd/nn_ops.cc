@@ -5,6 +5,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
+#include "kernels/backend.h"
 #include "kernels/factory.h"
 #include "kernels/nn_ops.h"
 
@@ -17,6 +18,8 @@ using autograd::record;
 // dtype), and autocast leaves the caller's choice alone, as PyTorch's.
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   if (dtype) {
+    kernels::check_defined(x, "softmax", "input");
+    wrap_dim(dim, x.dim(), "softmax");  // before the copy
     amp::SuspendAutocast inside;
     return softmax(x.to(*dtype), dim);
   }
@@ -38,6 +41,8 @@ Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   if (dtype) {
+    kernels::check_defined(x, "log_softmax", "input");
+    wrap_dim(dim, x.dim(), "log_softmax");  // before the copy
     amp::SuspendAutocast inside;
     return log_softmax(x.to(*dtype), dim);
   }

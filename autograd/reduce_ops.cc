@@ -142,21 +142,21 @@ Tensor products_before(const Tensor& x, int64_t d) {
 
 Tensor products_after(const Tensor& x, int64_t d) { return flip(products_before(flip(x, {d}), d), {d}); }
 
-// d prod / d x_i = the product of the others: y / x_i, as PyTorch, where no element of x is
-// zero; otherwise the products before and after each element (a zero's entry is the product of
-// the rest, the others' hold the zero), for the whole tensor as in PyTorch. Both are made and one
-// is chosen on the device, so the step does not wait for the device to learn whether x has a zero.
-Tensor prod_grad(const Tensor& g, const Tensor& x, const Tensor& y, std::optional<int64_t> dim, bool keepdim) {
+// d prod / d x_i = the product of the others, as PyTorch computes it: y / x_i where no element of
+// x is zero; otherwise, for the whole tensor, the products before and after each element (a
+// zero's entry is the product of the rest, the others' hold the zero). Which one is decided on
+// the host, as PyTorch does: the form not taken would cost its work, and its overflows would
+// reach the second derivative as 0 * inf. x is taken in y's dtype, which prod may have widened
+// (a dtype asked for, or autocast's float32).
+Tensor prod_grad(const Tensor& g, const Tensor& x_in, const Tensor& y, std::optional<int64_t> dim, bool keepdim) {
+  const Tensor x = x_in.dtype() == y.dtype() ? x_in : x_in.to(y.dtype());
   std::vector<bool> reduced(x.dim(), !dim.has_value());
   if (dim) reduced[*dim] = true;
   Tensor g_full = expand_back(g, x.sizes(), reduced, keepdim);
   if (x.numel() == 0) return g_full;
-  Tensor is_zero = x == 0;
-  Tensor y_kept = dim ? keep_dims(y, x.sizes(), reduced, keepdim) : y;
-  Tensor no_zero = y_kept / masked_fill(x, is_zero, 1);
+  if (!any(x == 0).item<bool>()) return g_full * ((dim ? keep_dims(y, x.sizes(), reduced, keepdim) : y) / x);
   Tensor line = dim ? x : x.reshape({-1});
-  Tensor others = products_before(line, dim.value_or(0)) * products_after(line, dim.value_or(0));
-  return g_full * where(any(is_zero), others.reshape(x.sizes()), no_zero);
+  return g_full * (products_before(line, dim.value_or(0)) * products_after(line, dim.value_or(0))).reshape(x.sizes());
 }
 
 Tensor prod_impl(const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
@@ -306,7 +306,10 @@ Tensor cumprod_grad_with_zeros(const Tensor& g, const Tensor& x, int64_t d) {
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   kernels::check_defined(x, "cumprod", "input");
   std::optional<DType> as = float32_if_autocast(amp::Float32On::kCuda, x, dtype);
-  if (as && *as != x.dtype() && needs_grad({&x})) return cumprod(x.to(*as), dim);  // the cast is recorded
+  if (as && *as != x.dtype() && needs_grad({&x})) {  // the cast is recorded, and the dtype kept
+    amp::SuspendAutocast inside;
+    return cumprod(x.to(*as), dim, *as);
+  }
   Tensor y = kernels::cumprod(x, dim, as);
   if (!needs_grad({&x})) return y;
   const int64_t d = wrap_dim(dim, x.dim(), "cumprod");

@@ -133,6 +133,21 @@ TD_INLINE bool above(T x, T y) {
   }
 }
 
+// a * b; integers in an unsigned type at least as wide as int, where the product wraps as
+// PyTorch's results do (a signed one would overflow, which is undefined, and narrow types
+// multiply as int).
+template <typename T>
+TD_INLINE T product(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a && b;
+  } else if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
 // ---- unary ----
 // Signed integers negate in their unsigned twin, where the most negative value wraps to itself
 // (as PyTorch's results show) instead of overflowing, which is undefined.
@@ -237,7 +252,7 @@ struct AddScaled {  // a + alpha * b
   TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a + alpha * b); }
 };
 struct Mul {
-  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a * b); }
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return product(a, b); }
 };
 template <typename M, typename F>
 struct WithScalar {  // f(x, value): a binary op whose second operand is one number, held in M

@@ -117,16 +117,15 @@ constexpr bool is_elementwise_loss_module =
               nn::HuberLoss, nn::HuberLossImpl, nn::BCELoss, nn::BCELossImpl, nn::BCEWithLogitsLoss,
               nn::BCEWithLogitsLossImpl, nn::KLDivLoss, nn::KLDivLossImpl>;
 
-// A chunk's losses per element as a sum and, for a mean, their count; for kl_div's batchmean, the
-// chunk's rows (`input`'s first dim), so that the batch's sum is divided by the batch's size.
+// A chunk's losses per element as a sum and, for a mean, their count (`count`, for kl_div's
+// batchmean: the chunk's part of the batch's size).
 inline ChunkLoss elementwise_part(const Tensor& losses, Reduction reduction, const char* name,
-                                  const Tensor& batchmean_input = Tensor()) {
-  check_reduction(reduction, name, batchmean_input.defined());
+                                  std::optional<double> count = std::nullopt) {
+  check_reduction(reduction, name, count.has_value());
   const Tensor sum = wide_sum(losses);
   if (reduction == kSum) return {{sum, Tensor()}, losses.dtype()};
-  int64_t count = losses.numel();
-  if (reduction == kBatchMean) count = batchmean_input.dim() == 0 ? 1 : batchmean_input.size(0);
-  return {{sum, full({}, static_cast<double>(count), TensorOptions(sum.dtype()).device(sum.device()))},
+  return {{sum, full({}, count.value_or(static_cast<double>(losses.numel())),
+                     TensorOptions(sum.dtype()).device(sum.device()))},
           losses.dtype()};
 }
 
@@ -151,9 +150,16 @@ inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const 
       out, target, on_device_of(c.weight, out), on_device_of(c.pos_weight, out), kNone);
   return elementwise_part(losses, c.options.reduction_, "BCEWithLogitsLoss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::KLDivLossImpl& c, const Tensor& out, const Tensor& target) {
+// kl_div's batchmean divides the batch's sum by the batch's size(0). Split along dim 0, a chunk's
+// part of that is its own size(0); split along another dim, every chunk has the whole size(0),
+// and its part is size(0) times its share of the split rows. A 0-dim output is one sample.
+inline ChunkLoss elementwise_loss_sum(const nn::KLDivLossImpl& c, const Tensor& out, const Tensor& target,
+                                      int64_t split_dim, double share) {
   const Tensor losses = nn::functional::kl_div(out, target, kNone, c.options.log_target_);
-  return elementwise_part(losses, c.options.reduction_, "KLDivLoss", out);
+  if (c.options.reduction_ != kBatchMean) return elementwise_part(losses, c.options.reduction_, "KLDivLoss");
+  const bool split_along_0 = out.dim() > 0 && (split_dim == 0 || split_dim + out.dim() == 0);
+  const double batch = out.dim() == 0 ? 1.0 : static_cast<double>(out.size(0));
+  return elementwise_part(losses, kBatchMean, "KLDivLoss", split_along_0 ? batch : batch * share);
 }
 
 }  // namespace detail

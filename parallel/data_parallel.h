@@ -313,7 +313,7 @@ class DataParallelImpl : public DataParallelBase {
       auto out = module_->forward(detail::move_to(detail::as_argument(args), home)...);
       forward[0].stop();
       loss_timer.emplace_back(home);
-      auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), 1.0);
+      auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), 1.0, dim());
       Tensor loss = part.denominator.defined() ? part.sum / part.denominator.detach() : part.sum;
       loss = loss.to(dtype);
       loss_timer[0].stop();
@@ -341,7 +341,7 @@ class DataParallelImpl : public DataParallelBase {
       loss_timers[i] = DeviceTimer(p.devices[i]);
       // An empty batch is one empty chunk, all of the batch, as on one device.
       const double share = p.rows == 0 ? 1.0 : static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows);
-      ChunkLoss part = chunk_loss(criterion, out, targets[i], share);
+      ChunkLoss part = chunk_loss(criterion, out, targets[i], share, dim());
       loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
       return part;
@@ -373,14 +373,22 @@ class DataParallelImpl : public DataParallelBase {
   }
 
  private:
-  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's.
+  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's,
+  // split along `split_dim`.
   using ChunkLoss = detail::ChunkLoss;
   template <typename Criterion, typename Output, typename Target>
-  static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share) {
+  static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share,
+                              int64_t split_dim) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
       return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
     } else if constexpr (detail::is_elementwise_loss_module<Criterion>) {
-      return detail::elementwise_loss_sum(detail::loss_impl(criterion), out, target);
+      const auto& impl = detail::loss_impl(criterion);
+      // KLDivLoss's batchmean needs to know how the batch was split.
+      if constexpr (requires { detail::elementwise_loss_sum(impl, out, target, split_dim, share); }) {
+        return detail::elementwise_loss_sum(impl, out, target, split_dim, share);
+      } else {
+        return detail::elementwise_loss_sum(impl, out, target);
+      }
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {

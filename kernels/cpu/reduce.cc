@@ -64,8 +64,8 @@ struct ProdOps {
   using Acc = sum_acc_t<In>;
   Out* out;
   Acc init() const { return 1; }
-  Acc step(Acc a, In x, int64_t) const { return a * static_cast<Acc>(op_value(x)); }
-  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc step(Acc a, In x, int64_t) const { return fn::product(a, static_cast<Acc>(op_value(x))); }
+  Acc combine(Acc a, Acc b) const { return fn::product(a, b); }
   void write(int64_t o, Acc a, int64_t) const { out[o] = convert<Out>(a); }
 };
 
@@ -317,7 +317,7 @@ void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
           sum_acc_t<Out> acc = kProduct ? 1 : 0;
           for (int64_t i = 0; i < length; ++i) {
             const auto v = convert<sum_acc_t<Out>>(op_value(s[i * in_stride]));  // NaN to int64: defined
-            acc = kProduct ? acc * v : acc + v;
+            acc = kProduct ? fn::product(acc, v) : acc + v;
             t[i * out_stride] = convert<Out>(acc);
           }
         }

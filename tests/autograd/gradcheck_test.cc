@@ -106,3 +106,30 @@ TEST_CASE("cumprod and prod at exact zeros: first and second derivatives are PyT
   CHECK(gq == std::vector<double>{0, -12, 0, 0, 0, 0});
   CHECK(ggq == std::vector<double>{-6, -25, -4, 12, -3, -24});
 }
+
+TEST_CASE("prod's gradient is taken in the product's dtype, and a form not taken leaves no NaN behind", "[cpu]") {
+  // PyTorch 2.15: float16 [300, 300, 0.001, 0] multiplied in float32; its products of the others
+  // pass 65504 on the way (300 * 300 * 0.001 is 90.06, but 300 * 300 is not a float16).
+  Tensor h = td::tensor({300.0, 300.0, 0.001, 0.0}).to(td::kFloat16).requires_grad_(true);
+  h.prod(td::kFloat32).backward();
+  CHECK(h.grad().dtype() == td::kFloat16);
+  CHECK(td::testing::values(h.grad()) == std::vector<double>{0, 0, 0, 90.0625});
+  // No zero: the division is the gradient. The products before each element (1e40 after two)
+  // overflow float32 but are not made, so the second derivative along x[0] and x[1] stays finite.
+  Tensor x = td::tensor({1e20, 1e20, 1e-20, 1e-20}).requires_grad_(true);
+  Tensor g = td::autograd::grad({x.prod()}, {x}, {}, true, true)[0];
+  const std::vector<double> gg = td::testing::values(td::autograd::grad({g.sum()}, {x})[0]);
+  CHECK(gg[0] == Approx(2).epsilon(1e-5));
+  CHECK(gg[1] == Approx(2).epsilon(1e-5));
+}
+
+TEST_CASE("cumprod with a dtype and grad keeps the dtype; the gradient comes back in the input's", "[cpu]") {
+  Tensor x = td::tensor({1.5, -2.0, 0.5}).requires_grad_(true);
+  Tensor y = x.cumprod(0, td::kFloat64);
+  CHECK(y.dtype() == td::kFloat64);
+  CHECK(td::testing::values(y) == std::vector<double>{1.5, -3, -1.5});
+  y.sum().backward();
+  CHECK(x.grad().dtype() == td::kFloat32);
+  // d/dx0 = 1 + x1 + x1 x2, d/dx1 = x0 + x0 x2, d/dx2 = x0 x1.
+  CHECK(td::testing::values(x.grad()) == std::vector<double>{-2, 2.25, -3});
+}

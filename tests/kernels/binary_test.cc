@@ -289,6 +289,17 @@ TEST_CASE("integer pow squares only while exponent bits are left, and wraps as P
   CHECK(td::pow(td::tensor({3}, td::kUInt8), 5).item<int>() == 243);
 }
 
+TEST_CASE("integer products wrap as PyTorch's do, where C++'s signed ones would overflow", "[cpu]") {
+  // PyTorch 2.15: int32 2^30 * 4 = 0, -2^31 * -1 = -2^31; uint8 200 * 3 = 88; int8 100 * 3 = 44.
+  CHECK((td::tensor({1 << 30}, td::kInt32) * td::tensor({4}, td::kInt32)).item<int32_t>() == 0);
+  CHECK((td::tensor({std::numeric_limits<int32_t>::min()}, td::kInt32) * td::tensor({-1}, td::kInt32))
+            .item<int32_t>() == std::numeric_limits<int32_t>::min());
+  CHECK((td::tensor({200}).to(td::kUInt8) * td::tensor({3}).to(td::kUInt8)).item<int>() == 88);
+  CHECK((td::tensor({int64_t{1} << 62}) * td::tensor({int64_t{-4}})).item<int64_t>() == 0);
+  Tensor big = td::full({1000}, int64_t{3037000500}, td::kInt64);  // its square passes 2^63
+  CHECK((big * big).amax().item<int64_t>() == static_cast<int64_t>(uint64_t{3037000500} * uint64_t{3037000500}));
+}
+
 TEST_CASE("float16 and bfloat16 mul and div by a number take it at its float32 value, as PyTorch does", "[cpu]") {
   Tensor x = td::tensor({1000.0}, td::kFloat16);
   // 1e5 is inf in float16, 1e-8 is 0: rounded to the tensor's dtype first, both gave 0.

@@ -390,6 +390,9 @@ TEST_CASE("softmax and log_softmax with a dtype cast the input first; the gradie
     (run(reference) * weights).sum().backward();
     check_equal(leaf.grad(), tt::values(reference.grad().to(td::kBFloat16)));
     check_error([&] { run(td::arange(3), td::kInt32); }, {log ? "log_softmax" : "softmax", "floating", "int32"});
+    check_error([&] { run(Tensor(), td::kFloat32); }, {log ? "log_softmax" : "softmax", "undefined"});
+    check_error([&] { log ? x.log_softmax(2, td::kFloat32) : x.softmax(2, td::kFloat32); },
+                {log ? "log_softmax" : "softmax", "dim 2"});
   }
 }
 

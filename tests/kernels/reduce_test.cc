@@ -957,6 +957,11 @@ TEST_CASE("cumprod of integer and bool tensors multiplies exactly in int64", "[c
   check_equal(td::cumprod(td::tensor({true, true, false, true}), 0), {1, 1, 0, 0});
   Tensor big = td::tensor({int64_t{1} << 40, int64_t{1} << 20, int64_t{3}});
   check_equal(td::cumprod(big, 0), {1099511627776.0, 1152921504606846976.0, 3458764513820540928.0});
+  // Past int64 the products wrap, as PyTorch's: cumprod([2^62, 4, 3]) = [2^62, 0, 0], prod 0.
+  Tensor past = td::tensor({int64_t{1} << 62, int64_t{4}, int64_t{3}});
+  check_equal(td::cumprod(past, 0), {4611686018427387904.0, 0, 0});
+  check_equal(td::prod(past), {0});
+  check_equal(td::prod(td::tensor({int64_t{1} << 62, int64_t{3}})), {-4611686018427387904.0});
 }
 
 TEST_CASE("cumprod keeps special values as a product does: inf, NaN, and 0 * inf", "[cpu]") {

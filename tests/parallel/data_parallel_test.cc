@@ -1436,6 +1436,35 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
   }
 }
 
+TEST_CASE("KLDivLoss's batchmean in the replicas divides by the batch's size(0), whatever dim splits the batch",
+          "[cpu]") {
+  // [time, batch, features] split along dim 1: every chunk has the whole size(0), 4 time steps.
+  class TimeMajorImpl : public nn::Cloneable<TimeMajorImpl> {
+   public:
+    TimeMajorImpl() { reset(); }
+    void reset() override { fc = register_module("fc", nn::Linear(5, 3)); }
+    Tensor forward(const Tensor& x) override { return td::log_softmax(fc(x), -1); }
+    nn::Linear fc{nullptr};
+  };
+  td::testing::reseed(50);
+  const Tensor x = td::testing::random_tensor({4, 8, 5}, td::kFloat64);
+  const Tensor target = td::softmax(td::testing::random_tensor({4, 8, 3}, td::kFloat64), -1);
+  const nn::KLDivLoss criterion(nn::KLDivLossOptions().reduction(td::kBatchMean));
+  for (int n : {1, 3}) {
+    INFO(n << " devices");
+    auto model = make_model<TimeMajorImpl>(51, cpu0);
+    auto reference = make_model<TimeMajorImpl>(51, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)).dim(1));
+    Tensor loss = dp->forward_with_loss(criterion, target, x);
+    Tensor expected = nn::functional::kl_div(reference->forward(x), target, td::kBatchMean);
+    td::testing::check_close(loss, expected.detach(), 1e-13, 1e-14, "loss");
+    loss.backward();
+    expected.backward();
+    auto g = model->parameters(), rg = reference->parameters();
+    for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, "grad");
+  }
+}
+
 TEST_CASE("one device refuses a target without the batch's rows, as several do, before the forward runs", "[cpu]") {
   const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
   const Tensor one_row = td::zeros({1, 6}, td::kFloat64);  // the criterion alone would broadcast it
