@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/autocast.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
@@ -288,17 +289,31 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
 
 namespace {
 
-// The gradient of cumprod along d where x has zeros: element k feeds outputs j >= k with the
-// product of x[0..j] but x[k], that is before[k] * t[k] with before[k] the product of x[0..k) and
-// t[k] = g[k] + x[k+1] * t[k+1], run from the end. No division, so it is exact at zeros, and it
-// is made of differentiable ops: double backward is right at zeros too. It takes O(n) small ops
-// along d, where the formula without zeros takes a few whole-tensor ones.
-Tensor cumprod_grad_with_zeros(const Tensor& g, const Tensor& x, int64_t d) {
+// The gradient of cumprod along d where x has zeros, for a double backward: element k feeds
+// outputs j >= k with the product of x[0..j] but x[k], that is before[k] * t[k] with before[k]
+// the product of x[0..k) and t[k] = g[k] + x[k+1] * t[k+1], run from the end. No division, so it
+// is exact at zeros, and it is made of differentiable ops. It takes O(n) small ops along d.
+Tensor cumprod_grad_with_zeros_differentiable(const Tensor& g, const Tensor& x, int64_t d) {
   const std::vector<Tensor> gs = unbind(g, d), xs = unbind(x, d);
   std::vector<Tensor> t(gs.size());
   t.back() = gs.back();
   for (size_t k = gs.size() - 1; k-- > 0;) t[k] = gs[k] + xs[k + 1] * t[k + 1];
   return products_before(x, d) * stack(t, d);
+}
+
+// The same gradient in a few whole-tensor ops, not differentiable again (PyTorch's first-order
+// form). With z the line's first zero and z2 its second (or the end): before z, the division
+// form over the outputs before z; at z, the product of x[0..z) times the sum over j in [z, z2)
+// of g[j] * x[z+1..j]; after z, 0 (every product there holds x[z]).
+Tensor cumprod_grad_with_zeros(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  const Tensor zeros_so_far = cumsum(x == 0, d);
+  const Tensor before_first = zeros_so_far == 0, first_segment = zeros_so_far == 1;
+  const Tensor first_zero = kernels::mul(x == 0, first_segment);
+  const Tensor w = where(before_first, g * y, 0);
+  const Tensor before = flip(cumsum(flip(w, {d}), d), {d}) / x;  // x is not 0 before z
+  const Tensor after_zero = where(kernels::mul(first_segment, x != 0), x, 1);  // x[z+1..z2), 1 elsewhere
+  const Tensor at_zero = products_before(x, d) * sum(where(first_segment, g, 0) * cumprod(after_zero, d), {d}, true);
+  return where(before_first, before, where(first_zero, at_zero, 0));
 }
 
 }  // namespace
@@ -320,7 +335,8 @@ Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
     // Without zeros, as PyTorch: the suffix sums of g * y, divided by x. Deciding reads one
     // value back from the device, as PyTorch's does.
     if (!any(xv == 0).item<bool>()) return {flip(cumsum(flip(g[0] * yv, {d}), d), {d}) / xv};
-    return {cumprod_grad_with_zeros(g[0], xv, d)};
+    if (is_grad_enabled()) return {cumprod_grad_with_zeros_differentiable(g[0], xv, d)};
+    return {cumprod_grad_with_zeros(g[0], xv, yv, d)};
   });
   return y;
 }

@@ -94,6 +94,10 @@ TEST_CASE("cumprod and prod at exact zeros: first and second derivatives are PyT
   auto [gc, ggc] = first_and_second(x0, [](const Tensor& x) { return x.cumprod(1); }, g);
   CHECK(gc == std::vector<double>{1, -28, 0, 0, 6, 0, 0, 0});
   CHECK(ggc == std::vector<double>{-14, -4, -8, 18, -2.5, 1, -3.5, 0});
+  // Without create_graph the gradient takes a form of whole-tensor ops: the same values.
+  Tensor leaf = x0.clone().requires_grad_(true);
+  leaf.cumprod(1).backward(g);
+  CHECK(td::testing::values(leaf.grad()) == std::vector<double>{1, -28, 0, 0, 6, 0, 0, 0});
 
   const Tensor p0 = td::tensor({{2.0, 0.0, 3.0}, {0.0, 4.0, 0.0}});
   auto [gp, ggp] = first_and_second(p0, [](const Tensor& x) { return x.prod(1); }, td::ones({2}));
@@ -121,6 +125,20 @@ TEST_CASE("prod's gradient is taken in the product's dtype, and a form not taken
   const std::vector<double> gg = td::testing::values(td::autograd::grad({g.sum()}, {x})[0]);
   CHECK(gg[0] == Approx(2).epsilon(1e-5));
   CHECK(gg[1] == Approx(2).epsilon(1e-5));
+}
+
+TEST_CASE("cumprod's first-order gradient with zeros equals its differentiable form, lines of many zeros", "[cpu]") {
+  td::testing::reseed(45);
+  for (int64_t dim : {0, 1}) {
+    INFO("dim " << dim);
+    Tensor x = td::testing::random_tensor({7, 40}, td::kFloat64, td::testing::Layout::Strided, -1.5, 1.5);
+    x = td::where(x.abs() < 0.4, 0.0, x).detach();  // about a quarter zeros: none, one or several a line
+    const Tensor g = td::testing::random_tensor({7, 40}, td::kFloat64);
+    Tensor plain = x.clone().requires_grad_(true), graph = x.clone().requires_grad_(true);
+    plain.cumprod(dim).backward(g);
+    const Tensor differentiable = td::autograd::grad({graph.cumprod(dim)}, {graph}, {g}, true, true)[0];
+    td::testing::check_close(plain.grad(), td::testing::values(differentiable), 1e-12, 1e-12);
+  }
 }
 
 TEST_CASE("cumprod with a dtype and grad keeps the dtype; the gradient comes back in the input's", "[cpu]") {
