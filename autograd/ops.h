@@ -170,6 +170,10 @@ Tensor& fill_(Tensor& self, Scalar value);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// x with the elements above (tril) or below (triu) the diagonal-th diagonal of its last two dims
+// set to 0; diagonal 0 is the main one, positive ones lie above it.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
 // A copy with the elements along each of `dims` in reverse order (not a view, as in PyTorch).
 Tensor flip(const Tensor& x, IntList dims);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);

@@ -327,6 +327,23 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return y;
 }
 
+namespace {
+
+// x with zeros where column - row is past `diagonal`: below it for triu (`upper`), above for tril.
+Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool upper) {
+  kernels::check_defined(x, op, "input");
+  TD_CHECK(x.dim() >= 2, op, ": expected a tensor of at least 2 dims, got shape ", shape_str(x.sizes()));
+  const TensorOptions positions = TensorOptions(kInt64).device(x.device());
+  const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
+  const Tensor offset = arange(cols, positions).unsqueeze(0) - arange(rows, positions).unsqueeze(1);
+  return masked_fill(x, upper ? offset < diagonal : offset > diagonal, 0);
+}
+
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, false); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, true); }
+
 Tensor flip(const Tensor& x, IntList dims) {
   kernels::check_defined(x, "flip", "input");
   const std::vector<bool> flipped = dim_mask(dims, x.dim(), "flip");

@@ -178,6 +178,8 @@ Tensor Tensor::log_softmax(int64_t dim, std::optional<DType> dtype) const {
 }
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return tandem::index_select(*this, dim, index); }
 Tensor Tensor::flip(IntList dims) const { return tandem::flip(*this, dims); }
+Tensor Tensor::tril(int64_t diagonal) const { return tandem::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return tandem::triu(*this, diagonal); }
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return tandem::gather(*this, dim, index); }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return tandem::scatter_add(*this, dim, index, src);

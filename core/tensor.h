@@ -271,6 +271,8 @@ class Tensor {
   Tensor log_softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor flip(IntList dims) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);

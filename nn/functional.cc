@@ -364,6 +364,17 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   return out;
 }
 
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  TD_CHECK(x.defined(), "softplus: the input is an undefined tensor");
+  TD_CHECK(is_floating(x.dtype()), "softplus: expected a floating input, got ", x.dtype());
+  if (is_16bit_float(x.dtype())) return softplus(x.to(kFloat32), beta, threshold).to(x.dtype());
+  const Tensor scaled = x * beta;
+  const Tensor linear = scaled > threshold;
+  // The logarithm sees 0 where it is not taken: exp there could overflow, and the gradient the
+  // other branch sends it (0) times exp's inf would be NaN.
+  return where(linear, x, log1p(exp(where(linear, 0, scaled))) / beta);
+}
+
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   TD_CHECK(x.defined(), "leaky_relu: the input is an undefined tensor");
   TD_CHECK(is_floating(x.dtype()), "leaky_relu: expected a floating input, got ", x.dtype());

@@ -57,6 +57,9 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
 // does not depend on the batch: each DataParallel replica computes what one device would.
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                   double eps = 1e-5);
+// log(1 + exp(beta * x)) / beta, or x where beta * x > threshold (where the two agree to the
+// dtype's precision); 16-bit inputs are computed in float32 and rounded once, as PyTorch's.
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
 // negative_slope's, as PyTorch's.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);

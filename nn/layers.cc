@@ -15,12 +15,6 @@ namespace F = functional;
 
 namespace {
 
-std::string tuple_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
 // PyTorch's default for weights with fan_in: kaiming_uniform_(a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)),
 // and the same bound for the bias.
 void default_init(Tensor& weight, Tensor& bias) {
@@ -67,14 +61,14 @@ void Conv2dImpl::reset() {
   auto positive = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
   };
-  TD_CHECK(positive(o.kernel_size_), "Conv2d: kernel_size must be positive, got ", tuple_str(o.kernel_size_));
-  TD_CHECK(positive(o.stride_), "Conv2d: stride must be positive, got ", tuple_str(o.stride_));
-  TD_CHECK(positive(o.dilation_), "Conv2d: dilation must be positive, got ", tuple_str(o.dilation_));
+  TD_CHECK(positive(o.kernel_size_), "Conv2d: kernel_size must be positive, got ", python_tuple(o.kernel_size_));
+  TD_CHECK(positive(o.stride_), "Conv2d: stride must be positive, got ", python_tuple(o.stride_));
+  TD_CHECK(positive(o.dilation_), "Conv2d: dilation must be positive, got ", python_tuple(o.dilation_));
   TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }),
-           "Conv2d: padding must not be negative, got ", tuple_str(o.padding_));
+           "Conv2d: padding must not be negative, got ", python_tuple(o.padding_));
   const bool unit_stride = std::all_of(o.stride_.begin(), o.stride_.end(), [](int64_t x) { return x == 1; });
   TD_CHECK(o.padding_mode_ != kSame || unit_stride,
-           "Conv2d: padding='same' is not supported for strided convolutions (stride ", tuple_str(o.stride_), ")");
+           "Conv2d: padding='same' is not supported for strided convolutions (stride ", python_tuple(o.stride_), ")");
   weight = register_parameter(
       "weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
   bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
@@ -93,13 +87,13 @@ Tensor Conv2dImpl::forward(const Tensor& x) {
 std::string Conv2dImpl::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
-                  ", kernel_size=" + tuple_str(o.kernel_size_) + ", stride=" + tuple_str(o.stride_);
+                  ", kernel_size=" + python_tuple(o.kernel_size_) + ", stride=" + python_tuple(o.stride_);
   if (o.padding_mode_) {
     s += o.padding_mode_ == kSame ? ", padding=same" : ", padding=valid";
   } else if (o.padding_ != std::vector<int64_t>{0, 0}) {
-    s += ", padding=" + tuple_str(o.padding_);
+    s += ", padding=" + python_tuple(o.padding_);
   }
-  if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + tuple_str(o.dilation_);
+  if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + python_tuple(o.dilation_);
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";
   return s;
@@ -174,7 +168,7 @@ Tensor LayerNormImpl::forward(const Tensor& x) {
 }
 
 std::string LayerNormImpl::extra_repr() const {
-  return tuple_str(options.normalized_shape_) + ", eps=" + python_float(options.eps_) +
+  return python_tuple(options.normalized_shape_) + ", eps=" + python_float(options.eps_) +
          ", elementwise_affine=" + python_bool(options.elementwise_affine_) + ", bias=" + python_bool(bias.defined());
 }
 

@@ -307,6 +307,12 @@ void Module::copy_modes_from(const Module& other) {
 
 std::string python_bool(bool b) { return b ? "True" : "False"; }
 
+std::string python_tuple(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
 std::string python_float(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

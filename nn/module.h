@@ -141,10 +141,12 @@ class Module : public std::enable_shared_from_this<Module> {
 
 std::ostream& operator<<(std::ostream& out, const Module& module);
 
-// Values as Python spells them in a module's extra_repr(): True/False, and a float as repr()
-// prints it, the shortest digits that read back (1e-05, 0.1, 0.3333333333333333, 1000000.0).
+// Values as Python spells them in a module's extra_repr(): True/False, a float as repr() prints
+// it, the shortest digits that read back (1e-05, 0.1, 0.3333333333333333, 1000000.0), and a
+// tuple of ints ((3, 4), (10,)).
 std::string python_bool(bool b);
 std::string python_float(double v);
+std::string python_tuple(const std::vector<int64_t>& v);
 
 // What makes a module clonable: `struct MyNetImpl : td::nn::Cloneable<MyNetImpl>` with a reset()
 // that registers everything (the constructor calls reset()). clone() copies the object, lets

@@ -23,7 +23,11 @@ std::string size_str(IntList v) {
 FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> fn, std::string extra)
     : Cloneable(std::move(name)), fn_(std::move(fn)), extra_(std::move(extra)) {}
 
+IdentityImpl::IdentityImpl() : Cloneable("Identity", [](const Tensor& x) { return x; }) {}
 ReLUImpl::ReLUImpl() : Cloneable("ReLU", [](const Tensor& x) { return relu(x); }) {}
+SoftplusImpl::SoftplusImpl(double beta, double threshold)
+    : Cloneable("Softplus", [beta, threshold](const Tensor& x) { return functional::softplus(x, beta, threshold); },
+                     "beta=" + python_float(beta) + ", threshold=" + python_float(threshold)) {}
 LeakyReLUImpl::LeakyReLUImpl(double negative_slope)
     : Cloneable("LeakyReLU", [negative_slope](const Tensor& x) { return functional::leaky_relu(x, negative_slope); },
                      "negative_slope=" + python_float(negative_slope)) {}
@@ -50,6 +54,10 @@ CosineSimilarityImpl::CosineSimilarityImpl(CosineSimilarityOptions options)
 Tensor CosineSimilarityImpl::forward(const Tensor& x1, const Tensor& x2) {
   return functional::cosine_similarity(x1, x2, options.dim_, options.eps_);
 }
+
+UnflattenImpl::UnflattenImpl(int64_t dim, std::vector<int64_t> unflattened_size)
+    : Cloneable("Unflatten", [dim, unflattened_size](const Tensor& x) { return unflatten(x, dim, unflattened_size); },
+                     "dim=" + std::to_string(dim) + ", unflattened_size=" + python_tuple(unflattened_size)) {}
 
 MaxPool2dImpl::MaxPool2dImpl(IntList kernel_size, IntList stride, IntList padding, IntList dilation, bool ceil_mode)
     : Cloneable(

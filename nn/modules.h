@@ -23,6 +23,11 @@ class FunctionalImpl : public Cloneable<FunctionalImpl> {
   std::string extra_;
 };
 
+// Returns its input itself (a placeholder where a model has an optional layer).
+class IdentityImpl : public Cloneable<IdentityImpl, FunctionalImpl> {
+ public:
+  IdentityImpl();
+};
 class ReLUImpl : public Cloneable<ReLUImpl, FunctionalImpl> {
  public:
   ReLUImpl();
@@ -30,6 +35,11 @@ class ReLUImpl : public Cloneable<ReLUImpl, FunctionalImpl> {
 class LeakyReLUImpl : public Cloneable<LeakyReLUImpl, FunctionalImpl> {
  public:
   explicit LeakyReLUImpl(double negative_slope = 0.01);
+};
+// functional::softplus with these beta and threshold.
+class SoftplusImpl : public Cloneable<SoftplusImpl, FunctionalImpl> {
+ public:
+  explicit SoftplusImpl(double beta = 1.0, double threshold = 20.0);
 };
 class GELUImpl : public Cloneable<GELUImpl, FunctionalImpl> {
  public:
@@ -58,6 +68,11 @@ class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl, FunctionalImpl> {
 class FlattenImpl : public Cloneable<FlattenImpl, FunctionalImpl> {
  public:
   explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1);
+};
+// Splits dim into unflattened_size (one entry may be -1), the inverse of Flatten.
+class UnflattenImpl : public Cloneable<UnflattenImpl, FunctionalImpl> {
+ public:
+  UnflattenImpl(int64_t dim, std::vector<int64_t> unflattened_size);
 };
 class MaxPool2dImpl : public Cloneable<MaxPool2dImpl, FunctionalImpl> {
  public:
@@ -99,7 +114,19 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
   double p;
 };
 
+class Identity : public ModuleHolder<IdentityImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
 class ReLU : public ModuleHolder<ReLUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Softplus : public ModuleHolder<SoftplusImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class Unflatten : public ModuleHolder<UnflattenImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

@@ -190,6 +190,7 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"cat", {{{2, 3}}, {{4, 3}}}, [](V x) { return td::cat({x[0], x[1] * 2}) * on(x[0], td::arange(3.0)); }},
       {"stack", {{{3}}, {{3}}}, [](V x) { return td::stack({x[0], x[1]}, 1) * on(x[0], td::arange(2.0)); }},
+      {"tril triu", {{{2, 3, 4}}}, [](V x) { return td::tril(x[0], 1) * 2 + x[0].triu(-1); }},
       {"flip", {{{3, 4, 2}}}, [](V x) { return x[0].flip({0, -1}) * on(x[0], td::arange(2.0)); }},
       {"index_select", {{{4, 3}}},
        [](V x) { return x[0].index_select(0, on(x[0], td::tensor({3, 0, 3}))) * on(x[0], td::arange(3.0)); }},

@@ -1735,6 +1735,10 @@ void index_sweep(bool large) {
       }
       const std::vector<int64_t> all_dims = shape.size() < 2 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, -1};
       check_equal(x.dev.flip(all_dims), x.cpu.flip(all_dims), describe("flip", dtype, shape, layout));
+      if (shape.size() >= 2) {
+        check_equal(td::tril(x.dev, 1), td::tril(x.cpu, 1), describe("tril", dtype, shape, layout));
+        check_equal(td::triu(x.dev, -1), td::triu(x.cpu, -1), describe("triu", dtype, shape, layout));
+      }
     }
     Pair weight = ct::random_pair({10, 33}, dtype, Layout::Offset, -100, 100);
     for (const Shape& ishape : {Shape{}, Shape{5}, Shape{3, 4}, Shape{0}}) {
@@ -1755,12 +1759,12 @@ void index_sweep(bool large) {
   }
 }
 
-TEST_CASE("index_select, flip, embedding and one_hot copy the CPU's elements exactly", "[cuda]") {
+TEST_CASE("index_select, flip, tril, triu, embedding and one_hot copy the CPU's elements exactly", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   index_sweep(false);
 }
 
-TEST_CASE("index_select, flip, embedding and one_hot copy the CPU's elements exactly, every layout and size",
+TEST_CASE("index_select, flip, tril, triu, embedding and one_hot copy the CPU's elements exactly, every layout, size",
           "[cuda][large]") {
   TD_SKIP_UNLESS_CUDA();
   index_sweep(true);

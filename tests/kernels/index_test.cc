@@ -368,6 +368,43 @@ TEST_CASE("flip reverses the named dims in every layout and dtype, into a new te
   CHECK(td::flip(td::zeros({0, 3}), {0, 1}).sizes() == Shape{0, 3});
 }
 
+TEST_CASE("tril and triu keep one side of a diagonal of the last two dims, in every dtype, NaN zeroed", "[cpu]") {
+  // PyTorch 2.15: triu(arange(12).view(3, 4), 1) and tril(..., -1).
+  Tensor x = td::arange(12.0).view({3, 4});
+  check_equal(x.triu(1), {0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11});
+  check_equal(td::tril(x, -1), {0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0});
+  check_equal(td::tril(x), {0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0});
+  check_equal(td::triu(x, 5), std::vector<double>(12, 0));
+  check_equal(td::tril(x, 3), tt::values(x));
+  check_equal(td::tril(td::tensor({{NAN, NAN}, {1.0, 2.0}})), {NAN, 0, 1, 2});
+  tt::reseed(46);
+  for (td::DType dtype : {td::kFloat32, td::kBFloat16, td::kInt64, td::kUInt8, td::kBool}) {
+    for (tt::Layout layout : tt::all_layouts()) {
+      Tensor batch = tt::random_tensor({2, 3, 5, 4}, dtype, layout, -50, 50);
+      const std::vector<double> v = tt::values(batch);
+      for (int64_t diagonal : {-2, 0, 1}) {
+        std::vector<double> lower(v.size()), upper(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          const int64_t col = static_cast<int64_t>(i % 4), row = static_cast<int64_t>(i / 4 % 5);
+          lower[i] = col - row <= diagonal ? v[i] : 0;
+          upper[i] = col - row >= diagonal ? v[i] : 0;
+        }
+        const std::string what = std::string(td::dtype_name(dtype)) + " " + tt::layout_name(layout);
+        Tensor l = td::tril(batch, diagonal);
+        CHECK(l.dtype() == dtype);
+        check_equal(l, lower, what);
+        check_equal(batch.triu(diagonal), upper, what);
+      }
+    }
+  }
+  CHECK(td::tril(td::zeros({0, 3})).sizes() == Shape{0, 3});
+  Tensor vector = td::ones({3});
+  Snapshot before(vector);
+  check_error([&] { td::tril(vector); }, {"tril", "at least 2 dims", "[3]"});
+  check_error([&] { td::triu(Tensor()); }, {"triu", "undefined"});
+  before.check_unchanged(vector);
+}
+
 TEST_CASE("flip refuses a dim twice or outside the tensor, leaving it unchanged", "[cpu]") {
   Tensor x = td::arange(6.0).view({2, 3});
   Snapshot before(x);

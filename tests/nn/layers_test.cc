@@ -554,7 +554,8 @@ TEST_CASE("cosine_similarity and normalize give PyTorch's values and gradients",
   Tensor ints = td::tensor({1, 2, 3});
   td::testing::Snapshot before(ints);
   check_error([&] { F::cosine_similarity(ints, ints, 0); }, {"cosine_similarity", "floating", "int64"});
-  check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({2, 4})); }, {"cosine_similarity", "[2, 3]", "[2, 4]"});
+  check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({2, 4})); },
+              {"cosine_similarity", "[2, 3]", "[2, 4]"});
   check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({3}), 2); }, {"cosine_similarity", "dim 2"});
   check_error([&] { F::normalize(ints, 2, 0); }, {"normalize", "floating", "int64"});
   check_error([&] { F::normalize(td::ones({3}), 2, 1); }, {"normalize", "dim 1"});
@@ -617,6 +618,64 @@ TEST_CASE("GroupNorm normalizes groups of channels per sample with PyTorch's val
   check_error([] { nn::GroupNorm(nn::GroupNormOptions(4, 6)); }, {"GroupNorm", "num_channels (6)", "num_groups (4)"});
   check_error([] { nn::GroupNorm(nn::GroupNormOptions(0, 6)); }, {"GroupNorm", "num_groups (0)"});
   before.check_unchanged(x);
+}
+
+TEST_CASE("softplus gives PyTorch's values and gradients, linear past the threshold, extremes included", "[cpu]") {
+  // PyTorch 2.15, float32, beta 1 (and -1), threshold 20.
+  const Tensor x = td::tensor({-100.0, -20.0, -1.0, 0.0, 1e-3, 5.0, 19.9, 20.0, 20.1, 100.0, NAN, INFINITY, -INFINITY});
+  auto same = [](const std::vector<double>& got, const std::vector<double>& expected) {
+    REQUIRE(got.size() == expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i << ": " << got[i] << " against " << expected[i]);
+      if (std::isnan(expected[i])) {
+        CHECK(std::isnan(got[i]));
+      } else if (std::isinf(expected[i])) {
+        CHECK(got[i] == expected[i]);
+      } else {
+        CHECK(std::signbit(got[i]) == std::signbit(expected[i]));
+        CHECK(std::abs(got[i] - expected[i]) <= 2.4e-7 * std::abs(expected[i]) + 1e-45);  // two float32 ulps
+      }
+    }
+  };
+  Tensor leaf = x.clone().requires_grad_(true);
+  Tensor y = F::softplus(leaf);
+  same(values(y), {3.783505853677006e-44, 2.06115369216775e-09, 0.3132616877555847, 0.6931471824645996,
+                   0.6936473250389099, 5.006715297698975, 19.899999618530273, 20.0, 20.100000381469727, 100.0, NAN,
+                   INFINITY, 0.0});
+  y.sum().backward();
+  same(values(leaf.grad()), {3.783505853677006e-44, 2.06115369216775e-09, 0.2689414322376251, 0.5, 0.5002500414848328,
+                             0.9933071732521057, 1.0, 1.0, 1.0, 1.0, NAN, 1.0, 0.0});
+  Tensor negative = x.clone().requires_grad_(true);
+  Tensor z = F::softplus(negative, -1.0);
+  same(values(z), {-100.0, -20.0, -1.31326162815094, -0.6931471824645996, -0.6926472783088684, -0.006715348456054926,
+                   -2.2779278463502806e-09, -2.06115369216775e-09, -1.8650081479165692e-09, -3.783505853677006e-44, NAN,
+                   -0.0, -INFINITY});
+  z.sum().backward();
+  same(values(negative.grad()), {1.0, 1.0, 0.7310585975646973, 0.5, 0.4997499883174896, 0.006692850962281227,
+                                 2.2779278463502806e-09, 2.06115369216775e-09, 1.8650081479165692e-09,
+                                 3.783505853677006e-44, NAN, 0.0, 1.0});
+  // bfloat16 in float32, rounded once: PyTorch's F.softplus(x.bfloat16(), 1.5).
+  const std::vector<double> bf = values(F::softplus(x.to(td::kBFloat16), 1.5));
+  const std::vector<double> bf_expected = {0.0, 6.217248937900877e-14, 0.1337890625, 0.462890625, 0.462890625,
+                                           5.0, 19.875, 20.0, 20.125, 100.0, NAN, INFINITY, 0.0};
+  for (size_t i = 0; i < bf.size(); ++i) {
+    INFO("bfloat16 element " << i);
+    CHECK((std::isnan(bf_expected[i]) ? std::isnan(bf[i]) : bf[i] == bf_expected[i]));
+  }
+  nn::Softplus layer(2, 5);
+  same(values(layer(td::tensor({-1.0, 2.6}))), values(F::softplus(td::tensor({-1.0, 2.6}), 2, 5)));
+  check_error([] { F::softplus(td::tensor({1, 2})); }, {"softplus", "floating", "int64"});
+  check_error([] { F::softplus(Tensor()); }, {"softplus", "undefined"});
+}
+
+TEST_CASE("Identity returns its input itself; Unflatten splits a dim as unflatten does", "[cpu]") {
+  const Tensor x = td::randn({2, 6});
+  CHECK(nn::Identity()(x).is_same(x));
+  nn::Unflatten unflatten(1, std::vector<int64_t>{2, -1});
+  Tensor y = unflatten(x);
+  CHECK(y.sizes() == td::Shape{2, 2, 3});
+  CHECK(values(y) == values(x));
+  check_error([&] { nn::Unflatten(1, std::vector<int64_t>{4, 2})(x); }, {"unflatten"});
 }
 
 TEST_CASE("the functional layers pass gradcheck", "[cpu]") {

@@ -75,6 +75,11 @@ TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
         "Conv2d(3, 6, kernel_size=(3, 5), stride=(1, 1), dilation=(2, 2), groups=3)");
   CHECK(nn::GELU("tanh")->str() == "GELU(approximate='tanh')");
   CHECK(nn::LeakyReLU()->str() == "LeakyReLU(negative_slope=0.01)");
+  CHECK(nn::Identity()->str() == "Identity()");
+  CHECK(nn::Softplus()->str() == "Softplus(beta=1.0, threshold=20.0)");
+  CHECK(nn::Softplus(2, 10)->str() == "Softplus(beta=2.0, threshold=10.0)");
+  CHECK(nn::Unflatten(1, std::vector<int64_t>{2, 3})->str() == "Unflatten(dim=1, unflattened_size=(2, 3))");
+  CHECK(nn::Unflatten(-1, std::vector<int64_t>{4})->str() == "Unflatten(dim=-1, unflattened_size=(4,))");
   CHECK(nn::LeakyReLU(0.2)->str() == "LeakyReLU(negative_slope=0.2)");
   CHECK(nn::Dropout()->str() == "Dropout(p=0.5, inplace=False)");
   CHECK(nn::MaxPool2d(td::Shape{2, 3})->str() ==
@@ -292,6 +297,9 @@ TEST_CASE("a clone of a parameter-free layer is of the layer's own type", "[cpu]
   same_type(nn::ReLU().ptr());
   same_type(nn::GELU("tanh").ptr());
   same_type(nn::LeakyReLU(0.2).ptr());
+  same_type(nn::Identity().ptr());
+  same_type(nn::Softplus(2, 10).ptr());
+  same_type(nn::Unflatten(1, std::vector<int64_t>{2, 3}).ptr());
   same_type(nn::SiLU().ptr());
   same_type(nn::Tanh().ptr());
   same_type(nn::Sigmoid().ptr());
