@@ -55,6 +55,7 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::Exp: return {"ExpBackward0", false, true, [](T g, T, T y) { return g * y; }};
     case UnaryOp::Log: return {"LogBackward0", true, false, [](T g, T x, T) { return g / x; }};
     case UnaryOp::Log1p: return {"Log1PBackward0", true, false, [](T g, T x, T) { return g / (x + 1); }};
+    case UnaryOp::Expm1: return {"Expm1Backward0", false, true, [](T g, T, T y) { return g * (y + 1); }};
     case UnaryOp::Sqrt: return {"SqrtBackward0", false, true, [](T g, T, T y) { return g / (y * 2); }};
     case UnaryOp::Rsqrt: return {"RsqrtBackward0", false, true, [](T g, T, T y) { return g * (y * y * y * -0.5); }};
     case UnaryOp::Sin: return {"SinBackward0", true, false, [](T g, T x, T) { return g * cos(x); }};
@@ -91,7 +92,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   return y;
 }
 
-// exp, log, log1p, rsqrt and reciprocal are on autocast's float32 list for GPUs.
+// exp, expm1, log, log1p, rsqrt and reciprocal are on autocast's float32 list for GPUs.
 Tensor float32_unary(UnaryOp op, const Tensor& x) {
   if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {
     amp::SuspendAutocast inside;
@@ -126,6 +127,7 @@ Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
 Tensor exp(const Tensor& x) { return float32_unary(UnaryOp::Exp, x); }
 Tensor log(const Tensor& x) { return float32_unary(UnaryOp::Log, x); }
 Tensor log1p(const Tensor& x) { return float32_unary(UnaryOp::Log1p, x); }
+Tensor expm1(const Tensor& x) { return float32_unary(UnaryOp::Expm1, x); }
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
 Tensor rsqrt(const Tensor& x) { return float32_unary(UnaryOp::Rsqrt, x); }
 Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }

@@ -62,6 +62,7 @@ Tensor Tensor::abs() const { return tandem::abs(*this); }
 Tensor Tensor::exp() const { return tandem::exp(*this); }
 Tensor Tensor::log() const { return tandem::log(*this); }
 Tensor Tensor::log1p() const { return tandem::log1p(*this); }
+Tensor Tensor::expm1() const { return tandem::expm1(*this); }
 Tensor Tensor::sqrt() const { return tandem::sqrt(*this); }
 Tensor Tensor::rsqrt() const { return tandem::rsqrt(*this); }
 Tensor Tensor::sin() const { return tandem::sin(*this); }
@@ -86,6 +87,7 @@ Tensor& Tensor::abs_() { return detail::unary_(UnaryOp::Abs, *this); }
 Tensor& Tensor::exp_() { return detail::unary_(UnaryOp::Exp, *this); }
 Tensor& Tensor::log_() { return detail::unary_(UnaryOp::Log, *this); }
 Tensor& Tensor::log1p_() { return detail::unary_(UnaryOp::Log1p, *this); }
+Tensor& Tensor::expm1_() { return detail::unary_(UnaryOp::Expm1, *this); }
 Tensor& Tensor::sqrt_() { return detail::unary_(UnaryOp::Sqrt, *this); }
 Tensor& Tensor::rsqrt_() { return detail::unary_(UnaryOp::Rsqrt, *this); }
 Tensor& Tensor::sin_() { return detail::unary_(UnaryOp::Sin, *this); }

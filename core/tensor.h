@@ -168,6 +168,7 @@ class Tensor {
   Tensor exp() const;
   Tensor log() const;
   Tensor log1p() const;
+  Tensor expm1() const;
   Tensor sqrt() const;
   Tensor rsqrt() const;
   Tensor sin() const;
@@ -189,6 +190,7 @@ class Tensor {
   Tensor& exp_();
   Tensor& log_();
   Tensor& log1p_();
+  Tensor& expm1_();
   Tensor& sqrt_();
   Tensor& rsqrt_();
   Tensor& sin_();

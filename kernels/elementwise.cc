@@ -157,6 +157,7 @@ Tensor abs(const Tensor& x) { return detail::unary(UnaryOp::Abs, x); }
 Tensor exp(const Tensor& x) { return detail::unary(UnaryOp::Exp, x); }
 Tensor log(const Tensor& x) { return detail::unary(UnaryOp::Log, x); }
 Tensor log1p(const Tensor& x) { return detail::unary(UnaryOp::Log1p, x); }
+Tensor expm1(const Tensor& x) { return detail::unary(UnaryOp::Expm1, x); }
 Tensor sqrt(const Tensor& x) { return detail::unary(UnaryOp::Sqrt, x); }
 Tensor rsqrt(const Tensor& x) { return detail::unary(UnaryOp::Rsqrt, x); }
 Tensor sin(const Tensor& x) { return detail::unary(UnaryOp::Sin, x); }
@@ -495,6 +496,7 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Neg: return "neg";
     case UnaryOp::Abs: return "abs";
     case UnaryOp::Exp: return "exp";
+    case UnaryOp::Expm1: return "expm1";
     case UnaryOp::Log: return "log";
     case UnaryOp::Log1p: return "log1p";
     case UnaryOp::Sqrt: return "sqrt";

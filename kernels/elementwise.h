@@ -24,6 +24,7 @@ Tensor abs(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);  // exp(x) - 1, exact near 0
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor sin(const Tensor& x);

@@ -24,6 +24,7 @@ namespace math {
 #endif
 TD_MATH1(log, logf, log)
 TD_MATH1(log1p, log1pf, log1p)
+TD_MATH1(expm1, expm1f, expm1)
 TD_MATH1(sqrt, sqrtf, sqrt)
 TD_MATH1(sin, sinf, sin)
 TD_MATH1(cos, cosf, cos)
@@ -175,6 +176,9 @@ struct Abs {
 };
 struct Exp {
   template <typename T> TD_INLINE T operator()(T x) const { return math::exp(x); }
+};
+struct Expm1 {  // exp(x) - 1 without the cancellation near 0
+  template <typename T> TD_INLINE T operator()(T x) const { return math::expm1(x); }
 };
 struct Log {
   template <typename T> TD_INLINE T operator()(T x) const { return math::log(x); }

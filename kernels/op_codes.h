@@ -7,7 +7,8 @@
 namespace tandem::kernels {
 
 enum class UnaryOp {
-  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal, Erf,
+  Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
+  Erf,
 };
 
 enum class BinaryOp {

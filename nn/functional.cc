@@ -336,21 +336,38 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   TD_CHECK(x.defined() && x.dim() >= 2, "group_norm: expected an input of shape [N, C, ...], got ",
            x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
   const int64_t channels = x.size(1);
+  const int64_t positions = numel_of(Shape(x.sizes().begin() + 2, x.sizes().end()));
+  TD_CHECK(channels > 0 && positions > 0, "group_norm: expected channels and positions (the dims after 1), got ",
+           shape_str(x.sizes()));
   TD_CHECK(num_groups > 0 && channels % num_groups == 0, "group_norm: ", channels,
            " channels cannot be split into ", num_groups, " groups");
+  // PyTorch's check, over the batch and the group's channels and positions together.
+  TD_CHECK(x.size(0) * (channels / num_groups) * positions != 1, "group_norm: expected more than 1 value per group, ",
+           "got input of shape ", shape_str(x.sizes()), " in ", num_groups, " groups");
+  TD_CHECK(is_floating(x.dtype()), "group_norm: expected a floating input, got ", x.dtype());
+  // As PyTorch: the parameters of one dtype, the input's, or float32 beside a 16-bit input.
+  const DType param_dtype = weight.defined() ? weight.dtype() : bias.defined() ? bias.dtype() : x.dtype();
   for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
     TD_CHECK(!p->defined() || p->sizes() == Shape{channels}, "group_norm: expected ", what, " of shape [", channels,
              "], got ", shape_str(p->sizes()));
+    TD_CHECK(!p->defined() || (p->dtype() == param_dtype &&
+                                (param_dtype == x.dtype() || (is_16bit_float(x.dtype()) && param_dtype == kFloat32))),
+             "group_norm: input (", x.dtype(), "), weight (", weight.defined() ? dtype_name(weight.dtype()) : "none",
+             ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
+             ") must have one dtype, or float32 parameters beside a 16-bit input");
   }
-  TD_CHECK(is_floating(x.dtype()), "group_norm: expected a floating input, got ", x.dtype());
   if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
     amp::SuspendAutocast inside;
     return group_norm(amp::to_float32(x), num_groups, amp::to_float32(weight), amp::to_float32(bias), eps);
   }
-  if (mixed_16bit(x, {&weight, &bias})) return group_norm(x.to(kFloat32), num_groups, weight, bias, eps).to(x.dtype());
+  // 16-bit inputs in float32, rounded once, as PyTorch's kernel keeps its statistics.
+  if (is_16bit_float(x.dtype())) {
+    auto wide = [](const Tensor& t) { return t.defined() ? t.to(kFloat32) : t; };
+    return group_norm(x.to(kFloat32), num_groups, wide(weight), wide(bias), eps).to(x.dtype());
+  }
   Tensor out;
   if (x.numel() == 0) {
-    out = x.clone();  // nothing to normalize; the parameters below still get (zero) gradients
+    out = x.clone();  // an empty batch: nothing to normalize; the parameters below still get (zero) gradients
   } else {
     const Tensor groups = x.reshape({x.size(0), num_groups, -1});
     const Tensor mean = groups.mean({2}, true);
@@ -367,12 +384,80 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   TD_CHECK(x.defined(), "softplus: the input is an undefined tensor");
   TD_CHECK(is_floating(x.dtype()), "softplus: expected a floating input, got ", x.dtype());
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return softplus(amp::to_float32(x), beta, threshold);
+  }
   if (is_16bit_float(x.dtype())) return softplus(x.to(kFloat32), beta, threshold).to(x.dtype());
-  const Tensor scaled = x * beta;
-  const Tensor linear = scaled > threshold;
-  // The logarithm sees 0 where it is not taken: exp there could overflow, and the gradient the
-  // other branch sends it (0) times exp's inf would be NaN.
-  return where(linear, x, log1p(exp(where(linear, 0, scaled))) / beta);
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    const Tensor scaled = x * beta;
+    const Tensor linear = scaled > threshold;
+    y = where(linear, x, log1p(exp(where(linear, 0, scaled))) / beta);  // exp only where it is taken
+  }
+  if (autograd::needs_grad({&x})) {
+    // PyTorch's gradient, z / (z + 1) with z = exp(beta x), also at beta 0 (0.5, where the
+    // composite form divides by 0). exp sees 0 where the input's own gradient is taken, so that
+    // a second derivative meets no inf there.
+    SavedTensor saved_input(x, false);
+    autograd::record("SoftplusBackward0", {&x}, {&y},
+                     [saved_input, beta, threshold](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                       const Tensor xv = saved_input.unpack("SoftplusBackward0");
+                       const Tensor scaled = xv * beta;
+                       const Tensor linear = scaled > threshold;
+                       const Tensor z = exp(where(linear, 0, scaled));
+                       return {where(linear, g[0], g[0] * z / (z + 1))};
+                     });
+  }
+  return y;
+}
+
+namespace {
+
+// x * scale where x > 0, else expm1(x * input_scale) * alpha * scale: PyTorch's elu kernel, which
+// elu, selu and celu call with their constants. NaN takes the positive side, as there.
+Tensor elu_family(const char* op, const Tensor& x, double alpha, double scale, double input_scale) {
+  TD_CHECK(x.defined(), op, ": the input is an undefined tensor");
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  if (is_16bit_float(x.dtype())) return elu_family(op, x.to(kFloat32), alpha, scale, input_scale).to(x.dtype());
+  // alpha * scale rounded as the kernel forms it: in float for a float32 input.
+  const double negative_scale = x.dtype() == kFloat32
+                                    ? static_cast<double>(static_cast<float>(alpha) * static_cast<float>(scale))
+                                    : alpha * scale;
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    const Tensor negative = x <= 0;
+    // expm1 only where it is taken (it would overflow elsewhere).
+    y = where(negative, expm1(where(negative, x, 0) * input_scale) * negative_scale, x * scale);
+  }
+  if (autograd::needs_grad({&x})) {
+    // PyTorch's gradient, exp(x * input_scale) times the coefficients, where the derivative of
+    // the expm1 form (y + 1) would cancel: at x = -3 it was 4 ulps off, at -100 it was 0.
+    SavedTensor saved_input(x, false);
+    auto backward = [saved_input, negative_scale, scale, input_scale](const std::vector<Tensor>& g) {
+      const Tensor xv = saved_input.unpack("EluBackward0");
+      const Tensor negative = xv <= 0;
+      const Tensor slope = exp(where(negative, xv, 0) * input_scale);
+      return std::vector<Tensor>{where(negative, g[0] * input_scale * negative_scale * slope, g[0] * scale)};
+    };
+    autograd::record("EluBackward0", {&x}, {&y}, backward);
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor elu(const Tensor& x, double alpha) { return elu_family("elu", x, alpha, 1.0, 1.0); }
+
+Tensor selu(const Tensor& x) {
+  return elu_family("selu", x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0);
+}
+
+Tensor celu(const Tensor& x, double alpha) {
+  TD_CHECK(alpha != 0, "celu: alpha cannot be 0");
+  return elu_family("celu", x, alpha, 1.0, 1.0 / alpha);
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
@@ -390,8 +475,13 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
   TD_CHECK(x1.defined() && x2.defined(), "cosine_similarity: x1 and x2 must be defined");
+  TD_CHECK(eps >= 0, "cosine_similarity: eps must not be negative, got ", eps);
   const DType common = promote_types(x1.dtype(), x2.dtype());
   TD_CHECK(is_floating(common), "cosine_similarity: expected floating tensors, got ", x1.dtype(), " and ", x2.dtype());
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x1, &x2})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return cosine_similarity(amp::to_float32(x1), amp::to_float32(x2), dim, eps);
+  }
   const Shape shape = broadcast_shapes(x1.sizes(), x2.sizes(), "cosine_similarity");
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cosine_similarity");
   auto prepare = [&](const Tensor& x) { return (is_floating(x.dtype()) ? x : x.to(common)).expand(shape); };

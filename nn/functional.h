@@ -60,6 +60,12 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Te
 // log(1 + exp(beta * x)) / beta, or x where beta * x > threshold (where the two agree to the
 // dtype's precision); 16-bit inputs are computed in float32 and rounded once, as PyTorch's.
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+// x where x > 0, else alpha * (exp(x) - 1); selu scales both sides by its fixed constants (alpha
+// 1.6732632423543772, scale 1.0507009873554805); celu takes exp(x / alpha). 16-bit inputs are
+// computed in float32 and rounded once, as PyTorch's.
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor selu(const Tensor& x);
+Tensor celu(const Tensor& x, double alpha = 1.0);
 // x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
 // negative_slope's, as PyTorch's.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);

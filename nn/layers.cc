@@ -187,9 +187,6 @@ void GroupNormImpl::reset() {
 }
 
 Tensor GroupNormImpl::forward(const Tensor& x) {
-  TD_CHECK(x.defined() && x.dim() >= 2 && x.size(1) == options.num_channels_, "GroupNorm: expected an input of ",
-           options.num_channels_, " channels, [N, ", options.num_channels_, ", ...], got ",
-           x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
   return F::group_norm(x, options.num_groups_, weight, bias, options.eps_);
 }
 

@@ -25,6 +25,15 @@ FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tens
 
 IdentityImpl::IdentityImpl() : Cloneable("Identity", [](const Tensor& x) { return x; }) {}
 ReLUImpl::ReLUImpl() : Cloneable("ReLU", [](const Tensor& x) { return relu(x); }) {}
+ELUImpl::ELUImpl(double alpha)
+    : Cloneable("ELU", [alpha](const Tensor& x) { return functional::elu(x, alpha); },
+                     "alpha=" + python_float(alpha)) {}
+SELUImpl::SELUImpl() : Cloneable("SELU", [](const Tensor& x) { return functional::selu(x); }) {}
+CELUImpl::CELUImpl(double alpha)
+    : Cloneable("CELU", [alpha](const Tensor& x) { return functional::celu(x, alpha); },
+                     "alpha=" + python_float(alpha)) {
+  TD_CHECK(alpha != 0, "CELU: alpha cannot be 0");
+}
 SoftplusImpl::SoftplusImpl(double beta, double threshold)
     : Cloneable("Softplus", [beta, threshold](const Tensor& x) { return functional::softplus(x, beta, threshold); },
                      "beta=" + python_float(beta) + ", threshold=" + python_float(threshold)) {}

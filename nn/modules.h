@@ -36,6 +36,18 @@ class LeakyReLUImpl : public Cloneable<LeakyReLUImpl, FunctionalImpl> {
  public:
   explicit LeakyReLUImpl(double negative_slope = 0.01);
 };
+class ELUImpl : public Cloneable<ELUImpl, FunctionalImpl> {
+ public:
+  explicit ELUImpl(double alpha = 1.0);
+};
+class SELUImpl : public Cloneable<SELUImpl, FunctionalImpl> {
+ public:
+  SELUImpl();
+};
+class CELUImpl : public Cloneable<CELUImpl, FunctionalImpl> {
+ public:
+  explicit CELUImpl(double alpha = 1.0);
+};
 // functional::softplus with these beta and threshold.
 class SoftplusImpl : public Cloneable<SoftplusImpl, FunctionalImpl> {
  public:
@@ -123,6 +135,18 @@ class ReLU : public ModuleHolder<ReLUImpl> {
   using ModuleHolder::ModuleHolder;
 };
 class Softplus : public ModuleHolder<SoftplusImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class ELU : public ModuleHolder<ELUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class SELU : public ModuleHolder<SELUImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class CELU : public ModuleHolder<CELUImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

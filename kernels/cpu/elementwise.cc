@@ -74,6 +74,7 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Exp: return floating_unary(s, t, fn::Exp{});
     case UnaryOp::Log: return floating_unary(s, t, fn::Log{});
     case UnaryOp::Log1p: return floating_unary(s, t, fn::Log1p{});
+    case UnaryOp::Expm1: return floating_unary(s, t, fn::Expm1{});
     case UnaryOp::Sqrt: return floating_unary(s, t, fn::Sqrt{});
     case UnaryOp::Rsqrt: return floating_unary(s, t, fn::Rsqrt{});
     case UnaryOp::Sin: return floating_unary(s, t, fn::Sin{});

@@ -95,6 +95,7 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Exp: return floating_unary(s, d, t, fn::Exp{});
     case UnaryOp::Log: return floating_unary(s, d, t, fn::Log{});
     case UnaryOp::Log1p: return floating_unary(s, d, t, fn::Log1p{});
+    case UnaryOp::Expm1: return floating_unary(s, d, t, fn::Expm1{});
     case UnaryOp::Sqrt: return floating_unary(s, d, t, fn::Sqrt{});
     case UnaryOp::Rsqrt: return floating_unary(s, d, t, fn::Rsqrt{});
     case UnaryOp::Sin: return floating_unary(s, d, t, fn::Sin{});

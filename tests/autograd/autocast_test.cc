@@ -429,6 +429,10 @@ TEST_CASE("GPU autocast: products in float16; softmax, sums, exp, log, pow, norm
   check_identical(td::norm(h), td::norm(f32(h)), "norm");
   check_identical(td::logsumexp(h, {1}), td::logsumexp(f32(h), {1}), "logsumexp");
   check_identical(F::layer_norm(h, {6}), F::layer_norm(f32(h), {6}), "layer_norm");
+  check_identical(F::group_norm(h, 2), F::group_norm(f32(h), 2), "group_norm");
+  check_identical(F::softplus(h), F::softplus(f32(h)), "softplus");
+  check_identical(F::cosine_similarity(h, positive), F::cosine_similarity(f32(h), f32(positive)), "cosine_similarity");
+  check_identical(td::expm1(h), td::expm1(f32(h)), "expm1");
   check_identical(F::cross_entropy(h, labels), F::cross_entropy(f32(h), labels), "cross_entropy");
   check_identical(F::mse_loss(h, other), F::mse_loss(f32(h), f32(other)), "mse_loss");
   // Off the lists: the input's dtype.

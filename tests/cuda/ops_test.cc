@@ -154,6 +154,7 @@ const std::vector<UnaryCase>& unary_cases() {
       {"exp", [](T x) { return td::exp(x); }, kAll},
       {"log", [](T x) { return td::log(x); }, kAll, 0.1, 3},
       {"log1p", [](T x) { return td::log1p(x); }, kAll, -0.5, 3},
+      {"expm1", [](T x) { return td::expm1(x); }, kAll},
       {"sqrt", [](T x) { return td::sqrt(x); }, kAll, 0, 3},
       {"rsqrt", [](T x) { return td::rsqrt(x); }, kAll, 0.1, 3},
       {"sin", [](T x) { return td::sin(x); }, kAll},

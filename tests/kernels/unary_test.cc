@@ -36,6 +36,7 @@ const UnaryCase kCases[] = {
     {"exp", td::exp, [](double x) { return std::exp(x); }, -10, 10, false},
     {"log", td::log, [](double x) { return std::log(x); }, 0.01, 10, false},
     {"log1p", td::log1p, [](double x) { return std::log1p(x); }, -0.9, 10, false},
+    {"expm1", td::expm1, [](double x) { return std::expm1(x); }, -10, 10, false},
     {"sqrt", td::sqrt, [](double x) { return std::sqrt(x); }, 0, 10, false},
     {"rsqrt", td::rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.01, 10, false},
     {"sin", td::sin, [](double x) { return std::sin(x); }, -6, 6, false},

@@ -554,6 +554,7 @@ TEST_CASE("cosine_similarity and normalize give PyTorch's values and gradients",
   Tensor ints = td::tensor({1, 2, 3});
   td::testing::Snapshot before(ints);
   check_error([&] { F::cosine_similarity(ints, ints, 0); }, {"cosine_similarity", "floating", "int64"});
+  check_error([&] { F::cosine_similarity(a, b, 1, -1); }, {"cosine_similarity", "eps must not be negative, got -1"});
   check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({2, 4})); },
               {"cosine_similarity", "[2, 3]", "[2, 4]"});
   check_error([&] { F::cosine_similarity(td::ones({2, 3}), td::ones({3}), 2); }, {"cosine_similarity", "dim 2"});
@@ -608,13 +609,33 @@ TEST_CASE("GroupNorm normalizes groups of channels per sample with PyTorch's val
   td::testing::check_close(F::group_norm(x.narrow(0, 1, 1), 3, w, b), values(F::group_norm(x, 3, w, b).narrow(0, 1, 1)),
                            0, 0);
   CHECK(F::group_norm(td::zeros({0, 6, 3}), 2).sizes() == td::Shape{0, 6, 3});
+  CHECK(F::group_norm(td::randn({2, 6}), 6).sizes() == td::Shape{2, 6});  // one value a group per sample, two samples
+  // Without affine parameters the layer takes any channel count the groups divide, as PyTorch's.
+  CHECK(nn::GroupNorm(nn::GroupNormOptions(3, 6).affine(false))(td::randn({2, 9, 3})).sizes() == td::Shape{2, 9, 3});
+  // bfloat16 with the statistics in float32 and one rounding, as PyTorch's: a large mean beside a
+  // small spread loses several percent where every step rounds to bfloat16.
+  const Tensor shifted = (x + 20).to(td::kBFloat16);
+  const std::vector<double> bf = values(F::group_norm(shifted, 3, w.to(td::kBFloat16), b.to(td::kBFloat16)));
+  const std::vector<double> bf_expected = {-1.0546875, -0.6171875, -0.35546875, -0.443359375, -0.31640625, -1.0625,
+                                           -1.671875, -1.8046875, -1.453125, -0.408203125, 0.703125, 1.2578125};
+  for (size_t i = 0; i < bf_expected.size(); ++i) CHECK(bf[i] == bf_expected[i]);
+  const Tensor mixed = F::group_norm(shifted, 3, w.to(td::kFloat32), b.to(td::kFloat32));
+  CHECK(mixed.dtype() == td::kBFloat16);
+  CHECK(values(mixed)[4] == -0.314453125);  // PyTorch's, the float32 parameters not rounded
 
   td::testing::Snapshot before(x);
   check_error([&] { F::group_norm(x, 4); }, {"group_norm", "6 channels", "4 groups"});
   check_error([&] { F::group_norm(x, 3, td::ones({5}, td::kFloat64)); }, {"group_norm", "weight of shape [6]", "[5]"});
   check_error([&] { F::group_norm(td::ones({6}), 3); }, {"group_norm", "[N, C, ...]", "[6]"});
   check_error([&] { F::group_norm(td::ones({2, 6}, td::kInt64), 3); }, {"group_norm", "floating", "int64"});
-  check_error([&] { layer(td::ones({2, 5, 3})); }, {"GroupNorm", "6 channels", "[2, 5, 3]"});
+  check_error([&] { layer(td::ones({2, 5, 3})); }, {"group_norm", "5 channels", "3 groups"});
+  check_error([&] { F::group_norm(td::ones({2, 6, 0}), 2); }, {"group_norm", "channels and positions", "[2, 6, 0]"});
+  check_error([&] { F::group_norm(td::ones({2, 0, 3}), 1); }, {"group_norm", "channels and positions", "[2, 0, 3]"});
+  check_error([&] { F::group_norm(td::ones({1, 6}), 6); }, {"group_norm", "more than 1 value per group"});
+  check_error([&] { F::group_norm(td::ones({2, 6, 3}), 2, td::ones({6}, td::kFloat64)); },
+              {"group_norm", "float32", "float64", "one dtype"});
+  check_error([&] { F::group_norm(td::ones({2, 6, 3}, td::kBFloat16), 2, td::ones({6}, td::kBFloat16), td::zeros({6})); },
+              {"group_norm", "one dtype"});
   check_error([] { nn::GroupNorm(nn::GroupNormOptions(4, 6)); }, {"GroupNorm", "num_channels (6)", "num_groups (4)"});
   check_error([] { nn::GroupNorm(nn::GroupNormOptions(0, 6)); }, {"GroupNorm", "num_groups (0)"});
   before.check_unchanged(x);
@@ -664,8 +685,83 @@ TEST_CASE("softplus gives PyTorch's values and gradients, linear past the thresh
   }
   nn::Softplus layer(2, 5);
   same(values(layer(td::tensor({-1.0, 2.6}))), values(F::softplus(td::tensor({-1.0, 2.6}), 2, 5)));
+  // beta 0: PyTorch's inf, and its gradient 0.5 (the composite form divided 0 by 0).
+  Tensor flat = td::tensor({1.0, -2.0}).requires_grad_(true);
+  Tensor at_zero = F::softplus(flat, 0.0);
+  CHECK(values(at_zero) == std::vector<double>{INFINITY, INFINITY});
+  at_zero.sum().backward();
+  CHECK(values(flat.grad()) == std::vector<double>{0.5, 0.5});
   check_error([] { F::softplus(td::tensor({1, 2})); }, {"softplus", "floating", "int64"});
   check_error([] { F::softplus(Tensor()); }, {"softplus", "undefined"});
+}
+
+TEST_CASE("elu, selu and celu give PyTorch's values and gradients, NaN and infinities included", "[cpu]") {
+  // PyTorch 2.15, float32; NaN's gradient is the positive side's, as PyTorch's (x <= 0 is false).
+  const Tensor x = td::tensor({-100.0, -3.0, -1e-6, -0.0, 0.0, 1e-6, 0.7, 100.0, NAN, INFINITY, -INFINITY});
+  auto same = [](const std::vector<double>& got, const std::vector<double>& expected) {
+    REQUIRE(got.size() == expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i << ": " << got[i] << " against " << expected[i]);
+      if (std::isnan(expected[i])) {
+        CHECK(std::isnan(got[i]));
+      } else if (std::isinf(expected[i])) {
+        CHECK(got[i] == expected[i]);
+      } else {
+        CHECK(std::signbit(got[i]) == std::signbit(expected[i]));
+        CHECK(std::abs(got[i] - expected[i]) <= 2.4e-7 * std::abs(expected[i]) + 1e-45);  // two float32 ulps
+      }
+    }
+  };
+  struct Case {
+    std::string name;
+    std::function<Tensor(const Tensor&)> f;
+    std::vector<double> y, grad;
+  };
+  const std::vector<Case> cases = {
+      {"elu", [](const Tensor& t) { return F::elu(t); },
+       {-1.0, -0.9502129554748535, -9.999995427278918e-07, -0.0, 0.0, 9.999999974752427e-07, 0.699999988079071, 100.0,
+        NAN, INFINITY, -1.0},
+       {3.783505853677006e-44, 0.049787066876888275, 0.9999989867210388, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0}},
+      {"elu 0.5", [](const Tensor& t) { return F::elu(t, 0.5); },
+       {-0.5, -0.47510647773742676, -4.999997713639459e-07, -0.0, 0.0, 9.999999974752427e-07, 0.699999988079071,
+        100.0, NAN, INFINITY, -0.5},
+       {1.961817850054744e-44, 0.024893533438444138, 0.4999994933605194, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0}},
+      {"selu", [](const Tensor& t) { return F::selu(t); },
+       {-1.7580993175506592, -1.6705687046051025, -1.7580985058884835e-06, -0.0, 0.0, 1.0507010301807895e-06,
+        0.7354906797409058, 105.07009887695312, NAN, INFINITY, -1.7580993175506592},
+       {6.58610278232664e-44, 0.08753060549497604, 1.758097529411316, 1.7580993175506592, 1.7580993175506592,
+        1.0507010221481323, 1.0507010221481323, 1.0507010221481323, 1.0507010221481323, 1.0507010221481323, 0.0}},
+      {"celu 2", [](const Tensor& t) { return F::celu(t, 2.0); },
+       {-2.0, -1.5537396669387817, -9.999997701015673e-07, -0.0, 0.0, 9.999999974752427e-07, 0.699999988079071, 100.0,
+        NAN, INFINITY, -2.0},
+       {1.9287498933537385e-22, 0.22313016653060913, 0.9999995231628418, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Tensor leaf = x.clone().requires_grad_(true);
+    Tensor y = c.f(leaf);
+    same(values(y), c.y);
+    y.sum().backward();
+    same(values(leaf.grad()), c.grad);
+  }
+  // float64, and bfloat16 computed in float32 and rounded once: PyTorch's F.selu.
+  same(values(F::selu(x.to(td::kFloat64))),
+       {-1.7580993408473766, -1.6705687287671118, -1.7580984573592296e-06, -0.0, 0.0, 1.0507009847027154e-06,
+        0.7354906786235045, 105.07009873554804, NAN, INFINITY, -1.7580993408473766});
+  const std::vector<double> bf = values(F::selu(x.to(td::kBFloat16)));
+  const std::vector<double> bf_expected = {-1.7578125, -1.671875, -1.7583370208740234e-06, -0.0, 0.0,
+                                           1.0505318641662598e-06, 0.734375, 105.0, NAN, INFINITY, -1.7578125};
+  for (size_t i = 0; i < bf.size(); ++i) {
+    INFO("bfloat16 element " << i);
+    CHECK((std::isnan(bf_expected[i]) ? std::isnan(bf[i]) : bf[i] == bf_expected[i]));
+  }
+  // expm1 keeps what exp(x) - 1 cancels: PyTorch's expm1(1e-10) in float32.
+  CHECK(td::expm1(td::tensor({1e-10})).item<double>() == Approx(1.000000013351432e-10).epsilon(1e-7));
+  CHECK(values(nn::ELU(0.5)(td::tensor({-3.0, 2.0}))) == values(F::elu(td::tensor({-3.0, 2.0}), 0.5)));
+  check_error([] { F::celu(td::ones({2}), 0); }, {"celu", "alpha cannot be 0"});
+  check_error([] { nn::CELU(0.0); }, {"CELU", "alpha cannot be 0"});
+  check_error([] { F::elu(td::tensor({1, 2})); }, {"elu", "floating", "int64"});
+  check_error([] { F::selu(Tensor()); }, {"selu", "undefined"});
 }
 
 TEST_CASE("Identity returns its input itself; Unflatten splits a dim as unflatten does", "[cpu]") {

@@ -76,6 +76,10 @@ TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
   CHECK(nn::GELU("tanh")->str() == "GELU(approximate='tanh')");
   CHECK(nn::LeakyReLU()->str() == "LeakyReLU(negative_slope=0.01)");
   CHECK(nn::Identity()->str() == "Identity()");
+  CHECK(nn::ELU()->str() == "ELU(alpha=1.0)");
+  CHECK(nn::ELU(0.5)->str() == "ELU(alpha=0.5)");
+  CHECK(nn::SELU()->str() == "SELU()");
+  CHECK(nn::CELU(2)->str() == "CELU(alpha=2.0)");
   CHECK(nn::Softplus()->str() == "Softplus(beta=1.0, threshold=20.0)");
   CHECK(nn::Softplus(2, 10)->str() == "Softplus(beta=2.0, threshold=10.0)");
   CHECK(nn::Unflatten(1, std::vector<int64_t>{2, 3})->str() == "Unflatten(dim=1, unflattened_size=(2, 3))");
@@ -298,6 +302,9 @@ TEST_CASE("a clone of a parameter-free layer is of the layer's own type", "[cpu]
   same_type(nn::GELU("tanh").ptr());
   same_type(nn::LeakyReLU(0.2).ptr());
   same_type(nn::Identity().ptr());
+  same_type(nn::ELU(0.5).ptr());
+  same_type(nn::SELU().ptr());
+  same_type(nn::CELU(2).ptr());
   same_type(nn::Softplus(2, 10).ptr());
   same_type(nn::Unflatten(1, std::vector<int64_t>{2, 3}).ptr());
   same_type(nn::SiLU().ptr());
