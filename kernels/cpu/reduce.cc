@@ -291,6 +291,19 @@ void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) 
 
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced) { logical(out, in, reduced, false); }
 
+ScanLines scan_lines(const Tensor& out, const Tensor& in, int64_t dim) {
+  ScanLines s;
+  s.length = in.dim() == 0 ? 1 : in.sizes()[dim];
+  s.lines = s.length == 0 ? 0 : in.numel() / s.length;
+  s.in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
+  s.out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
+  std::vector<bool> along(in.dim(), false);
+  if (in.dim() > 0) along[dim] = true;
+  s.in_starts = reduce_dims(in, along);
+  s.out_starts = reduce_dims(out, along);
+  return s;
+}
+
 namespace {
 
 // Running sums or products along `dim`: lines along it, each scanned in order; lines run in
@@ -298,27 +311,21 @@ namespace {
 // int64 for integers), as PyTorch's CPU scans do.
 template <bool kProduct>
 void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
-  const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
-  const int64_t lines = length == 0 ? 0 : in.numel() / length;
-  const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
-  const int64_t out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
-  std::vector<bool> along(in.dim(), false);
-  if (in.dim() > 0) along[dim] = true;
-  const ReduceDims d = reduce_dims(in, along);
-  const ReduceDims od = reduce_dims(out, along);
+  const ScanLines s = scan_lines(out, in, dim);
   dispatch_all(in.dtype(), op, [&]<typename In>() {
     dispatch_sum_output<In>(out.dtype(), op, [&]<typename Out>() {
       const In* src = static_cast<const In*>(in.data_ptr());
       Out* dst = static_cast<Out*>(out.data_ptr());
-      parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(length, 1)), [&](int64_t b, int64_t e) {
+      const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(s.length, 1));
+      parallel_for(0, s.lines, grain, [&](int64_t b, int64_t e) {
         for (int64_t line = b; line < e; ++line) {
-          const In* s = src + kept_offset(d, line);
-          Out* t = dst + kept_offset(od, line);
+          const In* from = src + kept_offset(s.in_starts, line);
+          Out* to = dst + kept_offset(s.out_starts, line);
           sum_acc_t<Out> acc = kProduct ? 1 : 0;
-          for (int64_t i = 0; i < length; ++i) {
-            const auto v = convert<sum_acc_t<Out>>(op_value(s[i * in_stride]));  // NaN to int64: defined
+          for (int64_t i = 0; i < s.length; ++i) {
+            const auto v = convert<sum_acc_t<Out>>(op_value(from[i * s.in_stride]));  // NaN to int64: defined
             acc = kProduct ? fn::product(acc, v) : acc + v;
-            t[i * out_stride] = convert<Out>(acc);
+            to[i * s.out_stride] = convert<Out>(acc);
           }
         }
       });

@@ -63,6 +63,14 @@ struct ReduceDims {
 
 ReduceDims reduce_dims(const Tensor& in, const std::vector<bool>& reduced);
 
+// A scan's lines along `dim` (cumsum, cumprod; the CPU's and the GPU's): how many, how long, the
+// stride along them in `in` and in `out`, and where each starts (`kept_offset`, line by line).
+struct ScanLines {
+  int64_t length, lines, in_stride, out_stride;
+  ReduceDims in_starts, out_starts;
+};
+ScanLines scan_lines(const Tensor& out, const Tensor& in, int64_t dim);
+
 // Offset of output `o` (row-major over kept dims) in the input.
 inline int64_t kept_offset(const ReduceDims& d, int64_t o) {
   int64_t offset = 0;

@@ -499,15 +499,10 @@ __global__ void __launch_bounds__(kScanThreads)
 
 template <bool kProduct>
 void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
-  const int64_t length = in.dim() == 0 ? 1 : in.sizes()[dim];
-  const int64_t lines = length == 0 ? 0 : in.numel() / length;
-  const int64_t in_stride = in.dim() == 0 ? 0 : in.strides()[dim];
-  const int64_t out_stride = in.dim() == 0 ? 0 : out.strides()[dim];
-  std::vector<bool> along(in.dim(), false);
-  if (in.dim() > 0) along[dim] = true;
-  const cpu::ReduceDims d = cpu::reduce_dims(in, along), od = cpu::reduce_dims(out, along);
-  const Strided in_lines = make_strided(d.kept_sizes, d.kept_strides, op);
-  const Strided out_lines = make_strided(od.kept_sizes, od.kept_strides, op);
+  const cpu::ScanLines s = cpu::scan_lines(out, in, dim);
+  const int64_t length = s.length, lines = s.lines, in_stride = s.in_stride, out_stride = s.out_stride;
+  const Strided in_lines = make_strided(s.in_starts.kept_sizes, s.in_starts.kept_strides, op);
+  const Strided out_lines = make_strided(s.out_starts.kept_sizes, s.out_starts.kept_strides, op);
   if (lines == 0) return;
   dispatch_all(in.dtype(), op, [&]<typename In>() {
     dispatch_sum_output<In>(out.dtype(), op, [&]<typename Out>() {
