@@ -335,6 +335,11 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   TD_CHECK(x.defined() && x.dim() >= 2, "group_norm: expected an input of shape [N, C, ...], got ",
            x.defined() ? shape_str(x.sizes()) : "an undefined tensor");
+  // Autocast casts first, as PyTorch's: the dtype rules below then see float32 operands.
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
+    amp::SuspendAutocast inside;
+    return group_norm(amp::to_float32(x), num_groups, amp::to_float32(weight), amp::to_float32(bias), eps);
+  }
   const int64_t channels = x.size(1);
   const int64_t positions = numel_of(Shape(x.sizes().begin() + 2, x.sizes().end()));
   TD_CHECK(channels > 0 && positions > 0, "group_norm: expected channels and positions (the dims after 1), got ",
@@ -355,10 +360,6 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
              "group_norm: input (", x.dtype(), "), weight (", weight.defined() ? dtype_name(weight.dtype()) : "none",
              ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
              ") must have one dtype, or float32 parameters beside a 16-bit input");
-  }
-  if (amp::takes_float32(amp::Float32On::kCuda, {&x, &weight, &bias})) {  // on autocast's float32 list for GPUs
-    amp::SuspendAutocast inside;
-    return group_norm(amp::to_float32(x), num_groups, amp::to_float32(weight), amp::to_float32(bias), eps);
   }
   // 16-bit inputs in float32, rounded once, as PyTorch's kernel keeps its statistics.
   if (is_16bit_float(x.dtype())) {
@@ -397,17 +398,17 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
     y = where(linear, x, log1p(exp(where(linear, 0, scaled))) / beta);  // exp only where it is taken
   }
   if (autograd::needs_grad({&x})) {
-    // PyTorch's gradient, z / (z + 1) with z = exp(beta x), also at beta 0 (0.5, where the
-    // composite form divides by 0). exp sees 0 where the input's own gradient is taken, so that
-    // a second derivative meets no inf there.
+    // PyTorch's gradient, z / (z + 1) = sigmoid(beta x) with z = exp(beta x), also at beta 0
+    // (0.5, where the composite form divides by 0; below about -88 in float32 sigmoid gives 0
+    // where z / (z + 1) is subnormal). The sigmoid's input stops at the threshold, so that its
+    // own derivative is PyTorch's second derivative: 0 from beta x = threshold on, never an inf,
+    // never below 0.
     SavedTensor saved_input(x, false);
     autograd::record("SoftplusBackward0", {&x}, {&y},
                      [saved_input, beta, threshold](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-                       const Tensor xv = saved_input.unpack("SoftplusBackward0");
-                       const Tensor scaled = xv * beta;
-                       const Tensor linear = scaled > threshold;
-                       const Tensor z = exp(where(linear, 0, scaled));
-                       return {where(linear, g[0], g[0] * z / (z + 1))};
+                       const Tensor scaled = saved_input.unpack("SoftplusBackward0") * beta;
+                       const Tensor rising = sigmoid(where(scaled >= threshold, threshold, scaled));
+                       return {where(scaled > threshold, g[0], g[0] * rising)};
                      });
   }
   return y;
@@ -417,10 +418,12 @@ namespace {
 
 // x * scale where x > 0, else expm1(x * input_scale) * alpha * scale: PyTorch's elu kernel, which
 // elu, selu and celu call with their constants. NaN takes the positive side, as there.
-Tensor elu_family(const char* op, const Tensor& x, double alpha, double scale, double input_scale) {
+Tensor elu_family(const char* op, const char* node, const Tensor& x, double alpha, double scale, double input_scale) {
   TD_CHECK(x.defined(), op, ": the input is an undefined tensor");
   TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
-  if (is_16bit_float(x.dtype())) return elu_family(op, x.to(kFloat32), alpha, scale, input_scale).to(x.dtype());
+  if (is_16bit_float(x.dtype())) {
+    return elu_family(op, node, x.to(kFloat32), alpha, scale, input_scale).to(x.dtype());
+  }
   // alpha * scale rounded as the kernel forms it: in float for a float32 input.
   const double negative_scale = x.dtype() == kFloat32
                                     ? static_cast<double>(static_cast<float>(alpha) * static_cast<float>(scale))
@@ -434,30 +437,32 @@ Tensor elu_family(const char* op, const Tensor& x, double alpha, double scale, d
   }
   if (autograd::needs_grad({&x})) {
     // PyTorch's gradient, exp(x * input_scale) times the coefficients, where the derivative of
-    // the expm1 form (y + 1) would cancel: at x = -3 it was 4 ulps off, at -100 it was 0.
+    // the expm1 form (y + 1) would cancel: at x = -3 it was 4 ulps off, at -100 it was 0. Its own
+    // derivative is 0 at x = 0, as PyTorch's second derivative (x < 0 there, not x <= 0).
     SavedTensor saved_input(x, false);
-    auto backward = [saved_input, negative_scale, scale, input_scale](const std::vector<Tensor>& g) {
-      const Tensor xv = saved_input.unpack("EluBackward0");
-      const Tensor negative = xv <= 0;
-      const Tensor slope = exp(where(negative, xv, 0) * input_scale);
-      return std::vector<Tensor>{where(negative, g[0] * input_scale * negative_scale * slope, g[0] * scale)};
+    auto backward = [saved_input, node, negative_scale, scale, input_scale](const std::vector<Tensor>& g) {
+      const Tensor xv = saved_input.unpack(node);
+      const Tensor slope = exp(where(xv < 0, xv, 0) * input_scale);
+      return std::vector<Tensor>{where(xv <= 0, g[0] * input_scale * negative_scale * slope, g[0] * scale)};
     };
-    autograd::record("EluBackward0", {&x}, {&y}, backward);
+    autograd::record(node, {&x}, {&y}, backward);
   }
   return y;
 }
 
 }  // namespace
 
-Tensor elu(const Tensor& x, double alpha) { return elu_family("elu", x, alpha, 1.0, 1.0); }
+// PyTorch's node names: selu's gradient is elu's node, celu's has one of its own.
+Tensor elu(const Tensor& x, double alpha) { return elu_family("elu", "EluBackward0", x, alpha, 1.0, 1.0); }
 
 Tensor selu(const Tensor& x) {
-  return elu_family("selu", x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0);
+  return elu_family("selu", "EluBackward0", x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946,
+                    1.0);
 }
 
 Tensor celu(const Tensor& x, double alpha) {
   TD_CHECK(alpha != 0, "celu: alpha cannot be 0");
-  return elu_family("celu", x, alpha, 1.0, 1.0 / alpha);
+  return elu_family("celu", "CeluBackward0", x, alpha, 1.0, 1.0 / alpha);
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {

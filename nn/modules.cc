@@ -31,9 +31,7 @@ ELUImpl::ELUImpl(double alpha)
 SELUImpl::SELUImpl() : Cloneable("SELU", [](const Tensor& x) { return functional::selu(x); }) {}
 CELUImpl::CELUImpl(double alpha)
     : Cloneable("CELU", [alpha](const Tensor& x) { return functional::celu(x, alpha); },
-                     "alpha=" + python_float(alpha)) {
-  TD_CHECK(alpha != 0, "CELU: alpha cannot be 0");
-}
+                     "alpha=" + python_float(alpha)) {}
 SoftplusImpl::SoftplusImpl(double beta, double threshold)
     : Cloneable("Softplus", [beta, threshold](const Tensor& x) { return functional::softplus(x, beta, threshold); },
                      "beta=" + python_float(beta) + ", threshold=" + python_float(threshold)) {}

@@ -298,6 +298,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return (x[0] * 1).sqrt_() + (x[0] * 1).rsqrt_() + (x[0] * 1).reciprocal_();
        }},
       {"neg_ tanh_", {{{3, 4}}}, [](V x) { return (x[0] * 1).neg_().tanh_(); }},
+      // expm1_ reads its output, as exp_ does
+      {"expm1_", {{{3, 4}}}, [](V x) { return (x[0] * 1).expm1_() * 2; }},
       {"relu_", {{{3, 4}, 0.1, 2, true, {1.05}}}, [](V x) { return (x[0] - 1.05).relu_(); }},
       {"clamp_", {{{4, 5}, -2, 2, true, {-1, 1}}}, [](V x) { return (x[0] * 1).clamp_(-1.0, 1.0); }},
       {"pow_ scalar", {{{3, 4}, 0.2, 2}}, [](V x) { return (x[0] * 1).pow_(2.5); }},

@@ -268,6 +268,7 @@ void in_place_unary_sweep(bool large) {
       {"exp_", [](T x) { x.exp_(); }, kFloating},
       {"log_", [](T x) { x.log_(); }, kFloating, 0.1, 3},
       {"log1p_", [](T x) { x.log1p_(); }, kFloating},
+      {"expm1_", [](T x) { x.expm1_(); }, kFloating},
       {"sqrt_", [](T x) { x.sqrt_(); }, kFloating, 0, 3},
       {"rsqrt_", [](T x) { x.rsqrt_(); }, kFloating, 0.1, 3},
       {"sin_", [](T x) { x.sin_(); }, kFloating},

@@ -47,8 +47,8 @@ std::vector<double> direct_conv(const Tensor& x, const Tensor& w, const Tensor& 
   return out;
 }
 
-// Values within two float32 ulps of PyTorch's, with its NaNs, infinities and signs of zero.
-void same_as_pytorch(const std::vector<double>& got, const std::vector<double>& expected) {
+// Values within two float32 ulps of PyTorch's (or atol), with its NaNs, infinities and signs of zero.
+void same_as_pytorch(const std::vector<double>& got, const std::vector<double>& expected, double atol = 1e-45) {
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": " << got[i] << " against " << expected[i]);
@@ -58,7 +58,7 @@ void same_as_pytorch(const std::vector<double>& got, const std::vector<double>& 
       CHECK(got[i] == expected[i]);
     } else {
       CHECK(std::signbit(got[i]) == std::signbit(expected[i]));
-      CHECK(std::abs(got[i] - expected[i]) <= 2.4e-7 * std::abs(expected[i]) + 1e-45);
+      CHECK(std::abs(got[i] - expected[i]) <= 2.4e-7 * std::abs(expected[i]) + atol);
     }
   }
 }
@@ -668,8 +668,13 @@ TEST_CASE("softplus gives PyTorch's values and gradients, linear past the thresh
                               0.6936473250389099, 5.006715297698975, 19.899999618530273, 20.0, 20.100000381469727,
                               100.0, NAN, INFINITY, 0.0});
   y.sum().backward();
-  same_as_pytorch(values(leaf.grad()), {3.783505853677006e-44, 2.06115369216775e-09, 0.2689414322376251, 0.5,
-                                        0.5002500414848328, 0.9933071732521057, 1.0, 1.0, 1.0, 1.0, NAN, 1.0, 0.0});
+  // The gradient is sigmoid(beta x), which is 0 below about -88 in float32 (as PyTorch's sigmoid),
+  // where PyTorch's z / (z + 1) keeps a subnormal: 3.8e-44 at -100.
+  const double subnormal = 1e-38;
+  same_as_pytorch(values(leaf.grad()),
+                  {3.783505853677006e-44, 2.06115369216775e-09, 0.2689414322376251, 0.5, 0.5002500414848328,
+                   0.9933071732521057, 1.0, 1.0, 1.0, 1.0, NAN, 1.0, 0.0},
+                  subnormal);
   Tensor negative = x.clone().requires_grad_(true);
   Tensor z = F::softplus(negative, -1.0);
   same_as_pytorch(values(z), {-100.0, -20.0, -1.31326162815094, -0.6931471824645996, -0.6926472783088684,
@@ -678,7 +683,8 @@ TEST_CASE("softplus gives PyTorch's values and gradients, linear past the thresh
   z.sum().backward();
   same_as_pytorch(values(negative.grad()),
                   {1.0, 1.0, 0.7310585975646973, 0.5, 0.4997499883174896, 0.006692850962281227, 2.2779278463502806e-09,
-                   2.06115369216775e-09, 1.8650081479165692e-09, 3.783505853677006e-44, NAN, 0.0, 1.0});
+                   2.06115369216775e-09, 1.8650081479165692e-09, 3.783505853677006e-44, NAN, 0.0, 1.0},
+                  subnormal);
   // bfloat16 in float32, rounded once: PyTorch's F.softplus(x.bfloat16(), 1.5).
   const std::vector<double> bf = values(F::softplus(x.to(td::kBFloat16), 1.5));
   const std::vector<double> bf_expected = {0.0, 6.217248937900877e-14, 0.1337890625, 0.462890625, 0.462890625,
@@ -695,6 +701,13 @@ TEST_CASE("softplus gives PyTorch's values and gradients, linear past the thresh
   CHECK(values(at_zero) == std::vector<double>{INFINITY, INFINITY});
   at_zero.sum().backward();
   CHECK(values(flat.grad()) == std::vector<double>{0.5, 0.5});
+  // PyTorch's first and second derivatives (float64, beta 2, threshold 1.5): the second is 0 from
+  // beta x = threshold on.
+  Tensor around = td::tensor({0.75, 0.5, 9.95, -3.0}, td::kFloat64).requires_grad_(true);
+  const Tensor slope = td::autograd::grad({F::softplus(around, 2, 1.5).sum()}, {around}, {}, true, true)[0];
+  td::testing::check_close(slope, {0.8175744761936437, 0.7310585786300049, 1.0, 0.0024726231566347748}, 1e-15, 0);
+  td::testing::check_close(td::autograd::grad({slope.sum()}, {around})[0],
+                           {0.0, 0.3932238664829637, 0.0, 0.004933018582720096}, 1e-14, 0);
   check_error([] { F::softplus(td::tensor({1, 2})); }, {"softplus", "floating", "int64"});
   check_error([] { F::softplus(Tensor()); }, {"softplus", "undefined"});
 }
@@ -749,7 +762,19 @@ TEST_CASE("elu, selu and celu give PyTorch's values and gradients, NaN and infin
   CHECK(td::expm1(td::tensor({1e-10})).item<double>() == Approx(1.000000013351432e-10).epsilon(1e-7));
   CHECK(values(nn::ELU(0.5)(td::tensor({-3.0, 2.0}))) == values(F::elu(td::tensor({-3.0, 2.0}), 0.5)));
   check_error([] { F::celu(td::ones({2}), 0); }, {"celu", "alpha cannot be 0"});
-  check_error([] { nn::CELU(0.0); }, {"CELU", "alpha cannot be 0"});
+  nn::CELU flat(0.0);  // constructed, as PyTorch's; its forward refuses
+  CHECK(flat->str() == "CELU(alpha=0.0)");
+  check_error([&] { flat(td::ones({2})); }, {"celu", "alpha cannot be 0"});
+  // PyTorch's node names, and its second derivative at 0: 0, the negative side's only below it.
+  Tensor at = td::tensor({-1.0, -0.0, 0.0, 1.0}, td::kFloat64).requires_grad_(true);
+  CHECK(F::celu(at, 1.5).grad_fn()->name() == "CeluBackward0");
+  CHECK(F::selu(at).grad_fn()->name() == "EluBackward0");
+  const Tensor first = td::autograd::grad({F::elu(at, 0.7).sum()}, {at}, {}, true, true)[0];
+  const std::vector<double> second = values(td::autograd::grad({first.sum()}, {at})[0]);
+  CHECK(second[0] == Approx(0.7 * std::exp(-1.0)).epsilon(1e-15));
+  CHECK(second[1] == 0);
+  CHECK(second[2] == 0);
+  CHECK(second[3] == 0);
   check_error([] { F::elu(td::tensor({1, 2})); }, {"elu", "floating", "int64"});
   check_error([] { F::selu(Tensor()); }, {"selu", "undefined"});
 }
