@@ -50,6 +50,12 @@ void check_one_dtype(const char* op, const Tensor& x, const Tensor& weight, cons
            ") must have one dtype");
 }
 
+// The activations' input: a defined floating tensor.
+void check_floating_input(const char* op, const Tensor& x) {
+  TD_CHECK(x.defined(), op, ": the input is an undefined tensor");
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+}
+
 // A loss's optional weight broadcasts to the input's shape, never the loss beyond it (a [N]
 // weight against [N, 1] inputs would make an [N, N] loss of every pair), as PyTorch's check.
 void check_weight_fits(const char* op, const char* name, const Tensor& weight, const Tensor& input) {
@@ -383,8 +389,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
-  TD_CHECK(x.defined(), "softplus: the input is an undefined tensor");
-  TD_CHECK(is_floating(x.dtype()), "softplus: expected a floating input, got ", x.dtype());
+  check_floating_input("softplus", x);
   if (amp::takes_float32(amp::Float32On::kCuda, {&x})) {  // on autocast's float32 list for GPUs
     amp::SuspendAutocast inside;
     return softplus(amp::to_float32(x), beta, threshold);
@@ -419,8 +424,7 @@ namespace {
 // x * scale where x > 0, else expm1(x * input_scale) * alpha * scale: PyTorch's elu kernel, which
 // elu, selu and celu call with their constants. NaN takes the positive side, as there.
 Tensor elu_family(const char* op, const char* node, const Tensor& x, double alpha, double scale, double input_scale) {
-  TD_CHECK(x.defined(), op, ": the input is an undefined tensor");
-  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  check_floating_input(op, x);
   if (is_16bit_float(x.dtype())) {
     return elu_family(op, node, x.to(kFloat32), alpha, scale, input_scale).to(x.dtype());
   }
@@ -466,14 +470,12 @@ Tensor celu(const Tensor& x, double alpha) {
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  TD_CHECK(x.defined(), "leaky_relu: the input is an undefined tensor");
-  TD_CHECK(is_floating(x.dtype()), "leaky_relu: expected a floating input, got ", x.dtype());
+  check_floating_input("leaky_relu", x);
   return where(x > 0, x, x * negative_slope);
 }
 
 Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
-  TD_CHECK(x.defined(), "normalize: the input is an undefined tensor");
-  TD_CHECK(is_floating(x.dtype()), "normalize: expected a floating input, got ", x.dtype());
+  check_floating_input("normalize", x);
   const int64_t d = wrap_dim(dim, x.dim(), "normalize");
   return x / x.norm(p, {d}, true).clamp_min(eps);
 }
