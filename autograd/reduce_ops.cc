@@ -143,6 +143,9 @@ Tensor products_before(const Tensor& x, int64_t d) {
 
 Tensor products_after(const Tensor& x, int64_t d) { return flip(products_before(flip(x, {d}), d), {d}); }
 
+// The sums of each element and those after it along d (PyTorch's reversed_cumsum).
+Tensor sums_from(const Tensor& x, int64_t d) { return flip(cumsum(flip(x, {d}), d), {d}); }
+
 // d prod / d x_i = the product of the others, as PyTorch computes it: y / x_i where no element of
 // x is zero; otherwise, for the whole tensor, the products before and after each element (a
 // zero's entry is the product of the rest, the others' hold the zero). Which one is decided on
@@ -310,7 +313,7 @@ Tensor cumprod_grad_with_zeros(const Tensor& g, const Tensor& x, const Tensor& y
   const Tensor before_first = zeros_so_far == 0, first_segment = zeros_so_far == 1;
   const Tensor first_zero = kernels::mul(x == 0, first_segment);
   const Tensor w = where(before_first, g * y, 0);
-  const Tensor before = flip(cumsum(flip(w, {d}), d), {d}) / x;  // x is not 0 before z
+  const Tensor before = sums_from(w, d) / x;  // x is not 0 before z
   const Tensor after_zero = where(kernels::mul(first_segment, x != 0), x, 1);  // x[z+1..z2), 1 elsewhere
   const Tensor at_zero = products_before(x, d) * sum(where(first_segment, g, 0) * cumprod(after_zero, d), {d}, true);
   return where(before_first, before, where(first_zero, at_zero, 0));
@@ -334,7 +337,7 @@ Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
     if (xv.dim() == 0 || xv.sizes()[d] < 2) return {g[0]};
     // Without zeros, as PyTorch: the suffix sums of g * y, divided by x. Deciding reads one
     // value back from the device, as PyTorch's does.
-    if (!any(xv == 0).item<bool>()) return {flip(cumsum(flip(g[0] * yv, {d}), d), {d}) / xv};
+    if (!any(xv == 0).item<bool>()) return {sums_from(g[0] * yv, d) / xv};
     if (is_grad_enabled()) return {cumprod_grad_with_zeros_differentiable(g[0], xv, d)};
     return {cumprod_grad_with_zeros(g[0], xv, yv, d)};
   });
