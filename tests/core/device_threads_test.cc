@@ -144,7 +144,10 @@ TEST_CASE("between its tasks, a CPU device's thread takes chunks of other thread
   bool helped = false;
   std::atomic<bool> outside_own_work{true};
   // The pool's own worker may take the chunk first; a device thread, looking at once, usually does.
-  for (int attempt = 0; attempt < 50 && !helped; ++attempt) {
+  // Attempts go on for up to 20 s: under the sanitizers, with other tests on both cores, 50 of
+  // them once all went to the pool's worker.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int attempt = 0; (attempt < 50 || std::chrono::steady_clock::now() < give_up) && !helped; ++attempt) {
     std::atomic<int> done{0};
     busy_until_queued(note, done);
     for (const std::thread::id& id : two_chunks([&](int64_t) {
@@ -165,7 +168,8 @@ TEST_CASE("between its tasks, a CPU device's thread takes chunks of other thread
 
   // A chunk that fails on a device thread fails the parallel_for, and the device works on.
   bool failed_there = false;
-  for (int attempt = 0; attempt < 50 && !failed_there; ++attempt) {
+  const auto stop_trying = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int attempt = 0; (attempt < 50 || std::chrono::steady_clock::now() < stop_trying) && !failed_there; ++attempt) {
     std::atomic<int> done{0};
     busy_until_queued(note, done);
     try {
