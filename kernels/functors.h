@@ -134,18 +134,42 @@ TD_INLINE bool above(T x, T y) {
   }
 }
 
-// a * b; integers in an unsigned type at least as wide as int, where the product wraps as
-// PyTorch's results do (a signed one would overflow, which is undefined, and narrow types
-// multiply as int).
+// Integer arithmetic happens in this unsigned type, at least as wide as int (narrow types
+// compute as int), where results wrap as PyTorch's do; in the signed type they would overflow,
+// which is undefined.
+template <typename T>
+using wrapping_t = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+
+// a * b, wrapping for integers.
 template <typename T>
 TD_INLINE T product(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     return a && b;
   } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+    using U = wrapping_t<T>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {
     return static_cast<T>(a * b);
+  }
+}
+
+// a + b and a - b, wrapping for integers (bool's sum is its or).
+template <typename T>
+TD_INLINE T sum(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = wrapping_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+template <typename T>
+TD_INLINE T difference(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = wrapping_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a - b);
   }
 }
 
@@ -245,15 +269,21 @@ struct Reciprocal {
 
 // ---- binary ----
 struct Add {
-  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a + b); }
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return sum(a, b); }
 };
 struct Sub {
-  template <typename T> TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a - b); }
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return difference(a, b); }
 };
 template <typename T>
 struct AddScaled {  // a + alpha * b
   T alpha;
-  TD_INLINE T operator()(T a, T b) const { return static_cast<T>(a + alpha * b); }
+  TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return sum(a, product(alpha, b));
+    } else {
+      return static_cast<T>(a + alpha * b);
+    }
+  }
 };
 struct Mul {
   template <typename T> TD_INLINE T operator()(T a, T b) const { return product(a, b); }

@@ -205,7 +205,7 @@ void add_n(const Tensor& out, const std::vector<Tensor>& inputs) {
         for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<Acc>(src[0][begin + i]);
         for (size_t k = 1; k < src.size(); ++k) {
           const T* s = src[k] + begin;
-          for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<Acc>(acc[i] + static_cast<Acc>(s[i]));
+          for (int64_t i = 0; i < len; ++i) acc[i] = fn::sum(acc[i], static_cast<Acc>(s[i]));
         }
         for (int64_t i = 0; i < len; ++i) dst[begin + i] = static_cast<T>(acc[i]);
       }

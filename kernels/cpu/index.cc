@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/dispatch.h"
+#include "kernels/functors.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
 
@@ -101,8 +102,8 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
                      const T* s = from + lines.offset(line, 2);
                      for (int64_t k = 0; k < lines.length; ++k) {
                        T& target = o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]];
-                       target = static_cast<T>(static_cast<opmath_t<T>>(target) +
-                                               static_cast<opmath_t<T>>(s[k * lines.dim_strides[2]]));
+                       target = static_cast<T>(fn::sum(static_cast<opmath_t<T>>(target),
+                                                       static_cast<opmath_t<T>>(s[k * lines.dim_strides[2]])));
                      }
                    }
                  });

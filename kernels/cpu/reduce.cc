@@ -51,8 +51,8 @@ struct SumOps {
   Out* out;
   bool mean;
   Acc init() const { return 0; }
-  Acc step(Acc a, In x, int64_t) const { return a + static_cast<Acc>(op_value(x)); }
-  Acc combine(Acc a, Acc b) const { return a + b; }
+  Acc step(Acc a, In x, int64_t) const { return fn::sum(a, static_cast<Acc>(op_value(x))); }
+  Acc combine(Acc a, Acc b) const { return fn::sum(a, b); }
   void write(int64_t o, Acc a, int64_t n) const {
     out[o] = mean ? convert<Out>(static_cast<double>(a) / static_cast<double>(n)) : convert<Out>(a);
   }
@@ -324,7 +324,7 @@ void scan(const char* op, const Tensor& out, const Tensor& in, int64_t dim) {
           sum_acc_t<Out> acc = kProduct ? 1 : 0;
           for (int64_t i = 0; i < s.length; ++i) {
             const auto v = convert<sum_acc_t<Out>>(op_value(from[i * s.in_stride]));  // NaN to int64: defined
-            acc = kProduct ? fn::product(acc, v) : acc + v;
+            acc = kProduct ? fn::product(acc, v) : fn::sum(acc, v);
             to[i * s.out_stride] = convert<Out>(acc);
           }
         }

@@ -3,6 +3,7 @@
 // devices is the same on every run. More inputs than one launch takes are added in groups, each
 // onto the running sum of the groups before.
 #include "core/dispatch.h"
+#include "kernels/functors.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
@@ -26,7 +27,7 @@ __global__ void add_n_kernel(T* out, opmath_t<T>* partial, Inputs<T> in, bool fi
   using Acc = opmath_t<T>;
   TD_GRID_STRIDE(i, n) {
     Acc acc = first ? static_cast<Acc>(in.data[0][i]) : partial[i];
-    for (int k = first ? 1 : 0; k < in.count; ++k) acc = static_cast<Acc>(acc + static_cast<Acc>(in.data[k][i]));
+    for (int k = first ? 1 : 0; k < in.count; ++k) acc = fn::sum(acc, static_cast<Acc>(in.data[k][i]));
     if (last) {
       out[i] = static_cast<T>(acc);
     } else {

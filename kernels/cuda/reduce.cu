@@ -227,8 +227,8 @@ struct SumOps {
   AnyOut out;
   bool mean;
   __device__ Acc init() const { return 0; }
-  __device__ Acc step(Acc a, In x, int64_t) const { return a + static_cast<Acc>(op_value(x)); }
-  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ Acc step(Acc a, In x, int64_t) const { return fn::sum(a, static_cast<Acc>(op_value(x))); }
+  __device__ Acc combine(Acc a, Acc b) const { return fn::sum(a, b); }
   __device__ void write(int64_t o, Acc a, int64_t n) const {
     if (mean) {
       out.store(o, static_cast<double>(a) / static_cast<double>(n));
@@ -411,7 +411,7 @@ using scan_acc_t = std::conditional_t<is_floating_type_v<Out>, double, int64_t>;
 
 template <bool kProduct, typename Acc>
 __device__ Acc scan_step(Acc a, Acc b) {
-  return kProduct ? fn::product(a, b) : a + b;
+  return kProduct ? fn::product(a, b) : fn::sum(a, b);
 }
 
 // Short lines, and many strided ones: one thread per line, scanning it in order.

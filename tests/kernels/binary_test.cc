@@ -300,6 +300,35 @@ TEST_CASE("integer products wrap as PyTorch's do, where C++'s signed ones would 
   CHECK((big * big).amax().item<int64_t>() == static_cast<int64_t>(uint64_t{3037000500} * uint64_t{3037000500}));
 }
 
+TEST_CASE("integer sums and differences wrap as PyTorch's do, where C++'s signed ones would overflow", "[cpu]") {
+  // PyTorch 2.15's values for each line.
+  constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min(), kMax32 = std::numeric_limits<int32_t>::max();
+  constexpr int64_t k62 = int64_t{1} << 62;
+  CHECK((td::tensor({kMax32}, td::kInt32) + td::tensor({1}, td::kInt32)).item<int32_t>() == kMin32);
+  CHECK((td::tensor({kMin32}, td::kInt32) - td::tensor({1}, td::kInt32)).item<int32_t>() == kMax32);
+  CHECK((td::tensor({200}).to(td::kUInt8) + td::tensor({100}).to(td::kUInt8)).item<int>() == 44);
+  CHECK(td::add(td::tensor({k62}), td::tensor({k62}), 3).item<int64_t>() == 0);
+  CHECK(td::add(td::tensor({1}, td::kInt32), td::tensor({1 << 30}, td::kInt32), 4).item<int32_t>() == 1);
+  CHECK(td::sub(td::tensor({int64_t{0}}), td::tensor({k62}), 3).item<int64_t>() == k62);
+  Tensor a = td::tensor({k62});
+  a.add_(td::tensor({k62}));
+  CHECK(a.item<int64_t>() == std::numeric_limits<int64_t>::min());
+  // Sums and running sums in int64.
+  CHECK(td::full({4}, k62, td::kInt64).sum().item<int64_t>() == 0);
+  CHECK(td::full({3}, k62, td::kInt64).sum().item<int64_t>() == -k62);
+  Tensor running = td::full({3}, k62, td::kInt64).cumsum(0);
+  CHECK(running[1].item<int64_t>() == std::numeric_limits<int64_t>::min());
+  CHECK(running[2].item<int64_t>() == -k62);
+  CHECK(td::full({3}, 1 << 30, td::kInt32).sum().item<int64_t>() == 3 * (int64_t{1} << 30));  // int32 sums in int64
+  // scatter_add and the n-way sum the collectives use.
+  Tensor into = td::zeros({2}, td::kInt64);
+  into.scatter_add_(0, td::tensor({int64_t{0}, 0, 0}), td::full({3}, k62, td::kInt64));
+  CHECK(into[0].item<int64_t>() == -k62);
+  Tensor sum = td::empty({2}, td::kInt64);
+  td::kernels::add_n_into(sum, {td::full({2}, k62, td::kInt64), td::full({2}, k62, td::kInt64)});
+  CHECK(sum[1].item<int64_t>() == std::numeric_limits<int64_t>::min());
+}
+
 TEST_CASE("float16 and bfloat16 mul and div by a number take it at its float32 value, as PyTorch does", "[cpu]") {
   Tensor x = td::tensor({1000.0}, td::kFloat16);
   // 1e5 is inf in float16, 1e-8 is 0: rounded to the tensor's dtype first, both gave 0.
