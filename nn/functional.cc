@@ -403,16 +403,20 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
     y = where(linear, x, log1p(exp(where(linear, 0, scaled))) / beta);  // exp only where it is taken
   }
   if (autograd::needs_grad({&x})) {
-    // PyTorch's gradient, z / (z + 1) = sigmoid(beta x) with z = exp(beta x), also at beta 0
-    // (0.5, where the composite form divides by 0; below about -88 in float32 sigmoid gives 0
-    // where z / (z + 1) is subnormal). The sigmoid's input stops at the threshold, so that its
-    // own derivative is PyTorch's second derivative: 0 from beta x = threshold on, never an inf,
-    // never below 0.
+    // PyTorch's gradient, z / (z + 1) with z = exp(beta x), also at beta 0 (0.5, where the
+    // composite form divides by 0). Above 0 it is sigmoid(beta x), which never overflows (z / (z + 1)
+    // is NaN where z is inf, in PyTorch too when the threshold is past 88 in float32); below 0 it is
+    // z / (z + 1) itself, which keeps PyTorch's subnormals where sigmoid's 1 / (1 + 1 / z) gives 0.
+    // The sigmoid's input stops at the threshold, so that the gradient's own derivative is
+    // PyTorch's second derivative: 0 from beta x = threshold on, never an inf, never below 0.
     SavedTensor saved_input(x, false);
     autograd::record("SoftplusBackward0", {&x}, {&y},
                      [saved_input, beta, threshold](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                        const Tensor scaled = saved_input.unpack("SoftplusBackward0") * beta;
-                       const Tensor rising = sigmoid(where(scaled >= threshold, threshold, scaled));
+                       const Tensor below = scaled <= 0;
+                       const Tensor z = exp(where(below, scaled, 0));
+                       const Tensor rising =
+                           where(below, z / (z + 1), sigmoid(where(scaled >= threshold, threshold, scaled)));
                        return {where(scaled > threshold, g[0], g[0] * rising)};
                      });
   }
