@@ -1,6 +1,7 @@
 #include "parallel/comm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -29,6 +30,9 @@ DeviceSeconds<std::string>& g_seconds() {
   static auto* seconds = new DeviceSeconds<std::string>();  // never destroyed: workers may outlive statics
   return *seconds;
 }
+// NCCL collectives this thread has launched: a primitive that launched one was served by NCCL. A
+// primitive launches its collectives on the thread that called it.
+thread_local int64_t t_nccl_launches = 0;
 
 // Times one primitive call and adds it, with the bytes it moved, to comm_stats(); a null name
 // counts nothing. The time is the host's, or, where GPUs take part, the longest any of them spent
@@ -38,7 +42,8 @@ DeviceSeconds<std::string>& g_seconds() {
 // device's thread queued meanwhile, its replica's forward.
 class Record {
  public:
-  Record(const char* name, const std::vector<Device>& devices) : name_(name), start_(std::chrono::steady_clock::now()) {
+  Record(const char* name, const std::vector<Device>& devices)
+      : name_(name), start_(std::chrono::steady_clock::now()), nccl_launches_(t_nccl_launches) {
     if (!name_) return;  // a helper's count inside a primitive that counts the whole
     timers_.emplace_back(Device(kCPU));
     const Device* own = current_device_thread();
@@ -61,6 +66,7 @@ class Record {
     PrimitiveStats& s = g_stats[name_];
     s.calls += 1;
     s.bytes += bytes_;
+    if (t_nccl_launches != nccl_launches_) s.nccl_calls += 1;
   }
   void moved(const Tensor& t, Device from, Device to) {
     if (from != to) bytes_ += static_cast<int64_t>(t.nbytes());
@@ -71,6 +77,7 @@ class Record {
   std::chrono::steady_clock::time_point start_;
   std::vector<DeviceTimer> timers_;
   int64_t bytes_ = 0;
+  int64_t nccl_launches_;  // this thread's count when the call began
 };
 
 std::vector<Device> devices_of(const std::vector<Tensor>& tensors) {
@@ -85,10 +92,9 @@ std::vector<Device> with(std::vector<Device> devices, Device also) {
   return devices;
 }
 
-// Collectives over GPUs run as copies and add kernels ordered by events (TANDEM_COMM=kernels, the
-// default), or through NCCL (TANDEM_COMM=nccl) where the devices are distinct GPUs and the tensors
-// suit it; anything NCCL cannot serve falls back to the kernels.
-bool nccl_chosen() {
+}  // namespace
+
+bool nccl_requested() {
   static const bool nccl = [] {
     const char* env = std::getenv("TANDEM_COMM");
     if (env == nullptr || std::string(env) == "kernels") return false;
@@ -98,13 +104,15 @@ bool nccl_chosen() {
   return nccl;
 }
 
-bool use_nccl(const std::vector<Tensor>& tensors) { return nccl_chosen() && nccl::can_serve(tensors); }
+namespace {
+
+bool use_nccl(const std::vector<Tensor>& tensors) { return nccl_requested() && nccl::can_serve(tensors); }
 
 // With TANDEM_COMM=nccl, where the source and the devices are distinct GPUs: the contiguous
 // `tensor` on every device (itself on its own), sent by one NCCL broadcast; otherwise nothing, and
 // the caller copies it to each device.
 std::vector<Tensor> broadcast_by_nccl(const Tensor& tensor, const std::vector<Device>& devices) {
-  if (!nccl_chosen()) return {};
+  if (!nccl_requested()) return {};
   std::vector<Tensor> members{tensor}, probes{kernels::empty_tensor({0}, tensor.dtype(), tensor.device())};
   for (const Device& d : devices) {
     if (d != tensor.device()) probes.push_back(kernels::empty_tensor({0}, tensor.dtype(), d));
@@ -114,6 +122,7 @@ std::vector<Tensor> broadcast_by_nccl(const Tensor& tensor, const std::vector<De
     if (d != tensor.device()) members.push_back(kernels::empty_tensor(tensor.sizes(), tensor.dtype(), d));
   }
   nccl::broadcast(members, 0);
+  ++t_nccl_launches;
   std::vector<Tensor> arrived;
   size_t next = 1;
   for (const Device& d : devices) arrived.push_back(d == tensor.device() ? tensor : members[next++]);
@@ -249,6 +258,7 @@ void broadcast_into(const Tensor& tensor, const std::vector<Tensor>& outputs) {
   auto root = std::find_if(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o.is_same(tensor); });
   if (root != outputs.end() && use_nccl(outputs)) {
     nccl::broadcast(outputs, static_cast<size_t>(root - outputs.begin()));
+    ++t_nccl_launches;
     for (const Tensor& o : outputs) {
       if (!o.is_same(tensor)) o.bump_version();
     }
@@ -430,6 +440,7 @@ Tensor sum_on(const std::vector<Tensor>& group, Device destination, Record& reco
     for (const Tensor& t : group) record.moved(t, t.device(), destination);
     Tensor sum = kernels::empty_tensor(group[0].sizes(), group[0].dtype(), destination);
     nccl::reduce(group, sum, static_cast<size_t>(root - group.begin()));
+    ++t_nccl_launches;
     return sum;
   }
   std::vector<Tensor> inputs;
@@ -528,7 +539,7 @@ std::vector<Tensor> reduce_add_coalesced_buffered(const std::vector<std::vector<
     on_each_device(devices, [&](size_t d) {
       if (devices[d] != destination) arrived[d] = flatten_group(per_device[d], group, devices[d]);
     });
-    bool nccl = nccl_chosen() && devices.size() > 1;
+    bool nccl = nccl_requested() && devices.size() > 1;
     if (nccl) {  // NCCL's choice depends on the devices and the dtype only
       std::vector<Tensor> probes;
       for (const Device& d : devices) probes.push_back(kernels::empty_tensor({0}, first[group[0]].dtype(), d));
@@ -623,6 +634,7 @@ void all_reduce(const std::vector<Tensor>& tensors) {
   Record record("all_reduce", devices);
   if (use_nccl(tensors)) {
     nccl::all_reduce(tensors);
+    ++t_nccl_launches;
     for (const Tensor& t : tensors) {
       t.bump_version();
       record.moved(t, t.device(), devices[0]);  // each tensor's share crosses once each way
@@ -666,13 +678,18 @@ std::vector<Tensor> reduce_scatter(const std::vector<Tensor>& tensors, int64_t d
   Record record("reduce_scatter", devices);
   const int64_t rows = first.sizes()[d] / n;
   std::vector<Tensor> out(tensors.size());
-  // Device i sums chunk i of every tensor into its own memory.
+  // Device i sums chunk i of every tensor into its own memory, on its own thread, whose NCCL
+  // launches this thread's record does not see.
+  std::atomic<bool> by_nccl = false;
   on_each_device(devices, [&](size_t i) {
     std::vector<Tensor> chunks;
     for (const Tensor& t : tensors) chunks.push_back(kernels::narrow(t, d, static_cast<int64_t>(i) * rows, rows));
     Record uncounted(nullptr, {});  // the totals are counted below
+    const int64_t launched = t_nccl_launches;
     out[i] = sum_on(chunks, devices[i], uncounted);
+    if (t_nccl_launches != launched) by_nccl = true;
   });
+  if (by_nccl) ++t_nccl_launches;
   for (size_t i = 0; i < tensors.size(); ++i) {
     for (const Tensor& t : tensors) record.moved(out[i], t.device(), devices[i]);
   }
@@ -696,6 +713,7 @@ std::map<std::string, PrimitiveStats> comm_stats_since(const StatsMark& mark) {
     if (auto before = mark.counts.find(name); before != mark.counts.end()) {
       s.calls -= before->second.calls;
       s.bytes -= before->second.bytes;
+      s.nccl_calls -= before->second.nccl_calls;
     }
     if (s.calls == 0) continue;
     if (auto t = seconds.find(name); t != seconds.end()) s.seconds = t->second;

@@ -29,6 +29,12 @@ namespace tandem::parallel::comm {
 
 inline constexpr int64_t kDefaultBufferSize = 10 * 1024 * 1024;
 
+// Collectives over GPUs run as copies and add kernels ordered by events (TANDEM_COMM=kernels, the
+// default), or through NCCL (TANDEM_COMM=nccl) where the devices are distinct GPUs and the tensors
+// suit it; anything NCCL cannot serve falls back to the kernels. Whether TANDEM_COMM asks for NCCL,
+// read once; a value other than kernels or nccl is an error.
+bool nccl_requested();
+
 std::vector<Tensor> broadcast(const Tensor& tensor, const std::vector<Device>& devices);
 // Copies `tensor` into each of `outputs` (same shape and dtype, any devices); an output that is
 // `tensor` itself is left alone.
@@ -82,7 +88,8 @@ std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensor
 
 struct PrimitiveStats {
   int64_t calls = 0;
-  int64_t bytes = 0;  // crossed from one device to another
+  int64_t nccl_calls = 0;  // of those, the calls NCCL served (TANDEM_COMM=nccl, distinct GPUs)
+  int64_t bytes = 0;       // crossed from one device to another
   double seconds = 0;
 };
 // Totals per primitive name ("broadcast_coalesced", ...) since the last reset. Reading them waits

@@ -80,7 +80,9 @@ std::string StepStats::table() const {
       << ", reduce " << ms(reduce) << ", update " << ms(update) << "\n";
   for (const auto& [name, s] : comm) {
     out << "  " << std::left << std::setw(22) << name << std::right << std::setw(4) << s.calls << " calls"
-        << std::setw(12) << s.bytes << " bytes" << std::setw(10) << ms(s.seconds) << " ms\n";
+        << std::setw(12) << s.bytes << " bytes" << std::setw(10) << ms(s.seconds) << " ms";
+    if (s.nccl_calls > 0) out << " (" << s.nccl_calls << " by NCCL)";
+    out << "\n";
   }
   return out.str();
 }

@@ -297,7 +297,10 @@ TEST_CASE("comm_stats counts calls and the bytes that crossed devices", "[cpu]")
   comm::reduce_scatter(parts, 0);
   stats = comm::comm_stats();
   CHECK(stats.size() == 3);
-  for (const char* name : {"all_reduce", "all_gather", "reduce_scatter"}) CHECK(stats.at(name).calls == 1);
+  for (const char* name : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    CHECK(stats.at(name).calls == 1);
+    CHECK(stats.at(name).nccl_calls == 0);  // NCCL serves GPUs only
+  }
   CHECK(stats.at("all_reduce").bytes == 4 * 96);
   CHECK(stats.at("all_gather").bytes == 6 * 96);
   CHECK(stats.at("reduce_scatter").bytes == 6 * 32);

@@ -289,6 +289,17 @@ TEST_CASE("DataParallel over CUDA devices trains as one device does, in any devi
     CHECK(stats.reduce > 0);
     CHECK(stats.comm.at("reduce_add_coalesced").calls == 1);
     CHECK(stats.comm.at("broadcast_coalesced").seconds > 0);
+    // NCCL serves the step's collectives exactly where TANDEM_COMM=nccl asks for it and the devices
+    // are distinct GPUs; on logical devices of one GPU the kernels do (the GPU suite runs this case
+    // both ways).
+    const bool by_nccl = comm::nccl_requested() && par::nccl::built_with_nccl() &&
+                         td::cuda::physical_device(0) != td::cuda::physical_device(1);
+    INFO("TANDEM_COMM=nccl: " << comm::nccl_requested() << ", distinct GPUs: "
+                              << (td::cuda::physical_device(0) != td::cuda::physical_device(1)));
+    for (const char* name : {"reduce_add_coalesced", "broadcast_coalesced"}) {
+      CHECK(stats.comm.at(name).nccl_calls == (by_nccl ? stats.comm.at(name).calls : 0));
+    }
+    CHECK((stats.table().find("by NCCL") != std::string::npos) == by_nccl);
   }
 }
 

@@ -571,6 +571,11 @@ TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's pha
   CHECK(s.comm.at("reduce_add_coalesced").bytes == (5 * 8 + 8 + 8 * 3 + 3) * 8);
   CHECK(s.reduce > 0);
   CHECK(s.table().find("cpu:1") != std::string::npos);
+  CHECK(s.comm.at("reduce_add_coalesced").nccl_calls == 0);
+  CHECK(s.table().find("NCCL") == std::string::npos);
+  // A primitive NCCL served says so in its line.
+  s.comm["reduce_add_coalesced"].nccl_calls = 1;
+  CHECK(s.table().find("reduce_add_coalesced") < s.table().find("(1 by NCCL)"));
 }
 
 namespace {
