@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "kernels/copy.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/functors.h"
 #include "kernels/gemm_operand.h"
 #include "kernels/views.h"
 
@@ -172,10 +173,10 @@ void loop_bmm(const Tensor& out, const Tensor& a, const Tensor& b, T beta, T alp
       for (int64_t j = 0; j < m; ++j) {
         T acc = 0;
         for (int64_t p = 0; p < k; ++p) {
-          acc = static_cast<T>(acc + pa[bi * sa[0] + i * sa[1] + p * sa[2]] * pb[bi * sb[0] + p * sb[1] + j * sb[2]]);
+          acc = fn::sum(acc, fn::product(pa[bi * sa[0] + i * sa[1] + p * sa[2]], pb[bi * sb[0] + p * sb[1] + j * sb[2]]));
         }
         T& c = pc[(bi * n + i) * m + j];
-        c = static_cast<T>((beta == 0 ? T(0) : static_cast<T>(beta * c)) + alpha * acc);
+        c = fn::sum(beta == 0 ? T(0) : fn::product(beta, c), fn::product(alpha, acc));
       }
     }
   });

@@ -43,7 +43,7 @@ void arange(const Tensor& out, Scalar start, Scalar step) {
         if constexpr (is_floating_type_v<T>) {
           data[i] = convert<T>(std::fma(static_cast<double>(i), step.to_double(), start.to_double()));
         } else {
-          data[i] = static_cast<T>(start.to_int() + i * step.to_int());
+          data[i] = static_cast<T>(fn::sum(start.to_int(), fn::product(i, step.to_int())));
         }
       }
     });

@@ -17,6 +17,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/functors.h"
 #include "kernels/gemm_operand.h"
 #include "kernels/views.h"
 #include "kernels/cuda/launch.cuh"
@@ -121,9 +122,9 @@ __global__ void int_bmm_kernel(T* c, const T* a, const T* b, IntGemm g, T beta, 
     const int64_t j = e % g.m, i = (e / g.m) % g.n, bi = e / (g.n * g.m);
     T acc = 0;
     for (int64_t p = 0; p < g.k; ++p) {
-      acc = static_cast<T>(acc + a[bi * g.sa0 + i * g.sa1 + p * g.sa2] * b[bi * g.sb0 + p * g.sb1 + j * g.sb2]);
+      acc = fn::sum(acc, fn::product(a[bi * g.sa0 + i * g.sa1 + p * g.sa2], b[bi * g.sb0 + p * g.sb1 + j * g.sb2]));
     }
-    c[e] = static_cast<T>((beta == 0 ? T(0) : static_cast<T>(beta * c[e])) + alpha * acc);
+    c[e] = fn::sum(beta == 0 ? T(0) : fn::product(beta, c[e]), fn::product(alpha, acc));
   }
 }
 

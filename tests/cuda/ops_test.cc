@@ -509,6 +509,31 @@ void in_place_binary_sweep(bool large) {
   }
 }
 
+TEST_CASE("integer sums, differences and products that pass the dtype's range wrap as on the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  constexpr int64_t k62 = int64_t{1} << 62;
+  const Tensor big = td::full({1000}, k62 + 12345, td::kInt64), near_max = td::full({33}, (1 << 30) + 7, td::kInt32);
+  const Tensor dev_big = ct::twin(big), dev_near = ct::twin(near_max);
+  check_equal(dev_big + dev_big, big + big, "int64 add");
+  check_equal(td::sub(ct::twin(-big), dev_big, 3), td::sub(-big, big, 3), "int64 sub with alpha");
+  check_equal(dev_near + dev_near, near_max + near_max, "int32 add");
+  check_equal(dev_near * dev_near, near_max * near_max, "int32 mul");
+  check_equal(dev_big.sum(), big.sum(), "int64 sum");
+  check_equal(dev_near.sum(), near_max.sum(), "int32 sum in int64");
+  check_equal(dev_big.cumsum(0), big.cumsum(0), "int64 cumsum");
+  check_equal(dev_big.prod(), big.prod(), "int64 prod");
+  const Tensor m = big.narrow(0, 0, 12).view({3, 4}), n = big.narrow(0, 0, 20).view({4, 5});
+  check_equal(td::mm(ct::twin(m), ct::twin(n)), td::mm(m, n), "int64 mm");
+  const Tensor index = td::zeros({1000}, td::kInt64);
+  check_equal(td::zeros({2}, td::kInt64).to(dev_big.device()).scatter_add_(0, ct::twin(index), dev_big),
+              td::zeros({2}, td::kInt64).scatter_add_(0, index, big), "int64 scatter_add");
+  Tensor sum = td::empty({1000}, td::TensorOptions(td::kInt64).device(dev_big.device()));
+  Tensor cpu_sum = td::empty({1000}, td::kInt64);
+  td::kernels::add_n_into(sum, {dev_big, dev_big, dev_big});
+  td::kernels::add_n_into(cpu_sum, {big, big, big});
+  check_equal(sum, cpu_sum, "int64 add_n");
+}
+
 TEST_CASE("in-place binary ops, converting and broadcasting into a non-contiguous destination", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   in_place_binary_sweep(false);

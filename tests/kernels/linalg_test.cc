@@ -470,6 +470,21 @@ TEST_CASE("addmm gives beta * bias + alpha * a @ b with the bias broadcast, for 
   }
 }
 
+TEST_CASE("integer products and sums in mm and addmm wrap as PyTorch's do", "[cpu]") {
+  // PyTorch 2.15's values; in signed arithmetic these would overflow, which is undefined.
+  constexpr int64_t k62 = int64_t{1} << 62;
+  const Tensor a = td::tensor({k62, 3, 1, 2}).view({2, 2}), b = td::tensor({4, 1, k62, 5}).view({2, 2});
+  const Tensor p = td::mm(a, b);
+  CHECK(p[0][0].item<int64_t>() == -k62);
+  CHECK(p[0][1].item<int64_t>() == k62 + 15);
+  CHECK(p[1][0].item<int64_t>() == std::numeric_limits<int64_t>::min() + 4);
+  CHECK(p[1][1].item<int64_t>() == 11);
+  CHECK(td::mm(td::full({1, 2}, 1 << 30, td::kInt32), td::full({2, 1}, 2, td::kInt32)).item<int32_t>() == 0);
+  CHECK(td::addmm(td::tensor({k62}).view({1, 1}), td::tensor({k62}).view({1, 1}), td::tensor({int64_t{1}}).view({1, 1}),
+                  2, 3)
+            .item<int64_t>() == k62);
+}
+
 TEST_CASE("addmm with beta = 0 ignores a NaN bias, also where the product is a vector", "[cpu]") {
   tt::reseed(115);
   for (td::DType dtype : kFloating) {
