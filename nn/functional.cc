@@ -1,5 +1,6 @@
 #include "nn/functional.h"
 
+#include <array>
 #include <cmath>
 
 #include "autograd/autocast.h"
@@ -48,6 +49,12 @@ void check_one_dtype(const char* op, const Tensor& x, const Tensor& weight, cons
   TD_CHECK(weight.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), op, ": input (", x.dtype(),
            "), weight (", weight.dtype(), ") and bias (", bias.defined() ? dtype_name(bias.dtype()) : "none",
            ") must have one dtype");
+}
+
+// A height and width given as one value for both or as two.
+std::array<int64_t, 2> two_values(const char* op, IntList v, const char* name) {
+  TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must have one or two values, got ", v.size());
+  return {v[0], v[v.size() - 1]};
 }
 
 // The activations' input: a defined floating tensor.
@@ -162,11 +169,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   if (padding == kValid) return conv2d(x, weight, bias, stride, 0, dilation, groups);
   TD_CHECK(weight.defined() && weight.dim() == 4, "conv2d: weight must be 4-D [out, in / groups, kh, kw], got ",
            weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
-  const auto pair = [](IntList v, const char* name) {
-    TD_CHECK(v.size() == 1 || v.size() == 2, "conv2d: ", name, " must have one or two values, got ", v.size());
-    return std::array<int64_t, 2>{v[0], v[v.size() - 1]};
-  };
-  const auto strides = pair(stride, "stride"), dilations = pair(dilation, "dilation");
+  const auto strides = two_values("conv2d", stride, "stride"), dilations = two_values("conv2d", dilation, "dilation");
   TD_CHECK(strides[0] == 1 && strides[1] == 1, "conv2d: padding='same' is not supported for strided convolutions (",
            "stride (", strides[0], ", ", strides[1], "))");
   TD_CHECK(dilations[0] > 0 && dilations[1] > 0, "conv2d: dilation must be positive, got (", dilations[0], ", ",
@@ -186,6 +189,120 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     if (pad[d] != before[d]) out = out.narrow(dim, 1, out.size(dim) - 1);
   }
   return out.contiguous();
+}
+
+namespace {
+
+// conv1d's operands, checked as conv1d (conv2d runs it, and would name itself and 4-D shapes).
+void check_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t groups) {
+  TD_CHECK(x.defined() && weight.defined(), "conv1d: input and weight must be defined");
+  TD_CHECK(x.dim() == 2 || x.dim() == 3, "conv1d: expected a 2-D [C, L] or 3-D [N, C, L] input, got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(weight.dim() == 3, "conv1d: weight must be 3-D [out, in / groups, k], got ", shape_str(weight.sizes()));
+  TD_CHECK(groups >= 1, "conv1d: groups must be positive, got ", groups);
+  check_one_dtype("conv1d", x, weight, bias);
+  const int64_t c = x.size(-2), out_channels = weight.size(0);
+  TD_CHECK(c == weight.size(1) * groups, "conv1d: input ", shape_str(x.sizes()), " has ", c, " channels but weight ",
+           shape_str(weight.sizes()), " with groups=", groups, " expects ", weight.size(1) * groups);
+  TD_CHECK(out_channels % groups == 0, "conv1d: out channels ", out_channels, " not divisible by groups ", groups);
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, "conv1d: bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
+}
+
+int64_t one_value(IntList v, const char* name) {
+  TD_CHECK(v.size() == 1, "conv1d: ", name, " must have one value, got ", v.size());
+  return v[0];
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+              IntList dilation, int64_t groups) {
+  check_conv1d(x, weight, bias, groups);
+  const int64_t s = one_value(stride, "stride"), p = one_value(padding, "padding"), d = one_value(dilation, "dilation");
+  TD_CHECK(s > 0, "conv1d: stride must be positive, got ", s);
+  TD_CHECK(d > 0, "conv1d: dilation must be positive, got ", d);
+  TD_CHECK(p >= 0, "conv1d: padding must not be negative, got ", p);
+  const int64_t length = x.size(-1), span = d * (weight.size(2) - 1) + 1;
+  TD_CHECK(length + 2 * p >= span, "conv1d: the kernel (", weight.size(2), ", dilation ", d,
+           ") does not fit the padded input ", shape_str(x.sizes()), " (padding ", p, ")");
+  return conv2d(x.unsqueeze(-2), weight.unsqueeze(2), bias, {1, s}, {0, p}, {1, d}, groups).squeeze(-2);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation, int64_t groups) {
+  check_conv1d(x, weight, bias, groups);
+  const int64_t s = one_value(stride, "stride"), d = one_value(dilation, "dilation");
+  if (padding == kValid) return conv1d(x, weight, bias, s, 0, d, groups);
+  TD_CHECK(s == 1, "conv1d: padding='same' is not supported for strided convolutions (stride ", s, ")");
+  TD_CHECK(d > 0, "conv1d: dilation must be positive, got ", d);
+  return conv2d(x.unsqueeze(-2), weight.unsqueeze(2), bias, 1, kSame, {1, d}, groups).squeeze(-2);
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                        IntList output_padding, int64_t groups, IntList dilation) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv_transpose2d(amp::to_lower_precision(x), amp::to_lower_precision(weight),
+                            amp::to_lower_precision(bias), stride, padding, output_padding, groups, dilation);
+  }
+  constexpr const char* op = "conv_transpose2d";
+  TD_CHECK(x.defined() && weight.defined(), op, ": input and weight must be defined");
+  TD_CHECK(x.dim() == 3 || x.dim() == 4, op, ": expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(weight.dim() == 4, op, ": weight must be 4-D [in, out / groups, kh, kw], got ", shape_str(weight.sizes()));
+  TD_CHECK(groups >= 1, op, ": groups must be positive, got ", groups);
+  check_one_dtype(op, x, weight, bias);
+  TD_CHECK(weight.device() == x.device() && (!bias.defined() || bias.device() == x.device()), op, ": input (",
+           x.device(), "), weight (", weight.device(), ") and bias (",
+           bias.defined() ? bias.device().str() : std::string("none"), ") must be on one device");
+  Tensor x4 = x.dim() == 3 ? x.unsqueeze(0) : x;
+  const int64_t in_channels = weight.size(0), group_out = weight.size(1), out_channels = group_out * groups;
+  TD_CHECK(in_channels % groups == 0, op, ": weight ", shape_str(weight.sizes()), " has ", in_channels,
+           " input channels, not divisible by groups ", groups);
+  TD_CHECK(x4.size(1) == in_channels, op, ": input ", shape_str(x.sizes()), " has ", x4.size(1),
+           " channels but weight ", shape_str(weight.sizes()), " expects ", in_channels);
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, op, ": bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
+  const auto s = two_values(op, stride, "stride"), p = two_values(op, padding, "padding");
+  const auto extra = two_values(op, output_padding, "output_padding"), d = two_values(op, dilation, "dilation");
+  const std::array<int64_t, 2> kernel{weight.size(2), weight.size(3)}, in{x4.size(2), x4.size(3)};
+  std::array<int64_t, 2> out{}, blocks{};
+  for (int i = 0; i < 2; ++i) {
+    TD_CHECK(s[i] > 0, op, ": stride must be positive, got (", s[0], ", ", s[1], ")");
+    TD_CHECK(d[i] > 0, op, ": dilation must be positive, got (", d[0], ", ", d[1], ")");
+    TD_CHECK(p[i] >= 0, op, ": padding must not be negative, got (", p[0], ", ", p[1], ")");
+    TD_CHECK(extra[i] >= 0 && (extra[i] < s[i] || extra[i] < d[i]), op, ": output_padding (", extra[0], ", ",
+             extra[1], ") must be smaller than the stride (", s[0], ", ", s[1], ") or the dilation (", d[0], ", ",
+             d[1], ")");
+    TD_CHECK(in[i] > 0, op, ": the input ", shape_str(x.sizes()), " has no rows or columns to spread");
+    out[i] = (in[i] - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + extra[i] + 1;
+    // The kernel positions col2im folds: the input's, and where output_padding reaches past a
+    // whole stride (it may, below the dilation), more, whose columns are zeros.
+    blocks[i] = ((in[i] - 1) * s[i] + extra[i]) / s[i] + 1;
+  }
+  TD_CHECK(out[0] > 0 && out[1] > 0, op, ": the input ", shape_str(x.sizes()), " gives an output of ", out[0], "x",
+           out[1], ", which is too small");
+  for (int i = 0; i < 2; ++i) {
+    if (blocks[i] == in[i]) continue;
+    Shape zeros_shape = x4.sizes();
+    zeros_shape[2 + i] = blocks[i] - in[i];
+    x4 = cat({x4, zeros(zeros_shape, x4.options())}, 2 + i);
+  }
+  // Every image's pixels side by side, [Cin, N*L]: one matrix product per group gives each
+  // pixel's patch, [Cout*kh*kw, N*L], which col2im folds into the output, summing where patches
+  // overlap (conv2d's gradient with respect to its input, which runs the same steps).
+  const int64_t n = x4.size(0), field = group_out * kernel[0] * kernel[1], group_in = in_channels / groups;
+  const Tensor pixels = x4.transpose(0, 1).reshape({in_channels, n * blocks[0] * blocks[1]});
+  std::vector<Tensor> patches;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tensor wg = weight.narrow(0, g * group_in, group_in).reshape({group_in, field});
+    patches.push_back(mm(wg.t(), groups == 1 ? pixels : pixels.narrow(0, g * group_in, group_in)));
+  }
+  Tensor y = col2im_matrix(groups == 1 ? patches[0] : cat(patches, 0), n, {out[0], out[1]}, {kernel[0], kernel[1]},
+                           {d[0], d[1]}, {p[0], p[1]}, {s[0], s[1]});
+  if (bias.defined()) y = y + bias.view({1, out_channels, 1, 1});
+  return x.dim() == 3 ? y.squeeze(0) : y;
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,

@@ -34,6 +34,18 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
               IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
               IntList dilation = 1, int64_t groups = 1);
+// x [N, C, L] (or [C, L]) with weight [O, C / groups, k]: conv2d over rows of height 1.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+              IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation = 1, int64_t groups = 1);
+// The adjoint of conv2d (its gradient with respect to its input, as a layer): each input pixel
+// spreads over a kernel-sized patch of the output, the patches `stride` apart. x [N, Cin, H, W]
+// (or [Cin, H, W]), weight [Cin, Cout / groups, kh, kw], bias [Cout]. Each output side is
+// (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1; output_padding, below
+// the stride or the dilation, adds rows and columns at the end. PyTorch's argument order.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+                        IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the
 // mean, biased variance and count of the whole batch, differentiably.

@@ -99,6 +99,128 @@ std::string Conv2dImpl::extra_repr() const {
   return s;
 }
 
+// ---- Conv1d ----
+
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& options_) : options(options_) { reset(); }
+
+void Conv1dImpl::reset() {
+  const auto& o = options;
+  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
+           "Conv1d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
+           ") must be divisible by groups (", o.groups_, ")");
+  TD_CHECK(o.kernel_size_ > 0, "Conv1d: kernel_size must be positive, got ", o.kernel_size_);
+  TD_CHECK(o.stride_ > 0, "Conv1d: stride must be positive, got ", o.stride_);
+  TD_CHECK(o.dilation_ > 0, "Conv1d: dilation must be positive, got ", o.dilation_);
+  TD_CHECK(o.padding_ >= 0, "Conv1d: padding must not be negative, got ", o.padding_);
+  TD_CHECK(o.padding_mode_ != kSame || o.stride_ == 1,
+           "Conv1d: padding='same' is not supported for strided convolutions (stride ", o.stride_, ")");
+  weight = register_parameter("weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_}));
+  bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
+  reset_parameters();
+}
+
+void Conv1dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor Conv1dImpl::forward(const Tensor& x) {
+  if (options.padding_mode_) {
+    return F::conv1d(x, weight, bias, options.stride_, *options.padding_mode_, options.dilation_, options.groups_);
+  }
+  return F::conv1d(x, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_);
+}
+
+std::string Conv1dImpl::extra_repr() const {
+  const auto& o = options;
+  std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
+                  ", kernel_size=" + python_tuple({o.kernel_size_}) + ", stride=" + python_tuple({o.stride_});
+  if (o.padding_mode_) {
+    s += o.padding_mode_ == kSame ? ", padding=same" : ", padding=valid";
+  } else if (o.padding_ != 0) {
+    s += ", padding=" + python_tuple({o.padding_});
+  }
+  if (o.dilation_ != 1) s += ", dilation=" + python_tuple({o.dilation_});
+  if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
+  if (!o.bias_) s += ", bias=False";
+  return s;
+}
+
+// ---- ConvTranspose2d ----
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_) : options(options_) { reset(); }
+
+void ConvTranspose2dImpl::reset() {
+  const auto& o = options;
+  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
+           "ConvTranspose2d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
+           ") must be divisible by groups (", o.groups_, ")");
+  for (const auto& [name, values] : {std::pair{"kernel_size", &o.kernel_size_}, std::pair{"stride", &o.stride_},
+                                     std::pair{"padding", &o.padding_}, std::pair{"output_padding", &o.output_padding_},
+                                     std::pair{"dilation", &o.dilation_}}) {
+    TD_CHECK(values->size() == 2, "ConvTranspose2d: ", name, " must have two values, got ", python_tuple(*values));
+  }
+  auto all = [](const std::vector<int64_t>& v, auto test) { return std::all_of(v.begin(), v.end(), test); };
+  auto positive = [](int64_t x) { return x > 0; };
+  auto not_negative = [](int64_t x) { return x >= 0; };
+  TD_CHECK(all(o.kernel_size_, positive), "ConvTranspose2d: kernel_size must be positive, got ",
+           python_tuple(o.kernel_size_));
+  TD_CHECK(all(o.stride_, positive), "ConvTranspose2d: stride must be positive, got ", python_tuple(o.stride_));
+  TD_CHECK(all(o.dilation_, positive), "ConvTranspose2d: dilation must be positive, got ", python_tuple(o.dilation_));
+  TD_CHECK(all(o.padding_, not_negative), "ConvTranspose2d: padding must not be negative, got ",
+           python_tuple(o.padding_));
+  for (int i = 0; i < 2; ++i) {
+    const int64_t extra = o.output_padding_[i];
+    TD_CHECK(extra >= 0 && (extra < o.stride_[i] || extra < o.dilation_[i]), "ConvTranspose2d: output_padding ",
+             python_tuple(o.output_padding_), " must be smaller than the stride ", python_tuple(o.stride_),
+             " or the dilation ", python_tuple(o.dilation_));
+  }
+  weight = register_parameter(
+      "weight", empty({o.in_channels_, o.out_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
+  bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
+  reset_parameters();
+}
+
+void ConvTranspose2dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
+  const auto& o = options;
+  return F::conv_transpose2d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  const auto& o = options;
+  TD_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4),
+           "ConvTranspose2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(output_size.size() == 2 || output_size.size() == static_cast<size_t>(x.dim()),
+           "ConvTranspose2d: output_size must be [H, W] or the output's whole shape (", x.dim(), " values), got ",
+           python_tuple(output_size));
+  const std::vector<int64_t> asked(output_size.end() - 2, output_size.end());
+  const std::vector<int64_t> in(x.sizes().end() - 2, x.sizes().end());
+  std::vector<int64_t> smallest(2), largest(2), extra(2);
+  for (int i = 0; i < 2; ++i) {
+    smallest[i] = (in[i] - 1) * o.stride_[i] - 2 * o.padding_[i] + o.dilation_[i] * (o.kernel_size_[i] - 1) + 1;
+    largest[i] = smallest[i] + o.stride_[i] - 1;
+    extra[i] = asked[i] - smallest[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    TD_CHECK(asked[i] >= smallest[i] && asked[i] <= largest[i], "ConvTranspose2d: an output of ",
+             python_tuple(asked), " was asked for, but an input of ", python_tuple(in), " gives sizes from ",
+             python_tuple(smallest), " to ", python_tuple(largest));
+  }
+  return F::conv_transpose2d(x, weight, bias, o.stride_, o.padding_, extra, o.groups_, o.dilation_);
+}
+
+std::string ConvTranspose2dImpl::extra_repr() const {
+  const auto& o = options;
+  std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
+                  ", kernel_size=" + python_tuple(o.kernel_size_) + ", stride=" + python_tuple(o.stride_);
+  if (o.padding_ != std::vector<int64_t>{0, 0}) s += ", padding=" + python_tuple(o.padding_);
+  if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + python_tuple(o.dilation_);
+  if (o.output_padding_ != std::vector<int64_t>{0, 0}) s += ", output_padding=" + python_tuple(o.output_padding_);
+  if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
+  if (!o.bias_) s += ", bias=False";
+  return s;
+}
+
 // ---- BatchNorm ----
 
 template <typename Derived>

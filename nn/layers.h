@@ -1,6 +1,7 @@
-// The layers of td::nn with learnable parameters: Linear, Conv2d, BatchNorm1d/2d, LayerNorm,
-// Embedding. Parameters start as PyTorch initializes them, so weights have the same
-// distributions. Each comes as an Impl (the module) and a holder of the same name without Impl.
+// The layers of td::nn with learnable parameters: Linear, Conv1d, Conv2d, ConvTranspose2d,
+// BatchNorm1d/2d, LayerNorm, GroupNorm, Embedding. Parameters start as PyTorch initializes them,
+// so weights have the same distributions. Each comes as an Impl (the module) and a holder of the
+// same name without Impl.
 #pragma once
 
 #include <optional>
@@ -75,6 +76,90 @@ class Conv2dImpl : public Cloneable<Conv2dImpl> {
   Tensor weight, bias;
 };
 class Conv2d : public ModuleHolder<Conv2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct Conv1dOptions {
+  Conv1dOptions(int64_t in, int64_t out, int64_t kernel) : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
+  Conv1dOptions& stride(int64_t s) { stride_ = s; return *this; }
+  Conv1dOptions& padding(int64_t p) {
+    padding_ = p;
+    padding_mode_.reset();
+    return *this;
+  }
+  Conv1dOptions& padding(PaddingMode mode) {  // kSame or kValid
+    padding_ = 0;
+    padding_mode_ = mode;
+    return *this;
+  }
+  Conv1dOptions& dilation(int64_t d) { dilation_ = d; return *this; }
+  Conv1dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Conv1dOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_channels_, out_channels_, kernel_size_, stride_ = 1, padding_ = 0, dilation_ = 1;
+  std::optional<PaddingMode> padding_mode_;  // set by padding(kSame or kValid), in place of padding_
+  int64_t groups_ = 1;
+  bool bias_ = true;
+};
+
+// Convolution along one dim: x [N, C, L] (or [C, L]); weight [out, in / groups, k] and bias
+// [out] start as Conv2d's do.
+class Conv1dImpl : public Cloneable<Conv1dImpl> {
+ public:
+  Conv1dImpl(int64_t in, int64_t out, int64_t kernel) : Conv1dImpl(Conv1dOptions(in, out, kernel)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Conv1dOptions options;
+  Tensor weight, bias;
+};
+class Conv1d : public ModuleHolder<Conv1dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+struct ConvTranspose2dOptions {
+  ConvTranspose2dOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(std::move(kernel)) {}
+  ConvTranspose2dOptions(int64_t in, int64_t out, int64_t kernel)
+      : ConvTranspose2dOptions(in, out, std::vector<int64_t>{kernel, kernel}) {}
+  ConvTranspose2dOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
+  ConvTranspose2dOptions& stride(int64_t s) { return stride({s, s}); }
+  ConvTranspose2dOptions& padding(std::vector<int64_t> p) { padding_ = std::move(p); return *this; }
+  ConvTranspose2dOptions& padding(int64_t p) { return padding({p, p}); }
+  ConvTranspose2dOptions& output_padding(std::vector<int64_t> p) { output_padding_ = std::move(p); return *this; }
+  ConvTranspose2dOptions& output_padding(int64_t p) { return output_padding({p, p}); }
+  ConvTranspose2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
+  ConvTranspose2dOptions& dilation(int64_t d) { return dilation({d, d}); }
+  ConvTranspose2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvTranspose2dOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_channels_, out_channels_;
+  std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, output_padding_{0, 0}, dilation_{1, 1};
+  int64_t groups_ = 1;
+  bool bias_ = true;
+};
+
+// F::conv_transpose2d as a layer (an upsampling convolution): weight [in, out / groups, kh, kw]
+// and bias [out], initialised as PyTorch's (its fan-in is weight.size(1) * kh * kw).
+class ConvTranspose2dImpl : public Cloneable<ConvTranspose2dImpl> {
+ public:
+  ConvTranspose2dImpl(int64_t in, int64_t out, int64_t kernel)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in, out, kernel)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  // With the output's height and width asked for ([H, W], or the whole shape [N, C, H, W] or
+  // [C, H, W]): the output padding that gives them, as PyTorch's forward(input, output_size). A
+  // stride leaves several sizes possible; each must be at most stride - 1 above the smallest.
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
+  std::string extra_repr() const override;
+  ConvTranspose2dOptions options;
+  Tensor weight, bias;
+};
+class ConvTranspose2d : public ModuleHolder<ConvTranspose2dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

@@ -48,6 +48,11 @@ TEST_CASE("CPU autocast runs matrix products and convolutions in bfloat16, as Py
   check_identical(td::addmm(bias, a, b), td::addmm(bf(bias), bf(a), bf(b)), "addmm");
   check_identical(F::linear(a, w, bias), F::linear(bf(a), bf(w), bf(bias)), "linear");
   check_identical(F::conv2d(image, kernel, kbias, 1, 1), F::conv2d(bf(image), bf(kernel), bf(kbias), 1, 1), "conv2d");
+  check_identical(F::conv_transpose2d(image, kernel.transpose(0, 1), kbias, 2, 1, 1),
+                  F::conv_transpose2d(bf(image), bf(kernel.transpose(0, 1)), bf(kbias), 2, 1, 1),
+                  "conv_transpose2d");
+  Tensor line = image.flatten(2), line_kernel = kernel.flatten(2);
+  check_identical(F::conv1d(line, line_kernel, kbias), F::conv1d(bf(line), bf(line_kernel), bf(kbias)), "conv1d");
   // Mixed operands are cast too: one float32 and one bfloat16 matrix.
   check_identical(td::mm(a, bf(b)), td::mm(bf(a), bf(b)), "mm of float32 and bfloat16");
   // float16 when asked for.

@@ -231,6 +231,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        [](V x) { return td::col2im_matrix(x[0].t(), 2, {4, 5}, 2, 1, 0, 1); }},
       {"conv2d", {{{1, 2, 5, 4}}, {{4, 1, 3, 2}}, {{4}}},
        [](V x) { return td::nn::F::conv2d(x[0], x[1], x[2], {2, 1}, 1, 1, 2); }},
+      {"conv1d", {{{2, 4, 6}}, {{6, 2, 3}}, {{6}}},
+       [](V x) { return td::nn::F::conv1d(x[0], x[1], x[2], 2, 1, 2, 2); }},
+      {"conv_transpose2d", {{{1, 4, 3, 2}}, {{4, 1, 3, 2}}, {{2}}},
+       [](V x) { return td::nn::F::conv_transpose2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2}); }},
+      {"conv_transpose2d with output_padding past the stride", {{{2, 2, 2, 3}}, {{2, 3, 2, 2}}},
+       [](V x) { return td::nn::F::conv_transpose2d(x[0], x[1], Tensor(), 1, 1, 1, 1, 2); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

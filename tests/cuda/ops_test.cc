@@ -2112,6 +2112,40 @@ TEST_CASE("im2col and col2im match the CPU exactly; conv2d through F::conv2d wit
   }
 }
 
+TEST_CASE("conv_transpose2d and conv1d match the CPU within rounding, non-contiguous operands", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(33);
+  for (DType dtype : kFloating) {
+    for (int64_t groups : {1, 2}) {
+      for (const ConvParams& p : kConvParams) {
+        // output_padding 1 where the stride or the dilation allows it.
+        const std::vector<int64_t> extra = {p.stride[0] > 1 || p.dilation[0] > 1 ? 1 : 0,
+                                            p.stride.back() > 1 || p.dilation.back() > 1 ? 1 : 0};
+        Pair x = ct::random_pair({2, 4, 5, 7}, dtype, Layout::Permuted);
+        Pair w = ct::random_pair({4, 6 / groups, p.kernel[0], p.kernel.back()}, dtype, Layout::Strided);
+        Pair b = ct::random_pair({6}, dtype);
+        std::ostringstream what;
+        what << "conv_transpose2d " << td::dtype_name(dtype) << " groups " << groups << " kernel "
+             << td::shape_str(p.kernel) << " dilation " << td::shape_str(p.dilation) << " padding "
+             << td::shape_str(p.padding) << " stride " << td::shape_str(p.stride);
+        auto run = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+          return F::conv_transpose2d(xi, wi, bi, p.stride, p.padding, extra, groups, p.dilation);
+        };
+        check_close(run(x.dev, w.dev, b.dev), run(x.cpu, w.cpu, b.cpu), 2 * rtol_for(dtype), 0, what.str(),
+                    run(ct::abs64(x.cpu), ct::abs64(w.cpu), ct::abs64(b.cpu)));
+        Pair line = ct::random_pair({3, 4, 33}, dtype, Layout::Permuted);
+        Pair w1 = ct::random_pair({6, 4 / groups, p.kernel[0]}, dtype, Layout::Strided);
+        auto run1d = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+          return F::conv1d(xi, wi, bi, p.stride[0], p.padding[0], p.dilation[0], groups);
+        };
+        check_close(run1d(line.dev, w1.dev, b.dev), run1d(line.cpu, w1.cpu, b.cpu), 2 * rtol_for(dtype), 0,
+                    "conv1d " + what.str(), run1d(ct::abs64(line.cpu), ct::abs64(w1.cpu), ct::abs64(b.cpu)));
+      }
+    }
+  }
+}
+
 // Output and gradients (input, weight, bias) of sum(conv2d(x, w, b) * probe), with cuDNN on or off.
 // Sets whether convolutions take cuDNN for the life of a scope, then restores what was.
 class CudnnGuard {
