@@ -1,5 +1,6 @@
 #include "nn/functional.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -189,6 +190,100 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
     if (pad[d] != before[d]) out = out.narrow(dim, 1, out.size(dim) - 1);
   }
   return out.contiguous();
+}
+
+const char* pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case kConstant: return "constant";
+    case kReflect: return "reflect";
+    case kReplicate: return "replicate";
+    case kCircular: return "circular";
+  }
+  return "?";
+}
+
+namespace {
+
+// Where each position of a dim padded by `before` and `after` (either may be negative, a crop)
+// reads the input's dim of `size` (checked by pad).
+std::vector<int64_t> pad_sources(PadMode mode, int64_t size, int64_t before, int64_t after) {
+  std::vector<int64_t> sources;
+  // circular wraps around what is left after cropping, [first, first + kept).
+  const int64_t first = std::max<int64_t>(-before, 0), kept = size - first - std::max<int64_t>(-after, 0);
+  for (int64_t j = 0; j < size + before + after; ++j) {
+    int64_t i = j - before;
+    switch (mode) {
+      case kReflect: i = i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i; break;
+      case kReplicate: i = std::clamp<int64_t>(i, 0, size - 1); break;
+      case kCircular: i = first + ((j - std::max<int64_t>(before, 0)) % kept + kept) % kept; break;
+      case kConstant: break;
+    }
+    sources.push_back(i);
+  }
+  return sources;
+}
+
+// t cropped or padded with `value` along dim.
+Tensor pad_constant(const Tensor& t, int64_t dim, int64_t before, int64_t after, double value) {
+  const int64_t size = t.size(dim);
+  Tensor kept = t.narrow(dim, std::max<int64_t>(-before, 0),
+                         size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0));
+  std::vector<Tensor> parts;
+  auto filled = [&](int64_t length) {
+    Shape shape = t.sizes();
+    shape[dim] = length;
+    return full(shape, value, t.options());
+  };
+  if (before > 0) parts.push_back(filled(before));
+  parts.push_back(kept);
+  if (after > 0) parts.push_back(filled(after));
+  return parts.size() == 1 ? kept : cat(parts, dim);
+}
+
+}  // namespace
+
+Tensor pad(const Tensor& x, IntList padding, PadMode mode, double value) {
+  TD_CHECK(x.defined(), "pad: the input is an undefined tensor");
+  const std::string given = shape_str(padding.vec()), mode_name = pad_mode_name(mode);
+  TD_CHECK(padding.size() % 2 == 0, "pad: padding ", given, " must have (before, after) pairs, an even count");
+  const int64_t dims = static_cast<int64_t>(padding.size()) / 2;
+  TD_CHECK(dims <= x.dim(), "pad: padding ", given, " pads ", dims, " dims but the input ", shape_str(x.sizes()),
+           " has ", x.dim());
+  TD_CHECK(mode == kConstant || (dims >= 1 && dims <= 3 && (x.dim() == dims + 1 || x.dim() == dims + 2)), "pad: ",
+           mode_name, " padding ", given, " pads ", dims, " dims, which takes a ", dims + 1, "-D or ", dims + 2,
+           "-D input (1 to 3 dims padded), got ", shape_str(x.sizes()));
+  TD_CHECK(mode == kConstant || value == 0, "pad: a value is for constant padding only, not ", mode_name);
+  // Every dim is checked before any is padded.
+  for (int64_t k = 0; k < dims; ++k) {
+    const int64_t dim = x.dim() - 1 - k, before = padding[2 * k], after = padding[2 * k + 1], size = x.size(dim);
+    const std::string where = "pad: " + mode_name + " padding (" + std::to_string(before) + ", " +
+                              std::to_string(after) + ") of dim " + std::to_string(dim) + " of the input " +
+                              shape_str(x.sizes());
+    const int64_t cropped = size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0);
+    TD_CHECK(cropped >= 0, where, " crops more than the dim's ", size);
+    if (mode == kConstant) continue;
+    TD_CHECK(size > 0, where, ": the dim is empty, there is nothing to ", mode_name);
+    TD_CHECK(size + before + after > 0, where, " leaves a size of ", size + before + after, " (it must be positive)");
+    if (mode == kReflect) {
+      TD_CHECK(before < size && after < size, where, " must be below the dim's size, ", size);
+    } else if (mode == kCircular) {
+      const int64_t kept = size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
+      TD_CHECK(before <= kept && after <= kept, where, " would wrap around more than once (", kept,
+               " values to wrap around)");
+    }
+  }
+  Tensor out = x;
+  for (int64_t k = 0; k < dims; ++k) {
+    const int64_t dim = x.dim() - 1 - k, before = padding[2 * k], after = padding[2 * k + 1];
+    if (before == 0 && after == 0) continue;
+    if (mode == kConstant) {
+      out = pad_constant(out, dim, before, after, value);
+    } else {
+      const Tensor sources = tensor(pad_sources(mode, out.size(dim), before, after)).to(x.device());
+      out = out.index_select(dim, sources);
+    }
+  }
+  return out;
 }
 
 namespace {

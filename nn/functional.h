@@ -24,6 +24,15 @@ enum class PaddingMode { valid, same };
 inline constexpr PaddingMode kValid = PaddingMode::valid;
 inline constexpr PaddingMode kSame = PaddingMode::same;
 
+// F::pad's modes, and the convolutions' padding_mode (where kConstant is PyTorch's 'zeros'):
+// a constant value; the input mirrored at its edges, the edge itself not repeated (reflect); the
+// edge value repeated (replicate); the input's other end (circular).
+enum class PadMode { constant, reflect, replicate, circular };
+inline constexpr PadMode kConstant = PadMode::constant;
+inline constexpr PadMode kReflect = PadMode::reflect;
+inline constexpr PadMode kReplicate = PadMode::replicate;
+inline constexpr PadMode kCircular = PadMode::circular;
+
 namespace nn::functional {
 
 // x @ weight^T + bias, for x of any rank >= 1 (bias may be undefined).
@@ -46,6 +55,13 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 // the stride or the dilation, adds rows and columns at the end. PyTorch's argument order.
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
                         IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
+const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
+// PyTorch's F.pad: `padding` holds (before, after) pairs from the last dim backwards: (left,
+// right), then (top, bottom), then (front, back). A negative value crops. Constant padding (with
+// `value`, converted to the input's dtype) pads any number of dims; the other modes pad the last
+// 1, 2 or 3 dims of an input with one or two dims more (a batch of channels, or channels), each
+// reflect pad below the dim's size, each circular pad at most the size left after cropping.
+Tensor pad(const Tensor& x, IntList padding, PadMode mode = kConstant, double value = 0);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the
 // mean, biased variance and count of the whole batch, differentiably.

@@ -1,6 +1,7 @@
 #include "nn/layers.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -67,7 +68,7 @@ void Conv2dImpl::reset() {
   TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }),
            "Conv2d: padding must not be negative, got ", python_tuple(o.padding_));
   const bool unit_stride = std::all_of(o.stride_.begin(), o.stride_.end(), [](int64_t x) { return x == 1; });
-  TD_CHECK(o.padding_mode_ != kSame || unit_stride,
+  TD_CHECK(o.padding_name_ != kSame || unit_stride,
            "Conv2d: padding='same' is not supported for strided convolutions (stride ", python_tuple(o.stride_), ")");
   weight = register_parameter(
       "weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
@@ -77,25 +78,45 @@ void Conv2dImpl::reset() {
 
 void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
 
+namespace {
+
+// The (before, after) padding of a convolution's dim: `padding` on both sides, or by name: none
+// (valid), or dilation * (kernel - 1) in all, the odd one after (same).
+std::array<int64_t, 2> conv_sides(const std::optional<PaddingMode>& name, int64_t padding, int64_t kernel,
+                                  int64_t dilation) {
+  if (!name) return {padding, padding};
+  if (*name == kValid) return {0, 0};
+  const int64_t total = dilation * (kernel - 1);
+  return {total / 2, total - total / 2};
+}
+
+}  // namespace
+
 Tensor Conv2dImpl::forward(const Tensor& x) {
-  if (options.padding_mode_) {
-    return F::conv2d(x, weight, bias, options.stride_, *options.padding_mode_, options.dilation_, options.groups_);
+  const auto& o = options;
+  if (o.padding_mode_ != kConstant) {  // padded first, by F::pad, as PyTorch's padding_mode
+    const auto h = conv_sides(o.padding_name_, o.padding_[0], o.kernel_size_[0], o.dilation_[0]);
+    const auto w = conv_sides(o.padding_name_, o.padding_.back(), o.kernel_size_.back(), o.dilation_.back());
+    return F::conv2d(F::pad(x, {w[0], w[1], h[0], h[1]}, o.padding_mode_), weight, bias, o.stride_, 0, o.dilation_,
+                     o.groups_);
   }
-  return F::conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_);
+  if (o.padding_name_) return F::conv2d(x, weight, bias, o.stride_, *o.padding_name_, o.dilation_, o.groups_);
+  return F::conv2d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
 }
 
 std::string Conv2dImpl::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
                   ", kernel_size=" + python_tuple(o.kernel_size_) + ", stride=" + python_tuple(o.stride_);
-  if (o.padding_mode_) {
-    s += o.padding_mode_ == kSame ? ", padding=same" : ", padding=valid";
+  if (o.padding_name_) {
+    s += o.padding_name_ == kSame ? ", padding=same" : ", padding=valid";
   } else if (o.padding_ != std::vector<int64_t>{0, 0}) {
     s += ", padding=" + python_tuple(o.padding_);
   }
   if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + python_tuple(o.dilation_);
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";
+  if (o.padding_mode_ != kConstant) s += std::string(", padding_mode=") + F::pad_mode_name(o.padding_mode_);
   return s;
 }
 
@@ -112,7 +133,7 @@ void Conv1dImpl::reset() {
   TD_CHECK(o.stride_ > 0, "Conv1d: stride must be positive, got ", o.stride_);
   TD_CHECK(o.dilation_ > 0, "Conv1d: dilation must be positive, got ", o.dilation_);
   TD_CHECK(o.padding_ >= 0, "Conv1d: padding must not be negative, got ", o.padding_);
-  TD_CHECK(o.padding_mode_ != kSame || o.stride_ == 1,
+  TD_CHECK(o.padding_name_ != kSame || o.stride_ == 1,
            "Conv1d: padding='same' is not supported for strided convolutions (stride ", o.stride_, ")");
   weight = register_parameter("weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_}));
   bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
@@ -122,24 +143,29 @@ void Conv1dImpl::reset() {
 void Conv1dImpl::reset_parameters() { default_init(weight, bias); }
 
 Tensor Conv1dImpl::forward(const Tensor& x) {
-  if (options.padding_mode_) {
-    return F::conv1d(x, weight, bias, options.stride_, *options.padding_mode_, options.dilation_, options.groups_);
+  const auto& o = options;
+  if (o.padding_mode_ != kConstant) {  // padded first, by F::pad, as PyTorch's padding_mode
+    const auto sides = conv_sides(o.padding_name_, o.padding_, o.kernel_size_, o.dilation_);
+    return F::conv1d(F::pad(x, {sides[0], sides[1]}, o.padding_mode_), weight, bias, o.stride_, 0, o.dilation_,
+                     o.groups_);
   }
-  return F::conv1d(x, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_);
+  if (o.padding_name_) return F::conv1d(x, weight, bias, o.stride_, *o.padding_name_, o.dilation_, o.groups_);
+  return F::conv1d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
 }
 
 std::string Conv1dImpl::extra_repr() const {
   const auto& o = options;
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
                   ", kernel_size=" + python_tuple({o.kernel_size_}) + ", stride=" + python_tuple({o.stride_});
-  if (o.padding_mode_) {
-    s += o.padding_mode_ == kSame ? ", padding=same" : ", padding=valid";
+  if (o.padding_name_) {
+    s += o.padding_name_ == kSame ? ", padding=same" : ", padding=valid";
   } else if (o.padding_ != 0) {
     s += ", padding=" + python_tuple({o.padding_});
   }
   if (o.dilation_ != 1) s += ", dilation=" + python_tuple({o.dilation_});
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";
+  if (o.padding_mode_ != kConstant) s += std::string(", padding_mode=") + F::pad_mode_name(o.padding_mode_);
   return s;
 }
 

@@ -44,22 +44,26 @@ struct Conv2dOptions {
   Conv2dOptions& stride(int64_t s) { return stride({s, s}); }
   Conv2dOptions& padding(std::vector<int64_t> p) {
     padding_ = std::move(p);
-    padding_mode_.reset();
+    padding_name_.reset();
     return *this;
   }
   Conv2dOptions& padding(int64_t p) { return padding({p, p}); }
   Conv2dOptions& padding(PaddingMode mode) {  // kSame or kValid
     padding_ = {0, 0};
-    padding_mode_ = mode;
+    padding_name_ = mode;
     return *this;
   }
+  // What the padding holds: zeros (kConstant, the default), or the input reflected, replicated
+  // or wrapped around (F::pad's modes), padded before the convolution as PyTorch's padding_mode.
+  Conv2dOptions& padding_mode(PadMode mode) { padding_mode_ = mode; return *this; }
   Conv2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
   Conv2dOptions& dilation(int64_t d) { return dilation({d, d}); }
   Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
   int64_t in_channels_, out_channels_;
   std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, dilation_{1, 1};
-  std::optional<PaddingMode> padding_mode_;  // set by padding(kSame or kValid), in place of padding_
+  std::optional<PaddingMode> padding_name_;  // set by padding(kSame or kValid), in place of padding_
+  PadMode padding_mode_ = kConstant;
   int64_t groups_ = 1;
   bool bias_ = true;
 };
@@ -85,19 +89,21 @@ struct Conv1dOptions {
   Conv1dOptions& stride(int64_t s) { stride_ = s; return *this; }
   Conv1dOptions& padding(int64_t p) {
     padding_ = p;
-    padding_mode_.reset();
+    padding_name_.reset();
     return *this;
   }
   Conv1dOptions& padding(PaddingMode mode) {  // kSame or kValid
     padding_ = 0;
-    padding_mode_ = mode;
+    padding_name_ = mode;
     return *this;
   }
+  Conv1dOptions& padding_mode(PadMode mode) { padding_mode_ = mode; return *this; }  // as Conv2d's
   Conv1dOptions& dilation(int64_t d) { dilation_ = d; return *this; }
   Conv1dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv1dOptions& bias(bool b) { bias_ = b; return *this; }
   int64_t in_channels_, out_channels_, kernel_size_, stride_ = 1, padding_ = 0, dilation_ = 1;
-  std::optional<PaddingMode> padding_mode_;  // set by padding(kSame or kValid), in place of padding_
+  std::optional<PaddingMode> padding_name_;  // set by padding(kSame or kValid), in place of padding_
+  PadMode padding_mode_ = kConstant;
   int64_t groups_ = 1;
   bool bias_ = true;
 };

@@ -220,4 +220,74 @@ std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) cons
   return copy;
 }
 
+// ---- padding ----
+
+namespace {
+
+struct PadKind {
+  const char* name;  // without the dims
+  PadMode mode;
+};
+PadKind pad_kind(PadLayer kind) {
+  switch (kind) {
+    case PadLayer::zero: return {"ZeroPad", kConstant};
+    case PadLayer::constant: return {"ConstantPad", kConstant};
+    case PadLayer::reflection: return {"ReflectionPad", kReflect};
+    case PadLayer::replication: return {"ReplicationPad", kReplicate};
+    case PadLayer::circular: return {"CircularPad", kCircular};
+  }
+  return {"?", kConstant};
+}
+
+// padding as 2 * dims values: one number repeated, or the values given.
+std::vector<int64_t> pad_sides(const std::string& layer, IntList padding, int dims) {
+  if (padding.size() == 1) return std::vector<int64_t>(2 * dims, padding[0]);
+  TD_CHECK(padding.size() == static_cast<size_t>(2 * dims), layer, ": padding must be one number or ", 2 * dims,
+           " values (before and after each of the last ", dims, " dims), got ", python_tuple(padding.vec()));
+  return padding.vec();
+}
+
+std::string pad_layer_name(PadLayer kind, int dims) {
+  return std::string(pad_kind(kind).name) + std::to_string(dims) + "d";
+}
+
+}  // namespace
+
+template <PadLayer Kind, int Dims>
+PadImpl<Kind, Dims>::PadImpl(IntList padding)
+  requires(Kind != PadLayer::constant)
+    : Cloneable<PadImpl<Kind, Dims>, FunctionalImpl>(
+          pad_layer_name(Kind, Dims),
+          [sides = pad_sides(pad_layer_name(Kind, Dims), padding, Dims)](const Tensor& x) {
+            return functional::pad(x, sides, pad_kind(Kind).mode);
+          },
+          python_tuple(pad_sides(pad_layer_name(Kind, Dims), padding, Dims))) {}
+
+template <PadLayer Kind, int Dims>
+PadImpl<Kind, Dims>::PadImpl(IntList padding, double value)
+  requires(Kind == PadLayer::constant)
+    : Cloneable<PadImpl<Kind, Dims>, FunctionalImpl>(
+          pad_layer_name(Kind, Dims),
+          [sides = pad_sides(pad_layer_name(Kind, Dims), padding, Dims), value](const Tensor& x) {
+            return functional::pad(x, sides, kConstant, value);
+          },
+          "padding=" + python_tuple(pad_sides(pad_layer_name(Kind, Dims), padding, Dims)) +
+              ", value=" + python_float(value)) {}
+
+template class PadImpl<PadLayer::zero, 1>;
+template class PadImpl<PadLayer::zero, 2>;
+template class PadImpl<PadLayer::zero, 3>;
+template class PadImpl<PadLayer::constant, 1>;
+template class PadImpl<PadLayer::constant, 2>;
+template class PadImpl<PadLayer::constant, 3>;
+template class PadImpl<PadLayer::reflection, 1>;
+template class PadImpl<PadLayer::reflection, 2>;
+template class PadImpl<PadLayer::reflection, 3>;
+template class PadImpl<PadLayer::replication, 1>;
+template class PadImpl<PadLayer::replication, 2>;
+template class PadImpl<PadLayer::replication, 3>;
+template class PadImpl<PadLayer::circular, 1>;
+template class PadImpl<PadLayer::circular, 2>;
+template class PadImpl<PadLayer::circular, 3>;
+
 }  // namespace tandem::nn

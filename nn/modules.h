@@ -207,6 +207,44 @@ class CosineSimilarity : public ModuleHolder<CosineSimilarityImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+// The padding layers, as PyTorch's: ZeroPad, ConstantPad (with a value), ReflectionPad,
+// ReplicationPad and CircularPad, each in 1d, 2d and 3d: F::pad over the last 1, 2 or 3 dims.
+// padding: one number for every side, or (left, right[, top, bottom[, front, back]]), as a
+// number or a Shape.
+enum class PadLayer { zero, constant, reflection, replication, circular };
+template <PadLayer Kind, int Dims>
+class PadImpl : public Cloneable<PadImpl<Kind, Dims>, FunctionalImpl> {
+ public:
+  explicit PadImpl(IntList padding)
+    requires(Kind != PadLayer::constant);
+  PadImpl(IntList padding, double value)
+    requires(Kind == PadLayer::constant);
+};
+template <PadLayer Kind, int Dims>
+class PadHolder : public ModuleHolder<PadImpl<Kind, Dims>> {
+ public:
+  using ModuleHolder<PadImpl<Kind, Dims>>::ModuleHolder;
+};
+#define TD_PAD_LAYER(Name, kind, dims)         \
+  using Name##Impl = PadImpl<PadLayer::kind, dims>; \
+  using Name = PadHolder<PadLayer::kind, dims>;
+TD_PAD_LAYER(ZeroPad1d, zero, 1)
+TD_PAD_LAYER(ZeroPad2d, zero, 2)
+TD_PAD_LAYER(ZeroPad3d, zero, 3)
+TD_PAD_LAYER(ConstantPad1d, constant, 1)
+TD_PAD_LAYER(ConstantPad2d, constant, 2)
+TD_PAD_LAYER(ConstantPad3d, constant, 3)
+TD_PAD_LAYER(ReflectionPad1d, reflection, 1)
+TD_PAD_LAYER(ReflectionPad2d, reflection, 2)
+TD_PAD_LAYER(ReflectionPad3d, reflection, 3)
+TD_PAD_LAYER(ReplicationPad1d, replication, 1)
+TD_PAD_LAYER(ReplicationPad2d, replication, 2)
+TD_PAD_LAYER(ReplicationPad3d, replication, 3)
+TD_PAD_LAYER(CircularPad1d, circular, 1)
+TD_PAD_LAYER(CircularPad2d, circular, 2)
+TD_PAD_LAYER(CircularPad3d, circular, 3)
+#undef TD_PAD_LAYER
+
 // Runs its submodules in order, each on the previous one's output; named "0", "1", ...
 class SequentialImpl : public Cloneable<SequentialImpl> {
  public:

@@ -237,6 +237,10 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        [](V x) { return td::nn::F::conv_transpose2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 0}, 2, {1, 2}); }},
       {"conv_transpose2d with output_padding past the stride", {{{2, 2, 2, 3}}, {{2, 3, 2, 2}}},
        [](V x) { return td::nn::F::conv_transpose2d(x[0], x[1], Tensor(), 1, 1, 1, 1, 2); }},
+      {"pad reflect", {{{2, 3, 4}}}, [](V x) { return td::nn::F::pad(x[0], {2, -1, 1, 2}, td::kReflect); }},
+      {"pad replicate", {{{1, 2, 3}}}, [](V x) { return td::nn::F::pad(x[0], {3, 1}, td::kReplicate); }},
+      {"pad circular", {{{1, 2, 3, 4}}}, [](V x) { return td::nn::F::pad(x[0], {-1, 3, 2, 1}, td::kCircular); }},
+      {"pad constant", {{{2, 3, 4}}}, [](V x) { return td::nn::F::pad(x[0], {1, -2, 0, 0, 2, 1}, td::kConstant, 3); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

@@ -2146,6 +2146,27 @@ TEST_CASE("conv_transpose2d and conv1d match the CPU within rounding, non-contig
   }
 }
 
+TEST_CASE("pad in every mode gives the CPU's values, and its gradient the CPU's, non-contiguous inputs", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(34);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kBFloat16, td::kInt64}) {
+    Pair x = ct::random_pair({2, 3, 7, 33}, dtype, Layout::Permuted);
+    for (td::PadMode mode : {td::kConstant, td::kReflect, td::kReplicate, td::kCircular}) {
+      const std::string what = std::string("pad ") + F::pad_mode_name(mode) + " " + td::dtype_name(dtype);
+      const std::vector<int64_t> sides = {5, -2, 3, 6};
+      const double value = mode == td::kConstant ? 1.5 : 0;
+      check_equal(F::pad(x.dev, sides, mode, value), F::pad(x.cpu, sides, mode, value), what);
+      if (!td::is_floating(dtype)) continue;
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      Pair probe = ct::random_pair(F::pad(x.cpu, sides, mode, value).sizes(), dtype);
+      (F::pad(leaf_dev, sides, mode, value) * probe.dev).sum().backward();
+      (F::pad(leaf_cpu, sides, mode, value) * probe.cpu).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad(), 2 * rtol_for(dtype), 0, what + " gradient");
+    }
+  }
+}
+
 // Output and gradients (input, weight, bias) of sum(conv2d(x, w, b) * probe), with cuDNN on or off.
 // Sets whether convolutions take cuDNN for the life of a scope, then restores what was.
 class CudnnGuard {
