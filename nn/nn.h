@@ -1,4 +1,4 @@
-// td::nn: modules, layers, losses, functional forms, initializations and gradient clipping.
+// td::nn: modules, layers (recurrent ones included), losses, functional forms, initializations and gradient clipping.
 #pragma once
 
 #include "nn/clip_grad.h"
@@ -8,6 +8,7 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/modules.h"
+#include "nn/rnn.h"
 #include "nn/state_dict.h"
 
 namespace tandem::nn {

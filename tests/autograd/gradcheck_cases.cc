@@ -241,6 +241,15 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"pad replicate", {{{1, 2, 3}}}, [](V x) { return td::nn::F::pad(x[0], {3, 1}, td::kReplicate); }},
       {"pad circular", {{{1, 2, 3, 4}}}, [](V x) { return td::nn::F::pad(x[0], {-1, 3, 2, 1}, td::kCircular); }},
       {"pad constant", {{{2, 3, 4}}}, [](V x) { return td::nn::F::pad(x[0], {1, -2, 0, 0, 2, 1}, td::kConstant, 3); }},
+      {"lstm_cell", {{{2, 3}}, {{2, 4}}, {{2, 4}}, {{16, 3}}, {{16, 4}}, {{16}}, {{16}}},
+       [](V x) {
+         auto [h, c] = td::nn::F::lstm_cell(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+         return h + c * 2;
+       }},
+      {"gru_cell", {{{2, 3}}, {{2, 4}}, {{12, 3}}, {{12, 4}}, {{12}}, {{12}}},
+       [](V x) { return td::nn::F::gru_cell(x[0], x[1], x[2], x[3], x[4], x[5]); }},
+      {"rnn_tanh_cell without biases", {{{2, 3}}, {{2, 4}}, {{4, 3}}, {{4, 4}}},
+       [](V x) { return td::nn::F::rnn_tanh_cell(x[0], x[1], x[2], x[3]); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

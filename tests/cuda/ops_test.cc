@@ -23,6 +23,7 @@ namespace td = tandem;
 namespace tt = td::testing;
 namespace ct = td::cuda_testing;
 namespace F = td::nn::functional;
+namespace nn = td::nn;
 using ct::check_close;
 using ct::check_equal;
 using ct::Layout;
@@ -2163,6 +2164,42 @@ TEST_CASE("pad in every mode gives the CPU's values, and its gradient the CPU's,
       (F::pad(leaf_dev, sides, mode, value) * probe.dev).sum().backward();
       (F::pad(leaf_cpu, sides, mode, value) * probe.cpu).sum().backward();
       check_close(leaf_dev.grad(), leaf_cpu.grad(), 2 * rtol_for(dtype), 0, what + " gradient");
+    }
+  }
+}
+
+TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(35);
+  td::manual_seed(35);
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    nn::LSTM lstm(nn::LSTMOptions(5, 7).num_layers(2).bidirectional(true).batch_first(true));
+    nn::GRU gru(nn::GRUOptions(5, 7).num_layers(2).bidirectional(true));
+    std::vector<std::shared_ptr<nn::Module>> on_cpu = {lstm.ptr(), gru.ptr()};
+    for (size_t k = 0; k < on_cpu.size(); ++k) {
+      const std::string what = std::string(k == 0 ? "LSTM " : "GRU ") + td::dtype_name(dtype);
+      on_cpu[k]->to(dtype);
+      auto on_gpu = on_cpu[k]->clone(td::Device("cuda:0"));
+      Pair x = ct::random_pair({3, 33, 5}, dtype, Layout::Permuted);
+      Tensor leaf_cpu = x.cpu.detach().requires_grad_(true), leaf_gpu = x.dev.detach().requires_grad_(true);
+      auto run = [&](nn::Module& m, const Tensor& input) {
+        if (k == 0) {
+          auto [out, state] = dynamic_cast<nn::LSTMImpl&>(m).forward(input);
+          return out.sum() + std::get<0>(state).sum() * 2 + std::get<1>(state).sum() * 3;
+        }
+        auto [out, h] = dynamic_cast<nn::GRUImpl&>(m).forward(input);
+        return out.sum() + h.sum() * 2;
+      };
+      Tensor loss_cpu = run(*on_cpu[k], leaf_cpu), loss_gpu = run(*on_gpu, leaf_gpu);
+      check_close(loss_gpu, loss_cpu, 8 * rtol_for(dtype), 0, what);
+      loss_cpu.backward();
+      loss_gpu.backward();
+      check_close(leaf_gpu.grad(), leaf_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " input gradient");
+      const auto cpu_params = on_cpu[k]->parameters(), gpu_params = on_gpu->parameters();
+      for (size_t i = 0; i < cpu_params.size(); ++i) {
+        check_close(gpu_params[i].grad(), cpu_params[i].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
+                    what + " parameter " + std::to_string(i));
+      }
     }
   }
 }
