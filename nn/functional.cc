@@ -165,6 +165,16 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   return x.dim() == 3 ? out.squeeze(0) : out;
 }
 
+std::pair<int64_t, int64_t> same_padding(int64_t kernel, int64_t dilation) {
+  const int64_t total = dilation * (kernel - 1);
+  return {total / 2, total - total / 2};
+}
+
+int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
+                                   int64_t output_padding) {
+  return (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1;
+}
+
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
               IntList dilation, int64_t groups) {
   if (padding == kValid) return conv2d(x, weight, bias, stride, 0, dilation, groups);
@@ -179,11 +189,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   // (column) too many at the start, which the output's first row (column) holds: dropped, and
   // the rest made contiguous, as PyTorch's output is.
   std::array<int64_t, 2> before{}, pad{};
-  for (int d = 0; d < 2; ++d) {
-    const int64_t total = dilations[d] * (weight.size(2 + d) - 1);
-    before[d] = total / 2;
-    pad[d] = total - before[d];
-  }
+  for (int d = 0; d < 2; ++d) std::tie(before[d], pad[d]) = same_padding(weight.size(2 + d), dilations[d]);
   Tensor out = conv2d(x, weight, bias, 1, pad, dilation, groups);
   for (int d = 0; d < 2; ++d) {
     const int64_t dim = out.dim() - 2 + d;
@@ -260,17 +266,19 @@ Tensor pad(const Tensor& x, IntList padding, PadMode mode, double value) {
                               std::to_string(after) + ") of dim " + std::to_string(dim) + " of the input " +
                               shape_str(x.sizes());
     const int64_t cropped = size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0);
-    TD_CHECK(cropped >= 0, where, " crops more than the dim's ", size);
+    const int64_t length = size + before + after;
+    // replicate clamps any position into the dim; the others read inside what the crops leave.
+    TD_CHECK(mode == kReplicate || cropped >= 0, where, " crops more than the dim's ", size);
     if (mode == kConstant) continue;
-    TD_CHECK(size > 0, where, ": the dim is empty, there is nothing to ", mode_name);
-    TD_CHECK(size + before + after > 0, where, " leaves a size of ", size + before + after, " (it must be positive)");
-    if (mode == kReflect) {
-      TD_CHECK(before < size && after < size, where, " must be below the dim's size, ", size);
-    } else if (mode == kCircular) {
-      const int64_t kept = size - std::max<int64_t>(-before, 0) - std::max<int64_t>(-after, 0);
-      TD_CHECK(before <= kept && after <= kept, where, " would wrap around more than once (", kept,
+    if (mode == kCircular) {
+      TD_CHECK(length >= 0, where, " leaves a size of ", length);
+      TD_CHECK(before <= cropped && after <= cropped, where, " would wrap around more than once (", cropped,
                " values to wrap around)");
+      continue;
     }
+    TD_CHECK(size > 0, where, ": the dim is empty, there is nothing to ", mode_name);
+    TD_CHECK(length > 0, where, " leaves a size of ", length, " (it must be positive)");
+    if (mode == kReflect) TD_CHECK(before < size && after < size, where, " must be below the dim's size, ", size);
   }
   Tensor out = x;
   for (int64_t k = 0; k < dims; ++k) {
@@ -284,6 +292,118 @@ Tensor pad(const Tensor& x, IntList padding, PadMode mode, double value) {
     }
   }
   return out;
+}
+
+const char* interpolate_mode_name(InterpolateMode mode) {
+  switch (mode) {
+    case kNearest: return "nearest";
+    case kNearestExact: return "nearest-exact";
+    case kLinear: return "linear";
+    case kBilinear: return "bilinear";
+    case kTrilinear: return "trilinear";
+  }
+  return "?";
+}
+
+namespace {
+
+// Where output position j of a dim reads the input: indices i0 and i1 and the weight of i1 (the
+// nearest modes read i0 alone). Computed in Real, the type PyTorch's kernels compute them in.
+// `scale` is 1 / scale_factor where one is used, else in / out (PyTorch's compute_scales_value).
+struct Sources {
+  std::vector<int64_t> first, second;
+  std::vector<double> weight;
+};
+template <typename Real>
+Sources interpolation_sources(InterpolateMode mode, int64_t in, int64_t out, std::optional<double> scale_factor,
+                              bool align_corners) {
+  const Real natural = scale_factor ? static_cast<Real>(1.0 / *scale_factor)
+                                    : static_cast<Real>(in) / static_cast<Real>(out);
+  Sources s;
+  for (int64_t j = 0; j < out; ++j) {
+    if (mode == kNearest && out == 2 * in) {  // PyTorch's shortcut, whatever the scale
+      s.first.push_back(j / 2);
+      continue;
+    }
+    if (mode == kNearest || mode == kNearestExact) {
+      const float scale = static_cast<float>(natural);  // the nearest kernels index in float
+      const float position = mode == kNearest ? static_cast<float>(j) * scale
+                                              : (static_cast<float>(j) + 0.5f) * scale;
+      s.first.push_back(std::min(static_cast<int64_t>(std::floor(position)), in - 1));
+      continue;
+    }
+    const Real scale = align_corners ? (out > 1 ? static_cast<Real>(in - 1) / static_cast<Real>(out - 1) : Real(0))
+                                     : natural;
+    const Real source = align_corners ? scale * static_cast<Real>(j)
+                                      : std::max(scale * (static_cast<Real>(j) + Real(0.5)) - Real(0.5), Real(0));
+    const int64_t i0 = std::min(static_cast<int64_t>(source), in - 1);
+    s.first.push_back(i0);
+    s.second.push_back(i0 + (i0 < in - 1 ? 1 : 0));
+    s.weight.push_back(static_cast<double>(std::clamp(source - static_cast<Real>(i0), Real(0), Real(1))));
+  }
+  return s;
+}
+
+}  // namespace
+
+Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
+  const char* mode_name = interpolate_mode_name(o.mode_);
+  TD_CHECK(x.defined(), "interpolate: the input is an undefined tensor");
+  TD_CHECK(x.dim() >= 3 && x.dim() <= 5, "interpolate: expected a 3-D, 4-D or 5-D input [N, C, spatial...], got ",
+           shape_str(x.sizes()));
+  TD_CHECK(is_floating(x.dtype()), "interpolate: expected a floating input, got ", x.dtype());
+  const int64_t spatial = x.dim() - 2;
+  const int64_t needs = o.mode_ == kLinear ? 3 : o.mode_ == kBilinear ? 4 : o.mode_ == kTrilinear ? 5 : x.dim();
+  TD_CHECK(x.dim() == needs, "interpolate: mode '", mode_name, "' takes a ", needs, "-D input, got ",
+           shape_str(x.sizes()));
+  TD_CHECK(o.size_.has_value() != o.scale_factor_.has_value(), "interpolate: give exactly one of size and ",
+           "scale_factor");
+  const bool linear = o.mode_ == kLinear || o.mode_ == kBilinear || o.mode_ == kTrilinear;
+  TD_CHECK(linear || !o.align_corners_.has_value(), "interpolate: align_corners is for the linear modes only, not '",
+           mode_name, "'");
+  const size_t given = o.size_ ? o.size_->size() : o.scale_factor_->size();
+  TD_CHECK(given == 1 || given == static_cast<size_t>(spatial), "interpolate: ", o.size_ ? "size" : "scale_factor",
+           " must have one value or ", spatial, " (one per spatial dim), got ", given);
+  std::vector<int64_t> in(x.sizes().end() - spatial, x.sizes().end()), out(spatial);
+  std::vector<std::optional<double>> scales(spatial);
+  for (int64_t d = 0; d < spatial; ++d) {
+    const size_t k = given == 1 ? 0 : static_cast<size_t>(d);
+    if (o.size_) {
+      out[d] = (*o.size_)[k];
+    } else {
+      const double factor = (*o.scale_factor_)[k];
+      TD_CHECK(factor > 0, "interpolate: scale_factor must be positive, got ", factor);
+      out[d] = static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * factor));
+      if (!o.recompute_scale_factor_) scales[d] = factor;
+    }
+  }
+  for (int64_t d = 0; d < spatial; ++d) {
+    TD_CHECK(in[d] > 0 && out[d] > 0, "interpolate: input and output sizes must be positive, got input ",
+             shape_str(in), " and output ", shape_str(out));
+  }
+  // 16-bit inputs interpolate in float32, as PyTorch's kernels do, and round once.
+  if (is_16bit_float(x.dtype())) return interpolate(x.to(kFloat32), o).to(x.dtype());
+  const bool align = o.align_corners_.value_or(false);
+  Tensor y = x;
+  for (int64_t d = spatial - 1; d >= 0; --d) {
+    const int64_t dim = 2 + d;
+    if (o.mode_ == kNearest && out[d] == in[d]) continue;  // PyTorch's shortcut: each position reads itself
+    const Sources s = x.dtype() == kFloat64
+                          ? interpolation_sources<double>(o.mode_, in[d], out[d], scales[d], align)
+                          : interpolation_sources<float>(o.mode_, in[d], out[d], scales[d], align);
+    const Tensor first = tensor(s.first).to(x.device());
+    if (!linear) {
+      y = y.index_select(dim, first);
+      continue;
+    }
+    Shape along(y.dim(), 1);
+    along[dim] = out[d];
+    const Tensor weight = tensor(s.weight).to(x.device(), x.dtype()).view(along);
+    const Tensor second = tensor(s.second).to(x.device());
+    // PyTorch's order: w0 * x[i0] + w1 * x[i1], with w0 = 1 - w1.
+    y = y.index_select(dim, first) * (1 - weight) + y.index_select(dim, second) * weight;
+  }
+  return y;
 }
 
 namespace {
@@ -313,6 +433,11 @@ int64_t one_value(IntList v, const char* name) {
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
               IntList dilation, int64_t groups) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv1d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias), stride,
+                  padding, dilation, groups);
+  }
   check_conv1d(x, weight, bias, groups);
   const int64_t s = one_value(stride, "stride"), p = one_value(padding, "padding"), d = one_value(dilation, "dilation");
   TD_CHECK(s > 0, "conv1d: stride must be positive, got ", s);
@@ -326,6 +451,11 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
               IntList dilation, int64_t groups) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv1d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias), stride,
+                  padding, dilation, groups);
+  }
   check_conv1d(x, weight, bias, groups);
   const int64_t s = one_value(stride, "stride"), d = one_value(dilation, "dilation");
   if (padding == kValid) return conv1d(x, weight, bias, s, 0, d, groups);
@@ -371,7 +501,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
              extra[1], ") must be smaller than the stride (", s[0], ", ", s[1], ") or the dilation (", d[0], ", ",
              d[1], ")");
     TD_CHECK(in[i] > 0, op, ": the input ", shape_str(x.sizes()), " has no rows or columns to spread");
-    out[i] = (in[i] - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + extra[i] + 1;
+    out[i] = conv_transpose_output_size(in[i], kernel[i], s[i], p[i], d[i], extra[i]);
     // The kernel positions col2im folds: the input's, and where output_padding reaches past a
     // whole stride (it may, below the dilation), more, whose columns are zeros.
     blocks[i] = ((in[i] - 1) * s[i] + extra[i]) / s[i] + 1;
@@ -620,7 +750,8 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
     // is NaN where z is inf, in PyTorch too when the threshold is past 88 in float32); below 0 it is
     // z / (z + 1) itself, which keeps PyTorch's subnormals where sigmoid's 1 / (1 + 1 / z) gives 0.
     // The sigmoid's input stops at the threshold, so that the gradient's own derivative is
-    // PyTorch's second derivative: 0 from beta x = threshold on, never an inf, never below 0.
+    // PyTorch's second derivative: 0 from beta x = threshold on, never an inf, never below 0 (far
+    // below 0, z / (z + 1)'s derivative keeps subnormals where PyTorch's gives 0).
     SavedTensor saved_input(x, false);
     autograd::record("SoftplusBackward0", {&x}, {&y},
                      [saved_input, beta, threshold](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -688,6 +819,135 @@ Tensor celu(const Tensor& x, double alpha) {
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   check_floating_input("leaky_relu", x);
   return where(x > 0, x, x * negative_slope);
+}
+
+namespace {
+
+// x's values, with `backward` as their gradient (its own derivative, where it has one, taken from
+// its ops).
+Tensor with_gradient(const char* node, const Tensor& x, const Tensor& values,
+                     std::function<Tensor(const Tensor& g, const Tensor& x)> backward) {
+  if (!autograd::needs_grad({&x})) return values;
+  Tensor y = values;
+  SavedTensor saved(x, false);
+  autograd::record(node, {&x}, {&y}, [saved, node, backward](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {backward(g[0], saved.unpack(node))};
+  });
+  return y;
+}
+
+// The values of an activation, computed without recording a graph.
+template <typename F>
+Tensor values_of(F f) {
+  NoGradGuard no_grad;
+  return f();
+}
+
+}  // namespace
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  check_floating_input("hardtanh", x);
+  TD_CHECK(min_val <= max_val, "hardtanh: min_val (", min_val, ") must not be above max_val (", max_val, ")");
+  const Tensor y = values_of([&] { return x.clamp(min_val, max_val); });
+  return with_gradient("HardtanhBackward0", x, y, [min_val, max_val](const Tensor& g, const Tensor& xv) {
+    return where((xv <= min_val) + (xv >= max_val), zeros_like(g), g);
+  });
+}
+
+Tensor relu6(const Tensor& x) { return hardtanh(x, 0, 6); }
+
+Tensor hardsigmoid(const Tensor& x) {
+  check_floating_input("hardsigmoid", x);
+  const Tensor y = values_of([&] { return (x + 3).clamp(0, 6) / 6; });
+  return with_gradient("HardsigmoidBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
+    return where((xv > -3) * (xv < 3), g / 6, zeros_like(g));
+  });
+}
+
+Tensor hardswish(const Tensor& x) {
+  check_floating_input("hardswish", x);
+  const Tensor y = values_of([&] { return x * (x + 3).clamp(0, 6) / 6; });
+  return with_gradient("HardswishBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
+    return where(xv <= -3, zeros_like(g), where(xv < 3, g * (xv / 3 + 0.5), g));
+  });
+}
+
+Tensor mish(const Tensor& x) {
+  check_floating_input("mish", x);
+  return x * tanh(softplus(x));
+}
+
+Tensor logsigmoid(const Tensor& x) {
+  check_floating_input("logsigmoid", x);
+  const Tensor y = values_of([&] { return minimum(x, zeros_like(x)) - log1p(exp(-abs(x))); });
+  // PyTorch's gradient, 1 - z / (1 + z) below 0 and z / (1 + z) from 0 on, z = exp(-|x|).
+  return with_gradient("LogSigmoidBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
+    const Tensor negative = xv < 0;
+    const Tensor z = exp(where(negative, xv, -xv));
+    return g * where(negative, 1 - z / (1 + z), z / (1 + z));
+  });
+}
+
+Tensor softsign(const Tensor& x) {
+  check_floating_input("softsign", x);
+  return x / (abs(x) + 1);
+}
+
+Tensor tanhshrink(const Tensor& x) {
+  check_floating_input("tanhshrink", x);
+  return x - tanh(x);
+}
+
+Tensor hardshrink(const Tensor& x, double lambd) {
+  check_floating_input("hardshrink", x);
+  return where((x >= -lambd) * (x <= lambd), zeros_like(x), x);
+}
+
+Tensor softshrink(const Tensor& x, double lambd) {
+  check_floating_input("softshrink", x);
+  TD_CHECK(lambd >= 0, "softshrink: lambd must not be negative, got ", lambd);
+  // NaN takes the moved branch, as in PyTorch (value NaN, gradient 1).
+  return where((x >= -lambd) * (x <= lambd), zeros_like(x), where(x > 0, x - lambd, x + lambd));
+}
+
+Tensor threshold(const Tensor& x, double threshold, double value) {
+  check_floating_input("threshold", x);
+  return where(x <= threshold, full_like(x, value), x);
+}
+
+Tensor glu(const Tensor& x, int64_t dim) {
+  check_floating_input("glu", x);
+  TD_CHECK(x.dim() > 0, "glu: a 0-dim input has no dim to halve");
+  const int64_t d = wrap_dim(dim, x.dim(), "glu");
+  TD_CHECK(x.size(d) % 2 == 0, "glu: dim ", d, " of ", shape_str(x.sizes()), " has odd size ", x.size(d),
+           "; it must halve");
+  const std::vector<Tensor> halves = x.chunk(2, d);
+  return halves[0] * sigmoid(halves[1]);
+}
+
+Tensor softmin(const Tensor& x, int64_t dim) {
+  check_floating_input("softmin", x);
+  return softmax(-x, dim);
+}
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  check_floating_input("prelu", x);
+  TD_CHECK(weight.defined(), "prelu: the weight is an undefined tensor");
+  TD_CHECK(weight.dtype() == x.dtype() && weight.device() == x.device(), "prelu: the weight (", weight.dtype(), " on ",
+           weight.device(), ") must have the input's dtype and device (", x.dtype(), " on ", x.device(), ")");
+  const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+  TD_CHECK(weight.numel() == 1 || (weight.dim() == 1 && weight.numel() == channels), "prelu: the weight ",
+           shape_str(weight.sizes()), " must have one value or one per channel (", channels, " in the input ",
+           shape_str(x.sizes()), ")");
+  Tensor w = weight;
+  if (weight.numel() == 1) {
+    w = weight.reshape({});
+  } else {
+    Shape per_channel(x.dim(), 1);
+    per_channel[1] = channels;
+    w = weight.view(per_channel);
+  }
+  return where(x > 0, x, w * x);
 }
 
 Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {

@@ -4,6 +4,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -33,6 +35,16 @@ inline constexpr PadMode kReflect = PadMode::reflect;
 inline constexpr PadMode kReplicate = PadMode::replicate;
 inline constexpr PadMode kCircular = PadMode::circular;
 
+// F::interpolate's modes: the nearest input pixel (PyTorch's 'nearest', which rounds down, and
+// 'nearest-exact', which rounds to the nearest), or linear interpolation along each dim
+// ('linear' for 3-D inputs, 'bilinear' for 4-D, 'trilinear' for 5-D).
+enum class InterpolateMode { nearest, nearest_exact, linear, bilinear, trilinear };
+inline constexpr InterpolateMode kNearest = InterpolateMode::nearest;
+inline constexpr InterpolateMode kNearestExact = InterpolateMode::nearest_exact;
+inline constexpr InterpolateMode kLinear = InterpolateMode::linear;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::bilinear;
+inline constexpr InterpolateMode kTrilinear = InterpolateMode::trilinear;
+
 namespace nn::functional {
 
 // x @ weight^T + bias, for x of any rank >= 1 (bias may be undefined).
@@ -43,6 +55,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
               IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
               IntList dilation = 1, int64_t groups = 1);
+// padding='same' along one dim: (before, after) summing to dilation * (kernel - 1), the odd one after.
+std::pair<int64_t, int64_t> same_padding(int64_t kernel, int64_t dilation);
+// A transposed convolution's output size along one dim: (in - 1) * stride - 2 * padding +
+// dilation * (kernel - 1) + output_padding + 1.
+int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
+                                   int64_t output_padding);
 // x [N, C, L] (or [C, L]) with weight [O, C / groups, k]: conv2d over rows of height 1.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
               IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
@@ -62,6 +80,26 @@ const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
 // 1, 2 or 3 dims of an input with one or two dims more (a batch of channels, or channels), each
 // reflect pad below the dim's size, each circular pad at most the size left after cropping.
 Tensor pad(const Tensor& x, IntList padding, PadMode mode = kConstant, double value = 0);
+// F::interpolate's arguments, as PyTorch's: exactly one of size and scale_factor (one value for
+// every spatial dim, or one each); align_corners for the linear modes only (false unless set);
+// recompute_scale_factor: index with input / output sizes instead of 1 / scale_factor.
+struct InterpolateOptions {
+  InterpolateOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
+  InterpolateOptions& scale_factor(std::vector<double> s) { scale_factor_ = std::move(s); return *this; }
+  InterpolateOptions& mode(InterpolateMode m) { mode_ = m; return *this; }
+  InterpolateOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  InterpolateOptions& recompute_scale_factor(bool r) { recompute_scale_factor_ = r; return *this; }
+  std::optional<std::vector<int64_t>> size_;
+  std::optional<std::vector<double>> scale_factor_;
+  InterpolateMode mode_ = kNearest;
+  std::optional<bool> align_corners_;
+  bool recompute_scale_factor_ = false;
+};
+const char* interpolate_mode_name(InterpolateMode mode);  // PyTorch's spelling: "nearest-exact", ...
+// Resizes the spatial dims of a floating x [N, C, L], [N, C, H, W] or [N, C, D, H, W]: each output
+// position reads the input where PyTorch's kernels place it (the same indices and weights, in
+// float32 for float32 and 16-bit inputs, float64 for float64), one dim at a time from the last.
+Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the
 // mean, biased variance and count of the whole batch, differentiably.
@@ -97,6 +135,24 @@ Tensor celu(const Tensor& x, double alpha = 1.0);
 // x where x > 0, else x * negative_slope (NaN stays NaN), for floating x; the gradient at 0 is
 // negative_slope's, as PyTorch's.
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+// More of PyTorch's activations, each with PyTorch's values and its gradient at the edges (where
+// a piece ends, the gradient is the next piece's, as PyTorch's backward kernels choose; NaN takes
+// the piece PyTorch's comparisons send it to):
+Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val = 1);  // clamp, gradient 0 from the bounds out
+Tensor relu6(const Tensor& x);                                             // hardtanh(x, 0, 6)
+Tensor hardsigmoid(const Tensor& x);                                       // clamp(x + 3, 0, 6) / 6
+Tensor hardswish(const Tensor& x);                                         // x * hardsigmoid(x)
+Tensor mish(const Tensor& x);                                              // x * tanh(softplus(x))
+Tensor logsigmoid(const Tensor& x);                                        // log(sigmoid(x)), no overflow
+Tensor softsign(const Tensor& x);                                          // x / (1 + |x|)
+Tensor tanhshrink(const Tensor& x);                                        // x - tanh(x)
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);                    // 0 on [-lambd, lambd], else x
+Tensor softshrink(const Tensor& x, double lambd = 0.5);                    // x moved lambd towards 0, 0 near it
+Tensor threshold(const Tensor& x, double threshold, double value);        // x above threshold, else value
+Tensor glu(const Tensor& x, int64_t dim = -1);                             // a * sigmoid(b), x's halves along dim
+Tensor softmin(const Tensor& x, int64_t dim);                              // softmax(-x)
+// x where positive, else weight * x; weight has one value or one per channel (x's dim 1).
+Tensor prelu(const Tensor& x, const Tensor& weight);
 // x / max(||x||_p along dim, eps): slices along dim scaled to unit p-norm; one of zeros stays 0.
 Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
 // The cosine of the angle between x1 and x2 along dim, the two broadcast to one shape: as

@@ -1,7 +1,6 @@
 #include "nn/layers.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -80,14 +79,12 @@ void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
 
 namespace {
 
-// The (before, after) padding of a convolution's dim: `padding` on both sides, or by name: none
-// (valid), or dilation * (kernel - 1) in all, the odd one after (same).
-std::array<int64_t, 2> conv_sides(const std::optional<PaddingMode>& name, int64_t padding, int64_t kernel,
-                                  int64_t dilation) {
+// The (before, after) padding of a convolution's dim: `padding` on both sides, or by name.
+std::pair<int64_t, int64_t> conv_sides(const std::optional<PaddingMode>& name, int64_t padding, int64_t kernel,
+                                       int64_t dilation) {
   if (!name) return {padding, padding};
   if (*name == kValid) return {0, 0};
-  const int64_t total = dilation * (kernel - 1);
-  return {total / 2, total - total / 2};
+  return F::same_padding(kernel, dilation);
 }
 
 }  // namespace
@@ -97,8 +94,8 @@ Tensor Conv2dImpl::forward(const Tensor& x) {
   if (o.padding_mode_ != kConstant) {  // padded first, by F::pad, as PyTorch's padding_mode
     const auto h = conv_sides(o.padding_name_, o.padding_[0], o.kernel_size_[0], o.dilation_[0]);
     const auto w = conv_sides(o.padding_name_, o.padding_.back(), o.kernel_size_.back(), o.dilation_.back());
-    return F::conv2d(F::pad(x, {w[0], w[1], h[0], h[1]}, o.padding_mode_), weight, bias, o.stride_, 0, o.dilation_,
-                     o.groups_);
+    const Tensor padded = F::pad(x, {w.first, w.second, h.first, h.second}, o.padding_mode_);
+    return F::conv2d(padded, weight, bias, o.stride_, 0, o.dilation_, o.groups_);
   }
   if (o.padding_name_) return F::conv2d(x, weight, bias, o.stride_, *o.padding_name_, o.dilation_, o.groups_);
   return F::conv2d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
@@ -146,7 +143,7 @@ Tensor Conv1dImpl::forward(const Tensor& x) {
   const auto& o = options;
   if (o.padding_mode_ != kConstant) {  // padded first, by F::pad, as PyTorch's padding_mode
     const auto sides = conv_sides(o.padding_name_, o.padding_, o.kernel_size_, o.dilation_);
-    return F::conv1d(F::pad(x, {sides[0], sides[1]}, o.padding_mode_), weight, bias, o.stride_, 0, o.dilation_,
+    return F::conv1d(F::pad(x, {sides.first, sides.second}, o.padding_mode_), weight, bias, o.stride_, 0, o.dilation_,
                      o.groups_);
   }
   if (o.padding_name_) return F::conv1d(x, weight, bias, o.stride_, *o.padding_name_, o.dilation_, o.groups_);
@@ -223,7 +220,8 @@ Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::vector<int64_t>&
   const std::vector<int64_t> in(x.sizes().end() - 2, x.sizes().end());
   std::vector<int64_t> smallest(2), largest(2), extra(2);
   for (int i = 0; i < 2; ++i) {
-    smallest[i] = (in[i] - 1) * o.stride_[i] - 2 * o.padding_[i] + o.dilation_[i] * (o.kernel_size_[i] - 1) + 1;
+    smallest[i] =
+        F::conv_transpose_output_size(in[i], o.kernel_size_[i], o.stride_[i], o.padding_[i], o.dilation_[i], 0);
     largest[i] = smallest[i] + o.stride_[i] - 1;
     extra[i] = asked[i] - smallest[i];
   }

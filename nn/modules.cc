@@ -3,6 +3,7 @@
 #include <map>
 
 #include "autograd/ops.h"
+#include "kernels/factory.h"
 #include "nn/functional.h"
 
 namespace tandem::nn {
@@ -219,6 +220,88 @@ std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) cons
   copy->copy_modes_from(*this);
   return copy;
 }
+
+// ---- more activations ----
+
+HardtanhImpl::HardtanhImpl(double min_val, double max_val)
+    : Cloneable(
+          "Hardtanh", [min_val, max_val](const Tensor& x) { return functional::hardtanh(x, min_val, max_val); },
+          "min_val=" + python_float(min_val) + ", max_val=" + python_float(max_val)) {
+  TD_CHECK(min_val <= max_val, "Hardtanh: min_val (", min_val, ") must not be above max_val (", max_val, ")");
+}
+ReLU6Impl::ReLU6Impl() : Cloneable("ReLU6", [](const Tensor& x) { return functional::relu6(x); }) {}
+HardsigmoidImpl::HardsigmoidImpl()
+    : Cloneable("Hardsigmoid", [](const Tensor& x) { return functional::hardsigmoid(x); }) {}
+HardswishImpl::HardswishImpl() : Cloneable("Hardswish", [](const Tensor& x) { return functional::hardswish(x); }) {}
+MishImpl::MishImpl() : Cloneable("Mish", [](const Tensor& x) { return functional::mish(x); }) {}
+LogSigmoidImpl::LogSigmoidImpl() : Cloneable("LogSigmoid", [](const Tensor& x) { return functional::logsigmoid(x); }) {}
+SoftsignImpl::SoftsignImpl() : Cloneable("Softsign", [](const Tensor& x) { return functional::softsign(x); }) {}
+TanhshrinkImpl::TanhshrinkImpl() : Cloneable("Tanhshrink", [](const Tensor& x) { return functional::tanhshrink(x); }) {}
+HardshrinkImpl::HardshrinkImpl(double lambd)
+    : Cloneable(
+          "Hardshrink", [lambd](const Tensor& x) { return functional::hardshrink(x, lambd); }, python_float(lambd)) {}
+SoftshrinkImpl::SoftshrinkImpl(double lambd)
+    : Cloneable(
+          "Softshrink", [lambd](const Tensor& x) { return functional::softshrink(x, lambd); }, python_float(lambd)) {
+  TD_CHECK(lambd >= 0, "Softshrink: lambd must not be negative, got ", lambd);
+}
+ThresholdImpl::ThresholdImpl(double threshold, double value)
+    : Cloneable(
+          "Threshold", [threshold, value](const Tensor& x) { return functional::threshold(x, threshold, value); },
+          "threshold=" + python_float(threshold) + ", value=" + python_float(value)) {}
+GLUImpl::GLUImpl(int64_t dim)
+    : Cloneable(
+          "GLU", [dim](const Tensor& x) { return functional::glu(x, dim); }, "dim=" + std::to_string(dim)) {}
+SoftminImpl::SoftminImpl(int64_t dim)
+    : Cloneable(
+          "Softmin", [dim](const Tensor& x) { return functional::softmin(x, dim); }, "dim=" + std::to_string(dim)) {}
+
+PReLUImpl::PReLUImpl(int64_t num_parameters, double init)
+    : Cloneable("PReLU"), num_parameters_(num_parameters), init_(init) {
+  TD_CHECK(num_parameters > 0, "PReLU: num_parameters must be positive, got ", num_parameters);
+  reset();
+}
+void PReLUImpl::reset() { weight = register_parameter("weight", full({num_parameters_}, init_)); }
+
+// ---- upsampling ----
+
+namespace {
+
+// The layer's F::interpolate.
+std::function<Tensor(const Tensor&)> upsampling(const char* name, const UpsampleOptions& o, InterpolateMode mode,
+                                                std::optional<bool> align_corners) {
+  TD_CHECK(o.size_.has_value() != o.scale_factor_.has_value(), name, ": give exactly one of size and scale_factor");
+  functional::InterpolateOptions f;
+  f.mode(mode);
+  if (align_corners) f.align_corners(*align_corners);
+  if (o.size_) f.size(*o.size_);
+  if (o.scale_factor_) f.scale_factor(*o.scale_factor_);
+  return [f](const Tensor& x) { return functional::interpolate(x, f); };
+}
+
+// PyTorch prints a single size or factor bare, and leaves align_corners out.
+std::string upsampling_repr(const UpsampleOptions& o, InterpolateMode mode) {
+  std::string s;
+  if (o.size_) {
+    s = "size=" + (o.size_->size() == 1 ? std::to_string(o.size_->front()) : python_tuple(*o.size_));
+  } else if (o.scale_factor_) {
+    std::string factors;
+    for (double v : *o.scale_factor_) factors += (factors.empty() ? "" : ", ") + python_float(v);
+    s = "scale_factor=" + (o.scale_factor_->size() == 1 ? factors : "(" + factors + ")");
+  }
+  return s + ", mode='" + functional::interpolate_mode_name(mode) + "'";
+}
+
+}  // namespace
+
+UpsampleImpl::UpsampleImpl(const UpsampleOptions& o)
+    : Cloneable("Upsample", upsampling("Upsample", o, o.mode_, o.align_corners_), upsampling_repr(o, o.mode_)) {}
+UpsamplingNearest2dImpl::UpsamplingNearest2dImpl(const UpsampleOptions& o)
+    : Cloneable("UpsamplingNearest2d", upsampling("UpsamplingNearest2d", o, kNearest, std::nullopt),
+                upsampling_repr(o, kNearest)) {}
+UpsamplingBilinear2dImpl::UpsamplingBilinear2dImpl(const UpsampleOptions& o)
+    : Cloneable("UpsamplingBilinear2d", upsampling("UpsamplingBilinear2d", o, kBilinear, true),
+                upsampling_repr(o, kBilinear)) {}
 
 // ---- padding ----
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/functional.h"
 #include "nn/module.h"
 
 namespace tandem::nn {
@@ -203,6 +204,131 @@ class Dropout : public ModuleHolder<DropoutImpl> {
   using ModuleHolder::ModuleHolder;
 };
 class CosineSimilarity : public ModuleHolder<CosineSimilarityImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// More activations, as PyTorch's modules of the same names (F:: has their math).
+class HardtanhImpl : public Cloneable<HardtanhImpl, FunctionalImpl> {
+ public:
+  explicit HardtanhImpl(double min_val = -1, double max_val = 1);
+};
+class ReLU6Impl : public Cloneable<ReLU6Impl, FunctionalImpl> {
+ public:
+  ReLU6Impl();
+};
+class HardsigmoidImpl : public Cloneable<HardsigmoidImpl, FunctionalImpl> {
+ public:
+  HardsigmoidImpl();
+};
+class HardswishImpl : public Cloneable<HardswishImpl, FunctionalImpl> {
+ public:
+  HardswishImpl();
+};
+class MishImpl : public Cloneable<MishImpl, FunctionalImpl> {
+ public:
+  MishImpl();
+};
+class LogSigmoidImpl : public Cloneable<LogSigmoidImpl, FunctionalImpl> {
+ public:
+  LogSigmoidImpl();
+};
+class SoftsignImpl : public Cloneable<SoftsignImpl, FunctionalImpl> {
+ public:
+  SoftsignImpl();
+};
+class TanhshrinkImpl : public Cloneable<TanhshrinkImpl, FunctionalImpl> {
+ public:
+  TanhshrinkImpl();
+};
+class HardshrinkImpl : public Cloneable<HardshrinkImpl, FunctionalImpl> {
+ public:
+  explicit HardshrinkImpl(double lambd = 0.5);
+};
+class SoftshrinkImpl : public Cloneable<SoftshrinkImpl, FunctionalImpl> {
+ public:
+  explicit SoftshrinkImpl(double lambd = 0.5);
+};
+class ThresholdImpl : public Cloneable<ThresholdImpl, FunctionalImpl> {
+ public:
+  ThresholdImpl(double threshold, double value);
+};
+class GLUImpl : public Cloneable<GLUImpl, FunctionalImpl> {
+ public:
+  explicit GLUImpl(int64_t dim = -1);
+};
+class SoftminImpl : public Cloneable<SoftminImpl, FunctionalImpl> {
+ public:
+  explicit SoftminImpl(int64_t dim);
+};
+// A learned negative slope: one (num_parameters = 1) or one per channel, starting at `init`.
+class PReLUImpl : public Cloneable<PReLUImpl> {
+ public:
+  explicit PReLUImpl(int64_t num_parameters = 1, double init = 0.25);
+  void reset() override;
+  Tensor forward(const Tensor& x) override { return functional::prelu(x, weight); }
+  std::string extra_repr() const override { return "num_parameters=" + std::to_string(num_parameters_); }
+  Tensor weight;
+
+ private:
+  int64_t num_parameters_;
+  double init_;
+};
+#define TD_HOLDER(Name)                             \
+  class Name : public ModuleHolder<Name##Impl> {    \
+   public:                                          \
+    using ModuleHolder::ModuleHolder;               \
+  };
+TD_HOLDER(Hardtanh)
+TD_HOLDER(ReLU6)
+TD_HOLDER(Hardsigmoid)
+TD_HOLDER(Hardswish)
+TD_HOLDER(Mish)
+TD_HOLDER(LogSigmoid)
+TD_HOLDER(Softsign)
+TD_HOLDER(Tanhshrink)
+TD_HOLDER(Hardshrink)
+TD_HOLDER(Softshrink)
+TD_HOLDER(Threshold)
+TD_HOLDER(GLU)
+TD_HOLDER(Softmin)
+TD_HOLDER(PReLU)
+#undef TD_HOLDER
+
+// Upsample, as PyTorch's: F::interpolate with a fixed size or scale_factor and mode (nearest by
+// default); UpsamplingNearest2d and UpsamplingBilinear2d are Upsample with mode nearest, and with
+// mode bilinear and align_corners, their options' mode and align_corners left aside.
+struct UpsampleOptions {
+  UpsampleOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
+  UpsampleOptions& scale_factor(std::vector<double> s) { scale_factor_ = std::move(s); return *this; }
+  UpsampleOptions& mode(InterpolateMode m) { mode_ = m; return *this; }
+  UpsampleOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  std::optional<std::vector<int64_t>> size_;
+  std::optional<std::vector<double>> scale_factor_;
+  InterpolateMode mode_ = kNearest;
+  std::optional<bool> align_corners_;
+};
+class UpsampleImpl : public Cloneable<UpsampleImpl, FunctionalImpl> {
+ public:
+  explicit UpsampleImpl(const UpsampleOptions& options);
+};
+class UpsamplingNearest2dImpl : public Cloneable<UpsamplingNearest2dImpl, FunctionalImpl> {
+ public:
+  explicit UpsamplingNearest2dImpl(const UpsampleOptions& options);
+};
+class UpsamplingBilinear2dImpl : public Cloneable<UpsamplingBilinear2dImpl, FunctionalImpl> {
+ public:
+  explicit UpsamplingBilinear2dImpl(const UpsampleOptions& options);
+};
+class Upsample : public ModuleHolder<UpsampleImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class UpsamplingNearest2d : public ModuleHolder<UpsamplingNearest2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class UpsamplingBilinear2d : public ModuleHolder<UpsamplingBilinear2dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

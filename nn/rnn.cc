@@ -15,35 +15,31 @@ using Kind = RecurrentBase::Kind;
 
 int64_t gate_count(Kind kind) { return kind == Kind::lstm ? 4 : kind == Kind::gru ? 3 : 1; }
 
-// h W_hh^T + b_hh.
-Tensor hidden_gates(const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
-  return b_hh.defined() ? addmm(b_hh, h, w_hh.t()) : mm(h, w_hh.t());
+// A share of the gates: x W_ih^T + b_ih, or h W_hh^T + b_hh.
+Tensor gates_of(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return b.defined() ? addmm(b, x, w.t()) : mm(x, w.t());
 }
 
 // One step from the input's share of the gates (x W_ih^T + b_ih), in PyTorch's order of
 // operations: the hidden share first, the input's added to it.
 Tensor simple_step(Kind kind, const Tensor& input_gates, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
-  const Tensor pre = hidden_gates(h, w_hh, b_hh) + input_gates;
+  const Tensor pre = gates_of(h, w_hh, b_hh) + input_gates;
   return kind == Kind::rnn_relu ? relu(pre) : tanh(pre);
 }
 
 std::tuple<Tensor, Tensor> lstm_step(const Tensor& input_gates, const Tensor& h, const Tensor& c, const Tensor& w_hh,
                                      const Tensor& b_hh) {
-  const std::vector<Tensor> gates = (hidden_gates(h, w_hh, b_hh) + input_gates).chunk(4, 1);
+  const std::vector<Tensor> gates = (gates_of(h, w_hh, b_hh) + input_gates).chunk(4, 1);
   const Tensor in = sigmoid(gates[0]), forget = sigmoid(gates[1]), cell = tanh(gates[2]), out = sigmoid(gates[3]);
   const Tensor c_next = forget * c + in * cell;
   return {out * tanh(c_next), c_next};
 }
 
 Tensor gru_step(const Tensor& input_gates, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
-  const std::vector<Tensor> from_x = input_gates.chunk(3, 1), from_h = hidden_gates(h, w_hh, b_hh).chunk(3, 1);
+  const std::vector<Tensor> from_x = input_gates.chunk(3, 1), from_h = gates_of(h, w_hh, b_hh).chunk(3, 1);
   const Tensor reset = sigmoid(from_x[0] + from_h[0]), update = sigmoid(from_x[1] + from_h[1]);
   const Tensor candidate = tanh(from_x[2] + from_h[2] * reset);
   return (h - candidate) * update + candidate;  // (1 - update) * candidate + update * h
-}
-
-Tensor input_gates(const Tensor& x, const Tensor& w_ih, const Tensor& b_ih) {
-  return b_ih.defined() ? addmm(b_ih, x, w_ih.t()) : mm(x, w_ih.t());
 }
 
 // A cell's operands: x [N, I], states [N, H], weights [G*H, I] and [G*H, H], biases [G*H].
@@ -83,25 +79,25 @@ namespace functional {
 Tensor rnn_tanh_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                      const Tensor& b_hh) {
   check_cell("rnn_tanh_cell", 1, x, {&h}, w_ih, w_hh, b_ih, b_hh);
-  return simple_step(Kind::rnn_tanh, input_gates(x, w_ih, b_ih), h, w_hh, b_hh);
+  return simple_step(Kind::rnn_tanh, gates_of(x, w_ih, b_ih), h, w_hh, b_hh);
 }
 
 Tensor rnn_relu_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                      const Tensor& b_hh) {
   check_cell("rnn_relu_cell", 1, x, {&h}, w_ih, w_hh, b_ih, b_hh);
-  return simple_step(Kind::rnn_relu, input_gates(x, w_ih, b_ih), h, w_hh, b_hh);
+  return simple_step(Kind::rnn_relu, gates_of(x, w_ih, b_ih), h, w_hh, b_hh);
 }
 
 std::tuple<Tensor, Tensor> lstm_cell(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                                      const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
   check_cell("lstm_cell", 4, x, {&h, &c}, w_ih, w_hh, b_ih, b_hh);
-  return lstm_step(input_gates(x, w_ih, b_ih), h, c, w_hh, b_hh);
+  return lstm_step(gates_of(x, w_ih, b_ih), h, c, w_hh, b_hh);
 }
 
 Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                 const Tensor& b_hh) {
   check_cell("gru_cell", 3, x, {&h}, w_ih, w_hh, b_ih, b_hh);
-  return gru_step(input_gates(x, w_ih, b_ih), h, w_hh, b_hh);
+  return gru_step(gates_of(x, w_ih, b_ih), h, w_hh, b_hh);
 }
 
 }  // namespace functional

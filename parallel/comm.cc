@@ -30,8 +30,9 @@ DeviceSeconds<std::string>& g_seconds() {
   static auto* seconds = new DeviceSeconds<std::string>();  // never destroyed: workers may outlive statics
   return *seconds;
 }
-// NCCL collectives this thread has launched: a primitive that launched one was served by NCCL. A
-// primitive launches its collectives on the thread that called it.
+// NCCL collectives this thread has launched: a primitive during which the count rose was served
+// by NCCL. A primitive that launches them on devices' threads (reduce_scatter) adds one here for
+// them.
 thread_local int64_t t_nccl_launches = 0;
 
 // Times one primitive call and adds it, with the bytes it moved, to comm_stats(); a null name

@@ -88,7 +88,7 @@ std::vector<std::vector<size_t>> buffer_groups(const std::vector<Tensor>& tensor
 
 struct PrimitiveStats {
   int64_t calls = 0;
-  int64_t nccl_calls = 0;  // of those, the calls NCCL served (TANDEM_COMM=nccl, distinct GPUs)
+  int64_t nccl_calls = 0;  // of those, the calls in which NCCL ran at least one collective (TANDEM_COMM=nccl)
   int64_t bytes = 0;       // crossed from one device to another
   double seconds = 0;
 };

@@ -99,6 +99,12 @@ std::string layout_name(Layout layout) {
   return "?";
 }
 
+Tensor sine_ramp(const Shape& shape, double scale, DType dtype) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return arange(n, kFloat64).mul(scale).sin().reshape(shape).to(dtype);
+}
+
 Tensor random_tensor(const Shape& shape, DType dtype, Layout layout, double lo, double hi) {
   // Drawn in float64 and converted: integers truncate toward zero, bool is "above the midpoint".
   auto make = [&](const Shape& s) -> Tensor {

@@ -42,6 +42,9 @@ std::string layout_name(Layout layout);
 // A random tensor of `shape` and `dtype` stored in `layout`; values in [lo, hi) (integers truncated).
 Tensor random_tensor(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2,
                      double hi = 2);
+// sin(scale * i) over the elements in row-major order, computed in float64 and converted: inputs
+// a PyTorch script can make the same way (torch.sin(torch.arange(n) * scale)) for reference values.
+Tensor sine_ramp(const Shape& shape, double scale, DType dtype = kFloat64);
 // t's values in t's layout (sizes, strides, storage offset) on `device`: the whole storage is
 // copied, so a strided or offset view stays one (to() would make it contiguous).
 Tensor same_layout_on(const Tensor& t, Device device);

@@ -36,11 +36,8 @@ __global__ void arange_float_kernel(T* out, int64_t n, double start, double step
 
 template <typename T>
 __global__ void arange_int_kernel(T* out, int64_t n, int64_t start, int64_t step) {
-  // Unsigned, so an overflow wraps as the CPU's does instead of being undefined.
-  TD_GRID_STRIDE(i, n) {
-    out[i] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(start) +
-                                                 static_cast<uint64_t>(i) * static_cast<uint64_t>(step)));
-  }
+  // Wrapping, as the CPU's, where signed arithmetic would overflow (undefined).
+  TD_GRID_STRIDE(i, n) { out[i] = static_cast<T>(fn::sum(start, fn::product(i, step))); }
 }
 
 template <typename T>

@@ -53,6 +53,11 @@ TEST_CASE("CPU autocast runs matrix products and convolutions in bfloat16, as Py
                   "conv_transpose2d");
   Tensor line = image.flatten(2), line_kernel = kernel.flatten(2);
   check_identical(F::conv1d(line, line_kernel, kbias), F::conv1d(bf(line), bf(line_kernel), bf(kbias)), "conv1d");
+  // A layer's bfloat16 output into the next layer's float32 weights, as in a Sequential.
+  check_identical(F::conv1d(bf(line), line_kernel, kbias), F::conv1d(bf(line), bf(line_kernel), bf(kbias)),
+                  "conv1d of a bfloat16 input and float32 weights");
+  check_identical(F::conv1d(bf(line), line_kernel, kbias, 1, td::kSame),
+                  F::conv1d(bf(line), bf(line_kernel), bf(kbias), 1, td::kSame), "conv1d with padding='same'");
   // Mixed operands are cast too: one float32 and one bfloat16 matrix.
   check_identical(td::mm(a, bf(b)), td::mm(bf(a), bf(b)), "mm of float32 and bfloat16");
   // float16 when asked for.

@@ -250,6 +250,31 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        [](V x) { return td::nn::F::gru_cell(x[0], x[1], x[2], x[3], x[4], x[5]); }},
       {"rnn_tanh_cell without biases", {{{2, 3}}, {{2, 4}}, {{4, 3}}, {{4, 4}}},
        [](V x) { return td::nn::F::rnn_tanh_cell(x[0], x[1], x[2], x[3]); }},
+      {"interpolate bilinear", {{{1, 2, 3, 4}}},
+       [](V x) {
+         return td::nn::F::interpolate(x[0],
+                                       td::nn::F::InterpolateOptions().scale_factor({1.7, 0.8}).mode(td::kBilinear));
+       }},
+      {"interpolate trilinear with corners", {{{1, 1, 2, 3, 2}}},
+       [](V x) {
+         return td::nn::F::interpolate(
+             x[0], td::nn::F::InterpolateOptions().size({3, 2, 4}).mode(td::kTrilinear).align_corners(true));
+       }},
+      {"interpolate nearest", {{{2, 2, 5}}},
+       [](V x) { return td::nn::F::interpolate(x[0], td::nn::F::InterpolateOptions().size({7})); }},
+      {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
+      {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
+      {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},
+      {"mish", {{{3, 4}, -3, 3}}, [](V x) { return td::nn::F::mish(x[0]); }},
+      {"logsigmoid", {{{3, 4}, -3, 3}}, [](V x) { return td::nn::F::logsigmoid(x[0]); }},
+      {"softsign", {{{3, 4}, -2, 2, true, {0}}}, [](V x) { return td::nn::F::softsign(x[0]); }},
+      {"tanhshrink", {{{3, 4}}}, [](V x) { return td::nn::F::tanhshrink(x[0]); }},
+      {"softshrink", {{{3, 4}, -2, 2, true, {-0.5, 0.5}}}, [](V x) { return td::nn::F::softshrink(x[0]); }},
+      {"hardshrink", {{{3, 4}, -2, 2, true, {-0.5, 0.5}}}, [](V x) { return td::nn::F::hardshrink(x[0]); }},
+      {"threshold", {{{3, 4}, -2, 2, true, {0.3}}}, [](V x) { return td::nn::F::threshold(x[0], 0.3, -1); }},
+      {"glu", {{{3, 4}}}, [](V x) { return td::nn::F::glu(x[0], 1); }},
+      {"softmin", {{{3, 4}}}, [](V x) { return td::nn::F::softmin(x[0], 1); }},
+      {"prelu", {{{2, 3, 4}, -2, 2, true, {0}}, {{3}}}, [](V x) { return td::nn::F::prelu(x[0], x[1]); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

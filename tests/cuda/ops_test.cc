@@ -523,8 +523,17 @@ TEST_CASE("integer sums, differences and products that pass the dtype's range wr
   check_equal(dev_near.sum(), near_max.sum(), "int32 sum in int64");
   check_equal(dev_big.cumsum(0), big.cumsum(0), "int64 cumsum");
   check_equal(dev_big.prod(), big.prod(), "int64 prod");
+  check_equal(td::add(dev_big, dev_big, 5), td::add(big, big, 5), "int64 add with alpha");
+  check_equal(td::arange(int64_t{1} << 62, std::numeric_limits<int64_t>::max(), k62 / 3,
+                         td::TensorOptions(td::kInt64).device(dev_big.device())),
+              td::arange(int64_t{1} << 62, std::numeric_limits<int64_t>::max(), k62 / 3, td::kInt64), "int64 arange");
   const Tensor m = big.narrow(0, 0, 12).view({3, 4}), n = big.narrow(0, 0, 20).view({4, 5});
   check_equal(td::mm(ct::twin(m), ct::twin(n)), td::mm(m, n), "int64 mm");
+  const Tensor bias = big.narrow(0, 0, 15).view({3, 5});
+  check_equal(td::addmm(ct::twin(bias), ct::twin(m), ct::twin(n), 3, 7), td::addmm(bias, m, n, 3, 7),
+              "int64 addmm with beta and alpha");
+  const Tensor a3 = big.narrow(0, 0, 24).view({2, 3, 4}), b3 = big.narrow(0, 0, 40).view({2, 4, 5});
+  check_equal(td::bmm(ct::twin(a3), ct::twin(b3)), td::bmm(a3, b3), "int64 bmm");
   const Tensor index = td::zeros({1000}, td::kInt64);
   check_equal(td::zeros({2}, td::kInt64).to(dev_big.device()).scatter_add_(0, ct::twin(index), dev_big),
               td::zeros({2}, td::kInt64).scatter_add_(0, index, big), "int64 scatter_add");
@@ -2164,6 +2173,33 @@ TEST_CASE("pad in every mode gives the CPU's values, and its gradient the CPU's,
       (F::pad(leaf_dev, sides, mode, value) * probe.dev).sum().backward();
       (F::pad(leaf_cpu, sides, mode, value) * probe.cpu).sum().backward();
       check_close(leaf_dev.grad(), leaf_cpu.grad(), 2 * rtol_for(dtype), 0, what + " gradient");
+    }
+  }
+}
+
+TEST_CASE("interpolate in every mode gives the CPU's values and gradients, non-contiguous inputs", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(36);
+  const std::vector<std::pair<Shape, F::InterpolateOptions>> cases = {
+      {{2, 3, 33}, F::InterpolateOptions().scale_factor({1.7}).mode(td::kLinear)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().size({16, 20}).mode(td::kBilinear).align_corners(true)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().scale_factor({0.6, 2.5}).mode(td::kBilinear)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().scale_factor({2})},
+      {{2, 3, 7, 33}, F::InterpolateOptions().size({9, 13}).mode(td::kNearestExact)},
+      {{1, 2, 3, 5, 7}, F::InterpolateOptions().scale_factor({1.5}).mode(td::kTrilinear)},
+  };
+  for (DType dtype : kFloating) {
+    for (const auto& [shape, options] : cases) {
+      const std::string what = std::string("interpolate ") + F::interpolate_mode_name(options.mode_) + " " +
+                               td::dtype_name(dtype) + " " + td::shape_str(shape);
+      Pair x = ct::random_pair(shape, dtype, Layout::Permuted);
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      Tensor y_dev = F::interpolate(leaf_dev, options), y_cpu = F::interpolate(leaf_cpu, options);
+      check_close(y_dev, y_cpu, 2 * rtol_for(dtype), 2 * rtol_for(dtype), what);
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (y_dev * probe.dev).sum().backward();
+      (y_cpu * probe.cpu).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), what + " gradient");
     }
   }
 }

@@ -16,16 +16,9 @@ using td::testing::check_error;
 using td::testing::read;
 using td::testing::Snapshot;
 using td::testing::values;
+using td::testing::sine_ramp;  // the inputs the PyTorch reference values were computed on
 
 namespace {
-
-// sin(scale * i) over the elements in order: the inputs the PyTorch values
-// below were computed on.
-Tensor ramp(const Shape &shape, double scale, td::DType dtype = td::kFloat64) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return td::arange(n, td::kFloat64).mul(scale).sin().reshape(shape).to(dtype);
-}
 
 struct Geometry {
   std::vector<int64_t> stride, padding, output_padding, dilation;
@@ -35,14 +28,14 @@ struct Geometry {
 // Direct transposed convolution in double: input pixel (ih, iw) of channel ci
 // adds x * w[ci, co, a, b] at output (ih * s - p + a * d, iw * s - p + b * d)
 // of channel co of its group.
-Tensor direct_transpose(const Tensor &x, const Tensor &w, const Tensor &b, const Geometry &g) {
+Tensor direct_transpose(const Tensor& x, const Tensor& w, const Tensor& b, const Geometry& g) {
   const int64_t n = x.size(0), cin = x.size(1), h = x.size(2), wd = x.size(3);
   const int64_t group_in = cin / g.groups, group_out = w.size(1), kh = w.size(2), kw = w.size(3);
   const int64_t oh = (h - 1) * g.stride[0] - 2 * g.padding[0] + g.dilation[0] * (kh - 1) + g.output_padding[0] + 1;
   const int64_t ow = (wd - 1) * g.stride[1] - 2 * g.padding[1] + g.dilation[1] * (kw - 1) + g.output_padding[1] + 1;
   const int64_t cout = group_out * g.groups;
   std::vector<double> out(static_cast<size_t>(n * cout * oh * ow), 0.0);
-  auto at = [](const Tensor &t, std::initializer_list<int64_t> idx) {
+  auto at = [](const Tensor& t, std::initializer_list<int64_t> idx) {
     return read(t, td::testing::ravel(std::vector<int64_t>(idx), t.sizes()));
   };
   for (int64_t ni = 0; ni < n; ++ni)
@@ -75,7 +68,7 @@ TEST_CASE(
       {{3, 2}, {1, 1}, {2, 0}, {1, 1}, 1}, {{1, 1}, {0, 1}, {1, 1}, {2, 2}, 1},  // output_padding past the stride
       {{2, 3}, {2, 1}, {0, 2}, {3, 1}, 3}, {{1, 2}, {1, 2}, {0, 1}, {2, 1}, 1},
   };
-  for (const Geometry &g : geometries) {
+  for (const Geometry& g : geometries) {
     for (td::DType dtype : {td::kFloat64, td::kFloat32}) {
       INFO("stride " << td::shape_str(g.stride) << " padding " << td::shape_str(g.padding) << " output_padding "
                      << td::shape_str(g.output_padding) << " dilation " << td::shape_str(g.dilation) << " groups "
@@ -125,7 +118,7 @@ TEST_CASE(
   // output_padding=(1, 0), groups=2, dilation=(1, 2)) with x = sin(0.7 i) [1,
   // 4, 2, 3], w = sin(1.3 i) [4, 1, 3, 2], b = sin(0.4 i) + 0.5 [2]; its first
   // 10 of 40 values, in float64.
-  const Tensor x = ramp({1, 4, 2, 3}, 0.7), w = ramp({4, 1, 3, 2}, 1.3), b = ramp({2}, 0.4) + 0.5;
+  const Tensor x = sine_ramp({1, 4, 2, 3}, 0.7), w = sine_ramp({4, 1, 3, 2}, 1.3), b = sine_ramp({2}, 0.4) + 0.5;
   const std::vector<double> first = {1.2215134942177417,  1.6453953788754574, 2.194706350272263,   0.8055416383682561,
                                      0.30325583927142186, 0.1505819987735303, 0.17409827799457767, 0.32796243154350746,
                                      0.20155132867561643, 0.066396528750363};
@@ -278,12 +271,12 @@ TEST_CASE(
   REQUIRE((conv && up));
   {
     td::NoGradGuard no_grad;
-    conv->weight.copy_(ramp({4, 1, 3, 3}, 0.37) * 0.3);
-    conv->bias.copy_(ramp({4}, 0.5) * 0.1);
-    up->weight.copy_(ramp({4, 1, 3, 3}, 0.71) * 0.3);
-    up->bias.copy_(ramp({1}, 0.9) * 0.1 + 0.05);
+    conv->weight.copy_(sine_ramp({4, 1, 3, 3}, 0.37) * 0.3);
+    conv->bias.copy_(sine_ramp({4}, 0.5) * 0.1);
+    up->weight.copy_(sine_ramp({4, 1, 3, 3}, 0.71) * 0.3);
+    up->bias.copy_(sine_ramp({1}, 0.9) * 0.1 + 0.05);
   }
-  const Tensor images = (ramp({8, 1, 8, 8}, 0.13) + 1) / 2;
+  const Tensor images = (sine_ramp({8, 1, 8, 8}, 0.13) + 1) / 2;
   td::optim::Adam opt(model->parameters(), td::optim::AdamOptions(0.01));
   std::vector<double> losses;
   for (int step = 0; step < 200; ++step) {
@@ -304,8 +297,8 @@ TEST_CASE(
   // PyTorch 2.15 float32: F.conv1d(x, w, b, stride=2, padding=1, dilation=2,
   // groups=2) with x = sin(0.3 i) [2, 4, 7], w = sin(0.9 i) [6, 2, 3], b =
   // sin(0.2 i) [6]; its first 9 of 36.
-  const Tensor x = ramp({2, 4, 7}, 0.3, td::kFloat32), w = ramp({6, 2, 3}, 0.9, td::kFloat32);
-  const Tensor b = ramp({6}, 0.2, td::kFloat32);
+  const Tensor x = sine_ramp({2, 4, 7}, 0.3, td::kFloat32), w = sine_ramp({6, 2, 3}, 0.9, td::kFloat32);
+  const Tensor b = sine_ramp({6}, 0.2, td::kFloat32);
   const Tensor y = F::conv1d(x, w, b, 2, 1, 2, 2);
   CHECK(y.sizes() == Shape{2, 6, 3});
   check_close(y.flatten().narrow(0, 0, 9),

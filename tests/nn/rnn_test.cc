@@ -14,15 +14,9 @@ using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Snapshot;
 using td::testing::values;
+using td::testing::sine_ramp;  // the inputs the PyTorch reference values were computed on
 
 namespace {
-
-// sin(scale * i) over the elements in order: the values the PyTorch reference was computed on.
-Tensor ramp(const Shape& shape, double scale) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return td::arange(n, td::kFloat64).mul(scale).sin().reshape(shape);
-}
 
 // Parameter k (in named_parameters() order) = 0.4 sin((0.1 (k + 1) + 0.05) i), as in the reference.
 void set_parameters(nn::Module& m) {
@@ -31,7 +25,7 @@ void set_parameters(nn::Module& m) {
   const auto named = m.named_parameters();
   for (size_t k = 0; k < named.size(); ++k) {
     Tensor p = named[k].second;
-    p.copy_(ramp(p.sizes(), 0.1 * static_cast<double>(k + 1) + 0.05) * 0.4);
+    p.copy_(sine_ramp(p.sizes(), 0.1 * static_cast<double>(k + 1) + 0.05) * 0.4);
   }
 }
 
@@ -57,13 +51,13 @@ TEST_CASE("LSTM, two layers both ways, batch first, with given states: PyTorch's
                                           "bias_ih_l1_reverse", "bias_hh_l1_reverse"});
   CHECK(lstm->named_parameters()[8].second.sizes() == Shape{16, 8});  // layer 1 reads both directions
   set_parameters(*lstm);
-  Tensor x = ramp({2, 5, 3}, 0.3).requires_grad_(true);
-  const Tensor h0 = ramp({4, 2, 4}, 0.7) * 0.5, c0 = ramp({4, 2, 4}, 0.9) * 0.5;
+  Tensor x = sine_ramp({2, 5, 3}, 0.3).requires_grad_(true);
+  const Tensor h0 = sine_ramp({4, 2, 4}, 0.7) * 0.5, c0 = sine_ramp({4, 2, 4}, 0.9) * 0.5;
   auto [out, state] = lstm(x, std::make_tuple(h0, c0));
   auto [h, c] = state;
   CHECK(out.sizes() == Shape{2, 5, 8});
   CHECK(h.sizes() == Shape{4, 2, 4});
-  ((out * ramp(out.sizes(), 0.11)).sum() + h.sum() * 0.5 + c.sum() * 0.25).backward();
+  ((out * sine_ramp(out.sizes(), 0.11)).sum() + h.sum() * 0.5 + c.sum() * 0.25).backward();
   same_as_pytorch(out, {0.030126305784399534, -0.30227684210548694, -0.06366320619222417, -0.08386476716001433, -0.13213296439262534, 0.5441944517129486, 0.026473041734662753, -0.10497721656174558}, -0.6769662941053338, "lstm out");
   same_as_pytorch(h, {-0.15658938215033277, -0.15642405622861502, -0.0955540770709399, -0.07839756265458685, -0.12061927994665114, -0.19406996039671534, -0.3062976615258897, -0.4792457176667459}, -0.36364136270376135, "lstm h");
   same_as_pytorch(c, {-0.34174508902989903, -0.4894379878531203, -0.34122405913986087, -0.24818524162275907, -0.651911430506237, -1.1884702787734929, -1.3294250970228874, -1.1729216980723813}, -3.3044043246438197, "lstm c");
@@ -75,10 +69,10 @@ TEST_CASE("LSTM, two layers both ways, batch first, with given states: PyTorch's
 TEST_CASE("GRU, two layers, time first, zero initial state: PyTorch's outputs and gradients", "[cpu]") {
   nn::GRU gru(nn::GRUOptions(3, 4).num_layers(2));
   set_parameters(*gru);
-  Tensor x = ramp({5, 2, 3}, 0.3).requires_grad_(true);
+  Tensor x = sine_ramp({5, 2, 3}, 0.3).requires_grad_(true);
   auto [out, h] = gru(x);
   CHECK(out.sizes() == Shape{5, 2, 4});
-  ((out * ramp(out.sizes(), 0.11)).sum() + h.sum() * 0.5).backward();
+  ((out * sine_ramp(out.sizes(), 0.11)).sum() + h.sum() * 0.5).backward();
   same_as_pytorch(out, {-0.003965449546913319, 0.13429651479560412, 0.5042801314402089, 0.1770942009676184, -0.0048632432008013805, 0.09650400353860414, 0.542571738218002, 0.16058685065581818}, 9.320871034857737, "gru out");
   same_as_pytorch(h, {0.09937328798510908, -0.0381857068588648, -0.19247903458037285, -0.40217277317846845, 0.04058094273806151, -0.16006636022453646, -0.3688426268600583, -0.5802269256203122}, 0.27998671316288626, "gru h");
   same_as_pytorch(x.grad(), {-0.033585589415723, -0.031081728322216156, -0.027879838618822757, -0.01142984446604857, -0.015493760036486438, -0.019209719159069546, -0.022538902503933974, -0.023183595258956375}, -1.8921858653542207, "gru gx");
@@ -89,11 +83,11 @@ TEST_CASE("RNN with relu and no bias on one unbatched sequence: PyTorch's output
   nn::RNN rnn(nn::RNNOptions(3, 4).nonlinearity(nn::kReLU).bias(false));
   CHECK(rnn->parameters().size() == 2);
   set_parameters(*rnn);
-  Tensor x = ramp({5, 3}, 0.3).requires_grad_(true);
+  Tensor x = sine_ramp({5, 3}, 0.3).requires_grad_(true);
   auto [out, h] = rnn(x);
   CHECK(out.sizes() == Shape{5, 4});
   CHECK(h.sizes() == Shape{1, 4});
-  (out * ramp(out.sizes(), 0.11)).sum().backward();
+  (out * sine_ramp(out.sizes(), 0.11)).sum().backward();
   same_as_pytorch(out, {0.0844100992876614, 0.2206981823395885, 0.313043978276709, 0.34306090395684535, 0.3490354384692223, 0.9908860181991266, 1.167412802169836, 0.9482100443570168}, 15.28228786866441, "rnn out");
   same_as_pytorch(h, {0.32902075692481947, 1.0745327802936675, 0.4936104101154808, 0.0}, 1.8971639473339679, "rnn h");
   same_as_pytorch(x.grad(), {1.4866998248756564, 1.7451054640659316, 1.9643197967574402, 1.795692787392454, 2.125078604498536, 2.4067397375452217, 2.0240533147299646, 2.3571711030690907}, 23.611681009598733, "rnn gx");
@@ -101,15 +95,15 @@ TEST_CASE("RNN with relu and no bias on one unbatched sequence: PyTorch's output
 }
 
 TEST_CASE("LSTMCell, GRUCell and RNNCell give PyTorch's step, batched and not", "[cpu]") {
-  const Tensor x = ramp({2, 3}, 0.3);
+  const Tensor x = sine_ramp({2, 3}, 0.3);
   nn::LSTMCell lstm(3, 4);
   set_parameters(*lstm);
-  auto [h, c] = lstm(x, std::make_tuple(ramp({2, 4}, 0.7) * 0.5, ramp({2, 4}, 0.9) * 0.5));
+  auto [h, c] = lstm(x, std::make_tuple(sine_ramp({2, 4}, 0.7) * 0.5, sine_ramp({2, 4}, 0.9) * 0.5));
   same_as_pytorch(h, {0.01997980796527989, -0.08100460337233169, -0.17374425668799234, -0.24263294920009254, -0.09876208580866884, -0.1708222274264853, -0.2716354631708816, -0.39415962640898333}, -1.4127814041101558, "lstmcell h");
   same_as_pytorch(c, {0.0683932662568192, -0.18461976935853197, -0.3341090049918021, -0.48603776358296513, -0.552364549810369, -0.9331774093456631, -0.9273734266874929, -0.7654767209818638}, -4.114765378501868, "lstmcell c");
   nn::GRUCell gru(3, 4);
   set_parameters(*gru);
-  same_as_pytorch(gru(x, ramp({2, 4}, 0.7) * 0.5), {0.011098635987102257, 0.016409243045923283, 0.061394057435839255, -0.002270109258567077, 0.08729843473856069, -0.27624851000064443, -0.5744831452750297, -0.7092302218472784}, -1.3860316151740941, "grucell");
+  same_as_pytorch(gru(x, sine_ramp({2, 4}, 0.7) * 0.5), {0.011098635987102257, 0.016409243045923283, 0.061394057435839255, -0.002270109258567077, 0.08729843473856069, -0.27624851000064443, -0.5744831452750297, -0.7092302218472784}, -1.3860316151740941, "grucell");
   nn::RNNCell rnn(3, 4);
   set_parameters(*rnn);
   same_as_pytorch(rnn(x), {0.08421019319508345, 0.4867890246563429, 0.7084483428280712, 0.7933175627389865, 0.17190095189641957, 0.7305535457411978, 0.90724538787462, 0.9480965762442816}, 4.830561585175003, "rnncell");
@@ -133,8 +127,14 @@ TEST_CASE("recurrent layers: shapes of every state, printing, cloning, dropout o
   check_close(out1, values(out2), 0, 0);  // no dropout in eval mode
   lstm->train();
   auto [out3, s3] = lstm(x);
-  CHECK(values(out3) != values(out1));  // dropout between layers
   CHECK(std::get<1>(s3).sizes() == Shape{3, 2, 5});
+  // Dropout acts between layers only: layer 0 runs as in eval mode, the layers above it see
+  // dropped inputs, and the last layer's output itself is not dropped.
+  check_close(std::get<0>(s3)[0], values(std::get<0>(s1)[0]), 0, 0);
+  check_close(std::get<1>(s3)[0], values(std::get<1>(s1)[0]), 0, 0);
+  CHECK(values(std::get<0>(s3)[1]) != values(std::get<0>(s1)[1]));
+  CHECK(values(out3) != values(out1));
+  CHECK((out3 == 0).sum().item<int64_t>() == 0);
   auto copy = std::dynamic_pointer_cast<nn::LSTMImpl>(lstm->clone());
   REQUIRE(copy != nullptr);
   copy->eval();

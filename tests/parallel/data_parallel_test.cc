@@ -575,7 +575,12 @@ TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's pha
   CHECK(s.table().find("NCCL") == std::string::npos);
   // A primitive NCCL served says so in its line.
   s.comm["reduce_add_coalesced"].nccl_calls = 1;
-  CHECK(s.table().find("reduce_add_coalesced") < s.table().find("(1 by NCCL)"));
+  const std::string table = s.table();
+  const size_t line = table.find("  reduce_add_coalesced"), note = table.find("(1 by NCCL)");
+  REQUIRE(line != std::string::npos);
+  REQUIRE(note != std::string::npos);
+  CHECK(note > line);
+  CHECK(table.find('\n', line) > note);  // on that line
 }
 
 namespace {

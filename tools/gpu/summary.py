@@ -55,6 +55,8 @@ def test_result(log):
     warnings = []
     if not counts:
         warnings.append("no counts: the program ended before reporting them")
+    elif result["passed"] + result["failed"] + result["skipped"] == 0:
+        warnings.append("no case ran: the test spec matched none (a case renamed?)")
     elif result["passed"] == 0 and result["skipped"] > 0:
         warnings.append("every case skipped itself (no GPU seen? see gpu.txt)")
     if problem(result["exit_status"]):
