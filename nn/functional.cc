@@ -451,17 +451,16 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
               IntList dilation, int64_t groups) {
-  if (amp::takes_lower_precision({&x, &weight, &bias})) {
-    amp::SuspendAutocast inside;
-    return conv1d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias), stride,
-                  padding, dilation, groups);
-  }
-  check_conv1d(x, weight, bias, groups);
+  TD_CHECK(weight.defined() && weight.dim() == 3, "conv1d: weight must be 3-D [out, in / groups, k], got ",
+           weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
   const int64_t s = one_value(stride, "stride"), d = one_value(dilation, "dilation");
   if (padding == kValid) return conv1d(x, weight, bias, s, 0, d, groups);
   TD_CHECK(s == 1, "conv1d: padding='same' is not supported for strided convolutions (stride ", s, ")");
   TD_CHECK(d > 0, "conv1d: dilation must be positive, got ", d);
-  return conv2d(x.unsqueeze(-2), weight.unsqueeze(2), bias, 1, kSame, {1, d}, groups).squeeze(-2);
+  // The larger half on both sides; where the total is odd, the first position is one too many.
+  const auto [before, after] = same_padding(weight.size(2), d);
+  const Tensor out = conv1d(x, weight, bias, 1, after, d, groups);
+  return before == after ? out : out.narrow(-1, 1, out.size(-1) - 1).contiguous();
 }
 
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,

@@ -311,6 +311,13 @@ TEST_CASE(
   CHECK(same.sizes() == Shape{2, 6, 7});
   check_close(same.flatten().narrow(0, 0, 4),
               {-0.24988876283168793, 0.557474672794342, 1.6839587688446045, 2.243817090988159}, 1e-6, 1e-6);
+  // An odd total (kernel 2, dilation 3): the extra zero after, as PyTorch (float64 values).
+  const Tensor even = F::conv1d(sine_ramp({2, 4, 7}, 0.3), sine_ramp({6, 2, 2}, 0.9), {}, 1, td::kSame, 3, 2);
+  CHECK(even.sizes() == Shape{2, 6, 7});
+  check_close(even.flatten().narrow(0, 0, 8),
+              {0.6249532057576345, 1.5145472961526396, 1.3204721791175769, 1.008443215019809, 0.6063330219215486,
+               -0.15362027052263866, -0.43094748531786037, -0.5447691006812954},
+              1e-14, 1e-15);
   // Unbatched [C, L].
   check_close(F::conv1d(x[1], w, b, 2, 1, 2, 2), values(y[1]), 0, 0);
   CHECK(nn::Conv1d(16, 33, 3)->str() == "Conv1d(16, 33, kernel_size=(3,), stride=(1,))");
