@@ -1,4 +1,5 @@
-// td::nn: modules, layers (recurrent ones included), losses, functional forms, initializations and gradient clipping.
+// td::nn: modules, layers (recurrent and attention ones included), losses, functional forms,
+// initializations and gradient clipping.
 #pragma once
 
 #include "nn/clip_grad.h"
@@ -10,6 +11,7 @@
 #include "nn/modules.h"
 #include "nn/rnn.h"
 #include "nn/state_dict.h"
+#include "nn/transformer.h"
 
 namespace tandem::nn {
 namespace F = functional;

@@ -3,6 +3,7 @@
 // unbatched inputs; parameter names and shapes, printing, cloning, training and the errors.
 #include <cmath>
 
+#include "tests/nn/pytorch_reference.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -13,32 +14,9 @@ using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Snapshot;
+using td::testing::same_as_pytorch;
 using td::testing::values;
 using td::testing::sine_ramp;  // the inputs the PyTorch reference values were computed on
-
-namespace {
-
-// Parameter k (in named_parameters() order) = 0.4 sin((0.1 (k + 1) + 0.05) i), as in the reference.
-void set_parameters(nn::Module& m) {
-  m.to(td::kFloat64);
-  td::NoGradGuard no_grad;
-  const auto named = m.named_parameters();
-  for (size_t k = 0; k < named.size(); ++k) {
-    Tensor p = named[k].second;
-    p.copy_(sine_ramp(p.sizes(), 0.1 * static_cast<double>(k + 1) + 0.05) * 0.4);
-  }
-}
-
-// The reference's first values of t (row-major) and the sum of all of them.
-void same_as_pytorch(const Tensor& t, const std::vector<double>& first, double sum, const std::string& what) {
-  INFO(what);
-  const Tensor flat = t.detach().flatten();
-  REQUIRE(flat.numel() >= static_cast<int64_t>(first.size()));
-  check_close(flat.narrow(0, 0, static_cast<int64_t>(first.size())), first, 1e-12, 1e-14, what);
-  CHECK(std::abs(flat.sum().item<double>() - sum) <= 1e-12 * (1 + std::abs(sum)));
-}
-
-}  // namespace
 
 TEST_CASE("LSTM, two layers both ways, batch first, with given states: PyTorch's outputs and gradients", "[cpu]") {
   nn::LSTM lstm(nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).batch_first(true));
@@ -50,7 +28,7 @@ TEST_CASE("LSTM, two layers both ways, batch first, with given states: PyTorch's
                                           "bias_hh_l1", "weight_ih_l1_reverse", "weight_hh_l1_reverse",
                                           "bias_ih_l1_reverse", "bias_hh_l1_reverse"});
   CHECK(lstm->named_parameters()[8].second.sizes() == Shape{16, 8});  // layer 1 reads both directions
-  set_parameters(*lstm);
+  td::testing::set_sine_parameters(*lstm);
   Tensor x = sine_ramp({2, 5, 3}, 0.3).requires_grad_(true);
   const Tensor h0 = sine_ramp({4, 2, 4}, 0.7) * 0.5, c0 = sine_ramp({4, 2, 4}, 0.9) * 0.5;
   auto [out, state] = lstm(x, std::make_tuple(h0, c0));
@@ -68,7 +46,7 @@ TEST_CASE("LSTM, two layers both ways, batch first, with given states: PyTorch's
 
 TEST_CASE("GRU, two layers, time first, zero initial state: PyTorch's outputs and gradients", "[cpu]") {
   nn::GRU gru(nn::GRUOptions(3, 4).num_layers(2));
-  set_parameters(*gru);
+  td::testing::set_sine_parameters(*gru);
   Tensor x = sine_ramp({5, 2, 3}, 0.3).requires_grad_(true);
   auto [out, h] = gru(x);
   CHECK(out.sizes() == Shape{5, 2, 4});
@@ -82,7 +60,7 @@ TEST_CASE("GRU, two layers, time first, zero initial state: PyTorch's outputs an
 TEST_CASE("RNN with relu and no bias on one unbatched sequence: PyTorch's outputs and gradients", "[cpu]") {
   nn::RNN rnn(nn::RNNOptions(3, 4).nonlinearity(nn::kReLU).bias(false));
   CHECK(rnn->parameters().size() == 2);
-  set_parameters(*rnn);
+  td::testing::set_sine_parameters(*rnn);
   Tensor x = sine_ramp({5, 3}, 0.3).requires_grad_(true);
   auto [out, h] = rnn(x);
   CHECK(out.sizes() == Shape{5, 4});
@@ -97,15 +75,15 @@ TEST_CASE("RNN with relu and no bias on one unbatched sequence: PyTorch's output
 TEST_CASE("LSTMCell, GRUCell and RNNCell give PyTorch's step, batched and not", "[cpu]") {
   const Tensor x = sine_ramp({2, 3}, 0.3);
   nn::LSTMCell lstm(3, 4);
-  set_parameters(*lstm);
+  td::testing::set_sine_parameters(*lstm);
   auto [h, c] = lstm(x, std::make_tuple(sine_ramp({2, 4}, 0.7) * 0.5, sine_ramp({2, 4}, 0.9) * 0.5));
   same_as_pytorch(h, {0.01997980796527989, -0.08100460337233169, -0.17374425668799234, -0.24263294920009254, -0.09876208580866884, -0.1708222274264853, -0.2716354631708816, -0.39415962640898333}, -1.4127814041101558, "lstmcell h");
   same_as_pytorch(c, {0.0683932662568192, -0.18461976935853197, -0.3341090049918021, -0.48603776358296513, -0.552364549810369, -0.9331774093456631, -0.9273734266874929, -0.7654767209818638}, -4.114765378501868, "lstmcell c");
   nn::GRUCell gru(3, 4);
-  set_parameters(*gru);
+  td::testing::set_sine_parameters(*gru);
   same_as_pytorch(gru(x, sine_ramp({2, 4}, 0.7) * 0.5), {0.011098635987102257, 0.016409243045923283, 0.061394057435839255, -0.002270109258567077, 0.08729843473856069, -0.27624851000064443, -0.5744831452750297, -0.7092302218472784}, -1.3860316151740941, "grucell");
   nn::RNNCell rnn(3, 4);
-  set_parameters(*rnn);
+  td::testing::set_sine_parameters(*rnn);
   same_as_pytorch(rnn(x), {0.08421019319508345, 0.4867890246563429, 0.7084483428280712, 0.7933175627389865, 0.17190095189641957, 0.7305535457411978, 0.90724538787462, 0.9480965762442816}, 4.830561585175003, "rnncell");
   same_as_pytorch(rnn(x[0]), {0.08421019319508345, 0.4867890246563429, 0.7084483428280712, 0.7933175627389865}, 2.0727651234184843, "rnncell unbatched");
   CHECK(rnn(x[0]).sizes() == Shape{4});
