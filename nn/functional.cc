@@ -267,11 +267,16 @@ Tensor pad(const Tensor& x, IntList padding, PadMode mode, double value) {
                               shape_str(x.sizes());
     const int64_t cropped = size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0);
     const int64_t length = size + before + after;
-    // replicate clamps any position into the dim; the others read inside what the crops leave.
-    TD_CHECK(mode == kReplicate || cropped >= 0, where, " crops more than the dim's ", size);
-    if (mode == kConstant) continue;
+    // replicate clamps any position into the dim, and reflect (pads below the size) mirrors it
+    // there; constant and circular padding read inside what the crops leave.
+    if (mode == kConstant) {
+      TD_CHECK(cropped >= 0, where, " crops more than the dim's ", size);
+      continue;
+    }
     if (mode == kCircular) {
       TD_CHECK(length >= 0, where, " leaves a size of ", length);
+      if (length == 0) continue;
+      TD_CHECK(cropped >= 0, where, " crops more than the dim's ", size);
       TD_CHECK(before <= cropped && after <= cropped, where, " would wrap around more than once (", cropped,
                " values to wrap around)");
       continue;
@@ -387,7 +392,8 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
   Tensor y = x;
   for (int64_t d = spatial - 1; d >= 0; --d) {
     const int64_t dim = 2 + d;
-    if (o.mode_ == kNearest && out[d] == in[d]) continue;  // PyTorch's shortcut: each position reads itself
+    // PyTorch's shortcut: each position reads itself (for the linear modes whatever the scale).
+    if ((linear || o.mode_ == kNearest) && out[d] == in[d]) continue;
     const Sources s = x.dtype() == kFloat64
                           ? interpolation_sources<double>(o.mode_, in[d], out[d], scales[d], align)
                           : interpolation_sources<float>(o.mode_, in[d], out[d], scales[d], align);
@@ -857,14 +863,17 @@ Tensor relu6(const Tensor& x) { return hardtanh(x, 0, 6); }
 
 Tensor hardsigmoid(const Tensor& x) {
   check_floating_input("hardsigmoid", x);
+  if (is_16bit_float(x.dtype())) return hardsigmoid(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   const Tensor y = values_of([&] { return (x + 3).clamp(0, 6) / 6; });
   return with_gradient("HardsigmoidBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
-    return where((xv > -3) * (xv < 3), g / 6, zeros_like(g));
+    // PyTorch's factor: 1/6 rounded to float32, in every dtype.
+    return where((xv > -3) * (xv < 3), g * static_cast<double>(1.0f / 6.0f), zeros_like(g));
   });
 }
 
 Tensor hardswish(const Tensor& x) {
   check_floating_input("hardswish", x);
+  if (is_16bit_float(x.dtype())) return hardswish(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   const Tensor y = values_of([&] { return x * (x + 3).clamp(0, 6) / 6; });
   return with_gradient("HardswishBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
     return where(xv <= -3, zeros_like(g), where(xv < 3, g * (xv / 3 + 0.5), g));
@@ -873,11 +882,13 @@ Tensor hardswish(const Tensor& x) {
 
 Tensor mish(const Tensor& x) {
   check_floating_input("mish", x);
+  if (is_16bit_float(x.dtype())) return mish(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   return x * tanh(softplus(x));
 }
 
 Tensor logsigmoid(const Tensor& x) {
   check_floating_input("logsigmoid", x);
+  if (is_16bit_float(x.dtype())) return logsigmoid(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   const Tensor y = values_of([&] { return minimum(x, zeros_like(x)) - log1p(exp(-abs(x))); });
   // PyTorch's gradient, 1 - z / (1 + z) below 0 and z / (1 + z) from 0 on, z = exp(-|x|).
   return with_gradient("LogSigmoidBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
@@ -916,6 +927,7 @@ Tensor threshold(const Tensor& x, double threshold, double value) {
 
 Tensor glu(const Tensor& x, int64_t dim) {
   check_floating_input("glu", x);
+  if (is_16bit_float(x.dtype())) return glu(x.to(kFloat32), dim).to(x.dtype());  // PyTorch's float32 and one rounding
   TD_CHECK(x.dim() > 0, "glu: a 0-dim input has no dim to halve");
   const int64_t d = wrap_dim(dim, x.dim(), "glu");
   TD_CHECK(x.size(d) % 2 == 0, "glu: dim ", d, " of ", shape_str(x.sizes()), " has odd size ", x.size(d),
@@ -935,7 +947,7 @@ Tensor prelu(const Tensor& x, const Tensor& weight) {
   TD_CHECK(weight.dtype() == x.dtype() && weight.device() == x.device(), "prelu: the weight (", weight.dtype(), " on ",
            weight.device(), ") must have the input's dtype and device (", x.dtype(), " on ", x.device(), ")");
   const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
-  TD_CHECK(weight.numel() == 1 || (weight.dim() == 1 && weight.numel() == channels), "prelu: the weight ",
+  TD_CHECK(weight.dim() <= 1 && (weight.numel() == 1 || weight.numel() == channels), "prelu: the weight ",
            shape_str(weight.sizes()), " must have one value or one per channel (", channels, " in the input ",
            shape_str(x.sizes()), ")");
   Tensor w = weight;

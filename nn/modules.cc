@@ -227,7 +227,7 @@ HardtanhImpl::HardtanhImpl(double min_val, double max_val)
     : Cloneable(
           "Hardtanh", [min_val, max_val](const Tensor& x) { return functional::hardtanh(x, min_val, max_val); },
           "min_val=" + python_float(min_val) + ", max_val=" + python_float(max_val)) {
-  TD_CHECK(min_val <= max_val, "Hardtanh: min_val (", min_val, ") must not be above max_val (", max_val, ")");
+  TD_CHECK(min_val < max_val, "Hardtanh: min_val (", min_val, ") must be below max_val (", max_val, ")");
 }
 ReLU6Impl::ReLU6Impl() : Cloneable("ReLU6", [](const Tensor& x) { return functional::relu6(x); }) {}
 HardsigmoidImpl::HardsigmoidImpl()

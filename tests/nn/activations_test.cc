@@ -59,8 +59,8 @@ TEST_CASE("the activations give PyTorch's values and derivatives where their pie
       {"hardsigmoid",
        [](const Tensor& x) { return F::hardsigmoid(x); },
        {0.0, 0.0, 0.3333333333333333, 0.5, 0.6666666666666666, 1.0, 1.0, 1.0, 1.0, NAN},
-       // PyTorch's float64 kernel multiplies by 1/6 rounded to float32 (0.1666666716337204); 1/6 here.
-       {0.0, 0.0, 1.0 / 6, 1.0 / 6, 1.0 / 6, 0.0, 0.0, 0.0, 0.0, 0.0},
+       // PyTorch's kernels multiply by 1/6 rounded to float32, in float64 too.
+       {0.0, 0.0, 0.1666666716337204, 0.1666666716337204, 0.1666666716337204, 0.0, 0.0, 0.0, 0.0, 0.0},
        {}},
       {"hardswish",
        [](const Tensor& x) { return F::hardswish(x); },
@@ -188,6 +188,8 @@ TEST_CASE("the activation modules print as PyTorch's and compute F::'s", "[cpu]"
 TEST_CASE("the activations' errors name the op", "[cpu]") {
   check_error([] { F::hardtanh(td::ones({2}), 1, -1); }, {"hardtanh", "min_val (1)", "max_val (-1)"});
   check_error([] { nn::Hardtanh(1, -1); }, {"Hardtanh", "min_val"});
+  check_error([] { nn::Hardtanh(1, 1); }, {"Hardtanh", "below"});
+  check_error([] { F::prelu(td::ones({2, 3}), td::ones({1, 1})); }, {"prelu", "[1, 1]"});
   check_error([] { F::glu(td::ones({2, 3})); }, {"glu", "dim 1", "[2, 3]", "odd size 3"});
   check_error([] { F::glu(td::ones({2, 4}), 2); }, {"glu", "dim"});
   check_error([] { F::softshrink(td::ones({2}), -1); }, {"softshrink", "lambd", "-1"});

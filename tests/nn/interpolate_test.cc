@@ -379,6 +379,14 @@ TEST_CASE("interpolate gives PyTorch's values and gradients in every mode", "[cp
   }
 }
 
+TEST_CASE("interpolate copies a dim whose size does not change, as PyTorch, whatever the scale", "[cpu]") {
+  // PyTorch 2.15: F.interpolate(x, scale_factor=1.2, mode='linear') of 4 values gives them back.
+  const Tensor x = sine_ramp({1, 2, 4}, 0.7);
+  check_close(F::interpolate(x, F::InterpolateOptions().scale_factor({1.2}).mode(td::kLinear)), values(x), 0, 0);
+  check_close(F::interpolate(x.view({1, 2, 1, 4}), F::InterpolateOptions().scale_factor({1.1, 1.2}).mode(td::kBilinear)),
+              values(x), 0, 0);
+}
+
 TEST_CASE("interpolate of 16-bit inputs runs in float32 and rounds once", "[cpu]") {
   const Tensor x = sine_ramp({2, 3, 5, 4}, 0.3, td::kFloat32);
   const auto options = F::InterpolateOptions().scale_factor({1.7, 0.8}).mode(td::kBilinear);

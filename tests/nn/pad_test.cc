@@ -50,6 +50,8 @@ TEST_CASE("pad gives PyTorch's values in every mode, negative pads cropping", "[
   CHECK(F::pad(four, {-4, 0}).sizes() == Shape{1, 1, 0});
   CHECK(values(F::pad(x, {-4, 2}, td::kReplicate)) == Values{2, 5});  // the clamp reaches past the crop
   CHECK(F::pad(x, {-2, -1}, td::kCircular).sizes() == Shape{1, 2, 0});
+  CHECK(values(F::pad(x, {-4, 2}, td::kReflect)) == Values{0, 3});  // mirrored from past the crop, as PyTorch
+  CHECK(F::pad(x, {-4, 1}, td::kCircular).sizes() == Shape{1, 2, 0});
   CHECK(F::pad(td::zeros({1, 2, 0}), {0, 0}, td::kCircular).sizes() == Shape{1, 2, 0});
   // Two and three padded dims.
   const Tensor r2 = F::pad(counting({2, 3, 4}), {1, 1, 1, 1}, td::kReflect);
@@ -99,7 +101,7 @@ TEST_CASE("pad's errors name pad, the mode, the padding and the shape; the input
   check_error([&] { F::pad(x, {1, 1}, td::kReflect, 2); }, {"pad", "value", "constant", "reflect"});
   check_error([&] { F::pad(x, {-5, 3}); }, {"pad", "constant", "(-5, 3)", "crops more", "3"});
   check_error([&] { F::pad(x, {-2, -2}, td::kReplicate); }, {"pad", "replicate", "size of -1"});
-  check_error([&] { F::pad(x, {-4, 2}, td::kReflect); }, {"pad", "reflect", "crops more"});
+  check_error([&] { F::pad(x, {-4, 4}, td::kCircular); }, {"pad", "circular", "crops more"});
   check_error([&] { F::pad(x, {-1, -2}, td::kReplicate); }, {"pad", "replicate", "size of 0"});
   check_error([&] { F::pad(td::zeros({1, 2, 0}), {1, 1}, td::kReplicate); },
               {"pad", "replicate", "[1, 2, 0]", "empty"});
