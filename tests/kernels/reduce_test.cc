@@ -272,57 +272,50 @@ double ref_logsumexp(const Values& v) {
   return m + std::log(s);
 }
 
-// Running sums along `dim` of row-major values.
-Values ref_cumsum(const Values& v, const Shape& shape, int64_t dim) {
+// Running values along `dim` of row-major values: each position folds its value into the
+// running value before it along dim (`start` before the first), and `read` gives the result.
+template <typename Acc, typename Fold, typename Read>
+Values ref_scan(const Values& v, const Shape& shape, int64_t dim, Acc start, Fold fold, Read read) {
   if (shape.empty()) return v;
   const int64_t ndim = static_cast<int64_t>(shape.size());
   if (dim < 0) dim += ndim;
   int64_t stride = 1;
   for (int64_t d = dim + 1; d < ndim; ++d) stride *= shape[d];
   Values out(v.size());
-  std::vector<AccurateSum> running(v.size());
+  std::vector<Acc> running(v.size(), start);
   for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
     const int64_t pos = (i / stride) % shape[dim];
-    if (pos > 0) running[i] = running[i - stride];
-    running[i].add(v[i]);
-    out[i] = running[i].value();
+    running[i] = fold(pos > 0 ? running[i - stride] : start, v[i]);
+    out[i] = read(running[i]);
   }
   return out;
 }
 
-// Running products along `dim` of row-major values, in long double: tandem keeps float64.
+// Running sums, summed exactly.
+Values ref_cumsum(const Values& v, const Shape& shape, int64_t dim) {
+  return ref_scan(
+      v, shape, dim, AccurateSum(),
+      [](AccurateSum sum, double x) {
+        sum.add(x);
+        return sum;
+      },
+      [](const AccurateSum& sum) { return sum.value(); });
+}
+
+// Running products in long double: tandem keeps float64.
 Values ref_cumprod(const Values& v, const Shape& shape, int64_t dim) {
-  if (shape.empty()) return v;
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  if (dim < 0) dim += ndim;
-  int64_t stride = 1;
-  for (int64_t d = dim + 1; d < ndim; ++d) stride *= shape[d];
-  Values out(v.size());
-  std::vector<long double> running(v.size(), 1.0L);
-  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
-    const int64_t pos = (i / stride) % shape[dim];
-    running[i] = (pos > 0 ? running[i - stride] : 1.0L) * v[i];
-    out[i] = static_cast<double>(running[i]);
-  }
-  return out;
+  return ref_scan(
+      v, shape, dim, 1.0L, [](long double p, double x) { return p * x; },
+      [](long double p) { return static_cast<double>(p); });
 }
 
 // The same for integers, in int64 products that wrap as PyTorch's (and tandem's) do: a uint8
 // input drawn below 0 holds 255, and 40 of those pass int64.
 Values ref_cumprod_int64(const Values& v, const Shape& shape, int64_t dim) {
-  if (shape.empty()) return v;
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  if (dim < 0) dim += ndim;
-  int64_t stride = 1;
-  for (int64_t d = dim + 1; d < ndim; ++d) stride *= shape[d];
-  Values out(v.size());
-  std::vector<uint64_t> running(v.size(), 1);
-  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
-    const int64_t pos = (i / stride) % shape[dim];
-    running[i] = (pos > 0 ? running[i - stride] : 1) * static_cast<uint64_t>(static_cast<int64_t>(v[i]));
-    out[i] = static_cast<double>(static_cast<int64_t>(running[i]));
-  }
-  return out;
+  return ref_scan(
+      v, shape, dim, uint64_t{1},
+      [](uint64_t p, double x) { return p * static_cast<uint64_t>(static_cast<int64_t>(x)); },
+      [](uint64_t p) { return static_cast<double>(static_cast<int64_t>(p)); });
 }
 
 // Absolute slack for tandem's float64 accumulation, which rounds on the scale of the magnitudes
