@@ -312,33 +312,45 @@ const char* interpolate_mode_name(InterpolateMode mode) {
 
 namespace {
 
-// Where output position j of a dim reads the input: indices i0 and i1 and the weight of i1 (the
-// nearest modes read i0 alone). Computed in Real, the type PyTorch's kernels compute them in.
-// `scale` is 1 / scale_factor where one is used, else in / out (PyTorch's compute_scales_value).
-struct Sources {
+// Where output position j of a dim reads the input under the nearest modes, as PyTorch's CPU
+// kernels compute it (checked against PyTorch 2.15 over thousands of sizes and scales). A 4-D
+// input's kernel indexes in float: j * scale ('nearest', which reads j itself where out == in and
+// j / 2 where out == 2 * in) or (j + 0.5) * scale ('nearest-exact'), rounded down. The 3-D and
+// 5-D kernel has no shortcuts; float32 and 16-bit inputs index in float, 'nearest-exact' rounding
+// (j + 0.5) * scale - 0.5 (one fused rounding) half up; float64 inputs index in double
+// (j + offset) * in / out with a size, and in float with a scale factor.
+int64_t nearest_source(InterpolateMode mode, int64_t j, int64_t in, int64_t out, std::optional<double> scale_factor,
+                       int64_t spatial_dims, bool float64) {
+  const bool exact = mode == kNearestExact;
+  const float scale = scale_factor ? static_cast<float>(1.0 / *scale_factor)
+                                   : static_cast<float>(in) / static_cast<float>(out);
+  const float position = static_cast<float>(j) + (exact ? 0.5f : 0.0f);
+  if (spatial_dims == 2 && !exact && out == in) return j;
+  if (spatial_dims == 2 && !exact && out == 2 * in) return j / 2;
+  double source = position * scale;
+  if (spatial_dims != 2 && float64 && !scale_factor) {
+    source = (static_cast<double>(j) + (exact ? 0.5 : 0.0)) * static_cast<double>(in) / static_cast<double>(out);
+  } else if (spatial_dims != 2 && exact && !float64) {
+    source = std::fma(scale, position, -0.5f) + 0.5f;
+  }
+  return std::min(static_cast<int64_t>(std::floor(source)), in - 1);
+}
+
+// Where output position j of a dim reads the input under the linear modes: indices i0 and i1 and
+// the weight of i1, computed in Real, the type PyTorch's kernels compute them in. `scale` is
+// 1 / scale_factor where one is used, else in / out (PyTorch's compute_scales_value).
+struct LinearSources {
   std::vector<int64_t> first, second;
   std::vector<double> weight;
 };
 template <typename Real>
-Sources interpolation_sources(InterpolateMode mode, int64_t in, int64_t out, std::optional<double> scale_factor,
-                              bool align_corners) {
+LinearSources linear_sources(int64_t in, int64_t out, std::optional<double> scale_factor, bool align_corners) {
   const Real natural = scale_factor ? static_cast<Real>(1.0 / *scale_factor)
                                     : static_cast<Real>(in) / static_cast<Real>(out);
-  Sources s;
+  const Real scale = align_corners ? (out > 1 ? static_cast<Real>(in - 1) / static_cast<Real>(out - 1) : Real(0))
+                                   : natural;
+  LinearSources s;
   for (int64_t j = 0; j < out; ++j) {
-    if (mode == kNearest && out == 2 * in) {  // PyTorch's shortcut, whatever the scale
-      s.first.push_back(j / 2);
-      continue;
-    }
-    if (mode == kNearest || mode == kNearestExact) {
-      const float scale = static_cast<float>(natural);  // the nearest kernels index in float
-      const float position = mode == kNearest ? static_cast<float>(j) * scale
-                                              : (static_cast<float>(j) + 0.5f) * scale;
-      s.first.push_back(std::min(static_cast<int64_t>(std::floor(position)), in - 1));
-      continue;
-    }
-    const Real scale = align_corners ? (out > 1 ? static_cast<Real>(in - 1) / static_cast<Real>(out - 1) : Real(0))
-                                     : natural;
     const Real source = align_corners ? scale * static_cast<Real>(j)
                                       : std::max(scale * (static_cast<Real>(j) + Real(0.5)) - Real(0.5), Real(0));
     const int64_t i0 = std::min(static_cast<int64_t>(source), in - 1);
@@ -363,6 +375,8 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
            shape_str(x.sizes()));
   TD_CHECK(o.size_.has_value() != o.scale_factor_.has_value(), "interpolate: give exactly one of size and ",
            "scale_factor");
+  TD_CHECK(!o.size_ || !o.recompute_scale_factor_, "interpolate: recompute_scale_factor is for a scale_factor, ",
+           "not a size (", shape_str(*o.size_), ")");
   const bool linear = o.mode_ == kLinear || o.mode_ == kBilinear || o.mode_ == kTrilinear;
   TD_CHECK(linear || !o.align_corners_.has_value(), "interpolate: align_corners is for the linear modes only, not '",
            mode_name, "'");
@@ -386,30 +400,37 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
     TD_CHECK(in[d] > 0 && out[d] > 0, "interpolate: input and output sizes must be positive, got input ",
              shape_str(in), " and output ", shape_str(out));
   }
-  // 16-bit inputs interpolate in float32, as PyTorch's kernels do, and round once.
-  if (is_16bit_float(x.dtype())) return interpolate(x.to(kFloat32), o).to(x.dtype());
+  // 16-bit inputs interpolate in float32, as PyTorch's kernels do, and round once; its 3-D and
+  // 5-D kernel first rounds each weight to the input's dtype.
+  const bool half = is_16bit_float(x.dtype()), round_weights = half && spatial != 2;
   const bool align = o.align_corners_.value_or(false);
-  Tensor y = x;
+  Tensor y = half ? x.to(kFloat32) : x;
   for (int64_t d = spatial - 1; d >= 0; --d) {
     const int64_t dim = 2 + d;
     // PyTorch's shortcut: each position reads itself (for the linear modes whatever the scale).
-    if ((linear || o.mode_ == kNearest) && out[d] == in[d]) continue;
-    const Sources s = x.dtype() == kFloat64
-                          ? interpolation_sources<double>(o.mode_, in[d], out[d], scales[d], align)
-                          : interpolation_sources<float>(o.mode_, in[d], out[d], scales[d], align);
-    const Tensor first = tensor(s.first).to(x.device());
+    if (linear && out[d] == in[d]) continue;
     if (!linear) {
-      y = y.index_select(dim, first);
+      std::vector<int64_t> sources(out[d]);
+      for (int64_t j = 0; j < out[d]; ++j) {
+        sources[j] = nearest_source(o.mode_, j, in[d], out[d], scales[d], spatial, x.dtype() == kFloat64);
+      }
+      y = y.index_select(dim, tensor(sources).to(x.device()));
       continue;
     }
+    const LinearSources s = x.dtype() == kFloat64 ? linear_sources<double>(in[d], out[d], scales[d], align)
+                                                  : linear_sources<float>(in[d], out[d], scales[d], align);
     Shape along(y.dim(), 1);
     along[dim] = out[d];
-    const Tensor weight = tensor(s.weight).to(x.device(), x.dtype()).view(along);
-    const Tensor second = tensor(s.second).to(x.device());
+    Tensor weight = tensor(s.weight).to(x.device(), y.dtype()).view(along), keep = 1 - weight;
+    if (round_weights) {
+      weight = weight.to(x.dtype()).to(kFloat32);
+      keep = (1 - weight).to(x.dtype()).to(kFloat32);
+    }
+    const Tensor first = tensor(s.first).to(x.device()), second = tensor(s.second).to(x.device());
     // PyTorch's order: w0 * x[i0] + w1 * x[i1], with w0 = 1 - w1.
-    y = y.index_select(dim, first) * (1 - weight) + y.index_select(dim, second) * weight;
+    y = y.index_select(dim, first) * keep + y.index_select(dim, second) * weight;
   }
-  return y;
+  return half ? y.to(x.dtype()) : y;
 }
 
 namespace {

@@ -82,7 +82,8 @@ const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
 Tensor pad(const Tensor& x, IntList padding, PadMode mode = kConstant, double value = 0);
 // F::interpolate's arguments, as PyTorch's: exactly one of size and scale_factor (one value for
 // every spatial dim, or one each); align_corners for the linear modes only (false unless set);
-// recompute_scale_factor: index with input / output sizes instead of 1 / scale_factor.
+// recompute_scale_factor (with a scale_factor only): index with input / output sizes instead of
+// 1 / scale_factor.
 struct InterpolateOptions {
   InterpolateOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
   InterpolateOptions& scale_factor(std::vector<double> s) { scale_factor_ = std::move(s); return *this; }
@@ -97,8 +98,9 @@ struct InterpolateOptions {
 };
 const char* interpolate_mode_name(InterpolateMode mode);  // PyTorch's spelling: "nearest-exact", ...
 // Resizes the spatial dims of a floating x [N, C, L], [N, C, H, W] or [N, C, D, H, W]: each output
-// position reads the input where PyTorch's kernels place it (the same indices and weights, in
-// float32 for float32 and 16-bit inputs, float64 for float64), one dim at a time from the last.
+// position reads the input where PyTorch's CPU kernels place it (the same indices and weights,
+// which differ between 4-D inputs and the others), one dim at a time from the last. 16-bit inputs
+// run in float32 and round once.
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the

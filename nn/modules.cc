@@ -272,11 +272,21 @@ std::function<Tensor(const Tensor&)> upsampling(const char* name, const Upsample
                                                 std::optional<bool> align_corners) {
   TD_CHECK(o.size_.has_value() != o.scale_factor_.has_value(), name, ": give exactly one of size and scale_factor");
   functional::InterpolateOptions f;
-  f.mode(mode);
+  f.mode(mode).recompute_scale_factor(o.recompute_scale_factor_);
   if (align_corners) f.align_corners(*align_corners);
   if (o.size_) f.size(*o.size_);
   if (o.scale_factor_) f.scale_factor(*o.scale_factor_);
   return [f](const Tensor& x) { return functional::interpolate(x, f); };
+}
+
+// UpsamplingNearest2d and UpsamplingBilinear2d fix their mode and align_corners.
+const UpsampleOptions& fixed_mode(const char* name, const UpsampleOptions& o, InterpolateMode mode) {
+  TD_CHECK(!o.mode_ && !o.align_corners_, name, " always interpolates with mode '",
+           functional::interpolate_mode_name(mode), "'", mode == kBilinear ? " and align_corners" : "",
+           ": its options set ", o.mode_ ? "mode '" + std::string(functional::interpolate_mode_name(*o.mode_)) + "'"
+                                         : std::string("align_corners"),
+           " (Upsample takes them)");
+  return o;
 }
 
 // PyTorch prints a single size or factor bare, and leaves align_corners out.
@@ -295,12 +305,16 @@ std::string upsampling_repr(const UpsampleOptions& o, InterpolateMode mode) {
 }  // namespace
 
 UpsampleImpl::UpsampleImpl(const UpsampleOptions& o)
-    : Cloneable("Upsample", upsampling("Upsample", o, o.mode_, o.align_corners_), upsampling_repr(o, o.mode_)) {}
+    : Cloneable("Upsample", upsampling("Upsample", o, o.mode_.value_or(kNearest), o.align_corners_),
+                upsampling_repr(o, o.mode_.value_or(kNearest))) {}
 UpsamplingNearest2dImpl::UpsamplingNearest2dImpl(const UpsampleOptions& o)
-    : Cloneable("UpsamplingNearest2d", upsampling("UpsamplingNearest2d", o, kNearest, std::nullopt),
+    : Cloneable("UpsamplingNearest2d",
+                upsampling("UpsamplingNearest2d", fixed_mode("UpsamplingNearest2d", o, kNearest), kNearest,
+                           std::nullopt),
                 upsampling_repr(o, kNearest)) {}
 UpsamplingBilinear2dImpl::UpsamplingBilinear2dImpl(const UpsampleOptions& o)
-    : Cloneable("UpsamplingBilinear2d", upsampling("UpsamplingBilinear2d", o, kBilinear, true),
+    : Cloneable("UpsamplingBilinear2d",
+                upsampling("UpsamplingBilinear2d", fixed_mode("UpsamplingBilinear2d", o, kBilinear), kBilinear, true),
                 upsampling_repr(o, kBilinear)) {}
 
 // ---- padding ----

@@ -296,17 +296,19 @@ TD_HOLDER(PReLU)
 #undef TD_HOLDER
 
 // Upsample, as PyTorch's: F::interpolate with a fixed size or scale_factor and mode (nearest by
-// default); UpsamplingNearest2d and UpsamplingBilinear2d are Upsample with mode nearest, and with
-// mode bilinear and align_corners, their options' mode and align_corners left aside.
+// default). UpsamplingNearest2d and UpsamplingBilinear2d are Upsample with mode nearest, and with
+// mode bilinear and align_corners: they refuse options that set a mode or align_corners.
 struct UpsampleOptions {
   UpsampleOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
   UpsampleOptions& scale_factor(std::vector<double> s) { scale_factor_ = std::move(s); return *this; }
   UpsampleOptions& mode(InterpolateMode m) { mode_ = m; return *this; }
   UpsampleOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  UpsampleOptions& recompute_scale_factor(bool r) { recompute_scale_factor_ = r; return *this; }
   std::optional<std::vector<int64_t>> size_;
   std::optional<std::vector<double>> scale_factor_;
-  InterpolateMode mode_ = kNearest;
+  std::optional<InterpolateMode> mode_;  // nearest unless set
   std::optional<bool> align_corners_;
+  bool recompute_scale_factor_ = false;
 };
 class UpsampleImpl : public Cloneable<UpsampleImpl, FunctionalImpl> {
  public:

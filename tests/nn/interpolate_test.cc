@@ -387,6 +387,108 @@ TEST_CASE("interpolate copies a dim whose size does not change, as PyTorch, what
               values(x), 0, 0);
 }
 
+TEST_CASE("interpolate's nearest modes read where PyTorch's 3-D, 4-D and 5-D kernels read", "[cpu]") {
+  // PyTorch 2.15: F.interpolate(arange(in), ...) along one dim, whose values are the indices read.
+  // Where the rules part: 4-D inputs take shortcuts at the same and at twice the size, and index
+  // in float; 3-D and 5-D inputs do not, round nearest-exact's centre in one fused step, and
+  // index float64 inputs in double where a size is given.
+  struct NearestCase {
+    const char* name;
+    td::DType dtype;
+    Shape input;
+    int64_t spatial_dim;  // the one whose size changes
+    F::InterpolateOptions options;
+    std::vector<double> read;
+  };
+  const std::vector<NearestCase> cases = {
+      {"1-D nearest, same size by a factor",
+       td::kFloat32,
+       {1, 1, 4},
+       0,
+       F::InterpolateOptions().scale_factor({1.1}).mode(td::kNearest),
+       {0, 0, 1, 2}},
+      {"2-D nearest, same size by a factor",
+       td::kFloat32,
+       {1, 1, 1, 4},
+       1,
+       F::InterpolateOptions().scale_factor({1.0, 1.1}).mode(td::kNearest),
+       {0, 1, 2, 3}},
+      {"1-D nearest, twice the size by a factor",
+       td::kFloat32,
+       {1, 1, 3},
+       0,
+       F::InterpolateOptions().scale_factor({2.2}).mode(td::kNearest),
+       {0, 0, 0, 1, 1, 2}},
+      {"2-D nearest, twice the size by a factor",
+       td::kFloat32,
+       {1, 1, 3, 1},
+       0,
+       F::InterpolateOptions().scale_factor({2.2, 1.0}).mode(td::kNearest),
+       {0, 0, 1, 1, 2, 2}},
+      {"3-D nearest, twice the size by a factor",
+       td::kFloat64,
+       {1, 1, 1, 3, 1},
+       1,
+       F::InterpolateOptions().scale_factor({1.0, 2.2, 1.0}).mode(td::kNearest),
+       {0, 0, 0, 1, 1, 2}},
+      {"1-D nearest-exact, fused rounding",
+       td::kFloat32,
+       {1, 1, 2},
+       0,
+       F::InterpolateOptions().size({41}).mode(td::kNearestExact),
+       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {"3-D nearest-exact, fused rounding",
+       td::kBFloat16,
+       {1, 1, 1, 1, 4},
+       2,
+       F::InterpolateOptions().size({1, 1, 50}).mode(td::kNearestExact),
+       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}},
+      {"2-D nearest-exact",
+       td::kFloat32,
+       {1, 1, 1, 2},
+       1,
+       F::InterpolateOptions().size({1, 41}).mode(td::kNearestExact),
+       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {"1-D float64 nearest, in double",
+       td::kFloat64,
+       {1, 1, 2},
+       0,
+       F::InterpolateOptions().size({98}).mode(td::kNearest),
+       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {"1-D float64 nearest-exact, in double",
+       td::kFloat64,
+       {1, 1, 2},
+       0,
+       F::InterpolateOptions().size({61}).mode(td::kNearestExact),
+       {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {"1-D float64 nearest-exact by a factor, in float",
+       td::kFloat64,
+       {1, 1, 16},
+       0,
+       F::InterpolateOptions().scale_factor({1.3}).mode(td::kNearestExact),
+       {0, 1, 1, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11, 12, 13, 14, 15}},
+      {"1-D float64 nearest by a factor, in float",
+       td::kFloat64,
+       {1, 1, 39},
+       0,
+       F::InterpolateOptions().scale_factor({1.08}).mode(td::kNearest),
+       {0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 12, 13, 14, 15, 16, 17, 18,
+        19, 20, 21, 22, 23, 24, 25, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 37}},
+  };
+  for (const NearestCase& c : cases) {
+    INFO(c.name);
+    const int64_t dim = 2 + c.spatial_dim;
+    const Tensor x = td::arange(c.input[dim], td::kFloat64).view(c.input).to(c.dtype);
+    check_close(F::interpolate(x, c.options).flatten(), c.read, 0, 0);
+  }
+}
+
 TEST_CASE("interpolate of 16-bit inputs runs in float32 and rounds once", "[cpu]") {
   const Tensor x = sine_ramp({2, 3, 5, 4}, 0.3, td::kFloat32);
   const auto options = F::InterpolateOptions().scale_factor({1.7, 0.8}).mode(td::kBilinear);
@@ -397,6 +499,33 @@ TEST_CASE("interpolate of 16-bit inputs runs in float32 and rounds once", "[cpu]
     check_close(y, values(F::interpolate(x.to(dtype).to(td::kFloat32), options).to(dtype)), 0, 0);
   }
   CHECK(F::interpolate(x.to(td::kFloat16), F::InterpolateOptions().size({7, 9})).dtype() == td::kFloat16);
+}
+
+TEST_CASE("linear and trilinear of 16-bit inputs round their weights to the dtype, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: y = F.interpolate(x, size, mode) for x = sin(0.7 i) in the dtype; the sums of y
+  // and of y * sin(0.37 i) in float64, which any changed value moves (weights kept in float32
+  // give 0.013671875 and 0.739544768362095 for the first).
+  struct Case {
+    td::DType dtype;
+    Shape input, size;
+    td::InterpolateMode mode;
+    double sum, weighted_sum;
+  };
+  const std::vector<Case> cases = {
+      {td::kBFloat16, {1, 2, 5}, {13}, td::kLinear, 0.01318359375, 0.7377899614158581},
+      {td::kBFloat16, {1, 1, 2, 3, 4}, {3, 5, 9}, td::kTrilinear, 11.386680603027344, 0.7998296950531357},
+      {td::kFloat16, {1, 2, 5}, {13}, td::kLinear, 0.02093505859375, 0.7447066456329554},
+      {td::kFloat16, {1, 1, 2, 3, 4}, {3, 5, 9}, td::kTrilinear, 11.38010025024414, 0.815527528389637},
+  };
+  for (const Case& c : cases) {
+    INFO(td::dtype_name(c.dtype) << " " << F::interpolate_mode_name(c.mode));
+    const Tensor y =
+        F::interpolate(sine_ramp(c.input, 0.7, c.dtype), F::InterpolateOptions().size(c.size).mode(c.mode));
+    REQUIRE(y.dtype() == c.dtype);
+    const Tensor wide = y.to(td::kFloat64);
+    CHECK(std::abs(wide.sum().item<double>() - c.sum) < 1e-12);
+    CHECK(std::abs((wide * sine_ramp(y.sizes(), 0.37)).sum().item<double>() - c.weighted_sum) < 1e-12);
+  }
 }
 
 TEST_CASE("Upsample, UpsamplingNearest2d and UpsamplingBilinear2d interpolate and print as PyTorch's", "[cpu]") {
@@ -417,12 +546,20 @@ TEST_CASE("Upsample, UpsamplingNearest2d and UpsamplingBilinear2d interpolate an
   check_close(corners(x),
               values(F::interpolate(x, F::InterpolateOptions().size({5, 7}).mode(td::kBilinear).align_corners(true))),
               0, 0);
-  nn::UpsamplingNearest2d nearest(nn::UpsampleOptions().scale_factor({2}).mode(td::kBilinear));  // mode left aside
+  nn::UpsamplingNearest2d nearest(nn::UpsampleOptions().scale_factor({2}));
   check_close(nearest(x), values(F::interpolate(x, F::InterpolateOptions().scale_factor({2}))), 0, 0);
+  nn::Upsample recomputed(nn::UpsampleOptions().scale_factor({1.7}).recompute_scale_factor(true));
+  check_close(recomputed(x),
+              values(F::interpolate(x, F::InterpolateOptions().scale_factor({1.7}).recompute_scale_factor(true))), 0,
+              0);
   nn::Sequential decoder(nn::Upsample(nn::UpsampleOptions().scale_factor({2})), nn::Conv2d(2, 1, 3));
   CHECK(decoder(x).sizes() == Shape{1, 1, 4, 6});
   CHECK(decoder->clone()->str() == decoder->str());
   check_error([] { nn::Upsample(nn::UpsampleOptions()); }, {"Upsample", "exactly one", "size", "scale_factor"});
+  check_error([] { nn::UpsamplingNearest2d(nn::UpsampleOptions().scale_factor({2}).mode(td::kBilinear)); },
+              {"UpsamplingNearest2d", "'nearest'", "mode 'bilinear'", "Upsample"});
+  check_error([] { nn::UpsamplingBilinear2d(nn::UpsampleOptions().size({4}).align_corners(false)); },
+              {"UpsamplingBilinear2d", "'bilinear' and align_corners", "set align_corners"});
 }
 
 TEST_CASE("interpolate's errors name interpolate and the shapes; the input is unchanged", "[cpu]") {
@@ -434,6 +571,11 @@ TEST_CASE("interpolate's errors name interpolate and the shapes; the input is un
       },
       {"interpolate", "exactly one"});
   check_error([&] { F::interpolate(x, F::InterpolateOptions()); }, {"interpolate", "exactly one"});
+  check_error(
+      [&] {
+        F::interpolate(x, F::InterpolateOptions().size({5, 7}).recompute_scale_factor(true));
+      },
+      {"interpolate", "recompute_scale_factor", "not a size", "[5, 7]"});
   check_error(
       [&] {
         F::interpolate(x, F::InterpolateOptions().size({5, 7}).mode(td::kLinear));
