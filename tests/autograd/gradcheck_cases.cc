@@ -262,6 +262,22 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"interpolate nearest", {{{2, 2, 5}}},
        [](V x) { return td::nn::F::interpolate(x[0], td::nn::F::InterpolateOptions().size({7})); }},
+      {"scaled_dot_product_attention with an added mask", {{{2, 3, 4}}, {{2, 5, 4}}, {{2, 5, 3}}, {{3, 5}}},
+       [](V x) { return td::nn::F::scaled_dot_product_attention(x[0], x[1], x[2], x[3]); }},
+      {"MultiheadAttention with kdim, vdim, bias_kv and zero_attn", {{{3, 2, 4}}, {{5, 2, 3}}, {{5, 2, 2}}},
+       [](V x) {
+         // The module's parameters are constants here, the same at every call (copies of one kept
+         // on the CPU, so that none outlives a GPU): the gradients are the inputs'.
+         static const td::nn::MultiheadAttention kept = [] {
+           td::nn::MultiheadAttention m(
+               td::nn::MultiheadAttentionOptions(4, 2).kdim(3).vdim(2).add_bias_kv(true).add_zero_attn(true));
+           m->to(kFloat64);
+           return m;
+         }();
+         const auto attention = std::dynamic_pointer_cast<td::nn::MultiheadAttentionImpl>(kept->clone(x[0].device()));
+         Tensor padding = on(x[0], td::tensor(std::vector<double>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0}).view({2, 5}) > 0.5);
+         return std::get<0>(attention->forward(x[0], x[1], x[2], padding));
+       }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

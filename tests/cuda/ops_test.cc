@@ -2187,6 +2187,8 @@ TEST_CASE("interpolate in every mode gives the CPU's values and gradients, non-c
       {{2, 3, 7, 33}, F::InterpolateOptions().scale_factor({2})},
       {{2, 3, 7, 33}, F::InterpolateOptions().size({9, 13}).mode(td::kNearestExact)},
       {{1, 2, 3, 5, 7}, F::InterpolateOptions().scale_factor({1.5}).mode(td::kTrilinear)},
+      {{2, 3, 33}, F::InterpolateOptions().scale_factor({1.1})},
+      {{1, 2, 3, 5, 7}, F::InterpolateOptions().size({4, 9, 5}).mode(td::kNearestExact)},
   };
   for (DType dtype : kFloating) {
     for (const auto& [shape, options] : cases) {
@@ -2236,6 +2238,40 @@ TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and
         check_close(gpu_params[i].grad(), cpu_params[i].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
                     what + " parameter " + std::to_string(i));
       }
+    }
+  }
+}
+
+TEST_CASE("a Transformer with a causal mask and padding gives the CPU's outputs and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(37);
+  td::manual_seed(37);
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    const std::string what = std::string("Transformer ") + td::dtype_name(dtype);
+    nn::Transformer on_cpu(
+        nn::TransformerOptions(8, 2).num_encoder_layers(2).num_decoder_layers(2).dim_feedforward(16).dropout(0));
+    on_cpu->to(dtype);
+    auto on_gpu = std::dynamic_pointer_cast<nn::TransformerImpl>(on_cpu->clone(td::Device("cuda:0")));
+    Pair src = ct::random_pair({7, 3, 8}, dtype, Layout::Permuted), tgt = ct::random_pair({5, 3, 8}, dtype);
+    Tensor src_cpu = src.cpu.detach().requires_grad_(true), src_gpu = src.dev.detach().requires_grad_(true);
+    const Tensor causal = nn::Transformer::generate_square_subsequent_mask(5, dtype);
+    Tensor padding = td::zeros({3, 7}, td::kBool);
+    padding[1].narrow(0, 5, 2).fill_(true);
+    auto run = [&](nn::TransformerImpl& m, const Tensor& s, const Tensor& t, td::Device device) {
+      const Tensor y = m.forward(s, t, Tensor(), causal.to(device), Tensor(), padding.to(device), Tensor(),
+                                 padding.to(device), false, true);
+      return (y * y).sum();
+    };
+    Tensor loss_cpu = run(*on_cpu, src_cpu, tgt.cpu, td::Device("cpu")),
+           loss_gpu = run(*on_gpu, src_gpu, tgt.dev, td::Device("cuda:0"));
+    check_close(loss_gpu, loss_cpu, 8 * rtol_for(dtype), 0, what);
+    loss_cpu.backward();
+    loss_gpu.backward();
+    check_close(src_gpu.grad(), src_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " source gradient");
+    const auto cpu_params = on_cpu->parameters(), gpu_params = on_gpu->parameters();
+    for (size_t i = 0; i < cpu_params.size(); ++i) {
+      check_close(gpu_params[i].grad(), cpu_params[i].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
+                  what + " parameter " + std::to_string(i));
     }
   }
 }

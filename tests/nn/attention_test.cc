@@ -1,7 +1,8 @@
-// Attention and the Transformer encoder against PyTorch 2.15 (float64, the same parameter values
-// set by name; PyTorch in training mode with dropout 0, its step-by-step path): outputs, attention
-// weights and gradients with masks of every kind, batch first or not, post- and pre-norm layers,
-// and an encoder of two layers with a final norm; names, printing and errors.
+// Attention and the Transformer against PyTorch 2.15 (float64, the same parameter values set by
+// name; PyTorch in training mode with dropout 0, its step-by-step path): outputs, attention
+// weights and gradients with masks of every kind, batch first or not, other key and value sizes
+// and appended keys, post- and pre-norm encoder and decoder layers, an encoder of two layers with
+// a final norm, and a whole Transformer; names, printing and errors.
 #include "tests/nn/pytorch_reference.h"
 #include "tests/testing.h"
 
@@ -14,6 +15,7 @@ using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::same_as_pytorch;
 using td::testing::sine_ramp;
+using td::testing::Snapshot;
 using td::testing::values;
 
 TEST_CASE("scaled_dot_product_attention gives PyTorch's outputs and gradients, every kind of mask", "[cpu]") {
@@ -249,6 +251,149 @@ TEST_CASE("TransformerEncoder: two copies of a layer and a final norm, a causal 
       5.139118297581291e-16, "encoder g last");
 }
 
+TEST_CASE("MultiheadAttention with kdim, vdim, add_bias_kv and add_zero_attn as PyTorch", "[cpu]") {
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(8, 2).kdim(5).vdim(6).add_bias_kv(true).add_zero_attn(true));
+  std::vector<std::string> names;
+  for (const auto& [name, p] : mha->named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k",
+                                          "bias_v", "out_proj.weight", "out_proj.bias"});
+  CHECK_FALSE(mha->in_proj_weight.defined());
+  td::testing::set_sine_parameters(*mha);
+  Tensor query = sine_ramp({4, 3, 8}, 0.3).requires_grad_(true), key = sine_ramp({6, 3, 5}, 0.5).requires_grad_(true);
+  const Tensor value = sine_ramp({6, 3, 6}, 0.7);
+  Tensor padding = td::zeros({3, 6}, td::kBool);
+  padding[0][5].fill_(true);
+  padding[2].narrow(0, 0, 2).fill_(true);
+  Tensor blocked = td::zeros({4, 6}, td::kBool);  // true: may not attend
+  blocked[1].narrow(0, 0, 3).fill_(true);
+  blocked[3][4].fill_(true);
+  auto [out, weights] = mha(query, key, value, padding, true, blocked);
+  CHECK(weights.sizes() == Shape{3, 4, 8});  // the bias key and the zero key appended
+  (out * sine_ramp(out.sizes(), 0.11)).sum().backward();
+  same_as_pytorch(out,
+                  {0.3266534707142502, 0.5069677166459602, 0.466477431528917, 0.15067980241023585, -0.31104847784371664,
+                   -0.6866306924645816, -0.7925848625999306, -0.6130680470767915},
+                  19.36529835995318, "kv out");
+  same_as_pytorch(weights,
+                  {0.47083418233871555, 0.4092924389584608, 0.01966799785173879, 0.0026026720532985404,
+                   0.013543222066941592, 0.0, 0.0396856556810658, 0.04437383104977895},
+                  12.000000000000002, "kv weights");
+  same_as_pytorch(query.grad(),
+                  {-0.029147735058256085, -0.0343230561920726, -0.03872755547993386, -0.04226231736337158,
+                   -0.044847958710978214, -0.0464264115923985, -0.04696222735885825, -0.04644337274339305},
+                  0.21794244923799078, "kv gq");
+  same_as_pytorch(key.grad(),
+                  {-0.012186976758885696, -0.02007741480376307, -0.02671953643952076, -0.031700366713440675,
+                   -0.034710221723349886, -0.019860978510104127, -0.025287998174388492, -0.029142732592618112},
+                  0.08354040119430861, "kv gk");
+  same_as_pytorch(mha->k_proj_weight.grad(),
+                  {-0.010002894436163404, -0.08276767635782667, -0.13526804448346613, -0.1546500776815755,
+                   -0.13616837825321826, 0.06661949214903773, -0.04083598824849294, -0.13829339451791292},
+                  0.4322969217964422, "kv gkw");
+  same_as_pytorch(mha->bias_k.grad(),
+                  {-0.08338077638117043, -0.17765987047262227, -0.056977781479759265, 0.11546656076253523,
+                   -0.10328851408815848, -0.015043399261820016, 0.09432200257395275, 0.0844632435476256},
+                  -0.14209853479941686, "kv gbias_k");
+  same_as_pytorch(mha->bias_v.grad(),
+                  {0.6601144625398581, 0.4422419367826297, -0.01294745755375748, -0.4611889579272313,
+                   -0.4411321226813938, -0.4482356465011702, -0.2148059436733405, 0.13389341059372997},
+                  -0.3420603184206755, "kv gbias_v");
+}
+
+TEST_CASE("TransformerDecoderLayer (post-norm relu, pre-norm gelu; causal, memory padding) as PyTorch", "[cpu]") {
+  struct Expected {
+    std::vector<double> out;
+    double out_sum;
+    std::vector<double> tgt;
+    double tgt_sum;
+    std::vector<double> memory;
+    double memory_sum;
+    std::vector<double> cross;  // multihead_attn.in_proj_weight's gradient
+    double cross_sum;
+  };
+  const Expected post{{0.0, 1.1001276544844658, -0.3069152328771412, -0.3015301054270364, 0.2604565480931934,
+                       0.14782348634979495, -0.1616189919775044, 0.3836992163494509},
+                      14.193372045813597,
+                      {-0.01050085189031882, -0.03214420259546202, -0.0072263020241730225, -0.0338973470859875,
+                       0.02361761388359824, 0.046684881090231146, -0.020164403975260897, 0.0035137301461800087},
+                      -0.03472854623157695,
+                      {-0.01293933441458447, -0.009712024015025073, -0.0036201428486948746, 0.003539502911283722,
+                       0.009655168904235574, 0.012923033599690673, 0.012379237182035065, 0.008184172924460754},
+                      0.11768860717161278,
+                      {0.0, 0.028776063727432348, 0.0020373309502994385, -0.02584367080333911, -0.008770719286068176,
+                       0.014881826175243485, 0.012444641345056068, -0.010767367493086315},
+                      0.001742778503011841};
+  const Expected pre{{-0.9772968948617549, 1.7474815441740834, 1.3748525611638454, 1.6072264702051873,
+                      1.3937047782153675, 0.8556680938561918, 2.058122305608865, 0.4056146941635302},
+                     27.361529978066624,
+                     {-0.10590350164713086, 0.3611909937926705, 0.10934714727806415, -0.4560836831564343,
+                      0.5385839587812434, 0.40778822964178063, 0.9843661901393079, 1.0706404020808602},
+                     13.366923634121598,
+                     {-0.5535433382527708, -0.7477113319567044, -0.7213411535769623, -0.48221071243339475,
+                      -0.1008517607215551, 0.31025351421738745, 0.6298492185724857, 0.7636702938487312},
+                     -1.5509408219160212,
+                     {0.0, 2.1077852651482893, -0.20047110050261535, -1.6271493683873304, 0.313699486851806,
+                      0.7200613471247284, -0.39474007530781746, 0.17865382214733677},
+                     -11.68482175490172};
+  for (const bool first : {false, true}) {
+    const std::string name = first ? "decoder layer pre gelu" : "decoder layer post relu";
+    auto options = nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0).batch_first(true);
+    if (first) options.norm_first(true).activation(nn::TransformerActivation::gelu);
+    nn::TransformerDecoderLayer layer(options);
+    td::testing::set_sine_parameters(*layer);
+    Tensor tgt = sine_ramp({3, 4, 8}, 0.3).requires_grad_(true),
+           memory = sine_ramp({3, 5, 8}, 0.5).requires_grad_(true);
+    const Tensor causal = nn::Transformer::generate_square_subsequent_mask(4, td::kFloat64);
+    Tensor memory_padding = td::zeros({3, 5}, td::kBool);
+    memory_padding[1].narrow(0, 3, 2).fill_(true);
+    const Tensor y = layer(tgt, memory, causal, Tensor(), Tensor(), memory_padding, true);
+    (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+    const Expected& e = first ? pre : post;
+    same_as_pytorch(y, e.out, e.out_sum, name + " out");
+    same_as_pytorch(tgt.grad(), e.tgt, e.tgt_sum, name + " gtgt");
+    same_as_pytorch(memory.grad(), e.memory, e.memory_sum, name + " gmemory");
+    same_as_pytorch(layer->multihead_attn->in_proj_weight.grad(), e.cross, e.cross_sum, name + " gcross");
+  }
+}
+
+TEST_CASE("Transformer: two encoder layers, one decoder layer, masks and padding: PyTorch's results", "[cpu]") {
+  nn::Transformer model(
+      nn::TransformerOptions(8, 2).num_encoder_layers(2).num_decoder_layers(1).dim_feedforward(16).dropout(0));
+  const auto named = model->named_parameters();
+  CHECK(named.size() == 46);
+  CHECK(named.front().first == "encoder.layers.0.self_attn.in_proj_weight");
+  CHECK(named[12].first == "encoder.layers.1.self_attn.in_proj_weight");
+  CHECK(named[25].first == "encoder.norm.bias");
+  CHECK(named[26].first == "decoder.layers.0.self_attn.in_proj_weight");
+  CHECK(named.back().first == "decoder.norm.bias");
+  td::testing::set_sine_parameters(*model);
+  Tensor src = sine_ramp({5, 3, 8}, 0.3).requires_grad_(true), tgt = sine_ramp({4, 3, 8}, 0.5).requires_grad_(true);
+  Tensor padding = td::zeros({3, 5}, td::kBool);
+  padding[2][4].fill_(true);
+  const Tensor y = model(src, tgt, Tensor(), nn::Transformer::generate_square_subsequent_mask(4, td::kFloat64),
+                         Tensor(), padding, Tensor(), padding);
+  CHECK(y.sizes() == Shape{4, 3, 8});
+  (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+  same_as_pytorch(y,
+                  {0.0, -0.5092092047114648, 0.27280205990015055, 0.5836432517358139, -0.12939456598390214,
+                   -0.26333959469998636, 0.20998075556871848, 0.018957322252007858},
+                  2.453512765570843, "transformer out");
+  same_as_pytorch(src.grad(),
+                  {-8.402406412431535e-07, -1.9503061621492895e-06, 1.3198472624591473e-06, -7.479324467185892e-07,
+                   -3.8052163667223206e-07, -1.4155014044001823e-06, 5.071860302661515e-07, 2.0624868628303668e-07},
+                  -5.138868655490758e-05, "transformer gsrc");
+  same_as_pytorch(tgt.grad(),
+                  {0.02579302831739908, -0.028699804003484028, -0.004256723471771098, 0.08624913612792187,
+                   -0.12113753546473435, 0.0795385522552178, -0.055736093173242435, 0.06201449465982585},
+                  0.021175715255443386, "transformer gtgt");
+  auto first = std::dynamic_pointer_cast<nn::TransformerEncoderLayerImpl>((*model->encoder->layers)[0]);
+  REQUIRE(first != nullptr);
+  same_as_pytorch(first->self_attn->in_proj_weight.grad(),
+                  {-3.7042192215389115e-05, -2.922911179137012e-05, -1.880508186266572e-05, -6.701249977427158e-06,
+                   6.001184610289091e-06, 1.8167551249803567e-05, 2.8711064643704584e-05, 3.6689904141746505e-05},
+                  0.0004401383125697397, "transformer genc");
+}
+
 TEST_CASE("attention modules print as PyTorch's, clone, train and refuse bad input", "[cpu]") {
   nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16));
   CHECK(layer->str() ==
@@ -313,4 +458,110 @@ TEST_CASE("attention modules print as PyTorch's, clone, train and refuse bad inp
       {"scaled_dot_product_attention", "is_causal"});
   check_error([] { nn::TransformerEncoder(nn::TransformerEncoderLayer(8, 2), 0); },
               {"TransformerEncoder", "num_layers", "0"});
+}
+
+TEST_CASE("Transformer prints, starts and masks as PyTorch's, clones, learns, refuses bad input", "[cpu]") {
+  nn::Transformer model(nn::TransformerOptions(8, 2).num_encoder_layers(1).num_decoder_layers(1).dim_feedforward(16));
+  CHECK(model->str() ==
+        "Transformer(\n"
+        "  (encoder): TransformerEncoder(\n"
+        "    (layers): ModuleList(\n"
+        "      (0): TransformerEncoderLayer(\n"
+        "        (self_attn): MultiheadAttention(\n"
+        "          (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+        "        )\n"
+        "        (linear1): Linear(in_features=8, out_features=16, bias=True)\n"
+        "        (dropout): Dropout(p=0.1, inplace=False)\n"
+        "        (linear2): Linear(in_features=16, out_features=8, bias=True)\n"
+        "        (norm1): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "        (norm2): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "        (dropout1): Dropout(p=0.1, inplace=False)\n"
+        "        (dropout2): Dropout(p=0.1, inplace=False)\n"
+        "      )\n"
+        "    )\n"
+        "    (norm): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "  )\n"
+        "  (decoder): TransformerDecoder(\n"
+        "    (layers): ModuleList(\n"
+        "      (0): TransformerDecoderLayer(\n"
+        "        (self_attn): MultiheadAttention(\n"
+        "          (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+        "        )\n"
+        "        (multihead_attn): MultiheadAttention(\n"
+        "          (out_proj): NonDynamicallyQuantizableLinear(in_features=8, out_features=8, bias=True)\n"
+        "        )\n"
+        "        (linear1): Linear(in_features=8, out_features=16, bias=True)\n"
+        "        (dropout): Dropout(p=0.1, inplace=False)\n"
+        "        (linear2): Linear(in_features=16, out_features=8, bias=True)\n"
+        "        (norm1): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "        (norm2): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "        (norm3): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "        (dropout1): Dropout(p=0.1, inplace=False)\n"
+        "        (dropout2): Dropout(p=0.1, inplace=False)\n"
+        "        (dropout3): Dropout(p=0.1, inplace=False)\n"
+        "      )\n"
+        "    )\n"
+        "    (norm): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)\n"
+        "  )\n"
+        ")");
+  // Every parameter of two or more dims Xavier-uniform (its bound), the biases as their layers'.
+  for (const auto& [name, p] : model->named_parameters()) {
+    INFO(name);
+    if (p.dim() < 2) continue;
+    CHECK(p.abs().max().item<double>() <= std::sqrt(6.0 / static_cast<double>(p.size(0) + p.size(1))));
+  }
+  check_close(nn::Transformer::generate_square_subsequent_mask(3), {0, -INFINITY, -INFINITY, 0, 0, -INFINITY, 0, 0, 0},
+              0, 0);
+  CHECK(nn::Transformer::generate_square_subsequent_mask(2).dtype() == td::kFloat32);
+  auto copy = std::dynamic_pointer_cast<nn::TransformerImpl>(model->clone());
+  REQUIRE(copy != nullptr);
+  CHECK(copy->str() == model->str());
+  CHECK_FALSE(copy->decoder->norm->weight.is_alias_of(model->decoder->norm->weight));
+  // A custom encoder is used as a copy.
+  nn::TransformerEncoder encoder(
+      nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(4)), 3);
+  nn::Transformer custom(
+      nn::TransformerOptions(8, 2).num_decoder_layers(1).dim_feedforward(16).custom_encoder(encoder));
+  CHECK(custom->encoder->layers->size() == 3);
+  CHECK(custom->encoder.get() != encoder.get());
+  // It learns to copy its source: Adam over a few steps (teacher forcing, no dropout).
+  td::manual_seed(3);
+  nn::Transformer small(
+      nn::TransformerOptions(8, 2).num_encoder_layers(1).num_decoder_layers(1).dim_feedforward(16).dropout(0));
+  td::optim::Adam adam(small->parameters(), td::optim::AdamOptions(0.01));
+  const Tensor src = td::randn({6, 4, 8});
+  double first_loss = 0, last_loss = 0;
+  for (int step = 0; step < 60; ++step) {
+    adam.zero_grad();
+    Tensor loss = td::nn::functional::mse_loss(small(src, src), src);
+    loss.backward();
+    adam.step();
+    (step == 0 ? first_loss : last_loss) = loss.item<double>();
+  }
+  CHECK(last_loss < 0.25 * first_loss);
+  const Tensor x = td::ones({5, 3, 8});
+  check_error([&] { model(x, td::ones({4, 2, 8})); }, {"Transformer", "batch size", "[5, 3, 8]", "[4, 2, 8]"});
+  check_error([&] { model(x, td::ones({4, 3, 6})); }, {"Transformer", "d_model 8", "[4, 3, 6]"});
+  check_error([&] { model(x, td::ones({4, 8})); }, {"Transformer", "3-D", "[4, 8]"});
+  check_error([] { nn::TransformerDecoder(nn::TransformerDecoderLayer(8, 2), 0); },
+              {"TransformerDecoder", "num_layers", "0"});
+  check_error([] { nn::Transformer(nn::TransformerOptions(8, 2).num_encoder_layers(0)); },
+              {"Transformer", "num_encoder_layers (0)"});
+  check_error([] { nn::Transformer::generate_square_subsequent_mask(3, td::kInt64); },
+              {"generate_square_subsequent_mask", "floating", "int64"});
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(8, 2).kdim(5));
+  const Snapshot before(mha->q_proj_weight);
+  check_error(
+      [&] {
+        mha(td::ones({4, 2, 8}), td::ones({6, 2, 8}), td::ones({6, 2, 8}));
+      },
+      {"MultiheadAttention", "kdim 5", "[6, 2, 8]"});
+  check_error(
+      [&] {
+        mha(td::ones({4, 2, 8}), td::ones({6, 2, 5}), td::ones({6, 2, 8}), Tensor(), false, Tensor(), true, true);
+      },
+      {"MultiheadAttention", "is_causal", "attn_mask"});
+  before.check_unchanged(mha->q_proj_weight);
+  check_error([] { nn::MultiheadAttention(nn::MultiheadAttentionOptions(8, 2).vdim(0)); },
+              {"MultiheadAttention", "vdim (0)"});
 }
