@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 
 #include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
@@ -451,8 +452,8 @@ void check_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int
            "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
 }
 
-int64_t one_value(IntList v, const char* name) {
-  TD_CHECK(v.size() == 1, "conv1d: ", name, " must have one value, got ", v.size());
+int64_t one_value(IntList v, const char* op, const char* name) {
+  TD_CHECK(v.size() == 1, op, ": ", name, " must have one value, got ", v.size());
   return v[0];
 }
 
@@ -466,7 +467,8 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
                   padding, dilation, groups);
   }
   check_conv1d(x, weight, bias, groups);
-  const int64_t s = one_value(stride, "stride"), p = one_value(padding, "padding"), d = one_value(dilation, "dilation");
+  const int64_t s = one_value(stride, "conv1d", "stride"), p = one_value(padding, "conv1d", "padding"),
+                d = one_value(dilation, "conv1d", "dilation");
   TD_CHECK(s > 0, "conv1d: stride must be positive, got ", s);
   TD_CHECK(d > 0, "conv1d: dilation must be positive, got ", d);
   TD_CHECK(p >= 0, "conv1d: padding must not be negative, got ", p);
@@ -480,7 +482,7 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
               IntList dilation, int64_t groups) {
   TD_CHECK(weight.defined() && weight.dim() == 3, "conv1d: weight must be 3-D [out, in / groups, k], got ",
            weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
-  const int64_t s = one_value(stride, "stride"), d = one_value(dilation, "dilation");
+  const int64_t s = one_value(stride, "conv1d", "stride"), d = one_value(dilation, "conv1d", "dilation");
   if (padding == kValid) return conv1d(x, weight, bias, s, 0, d, groups);
   TD_CHECK(s == 1, "conv1d: padding='same' is not supported for strided convolutions (stride ", s, ")");
   TD_CHECK(d > 0, "conv1d: dilation must be positive, got ", d);
@@ -663,6 +665,75 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   return fused_dropout(x, p);
 }
 
+namespace {
+
+Tensor channel_dropout(const char* op, const Tensor& x, double p, bool training, int64_t spatial_dims) {
+  TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
+  TD_CHECK(x.defined() && (x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2), op, ": expected a ",
+           spatial_dims + 1, "-D or ", spatial_dims + 2, "-D input ([C, ...] or [N, C, ...], ", spatial_dims,
+           " spatial), got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0;
+  Shape channels = x.sizes();  // one draw per channel
+  std::fill(channels.end() - spatial_dims, channels.end(), 1);
+  const Tensor keep = bernoulli(empty(channels, TensorOptions(x.dtype()).device(x.device())), 1 - p);
+  return x * (keep / (1 - p));
+}
+
+}  // namespace
+
+Tensor dropout1d(const Tensor& x, double p, bool training) { return channel_dropout("dropout1d", x, p, training, 1); }
+Tensor dropout2d(const Tensor& x, double p, bool training) { return channel_dropout("dropout2d", x, p, training, 2); }
+Tensor dropout3d(const Tensor& x, double p, bool training) { return channel_dropout("dropout3d", x, p, training, 3); }
+
+Tensor pixel_shuffle(const Tensor& x, int64_t r) {
+  TD_CHECK(x.defined() && x.dim() >= 3, "pixel_shuffle: expected an input [..., C, H, W], got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(r > 0, "pixel_shuffle: upscale_factor must be positive, got ", r);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  TD_CHECK(c % (r * r) == 0, "pixel_shuffle: the input ", shape_str(x.sizes()), " has ", c,
+           " channels, not divisible by upscale_factor^2 (", r * r, ")");
+  const Shape batch(x.sizes().begin(), x.sizes().end() - 3);
+  const int64_t d = batch.size();
+  Shape split = batch, out = batch;
+  for (int64_t v : {c / (r * r), r, r, h, w}) split.push_back(v);
+  for (int64_t v : {c / (r * r), h * r, w * r}) out.push_back(v);
+  // [..., C, r, r, H, W] -> [..., C, H, r, W, r]
+  std::vector<int64_t> order(d);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  for (int64_t v : {0, 3, 1, 4, 2}) order.push_back(d + v);
+  return x.reshape(split).permute(order).reshape(out);
+}
+
+Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
+  TD_CHECK(x.defined() && x.dim() >= 3, "pixel_unshuffle: expected an input [..., C, H, W], got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(r > 0, "pixel_unshuffle: downscale_factor must be positive, got ", r);
+  const int64_t c = x.size(-3), h = x.size(-2), w = x.size(-1);
+  TD_CHECK(h % r == 0 && w % r == 0, "pixel_unshuffle: the input ", shape_str(x.sizes()), "'s height and width must ",
+           "be divisible by downscale_factor (", r, ")");
+  const Shape batch(x.sizes().begin(), x.sizes().end() - 3);
+  const int64_t d = batch.size();
+  Shape split = batch, out = batch;
+  for (int64_t v : {c, h / r, r, w / r, r}) split.push_back(v);
+  for (int64_t v : {c * r * r, h / r, w / r}) out.push_back(v);
+  // [..., C, H, r, W, r] -> [..., C, r, r, H, W]
+  std::vector<int64_t> order(d);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  for (int64_t v : {0, 2, 4, 1, 3}) order.push_back(d + v);
+  return x.reshape(split).permute(order).reshape(out);
+}
+
+Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
+  return im2col(x, kernel_size, dilation, padding, stride);
+}
+
+Tensor fold(const Tensor& x, IntList output_size, IntList kernel_size, IntList dilation, IntList padding,
+            IntList stride) {
+  return col2im(x, output_size, kernel_size, dilation, padding, stride);
+}
+
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
   Tensor out = tandem::embedding(weight, indices);
   if (!padding_idx) return out;
@@ -692,6 +763,147 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
     rows.push_back(stack(cols, -1));
   }
   return stack(rows, -2);
+}
+
+// ---- 1-D and adaptive max pooling ----
+
+namespace {
+
+void check_pool_input(const char* op, const Tensor& x, int64_t spatial_dims) {
+  TD_CHECK(x.defined() && (x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2), op, ": expected a ",
+           spatial_dims + 1, "-D or ", spatial_dims + 2, "-D input ([C, ...] or [N, C, ...], ", spatial_dims,
+           " spatial), got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+}
+
+// A 1-D pooling's window, checked as the op: its kernel, stride (the kernel's unless given),
+// padding and dilation as the 2-D op's row of height 1.
+struct Window1d {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+};
+Window1d window_1d(const char* op, const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                   IntList dilation, bool ceil_mode) {
+  check_pool_input(op, x, 1);
+  const int64_t k = one_value(kernel_size, op, "kernel_size");
+  const int64_t s = stride.empty() ? k : one_value(stride, op, "stride");
+  const int64_t p = one_value(padding, op, "padding"), d = one_value(dilation, op, "dilation");
+  TD_CHECK(k > 0 && s > 0 && d > 0, op, ": kernel_size (", k, "), stride (", s, ") and dilation (", d,
+           ") must be positive");
+  TD_CHECK(p >= 0 && 2 * p <= d * (k - 1) + 1, op, ": padding (", p, ") must be at least 0 and at most half the ",
+           "kernel's span (", d * (k - 1) + 1, ")");
+  const int64_t length = x.size(-1), span = length + 2 * p - d * (k - 1) - 1;
+  int64_t out = span < 0 ? 0 : (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * s >= length + p) --out;  // a window starting in the right padding
+  TD_CHECK(out > 0, op, ": the input ", shape_str(x.sizes()), " is too short for the kernel (", k, ", dilation ", d,
+           ", padding ", p, "): no output position");
+  return {{1, k}, {1, s}, {0, p}, {1, d}};
+}
+
+// Adaptive max pooling over the last `out.size()` dims: output position i of a dim of size `in`
+// takes the max of [floor(i * in / out), ceil((i + 1) * in / out)), as PyTorch's. Every window's
+// positions (flat in the spatial dims, row-major) are gathered at once, a shorter window padded
+// with its own first position (which the max then never picks over the real one), and the max
+// taken over them; indices are those flat positions.
+std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, IntList output_size) {
+  const int64_t dims = static_cast<int64_t>(output_size.size());
+  check_pool_input(op, x, dims);
+  const std::vector<int64_t> out = output_size.vec(), in(x.sizes().end() - dims, x.sizes().end());
+  for (int64_t d = 0; d < dims; ++d) {
+    TD_CHECK(out[d] > 0 && in[d] > 0, op, ": output_size ", shape_str(out), " and the input's spatial sizes ",
+             shape_str(in), " must be positive");
+  }
+  auto window = [](int64_t i, int64_t in, int64_t out) {
+    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
+  };
+  // Each dim's windows, then their products in row-major order.
+  std::vector<std::vector<std::vector<int64_t>>> along(dims);
+  int64_t longest = 1;
+  for (int64_t d = 0; d < dims; ++d) {
+    int64_t widest = 0;
+    for (int64_t i = 0; i < out[d]; ++i) {
+      const auto [first, end] = window(i, in[d], out[d]);
+      std::vector<int64_t> positions;
+      for (int64_t j = first; j < end; ++j) positions.push_back(j);
+      widest = std::max<int64_t>(widest, end - first);
+      along[d].push_back(std::move(positions));
+    }
+    longest *= widest;
+  }
+  std::vector<int64_t> table;  // [cells * longest]
+  for (int64_t cell = 0; cell < numel_of(out); ++cell) {
+    std::vector<int64_t> flat = {0};  // the window's flat positions
+    for (int64_t d = 0, rest = cell; d < dims; ++d) {
+      const int64_t later = numel_of(Shape(out.begin() + d + 1, out.end()));
+      const std::vector<int64_t>& positions = along[d][rest / later];
+      rest %= later;
+      std::vector<int64_t> next;
+      for (int64_t f : flat) {
+        for (int64_t j : positions) next.push_back(f * in[d] + j);
+      }
+      flat = std::move(next);
+    }
+    flat.resize(longest, flat.front());
+    table.insert(table.end(), flat.begin(), flat.end());
+  }
+  const Tensor positions = tensor(table).to(x.device());
+  Shape windows(out.begin(), out.end());
+  windows.push_back(longest);
+  const Tensor gathered = x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows);
+  auto [values, chosen] = max(gathered, -1);
+  // The chosen element's entry in the table: its window's start plus its place in the window.
+  const Tensor start = (arange(numel_of(out), TensorOptions(kInt64).device(x.device())) * longest).view(out);
+  const Tensor indices = positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
+  return {values, indices};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, IntList kernel_size, IntList stride,
+                                                   IntList padding, IntList dilation, bool ceil_mode) {
+  const Window1d w = window_1d("max_pool1d", x, kernel_size, stride, padding, dilation, ceil_mode);
+  auto [values, indices] = max_pool2d_with_indices(x.unsqueeze(-2), w.kernel, w.stride, w.padding, w.dilation,
+                                                   ceil_mode);
+  return {values.squeeze(-2), indices.squeeze(-2)};  // a row of height 1: the flat index is the position
+}
+
+Tensor max_pool1d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
+                  bool ceil_mode) {
+  const Window1d w = window_1d("max_pool1d", x, kernel_size, stride, padding, dilation, ceil_mode);
+  return max_pool2d(x.unsqueeze(-2), w.kernel, w.stride, w.padding, w.dilation, ceil_mode).squeeze(-2);
+}
+
+Tensor avg_pool1d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                  bool count_include_pad) {
+  const Window1d w = window_1d("avg_pool1d", x, kernel_size, stride, padding, 1, ceil_mode);
+  return avg_pool2d(x.unsqueeze(-2), w.kernel, w.stride, w.padding, ceil_mode, count_include_pad).squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& x, IntList output_size) {
+  check_pool_input("adaptive_avg_pool1d", x, 1);
+  const int64_t out = one_value(output_size, "adaptive_avg_pool1d", "output_size");
+  TD_CHECK(out > 0 && x.size(-1) > 0, "adaptive_avg_pool1d: output_size (", out, ") and the input's length (",
+           x.size(-1), ") must be positive");
+  return adaptive_avg_pool2d(x.unsqueeze(-2), {1, out}).squeeze(-2);
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, IntList output_size) {
+  one_value(output_size, "adaptive_max_pool1d", "output_size");
+  return adaptive_max_pool("adaptive_max_pool1d", x, output_size);
+}
+
+Tensor adaptive_max_pool1d(const Tensor& x, IntList output_size) {
+  return std::get<0>(adaptive_max_pool1d_with_indices(x, output_size));
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, IntList output_size) {
+  TD_CHECK(output_size.size() == 1 || output_size.size() == 2, "adaptive_max_pool2d: output_size must have one ",
+           "value or two, got ", output_size.size());
+  const std::vector<int64_t> both = output_size.size() == 1 ? std::vector<int64_t>{output_size[0], output_size[0]}
+                                                            : output_size.vec();
+  return adaptive_max_pool("adaptive_max_pool2d", x, both);
+}
+
+Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
+  return std::get<0>(adaptive_max_pool2d_with_indices(x, output_size));
 }
 
 namespace {

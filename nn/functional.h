@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -163,9 +164,40 @@ Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 // Zeroes elements with probability p and scales the rest by 1 / (1 - p), in training only.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+// Channel dropout, as PyTorch's dropout1d/2d/3d: each channel of x ([N, C, ...] or [C, ...] with 1,
+// 2 or 3 spatial dims) is zeroed whole with probability p, the rest scaled by 1 / (1 - p), in
+// training only.
+Tensor dropout1d(const Tensor& x, double p = 0.5, bool training = true);
+Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true);
+Tensor dropout3d(const Tensor& x, double p = 0.5, bool training = true);
+// [..., C * r^2, H, W] -> [..., C, H * r, W * r]: each pixel's r^2 channels become an r x r block.
+Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+// The inverse: [..., C, H * r, W * r] -> [..., C * r^2, H, W].
+Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
+// PyTorch's F.unfold and F.fold: im2col and col2im (autograd/ops.h).
+Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
+Tensor fold(const Tensor& x, IntList output_size, IntList kernel_size, IntList dilation = 1, IntList padding = 0,
+            IntList stride = 1);
 // Rows of weight; rows at padding_idx get no gradient.
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+// 1-D pooling of x [N, C, L] (or [C, L]): the 2-D ops over rows of height 1; stride defaults to
+// the kernel. Indices are positions along L.
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, IntList kernel_size, IntList stride = {},
+                                                   IntList padding = 0, IntList dilation = 1, bool ceil_mode = false);
+Tensor max_pool1d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
+                  bool ceil_mode = false);
+Tensor avg_pool1d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool1d(const Tensor& x, IntList output_size);
+// Adaptive max pooling of x [N, C, L] / [N, C, H, W] (or without N) to output_size: output
+// position i of a dim of size `in` pooled to `out` takes the max over [floor(i * in / out),
+// ceil((i + 1) * in / out)), as PyTorch's (NaN wins). Indices are flat positions in the spatial
+// dims of the input (l, or h * W + w).
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, IntList output_size);
+Tensor adaptive_max_pool1d(const Tensor& x, IntList output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, IntList output_size);
+Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size);
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);

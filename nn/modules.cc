@@ -93,6 +93,74 @@ AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(IntList output_size)
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_avg_pool2d(x, o); },
           "output_size=" + size_str(output_size)) {}
 
+MaxPool1dImpl::MaxPool1dImpl(int64_t kernel_size, std::optional<int64_t> stride, int64_t padding, int64_t dilation,
+                             bool ceil_mode)
+    : Cloneable(
+          "MaxPool1d",
+          [k = kernel_size, s = stride.value_or(kernel_size), padding, dilation, ceil_mode](const Tensor& x) {
+            return functional::max_pool1d(x, k, s, padding, dilation, ceil_mode);
+          },
+          "kernel_size=" + std::to_string(kernel_size) + ", stride=" + std::to_string(stride.value_or(kernel_size)) +
+              ", padding=" + std::to_string(padding) + ", dilation=" + std::to_string(dilation) +
+              ", ceil_mode=" + python_bool(ceil_mode)) {}
+
+// AvgPool1d prints its sizes as 1-tuples, as PyTorch's.
+AvgPool1dImpl::AvgPool1dImpl(int64_t kernel_size, std::optional<int64_t> stride, int64_t padding, bool ceil_mode,
+                             bool count_include_pad)
+    : Cloneable(
+          "AvgPool1d",
+          [k = kernel_size, s = stride.value_or(kernel_size), padding, ceil_mode, count_include_pad](const Tensor& x) {
+            return functional::avg_pool1d(x, k, s, padding, ceil_mode, count_include_pad);
+          },
+          "kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
+              std::to_string(stride.value_or(kernel_size)) + ",), padding=(" + std::to_string(padding) + ",)") {}
+
+AdaptiveAvgPool1dImpl::AdaptiveAvgPool1dImpl(int64_t output_size)
+    : Cloneable(
+          "AdaptiveAvgPool1d",
+          [output_size](const Tensor& x) { return functional::adaptive_avg_pool1d(x, output_size); },
+          "output_size=" + std::to_string(output_size)) {}
+
+AdaptiveMaxPool1dImpl::AdaptiveMaxPool1dImpl(int64_t output_size)
+    : Cloneable(
+          "AdaptiveMaxPool1d",
+          [output_size](const Tensor& x) { return functional::adaptive_max_pool1d(x, output_size); },
+          "output_size=" + std::to_string(output_size)) {}
+
+AdaptiveMaxPool2dImpl::AdaptiveMaxPool2dImpl(IntList output_size)
+    : Cloneable(
+          "AdaptiveMaxPool2d",
+          [o = output_size.vec()](const Tensor& x) { return functional::adaptive_max_pool2d(x, o); },
+          "output_size=" + size_str(output_size)) {}
+
+PixelShuffleImpl::PixelShuffleImpl(int64_t upscale_factor)
+    : Cloneable(
+          "PixelShuffle", [upscale_factor](const Tensor& x) { return functional::pixel_shuffle(x, upscale_factor); },
+          "upscale_factor=" + std::to_string(upscale_factor)) {}
+
+PixelUnshuffleImpl::PixelUnshuffleImpl(int64_t downscale_factor)
+    : Cloneable(
+          "PixelUnshuffle",
+          [downscale_factor](const Tensor& x) { return functional::pixel_unshuffle(x, downscale_factor); },
+          "downscale_factor=" + std::to_string(downscale_factor)) {}
+
+UnfoldImpl::UnfoldImpl(IntList kernel_size, IntList dilation, IntList padding, IntList stride)
+    : Cloneable(
+          "Unfold",
+          [k = kernel_size.vec(), d = dilation.vec(), p = padding.vec(), s = stride.vec()](const Tensor& x) {
+            return functional::unfold(x, k, d, p, s);
+          },
+          "kernel_size=" + size_str(kernel_size) + ", dilation=" + size_str(dilation) + ", padding=" +
+              size_str(padding) + ", stride=" + size_str(stride)) {}
+
+FoldImpl::FoldImpl(IntList output_size, IntList kernel_size, IntList dilation, IntList padding, IntList stride)
+    : Cloneable(
+          "Fold",
+          [o = output_size.vec(), k = kernel_size.vec(), d = dilation.vec(), p = padding.vec(),
+           s = stride.vec()](const Tensor& x) { return functional::fold(x, o, k, d, p, s); },
+          "output_size=" + size_str(output_size) + ", kernel_size=" + size_str(kernel_size) + ", dilation=" +
+              size_str(dilation) + ", padding=" + size_str(padding) + ", stride=" + size_str(stride)) {}
+
 DropoutImpl::DropoutImpl(double p_) : p(p_) {
   TD_CHECK(p >= 0 && p <= 1, "Dropout: probability must be in [0, 1], got ", p);
 }
@@ -100,6 +168,10 @@ DropoutImpl::DropoutImpl(double p_) : p(p_) {
 Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
 
 std::string DropoutImpl::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
+
+Tensor Dropout1dImpl::forward(const Tensor& x) { return functional::dropout1d(x, p, is_training()); }
+Tensor Dropout2dImpl::forward(const Tensor& x) { return functional::dropout2d(x, p, is_training()); }
+Tensor Dropout3dImpl::forward(const Tensor& x) { return functional::dropout3d(x, p, is_training()); }
 
 // ---- containers ----
 

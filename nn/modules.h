@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,48 @@ class AdaptiveAvgPool2dImpl : public Cloneable<AdaptiveAvgPool2dImpl, Functional
   explicit AdaptiveAvgPool2dImpl(IntList output_size);
 };
 
+class MaxPool1dImpl : public Cloneable<MaxPool1dImpl, FunctionalImpl> {
+ public:
+  explicit MaxPool1dImpl(int64_t kernel_size, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                         int64_t dilation = 1, bool ceil_mode = false);
+};
+class AvgPool1dImpl : public Cloneable<AvgPool1dImpl, FunctionalImpl> {
+ public:
+  explicit AvgPool1dImpl(int64_t kernel_size, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                         bool ceil_mode = false, bool count_include_pad = true);
+};
+class AdaptiveAvgPool1dImpl : public Cloneable<AdaptiveAvgPool1dImpl, FunctionalImpl> {
+ public:
+  explicit AdaptiveAvgPool1dImpl(int64_t output_size);
+};
+class AdaptiveMaxPool1dImpl : public Cloneable<AdaptiveMaxPool1dImpl, FunctionalImpl> {
+ public:
+  explicit AdaptiveMaxPool1dImpl(int64_t output_size);
+};
+// output_size: one value for both sides, or (height, width).
+class AdaptiveMaxPool2dImpl : public Cloneable<AdaptiveMaxPool2dImpl, FunctionalImpl> {
+ public:
+  explicit AdaptiveMaxPool2dImpl(IntList output_size);
+};
+// [..., C * r^2, H, W] <-> [..., C, H * r, W * r] (functional::pixel_shuffle, pixel_unshuffle).
+class PixelShuffleImpl : public Cloneable<PixelShuffleImpl, FunctionalImpl> {
+ public:
+  explicit PixelShuffleImpl(int64_t upscale_factor);
+};
+class PixelUnshuffleImpl : public Cloneable<PixelUnshuffleImpl, FunctionalImpl> {
+ public:
+  explicit PixelUnshuffleImpl(int64_t downscale_factor);
+};
+// functional::unfold and fold with fixed sizes.
+class UnfoldImpl : public Cloneable<UnfoldImpl, FunctionalImpl> {
+ public:
+  explicit UnfoldImpl(IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
+};
+class FoldImpl : public Cloneable<FoldImpl, FunctionalImpl> {
+ public:
+  FoldImpl(IntList output_size, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
+};
+
 struct CosineSimilarityOptions {
   CosineSimilarityOptions& dim(int64_t d) { dim_ = d; return *this; }
   CosineSimilarityOptions& eps(double e) { eps_ = e; return *this; }
@@ -125,6 +168,23 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p;
+};
+
+// Channel dropout (functional::dropout1d, 2d, 3d), active in training mode only.
+class Dropout1dImpl : public Cloneable<Dropout1dImpl, DropoutImpl> {
+ public:
+  using Cloneable::Cloneable;
+  Tensor forward(const Tensor& x) override;
+};
+class Dropout2dImpl : public Cloneable<Dropout2dImpl, DropoutImpl> {
+ public:
+  using Cloneable::Cloneable;
+  Tensor forward(const Tensor& x) override;
+};
+class Dropout3dImpl : public Cloneable<Dropout3dImpl, DropoutImpl> {
+ public:
+  using Cloneable::Cloneable;
+  Tensor forward(const Tensor& x) override;
 };
 
 class Identity : public ModuleHolder<IdentityImpl> {
@@ -279,6 +339,18 @@ class PReLUImpl : public Cloneable<PReLUImpl> {
    public:                                          \
     using ModuleHolder::ModuleHolder;               \
   };
+TD_HOLDER(MaxPool1d)
+TD_HOLDER(AvgPool1d)
+TD_HOLDER(AdaptiveAvgPool1d)
+TD_HOLDER(AdaptiveMaxPool1d)
+TD_HOLDER(AdaptiveMaxPool2d)
+TD_HOLDER(PixelShuffle)
+TD_HOLDER(PixelUnshuffle)
+TD_HOLDER(Unfold)
+TD_HOLDER(Fold)
+TD_HOLDER(Dropout1d)
+TD_HOLDER(Dropout2d)
+TD_HOLDER(Dropout3d)
 TD_HOLDER(Hardtanh)
 TD_HOLDER(ReLU6)
 TD_HOLDER(Hardsigmoid)

@@ -278,6 +278,15 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          Tensor padding = on(x[0], td::tensor(std::vector<double>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0}).view({2, 5}) > 0.5);
          return std::get<0>(attention->forward(x[0], x[1], x[2], padding));
        }},
+      {"max_pool1d ceil dilation", {{{2, 3, 11}, -2, 2, true, {}, true}},
+       [](V x) { return td::nn::F::max_pool1d(x[0], 3, 2, 1, 2, true); }},
+      {"avg_pool1d without padding in the count", {{{2, 3, 10}}},
+       [](V x) { return td::nn::F::avg_pool1d(x[0], 3, 2, 1, true, false); }},
+      {"adaptive_avg_pool1d", {{{2, 3, 10}}}, [](V x) { return td::nn::F::adaptive_avg_pool1d(x[0], 4); }},
+      {"adaptive_max_pool2d", {{{2, 2, 7, 6}, -2, 2, true, {}, true}},
+       [](V x) { return td::nn::F::adaptive_max_pool2d(x[0], {3, 4}); }},
+      {"pixel_shuffle", {{{2, 8, 2, 3}}}, [](V x) { return td::nn::F::pixel_shuffle(x[0], 2); }},
+      {"fold", {{{2, 12, 6}}}, [](V x) { return td::nn::F::fold(x[0], {3, 4}, {2, 2}); }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

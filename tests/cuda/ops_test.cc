@@ -2206,6 +2206,35 @@ TEST_CASE("interpolate in every mode gives the CPU's values and gradients, non-c
   }
 }
 
+TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(38);
+  using Pool = std::function<std::tuple<Tensor, Tensor>(const Tensor&)>;
+  const std::vector<std::pair<std::string, Pool>> pools = {
+      {"max_pool1d", [](const Tensor& x) { return F::max_pool1d_with_indices(x, 3, 2, 1, 2, true); }},
+      {"avg_pool1d", [](const Tensor& x) { return std::tuple{F::avg_pool1d(x, 3, 2, 1, true, false), Tensor()}; }},
+      {"adaptive_avg_pool1d", [](const Tensor& x) { return std::tuple{F::adaptive_avg_pool1d(x, 7), Tensor()}; }},
+      {"adaptive_max_pool1d", [](const Tensor& x) { return F::adaptive_max_pool1d_with_indices(x, 7); }},
+      {"adaptive_max_pool2d",
+       [](const Tensor& x) { return F::adaptive_max_pool2d_with_indices(x.unflatten(-1, {3, 11}), {2, 4}); }},
+  };
+  for (DType dtype : kFloating) {
+    for (const auto& [name, pool] : pools) {
+      const std::string what = name + " " + td::dtype_name(dtype);
+      Pair x = ct::random_pair({2, 5, 33}, dtype, Layout::Permuted);
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      const auto [y_dev, i_dev] = pool(leaf_dev);
+      const auto [y_cpu, i_cpu] = pool(leaf_cpu);
+      check_close(y_dev, y_cpu, 2 * rtol_for(dtype), 2 * rtol_for(dtype), what);
+      if (i_cpu.defined()) check_equal(i_dev, i_cpu, what + " indices");
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (y_dev * probe.dev).sum().backward();
+      (y_cpu * probe.cpu).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), what + " gradient");
+    }
+  }
+}
+
 TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(35);

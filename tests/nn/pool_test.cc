@@ -1,0 +1,248 @@
+// 1-D and adaptive max pooling, channel dropout, pixel shuffle and fold/unfold against PyTorch
+// 2.15: values, indices and gradients in float64; the layers' printing; errors with the input
+// unchanged.
+#include <cmath>
+#include <tuple>
+
+#include "tests/nn/pytorch_reference.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+namespace F = td::nn::functional;
+using td::Shape;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::same_as_pytorch;
+using td::testing::sine_ramp;
+using td::testing::Snapshot;
+using td::testing::values;
+
+TEST_CASE("1-D and adaptive max pooling give PyTorch's values, indices and gradients", "[cpu]") {
+  // PyTorch 2.15: y (and indices) of x = sin(0.37 i), and x's gradient of sum(y * sin(0.11 i)).
+  struct Case {
+    const char* name;
+    Shape input;
+    std::function<std::tuple<Tensor, Tensor>(const Tensor&)> pool;
+    Shape output;
+    std::vector<double> first;
+    double sum;
+    std::vector<double> indices;  // where the op gives them
+    std::vector<double> grad_first;
+    double grad_sum;
+  };
+  const std::vector<Case> cases = {
+      {"max_pool1d k3 s2 p1 d2 ceil",
+       {2, 3, 11},
+       [](const Tensor& x) { return F::max_pool1d_with_indices(x, 3, 2, 1, 2, true); },
+       {2, 3, 5},
+       {0.8956986856800476, 0.9612752029752999, 0.9612752029752999, 0.9612752029752999, 0.5240443416872761,
+        -0.8926476794282346, -0.35525355998804264, 0.36796051057238466},
+       11.346686152936893,
+       {3, 5, 5, 5, 7, 3, 5, 7, 9, 9, 1, 1, 3, 5, 9, 3, 5, 5, 5, 7, 1, 5, 7, 9, 9, 1, 1, 3, 5, 7},
+       {0.0, 0.0, 0.0, 0.0, 0.0, 0.6520509523129125, 0.0, 0.4259394650659996},
+       18.128648515640542},
+      {"max_pool1d k4",
+       {3, 10},
+       [](const Tensor& x) { return F::max_pool1d_with_indices(x, 4); },
+       {3, 2},
+       {0.8956986856800476, 0.99588084453764, -0.5298361409084934, 0.006814640074770176, 0.9964756147406005,
+        0.5182282059209767},
+       2.883261850045542,
+       {3, 4, 0, 7, 1, 4},
+       {0.0, 0.0, 0.0, 0.0, 0.10977830083717481, 0.0, 0.0, 0.0},
+       1.6006776463095713},
+      {"avg_pool1d k3 s2 p1 ceil no pad",
+       {2, 3, 10},
+       [](const Tensor& x) {
+         return std::tuple<Tensor, Tensor>{F::avg_pool1d(x, 3, 2, 1, true, false), Tensor()};
+       },
+       {2, 3, 6},
+       {0.180807715982481, 0.6438673430910516, 0.9509515777309958, 0.760628338966221, 0.17244864867953527,
+        -0.18729466354290317, -0.6652514615421555, -0.9196791795060989},
+       2.7022410278768576,
+       {},
+       {0.0, 0.036592766945724935, 0.036592766945724935, 0.10933597463934805, 0.07274320769362311, 0.18075755049191256,
+        0.10801434279828946, 0.249994164486956},
+       15.653093254626778},
+      {"avg_pool1d k4 s3",
+       {2, 2, 11},
+       [](const Tensor& x) {
+         return std::tuple<Tensor, Tensor>{F::avg_pool1d(x, 4, 3), Tensor()};
+       },
+       {2, 2, 3},
+       {0.4829005073182887, 0.9123550513572686, 0.3284778545686732, -0.9129213044866329, -0.4775816141544423,
+        0.4881969746508991, 0.6109799237757008, -0.34010727993780554},
+       1.8511040431540517,
+       {},
+       {0.0, 0.0, 0.0, 0.027444575209293703, 0.027444575209293703, 0.027444575209293703, 0.08200198097951103,
+        0.05455740577021733},
+       6.343517956024673},
+      {"adaptive_avg_pool1d 4 of 10",
+       {2, 3, 10},
+       [](const Tensor& x) {
+         return std::tuple<Tensor, Tensor>{F::adaptive_avg_pool1d(x, 4), Tensor()};
+       },
+       {2, 3, 4},
+       {0.3453011145310357, 0.8552891472819443, 0.760628338966221, 0.17244864867953527, -0.7645446178858758,
+        -0.950339478590238, -0.3392262590631781, 0.35135993426398987},
+       2.2101680804374926,
+       {},
+       {0.0, 0.0, 0.036592766945724935, 0.036592766945724935, 0.036592766945724935, 0.07274320769362311,
+        0.07274320769362311, 0.18075755049191256},
+       16.804361879770333},
+      {"adaptive_max_pool1d 4 of 10",
+       {2, 3, 10},
+       [](const Tensor& x) { return F::adaptive_max_pool1d_with_indices(x, 4); },
+       {2, 3, 4},
+       {0.674287911628145, 0.99588084453764, 0.9612752029752999, 0.5240443416872761, -0.5298361409084934,
+        -0.8926476794282346, 0.006814640074770176, 0.6793046521448148},
+       7.815814115018684,
+       {2, 4, 5, 7, 0, 4, 7, 9, 1, 2, 5, 7, 2, 4, 7, 8, 0, 2, 5, 9, 2, 4, 5, 7},
+       {0.0, 0.0, 0.0, 0.0, 0.10977830083717481, 0.21822962308086932, 0.0, 0.32404302839486837},
+       16.804361879770333},
+      {"adaptive_max_pool2d 3x4 of 7x6",
+       {2, 2, 7, 6},
+       [](const Tensor& x) {
+         return F::adaptive_max_pool2d_with_indices(x, {3, 4});
+       },
+       {2, 2, 3, 4},
+       {0.7965654722360868, 0.674287911628145, 0.99588084453764, 0.99588084453764, 0.6793046521448148,
+        0.8987080958116269, 0.9964756147406005, 0.9593748338928642},
+       42.81600627360404,
+       {6, 2, 4, 4, 19, 20, 21, 22, 37, 38, 39, 40, 13, 13, 15, 11, 13, 13, 15, 29, 30, 31, 28, 29,
+        6, 7, 4, 5, 24, 20, 22, 22, 24, 38, 39, 40, 13, 14, 15, 16, 13, 14, 15, 16, 31, 31, 33, 29},
+       {0.0, 0.0, 0.10977830083717481, 0.0, 0.5422726514757377, 0.0, 0.0, 0.0},
+       4.620816108844705},
+      {"adaptive_max_pool2d 5 of 5x7",
+       {3, 5, 7},
+       [](const Tensor& x) { return F::adaptive_max_pool2d_with_indices(x, 5); },
+       {3, 5, 5},
+       {0.361615431964962, 0.674287911628145, 0.99588084453764, 0.99588084453764, 0.9612752029752999,
+        0.5240443416872761, 0.18059626789423291, -0.18729466354290317},
+       11.579204288448414,
+       {1, 2, 4, 4, 5, 7, 8, 9, 11, 12, 15, 16, 18, 19, 20, 21, 22, 23, 25, 26, 28, 29, 32, 33, 34,
+        1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 18, 19, 20, 21, 22, 23, 25, 26, 28, 30, 32, 33, 34,
+        1, 2, 2, 4, 5, 7, 8, 9, 12, 13, 15, 16, 18, 19, 19, 21, 22, 23, 25, 26, 29, 30, 32, 33, 34},
+       {0.0, 0.0, 0.10977830083717481, 0.0, 0.5422726514757377, 0.4259394650659996, 0.0, 0.5226872289306592},
+       12.12370116529934},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Tensor x = sine_ramp(c.input, 0.37).requires_grad_(true);
+    const auto [y, indices] = c.pool(x);
+    REQUIRE(y.sizes() == c.output);
+    same_as_pytorch(y, c.first, c.sum, std::string(c.name) + " values");
+    if (!c.indices.empty()) {
+      CHECK(indices.dtype() == td::kInt64);
+      check_close(indices, c.indices, 0, 0, std::string(c.name) + " indices");
+    }
+    (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+    same_as_pytorch(x.grad(), c.grad_first, c.grad_sum, std::string(c.name) + " gradient");
+  }
+}
+
+TEST_CASE("adaptive max pooling lets NaN win, as PyTorch's; float32 gives float32's values", "[cpu]") {
+  // PyTorch 2.15: F.adaptive_max_pool1d([1, nan, 3, 0.5, 2, 7], 2) -> ([nan, 7], [1, 5]).
+  const Tensor x = td::tensor({1.0f, NAN, 3.0f, 0.5f, 2.0f, 7.0f}).view({1, 1, 6});
+  const auto [y, indices] = F::adaptive_max_pool1d_with_indices(x, 2);
+  CHECK(std::isnan(y.flatten()[0].item<double>()));
+  CHECK(y.flatten()[1].item<double>() == 7);
+  check_close(indices, {1, 5}, 0, 0);
+  const Tensor wide = sine_ramp({2, 3, 9, 7}, 0.3);
+  check_close(F::adaptive_max_pool2d(wide.to(td::kFloat32), {4, 3}),
+              values(F::adaptive_max_pool2d(wide, {4, 3}).to(td::kFloat32)), 0, 0);
+  // A divisible size is max_pool2d with kernel and stride in / out.
+  check_close(F::adaptive_max_pool2d(wide.narrow(2, 0, 8).narrow(3, 0, 6), {4, 3}),
+              values(td::max_pool2d(wide.narrow(2, 0, 8).narrow(3, 0, 6), {2, 2})), 0, 0);
+}
+
+TEST_CASE("channel dropout zeroes whole channels and scales the rest, in training only", "[cpu]") {
+  td::manual_seed(11);
+  const Tensor x = td::ones({8, 16, 5, 3});
+  const Tensor y = F::dropout2d(x, 0.25);
+  const Tensor per_channel = y.amax({2, 3});
+  // Each channel all 0 or all 1 / 0.75.
+  check_close(y.amin({2, 3}), values(per_channel), 0, 0);
+  const Tensor kept = per_channel > 0;
+  check_close(td::where(kept, per_channel, td::ones_like(per_channel) / 0.75), values(td::full({8, 16}, 1 / 0.75)),
+              1e-7, 0);
+  const double dropped = 1 - kept.to(td::kFloat64).mean().item<double>();
+  CHECK(dropped > 0.12);  // 128 channels at p = 0.25: 32 expected, a standard deviation of 4.9
+  CHECK(dropped < 0.38);
+  check_close(F::dropout2d(x, 0.25, false), values(x), 0, 0);
+  check_close(F::dropout1d(x[0], 1.0), values(td::zeros({16, 5, 3})), 0, 0);
+  CHECK(F::dropout3d(td::ones({2, 3, 4, 5, 6}), 0.5).sizes() == Shape{2, 3, 4, 5, 6});
+  nn::Dropout2d layer(0.25);
+  CHECK(layer->str() == "Dropout2d(p=0.25, inplace=False)");
+  layer->eval();
+  check_close(layer(x), values(x), 0, 0);
+  layer->train();
+  CHECK(values(layer(x)) != values(x));
+  const Snapshot before(x);
+  check_error([&] { F::dropout2d(x[0][0], 0.5); }, {"dropout2d", "3-D or 4-D", "[5, 3]"});
+  check_error([&] { F::dropout1d(x, 1.5); }, {"dropout1d", "probability", "1.5"});
+  before.check_unchanged(x);
+}
+
+TEST_CASE("pixel_shuffle and pixel_unshuffle move values as PyTorch's and undo each other", "[cpu]") {
+  // PyTorch 2.15: F.pixel_shuffle(arange(96).view(2, 8, 2, 3), 2), first 12 values.
+  const Tensor x = td::arange(96, td::kFloat64).view({2, 8, 2, 3});
+  const Tensor up = F::pixel_shuffle(x, 2);
+  CHECK(up.sizes() == Shape{2, 2, 4, 6});
+  check_close(up.flatten().narrow(0, 0, 12), {0, 6, 1, 7, 2, 8, 12, 18, 13, 19, 14, 20}, 0, 0);
+  check_close(F::pixel_unshuffle(up, 2), values(x), 0, 0);
+  // F.pixel_unshuffle(arange(48).view(1, 2, 4, 6), 2), first 12 values.
+  const Tensor down = F::pixel_unshuffle(td::arange(48, td::kFloat64).view({1, 2, 4, 6}), 2);
+  CHECK(down.sizes() == Shape{1, 8, 2, 3});
+  check_close(down.flatten().narrow(0, 0, 12), {0, 2, 4, 12, 14, 16, 1, 3, 5, 13, 15, 17}, 0, 0);
+  CHECK(F::pixel_shuffle(td::ones({3, 2, 18, 2, 2}), 3).sizes() == Shape{3, 2, 2, 6, 6});
+  CHECK(nn::PixelShuffle(2)->str() == "PixelShuffle(upscale_factor=2)");
+  CHECK(nn::PixelUnshuffle(3)->str() == "PixelUnshuffle(downscale_factor=3)");
+  check_error([] { F::pixel_shuffle(td::ones({1, 6, 2, 2}), 2); }, {"pixel_shuffle", "6 channels", "4"});
+  check_error([] { F::pixel_unshuffle(td::ones({1, 1, 5, 4}), 2); }, {"pixel_unshuffle", "[1, 1, 5, 4]", "2"});
+}
+
+TEST_CASE("the pooling, fold and unfold layers print and compute as PyTorch's", "[cpu]") {
+  CHECK(nn::MaxPool1d(3)->str() == "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)");
+  CHECK(nn::MaxPool1d(3, 2, 1, 2, true)->str() ==
+        "MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=True)");
+  CHECK(nn::AvgPool1d(3)->str() == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))");
+  CHECK(nn::AvgPool1d(3, 2, 1)->str() == "AvgPool1d(kernel_size=(3,), stride=(2,), padding=(1,))");
+  CHECK(nn::AdaptiveAvgPool1d(5)->str() == "AdaptiveAvgPool1d(output_size=5)");
+  CHECK(nn::AdaptiveMaxPool1d(5)->str() == "AdaptiveMaxPool1d(output_size=5)");
+  CHECK(nn::AdaptiveMaxPool2d(Shape{2, 3})->str() == "AdaptiveMaxPool2d(output_size=(2, 3))");
+  CHECK(nn::AdaptiveMaxPool2d(4)->str() == "AdaptiveMaxPool2d(output_size=4)");
+  CHECK(nn::Unfold(3)->str() == "Unfold(kernel_size=3, dilation=1, padding=0, stride=1)");
+  CHECK(nn::Fold(Shape{4, 5}, 2)->str() == "Fold(output_size=(4, 5), kernel_size=2, dilation=1, padding=0, stride=1)");
+  const Tensor x = sine_ramp({2, 3, 10}, 0.37);
+  check_close(nn::MaxPool1d(3, 2, 1)(x), values(F::max_pool1d(x, 3, 2, 1)), 0, 0);
+  check_close(nn::AvgPool1d(4, 3)(x), values(F::avg_pool1d(x, 4, 3)), 0, 0);
+  check_close(nn::AdaptiveAvgPool1d(4)(x), values(F::adaptive_avg_pool1d(x, 4)), 0, 0);
+  check_close(nn::AdaptiveMaxPool1d(4)(x), values(F::adaptive_max_pool1d(x, 4)), 0, 0);
+  const Tensor image = sine_ramp({2, 3, 6, 5}, 0.37);
+  check_close(nn::AdaptiveMaxPool2d(Shape{3, 2})(image), values(F::adaptive_max_pool2d(image, {3, 2})), 0, 0);
+  // fold(unfold(x)) counts each pixel once per window that holds it.
+  const Tensor cols = nn::Unfold(Shape{2, 3})(image);
+  CHECK(cols.sizes() == Shape{2, 18, 15});
+  const Tensor back = nn::Fold(Shape{6, 5}, Shape{2, 3})(cols);
+  const Tensor counts = F::fold(F::unfold(td::ones_like(image), {2, 3}), {6, 5}, {2, 3});
+  check_close(back, values(image * counts), 1e-15, 1e-15);
+  CHECK(counts.max().item<double>() == 6);
+}
+
+TEST_CASE("1-D and adaptive pooling refuse bad input, naming the op; the input is unchanged", "[cpu]") {
+  const Tensor x = td::ones({2, 3, 5});
+  const Snapshot before(x);
+  check_error([&] { F::max_pool1d(x, 6); }, {"max_pool1d", "[2, 3, 5]", "too short"});
+  check_error([&] { F::max_pool1d(x, 2, 1, 2); }, {"max_pool1d", "padding (2)", "half"});
+  check_error([&] { F::max_pool1d(x, {2, 2}); }, {"max_pool1d", "kernel_size", "one value", "2"});
+  check_error([&] { F::avg_pool1d(x, 0); }, {"avg_pool1d", "kernel_size (0)", "positive"});
+  check_error([&] { F::max_pool1d(td::ones({5}), 2); }, {"max_pool1d", "2-D or 3-D", "[5]"});
+  check_error([&] { F::adaptive_avg_pool1d(x, 0); }, {"adaptive_avg_pool1d", "output_size (0)"});
+  check_error([&] { F::adaptive_max_pool1d(x, {2, 2}); }, {"adaptive_max_pool1d", "output_size", "one value"});
+  check_error([&] { F::adaptive_max_pool2d(x, {2, 0}); }, {"adaptive_max_pool2d", "[2, 0]", "positive"});
+  check_error([&] { F::adaptive_max_pool2d(td::ones({5, 5}), 2); }, {"adaptive_max_pool2d", "3-D or 4-D", "[5, 5]"});
+  before.check_unchanged(x);
+}
