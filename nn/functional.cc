@@ -1498,6 +1498,260 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   return reduce(loss, reduction, "binary_cross_entropy_with_logits");
 }
 
+// ---- margin and likelihood losses ----
+
+namespace {
+
+void check_floating_operands(const char* op, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    TD_CHECK(!t->defined() || is_floating(t->dtype()), op, ": expected floating inputs, got ", t->dtype());
+  }
+}
+
+}  // namespace
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
+  TD_CHECK(x1.defined() && x2.defined(), "pairwise_distance: x1 and x2 must be defined");
+  TD_CHECK(x1.dim() >= 1 && x2.dim() >= 1, "pairwise_distance: x1 ", shape_str(x1.sizes()), " and x2 ",
+           shape_str(x2.sizes()), " need at least one dim");
+  check_floating_operands("pairwise_distance", {&x1, &x2});
+  broadcast_shapes(x1.sizes(), x2.sizes(), "pairwise_distance");
+  return (x1 - x2 + eps).norm(p, {std::max(x1.dim(), x2.dim()) - 1}, keepdim);
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                           Reduction reduction) {
+  if (autocast_takes_loss({&input1, &input2, &target})) {
+    amp::SuspendAutocast inside;
+    return margin_ranking_loss(amp::to_float32(input1), amp::to_float32(input2), amp::to_float32(target), margin,
+                               reduction);
+  }
+  check_same_shape(input1, input2, "margin_ranking_loss");
+  check_same_shape(input1, target, "margin_ranking_loss");
+  check_floating_operands("margin_ranking_loss", {&input1, &input2});
+  return reduce(clamp(-target * (input1 - input2) + margin, 0), reduction, "margin_ranking_loss");
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin, Reduction reduction) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return hinge_embedding_loss(amp::to_float32(input), amp::to_float32(target), margin, reduction);
+  }
+  check_same_shape(input, target, "hinge_embedding_loss");
+  check_floating_operands("hinge_embedding_loss", {&input});
+  const Tensor zero = zeros_like(input);
+  const Tensor below_margin = where(target != 1, clamp(margin - input, 0), zero);
+  return reduce(below_margin + where(target != -1, input, zero), reduction, "hinge_embedding_loss");
+}
+
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return soft_margin_loss(amp::to_float32(input), amp::to_float32(target), reduction);
+  }
+  check_same_shape(input, target, "soft_margin_loss");
+  check_floating_operands("soft_margin_loss", {&input});
+  return reduce(log1p(exp(-input * target)), reduction, "soft_margin_loss");
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                             Reduction reduction) {
+  if (autocast_takes_loss({&input1, &input2, &target})) {
+    amp::SuspendAutocast inside;
+    return cosine_embedding_loss(amp::to_float32(input1), amp::to_float32(input2), amp::to_float32(target), margin,
+                                 reduction);
+  }
+  check_same_shape(input1, input2, "cosine_embedding_loss");
+  TD_CHECK(target.defined() && target.dim() <= 1 && input1.dim() == target.dim() + 1 &&
+               (target.dim() == 0 || target.size(0) == input1.size(0)),
+           "cosine_embedding_loss: expected inputs [N, D] with a target [N], or inputs [D] with a 0-D target, got ",
+           shape_str(input1.sizes()), " and ", target.defined() ? shape_str(target.sizes()) : "none");
+  check_floating_operands("cosine_embedding_loss", {&input1, &input2});
+  // PyTorch's form: a small constant in each squared norm keeps zero vectors finite.
+  constexpr double kEpsilon = 1e-12;
+  const int64_t dim = target.dim();
+  const Tensor products = (input1 * input2).sum({dim});
+  const Tensor squares1 = (input1 * input1).sum({dim}) + kEpsilon, squares2 = (input2 * input2).sum({dim}) + kEpsilon;
+  const Tensor cosine = products / sqrt(squares1 * squares2), zero = zeros_like(cosine);
+  const Tensor loss = where(target == 1, 1 - cosine, zero) + where(target == -1, clamp(cosine - margin, 0), zero);
+  return reduce(loss, reduction, "cosine_embedding_loss");
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFunction& distance_function, double margin, bool swap,
+                                         Reduction reduction) {
+  constexpr const char* op = "triplet_margin_loss";
+  TD_CHECK(anchor.defined() && positive.defined() && negative.defined(), op,
+           ": anchor, positive and negative must be defined");
+  TD_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim() && (anchor.dim() == 1 || anchor.dim() == 2),
+           op, ": anchor ", shape_str(anchor.sizes()), ", positive ", shape_str(positive.sizes()), " and negative ",
+           shape_str(negative.sizes()), " must all be [N, D] (or all [D])");
+  TD_CHECK(margin > 0, op, ": margin must be positive, got ", margin);
+  const DistanceFunction distance =
+      distance_function ? distance_function : [](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b); };
+  const Tensor to_positive = distance(anchor, positive);
+  Tensor to_negative = distance(anchor, negative);
+  if (swap) to_negative = minimum(to_negative, distance(positive, negative));
+  return reduce(clamp(margin + to_positive - to_negative, 0), reduction, op);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+                           double p, double eps, bool swap, Reduction reduction) {
+  if (autocast_takes_loss({&anchor, &positive, &negative})) {
+    amp::SuspendAutocast inside;
+    return triplet_margin_loss(amp::to_float32(anchor), amp::to_float32(positive), amp::to_float32(negative), margin,
+                               p, eps, swap, reduction);
+  }
+  TD_CHECK(p > 0, "triplet_margin_loss: the norm p must be positive, got ", p);
+  return triplet_margin_with_distance_loss(
+      anchor, positive, negative,
+      [p, eps](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b, p, eps); }, margin, swap,
+      reduction);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
+                        Reduction reduction) {
+  if (autocast_takes_loss({&input, &target})) {
+    amp::SuspendAutocast inside;
+    return poisson_nll_loss(amp::to_float32(input), amp::to_float32(target), log_input, full, eps, reduction);
+  }
+  check_same_shape(input, target, "poisson_nll_loss");
+  check_floating_operands("poisson_nll_loss", {&input, &target});
+  Tensor loss = log_input ? exp(input) - target * input : input - target * log(input + eps);
+  if (full) {
+    const double two_pi = 2 * std::acos(-1.0);
+    const Tensor stirling = target * log(target) - target + 0.5 * log(two_pi * target);
+    loss = loss + where(target <= 1, zeros_like(stirling), stirling);
+  }
+  return reduce(loss, reduction, "poisson_nll_loss");
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full, double eps,
+                         Reduction reduction) {
+  constexpr const char* op = "gaussian_nll_loss";
+  if (autocast_takes_loss({&input, &target, &var})) {
+    amp::SuspendAutocast inside;
+    return gaussian_nll_loss(amp::to_float32(input), amp::to_float32(target), amp::to_float32(var), full, eps,
+                             reduction);
+  }
+  check_same_shape(input, target, op);
+  TD_CHECK(var.defined(), op, ": var must be defined");
+  check_floating_operands(op, {&input, &target, &var});
+  TD_CHECK(reduction != kBatchMean, op, ": reduction batchmean is kl_div's only; use mean or sum");
+  const Shape& in = input.sizes();
+  const Shape all_but_last = in.empty() ? Shape{} : Shape(in.begin(), in.end() - 1);
+  Tensor variance = var;
+  if (var.sizes() != in) {
+    const bool without_last = !in.empty() && var.sizes() == all_but_last;
+    const bool last_one = !in.empty() && var.dim() == input.dim() && var.size(-1) == 1 &&
+                          Shape(var.sizes().begin(), var.sizes().end() - 1) == all_but_last;
+    TD_CHECK(without_last || last_one, op, ": var ", shape_str(var.sizes()), " must be the input's shape ",
+             shape_str(in), ", or have its last dim 1, or lack it");
+    if (without_last) variance = var.unsqueeze(-1);
+  }
+  {
+    NoGradGuard no_grad;
+    TD_CHECK(!(var < 0).any().item<bool>(), op, ": var has a negative entry");
+  }
+  // Clamped in place without grad mode, as PyTorch's: the gradient passes the clamp.
+  variance = variance.clone();
+  {
+    NoGradGuard no_grad;
+    variance.clamp_(eps);
+  }
+  const Tensor difference = input - target;
+  Tensor loss = 0.5 * (log(variance) + difference * difference / variance);
+  if (full) loss = loss + 0.5 * std::log(2 * std::acos(-1.0));
+  return reduce(loss, reduction, op);
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                   Reduction reduction) {
+  constexpr const char* op = "multilabel_soft_margin_loss";
+  if (autocast_takes_loss({&input, &target, &weight})) {
+    amp::SuspendAutocast inside;
+    return multilabel_soft_margin_loss(amp::to_float32(input), amp::to_float32(target), amp::to_float32(weight),
+                                       reduction);
+  }
+  check_same_shape(input, target, op);
+  TD_CHECK(input.dim() == 1 || input.dim() == 2, op, ": expected an input [N, C] or [C], got ",
+           shape_str(input.sizes()));
+  check_floating_operands(op, {&input, &target, &weight});
+  const int64_t classes = input.size(-1);
+  Tensor loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input));
+  if (weight.defined()) {
+    TD_CHECK(weight.sizes() == Shape{classes}, op, ": weight must be [", classes, "], got ",
+             shape_str(weight.sizes()));
+    loss = loss * weight;
+  }
+  return reduce(loss.sum({-1}) / static_cast<double>(classes), reduction, op);
+}
+
+namespace {
+
+// A class-index target for a score input [N, C] (or [C] with a 0-D target), checked as `op`.
+void check_class_target(const char* op, const Tensor& input, const Tensor& target, bool per_class) {
+  TD_CHECK(input.defined() && target.defined(), op, ": input and target must be defined");
+  TD_CHECK(input.dim() == 1 || input.dim() == 2, op, ": expected an input [N, C] or [C], got ",
+           shape_str(input.sizes()));
+  const Shape expected = per_class ? input.sizes() : Shape(input.sizes().begin(), input.sizes().end() - 1);
+  TD_CHECK(target.sizes() == expected, op, ": target must be ", shape_str(expected), " for the input ",
+           shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
+  TD_CHECK(target.dtype() == kInt64, op, ": target must hold int64 class indices, got ", target.dtype());
+  check_floating_operands(op, {&input});
+  const int64_t classes = input.size(-1);
+  NoGradGuard no_grad;
+  const bool in_range = target.numel() == 0 || (target.min().item<int64_t>() >= (per_class ? -1 : 0) &&
+                                                target.max().item<int64_t>() < classes);
+  TD_CHECK(in_range, op, ": target holds a class outside [0, ", classes, ")", per_class ? " (or -1)" : "");
+}
+
+}  // namespace
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, double margin, const Tensor& weight,
+                         Reduction reduction) {
+  constexpr const char* op = "multi_margin_loss";
+  if (autocast_takes_loss({&input, &weight})) {
+    amp::SuspendAutocast inside;
+    return multi_margin_loss(amp::to_float32(input), target, p, margin, amp::to_float32(weight), reduction);
+  }
+  check_class_target(op, input, target, false);
+  TD_CHECK(p == 1 || p == 2, op, ": p must be 1 or 2, got ", p);
+  const int64_t classes = input.size(-1);
+  TD_CHECK(!weight.defined() || weight.sizes() == Shape{classes}, op, ": weight must be [", classes, "], got ",
+           weight.defined() ? shape_str(weight.sizes()) : "");
+  const Tensor rows = input.dim() == 1 ? input.unsqueeze(0) : input, labels = target.reshape({-1, 1});
+  // Each class's margin violation against the sample's own class, which itself does not count.
+  const Tensor violation = relu(margin - rows.gather(1, labels) + rows);
+  Tensor loss = where(one_hot(labels.squeeze(1), classes) > 0, zeros_like(violation),
+                      p == 1 ? violation : violation * violation);
+  if (weight.defined()) loss = loss * weight.index_select(0, labels.squeeze(1)).unsqueeze(1);
+  loss = loss.sum({1}) / static_cast<double>(classes);
+  return reduce(input.dim() == 1 ? loss.squeeze(0) : loss, reduction, op);
+}
+
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  constexpr const char* op = "multilabel_margin_loss";
+  if (autocast_takes_loss({&input})) {
+    amp::SuspendAutocast inside;
+    return multilabel_margin_loss(amp::to_float32(input), target, reduction);
+  }
+  check_class_target(op, input, target, true);
+  const int64_t classes = input.size(-1);
+  const Tensor rows = input.dim() == 1 ? input.unsqueeze(0) : input;
+  const Tensor labels = target.dim() == 1 ? target.unsqueeze(0) : target;
+  // The sample's classes: its target entries before the first -1.
+  const Tensor listed = cumprod(labels >= 0, 1).to(rows.dtype());                      // [N, C]: entry t counts
+  const Tensor classes_of = one_hot(clamp(labels, 0), classes).to(rows.dtype());       // [N, C (t), C]
+  const Tensor is_class = (classes_of * listed.unsqueeze(2)).amax({1});               // [N, C]
+  // violation[n, t, j] = max(0, 1 - (input[target[n, t]] - input[j])), for listed t and other j.
+  const Tensor at_class = rows.gather(1, clamp(labels, 0));
+  const Tensor violation = relu(1 - at_class.unsqueeze(2) + rows.unsqueeze(1));
+  const Tensor counted = listed.unsqueeze(2) * (1 - is_class).unsqueeze(1);
+  const Tensor loss = (violation * counted).sum({1, 2}) / static_cast<double>(classes);
+  return reduce(input.dim() == 1 ? loss.squeeze(0) : loss, reduction, op);
+}
+
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
   if (autocast_takes_loss({&input, &target})) {
     amp::SuspendAutocast inside;

@@ -223,6 +223,57 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // size (the mathematical KL divergence per sample); kMean divides by the element count, as PyTorch's.
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = kMean, bool log_target = false);
 
+// The p-norm of x1 - x2 + eps along the last dim (the two broadcast), as PyTorch's.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6, bool keepdim = false);
+// max(0, -target * (input1 - input2) + margin): target 1 where input1 should rank higher, -1
+// where input2 should. All three of one shape.
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0,
+                           Reduction reduction = kMean);
+// input where target is 1, max(0, margin - input) where it is -1 (both terms for other values,
+// as PyTorch's).
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin = 1.0,
+                            Reduction reduction = kMean);
+// log(1 + exp(-target * input)), target 1 or -1.
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+// x1, x2 [N, D] (or [D]) and target [N] (or 0-D) of 1 or -1: 1 - cos(x1, x2) where target is 1,
+// max(0, cos(x1, x2) - margin) where it is -1 (cos with 1e-12 added to each squared norm).
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0,
+                             Reduction reduction = kMean);
+// max(0, margin + d(anchor, positive) - d(anchor, negative)) with d the pairwise_distance of
+// norm p; swap: d(anchor, negative) replaced by d(positive, negative) where that is smaller.
+// Inputs [N, D] (or [D]), with one number of dims.
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2, double eps = 1e-6, bool swap = false, Reduction reduction = kMean);
+// The same with any distance (pairwise_distance unless given).
+using DistanceFunction = std::function<Tensor(const Tensor&, const Tensor&)>;
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const DistanceFunction& distance_function = nullptr, double margin = 1.0,
+                                         bool swap = false, Reduction reduction = kMean);
+// The negative log-likelihood of target under Poisson(rate): exp(input) - target * input with
+// log_input, else input - target * log(input + eps); full adds Stirling's approximation of
+// log(target!) where target > 1.
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false,
+                        double eps = 1e-8, Reduction reduction = kMean);
+// The negative log-likelihood of target under N(input, var): 0.5 * (log(var) + (input - target)^2
+// / var), var clamped to eps (its gradient passing the clamp, as PyTorch's); full adds
+// 0.5 * log(2 pi). var: input's shape, or with the last dim 1 or without it (one variance for
+// the whole last dim); no entry may be negative.
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false,
+                         double eps = 1e-6, Reduction reduction = kMean);
+// input [N, C] (or [C]) of scores, target of 0 and 1 of the same shape: the mean over classes of
+// -(target * log(sigmoid(input)) + (1 - target) * log(sigmoid(-input))), times weight [C] if given.
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                                   Reduction reduction = kMean);
+// input [N, C] (or [C]), target [N] (or 0-D) class indices: per sample, the sum over the other
+// classes j of max(0, margin - input[target] + input[j])^p (p 1 or 2), times weight[target],
+// over C.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
+                         const Tensor& weight = Tensor(), Reduction reduction = kMean);
+// input [N, C] (or [C]), target of the same shape holding each sample's classes, then -1 (what
+// follows the first -1 is ignored): per sample, the sum over its classes t and the other classes
+// j of max(0, 1 - (input[t] - input[j])), over C.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+
 const char* reduction_name(Reduction r);
 
 }  // namespace nn::functional

@@ -165,6 +165,240 @@ class KLDivLossImpl : public Cloneable<KLDivLossImpl> {
   KLDivLossOptions options;
 };
 
+// ---- margin and likelihood losses (functional:: forms in nn/functional.h) ----
+
+struct MarginLossOptions {
+  MarginLossOptions& margin(double m) { margin_ = m; return *this; }
+  MarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 0;
+  Reduction reduction_ = kMean;
+};
+using MarginRankingLossOptions = MarginLossOptions;
+using CosineEmbeddingLossOptions = MarginLossOptions;
+
+class MarginRankingLossImpl : public Cloneable<MarginRankingLossImpl> {
+ public:
+  explicit MarginRankingLossImpl(MarginLossOptions options = {}) : Cloneable("MarginRankingLoss"), options(options) {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+    return functional::margin_ranking_loss(input1, input2, target, options.margin_, options.reduction_);
+  }
+  MarginLossOptions options;
+};
+
+class CosineEmbeddingLossImpl : public Cloneable<CosineEmbeddingLossImpl> {
+ public:
+  explicit CosineEmbeddingLossImpl(MarginLossOptions options = {})
+      : Cloneable("CosineEmbeddingLoss"), options(options) {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+    return functional::cosine_embedding_loss(input1, input2, target, options.margin_, options.reduction_);
+  }
+  MarginLossOptions options;
+};
+
+// margin 1 by default, as PyTorch's.
+class HingeEmbeddingLossImpl : public Cloneable<HingeEmbeddingLossImpl> {
+ public:
+  explicit HingeEmbeddingLossImpl(MarginLossOptions options = MarginLossOptions().margin(1))
+      : Cloneable("HingeEmbeddingLoss"), options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::hinge_embedding_loss(input, target, options.margin_, options.reduction_);
+  }
+  MarginLossOptions options;
+};
+
+class SoftMarginLossImpl : public Cloneable<SoftMarginLossImpl> {
+ public:
+  explicit SoftMarginLossImpl(Reduction reduction = kMean) : Cloneable("SoftMarginLoss"), reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::soft_margin_loss(input, target, reduction);
+  }
+  Reduction reduction;
+};
+
+struct TripletMarginLossOptions {
+  TripletMarginLossOptions& margin(double m) { margin_ = m; return *this; }
+  TripletMarginLossOptions& p(double p) { p_ = p; return *this; }
+  TripletMarginLossOptions& eps(double e) { eps_ = e; return *this; }
+  TripletMarginLossOptions& swap(bool s) { swap_ = s; return *this; }
+  TripletMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 1.0, p_ = 2, eps_ = 1e-6;
+  bool swap_ = false;
+  Reduction reduction_ = kMean;
+};
+
+class TripletMarginLossImpl : public Cloneable<TripletMarginLossImpl> {
+ public:
+  explicit TripletMarginLossImpl(TripletMarginLossOptions options = {})
+      : Cloneable("TripletMarginLoss"), options(options) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+    return functional::triplet_margin_loss(anchor, positive, negative, options.margin_, options.p_, options.eps_,
+                                           options.swap_, options.reduction_);
+  }
+  TripletMarginLossOptions options;
+};
+
+struct TripletMarginWithDistanceLossOptions {
+  TripletMarginWithDistanceLossOptions& distance_function(functional::DistanceFunction f) {
+    distance_function_ = std::move(f);
+    return *this;
+  }
+  TripletMarginWithDistanceLossOptions& margin(double m) { margin_ = m; return *this; }
+  TripletMarginWithDistanceLossOptions& swap(bool s) { swap_ = s; return *this; }
+  TripletMarginWithDistanceLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  functional::DistanceFunction distance_function_;  // pairwise_distance unless set
+  double margin_ = 1.0;
+  bool swap_ = false;
+  Reduction reduction_ = kMean;
+};
+
+class TripletMarginWithDistanceLossImpl : public Cloneable<TripletMarginWithDistanceLossImpl> {
+ public:
+  explicit TripletMarginWithDistanceLossImpl(TripletMarginWithDistanceLossOptions options = {})
+      : Cloneable("TripletMarginWithDistanceLoss"), options(std::move(options)) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+    return functional::triplet_margin_with_distance_loss(anchor, positive, negative, options.distance_function_,
+                                                         options.margin_, options.swap_, options.reduction_);
+  }
+  TripletMarginWithDistanceLossOptions options;
+};
+
+struct PoissonNLLLossOptions {
+  PoissonNLLLossOptions& log_input(bool l) { log_input_ = l; return *this; }
+  PoissonNLLLossOptions& full(bool f) { full_ = f; return *this; }
+  PoissonNLLLossOptions& eps(double e) { eps_ = e; return *this; }
+  PoissonNLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  bool log_input_ = true, full_ = false;
+  double eps_ = 1e-8;
+  Reduction reduction_ = kMean;
+};
+
+class PoissonNLLLossImpl : public Cloneable<PoissonNLLLossImpl> {
+ public:
+  explicit PoissonNLLLossImpl(PoissonNLLLossOptions options = {}) : Cloneable("PoissonNLLLoss"), options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::poisson_nll_loss(input, target, options.log_input_, options.full_, options.eps_,
+                                        options.reduction_);
+  }
+  PoissonNLLLossOptions options;
+};
+
+struct GaussianNLLLossOptions {
+  GaussianNLLLossOptions& full(bool f) { full_ = f; return *this; }
+  GaussianNLLLossOptions& eps(double e) { eps_ = e; return *this; }
+  GaussianNLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  bool full_ = false;
+  double eps_ = 1e-6;
+  Reduction reduction_ = kMean;
+};
+
+class GaussianNLLLossImpl : public Cloneable<GaussianNLLLossImpl> {
+ public:
+  explicit GaussianNLLLossImpl(GaussianNLLLossOptions options = {}) : Cloneable("GaussianNLLLoss"), options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) {
+    return functional::gaussian_nll_loss(input, target, var, options.full_, options.eps_, options.reduction_);
+  }
+  GaussianNLLLossOptions options;
+};
+
+struct MultiLabelSoftMarginLossOptions {
+  MultiLabelSoftMarginLossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  MultiLabelSoftMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Tensor weight_;
+  Reduction reduction_ = kMean;
+};
+
+class MultiLabelSoftMarginLossImpl : public Cloneable<MultiLabelSoftMarginLossImpl> {
+ public:
+  explicit MultiLabelSoftMarginLossImpl(MultiLabelSoftMarginLossOptions options = {})
+      : Cloneable("MultiLabelSoftMarginLoss"), options(std::move(options)) {
+    reset();
+  }
+  void reset() override {
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::multilabel_soft_margin_loss(input, target, weight, options.reduction_);
+  }
+  MultiLabelSoftMarginLossOptions options;
+  Tensor weight;  // the registered buffer (see CrossEntropyLossImpl)
+};
+
+struct MultiMarginLossOptions {
+  MultiMarginLossOptions& p(int64_t p) { p_ = p; return *this; }
+  MultiMarginLossOptions& margin(double m) { margin_ = m; return *this; }
+  MultiMarginLossOptions& weight(Tensor w) { weight_ = std::move(w); return *this; }
+  MultiMarginLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  int64_t p_ = 1;
+  double margin_ = 1.0;
+  Tensor weight_;
+  Reduction reduction_ = kMean;
+};
+
+class MultiMarginLossImpl : public Cloneable<MultiMarginLossImpl> {
+ public:
+  explicit MultiMarginLossImpl(MultiMarginLossOptions options = {})
+      : Cloneable("MultiMarginLoss"), options(std::move(options)) {
+    TD_CHECK(this->options.p_ == 1 || this->options.p_ == 2, "MultiMarginLoss: p must be 1 or 2, got ",
+             this->options.p_);
+    reset();
+  }
+  void reset() override {
+    weight = options.weight_.defined() ? register_buffer("weight", options.weight_) : Tensor();
+  }
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::multi_margin_loss(input, target, options.p_, options.margin_, weight, options.reduction_);
+  }
+  MultiMarginLossOptions options;
+  Tensor weight;  // the registered buffer (see CrossEntropyLossImpl)
+};
+
+class MultiLabelMarginLossImpl : public Cloneable<MultiLabelMarginLossImpl> {
+ public:
+  explicit MultiLabelMarginLossImpl(Reduction reduction = kMean)
+      : Cloneable("MultiLabelMarginLoss"), reduction(reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::multilabel_margin_loss(input, target, reduction);
+  }
+  Reduction reduction;
+};
+
+struct PairwiseDistanceOptions {
+  PairwiseDistanceOptions& p(double p) { p_ = p; return *this; }
+  PairwiseDistanceOptions& eps(double e) { eps_ = e; return *this; }
+  PairwiseDistanceOptions& keepdim(bool k) { keepdim_ = k; return *this; }
+  double p_ = 2, eps_ = 1e-6;
+  bool keepdim_ = false;
+};
+
+class PairwiseDistanceImpl : public Cloneable<PairwiseDistanceImpl> {
+ public:
+  explicit PairwiseDistanceImpl(PairwiseDistanceOptions options = {})
+      : Cloneable("PairwiseDistance"), options(options) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2) {
+    return functional::pairwise_distance(x1, x2, options.p_, options.eps_, options.keepdim_);
+  }
+  PairwiseDistanceOptions options;
+};
+
+#define TD_LOSS_HOLDER(Name)                     \
+  class Name : public ModuleHolder<Name##Impl> { \
+   public:                                       \
+    using ModuleHolder::ModuleHolder;            \
+  };
+TD_LOSS_HOLDER(MarginRankingLoss)
+TD_LOSS_HOLDER(CosineEmbeddingLoss)
+TD_LOSS_HOLDER(HingeEmbeddingLoss)
+TD_LOSS_HOLDER(SoftMarginLoss)
+TD_LOSS_HOLDER(TripletMarginLoss)
+TD_LOSS_HOLDER(TripletMarginWithDistanceLoss)
+TD_LOSS_HOLDER(PoissonNLLLoss)
+TD_LOSS_HOLDER(GaussianNLLLoss)
+TD_LOSS_HOLDER(MultiLabelSoftMarginLoss)
+TD_LOSS_HOLDER(MultiMarginLoss)
+TD_LOSS_HOLDER(MultiLabelMarginLoss)
+TD_LOSS_HOLDER(PairwiseDistance)
+#undef TD_LOSS_HOLDER
+
 class MSELoss : public ModuleHolder<MSELossImpl> {
  public:
   using ModuleHolder::ModuleHolder;

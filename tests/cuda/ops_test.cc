@@ -2235,6 +2235,49 @@ TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices a
   }
 }
 
+TEST_CASE("the margin and likelihood losses give the CPU's values and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(39);
+  using Loss = std::function<Tensor(const std::vector<Tensor>&)>;
+  const Tensor signs = td::where(td::rand({33, 7}) > 0.5, 1.0, -1.0), labels = td::randint(0, 7, {33});
+  const Tensor listed = td::where(td::rand({33, 7}) > 0.3, td::randint(0, 7, {33, 7}), -1);
+  auto on = [](const Tensor& constant, const Tensor& like) { return constant.to(like.device(), like.dtype()); };
+  const std::vector<std::pair<std::string, Loss>> losses = {
+      {"margin_ranking_loss", [&](auto& x) { return F::margin_ranking_loss(x[0], x[1], on(signs, x[0]), 0.2); }},
+      {"hinge_embedding_loss", [&](auto& x) { return F::hinge_embedding_loss(x[0], on(signs, x[0]), 0.5); }},
+      {"soft_margin_loss", [&](auto& x) { return F::soft_margin_loss(x[0], on(signs, x[0])); }},
+      {"cosine_embedding_loss",
+       [&](auto& x) { return F::cosine_embedding_loss(x[0], x[1], on(signs.select(1, 0), x[0]), 0.1); }},
+      {"triplet_margin_loss", [&](auto& x) { return F::triplet_margin_loss(x[0], x[1], x[2], 1, 2, 1e-6, true); }},
+      {"poisson_nll_loss", [&](auto& x) { return F::poisson_nll_loss(x[0], x[1].abs() * 3, true, true); }},
+      {"gaussian_nll_loss", [&](auto& x) { return F::gaussian_nll_loss(x[0], x[1], x[2].abs(), true); }},
+      {"multilabel_soft_margin_loss",
+       [&](auto& x) { return F::multilabel_soft_margin_loss(x[0], on(signs, x[0]).clamp(0)); }},
+      {"multi_margin_loss", [&](auto& x) { return F::multi_margin_loss(x[0], labels.to(x[0].device()), 2, 0.7); }},
+      {"multilabel_margin_loss", [&](auto& x) { return F::multilabel_margin_loss(x[0], listed.to(x[0].device())); }},
+  };
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    for (const auto& [name, loss] : losses) {
+      const std::string what = name + " " + td::dtype_name(dtype);
+      std::vector<Tensor> cpu, dev;
+      for (int k = 0; k < 3; ++k) {
+        Pair x = ct::random_pair({33, 7}, dtype, k == 0 ? Layout::Permuted : Layout::Contiguous);
+        cpu.push_back(x.cpu.detach().requires_grad_(true));
+        dev.push_back(x.dev.detach().requires_grad_(true));
+      }
+      const Tensor on_cpu = loss(cpu), on_dev = loss(dev);
+      check_close(on_dev, on_cpu, 8 * rtol_for(dtype), 8 * rtol_for(dtype), what);
+      on_cpu.backward();
+      on_dev.backward();
+      for (size_t k = 0; k < cpu.size(); ++k) {
+        if (!cpu[k].grad().defined()) continue;
+        check_close(dev[k].grad(), cpu[k].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
+                    what + " gradient " + std::to_string(k));
+      }
+    }
+  }
+}
+
 TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(35);
