@@ -14,14 +14,7 @@ namespace tandem::optim {
 AdamOptions::AdamOptions(double lr) : lr_(lr) {}
 
 void AdamOptions::validate() const {
-  const char* name = optimizer_name();
-  const auto [beta1, beta2] = betas_;
-  // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-  TD_CHECK(std::isfinite(eps_) && eps_ >= 0, name, ": invalid eps = ", eps_, " (must be >= 0)");
-  TD_CHECK(beta1 >= 0 && beta1 < 1, name, ": invalid betas[0] = ", beta1, " (betas must be in [0, 1))");
-  TD_CHECK(beta2 >= 0 && beta2 < 1, name, ": invalid betas[1] = ", beta2, " (betas must be in [0, 1))");
-  TD_CHECK(std::isfinite(weight_decay_) && weight_decay_ >= 0, name, ": invalid weight_decay = ", weight_decay_,
-           " (must be >= 0)");
+  detail::check_betas_eps_weight_decay(optimizer_name(), betas_, eps_, weight_decay_);
 }
 
 void AdamOptions::to_json(nlohmann::json& out) const {
@@ -37,11 +30,7 @@ void AdamOptions::to_json(nlohmann::json& out) const {
 void AdamOptions::from_json(const nlohmann::json& in) {
   const char* name = optimizer_name();
   lr_ = detail::json_double(in, name, "lr");
-  auto betas = in.find("betas");
-  TD_CHECK(betas != in.end() && betas->is_array() && betas->size() == 2 && (*betas)[0].is_number() &&
-               (*betas)[1].is_number(),
-           name, ": option 'betas' must be a list of two numbers");
-  betas_ = {(*betas)[0].get<double>(), (*betas)[1].get<double>()};
+  betas_ = detail::json_betas(in, name);
   eps_ = detail::json_double(in, name, "eps");
   weight_decay_ = detail::json_double(in, name, "weight_decay");
   amsgrad_ = detail::json_bool(in, name, "amsgrad");

@@ -1,8 +1,11 @@
-// tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate
-// schedulers, and amp::GradScaler for float16 training.
+// tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam,
+// RAdam, Adadelta, Rprop, ASGD), learning-rate schedulers, and amp::GradScaler for float16
+// training.
 #pragma once
 
 #include "nn/optim/adam.h"
+#include "nn/optim/adam_variants.h"
+#include "nn/optim/classic.h"
 #include "nn/optim/grad_scaler.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -158,6 +159,8 @@ Tensor load_like_param(const StateDict& in, const std::string& key, const Tensor
 // `state`, if defined and not on `param`'s device or of its dtype, converted to them.
 void follow_param(Tensor& state, const Tensor& param);
 int64_t load_count(const StateDict& in, const std::string& key);
+// A 0-dim state number kept in float32, as PyTorch keeps NAdam's mu_product and ASGD's eta and mu.
+float load_float32(const StateDict& in, const std::string& key);
 // PyTorch's lerp_, addcmul_ and addcdiv_ as the op-by-op steps use them: self.lerp_(end, weight)
 // with torch.lerp's formula, whose two branches keep the result exact at both ends of the weight;
 // self += (value * a) * b; self += (value * a) / b. Each is one op: for float16 and bfloat16 it is
@@ -174,6 +177,10 @@ bool json_bool_or_false(const nlohmann::json& in, const char* who, const char* n
 // An option that may be unset: null or no field (a state saved before it) reads as unset.
 std::optional<bool> json_optional_bool(const nlohmann::json& in, const char* who, const char* name);
 int64_t json_int(const nlohmann::json& in, const char* who, const char* name);
+// The Adam family's options: "betas" as a list of two numbers; and the checks of betas (in
+// [0, 1)), eps and weight_decay (finite, not negative), naming `who`.
+std::tuple<double, double> json_betas(const nlohmann::json& in, const char* who);
+void check_betas_eps_weight_decay(const char* who, std::tuple<double, double> betas, double eps, double weight_decay);
 }  // namespace detail
 
 }  // namespace tandem::optim

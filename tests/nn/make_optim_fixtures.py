@@ -16,6 +16,9 @@ import os
 import torch
 
 STEPS = 5
+# A configuration may take more steps (RAdam rectifies its step from the sixth on): gradients are
+# written for this many.
+MAX_STEPS = 8
 SHAPES = [[2, 3], [4], []]  # a matrix, a vector and a 0-dim tensor
 # (step, parameter) pairs with no gradient: the optimizer must skip that parameter that step.
 NO_GRAD = {(1, 2), (3, 0)}
@@ -43,11 +46,13 @@ PARAMS = [flat_values(numel(s), 11 * i + 1, 1.5) for i, s in enumerate(SHAPES)]
 GRADS = [
     [None if (t, i) in NO_GRAD else flat_values(numel(s), 5 * t + 17 * i + 2, 0.8 + 0.3 * t)
      for i, s in enumerate(SHAPES)]
-    for t in range(STEPS)
+    for t in range(MAX_STEPS)
 ]
 
 OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
-              "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad}
+              "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad, "Adamax": torch.optim.Adamax,
+              "NAdam": torch.optim.NAdam, "RAdam": torch.optim.RAdam, "Adadelta": torch.optim.Adadelta,
+              "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD}
 SCHEDULERS = {
     "StepLR": torch.optim.lr_scheduler.StepLR,
     "MultiStepLR": torch.optim.lr_scheduler.MultiStepLR,
@@ -100,6 +105,32 @@ CONFIGS = [
     # OneCycleLR also cycles SGD's momentum and Adam's beta1, which the parameters show.
     ("sgd_one_cycle", "SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, None,
      {"type": "OneCycleLR", "args": {"max_lr": 0.5, "total_steps": 6}}),
+    ("adamax_plain", "Adamax", {"lr": 0.02}, None, None),
+    ("adamax_decay_maximize", "Adamax",
+     {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1, "maximize": True}, None, None),
+    ("nadam_plain", "NAdam", {"lr": 0.01}, None, None),
+    ("nadam_decay", "NAdam", {"lr": 0.01, "weight_decay": 0.1, "momentum_decay": 0.05}, None, None),
+    ("nadam_decoupled_maximize", "NAdam",
+     {"lr": 0.01, "betas": [0.3, 0.9], "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+     None, None),
+    # Eight steps: from the sixth on, RAdam's step is rectified.
+    ("radam_plain", "RAdam", {"lr": 0.01}, None, None, 8),
+    ("radam_decay", "RAdam", {"lr": 0.01, "betas": [0.8, 0.9], "eps": 1e-6, "weight_decay": 0.1}, None, None, 8),
+    ("radam_decoupled_maximize", "RAdam",
+     {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}, None, None, 8),
+    ("adadelta_plain", "Adadelta", {}, None, None),
+    ("adadelta_options", "Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-5, "weight_decay": 0.1, "maximize": True},
+     None, None),
+    ("rprop_plain", "Rprop", {"lr": 0.01}, None, None, 8),
+    ("rprop_options", "Rprop", {"lr": 0.05, "etas": [0.3, 1.5], "step_sizes": [0.02, 0.08], "maximize": True},
+     None, None, 8),
+    ("rprop_two_groups", "Rprop", {"lr": 0.01},
+     [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.1}}], None),
+    ("asgd_plain", "ASGD", {"lr": 0.01}, None, None),
+    # t0 2: the average starts at the third step.
+    ("asgd_averaging", "ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}, None, None,
+     8),
+    ("asgd_maximize", "ASGD", {"lr": 0.05, "t0": 0, "maximize": True}, None, None),
     ("adam_one_cycle_three_phase", "Adam", {"lr": 0.01},
      [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.001}}],
      {"type": "OneCycleLR", "args": {"max_lr": [0.02, 0.05], "total_steps": 8, "pct_start": 0.25,
@@ -146,12 +177,13 @@ PLATEAUS = [
 
 def torch_options(options):
     out = dict(options)
-    if "betas" in out:
-        out["betas"] = tuple(out["betas"])
+    for pair in ("betas", "etas", "step_sizes"):
+        if pair in out:
+            out[pair] = tuple(out[pair])
     return out
 
 
-def run_config(kind, defaults, groups, scheduler):
+def run_config(kind, defaults, groups, scheduler, steps):
     params = [torch.tensor(v, dtype=torch.float64).reshape(s) for v, s in zip(PARAMS, SHAPES)]
     for p in params:
         p.requires_grad_(True)
@@ -163,7 +195,7 @@ def run_config(kind, defaults, groups, scheduler):
     optimizer = OPTIMIZERS[kind](param_groups, **torch_options(defaults), foreach=False)
     sched = SCHEDULERS[scheduler["type"]](optimizer, **scheduler["args"]) if scheduler else None
     expected = []
-    for t in range(STEPS):
+    for t in range(steps):
         for i, p in enumerate(params):
             g = GRADS[t][i]
             p.grad = None if g is None else torch.tensor(g, dtype=torch.float64).reshape(SHAPES[i])
@@ -171,7 +203,18 @@ def run_config(kind, defaults, groups, scheduler):
         if sched:
             sched.step()
         expected.append([p.detach().reshape(-1).tolist() for p in params])
-    return expected
+    # ASGD's averaged parameters, after the last step.
+    averaged = [optimizer.state[p]["ax"].reshape(-1).tolist() for p in params] if kind == "ASGD" else None
+    return expected, averaged
+
+
+def optimizer_entry(name, kind, defaults, groups, scheduler, steps=STEPS):
+    expected, averaged = run_config(kind, defaults, groups, scheduler, steps)
+    entry = {"name": name, "optimizer": kind, "defaults": defaults, "groups": groups, "scheduler": scheduler,
+             "steps": steps, "expected": expected}
+    if averaged is not None:
+        entry["averaged"] = averaged
+    return entry
 
 
 def run_schedule(kind, args, steps):
@@ -216,17 +259,7 @@ def main():
         "shapes": SHAPES,
         "params": PARAMS,
         "grads": GRADS,
-        "optimizers": [
-            {
-                "name": name,
-                "optimizer": kind,
-                "defaults": defaults,
-                "groups": groups,
-                "scheduler": scheduler,
-                "expected": run_config(kind, defaults, groups, scheduler),
-            }
-            for name, kind, defaults, groups, scheduler in CONFIGS
-        ],
+        "optimizers": [optimizer_entry(*config) for config in CONFIGS],
         "schedulers": [
             {"name": name, "type": kind, "args": args, "group_lrs": [0.1, 0.02], "lrs": run_schedule(kind, args, steps)}
             for name, kind, args, steps in SCHEDULES

@@ -74,12 +74,18 @@ void apply_common(Options& o, const json& j) {
 }
 
 template <typename Options>
-Options adam_options(const json& j, Options o) {
+Options adam_options_without_amsgrad(const json& j, Options o) {
   apply_common(o, j);
   if (j.contains("betas")) o.betas({j["betas"][0].get<double>(), j["betas"][1].get<double>()});
   if (j.contains("eps")) o.eps(j["eps"].get<double>());
-  if (j.contains("amsgrad")) o.amsgrad(j["amsgrad"].get<bool>());
   if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
+template <typename Options>
+Options adam_options(const json& j, Options o) {
+  o = adam_options_without_amsgrad(j, o);
+  if (j.contains("amsgrad")) o.amsgrad(j["amsgrad"].get<bool>());
   return o;
 }
 
@@ -107,6 +113,38 @@ optim::AdagradOptions adagrad_options(const json& j, optim::AdagradOptions o) {
   if (j.contains("lr_decay")) o.lr_decay(j["lr_decay"].get<double>());
   if (j.contains("initial_accumulator_value")) o.initial_accumulator_value(j["initial_accumulator_value"].get<double>());
   if (j.contains("eps")) o.eps(j["eps"].get<double>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
+template <typename Options>
+Options nadam_like_options(const json& j, Options o) {
+  o = adam_options_without_amsgrad(j, o);
+  if (j.contains("decoupled_weight_decay")) o.decoupled_weight_decay(j["decoupled_weight_decay"].get<bool>());
+  return o;
+}
+
+optim::AdadeltaOptions adadelta_options(const json& j, optim::AdadeltaOptions o) {
+  apply_common(o, j);
+  if (j.contains("rho")) o.rho(j["rho"].get<double>());
+  if (j.contains("eps")) o.eps(j["eps"].get<double>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
+optim::RpropOptions rprop_options(const json& j, optim::RpropOptions o) {
+  if (j.contains("lr")) o.lr(j["lr"].get<double>());
+  if (j.contains("etas")) o.etas({j["etas"][0].get<double>(), j["etas"][1].get<double>()});
+  if (j.contains("step_sizes")) o.step_sizes({j["step_sizes"][0].get<double>(), j["step_sizes"][1].get<double>()});
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
+optim::ASGDOptions asgd_options(const json& j, optim::ASGDOptions o) {
+  apply_common(o, j);
+  if (j.contains("lambd")) o.lambd(j["lambd"].get<double>());
+  if (j.contains("alpha")) o.alpha(j["alpha"].get<double>());
+  if (j.contains("t0")) o.t0(j["t0"].get<double>());
   if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
   return o;
 }
@@ -147,6 +185,32 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   if (kind == "Adagrad") {
     auto base = adagrad_options(defaults, optim::AdagradOptions());
     return std::make_unique<optim::Adagrad>(groups([&](const json& o) { return adagrad_options(o, base); }), base);
+  }
+  if (kind == "Adamax") {
+    auto base = adam_options_without_amsgrad(defaults, optim::AdamaxOptions());
+    return std::make_unique<optim::Adamax>(groups([&](const json& o) { return adam_options_without_amsgrad(o, base); }),
+                                           base);
+  }
+  if (kind == "NAdam") {
+    auto base = nadam_like_options(defaults, optim::NAdamOptions());
+    if (defaults.contains("momentum_decay")) base.momentum_decay(defaults["momentum_decay"].get<double>());
+    return std::make_unique<optim::NAdam>(groups([&](const json& o) { return nadam_like_options(o, base); }), base);
+  }
+  if (kind == "RAdam") {
+    auto base = nadam_like_options(defaults, optim::RAdamOptions());
+    return std::make_unique<optim::RAdam>(groups([&](const json& o) { return nadam_like_options(o, base); }), base);
+  }
+  if (kind == "Adadelta") {
+    auto base = adadelta_options(defaults, optim::AdadeltaOptions());
+    return std::make_unique<optim::Adadelta>(groups([&](const json& o) { return adadelta_options(o, base); }), base);
+  }
+  if (kind == "Rprop") {
+    auto base = rprop_options(defaults, optim::RpropOptions());
+    return std::make_unique<optim::Rprop>(groups([&](const json& o) { return rprop_options(o, base); }), base);
+  }
+  if (kind == "ASGD") {
+    auto base = asgd_options(defaults, optim::ASGDOptions());
+    return std::make_unique<optim::ASGD>(groups([&](const json& o) { return asgd_options(o, base); }), base);
   }
   REQUIRE(kind == "AdamW");
   auto base = adam_options(defaults, optim::AdamWOptions());
@@ -228,9 +292,9 @@ const json& config_named(const std::string& name) {
 TEST_CASE("every optimizer configuration gives PyTorch's parameters after every step", "[cpu]") {
   REQUIRE(fixture()["torch_version"].get<std::string>().size() > 0);
   INFO("fixture from torch " << fixture()["torch_version"].get<std::string>());
-  const size_t steps = fixture()["steps"];
   for (const json& config : fixture()["optimizers"]) {
     Run run(config);
+    const size_t steps = config["steps"];
     for (size_t t = 0; t < steps; ++t) {
       run.step();
       for (size_t i = 0; i < run.params.size(); ++i) {
@@ -238,6 +302,12 @@ TEST_CASE("every optimizer configuration gives PyTorch's parameters after every 
         what << config["name"].get<std::string>() << ", step " << t + 1 << ", parameter " << i;
         check_close(run.params[i], config["expected"][t][i].get<std::vector<double>>(), 1e-12, 1e-15, what.str());
       }
+    }
+    if (!config.contains("averaged")) continue;
+    const auto& asgd = dynamic_cast<const optim::ASGD&>(*run.optimizer);
+    for (size_t i = 0; i < run.params.size(); ++i) {
+      check_close(asgd.averaged(run.params[i]), config["averaged"][i].get<std::vector<double>>(), 1e-12, 1e-15,
+                  config["name"].get<std::string>() + " averaged parameter " + std::to_string(i));
     }
   }
 }
@@ -453,6 +523,23 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::Adagrad(params(), optim::AdagradOptions().lr_decay(-1)); }, {"Adagrad", "lr_decay = -1"});
   check_error([&] { optim::Adagrad(params(), optim::AdagradOptions().initial_accumulator_value(-0.1)); },
               {"Adagrad", "initial_accumulator_value = -0.1"});
+  check_error([&] { optim::Adamax(params(), optim::AdamaxOptions().betas({0.9, 1.0})); }, {"Adamax", "betas[1] = 1"});
+  check_error([&] { optim::NAdam(params(), optim::NAdamOptions().momentum_decay(-1)); },
+              {"NAdam", "momentum_decay = -1"});
+  check_error([&] { optim::RAdam(params(), optim::RAdamOptions().eps(-1)); }, {"RAdam", "eps = -1"});
+  check_error([&] { optim::Adadelta(params(), optim::AdadeltaOptions().rho(1.5)); }, {"Adadelta", "rho = 1.5"});
+  check_error([&] { optim::Adadelta(params(), optim::AdadeltaOptions(-1)); }, {"Adadelta", "lr = -1"});
+  check_error(
+      [&] {
+        optim::Rprop(params(), optim::RpropOptions().etas({0.5, 0.9}));
+      },
+      {"Rprop", "etas (0.5, 0.9)", "0 < etaminus < 1 < etaplus"});
+  check_error(
+      [&] {
+        optim::Rprop(params(), optim::RpropOptions().step_sizes({1, 0.5}));
+      },
+      {"Rprop", "step_sizes (1, 0.5)"});
+  check_error([&] { optim::ASGD(params(), optim::ASGDOptions().weight_decay(-1)); }, {"ASGD", "weight_decay = -1"});
   // A group's own options are checked too.
   check_error([&] { optim::SGD({optim::OptimizerParamGroup(params(), optim::SGDOptions(-2))}, 0.1); },
               {"lr = -2"});
@@ -623,7 +710,13 @@ TEST_CASE("every optimizer refuses a bad gradient before it changes a parameter 
       {"AdamW", [](auto p) { return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.1).fused(false)); }},
       {"RMSprop", [](auto p) { return std::make_unique<optim::RMSprop>(p, optim::RMSpropOptions(0.1).momentum(0.9)); }},
       {"Adagrad", [](auto p) { return std::make_unique<optim::Adagrad>(p, optim::AdagradOptions(0.1)); }},
-      {"SGD", [](auto p) { return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.1).momentum(0.9)); }}};
+      {"SGD", [](auto p) { return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.1).momentum(0.9)); }},
+      {"Adamax", [](auto p) { return std::make_unique<optim::Adamax>(p, optim::AdamaxOptions(0.1)); }},
+      {"NAdam", [](auto p) { return std::make_unique<optim::NAdam>(p, optim::NAdamOptions(0.1)); }},
+      {"RAdam", [](auto p) { return std::make_unique<optim::RAdam>(p, optim::RAdamOptions(0.1)); }},
+      {"Adadelta", [](auto p) { return std::make_unique<optim::Adadelta>(p, optim::AdadeltaOptions()); }},
+      {"Rprop", [](auto p) { return std::make_unique<optim::Rprop>(p, optim::RpropOptions()); }},
+      {"ASGD", [](auto p) { return std::make_unique<optim::ASGD>(p, optim::ASGDOptions().t0(0)); }}};
   for (const auto& [name, make] : makers) {
     INFO(name);
     td::Tensor a = td::ones({2}, td::kFloat64).requires_grad_(), b = td::ones({3}, td::kFloat64).requires_grad_();
@@ -759,6 +852,55 @@ TEST_CASE("optimizers on bfloat16 parameters round as PyTorch's single-tensor st
             -0.400390625, 0.25, -0.041015625, 0.416015625, 0.31640625, 0.5546875, 0.67578125, 0.6875, 1.0390625,
             -1.3359375, -0.65625, -1.1796875, -0.443359375, -0.90234375, -0.251953125, -0.5390625, -0.08447265625,
             -0.1826171875, 0.0546875, 0.1767578125, 0.181640625, 0.55078125});
+}
+
+TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD on bfloat16 parameters round as PyTorch's", "[cpu]") {
+  // The same parameter and five gradients as above; PyTorch 2.15 (foreach=False) gave these sums
+  // of the final values, plain and weighted by position, which any changed value would move.
+  auto run = [](optim::Optimizer& optimizer, td::Tensor& p) {
+    for (int s = 0; s < 5; ++s) {
+      std::vector<float> g(64);
+      for (int i = 0; i < 64; ++i) {
+        g[i] = static_cast<float>((7 * i + s) % 13 - 6) / 16.0f + static_cast<float>(s) / 32.0f;
+      }
+      p.mutable_grad() = td::tensor(g).to(td::kBFloat16);
+      optimizer.step();
+    }
+    const td::Tensor final_values = p.detach().to(td::kFloat64);
+    return std::pair{final_values.sum().item<double>(),
+                     (final_values * td::arange(64, td::kFloat64)).sum().item<double>()};
+  };
+  auto parameter = [] {
+    std::vector<float> start(64);
+    for (int i = 0; i < 64; ++i) start[i] = static_cast<float>(i % 17 - 8) / 8.0f;
+    return td::tensor(start).to(td::kBFloat16).requires_grad_();
+  };
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<td::Tensor>)>;
+  const std::vector<std::tuple<std::string, Make, double, double>> cases{
+      {"Adamax", [](auto p) { return std::make_unique<optim::Adamax>(p, optim::AdamaxOptions(0.01)); },
+       -3.5013427734375, -18.0509033203125},
+      {"NAdam", [](auto p) { return std::make_unique<optim::NAdam>(p, optim::NAdamOptions(0.01).weight_decay(0.1)); },
+       -3.92071533203125, -31.951416015625},
+      {"RAdam",
+       [](auto p) {
+         return std::make_unique<optim::RAdam>(p, optim::RAdamOptions(0.01).betas({0.9, 0.6}));
+       },
+       -3.3612060546875, -13.38580322265625},
+      {"Adadelta", [](auto p) { return std::make_unique<optim::Adadelta>(p, optim::AdadeltaOptions(1.0)); },
+       -3.6435546875, -22.131622314453125},
+      {"Rprop", [](auto p) { return std::make_unique<optim::Rprop>(p, optim::RpropOptions(0.01)); }, -3.9564208984375,
+       -31.9190673828125},
+      {"ASGD", [](auto p) { return std::make_unique<optim::ASGD>(p, optim::ASGDOptions(0.05).t0(1)); },
+       -4.2315673828125, -40.4427490234375},
+  };
+  for (const auto& [name, make, sum, weighted] : cases) {
+    INFO(name);
+    td::Tensor p = parameter();
+    auto optimizer = make({p});
+    const auto [got_sum, got_weighted] = run(*optimizer, p);
+    CHECK(got_sum == sum);
+    CHECK(got_weighted == weighted);
+  }
 }
 
 TEST_CASE("schedulers that follow each group's lr also schedule groups added later, as PyTorch's do", "[cpu]") {
