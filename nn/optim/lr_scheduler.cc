@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/optim/adam.h"
+#include "nn/optim/adam_variants.h"
 #include "nn/optim/rmsprop.h"
 #include "nn/optim/sgd.h"
 
@@ -87,20 +88,31 @@ std::vector<double> per_group(const char* who, const char* name, std::vector<dou
   return values;
 }
 
-// The momentum that OneCycleLR cycles: SGD's and RMSprop's momentum, Adam's and AdamW's beta1.
-bool has_momentum(const OptimizerOptions& o) {
-  return dynamic_cast<const SGDOptions*>(&o) != nullptr || dynamic_cast<const RMSpropOptions*>(&o) != nullptr ||
-         dynamic_cast<const AdamOptions*>(&o) != nullptr;
+// The momentum that OneCycleLR and CyclicLR cycle: SGD's and RMSprop's momentum, beta1 of the
+// Adam family (Adam, AdamW, Adamax, NAdam, RAdam).
+template <typename Options>
+bool set_beta1(OptimizerOptions& o, double beta1) {
+  auto* options = dynamic_cast<Options*>(&o);
+  if (options) options->betas({beta1, std::get<1>(options->betas())});
+  return options != nullptr;
 }
 
-void set_momentum(OptimizerOptions& o, double momentum) {
+bool set_momentum(OptimizerOptions& o, double momentum) {
   if (auto* sgd = dynamic_cast<SGDOptions*>(&o)) {
     sgd->momentum(momentum);
-  } else if (auto* rmsprop = dynamic_cast<RMSpropOptions*>(&o)) {
-    rmsprop->momentum(momentum);
-  } else if (auto* adam = dynamic_cast<AdamOptions*>(&o)) {
-    adam->betas({momentum, std::get<1>(adam->betas())});
+    return true;
   }
+  if (auto* rmsprop = dynamic_cast<RMSpropOptions*>(&o)) {
+    rmsprop->momentum(momentum);
+    return true;
+  }
+  return set_beta1<AdamOptions>(o, momentum) || set_beta1<AdamaxOptions>(o, momentum) ||
+         set_beta1<NAdamOptions>(o, momentum) || set_beta1<RAdamOptions>(o, momentum);
+}
+
+bool has_momentum(const OptimizerOptions& o) {
+  auto copy = o.clone();
+  return set_momentum(*copy, 0);
 }
 
 // A JSON number that may be infinite (JSON has no infinity): a number, or "inf" / "-inf".
@@ -166,6 +178,11 @@ void LRScheduler::step() {
     --last_epoch_;
     throw;
   }
+  set_lrs(lrs);
+}
+
+void LRScheduler::set_lrs(const std::vector<double>& lrs) {
+  auto& groups = optimizer_.param_groups();
   for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
   last_lr_ = group_lrs();
 }
@@ -389,6 +406,372 @@ void LinearLR::hyperparameters_from_json(const json& in) {
   start_factor_ = start_factor;
   end_factor_ = end_factor;
   total_iters_ = total_iters;
+}
+
+// ---- ConstantLR ----
+
+namespace {
+
+void check_constant(double factor, int64_t total_iters) {
+  TD_CHECK(factor >= 0 && factor <= 1, "ConstantLR: invalid factor = ", factor, " (must be in [0, 1])");
+  TD_CHECK(total_iters >= 0, "ConstantLR: invalid total_iters = ", total_iters, " (must be >= 0)");
+}
+
+void check_polynomial(int64_t total_iters, double power) {
+  TD_CHECK(total_iters >= 1, "PolynomialLR: invalid total_iters = ", total_iters, " (must be >= 1)");
+  TD_CHECK(std::isfinite(power), "PolynomialLR: invalid power = ", power);
+}
+
+void check_warm_restarts(int64_t T_0, int64_t T_mult, double eta_min) {
+  TD_CHECK(T_0 >= 1, "CosineAnnealingWarmRestarts: invalid T_0 = ", T_0, " (must be >= 1)");
+  TD_CHECK(T_mult >= 1, "CosineAnnealingWarmRestarts: invalid T_mult = ", T_mult, " (must be >= 1)");
+  TD_CHECK(std::isfinite(eta_min), "CosineAnnealingWarmRestarts: invalid eta_min = ", eta_min);
+}
+
+}  // namespace
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
+  check_constant(factor, total_iters);
+  initial_step();
+}
+
+std::vector<double> ConstantLR::get_lr() {
+  std::vector<double> out = group_lrs();
+  if (last_epoch_ == 0) {
+    for (double& lr : out) lr = lr * factor_;
+  } else if (last_epoch_ == total_iters_) {
+    for (double& lr : out) lr = lr * (1.0 / factor_);
+  }
+  return out;
+}
+
+void ConstantLR::hyperparameters_to_json(json& out) const {
+  out["factor"] = factor_;
+  out["total_iters"] = total_iters_;
+}
+
+void ConstantLR::hyperparameters_from_json(const json& in) {
+  const double factor = detail::json_double(in, name(), "factor");
+  const int64_t total_iters = detail::json_int(in, name(), "total_iters");
+  check_constant(factor, total_iters);
+  factor_ = factor;
+  total_iters_ = total_iters;
+}
+
+// ---- PolynomialLR ----
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer), total_iters_(total_iters), power_(power) {
+  check_polynomial(total_iters, power);
+  initial_step();
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> out = group_lrs();
+  if (is_initial_ || last_epoch_ > total_iters_) return out;
+  const double epoch = static_cast<double>(last_epoch_), total = static_cast<double>(total_iters_);
+  const double decay = std::pow((1.0 - epoch / total) / (1.0 - (epoch - 1) / total), power_);
+  for (double& lr : out) lr = lr * decay;
+  return out;
+}
+
+void PolynomialLR::hyperparameters_to_json(json& out) const {
+  out["total_iters"] = total_iters_;
+  out["power"] = power_;
+}
+
+void PolynomialLR::hyperparameters_from_json(const json& in) {
+  const int64_t total_iters = detail::json_int(in, name(), "total_iters");
+  const double power = detail::json_double(in, name(), "power");
+  check_polynomial(total_iters, power);
+  total_iters_ = total_iters;
+  power_ = power;
+}
+
+// ---- MultiplicativeLR ----
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Factor factor)
+    : MultiplicativeLR(optimizer, std::vector<Factor>(optimizer.param_groups().size(), std::move(factor))) {}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Factor> factors)
+    : LRScheduler(optimizer), factors_(std::move(factors)) {
+  TD_CHECK(factors_.size() == optimizer.param_groups().size(), "MultiplicativeLR: ", factors_.size(),
+           " functions for ", optimizer.param_groups().size(), " parameter groups");
+  for (size_t i = 0; i < factors_.size(); ++i) {
+    TD_CHECK(factors_[i] != nullptr, "MultiplicativeLR: function ", i, " is empty");
+  }
+  initial_step();
+}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> out = group_lrs();
+  if (last_epoch_ == 0) return out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] * factors_[i](last_epoch_);
+  return out;
+}
+
+// ---- CosineAnnealingWarmRestarts ----
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min)
+    : LRScheduler(optimizer), T_0_(T_0), T_mult_(T_mult), eta_min_(eta_min), T_i_(T_0) {
+  check_warm_restarts(T_0, T_mult, eta_min);
+  initial_step();
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::cosine_lrs() const {
+  std::vector<double> out;
+  for (double base : base_lrs_) {
+    out.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(kPi * T_cur_ / static_cast<double>(T_i_))) / 2);
+  }
+  return out;
+}
+
+// The step without an epoch: one epoch on, restarting when the period is over.
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  if (is_initial_) {
+    T_cur_ = 0;
+    T_i_ = T_0_;
+  } else {
+    T_cur_ += 1;
+    if (T_cur_ >= static_cast<double>(T_i_)) {
+      T_cur_ -= static_cast<double>(T_i_);
+      T_i_ *= T_mult_;
+    }
+  }
+  return cosine_lrs();
+}
+
+void CosineAnnealingWarmRestarts::step(double epoch) {
+  TD_CHECK(epoch >= 0, name(), ".step: the epoch must not be negative, got ", epoch);
+  const double T_0 = static_cast<double>(T_0_), T_mult = static_cast<double>(T_mult_);
+  if (epoch >= T_0) {
+    if (T_mult_ == 1) {
+      T_cur_ = std::fmod(epoch, T_0);
+      T_i_ = T_0_;
+    } else {
+      // Python's int(math.log(epoch / T_0 * (T_mult - 1) + 1, T_mult)): log(x) / log(base).
+      const int64_t n = static_cast<int64_t>(std::log(epoch / T_0 * (T_mult - 1) + 1) / std::log(T_mult));
+      T_cur_ = epoch - T_0 * (std::pow(T_mult, static_cast<double>(n)) - 1) / (T_mult - 1);
+      T_i_ = T_0_ * static_cast<int64_t>(std::pow(T_mult, static_cast<double>(n)));
+    }
+  } else {
+    T_i_ = T_0_;
+    T_cur_ = epoch;
+  }
+  last_epoch_ = static_cast<int64_t>(std::floor(epoch));
+  ++step_count_;
+  set_lrs(cosine_lrs());
+}
+
+void CosineAnnealingWarmRestarts::hyperparameters_to_json(json& out) const {
+  out["T_0"] = T_0_;
+  out["T_mult"] = T_mult_;
+  out["eta_min"] = eta_min_;
+  out["T_cur"] = T_cur_;
+  out["T_i"] = T_i_;
+}
+
+void CosineAnnealingWarmRestarts::hyperparameters_from_json(const json& in) {
+  const int64_t T_0 = detail::json_int(in, name(), "T_0"), T_mult = detail::json_int(in, name(), "T_mult");
+  const double eta_min = detail::json_double(in, name(), "eta_min"), T_cur = detail::json_double(in, name(), "T_cur");
+  const int64_t T_i = detail::json_int(in, name(), "T_i");
+  check_warm_restarts(T_0, T_mult, eta_min);
+  TD_CHECK(T_i >= T_0 && T_cur >= 0 && T_cur < static_cast<double>(T_i), name(),
+           ".load_state_dict: invalid T_cur = ", T_cur, ", T_i = ", T_i);
+  T_0_ = T_0;
+  T_mult_ = T_mult;
+  eta_min_ = eta_min;
+  T_cur_ = T_cur;
+  T_i_ = T_i;
+}
+
+// ---- CyclicLR ----
+
+namespace {
+
+const char* cyclic_mode_name(CyclicMode mode) {
+  switch (mode) {
+    case CyclicMode::triangular: return "triangular";
+    case CyclicMode::triangular2: return "triangular2";
+    case CyclicMode::exp_range: return "exp_range";
+  }
+  return "?";
+}
+
+}  // namespace
+
+CyclicLR::CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr,
+                   CyclicLROptions options)
+    : LRScheduler(optimizer), mode_(options.mode), gamma_(options.gamma), scale_fn_(options.scale_fn),
+      cycle_momentum_(options.cycle_momentum) {
+  auto& groups = optimizer.param_groups();
+  const std::vector<double> base_lrs = per_group("CyclicLR", "base_lr", std::move(base_lr), groups.size());
+  max_lrs_ = per_group("CyclicLR", "max_lr", std::move(max_lr), groups.size());
+  for (const std::vector<double>* list : {&base_lrs, static_cast<const std::vector<double>*>(&max_lrs_)}) {
+    for (double lr : *list) TD_CHECK(std::isfinite(lr) && lr >= 0, "CyclicLR: invalid lr = ", lr);
+  }
+  const double up = options.step_size_up, down = options.step_size_down.value_or(up);
+  TD_CHECK(up > 0 && down >= 0 && std::isfinite(up + down), "CyclicLR: invalid step_size_up = ", up,
+           ", step_size_down = ", down, " (up must be positive)");
+  TD_CHECK(std::isfinite(gamma_), "CyclicLR: invalid gamma = ", gamma_);
+  total_size_ = up + down;
+  step_ratio_ = up / total_size_;
+  // The modes' own scales: triangular and triangular2 by cycle, exp_range by step.
+  scale_by_cycle_ = scale_fn_ ? options.scale_by_cycle : mode_ != CyclicMode::exp_range;
+  if (cycle_momentum_) {
+    TD_CHECK(groups.empty() || has_momentum(groups[0].options()), "CyclicLR: cycle_momentum needs an optimizer with a ",
+             "momentum (SGD, RMSprop) or a beta1 (the Adam family), not ", groups[0].options().optimizer_name(),
+             "; pass cycle_momentum = false");
+    base_momentums_ = per_group("CyclicLR", "base_momentum", options.base_momentum, groups.size());
+    max_momentums_ = per_group("CyclicLR", "max_momentum", options.max_momentum, groups.size());
+  }
+  // PyTorch's: each group starts at its base_lr (and momentum at max_momentum), which is also the
+  // initial_lr a later scheduler starts from; undone if the first step fails.
+  std::vector<std::unique_ptr<OptimizerOptions>> before;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    before.push_back(groups[i].options().clone());
+    groups[i].options().set_lr(base_lrs[i]);
+    if (cycle_momentum_) set_momentum(groups[i].options(), max_momentums_[i]);
+  }
+  try {
+    initial_step();
+  } catch (...) {
+    for (size_t i = 0; i < groups.size(); ++i) groups[i].set_options(std::move(before[i]));
+    throw;
+  }
+  base_lrs_ = base_lrs;
+}
+
+double CyclicLR::scale(double x) const {
+  if (scale_fn_) return scale_fn_(x);
+  switch (mode_) {
+    case CyclicMode::triangular: return 1.0;
+    case CyclicMode::triangular2: return 1 / std::pow(2.0, x - 1);
+    case CyclicMode::exp_range: return std::pow(gamma_, x);
+  }
+  return 1.0;
+}
+
+std::vector<double> CyclicLR::get_lr() {
+  const double epoch = static_cast<double>(last_epoch_);
+  const double cycle = std::floor(1 + epoch / total_size_);
+  const double x = 1.0 + epoch / total_size_ - cycle;
+  const double scale_factor = x <= step_ratio_ ? x / step_ratio_ : (x - 1) / (step_ratio_ - 1);
+  const double scaled = scale(scale_by_cycle_ ? cycle : epoch);
+  // In the constructor's step base_lrs_ holds the groups' initial lrs; the groups' lrs are then
+  // the base lrs, which base_lrs_ takes after it.
+  const std::vector<double> base_lrs = is_initial_ ? group_lrs() : base_lrs_;
+  std::vector<double> lrs;
+  for (size_t i = 0; i < max_lrs_.size(); ++i) {
+    const double base_height = (max_lrs_[i] - base_lrs[i]) * scale_factor;
+    lrs.push_back(base_lrs[i] + base_height * scaled);
+  }
+  if (cycle_momentum_) {
+    auto& groups = optimizer_.param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const double base_height = (max_momentums_[i] - base_momentums_[i]) * scale_factor;
+      set_momentum(groups[i].options(), max_momentums_[i] - base_height * scaled);
+    }
+  }
+  return lrs;
+}
+
+void CyclicLR::hyperparameters_to_json(json& out) const {
+  out["max_lrs"] = max_lrs_;
+  out["total_size"] = total_size_;
+  out["step_ratio"] = step_ratio_;
+  out["mode"] = cyclic_mode_name(mode_);
+  out["gamma"] = gamma_;
+  out["scale_by_cycle"] = scale_by_cycle_;
+  out["cycle_momentum"] = cycle_momentum_;
+  out["base_momentums"] = base_momentums_;
+  out["max_momentums"] = max_momentums_;
+}
+
+void CyclicLR::hyperparameters_from_json(const json& in) {
+  std::vector<double> max_lrs = json_doubles(in, name(), "max_lrs");
+  std::vector<double> base_momentums = json_doubles(in, name(), "base_momentums");
+  std::vector<double> max_momentums = json_doubles(in, name(), "max_momentums");
+  const double total_size = detail::json_double(in, name(), "total_size");
+  const double step_ratio = detail::json_double(in, name(), "step_ratio");
+  const double gamma = detail::json_double(in, name(), "gamma");
+  const bool scale_by_cycle = detail::json_bool(in, name(), "scale_by_cycle");
+  const bool cycle_momentum = detail::json_bool(in, name(), "cycle_momentum");
+  auto mode = in.find("mode");
+  TD_CHECK(mode != in.end() && mode->is_string(), name(), ".load_state_dict: no 'mode'");
+  std::optional<CyclicMode> parsed;
+  for (CyclicMode m : {CyclicMode::triangular, CyclicMode::triangular2, CyclicMode::exp_range}) {
+    if (*mode == cyclic_mode_name(m)) parsed = m;
+  }
+  TD_CHECK(parsed.has_value(), name(), ".load_state_dict: unknown mode ", mode->dump());
+  const size_t groups = optimizer_.param_groups().size();
+  TD_CHECK(max_lrs.size() == groups && (!cycle_momentum || (base_momentums.size() == groups &&
+                                                            max_momentums.size() == groups)),
+           name(), ".load_state_dict: the state is for other parameter groups");
+  TD_CHECK(total_size > 0 && step_ratio > 0 && step_ratio <= 1, name(), ".load_state_dict: invalid total_size = ",
+           total_size, ", step_ratio = ", step_ratio);
+  max_lrs_ = std::move(max_lrs);
+  base_momentums_ = std::move(base_momentums);
+  max_momentums_ = std::move(max_momentums);
+  total_size_ = total_size;
+  step_ratio_ = step_ratio;
+  gamma_ = gamma;
+  scale_by_cycle_ = scale_by_cycle;
+  cycle_momentum_ = cycle_momentum;
+  mode_ = *parsed;
+}
+
+// ---- ChainedScheduler ----
+
+ChainedScheduler::ChainedScheduler(std::vector<LRScheduler*> schedulers) : schedulers_(std::move(schedulers)) {
+  TD_CHECK(!schedulers_.empty(), "ChainedScheduler: no schedulers to chain");
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    TD_CHECK(schedulers_[i] != nullptr, "ChainedScheduler: scheduler ", i, " is null");
+    TD_CHECK(&schedulers_[i]->optimizer() == &schedulers_[0]->optimizer(), "ChainedScheduler: scheduler ", i,
+             " steps another optimizer than scheduler 0 (all must step one optimizer)");
+  }
+  last_lr_ = schedulers_.back()->get_last_lr();
+}
+
+void ChainedScheduler::step() {
+  for (LRScheduler* s : schedulers_) s->step();
+  last_lr_ = schedulers_.back()->get_last_lr();
+}
+
+StateDict ChainedScheduler::state_dict() const {
+  json each = json::array();
+  for (const LRScheduler* s : schedulers_) each.push_back(s->state_dict().metadata.at(kKey));
+  json j = json::object();
+  j["type"] = "ChainedScheduler";
+  j["schedulers"] = each;
+  j["last_lr"] = last_lr_;
+  return scheduler_state(j);
+}
+
+void ChainedScheduler::load_state_dict(const StateDict& state) {
+  json j = scheduler_json(state, "ChainedScheduler");
+  auto each = j.find("schedulers");
+  TD_CHECK(each != j.end() && each->is_array() && each->size() == schedulers_.size() &&
+               std::all_of(each->begin(), each->end(), [](const json& e) { return e.is_string(); }),
+           "ChainedScheduler.load_state_dict: the state is for another number of schedulers (this chain has ",
+           schedulers_.size(), ")");
+  std::vector<double> last_lr = json_doubles(j, "ChainedScheduler", "last_lr");
+  // Each scheduler checks its own state; if one refuses, those before it are restored.
+  std::vector<StateDict> before;
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    before.push_back(schedulers_[i]->state_dict());
+    StateDict one;
+    one.metadata[kKey] = (*each)[i].get<std::string>();
+    try {
+      schedulers_[i]->load_state_dict(one);
+    } catch (...) {
+      for (size_t k = 0; k < i; ++k) schedulers_[k]->load_state_dict(before[k]);
+      throw;
+    }
+  }
+  last_lr_ = std::move(last_lr);
 }
 
 // ---- OneCycleLR ----

@@ -1,5 +1,6 @@
 // Learning-rate schedulers (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR,
-// LambdaLR, OneCycleLR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
+// ConstantLR, PolynomialLR, LambdaLR, MultiplicativeLR, CosineAnnealingWarmRestarts, CyclicLR,
+// OneCycleLR, ChainedScheduler, and ReduceLROnPlateau, which steps on a metric): PyTorch's
 // torch.optim.lr_scheduler, with its update rules, so that the sequence of learning rates is PyTorch's.
 //
 // As in PyTorch, constructing a scheduler (all but ReduceLROnPlateau) takes its first step
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "nn/optim/optimizer.h"
@@ -29,6 +31,7 @@ class LRScheduler {
   const std::vector<double>& get_last_lr() const { return last_lr_; }
   int64_t last_epoch() const { return last_epoch_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  const Optimizer& optimizer() const { return optimizer_; }
 
   // Metadata only: "lr_scheduler" holds JSON with the kind, the counters, base and last lrs and
   // the hyperparameters. load_state_dict checks the kind and the number of groups, and changes
@@ -52,6 +55,8 @@ class LRScheduler {
   virtual void hyperparameters_from_json(const nlohmann::json& in) = 0;  // validates too
 
   std::vector<double> group_lrs() const;
+  // Writes one lr per group into the optimizer and records them as the last lrs.
+  void set_lrs(const std::vector<double>& lrs);
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   int64_t last_epoch_ = -1;
@@ -154,6 +159,133 @@ class LinearLR : public LRScheduler {
   double start_factor_;
   double end_factor_;
   int64_t total_iters_;
+};
+
+// lr *= factor until epoch total_iters, where the factor is undone.
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "ConstantLR"; }
+  bool schedules_added_groups() const override { return true; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  double factor_;
+  int64_t total_iters_;
+};
+
+// lr = base lr * (1 - epoch / total_iters)^power, reached by PyTorch's step-by-step ratios; after
+// total_iters epochs it stays (at 0 for a full decay).
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "PolynomialLR"; }
+  bool schedules_added_groups() const override { return true; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  int64_t total_iters_;
+  double power_;
+};
+
+// lr *= factor(epoch) every epoch after the first, one function for every group or one per group
+// (not saved by state_dict, as LambdaLR's).
+class MultiplicativeLR : public LRScheduler {
+ public:
+  using Factor = std::function<double(int64_t epoch)>;
+  MultiplicativeLR(Optimizer& optimizer, Factor factor);
+  MultiplicativeLR(Optimizer& optimizer, std::vector<Factor> factors);
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "MultiplicativeLR"; }
+  void hyperparameters_to_json(nlohmann::json&) const override {}
+  void hyperparameters_from_json(const nlohmann::json&) override {}
+  std::vector<Factor> factors_;
+};
+
+// SGDR: lr follows half a cosine from the base lr down to eta_min over T_i epochs, then restarts
+// at the base lr; the first period is T_0 epochs, each next one T_mult times longer.
+// step(epoch) sets a fractional epoch (e.g. epoch + batch / batches), as PyTorch's step(epoch).
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0.0);
+  using LRScheduler::step;
+  void step(double epoch);
+  double T_cur() const { return T_cur_; }  // epochs since the last restart
+  int64_t T_i() const { return T_i_; }     // the current period
+
+ private:
+  std::vector<double> get_lr() override;
+  std::vector<double> cosine_lrs() const;
+  const char* name() const override { return "CosineAnnealingWarmRestarts"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  int64_t T_0_, T_mult_;
+  double eta_min_;
+  double T_cur_ = -1;
+  int64_t T_i_;
+};
+
+enum class CyclicMode { triangular, triangular2, exp_range };
+
+// CyclicLR's settings, PyTorch's defaults. A list holds one value for every group, or one per group.
+struct CyclicLROptions {
+  double step_size_up = 2000;                 // steps from base_lr up to max_lr
+  std::optional<double> step_size_down;       // steps back down: step_size_up unless set
+  CyclicMode mode = CyclicMode::triangular;   // the height of each cycle: constant, halved, gamma^step
+  double gamma = 1.0;                         // exp_range's
+  // A scale of one's own, of the cycle number (scale_by_cycle) or of the step, instead of mode's.
+  std::function<double(double)> scale_fn;
+  bool scale_by_cycle = true;
+  // Moves the momentum (SGD, RMSprop) or beta1 (the Adam family) against the lr, between
+  // max_momentum (at base_lr) and base_momentum (at max_lr).
+  bool cycle_momentum = true;
+  std::vector<double> base_momentum = {0.8};
+  std::vector<double> max_momentum = {0.9};
+};
+
+// The cyclical learning-rate policy, stepped once per batch: the lr goes from base_lr up to
+// max_lr and back in each cycle of step_size_up + step_size_down steps, the cycle's height scaled
+// by the mode. It sets each group's lr to base_lr when made. The scale function is not saved by
+// state_dict (a loaded state keeps the scheduler's own).
+class CyclicLR : public LRScheduler {
+ public:
+  CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr,
+           CyclicLROptions options = {});
+
+ private:
+  std::vector<double> get_lr() override;
+  double scale(double x) const;
+  const char* name() const override { return "CyclicLR"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  std::vector<double> max_lrs_, base_momentums_, max_momentums_;
+  double total_size_, step_ratio_;
+  CyclicMode mode_;
+  double gamma_;
+  std::function<double(double)> scale_fn_;
+  bool scale_by_cycle_, cycle_momentum_;
+};
+
+// Steps several schedulers of one optimizer together, each on the lr the one before it left
+// (a warm-up LinearLR with an ExponentialLR decay, say). It holds references: the schedulers
+// must outlive it. state_dict() keeps each one's state.
+class ChainedScheduler {
+ public:
+  explicit ChainedScheduler(std::vector<LRScheduler*> schedulers);
+  void step();
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& state);
+
+ private:
+  std::vector<LRScheduler*> schedulers_;
+  std::vector<double> last_lr_;
 };
 
 enum class AnnealStrategy { cos, linear };

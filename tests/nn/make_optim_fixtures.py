@@ -60,6 +60,10 @@ SCHEDULERS = {
     "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
     "LinearLR": torch.optim.lr_scheduler.LinearLR,
     "OneCycleLR": torch.optim.lr_scheduler.OneCycleLR,
+    "ConstantLR": torch.optim.lr_scheduler.ConstantLR,
+    "PolynomialLR": torch.optim.lr_scheduler.PolynomialLR,
+    "CosineAnnealingWarmRestarts": torch.optim.lr_scheduler.CosineAnnealingWarmRestarts,
+    "CyclicLR": torch.optim.lr_scheduler.CyclicLR,
 }
 
 # groups: lists of parameter indices with option overrides; defaults apply to every group.
@@ -157,6 +161,18 @@ SCHEDULES = [
     # pct_start 0: no rise, the lr falls from max_lr from the first step.
     ("one_cycle_no_warmup", "OneCycleLR", {"max_lr": 0.3, "total_steps": 5, "pct_start": 0.0,
                                            "cycle_momentum": False}, 5),
+    ("constant", "ConstantLR", {"factor": 0.25, "total_iters": 3}, 6),
+    ("constant_defaults", "ConstantLR", {}, 7),
+    ("polynomial", "PolynomialLR", {"total_iters": 4, "power": 2.0}, 7),
+    ("polynomial_defaults", "PolynomialLR", {}, 7),
+    ("warm_restarts", "CosineAnnealingWarmRestarts", {"T_0": 3, "eta_min": 0.001}, 10),
+    ("warm_restarts_doubling", "CosineAnnealingWarmRestarts", {"T_0": 2, "T_mult": 2, "eta_min": 0.01}, 16),
+    ("cyclic_triangular", "CyclicLR", {"base_lr": 0.01, "max_lr": [0.1, 0.05], "step_size_up": 3}, 14),
+    ("cyclic_triangular2", "CyclicLR",
+     {"base_lr": [0.01, 0.002], "max_lr": 0.1, "step_size_up": 2, "step_size_down": 3, "mode": "triangular2"}, 16),
+    ("cyclic_exp_range", "CyclicLR",
+     {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 2.5, "mode": "exp_range", "gamma": 0.9,
+      "base_momentum": [0.7, 0.6], "max_momentum": 0.95}, 12),
 ]
 
 # ReduceLROnPlateau on the same two groups, fed these metrics one epoch at a time.
@@ -222,11 +238,21 @@ def run_schedule(kind, args, steps):
     optimizer = torch.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.02}], lr=0.1)
     sched = SCHEDULERS[kind](optimizer, **args)
     lrs = [list(sched.get_last_lr())]
+    momentums = [[g["momentum"] for g in optimizer.param_groups]]
     for _ in range(steps):
         optimizer.step()  # no gradients: nothing changes, but PyTorch wants the step before the scheduler's
         sched.step()
         lrs.append(list(sched.get_last_lr()))
-    return lrs
+        momentums.append([g["momentum"] for g in optimizer.param_groups])
+    return lrs, momentums
+
+
+def schedule_entry(name, kind, args, steps):
+    lrs, momentums = run_schedule(kind, args, steps)
+    entry = {"name": name, "type": kind, "args": args, "group_lrs": [0.1, 0.02], "lrs": lrs}
+    if kind == "CyclicLR":  # which also cycles the momentum
+        entry["momentums"] = momentums
+    return entry
 
 
 def run_plateau(args, metrics):
@@ -260,10 +286,7 @@ def main():
         "params": PARAMS,
         "grads": GRADS,
         "optimizers": [optimizer_entry(*config) for config in CONFIGS],
-        "schedulers": [
-            {"name": name, "type": kind, "args": args, "group_lrs": [0.1, 0.02], "lrs": run_schedule(kind, args, steps)}
-            for name, kind, args, steps in SCHEDULES
-        ],
+        "schedulers": [schedule_entry(*schedule) for schedule in SCHEDULES],
         "plateaus": [
             {"name": name, "args": args, "group_lrs": [0.1, 0.02], "metrics": metrics,
              "lrs": run_plateau(args, metrics)}

@@ -252,6 +252,36 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Opti
     o.three_phase = args.value("three_phase", o.three_phase);
     return std::make_unique<optim::OneCycleLR>(optimizer, list("max_lr", 0), args["total_steps"].get<int64_t>(), o);
   }
+  if (type == "ConstantLR") {
+    return std::make_unique<optim::ConstantLR>(optimizer, args.value("factor", 1.0 / 3),
+                                               args.value("total_iters", int64_t{5}));
+  }
+  if (type == "PolynomialLR") {
+    return std::make_unique<optim::PolynomialLR>(optimizer, args.value("total_iters", int64_t{5}),
+                                                 args.value("power", 1.0));
+  }
+  if (type == "CosineAnnealingWarmRestarts") {
+    return std::make_unique<optim::CosineAnnealingWarmRestarts>(
+        optimizer, args["T_0"].get<int64_t>(), args.value("T_mult", int64_t{1}), args.value("eta_min", 0.0));
+  }
+  if (type == "CyclicLR") {
+    const auto list = [&](const char* name, double fallback) {
+      if (!args.contains(name)) return std::vector<double>{fallback};
+      return args[name].is_array() ? args[name].get<std::vector<double>>()
+                                   : std::vector<double>{args[name].get<double>()};
+    };
+    optim::CyclicLROptions o;
+    o.step_size_up = args.value("step_size_up", o.step_size_up);
+    if (args.contains("step_size_down")) o.step_size_down = args["step_size_down"].get<double>();
+    const std::string mode = args.value("mode", "triangular");
+    o.mode = mode == "triangular2" ? optim::CyclicMode::triangular2
+             : mode == "exp_range" ? optim::CyclicMode::exp_range
+                                   : optim::CyclicMode::triangular;
+    o.gamma = args.value("gamma", o.gamma);
+    o.base_momentum = list("base_momentum", 0.8);
+    o.max_momentum = list("max_momentum", 0.9);
+    return std::make_unique<optim::CyclicLR>(optimizer, list("base_lr", 0), list("max_lr", 0), o);
+  }
   REQUIRE(type == "LinearLR");
   return std::make_unique<optim::LinearLR>(optimizer, args.value("start_factor", 1.0 / 3),
                                            args.value("end_factor", 1.0), args.value("total_iters", int64_t{5}));
@@ -345,6 +375,9 @@ TEST_CASE("schedulers give PyTorch's learning rates, step after step", "[cpu]") 
       for (size_t g = 0; g < want.size(); ++g) {
         CHECK(got[g] == Approx(want[g]).epsilon(1e-12).margin(0));
         CHECK(sgd.param_groups()[g].options().get_lr() == got[g]);
+        if (!s.contains("momentums")) continue;
+        const double momentum = static_cast<const optim::SGDOptions&>(sgd.param_groups()[g].options()).momentum();
+        CHECK(momentum == Approx(s["momentums"][t][g].get<double>()).epsilon(1e-12).margin(0));
       }
     }
     CHECK(scheduler->last_epoch() == static_cast<int64_t>(expected.size()) - 1);
@@ -1550,4 +1583,131 @@ TEST_CASE("a learning rate a scheduler rounds below zero steps and loads, as in 
   other.param_groups()[0].options().set_lr(INFINITY);
   q.mutable_grad() = td::ones({2});
   check_error([&] { other.step(); }, {"invalid learning rate lr = inf", "must be finite"});
+}
+
+TEST_CASE("MultiplicativeLR, ChainedScheduler and fractional warm restarts give PyTorch's lrs", "[cpu]") {
+  // PyTorch 2.15 on SGD with two groups (lr 0.1 and 0.02), four steps each.
+  auto make = [] {
+    td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+    return std::make_unique<optim::SGD>(
+        std::vector<optim::OptimizerParamGroup>{optim::OptimizerParamGroup({a}),
+                                                optim::OptimizerParamGroup({b}, optim::SGDOptions(0.02))},
+        optim::SGDOptions(0.1));
+  };
+  auto close = [](const std::vector<double>& got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t g = 0; g < want.size(); ++g) CHECK(got[g] == Approx(want[g]).epsilon(1e-12).margin(0));
+  };
+  {
+    auto sgd = make();
+    optim::MultiplicativeLR multiplicative(
+        *sgd, {[](int64_t) { return 0.9; }, [](int64_t epoch) { return 1.0 / static_cast<double>(epoch + 1); }});
+    const std::vector<std::vector<double>> want{{0.1, 0.02},
+                                                {0.09000000000000001, 0.01},
+                                                {0.08100000000000002, 0.003333333333333333},
+                                                {0.07290000000000002, 0.0008333333333333333},
+                                                {0.06561000000000002, 0.00016666666666666666}};
+    for (size_t t = 0; t < want.size(); ++t) {
+      if (t > 0) multiplicative.step();
+      close(multiplicative.get_last_lr(), want[t]);
+    }
+  }
+  {
+    auto sgd = make();
+    optim::ConstantLR constant(*sgd, 0.5, 2);
+    optim::ExponentialLR exponential(*sgd, 0.9);
+    optim::ChainedScheduler chained({&constant, &exponential});
+    const std::vector<std::vector<double>> want{{0.05, 0.01},
+                                                {0.045000000000000005, 0.009000000000000001},
+                                                {0.08100000000000002, 0.016200000000000003},
+                                                {0.07290000000000002, 0.014580000000000003},
+                                                {0.06561000000000002, 0.013122000000000003}};
+    const td::StateDict at_start = chained.state_dict();
+    for (size_t t = 0; t < want.size(); ++t) {
+      if (t > 0) chained.step();
+      close(chained.get_last_lr(), want[t]);
+    }
+    // Its state holds each scheduler's: loading the start puts both back at epoch 0.
+    chained.load_state_dict(at_start);
+    CHECK(constant.last_epoch() == 0);
+    CHECK(exponential.last_epoch() == 0);
+    close(chained.get_last_lr(), want[0]);
+    optim::ExponentialLR other(*make(), 0.5);
+    check_error([&] { optim::ChainedScheduler({&constant, &other}); }, {"ChainedScheduler", "another optimizer"});
+  }
+  {
+    auto sgd = make();
+    optim::CosineAnnealingWarmRestarts restarts(*sgd, 2, 2, 0.01);
+    struct Point {
+      double epoch;
+      std::vector<double> lrs;
+      double T_cur;
+      int64_t T_i, last_epoch;
+    };
+    const std::vector<Point> want{
+        {0.5, {0.08681980515339464, 0.01853553390593274}, 0.5, 2, 0},
+        {1.75, {0.013425421036992097, 0.010380602337443567}, 1.75, 2, 1},
+        {2.0, {0.1, 0.02}, 0.0, 4, 2},
+        {3.25, {0.0800006604858821, 0.017777851165098012}, 1.25, 4, 3},
+        {6.5, {0.09913533761814537, 0.019903926402016152}, 0.5, 8, 6},
+        {13.9, {0.01003469336916747, 0.010003854818796386}, 7.9, 8, 13},
+    };
+    for (const Point& p : want) {
+      INFO("epoch " << p.epoch);
+      restarts.step(p.epoch);
+      close(restarts.get_last_lr(), p.lrs);
+      CHECK(restarts.T_cur() == Approx(p.T_cur).epsilon(1e-12));
+      CHECK(restarts.T_i() == p.T_i);
+      CHECK(restarts.last_epoch() == p.last_epoch);
+    }
+    // The period and the position in it are part of the state.
+    const td::StateDict saved = restarts.state_dict();
+    auto other = make();
+    optim::CosineAnnealingWarmRestarts resumed(*other, 2, 2, 0.01);
+    resumed.load_state_dict(saved);
+    restarts.step();
+    resumed.step();
+    CHECK(resumed.T_i() == restarts.T_i());
+    CHECK(resumed.get_last_lr() == restarts.get_last_lr());
+    check_error([&] { restarts.step(-1.0); }, {"CosineAnnealingWarmRestarts", "negative"});
+  }
+}
+
+TEST_CASE("CyclicLR cycles Adam's beta1; schedulers refuse bad settings and leave the optimizer as it was", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_();
+  optim::Adam adam({a}, optim::AdamOptions(0.1));
+  optim::CyclicLROptions options;
+  options.step_size_up = 2;
+  optim::CyclicLR cyclic(adam, {0.001}, {0.01}, options);
+  // PyTorch 2.15: beta1 0.9, 0.85, 0.8, 0.85 over the first three steps; the lr ends at 0.0055.
+  auto beta1 = [&] {
+    return std::get<0>(static_cast<const optim::AdamOptions&>(adam.param_groups()[0].options()).betas());
+  };
+  CHECK(beta1() == 0.9);
+  for (double want : {0.8500000000000001, 0.8, 0.8500000000000001}) {
+    cyclic.step();
+    CHECK(beta1() == Approx(want).epsilon(1e-15));
+  }
+  CHECK(cyclic.get_last_lr()[0] == Approx(0.0055000000000000005).epsilon(1e-15));
+  // The Adam family's other members have a beta1 to cycle too.
+  optim::NAdam nadam({td::zeros({1}).requires_grad_()});
+  optim::CyclicLR cycled(nadam, {0.001}, {0.01}, options);
+  CHECK(std::get<0>(static_cast<const optim::NAdamOptions&>(nadam.param_groups()[0].options()).betas()) == 0.9);
+  optim::Adagrad adagrad({td::zeros({1}).requires_grad_()}, optim::AdagradOptions(0.5));
+  check_error([&] { optim::CyclicLR(adagrad, {0.001}, {0.01}); }, {"CyclicLR", "cycle_momentum", "Adagrad"});
+  CHECK(adagrad.param_groups()[0].options().get_lr() == 0.5);
+  optim::SGD sgd({td::zeros({1}).requires_grad_()}, optim::SGDOptions(0.1));
+  optim::CyclicLROptions bad;
+  bad.step_size_up = 0;
+  check_error([&] { optim::CyclicLR(sgd, {0.001}, {0.01}, bad); }, {"CyclicLR", "step_size_up = 0"});
+  check_error([&] { optim::CyclicLR(sgd, {0.001, 0.002}, {0.01}); }, {"CyclicLR", "2 values of base_lr", "1 param"});
+  CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
+  CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
+  check_error([&] { optim::ConstantLR(sgd, 1.5); }, {"ConstantLR", "factor = 1.5"});
+  check_error([&] { optim::PolynomialLR(sgd, 0); }, {"PolynomialLR", "total_iters = 0"});
+  check_error([&] { optim::CosineAnnealingWarmRestarts(sgd, 0); }, {"CosineAnnealingWarmRestarts", "T_0 = 0"});
+  check_error([&] { optim::CosineAnnealingWarmRestarts(sgd, 2, 0); }, {"T_mult = 0"});
+  check_error([&] { optim::MultiplicativeLR(sgd, optim::MultiplicativeLR::Factor()); },
+              {"MultiplicativeLR", "function 0 is empty"});
+  CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
 }
