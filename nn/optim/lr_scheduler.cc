@@ -213,7 +213,8 @@ void LRScheduler::load_state_dict(const StateDict& state) {
                (base_lrs.size() == groups || (base_lrs.size() < groups && schedules_added_groups())),
            name(), ".load_state_dict: the state is for ", base_lrs.size(), " parameter groups, the optimizer has ",
            groups);
-  TD_CHECK(last_epoch >= 0 && step_count >= 1, name(), ".load_state_dict: invalid counters last_epoch = ",
+  // -1: a scheduler SequentialLR has not started yet.
+  TD_CHECK(last_epoch >= -1 && step_count >= 1, name(), ".load_state_dict: invalid counters last_epoch = ",
            last_epoch, ", step_count = ", step_count);
   TD_CHECK(j.contains("hyperparameters"), name(), ".load_state_dict: the state has no 'hyperparameters'");
   hyperparameters_from_json(j["hyperparameters"]);  // validates before it assigns
@@ -771,6 +772,149 @@ void ChainedScheduler::load_state_dict(const StateDict& state) {
       throw;
     }
   }
+  last_lr_ = std::move(last_lr);
+}
+
+// ---- epoch 0 in closed form, for SequentialLR ----
+
+std::vector<double> StepLR::restart_lrs() {
+  std::vector<double> out;
+  for (double base : base_lrs_) {
+    out.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_)));
+  }
+  return out;
+}
+
+std::vector<double> MultiStepLR::restart_lrs() {
+  std::vector<int64_t> sorted = milestones_;
+  std::sort(sorted.begin(), sorted.end());
+  const auto passed = std::upper_bound(sorted.begin(), sorted.end(), last_epoch_) - sorted.begin();
+  std::vector<double> out;
+  for (double base : base_lrs_) out.push_back(base * std::pow(gamma_, static_cast<double>(passed)));
+  return out;
+}
+
+std::vector<double> ExponentialLR::restart_lrs() {
+  std::vector<double> out;
+  for (double base : base_lrs_) out.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_)));
+  return out;
+}
+
+std::vector<double> CosineAnnealingLR::restart_lrs() {
+  std::vector<double> out;
+  for (double base : base_lrs_) {
+    out.push_back(eta_min_ + (base - eta_min_) *
+                                 (1 + std::cos(kPi * static_cast<double>(last_epoch_) / static_cast<double>(T_max_))) /
+                                 2);
+  }
+  return out;
+}
+
+std::vector<double> LinearLR::restart_lrs() {
+  const double done = static_cast<double>(std::min(total_iters_, last_epoch_));
+  std::vector<double> out;
+  for (double base : base_lrs_) {
+    out.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * done / static_cast<double>(total_iters_)));
+  }
+  return out;
+}
+
+std::vector<double> ConstantLR::restart_lrs() {
+  const double over = last_epoch_ >= total_iters_ ? 1.0 : 0.0;
+  std::vector<double> out;
+  for (double base : base_lrs_) out.push_back(base * (factor_ + over * (1 - factor_)));
+  return out;
+}
+
+std::vector<double> PolynomialLR::restart_lrs() {
+  const double done = static_cast<double>(std::min(total_iters_, last_epoch_));
+  std::vector<double> out;
+  for (double base : base_lrs_) {
+    out.push_back(base * std::pow(1.0 - done / static_cast<double>(total_iters_), power_));
+  }
+  return out;
+}
+
+// No closed form in PyTorch: its get_lr at the period and position the scheduler is at.
+std::vector<double> CosineAnnealingWarmRestarts::restart_lrs() { return cosine_lrs(); }
+
+// ---- SequentialLR ----
+
+SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers,
+                           std::vector<int64_t> milestones)
+    : schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+  TD_CHECK(!schedulers_.empty(), "SequentialLR: no schedulers to run");
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    TD_CHECK(schedulers_[i] != nullptr, "SequentialLR: scheduler ", i, " is null");
+    TD_CHECK(&schedulers_[i]->optimizer_ == &optimizer, "SequentialLR: scheduler ", i, " (",
+             schedulers_[i]->name(), ") steps another optimizer");
+  }
+  TD_CHECK(milestones_.size() + 1 == schedulers_.size(), "SequentialLR: ", schedulers_.size(), " schedulers need ",
+           schedulers_.size() - 1, " milestones, got ", milestones_.size());
+  TD_CHECK(std::is_sorted(milestones_.begin(), milestones_.end()), "SequentialLR: the milestones must be sorted");
+  // PyTorch's: every group back at its initial lr, every scheduler's constructor step undone,
+  // and the first scheduler's taken again.
+  for (auto& group : optimizer.param_groups()) {
+    if (group.initial_lr()) group.options().set_lr(*group.initial_lr());
+  }
+  for (LRScheduler* s : schedulers_) --s->last_epoch_;
+  LRScheduler& first = *schedulers_[std::upper_bound(milestones_.begin(), milestones_.end(), 0) - milestones_.begin()];
+  first.step_count_ = 0;
+  first.is_initial_ = true;
+  first.step();
+  first.is_initial_ = false;
+  last_lr_ = first.get_last_lr();
+}
+
+void SequentialLR::step() {
+  ++last_epoch_;
+  const size_t index = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
+  LRScheduler& current = *schedulers_[index];
+  if (index > 0 && milestones_[index - 1] == last_epoch_) {
+    current.last_epoch_ = 0;
+    current.set_lrs(current.restart_lrs());
+  } else {
+    current.step();
+  }
+  last_lr_ = current.get_last_lr();
+}
+
+StateDict SequentialLR::state_dict() const {
+  json each = json::array();
+  for (const LRScheduler* s : schedulers_) each.push_back(s->state_dict().metadata.at(kKey));
+  json j = json::object();
+  j["type"] = "SequentialLR";
+  j["schedulers"] = each;
+  j["milestones"] = milestones_;
+  j["last_epoch"] = last_epoch_;
+  j["last_lr"] = last_lr_;
+  return scheduler_state(j);
+}
+
+void SequentialLR::load_state_dict(const StateDict& state) {
+  json j = scheduler_json(state, "SequentialLR");
+  auto each = j.find("schedulers");
+  TD_CHECK(each != j.end() && each->is_array() && each->size() == schedulers_.size() &&
+               std::all_of(each->begin(), each->end(), [](const json& e) { return e.is_string(); }),
+           "SequentialLR.load_state_dict: the state is for another number of schedulers (this one has ",
+           schedulers_.size(), ")");
+  const int64_t last_epoch = detail::json_int(j, "SequentialLR", "last_epoch");
+  std::vector<double> last_lr = json_doubles(j, "SequentialLR", "last_lr");
+  TD_CHECK(j.contains("milestones") && j["milestones"] == json(milestones_),
+           "SequentialLR.load_state_dict: the state has other milestones");
+  std::vector<StateDict> before;
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    before.push_back(schedulers_[i]->state_dict());
+    StateDict one;
+    one.metadata[kKey] = (*each)[i].get<std::string>();
+    try {
+      schedulers_[i]->load_state_dict(one);
+    } catch (...) {
+      for (size_t k = 0; k < i; ++k) schedulers_[k]->load_state_dict(before[k]);
+      throw;
+    }
+  }
+  last_epoch_ = last_epoch;
   last_lr_ = std::move(last_lr);
 }
 

@@ -1,6 +1,6 @@
 // Learning-rate schedulers (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR,
 // ConstantLR, PolynomialLR, LambdaLR, MultiplicativeLR, CosineAnnealingWarmRestarts, CyclicLR,
-// OneCycleLR, ChainedScheduler, and ReduceLROnPlateau, which steps on a metric): PyTorch's
+// OneCycleLR, ChainedScheduler, SequentialLR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
 // torch.optim.lr_scheduler, with its update rules, so that the sequence of learning rates is PyTorch's.
 //
 // As in PyTorch, constructing a scheduler (all but ReduceLROnPlateau) takes its first step
@@ -57,6 +57,9 @@ class LRScheduler {
   std::vector<double> group_lrs() const;
   // Writes one lr per group into the optimizer and records them as the last lrs.
   void set_lrs(const std::vector<double>& lrs);
+  // The lrs of epoch 0 when SequentialLR starts this scheduler at its milestone (PyTorch's
+  // _update_lr(0)): the closed form where PyTorch has one, else get_lr() at epoch 0.
+  virtual std::vector<double> restart_lrs() { return get_lr(); }
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   int64_t last_epoch_ = -1;
@@ -64,6 +67,7 @@ class LRScheduler {
   bool is_initial_ = false;  // inside the constructor's step
 
  private:
+  friend class SequentialLR;
   std::vector<double> last_lr_;
 };
 
@@ -75,6 +79,7 @@ class StepLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "StepLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -90,6 +95,7 @@ class MultiStepLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "MultiStepLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -105,6 +111,7 @@ class ExponentialLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "ExponentialLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -137,6 +144,7 @@ class CosineAnnealingLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "CosineAnnealingLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -153,6 +161,7 @@ class LinearLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "LinearLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -169,6 +178,7 @@ class ConstantLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "ConstantLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -185,6 +195,7 @@ class PolynomialLR : public LRScheduler {
  private:
   std::vector<double> get_lr() override;
   const char* name() const override { return "PolynomialLR"; }
+  std::vector<double> restart_lrs() override;
   bool schedules_added_groups() const override { return true; }
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
@@ -223,6 +234,7 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   std::vector<double> get_lr() override;
   std::vector<double> cosine_lrs() const;
   const char* name() const override { return "CosineAnnealingWarmRestarts"; }
+  std::vector<double> restart_lrs() override;
   void hyperparameters_to_json(nlohmann::json& out) const override;
   void hyperparameters_from_json(const nlohmann::json& in) override;
   int64_t T_0_, T_mult_;
@@ -285,6 +297,26 @@ class ChainedScheduler {
 
  private:
   std::vector<LRScheduler*> schedulers_;
+  std::vector<double> last_lr_;
+};
+
+// Runs schedulers one after another: schedulers[i + 1] takes over at epoch milestones[i], from
+// its own epoch 0 (PyTorch's SequentialLR: a warm-up LinearLR, then a CosineAnnealingLR, say). It
+// undoes the constructors' steps of the schedulers it is given (they must have been made on
+// `optimizer` just before) and holds references: they must outlive it.
+class SequentialLR {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones);
+  void step();
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& state);
+
+ private:
+  std::vector<LRScheduler*> schedulers_;
+  std::vector<int64_t> milestones_;
+  int64_t last_epoch_ = 0;
   std::vector<double> last_lr_;
 };
 

@@ -1711,3 +1711,90 @@ TEST_CASE("CyclicLR cycles Adam's beta1; schedulers refuse bad settings and leav
               {"MultiplicativeLR", "function 0 is empty"});
   CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
 }
+
+TEST_CASE("SequentialLR hands over at its milestones from each scheduler's epoch 0, as PyTorch's", "[cpu]") {
+  auto make = [] {
+    td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+    return std::make_unique<optim::SGD>(
+        std::vector<optim::OptimizerParamGroup>{optim::OptimizerParamGroup({a}),
+                                                optim::OptimizerParamGroup({b}, optim::SGDOptions(0.02))},
+        optim::SGDOptions(0.1));
+  };
+  auto close = [](const std::vector<double>& got, const std::vector<double>& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t g = 0; g < want.size(); ++g) CHECK(got[g] == Approx(want[g]).epsilon(1e-12).margin(0));
+  };
+  // PyTorch 2.15: a LinearLR warm-up for 3 epochs, then CosineAnnealingLR(T_max 4, eta_min 0.001).
+  const std::vector<std::vector<double>> warm_cosine{{0.025, 0.005},
+                                                     {0.05, 0.01},
+                                                     {0.07500000000000001, 0.015},
+                                                     {0.1, 0.02},
+                                                     {0.0855017856687341, 0.0172175144212722},
+                                                     {0.0505, 0.010499999999999999},
+                                                     {0.0154982143312659, 0.0037824855787277987},
+                                                     {0.001, 0.001},
+                                                     {0.015498214331265896, 0.003782485578727798},
+                                                     {0.05050000000000001, 0.010500000000000002}};
+  {
+    auto sgd = make();
+    optim::LinearLR warm_up(*sgd, 0.25, 1.0, 3);
+    optim::CosineAnnealingLR cosine(*sgd, 4, 0.001);
+    optim::SequentialLR sequential(*sgd, {&warm_up, &cosine}, {3});
+    for (size_t t = 0; t < warm_cosine.size(); ++t) {
+      if (t > 0) sequential.step();
+      INFO("epoch " << t);
+      close(sequential.get_last_lr(), warm_cosine[t]);
+      CHECK(sgd->param_groups()[1].options().get_lr() == sequential.get_last_lr()[1]);
+    }
+  }
+  {
+    // Saved at epoch 4 and resumed in a fresh optimizer and schedulers, it goes on as PyTorch's.
+    auto sgd = make();
+    optim::LinearLR warm_up(*sgd, 0.25, 1.0, 3);
+    optim::CosineAnnealingLR cosine(*sgd, 4, 0.001);
+    optim::SequentialLR sequential(*sgd, {&warm_up, &cosine}, {3});
+    for (int t = 0; t < 4; ++t) sequential.step();
+    const td::StateDict saved = sequential.state_dict(), saved_optimizer = sgd->state_dict();
+    auto other = make();
+    optim::LinearLR warm_up2(*other, 0.25, 1.0, 3);
+    optim::CosineAnnealingLR cosine2(*other, 4, 0.001);
+    optim::SequentialLR resumed(*other, {&warm_up2, &cosine2}, {3});
+    other->load_state_dict(saved_optimizer);
+    resumed.load_state_dict(saved);
+    CHECK(resumed.last_epoch() == 4);
+    for (size_t t = 5; t < warm_cosine.size(); ++t) {
+      resumed.step();
+      INFO("resumed, epoch " << t);
+      close(resumed.get_last_lr(), warm_cosine[t]);
+    }
+  }
+  {
+    // Three schedulers: ConstantLR(0.5, 2), ExponentialLR(0.9) from epoch 2, StepLR(2, 0.5) from 5.
+    auto sgd = make();
+    optim::ConstantLR constant(*sgd, 0.5, 2);
+    optim::ExponentialLR exponential(*sgd, 0.9);
+    optim::StepLR stepped(*sgd, 2, 0.5);
+    optim::SequentialLR sequential(*sgd, {&constant, &exponential, &stepped}, {2, 5});
+    const std::vector<std::vector<double>> want{{0.05, 0.01},
+                                                {0.05, 0.01},
+                                                {0.1, 0.02},
+                                                {0.09000000000000001, 0.018000000000000002},
+                                                {0.08100000000000002, 0.016200000000000003},
+                                                {0.1, 0.02},
+                                                {0.1, 0.02},
+                                                {0.05, 0.01},
+                                                {0.05, 0.01}};
+    for (size_t t = 0; t < want.size(); ++t) {
+      if (t > 0) sequential.step();
+      INFO("epoch " << t);
+      close(sequential.get_last_lr(), want[t]);
+    }
+    check_error(
+        [&] {
+          optim::SequentialLR(*sgd, {&constant, &exponential}, {2, 5});
+        },
+        {"SequentialLR", "2 schedulers need 1 milestones, got 2"});
+    auto other = make();
+    check_error([&] { optim::SequentialLR(*other, {&constant}, {}); }, {"SequentialLR", "another optimizer"});
+  }
+}
