@@ -47,13 +47,6 @@ Pool2d conv_params(IntList kernel, IntList dilation, IntList padding, IntList st
   return Pool2d{kh, kw, sh, sw, ph, pw, dh, dw};
 }
 
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 struct PoolShape {
   Pool2d p;
   int64_t planes, h, w, oh, ow;
@@ -87,6 +80,13 @@ PoolShape pool_shape(const Tensor& x, IntList kernel, IntList stride, IntList pa
 }
 
 }  // namespace
+
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+  int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
 
 std::pair<int64_t, int64_t> height_width(IntList v, const char* op, const char* name) {
   TD_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must be one value or two (height, width), got ",

@@ -63,6 +63,9 @@ Tensor conv2d_cpu_backward_weight(const Tensor& grad, const Tensor& columns, Int
 // (height, width) from one value (both) or two; throws tandem::Error naming op and the argument
 // otherwise.
 std::pair<int64_t, int64_t> height_width(IntList v, const char* op, const char* name);
+// A pooling window's output positions along one dim, as PyTorch's pooling_output_shape: with
+// ceil_mode a last partial window counts, unless it would start in the right padding.
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode);
 
 // The [N, O, OH, OW] output of a convolution of a 4-D input by a 4-D weight; throws
 // tandem::Error naming conv2d where they do not fit (groups, a stride or dilation below 1,

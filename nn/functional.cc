@@ -314,25 +314,29 @@ const char* interpolate_mode_name(InterpolateMode mode) {
 namespace {
 
 // Where output position j of a dim reads the input under the nearest modes, as PyTorch's CPU
-// kernels compute it (checked against PyTorch 2.15 over thousands of sizes and scales). A 4-D
-// input's kernel indexes in float: j * scale ('nearest', which reads j itself where out == in and
-// j / 2 where out == 2 * in) or (j + 0.5) * scale ('nearest-exact'), rounded down. The 3-D and
-// 5-D kernel has no shortcuts; float32 and 16-bit inputs index in float, 'nearest-exact' rounding
-// (j + 0.5) * scale - 0.5 (one fused rounding) half up; float64 inputs index in double
-// (j + offset) * in / out with a size, and in float with a scale factor.
+// kernels compute it (checked against PyTorch 2.15 over thousands of sizes and scales). `scale` is
+// 1 / scale_factor where one is given, else in / out. 'nearest' reads j itself where out == in
+// and j / 2 where out == 2 * in on 4-D inputs. float32 and 16-bit inputs index in float:
+// j * scale ('nearest') or (j + 0.5) * scale ('nearest-exact'), rounded down; 3-D and 5-D inputs
+// round nearest-exact's centre (j + 0.5) * scale - 0.5 half up, in one fused rounding. float64
+// inputs index in double, rounded to float before the floor: j * scale, or
+// max((j + 0.5) * scale - 0.5, 0) + 0.5 (on 4-D inputs PyTorch still differs at about one size
+// in 250, where its product in double lands on a whole number).
 int64_t nearest_source(InterpolateMode mode, int64_t j, int64_t in, int64_t out, std::optional<double> scale_factor,
                        int64_t spatial_dims, bool float64) {
   const bool exact = mode == kNearestExact;
-  const float scale = scale_factor ? static_cast<float>(1.0 / *scale_factor)
-                                   : static_cast<float>(in) / static_cast<float>(out);
-  const float position = static_cast<float>(j) + (exact ? 0.5f : 0.0f);
   if (spatial_dims == 2 && !exact && out == in) return j;
   if (spatial_dims == 2 && !exact && out == 2 * in) return j / 2;
-  double source = position * scale;
-  if (spatial_dims != 2 && float64 && !scale_factor) {
-    source = (static_cast<double>(j) + (exact ? 0.5 : 0.0)) * static_cast<double>(in) / static_cast<double>(out);
-  } else if (spatial_dims != 2 && exact && !float64) {
-    source = std::fma(scale, position, -0.5f) + 0.5f;
+  float source = 0;
+  if (float64) {
+    const double scale = scale_factor ? 1.0 / *scale_factor : static_cast<double>(in) / static_cast<double>(out);
+    const double index = static_cast<double>(j);
+    source = static_cast<float>(exact ? std::max(scale * (index + 0.5) - 0.5, 0.0) + 0.5 : scale * index);
+  } else {
+    const float scale = scale_factor ? static_cast<float>(1.0 / *scale_factor)
+                                     : static_cast<float>(in) / static_cast<float>(out);
+    const float position = static_cast<float>(j) + (exact ? 0.5f : 0.0f);
+    source = spatial_dims != 2 && exact ? std::fma(scale, position, -0.5f) + 0.5f : position * scale;
   }
   return std::min(static_cast<int64_t>(std::floor(source)), in - 1);
 }
@@ -667,6 +671,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 
 namespace {
 
+// One draw per channel. A 3-D input to dropout2d is [N, C, L], as PyTorch reads it (for now,
+// with a warning there); the other inputs of a dimension PyTorch deprecates are refused.
 Tensor channel_dropout(const char* op, const Tensor& x, double p, bool training, int64_t spatial_dims) {
   TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
   TD_CHECK(x.defined() && (x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2), op, ": expected a ",
@@ -675,8 +681,9 @@ Tensor channel_dropout(const char* op, const Tensor& x, double p, bool training,
   TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
   if (!training || p == 0) return x;
   if (p == 1) return x * 0;
-  Shape channels = x.sizes();  // one draw per channel
-  std::fill(channels.end() - spatial_dims, channels.end(), 1);
+  const bool batched = x.dim() == spatial_dims + 2 || (spatial_dims == 2 && x.dim() == 3);
+  Shape channels = x.sizes();
+  std::fill(channels.begin() + (batched ? 2 : 1), channels.end(), 1);
   const Tensor keep = bernoulli(empty(channels, TensorOptions(x.dtype()).device(x.device())), 1 - p);
   return x * (keep / (1 - p));
 }
@@ -765,6 +772,87 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
   return stack(rows, -2);
 }
 
+// ---- instance norm, local response norm, bilinear, channel shuffle ----
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                     const Tensor& bias, bool use_input_stats, double momentum, double eps) {
+  TD_CHECK(x.defined() && x.dim() >= 3, "instance_norm: expected an input [N, C, ...] with positions, got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  const int64_t batch = x.size(0), channels = x.size(1);
+  for (const auto& [t, what] : {std::pair{&running_mean, "running_mean"}, std::pair{&running_var, "running_var"},
+                                std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    TD_CHECK(!t->defined() || t->sizes() == Shape{channels}, "instance_norm: ", what, " must be [", channels,
+             "] for the input ", shape_str(x.sizes()), ", got ", shape_str(t->sizes()));
+  }
+  TD_CHECK(running_mean.defined() == running_var.defined(),
+           "instance_norm: give both running_mean and running_var, or neither");
+  TD_CHECK(use_input_stats || running_mean.defined(),
+           "instance_norm: without input statistics the running statistics must be given");
+  // Each channel's tensor once per sample, as new tensors (batch_norm updates the statistics in place).
+  auto per_instance = [&](const Tensor& t) {
+    return t.defined() ? t.unsqueeze(0).expand({batch, channels}).reshape({batch * channels}) : Tensor();
+  };
+  const Tensor instance_mean = per_instance(running_mean), instance_var = per_instance(running_var);
+  Shape one_batch = x.sizes();
+  one_batch[0] = 1;
+  one_batch[1] = batch * channels;
+  const Tensor out = batch_norm(x.reshape(one_batch), instance_mean, instance_var, per_instance(weight),
+                                per_instance(bias), use_input_stats, momentum, eps);
+  if (use_input_stats && running_mean.defined()) {
+    // Each channel's running statistics: the mean of its instances'.
+    NoGradGuard no_grad;
+    Tensor(running_mean).copy_(instance_mean.view({batch, channels}).mean({0}));
+    Tensor(running_var).copy_(instance_var.view({batch, channels}).mean({0}));
+  }
+  return out.view(x.sizes());
+}
+
+Tensor local_response_norm(const Tensor& x, int64_t size, double alpha, double beta, double k) {
+  TD_CHECK(x.defined() && x.dim() >= 3, "local_response_norm: expected an input [N, C, ...] of 3 dims or more, got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(size > 0, "local_response_norm: size must be positive, got ", size);
+  if (x.numel() == 0) return x;
+  // The squares' mean over each window of channels: an average pool down the channels of
+  // [N, 1, C, positions], zero-padded, as PyTorch's.
+  const Shape& sizes = x.sizes();
+  Tensor squares = (x * x).reshape({sizes[0], 1, sizes[1], -1});
+  squares = pad(squares, {0, 0, size / 2, (size - 1) / 2});
+  const Tensor mean = avg_pool2d(squares, {size, 1}, {1, 1}).reshape(sizes);
+  return x / (mean * alpha + k).pow(beta);
+}
+
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  TD_CHECK(x1.defined() && x2.defined() && weight.defined(), "bilinear: x1, x2 and weight must be defined");
+  TD_CHECK(weight.dim() == 3, "bilinear: weight must be [out, in1, in2], got ", shape_str(weight.sizes()));
+  const int64_t out = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);
+  TD_CHECK(x1.dim() >= 1 && x2.dim() == x1.dim() && x1.size(-1) == in1 && x2.size(-1) == in2 &&
+               Shape(x1.sizes().begin(), x1.sizes().end() - 1) == Shape(x2.sizes().begin(), x2.sizes().end() - 1),
+           "bilinear: x1 ", shape_str(x1.sizes()), " and x2 ", shape_str(x2.sizes()),
+           " must share their leading dims and end in ", in1, " and ", in2, " (weight ", shape_str(weight.sizes()),
+           ")");
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out}, "bilinear: bias must be [", out, "], got ",
+           bias.defined() ? shape_str(bias.sizes()) : "");
+  Shape leading(x1.sizes().begin(), x1.sizes().end() - 1);
+  const Tensor a = x1.reshape({-1, in1}), b = x2.reshape({-1, in2});
+  // (x1 W_o) for every o at once: [rows, out * in2], then the dot with x2.
+  const Tensor projected = matmul(a, weight.permute({1, 0, 2}).reshape({in1, out * in2})).view({-1, out, in2});
+  Tensor y = (projected * b.unsqueeze(1)).sum({-1});
+  if (bias.defined()) y = y + bias;
+  leading.push_back(out);
+  return y.reshape(leading);
+}
+
+Tensor channel_shuffle(const Tensor& x, int64_t groups) {
+  TD_CHECK(x.defined() && x.dim() >= 3, "channel_shuffle: expected an input [N, C, ...] of 3 dims or more, got ",
+           x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(groups > 0 && x.size(1) % groups == 0, "channel_shuffle: ", x.size(1), " channels of ",
+           shape_str(x.sizes()), " do not split into ", groups, " groups");
+  Shape split = x.sizes();
+  split[1] = x.size(1) / groups;
+  split.insert(split.begin() + 1, groups);
+  return x.reshape(split).transpose(1, 2).reshape(x.sizes());
+}
+
 // ---- 1-D and adaptive max pooling ----
 
 namespace {
@@ -790,11 +878,8 @@ Window1d window_1d(const char* op, const Tensor& x, IntList kernel_size, IntList
            ") must be positive");
   TD_CHECK(p >= 0 && 2 * p <= d * (k - 1) + 1, op, ": padding (", p, ") must be at least 0 and at most half the ",
            "kernel's span (", d * (k - 1) + 1, ")");
-  const int64_t length = x.size(-1), span = length + 2 * p - d * (k - 1) - 1;
-  int64_t out = span < 0 ? 0 : (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  if (ceil_mode && out > 0 && (out - 1) * s >= length + p) --out;  // a window starting in the right padding
-  TD_CHECK(out > 0, op, ": the input ", shape_str(x.sizes()), " is too short for the kernel (", k, ", dilation ", d,
-           ", padding ", p, "): no output position");
+  TD_CHECK(kernels::pooled_size(x.size(-1), k, p, s, d, ceil_mode) > 0, op, ": the input ", shape_str(x.sizes()),
+           " is too short for the kernel (", k, ", dilation ", d, ", padding ", p, "): no output position");
   return {{1, k}, {1, s}, {0, p}, {1, d}};
 }
 
@@ -829,6 +914,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, In
     longest *= widest;
   }
   std::vector<int64_t> table;  // [cells * longest]
+  std::vector<int64_t> place;  // each table entry's place in its window, -1 for padding
   for (int64_t cell = 0; cell < numel_of(out); ++cell) {
     std::vector<int64_t> flat = {0};  // the window's flat positions
     for (int64_t d = 0, rest = cell; d < dims; ++d) {
@@ -841,16 +927,29 @@ std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, In
       }
       flat = std::move(next);
     }
+    const int64_t real = static_cast<int64_t>(flat.size());
+    for (int64_t k = 0; k < longest; ++k) place.push_back(k < real ? k : -1);
     flat.resize(longest, flat.front());
     table.insert(table.end(), flat.begin(), flat.end());
   }
+  const TensorOptions long_options = TensorOptions(kInt64).device(x.device());
   const Tensor positions = tensor(table).to(x.device());
   Shape windows(out.begin(), out.end());
   windows.push_back(longest);
   const Tensor gathered = x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows);
-  auto [values, chosen] = max(gathered, -1);
+  Tensor chosen;
+  {
+    NoGradGuard no_grad;
+    // The first maximum, or the last NaN of the window, as PyTorch's kernel keeps it (its scan
+    // takes every NaN it meets); the padding never counts.
+    chosen = std::get<1>(max(gathered, -1));
+    const Tensor slot = tensor(place).to(x.device()).view(windows);
+    const Tensor last_nan = where(where(gathered != gathered, slot >= 0, false), slot, -1).amax({-1});
+    chosen = where(last_nan >= 0, last_nan, chosen);
+  }
+  const Tensor values = gathered.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   // The chosen element's entry in the table: its window's start plus its place in the window.
-  const Tensor start = (arange(numel_of(out), TensorOptions(kInt64).device(x.device())) * longest).view(out);
+  const Tensor start = (arange(numel_of(out), long_options) * longest).view(out);
   const Tensor indices = positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
   return {values, indices};
 }
@@ -1512,11 +1611,12 @@ void check_floating_operands(const char* op, std::initializer_list<const Tensor*
 
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
   TD_CHECK(x1.defined() && x2.defined(), "pairwise_distance: x1 and x2 must be defined");
-  TD_CHECK(x1.dim() >= 1 && x2.dim() >= 1, "pairwise_distance: x1 ", shape_str(x1.sizes()), " and x2 ",
-           shape_str(x2.sizes()), " need at least one dim");
   check_floating_operands("pairwise_distance", {&x1, &x2});
   broadcast_shapes(x1.sizes(), x2.sizes(), "pairwise_distance");
-  return (x1 - x2 + eps).norm(p, {std::max(x1.dim(), x2.dim()) - 1}, keepdim);
+  const Tensor difference = x1 - x2 + eps;
+  // Two numbers: the norm of the one difference, as PyTorch's.
+  if (difference.dim() == 0) return difference.unsqueeze(0).norm(p, {0});
+  return difference.norm(p, {difference.dim() - 1}, keepdim);
 }
 
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
@@ -1580,12 +1680,12 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
 Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                                          const DistanceFunction& distance_function, double margin, bool swap,
                                          Reduction reduction) {
-  constexpr const char* op = "triplet_margin_loss";
+  constexpr const char* op = "triplet_margin_with_distance_loss";
   TD_CHECK(anchor.defined() && positive.defined() && negative.defined(), op,
            ": anchor, positive and negative must be defined");
-  TD_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim() && (anchor.dim() == 1 || anchor.dim() == 2),
-           op, ": anchor ", shape_str(anchor.sizes()), ", positive ", shape_str(positive.sizes()), " and negative ",
-           shape_str(negative.sizes()), " must all be [N, D] (or all [D])");
+  TD_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), op, ": anchor ",
+           shape_str(anchor.sizes()), ", positive ", shape_str(positive.sizes()), " and negative ",
+           shape_str(negative.sizes()), " must have one number of dims");
   TD_CHECK(margin > 0, op, ": margin must be positive, got ", margin);
   const DistanceFunction distance =
       distance_function ? distance_function : [](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b); };
@@ -1602,7 +1702,11 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
     return triplet_margin_loss(amp::to_float32(anchor), amp::to_float32(positive), amp::to_float32(negative), margin,
                                p, eps, swap, reduction);
   }
-  TD_CHECK(p > 0, "triplet_margin_loss: the norm p must be positive, got ", p);
+  TD_CHECK(anchor.defined() && positive.defined() && negative.defined() && anchor.dim() == positive.dim() &&
+               anchor.dim() == negative.dim(),
+           "triplet_margin_loss: anchor, positive and negative must be defined, with one number of dims");
+  TD_CHECK(margin > 0, "triplet_margin_loss: margin must be positive, got ", margin);
+  TD_CHECK(p >= 0, "triplet_margin_loss: the norm p must not be negative, got ", p);
   return triplet_margin_with_distance_loss(
       anchor, positive, negative,
       [p, eps](const Tensor& a, const Tensor& b) { return pairwise_distance(a, b, p, eps); }, margin, swap,
@@ -1616,12 +1720,14 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_inpu
     return poisson_nll_loss(amp::to_float32(input), amp::to_float32(target), log_input, full, eps, reduction);
   }
   check_same_shape(input, target, "poisson_nll_loss");
-  check_floating_operands("poisson_nll_loss", {&input, &target});
-  Tensor loss = log_input ? exp(input) - target * input : input - target * log(input + eps);
+  check_floating_operands("poisson_nll_loss", {&input});
+  // Counts may be integers, as PyTorch's type promotion takes them.
+  const Tensor counts = is_floating(target.dtype()) ? target : target.to(input.dtype());
+  Tensor loss = log_input ? exp(input) - counts * input : input - counts * log(input + eps);
   if (full) {
     const double two_pi = 2 * std::acos(-1.0);
-    const Tensor stirling = target * log(target) - target + 0.5 * log(two_pi * target);
-    loss = loss + where(target <= 1, zeros_like(stirling), stirling);
+    const Tensor stirling = counts * log(counts) - counts + 0.5 * log(two_pi * counts);
+    loss = loss + where(counts <= 1, zeros_like(stirling), stirling);
   }
   return reduce(loss, reduction, "poisson_nll_loss");
 }
@@ -1634,19 +1740,22 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
     return gaussian_nll_loss(amp::to_float32(input), amp::to_float32(target), amp::to_float32(var), full, eps,
                              reduction);
   }
-  check_same_shape(input, target, op);
-  TD_CHECK(var.defined(), op, ": var must be defined");
+  TD_CHECK(input.defined() && target.defined() && var.defined(), op, ": input, target and var must be defined");
   check_floating_operands(op, {&input, &target, &var});
   TD_CHECK(reduction != kBatchMean, op, ": reduction batchmean is kl_div's only; use mean or sum");
+  // As PyTorch's: the target broadcasts against the input; var is the input's shape, or lacks its
+  // last dim, or has the input's dims with exactly one of them 1 (one variance along that dim).
+  broadcast_shapes(input.sizes(), target.sizes(), op);
   const Shape& in = input.sizes();
-  const Shape all_but_last = in.empty() ? Shape{} : Shape(in.begin(), in.end() - 1);
   Tensor variance = var;
   if (var.sizes() != in) {
-    const bool without_last = !in.empty() && var.sizes() == all_but_last;
-    const bool last_one = !in.empty() && var.dim() == input.dim() && var.size(-1) == 1 &&
-                          Shape(var.sizes().begin(), var.sizes().end() - 1) == all_but_last;
-    TD_CHECK(without_last || last_one, op, ": var ", shape_str(var.sizes()), " must be the input's shape ",
-             shape_str(in), ", or have its last dim 1, or lack it");
+    const bool without_last = !in.empty() && var.sizes() == Shape(in.begin(), in.end() - 1);
+    int64_t mismatched = 0;
+    if (var.dim() == input.dim()) {
+      for (int64_t d = 0; d < var.dim(); ++d) mismatched += var.size(d) != input.size(d) ? var.size(d) : 0;
+    }
+    TD_CHECK(without_last || (var.dim() == input.dim() && mismatched == 1), op, ": var ", shape_str(var.sizes()),
+             " must be the input's shape ", shape_str(in), ", lack its last dim, or differ from it in one dim of size 1");
     if (without_last) variance = var.unsqueeze(-1);
   }
   {
@@ -1674,11 +1783,11 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, co
                                        reduction);
   }
   check_same_shape(input, target, op);
-  TD_CHECK(input.dim() == 1 || input.dim() == 2, op, ": expected an input [N, C] or [C], got ",
-           shape_str(input.sizes()));
-  check_floating_operands(op, {&input, &target, &weight});
+  TD_CHECK(input.dim() >= 1, op, ": expected an input [..., C], got ", shape_str(input.sizes()));
+  check_floating_operands(op, {&input, &weight});
   const int64_t classes = input.size(-1);
-  Tensor loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input));
+  const Tensor present = is_floating(target.dtype()) ? target : target.to(input.dtype());
+  Tensor loss = -(present * logsigmoid(input) + (1 - present) * logsigmoid(-input));
   if (weight.defined()) {
     TD_CHECK(weight.sizes() == Shape{classes}, op, ": weight must be [", classes, "], got ",
              shape_str(weight.sizes()));
@@ -1695,7 +1804,9 @@ void check_class_target(const char* op, const Tensor& input, const Tensor& targe
   TD_CHECK(input.dim() == 1 || input.dim() == 2, op, ": expected an input [N, C] or [C], got ",
            shape_str(input.sizes()));
   const Shape expected = per_class ? input.sizes() : Shape(input.sizes().begin(), input.sizes().end() - 1);
-  TD_CHECK(target.sizes() == expected, op, ": target must be ", shape_str(expected), " for the input ",
+  // A [C] input takes a 0-D target, or (as PyTorch) a target of one.
+  const bool one = !per_class && input.dim() == 1 && target.sizes() == Shape{1};
+  TD_CHECK(one || target.sizes() == expected, op, ": target must be ", shape_str(expected), " for the input ",
            shape_str(input.sizes()), ", got ", shape_str(target.sizes()));
   TD_CHECK(target.dtype() == kInt64, op, ": target must hold int64 class indices, got ", target.dtype());
   check_floating_operands(op, {&input});
@@ -1722,12 +1833,13 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
            weight.defined() ? shape_str(weight.sizes()) : "");
   const Tensor rows = input.dim() == 1 ? input.unsqueeze(0) : input, labels = target.reshape({-1, 1});
   // Each class's margin violation against the sample's own class, which itself does not count.
-  const Tensor violation = relu(margin - rows.gather(1, labels) + rows);
-  Tensor loss = where(one_hot(labels.squeeze(1), classes) > 0, zeros_like(violation),
-                      p == 1 ? violation : violation * violation);
+  // Only positive violations count, as PyTorch's `if (z > 0)`: a NaN one does not.
+  const Tensor z = margin - rows.gather(1, labels) + rows;
+  const Tensor counts = where(z > 0, one_hot(labels.squeeze(1), classes) == 0, false);
+  Tensor loss = where(counts, p == 1 ? z : z * z, zeros_like(z));
   if (weight.defined()) loss = loss * weight.index_select(0, labels.squeeze(1)).unsqueeze(1);
   loss = loss.sum({1}) / static_cast<double>(classes);
-  return reduce(input.dim() == 1 ? loss.squeeze(0) : loss, reduction, op);
+  return reduce(input.dim() == 1 && target.dim() == 0 ? loss.squeeze(0) : loss, reduction, op);
 }
 
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
@@ -1746,9 +1858,10 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   const Tensor is_class = (classes_of * listed.unsqueeze(2)).amax({1});               // [N, C]
   // violation[n, t, j] = max(0, 1 - (input[target[n, t]] - input[j])), for listed t and other j.
   const Tensor at_class = rows.gather(1, clamp(labels, 0));
-  const Tensor violation = relu(1 - at_class.unsqueeze(2) + rows.unsqueeze(1));
-  const Tensor counted = listed.unsqueeze(2) * (1 - is_class).unsqueeze(1);
-  const Tensor loss = (violation * counted).sum({1, 2}) / static_cast<double>(classes);
+  // Only positive violations of listed pairs count, as PyTorch's `if (z > 0)`: a NaN one does not.
+  const Tensor z = 1 - at_class.unsqueeze(2) + rows.unsqueeze(1);
+  const Tensor counted = (listed.unsqueeze(2) * (1 - is_class).unsqueeze(1)) > 0;
+  const Tensor loss = where(where(counted, z > 0, false), z, zeros_like(z)).sum({1, 2}) / static_cast<double>(classes);
   return reduce(input.dim() == 1 ? loss.squeeze(0) : loss, reduction, op);
 }
 

@@ -126,6 +126,20 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
 // does not depend on the batch: each DataParallel replica computes what one device would.
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                   double eps = 1e-5);
+// Normalizes each channel of each sample of x [N, C, ...] over its positions (batch_norm over
+// a batch of one with N * C channels, as PyTorch's). With use_input_stats, running_mean and
+// running_var (if defined) move toward the statistics averaged over the samples; without, they
+// normalize instead. weight and bias [C] if given.
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = Tensor(), const Tensor& running_var = Tensor(),
+                     const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+// x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta, x [N, C, ...] with at
+// least 3 dims; the window is zero-padded (size / 2 before, (size - 1) / 2 after).
+Tensor local_response_norm(const Tensor& x, int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+// y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o].
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias = Tensor());
+// Splits the channels of x [N, C, ...] into `groups` groups and interleaves them.
+Tensor channel_shuffle(const Tensor& x, int64_t groups);
 // log(1 + exp(beta * x)) / beta, or x where beta * x > threshold (where the two agree to the
 // dtype's precision); 16-bit inputs are computed in float32 and rounded once, as PyTorch's.
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);

@@ -214,11 +214,104 @@ class BatchNorm2dImpl : public BatchNormBase<BatchNorm2dImpl> {
  public:
   explicit BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormBase(options, {4}) {}
 };
+class BatchNorm3dImpl : public BatchNormBase<BatchNorm3dImpl> {  // [N, C, D, H, W]
+ public:
+  explicit BatchNorm3dImpl(const BatchNormOptions& options) : BatchNormBase(options, {5}) {}
+};
 class BatchNorm1d : public ModuleHolder<BatchNorm1dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };
 class BatchNorm2d : public ModuleHolder<BatchNorm2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class BatchNorm3d : public ModuleHolder<BatchNorm3dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// InstanceNorm's options, PyTorch's defaults: no affine parameters, no running statistics.
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t features) : num_features_(features) {}
+  InstanceNormOptions& eps(double e) { eps_ = e; return *this; }
+  InstanceNormOptions& momentum(double m) { momentum_ = m; return *this; }
+  InstanceNormOptions& affine(bool a) { affine_ = a; return *this; }
+  InstanceNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  int64_t num_features_;
+  double eps_ = 1e-5, momentum_ = 0.1;
+  bool affine_ = false, track_running_stats_ = false;
+};
+
+// functional::instance_norm of each sample's channels; InstanceNorm1d takes [N, C, L] or [C, L],
+// 2d [N, C, H, W] or [C, H, W], 3d [N, C, D, H, W] or [C, D, H, W]. With track_running_stats it
+// keeps running statistics while training and normalizes with them in eval mode.
+template <typename Derived>
+class InstanceNormBase : public Cloneable<Derived> {
+ public:
+  InstanceNormBase(const InstanceNormOptions& options, int64_t spatial_dims);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  InstanceNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ private:
+  int64_t spatial_dims_;
+};
+class InstanceNorm1dImpl : public InstanceNormBase<InstanceNorm1dImpl> {
+ public:
+  explicit InstanceNorm1dImpl(const InstanceNormOptions& options) : InstanceNormBase(options, 1) {}
+};
+class InstanceNorm2dImpl : public InstanceNormBase<InstanceNorm2dImpl> {
+ public:
+  explicit InstanceNorm2dImpl(const InstanceNormOptions& options) : InstanceNormBase(options, 2) {}
+};
+class InstanceNorm3dImpl : public InstanceNormBase<InstanceNorm3dImpl> {
+ public:
+  explicit InstanceNorm3dImpl(const InstanceNormOptions& options) : InstanceNormBase(options, 3) {}
+};
+class InstanceNorm1d : public ModuleHolder<InstanceNorm1dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class InstanceNorm2d : public ModuleHolder<InstanceNorm2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+class InstanceNorm3d : public ModuleHolder<InstanceNorm3dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// functional::local_response_norm with fixed settings (no parameters).
+class LocalResponseNormImpl : public Cloneable<LocalResponseNormImpl> {
+ public:
+  explicit LocalResponseNormImpl(int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t size;
+  double alpha, beta, k;
+};
+class LocalResponseNorm : public ModuleHolder<LocalResponseNormImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// y = x1^T A_o x2 + b_o for each output o: weight [out, in1, in2] and bias [out], both U(+-1/sqrt(in1))
+// at first, as PyTorch's. forward(x1, x2) with x1 [..., in1] and x2 [..., in2].
+class BilinearImpl : public Cloneable<BilinearImpl> {
+ public:
+  BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  std::string extra_repr() const override;
+  int64_t in1_features, in2_features, out_features;
+  bool has_bias;
+  Tensor weight, bias;
+};
+class Bilinear : public ModuleHolder<BilinearImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

@@ -196,14 +196,21 @@ class CosineEmbeddingLossImpl : public Cloneable<CosineEmbeddingLossImpl> {
 };
 
 // margin 1 by default, as PyTorch's.
+struct HingeEmbeddingLossOptions {
+  HingeEmbeddingLossOptions& margin(double m) { margin_ = m; return *this; }
+  HingeEmbeddingLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  double margin_ = 1.0;
+  Reduction reduction_ = kMean;
+};
+
 class HingeEmbeddingLossImpl : public Cloneable<HingeEmbeddingLossImpl> {
  public:
-  explicit HingeEmbeddingLossImpl(MarginLossOptions options = MarginLossOptions().margin(1))
+  explicit HingeEmbeddingLossImpl(HingeEmbeddingLossOptions options = {})
       : Cloneable("HingeEmbeddingLoss"), options(options) {}
   Tensor forward(const Tensor& input, const Tensor& target) {
     return functional::hinge_embedding_loss(input, target, options.margin_, options.reduction_);
   }
-  MarginLossOptions options;
+  HingeEmbeddingLossOptions options;
 };
 
 class SoftMarginLossImpl : public Cloneable<SoftMarginLossImpl> {
@@ -251,14 +258,15 @@ struct TripletMarginWithDistanceLossOptions {
   Reduction reduction_ = kMean;
 };
 
+class PairwiseDistanceImpl;
+
+// Without a distance function it measures with a PairwiseDistance submodule, as PyTorch's (which
+// prints it).
 class TripletMarginWithDistanceLossImpl : public Cloneable<TripletMarginWithDistanceLossImpl> {
  public:
-  explicit TripletMarginWithDistanceLossImpl(TripletMarginWithDistanceLossOptions options = {})
-      : Cloneable("TripletMarginWithDistanceLoss"), options(std::move(options)) {}
-  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
-    return functional::triplet_margin_with_distance_loss(anchor, positive, negative, options.distance_function_,
-                                                         options.margin_, options.swap_, options.reduction_);
-  }
+  explicit TripletMarginWithDistanceLossImpl(TripletMarginWithDistanceLossOptions options = {});
+  void reset() override;
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
   TripletMarginWithDistanceLossOptions options;
 };
 
@@ -379,6 +387,27 @@ class PairwiseDistanceImpl : public Cloneable<PairwiseDistanceImpl> {
   }
   PairwiseDistanceOptions options;
 };
+
+inline TripletMarginWithDistanceLossImpl::TripletMarginWithDistanceLossImpl(
+    TripletMarginWithDistanceLossOptions options_)
+    : Cloneable("TripletMarginWithDistanceLoss"), options(std::move(options_)) {
+  reset();
+}
+
+inline void TripletMarginWithDistanceLossImpl::reset() {
+  if (!options.distance_function_) register_module("distance_function", std::make_shared<PairwiseDistanceImpl>());
+}
+
+inline Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Tensor& positive,
+                                                         const Tensor& negative) {
+  functional::DistanceFunction distance = options.distance_function_;
+  if (!distance) {
+    auto pairwise = std::static_pointer_cast<PairwiseDistanceImpl>(registered_children().front().second);
+    distance = [pairwise](const Tensor& a, const Tensor& b) { return pairwise->forward(a, b); };
+  }
+  return functional::triplet_margin_with_distance_loss(anchor, positive, negative, distance, options.margin_,
+                                                       options.swap_, options.reduction_);
+}
 
 #define TD_LOSS_HOLDER(Name)                     \
   class Name : public ModuleHolder<Name##Impl> { \

@@ -93,6 +93,18 @@ AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(IntList output_size)
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_avg_pool2d(x, o); },
           "output_size=" + size_str(output_size)) {}
 
+Softmax2dImpl::Softmax2dImpl()
+    : Cloneable("Softmax2d", [](const Tensor& x) {
+        TD_CHECK(x.dim() == 3 || x.dim() == 4, "Softmax2d: expected a 3-D or 4-D input ([C, H, W] or [N, C, H, W]), "
+                 "got ", shape_str(x.sizes()));
+        return softmax(x, -3);
+      }) {}
+
+ChannelShuffleImpl::ChannelShuffleImpl(int64_t groups)
+    : Cloneable(
+          "ChannelShuffle", [groups](const Tensor& x) { return functional::channel_shuffle(x, groups); },
+          "groups=" + std::to_string(groups)) {}
+
 MaxPool1dImpl::MaxPool1dImpl(int64_t kernel_size, std::optional<int64_t> stride, int64_t padding, int64_t dilation,
                              bool ceil_mode)
     : Cloneable(

@@ -146,6 +146,16 @@ class FoldImpl : public Cloneable<FoldImpl, FunctionalImpl> {
   FoldImpl(IntList output_size, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
 };
 
+// softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W].
+class Softmax2dImpl : public Cloneable<Softmax2dImpl, FunctionalImpl> {
+ public:
+  Softmax2dImpl();
+};
+class ChannelShuffleImpl : public Cloneable<ChannelShuffleImpl, FunctionalImpl> {
+ public:
+  explicit ChannelShuffleImpl(int64_t groups);
+};
+
 struct CosineSimilarityOptions {
   CosineSimilarityOptions& dim(int64_t d) { dim_ = d; return *this; }
   CosineSimilarityOptions& eps(double e) { eps_ = e; return *this; }
@@ -339,6 +349,8 @@ class PReLUImpl : public Cloneable<PReLUImpl> {
    public:                                          \
     using ModuleHolder::ModuleHolder;               \
   };
+TD_HOLDER(Softmax2d)
+TD_HOLDER(ChannelShuffle)
 TD_HOLDER(MaxPool1d)
 TD_HOLDER(AvgPool1d)
 TD_HOLDER(AdaptiveAvgPool1d)

@@ -282,7 +282,9 @@ struct TransformerOptions {
     bias_ = b;
     return *this;
   }
-  // Used (as copies) instead of the encoder and decoder built from the options above.
+  // Used instead of the encoder and decoder built from the options above, as copies (as LibTorch's
+  // Transformer clones them; PyTorch's Python module keeps the given module itself): train and
+  // read the Transformer's own encoder and decoder.
   TransformerOptions& custom_encoder(TransformerEncoder e) {
     custom_encoder_ = std::move(e);
     return *this;

@@ -2278,6 +2278,40 @@ TEST_CASE("the margin and likelihood losses give the CPU's values and gradients"
   }
 }
 
+TEST_CASE("instance norm, local response norm and bilinear give the CPU's values and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(40);
+  using Op = std::function<Tensor(const std::vector<Tensor>&)>;
+  const std::vector<std::tuple<std::string, std::vector<Shape>, Op>> ops = {
+      {"instance_norm", {{2, 3, 33}, {3}, {3}},
+       [](const std::vector<Tensor>& x) { return F::instance_norm(x[0], Tensor(), Tensor(), x[1], x[2]); }},
+      {"local_response_norm", {{2, 7, 33}},
+       [](const std::vector<Tensor>& x) { return F::local_response_norm(x[0], 3, 0.1, 0.75, 2); }},
+      {"bilinear", {{33, 3}, {33, 4}, {5, 3, 4}, {5}},
+       [](const std::vector<Tensor>& x) { return F::bilinear(x[0], x[1], x[2], x[3]); }},
+  };
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    for (const auto& [name, shapes, op] : ops) {
+      const std::string what = name + " " + td::dtype_name(dtype);
+      std::vector<Tensor> cpu, dev;
+      for (const Shape& shape : shapes) {
+        Pair x = ct::random_pair(shape, dtype, shape.size() > 1 ? Layout::Permuted : Layout::Contiguous);
+        cpu.push_back(x.cpu.detach().requires_grad_(true));
+        dev.push_back(x.dev.detach().requires_grad_(true));
+      }
+      const Tensor y_cpu = op(cpu), y_dev = op(dev);
+      check_close(y_dev, y_cpu, 8 * rtol_for(dtype), 8 * rtol_for(dtype), what);
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (y_cpu * probe.cpu).sum().backward();
+      (y_dev * probe.dev).sum().backward();
+      for (size_t k = 0; k < cpu.size(); ++k) {
+        check_close(dev[k].grad(), cpu[k].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
+                    what + " gradient " + std::to_string(k));
+      }
+    }
+  }
+}
+
 TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(35);

@@ -389,9 +389,9 @@ TEST_CASE("interpolate copies a dim whose size does not change, as PyTorch, what
 
 TEST_CASE("interpolate's nearest modes read where PyTorch's 3-D, 4-D and 5-D kernels read", "[cpu]") {
   // PyTorch 2.15: F.interpolate(arange(in), ...) along one dim, whose values are the indices read.
-  // Where the rules part: 4-D inputs take shortcuts at the same and at twice the size, and index
-  // in float; 3-D and 5-D inputs do not, round nearest-exact's centre in one fused step, and
-  // index float64 inputs in double where a size is given.
+  // Where the rules part: 4-D inputs take shortcuts at the same and at twice the size; 3-D and
+  // 5-D inputs do not, and round nearest-exact's centre in one fused step; float64 inputs index
+  // in double and round to float before the floor.
   struct NearestCase {
     const char* name;
     td::DType dtype;
@@ -452,7 +452,7 @@ TEST_CASE("interpolate's nearest modes read where PyTorch's 3-D, 4-D and 5-D ker
        F::InterpolateOptions().size({1, 41}).mode(td::kNearestExact),
        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-      {"1-D float64 nearest, in double",
+      {"1-D float64 nearest, rounded to float",
        td::kFloat64,
        {1, 1, 2},
        0,
@@ -460,26 +460,38 @@ TEST_CASE("interpolate's nearest modes read where PyTorch's 3-D, 4-D and 5-D ker
        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-      {"1-D float64 nearest-exact, in double",
+      {"1-D float64 nearest-exact, rounded to float",
        td::kFloat64,
        {1, 1, 2},
        0,
        F::InterpolateOptions().size({61}).mode(td::kNearestExact),
        {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
         1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
-      {"1-D float64 nearest-exact by a factor, in float",
+      {"1-D float64 nearest-exact by a factor, in double",
        td::kFloat64,
        {1, 1, 16},
        0,
-       F::InterpolateOptions().scale_factor({1.3}).mode(td::kNearestExact),
-       {0, 1, 1, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11, 12, 13, 14, 15}},
-      {"1-D float64 nearest by a factor, in float",
+       F::InterpolateOptions().scale_factor({2.3}).mode(td::kNearestExact),
+       {0, 0, 1, 1, 1, 2,  2,  3,  3,  4,  4,  5,  5,  5,  6,  6,  7,  7,
+        8, 8, 8, 9, 9, 10, 10, 11, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15}},
+      {"1-D float64 nearest by a factor, in double",
        td::kFloat64,
-       {1, 1, 39},
+       {1, 1, 189},
        0,
-       F::InterpolateOptions().scale_factor({1.08}).mode(td::kNearest),
-       {0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 12, 13, 14, 15, 16, 17, 18,
-        19, 20, 21, 22, 23, 24, 25, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 37}},
+       F::InterpolateOptions().scale_factor({0.24}).mode(td::kNearest),
+       {0,  4,   8,   12,  16,  20,  25,  29,  33,  37,  41,  45,  50,  54,  58,  62,  66,  70,  75,  79,  83,  87, 91,
+        95, 100, 104, 108, 112, 116, 120, 125, 129, 133, 137, 141, 145, 150, 154, 158, 162, 166, 170, 175, 179, 183}},
+      {"2-D float64 nearest, in double",
+       td::kFloat64,
+       {1, 1, 1, 75},
+       1,
+       F::InterpolateOptions().size({1, 145}).mode(td::kNearest),
+       {0,  0,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11, 12,
+        12, 13, 13, 14, 15, 15, 16, 16, 17, 17, 18, 18, 19, 19, 20, 20, 21, 21, 22, 22, 23, 23, 24, 24, 25,
+        25, 26, 26, 27, 27, 28, 28, 29, 30, 30, 31, 31, 32, 32, 33, 33, 34, 34, 35, 35, 36, 36, 37, 37, 38,
+        38, 39, 39, 40, 40, 41, 41, 42, 42, 43, 43, 44, 45, 45, 46, 46, 47, 47, 48, 48, 49, 49, 50, 50, 51,
+        51, 52, 52, 53, 53, 54, 54, 55, 55, 56, 56, 57, 57, 58, 58, 59, 60, 60, 61, 61, 62, 62, 63, 63, 64,
+        64, 65, 65, 66, 66, 67, 67, 68, 68, 69, 69, 70, 70, 71, 71, 72, 72, 73, 73, 74}},
   };
   for (const NearestCase& c : cases) {
     INFO(c.name);

@@ -330,9 +330,16 @@ TEST_CASE("margin and likelihood losses refuse bad input, naming the loss; the i
   const Snapshot before(x);
   check_error([&] { F::margin_ranking_loss(x, z.narrow(1, 0, 4), y); }, {"margin_ranking_loss", "[4, 5]", "[4, 4]"});
   check_error([&] { F::cosine_embedding_loss(x, z, y); }, {"cosine_embedding_loss", "[4, 5]", "target [N]"});
-  check_error([&] { F::triplet_margin_loss(x, z, c()[0]); }, {"triplet_margin_loss", "[4, 5]", "[5]"});
+  check_error([&] { F::triplet_margin_loss(x, z, c()[0]); }, {"triplet_margin_loss", "one number of dims"});
+  check_error([&] { F::triplet_margin_loss(x, z, c(), 1.0, -1); }, {"triplet_margin_loss", "p must not be negative"});
   check_error([&] { F::triplet_margin_loss(x, z, c(), 0); }, {"triplet_margin_loss", "margin", "positive"});
   check_error([&] { F::gaussian_nll_loss(x, z, td::ones({5})); }, {"gaussian_nll_loss", "var [5]", "[4, 5]"});
+  check_error([&] { F::gaussian_nll_loss(x, z, td::ones({2, 5}, td::kFloat64)); }, {"gaussian_nll_loss", "var [2, 5]"});
+  check_error(
+      [&] {
+        F::gaussian_nll_loss(x, z.narrow(1, 0, 2), td::ones({4, 5}, td::kFloat64));
+      },
+      {"gaussian_nll_loss", "[4, 5]", "[4, 2]"});
   check_error([&] { F::gaussian_nll_loss(x, z, -td::ones({4, 5}, td::kFloat64)); }, {"gaussian_nll_loss", "negative"});
   check_error([&] { F::multi_margin_loss(x, td::tensor({1, 5, 0, 2})); }, {"multi_margin_loss", "outside [0, 5)"});
   check_error([&] { F::multi_margin_loss(x, td::tensor({1, 4, 0, 2}), 3); }, {"multi_margin_loss", "p must be 1 or 2"});
@@ -349,7 +356,46 @@ TEST_CASE("margin and likelihood losses refuse bad input, naming the loss; the i
       {"multilabel_margin_loss", "outside [0, 5)", "-1"});
   check_error([&] { F::multilabel_soft_margin_loss(x, y, td::ones({4})); },
               {"multilabel_soft_margin_loss", "weight must be [5]", "[4]"});
-  check_error([&] { F::pairwise_distance(td::ones({}), td::ones({})); }, {"pairwise_distance", "at least one dim"});
   check_error([] { nn::MultiMarginLoss(nn::MultiMarginLossOptions().p(3)); }, {"MultiMarginLoss", "p must be 1 or 2"});
   before.check_unchanged(x);
+}
+
+TEST_CASE("margin and likelihood losses take what PyTorch takes: NaN scores, broadcast targets, other dims", "[cpu]") {
+  // PyTorch 2.15 gives each of these.
+  const Tensor nan_scores = td::tensor(std::vector<double>{NAN, 0.5, 0.2}).view({1, 3});
+  CHECK(F::multi_margin_loss(nan_scores, td::tensor({1})).item<double>() == Approx(0.7 / 3).epsilon(1e-12));
+  CHECK(F::multilabel_margin_loss(nan_scores, td::tensor({{1, -1, 0}})).item<double>() ==
+        Approx(0.7 / 3).epsilon(1e-12));
+  CHECK(
+      F::multilabel_margin_loss(td::tensor(std::vector<double>{INFINITY, 0, 0}).view({1, 3}), td::tensor({{0, -1, 0}}))
+          .item<double>() == 0);
+  CHECK(nn::HingeEmbeddingLoss(nn::HingeEmbeddingLossOptions().reduction(td::kSum))(
+            td::tensor(std::vector<double>{0.2}), td::tensor(std::vector<double>{-1}))
+            .item<double>() == Approx(0.8).epsilon(1e-12));
+  const Tensor input = sine_ramp({4, 3, 2, 2}, 0.3);
+  CHECK(F::gaussian_nll_loss(input, sine_ramp({4, 1, 2, 2}, 0.5), sine_ramp({4, 3, 2, 2}, 0.2).abs() + 0.1)
+            .item<double>() == Approx(0.694763429176061).epsilon(1e-12));
+  CHECK(F::gaussian_nll_loss(input, sine_ramp({4, 3, 2, 2}, 0.5), sine_ramp({4, 1, 2, 2}, 0.2).abs() + 0.1)
+            .item<double>() == Approx(0.8375659289197528).epsilon(1e-12));
+  CHECK(F::pairwise_distance(td::full({}, 1.0, td::kFloat64), td::full({}, -1.0, td::kFloat64)).item<double>() ==
+        Approx(2.000001).epsilon(1e-12));
+  const Tensor one = F::multi_margin_loss(sine_ramp({5}, 0.3), td::tensor({2}), 1, 1.0, Tensor(), td::kNone);
+  CHECK(one.sizes() == Shape{1});
+  CHECK(one.item<double>() == Approx(0.7504632617351816).epsilon(1e-12));
+  check_close(F::triplet_margin_loss(sine_ramp({2, 3, 4}, 0.3), sine_ramp({2, 3, 4}, 0.5), sine_ramp({2, 3, 4}, 0.7),
+                                     1.0, 2, 1e-6, false, td::kNone),
+              {0.8430638551222893, 0.0, 1.4938751675682653, 1.8960327840013782, 2.4285485390026946, 1.374517988520212},
+              1e-12, 1e-14);
+  check_close(F::triplet_margin_loss(sine_ramp({2, 4}, 0.3), sine_ramp({2, 4}, 0.5), sine_ramp({2, 4}, 0.7), 1.0, 0,
+                                     1e-6, false, td::kNone),
+              {1, 1}, 0, 0);
+  CHECK(F::poisson_nll_loss(sine_ramp({2, 3}, 0.3), td::tensor({{0, 1, 2}, {3, 4, 5}})).item<double>() ==
+        Approx(-0.1579779345094733).epsilon(1e-12));
+  check_close(F::multilabel_soft_margin_loss(sine_ramp({2, 3, 4}, 0.3), (sine_ramp({2, 3, 4}, 0.45) > 0).to(td::kInt64),
+                                             Tensor(), td::kNone),
+              {0.5189677482577207, 0.5453584995500372, 0.8499827417052281, 0.8553358926472749, 1.1820875002462727,
+               0.8571985107791655},
+              1e-12, 1e-14);
+  CHECK(nn::TripletMarginWithDistanceLoss()->str() ==
+        "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)");
 }

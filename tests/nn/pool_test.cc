@@ -143,13 +143,21 @@ TEST_CASE("1-D and adaptive max pooling give PyTorch's values, indices and gradi
   }
 }
 
-TEST_CASE("adaptive max pooling lets NaN win, as PyTorch's; float32 gives float32's values", "[cpu]") {
+TEST_CASE("adaptive max pooling lets the last NaN win, as PyTorch's; float32 gives float32's values", "[cpu]") {
   // PyTorch 2.15: F.adaptive_max_pool1d([1, nan, 3, 0.5, 2, 7], 2) -> ([nan, 7], [1, 5]).
   const Tensor x = td::tensor({1.0f, NAN, 3.0f, 0.5f, 2.0f, 7.0f}).view({1, 1, 6});
   const auto [y, indices] = F::adaptive_max_pool1d_with_indices(x, 2);
   CHECK(std::isnan(y.flatten()[0].item<double>()));
   CHECK(y.flatten()[1].item<double>() == 7);
   check_close(indices, {1, 5}, 0, 0);
+  // A window of several NaNs: PyTorch's scan keeps the last ([1, nan, 3, nan, 2, 7] -> index 3,
+  // also as a 2 x 3 image), and the gradient goes there.
+  Tensor two = td::tensor({1.0, NAN, 3.0, NAN, 2.0, 7.0}).view({1, 1, 6}).requires_grad_(true);
+  const auto [nan_value, nan_index] = F::adaptive_max_pool1d_with_indices(two, 1);
+  check_close(nan_index, {3}, 0, 0);
+  nan_value.sum().backward();
+  check_close(two.grad(), {0, 0, 0, 1, 0, 0}, 0, 0);
+  check_close(std::get<1>(F::adaptive_max_pool2d_with_indices(two.detach().view({1, 1, 2, 3}), 1)), {3}, 0, 0);
   const Tensor wide = sine_ramp({2, 3, 9, 7}, 0.3);
   check_close(F::adaptive_max_pool2d(wide.to(td::kFloat32), {4, 3}),
               values(F::adaptive_max_pool2d(wide, {4, 3}).to(td::kFloat32)), 0, 0);
@@ -174,6 +182,10 @@ TEST_CASE("channel dropout zeroes whole channels and scales the rest, in trainin
   check_close(F::dropout2d(x, 0.25, false), values(x), 0, 0);
   check_close(F::dropout1d(x[0], 1.0), values(td::zeros({16, 5, 3})), 0, 0);
   CHECK(F::dropout3d(td::ones({2, 3, 4, 5, 6}), 0.5).sizes() == Shape{2, 3, 4, 5, 6});
+  // A 3-D input to dropout2d is [N, C, L], as PyTorch reads it: one draw per (sample, channel).
+  const Tensor rows = F::dropout2d(td::ones({16, 8, 5}), 0.5);
+  check_close(rows.amin({2}), values(rows.amax({2})), 0, 0);
+  CHECK(values(rows.amax({2})[0]) != values(rows.amax({2})[1]));
   nn::Dropout2d layer(0.25);
   CHECK(layer->str() == "Dropout2d(p=0.25, inplace=False)");
   layer->eval();
@@ -230,6 +242,15 @@ TEST_CASE("the pooling, fold and unfold layers print and compute as PyTorch's", 
   const Tensor counts = F::fold(F::unfold(td::ones_like(image), {2, 3}), {6, 5}, {2, 3});
   check_close(back, values(image * counts), 1e-15, 1e-15);
   CHECK(counts.max().item<double>() == 6);
+}
+
+TEST_CASE("1-D pooling with ceil_mode keeps a last partial window, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: F.max_pool1d([[[1, 5]]], 3, 2, ceil_mode=True) -> [5] at 1; avg_pool1d -> [3].
+  const Tensor x = td::tensor({1.0, 5.0}).view({1, 1, 2});
+  const auto [y, indices] = F::max_pool1d_with_indices(x, 3, 2, 0, 1, true);
+  check_close(y, {5}, 0, 0);
+  check_close(indices, {1}, 0, 0);
+  check_close(F::avg_pool1d(x, 3, 2, 0, true), {3}, 0, 0);
 }
 
 TEST_CASE("1-D and adaptive pooling refuse bad input, naming the op; the input is unchanged", "[cpu]") {
