@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "autograd/autocast.h"
@@ -739,6 +740,108 @@ Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation, IntList pa
 Tensor fold(const Tensor& x, IntList output_size, IntList kernel_size, IntList dilation, IntList padding,
             IntList stride) {
   return col2im(x, output_size, kernel_size, dilation, padding, stride);
+}
+
+const char* embedding_bag_mode_name(EmbeddingBagMode mode) {
+  switch (mode) {
+    case EmbeddingBagMode::sum: return "sum";
+    case EmbeddingBagMode::mean: return "mean";
+    case EmbeddingBagMode::max: return "max";
+  }
+  return "?";
+}
+
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& offsets, EmbeddingBagMode mode,
+                     const Tensor& per_sample_weights, bool include_last_offset, std::optional<int64_t> padding_idx) {
+  constexpr const char* op = "embedding_bag";
+  TD_CHECK(input.defined() && weight.defined(), op, ": input and weight must be defined");
+  TD_CHECK(weight.dim() == 2 && is_floating(weight.dtype()), op, ": weight must be a floating [num, dim], got ",
+           shape_str(weight.sizes()), " ", weight.dtype());
+  TD_CHECK(input.dtype() == kInt64 || input.dtype() == kInt32, op, ": input must hold int64 or int32 indices, got ",
+           input.dtype());
+  TD_CHECK(input.dim() == 1 || input.dim() == 2, op, ": input must be [B, L], or [M] with offsets, got ",
+           shape_str(input.sizes()));
+  TD_CHECK((input.dim() == 1) == offsets.defined(), op, ": ",
+           input.dim() == 1 ? "a 1-D input needs offsets (where each bag starts)"
+                            : "a 2-D input holds a bag per row: give no offsets");
+  TD_CHECK(!per_sample_weights.defined() || mode == EmbeddingBagMode::sum, op,
+           ": per_sample_weights are for mode 'sum' only, not '", embedding_bag_mode_name(mode), "'");
+  TD_CHECK(!per_sample_weights.defined() || per_sample_weights.sizes() == input.sizes(), op,
+           ": per_sample_weights must have the input's shape ", shape_str(input.sizes()), ", got ",
+           per_sample_weights.defined() ? shape_str(per_sample_weights.sizes()) : "");
+  const int64_t rows = weight.size(0), dim = weight.size(1);
+  std::optional<int64_t> padding = padding_idx;
+  if (padding) {
+    TD_CHECK(*padding >= -rows && *padding < rows, op, ": padding_idx ", *padding, " is out of range for ", rows,
+             " rows");
+    if (*padding < 0) *padding += rows;
+  }
+  // The indices and the bags' bounds, on the host: bag b holds [bounds[b], bounds[b + 1]).
+  // Integer tensors on the host, as a list.
+  auto host_list = [](const Tensor& t) {
+    const Tensor host = t.reshape({-1}).to(Device(kCPU), kInt64).contiguous();
+    return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+  };
+  const std::vector<int64_t> ids = host_list(input);
+  const int64_t count = static_cast<int64_t>(ids.size());
+  for (int64_t id : ids) TD_CHECK(id >= 0 && id < rows, op, ": index ", id, " is out of range for ", rows, " rows");
+  std::vector<int64_t> bounds;
+  if (input.dim() == 2) {
+    for (int64_t b = 0; b <= input.size(0); ++b) bounds.push_back(b * input.size(1));
+  } else {
+    TD_CHECK(offsets.dim() == 1 && (offsets.dtype() == kInt64 || offsets.dtype() == kInt32), op,
+             ": offsets must be a 1-D integer tensor, got ", shape_str(offsets.sizes()), " ", offsets.dtype());
+    bounds = host_list(offsets);
+    if (!include_last_offset) bounds.push_back(count);
+    TD_CHECK(bounds.size() >= 2 && bounds.front() == 0, op, ": offsets must start at 0",
+             include_last_offset ? " and hold the bags' end too" : "");
+    TD_CHECK(std::is_sorted(bounds.begin(), bounds.end()) && bounds.back() <= count, op,
+             ": offsets must not decrease nor pass the input's ", count, " indices");
+  }
+  const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
+  // The elements each bag keeps (padding left out), in order.
+  std::vector<int64_t> kept, owner, sizes(bags, 0);
+  for (int64_t b = 0; b < bags; ++b) {
+    for (int64_t i = bounds[b]; i < bounds[b + 1]; ++i) {
+      if (padding && ids[i] == *padding) continue;
+      kept.push_back(i);
+      owner.push_back(b);
+      ++sizes[b];
+    }
+  }
+  const Device device = weight.device();
+  const int64_t members = static_cast<int64_t>(kept.size());
+  std::vector<int64_t> kept_ids;
+  for (int64_t i : kept) kept_ids.push_back(ids[i]);
+  Tensor picked = members > 0 ? weight.index_select(0, tensor(kept_ids).to(device))
+                              : zeros({0, dim}, weight.options());  // [members, dim]
+  if (mode != EmbeddingBagMode::max) {
+    if (per_sample_weights.defined() && members > 0) {
+      picked = picked * per_sample_weights.reshape({-1}).index_select(0, tensor(kept).to(device)).unsqueeze(1);
+    }
+    Tensor out = zeros({bags, dim}, weight.options());
+    if (members > 0) {
+      out = out.scatter_add(0, tensor(owner).to(device).unsqueeze(1).expand({members, dim}), picked);
+    }
+    if (mode == EmbeddingBagMode::sum) return out;
+    std::vector<double> divisors;
+    for (int64_t n : sizes) divisors.push_back(static_cast<double>(std::max<int64_t>(n, 1)));
+    return out / tensor(divisors).to(device, weight.dtype()).unsqueeze(1);
+  }
+  // max: each bag's rows laid out [bags, longest, dim], the gaps a row of -inf; an empty bag is 0.
+  const int64_t longest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  if (longest == 0) return zeros({bags, dim}, weight.options());
+  std::vector<int64_t> layout(bags * longest, members);  // `members` is the -inf row
+  for (int64_t k = 0, filled = 0; k < members; ++k) {
+    if (k > 0 && owner[k] != owner[k - 1]) filled = 0;
+    layout[owner[k] * longest + filled++] = k;
+  }
+  const Tensor with_gap = cat({picked, full({1, dim}, -std::numeric_limits<double>::infinity(), weight.options())}, 0);
+  const Tensor laid = with_gap.index_select(0, tensor(layout).to(device)).view({bags, longest, dim});
+  const Tensor maxima = std::get<0>(max(laid, 1));
+  std::vector<double> empty;
+  for (int64_t n : sizes) empty.push_back(n == 0 ? 1.0 : 0.0);
+  return where(tensor(empty).to(device).unsqueeze(1) > 0, zeros_like(maxima), maxima);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {

@@ -192,6 +192,17 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation = 1, IntList padding = 0, IntList stride = 1);
 Tensor fold(const Tensor& x, IntList output_size, IntList kernel_size, IntList dilation = 1, IntList padding = 0,
             IntList stride = 1);
+// How embedding_bag combines a bag's rows.
+enum class EmbeddingBagMode { sum, mean, max };
+const char* embedding_bag_mode_name(EmbeddingBagMode mode);  // "sum", "mean", "max"
+// The rows of weight [num, dim] for each bag of indices, summed, averaged or maxed (the first
+// maximum): input [B, L] (a bag per row), or input [M] with offsets [B] where each bag starts
+// (offsets[0] = 0; with include_last_offset, B + 1 offsets, the last where the bags end).
+// per_sample_weights (input's shape, mode sum only) scale each row. Entries equal to padding_idx
+// are left out of their bag; an empty bag gives zeros. Returns [B, dim].
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& offsets = Tensor(),
+                     EmbeddingBagMode mode = EmbeddingBagMode::mean, const Tensor& per_sample_weights = Tensor(),
+                     bool include_last_offset = false, std::optional<int64_t> padding_idx = std::nullopt);
 // Rows of weight; rows at padding_idx get no gradient.
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);

@@ -458,4 +458,38 @@ std::string EmbeddingImpl::extra_repr() const {
   return s;
 }
 
+// ---- EmbeddingBag ----
+
+EmbeddingBagImpl::EmbeddingBagImpl(const EmbeddingBagOptions& options_) : options(options_) { reset(); }
+
+void EmbeddingBagImpl::reset() {
+  TD_CHECK(options.num_embeddings_ > 0 && options.embedding_dim_ >= 0, "EmbeddingBag: num_embeddings (",
+           options.num_embeddings_, ") must be positive and embedding_dim (", options.embedding_dim_,
+           ") not negative");
+  if (options.padding_idx_) {
+    const int64_t p = *options.padding_idx_;
+    TD_CHECK(p >= -options.num_embeddings_ && p < options.num_embeddings_, "EmbeddingBag: padding_idx ", p,
+             " must be within num_embeddings ", options.num_embeddings_);
+    if (p < 0) options.padding_idx_ = p + options.num_embeddings_;
+  }
+  weight = register_parameter("weight", empty({options.num_embeddings_, options.embedding_dim_}));
+  init::normal_(weight);
+  if (options.padding_idx_) {
+    NoGradGuard no_grad;
+    weight[*options.padding_idx_].fill_(0);
+  }
+}
+
+Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
+  return F::embedding_bag(input, weight, offsets, options.mode_, per_sample_weights, options.include_last_offset_,
+                          options.padding_idx_);
+}
+
+std::string EmbeddingBagImpl::extra_repr() const {
+  std::string s = std::to_string(options.num_embeddings_) + ", " + std::to_string(options.embedding_dim_) +
+                  ", mode='" + F::embedding_bag_mode_name(options.mode_) + "'";
+  if (options.padding_idx_) s += ", padding_idx=" + std::to_string(*options.padding_idx_);
+  return s;
+}
+
 }  // namespace tandem::nn

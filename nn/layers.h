@@ -388,4 +388,33 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num, int64_t dim) : num_embeddings_(num), embedding_dim_(dim) {}
+  EmbeddingBagOptions& mode(functional::EmbeddingBagMode m) { mode_ = m; return *this; }
+  EmbeddingBagOptions& include_last_offset(bool i) { include_last_offset_ = i; return *this; }
+  EmbeddingBagOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  int64_t num_embeddings_, embedding_dim_;
+  functional::EmbeddingBagMode mode_ = functional::EmbeddingBagMode::mean;
+  bool include_last_offset_ = false;
+  std::optional<int64_t> padding_idx_;
+};
+
+// functional::embedding_bag over weight [num, dim] from N(0, 1), the padding row zeroed, as
+// PyTorch's. forward(input, offsets, per_sample_weights).
+class EmbeddingBagImpl : public Cloneable<EmbeddingBagImpl> {
+ public:
+  EmbeddingBagImpl(int64_t num, int64_t dim) : EmbeddingBagImpl(EmbeddingBagOptions(num, dim)) {}
+  explicit EmbeddingBagImpl(const EmbeddingBagOptions& options);
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights = Tensor());
+  Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
+  std::string extra_repr() const override;
+  EmbeddingBagOptions options;
+  Tensor weight;
+};
+class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
 }  // namespace tandem::nn

@@ -293,6 +293,16 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"bilinear", {{{2, 3}}, {{2, 4}}, {{5, 3, 4}}, {{5}}},
        [](V x) { return td::nn::F::bilinear(x[0], x[1], x[2], x[3]); }},
       {"channel_shuffle", {{{2, 6, 2}}}, [](V x) { return td::nn::F::channel_shuffle(x[0], 3); }},
+      {"embedding_bag sum with per-sample weights", {{{6, 3}}, {{5}}},
+       [](V x) {
+         return td::nn::F::embedding_bag(on(x[0], td::tensor({1, 2, 4, 1, 5})), x[0], on(x[0], td::tensor({0, 2, 2})),
+                                         td::nn::F::EmbeddingBagMode::sum, x[1]);
+       }},
+      {"embedding_bag max with padding", {{{6, 3}, -2, 2, true, {}, true}},
+       [](V x) {
+         return td::nn::F::embedding_bag(on(x[0], td::tensor({{1, 2, 4}, {3, 0, 5}})), x[0], Tensor(),
+                                         td::nn::F::EmbeddingBagMode::max, Tensor(), false, 0);
+       }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

@@ -1,0 +1,170 @@
+// EmbeddingBag and F::embedding_bag against PyTorch 2.15 (float64): sum, mean and max bags from
+// offsets with a padding index and an empty bag, per-sample weights with include_last_offset, 2-D
+// bags; the weight's (and weights') gradients; printing and errors.
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+namespace F = td::nn::functional;
+using td::Shape;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::sine_ramp;
+using td::testing::Snapshot;
+using Mode = F::EmbeddingBagMode;
+
+TEST_CASE("embedding_bag sums, averages and maxes bags as PyTorch, padding left out, empty bags 0", "[cpu]") {
+  // PyTorch 2.15: weight sin(0.37 i) [10, 3], input [1, 2, 4, 5, 4, 3, 2, 9, 0, 2], offsets
+  // [0, 4, 4, 7] (bag 1 empty), padding_idx 2; gradients of sum(y * sin(0.11 i)).
+  const Tensor input = td::tensor({1, 2, 4, 5, 4, 3, 2, 9, 0, 2}), offsets = td::tensor({0, 4, 4, 7});
+  struct Expected {
+    Mode mode;
+    std::vector<double> y, grad;
+  };
+  const std::vector<Expected> expected = {
+      {Mode::sum,
+       {-0.7366721021695308, -0.3546125412195653, 0.07544216362183542, 0.0, 0.0, 0.0, -1.1504255941162196,
+        -1.525075966677656, -1.6933144616040523, -0.5356033346142913, -0.44311547729850514, -0.2906540188790422},
+       {0.8360259786005205,
+        0.8912073600614354,
+        0.9356160015533859,
+        0.0,
+        0.10977830083717481,
+        0.21822962308086932,
+        0.0,
+        0.0,
+        0.0,
+        0.6131168519734338,
+        0.6961352386273567,
+        0.7707388788989693,
+        0.6131168519734338,
+        0.8059135394645315,
+        0.9889685019798387,
+        0.0,
+        0.10977830083717481,
+        0.21822962308086932,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.8360259786005205,
+        0.8912073600614354,
+        0.9356160015533859}},
+      {Mode::mean,
+       {-0.2455573673898436, -0.11820418040652177, 0.025147387873945142, 0.0, 0.0, 0.0, -0.5752127970581098,
+        -0.762537983338828, -0.8466572308020262, -0.26780166730714566, -0.22155773864925257, -0.1453270094395211},
+       {0.41801298930026026,
+        0.4456036800307177,
+        0.46780800077669293,
+        0.0,
+        0.036592766945724935,
+        0.07274320769362311,
+        0.0,
+        0.0,
+        0.0,
+        0.3065584259867169,
+        0.34806761931367836,
+        0.38536943944948465,
+        0.3065584259867169,
+        0.3846603862594033,
+        0.45811264714310773,
+        0.0,
+        0.036592766945724935,
+        0.07274320769362311,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.41801298930026026,
+        0.4456036800307177,
+        0.46780800077669293}},
+      {Mode::max,
+       {0.8956986856800476, 0.99588084453764, 0.9612752029752999, 0.0, 0.0, 0.0, -0.18729466354290317,
+        -0.5298361409084934, -0.8006667821758177, 0.0, 0.361615431964962, 0.674287911628145},
+       {0.8360259786005205,
+        0.8912073600614354,
+        0.9356160015533859,
+        0.0,
+        0.10977830083717481,
+        0.21822962308086932,
+        0.0,
+        0.0,
+        0.0,
+        0.6131168519734338,
+        0.6961352386273567,
+        0.7707388788989693,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0}},
+  };
+  for (const Expected& e : expected) {
+    INFO(F::embedding_bag_mode_name(e.mode));
+    Tensor weight = sine_ramp({10, 3}, 0.37).requires_grad_(true);
+    const Tensor y = F::embedding_bag(input, weight, offsets, e.mode, Tensor(), false, 2);
+    REQUIRE(y.sizes() == Shape{4, 3});
+    check_close(y, e.y, 1e-14, 1e-15);
+    (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+    check_close(weight.grad(), e.grad, 1e-14, 1e-15);
+  }
+  // Per-sample weights with the last offset closing the last bag.
+  Tensor weight = sine_ramp({10, 3}, 0.37).requires_grad_(true), scale = sine_ramp({10}, 0.5).requires_grad_(true);
+  const Tensor y = F::embedding_bag(input, weight, td::tensor({0, 4, 4, 7, 10}), Mode::sum, scale, true);
+  check_close(
+      y,
+      {-1.0961163045568614, -0.9405888406054246, -0.6577570895797642, 0.0, 0.0, 0.0, -0.8754517898741229,
+       -1.1481080421969754, -1.2653732570267708, -0.5907860733255709, -0.5036544824711873, -0.34835562016431487},
+      1e-14, 1e-15);
+  (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+  check_close(scale.grad(),
+              {0.31910483217191865, 0.09694015286613517, -0.30405790362406093, -0.03751197584689579, -1.971331589488905,
+               -1.100776140953415, 0.9923860126300481, -2.0677755219194878, 0.9531488942522772, 1.3019503608184766},
+              1e-14, 1e-15);
+  // A 2-D input is a bag per row.
+  check_close(F::embedding_bag(td::tensor({{1, 2, 3}, {4, 4, 0}}), sine_ramp({10, 3}, 0.37), Tensor(), Mode::max),
+              {0.8956986856800476, 0.99588084453764, 0.9612752029752999, 0.0, 0.361615431964962, 0.674287911628145},
+              1e-15, 0);
+}
+
+TEST_CASE("EmbeddingBag prints, starts and bags as PyTorch's; bad input is refused", "[cpu]") {
+  CHECK(nn::EmbeddingBag(10, 3)->str() == "EmbeddingBag(10, 3, mode='mean')");
+  nn::EmbeddingBag bag(nn::EmbeddingBagOptions(10, 3).mode(Mode::sum).padding_idx(2));
+  CHECK(bag->str() == "EmbeddingBag(10, 3, mode='sum', padding_idx=2)");
+  CHECK(bag->weight[2].abs().sum().item<double>() == 0);
+  const Tensor input = td::tensor({1, 4, 5, 1}), offsets = td::tensor({0, 2});
+  check_close(bag(input, offsets), td::testing::values(F::embedding_bag(input, bag->weight, offsets, Mode::sum)), 0, 0);
+  const Snapshot before(bag->weight);
+  check_error([&] { bag(input); }, {"embedding_bag", "1-D input needs offsets"});
+  check_error([&] { bag(td::tensor({{1, 2}}), offsets); }, {"embedding_bag", "2-D input", "no offsets"});
+  check_error([&] { bag(input, td::tensor({1, 2})); }, {"embedding_bag", "offsets must start at 0"});
+  check_error([&] { bag(input, td::tensor({0, 5})); }, {"embedding_bag", "must not decrease nor pass", "4"});
+  check_error([&] { bag(td::tensor({1, 10}), td::tensor({0})); }, {"embedding_bag", "index 10", "10 rows"});
+  check_error([&] { F::embedding_bag(input, bag->weight, offsets, Mode::max, td::ones({4})); },
+              {"embedding_bag", "per_sample_weights", "'sum' only", "'max'"});
+  before.check_unchanged(bag->weight);
+}
