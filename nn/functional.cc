@@ -1968,6 +1968,124 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   return reduce(input.dim() == 1 ? loss.squeeze(0) : loss, reduction, op);
 }
 
+// ---- CTC ----
+
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank, Reduction reduction, bool zero_infinity) {
+  constexpr const char* op = "ctc_loss";
+  if (autocast_takes_loss({&log_probs})) {
+    amp::SuspendAutocast inside;
+    return ctc_loss(amp::to_float32(log_probs), targets, input_lengths, target_lengths, blank, reduction,
+                    zero_infinity);
+  }
+  TD_CHECK(log_probs.defined() && targets.defined() && input_lengths.defined() && target_lengths.defined(), op,
+           ": log_probs, targets, input_lengths and target_lengths must be defined");
+  TD_CHECK(log_probs.dim() == 2 || log_probs.dim() == 3, op, ": log_probs must be [T, N, C] or [T, C], got ",
+           shape_str(log_probs.sizes()));
+  check_floating_operands(op, {&log_probs});
+  TD_CHECK(reduction != kBatchMean, op, ": reduction batchmean is kl_div's only; use mean or sum");
+  const bool unbatched = log_probs.dim() == 2;
+  const Tensor lp = unbatched ? log_probs.unsqueeze(1) : log_probs;
+  const int64_t frames = lp.size(0), batch = lp.size(1), classes = lp.size(2);
+  TD_CHECK(blank >= 0 && blank < classes, op, ": blank ", blank, " is not one of the ", classes, " classes");
+  auto host_list = [](const Tensor& t) {
+    const Tensor host = t.reshape({-1}).to(Device(kCPU), kInt64).contiguous();
+    return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+  };
+  for (const Tensor* t : {&targets, &input_lengths, &target_lengths}) {
+    TD_CHECK(!is_floating(t->dtype()) && t->dtype() != kBool, op, ": targets and lengths must be integers, got ",
+             t->dtype());
+  }
+  const std::vector<int64_t> in_lengths = host_list(input_lengths), out_lengths = host_list(target_lengths);
+  TD_CHECK(static_cast<int64_t>(in_lengths.size()) == batch && static_cast<int64_t>(out_lengths.size()) == batch, op,
+           ": input_lengths and target_lengths need one length per sequence (", batch, "), got ", in_lengths.size(),
+           " and ", out_lengths.size());
+  // Each sequence's labels: a row of a padded [N, S] target, or its run of a 1-D one.
+  const std::vector<int64_t> flat = host_list(targets);
+  const bool padded = targets.dim() == 2 || (unbatched && targets.dim() == 1);
+  std::vector<std::vector<int64_t>> labels(batch);
+  int64_t next = 0, longest = 0;
+  for (int64_t n = 0; n < batch; ++n) {
+    TD_CHECK(in_lengths[n] >= 0 && in_lengths[n] <= frames, op, ": input length ", in_lengths[n], " of sequence ", n,
+             " is outside [0, ", frames, "]");
+    TD_CHECK(out_lengths[n] >= 0, op, ": target length ", out_lengths[n], " of sequence ", n, " is negative");
+    const int64_t row = padded ? (unbatched ? static_cast<int64_t>(flat.size()) : targets.size(1)) : out_lengths[n];
+    const int64_t start = padded ? n * row : next;
+    TD_CHECK(out_lengths[n] <= row && start + out_lengths[n] <= static_cast<int64_t>(flat.size()), op,
+             ": target length ", out_lengths[n], " of sequence ", n, " passes the targets ",
+             shape_str(targets.sizes()));
+    labels[n].assign(flat.begin() + start, flat.begin() + start + out_lengths[n]);
+    for (int64_t label : labels[n]) {
+      TD_CHECK(label >= 0 && label < classes && label != blank, op, ": target label ", label, " of sequence ", n,
+               " must be a class in [0, ", classes, ") other than the blank ", blank);
+    }
+    next += out_lengths[n];
+    longest = std::max(longest, out_lengths[n]);
+  }
+  // The extended labels (a blank before, between and after the labels), and where a state may be
+  // reached from two states back (a label unlike the one before it).
+  const int64_t states = 2 * longest + 1;
+  std::vector<int64_t> extended(batch * states, blank);
+  std::vector<double> skip(batch * states, 0), feasible(batch, 1), last_two(batch * states, 0);
+  for (int64_t n = 0; n < batch; ++n) {
+    const auto& l = labels[n];
+    int64_t repeats = 0;
+    for (size_t k = 0; k < l.size(); ++k) {
+      extended[n * states + 2 * k + 1] = l[k];
+      if (k > 0 && l[k] != l[k - 1]) skip[n * states + 2 * k + 1] = 1;
+      if (k > 0 && l[k] == l[k - 1]) ++repeats;
+    }
+    // A target fits when there are frames for its labels and a blank between each repeat.
+    feasible[n] = static_cast<int64_t>(l.size()) + repeats <= in_lengths[n] ? 1 : 0;
+    const int64_t end = 2 * static_cast<int64_t>(l.size());
+    last_two[n * states + end] = 1;
+    if (end > 0) last_two[n * states + end - 1] = 1;
+  }
+  const Device device = lp.device();
+  const TensorOptions options = TensorOptions(lp.dtype()).device(device);
+  // Unreachable states hold a very negative finite log-probability instead of -inf, so that no
+  // logsumexp sees only -inf (whose gradient is NaN); paths through them contribute exp(-1e30) = 0.
+  const double unreachable = -1e30;
+  const Tensor gather_index = tensor(extended).to(device).view({batch, states});
+  const Tensor may_skip = tensor(skip).to(device, lp.dtype()).view({batch, states}) > 0;
+  const Tensor wall = full({batch, 1}, unreachable, options);
+  // alpha over the states at frame t, each sequence's frozen once its input ends.
+  Tensor alpha = full({batch, states}, unreachable, options);
+  {
+    const Tensor emit = lp[0].gather(1, gather_index);
+    const int64_t opening = std::min<int64_t>(2, states);
+    const Tensor start = cat({emit.narrow(1, 0, opening), full({batch, states - opening}, unreachable, options)}, 1);
+    std::vector<double> live;
+    for (int64_t n = 0; n < batch; ++n) live.push_back(in_lengths[n] > 0 ? 1 : 0);
+    alpha = where(tensor(live).to(device).unsqueeze(1) > 0, start, alpha);
+  }
+  for (int64_t t = 1; t < frames; ++t) {
+    const Tensor one_back = cat({wall, alpha.narrow(1, 0, states - 1)}, 1);
+    const Tensor two_back = where(may_skip, cat({wall, wall, alpha.narrow(1, 0, std::max<int64_t>(states - 2, 0))}, 1)
+                                                .narrow(1, 0, states),
+                                  full({batch, states}, unreachable, options));
+    const Tensor stepped = logsumexp(stack({alpha, one_back, two_back}, 0), {0}) + lp[t].gather(1, gather_index);
+    std::vector<double> running;
+    for (int64_t n = 0; n < batch; ++n) running.push_back(t < in_lengths[n] ? 1 : 0);
+    alpha = where(tensor(running).to(device).unsqueeze(1) > 0, stepped, alpha);
+  }
+  const Tensor ends = tensor(last_two).to(device).view({batch, states}) > 0;
+  Tensor loss = -logsumexp(where(ends, alpha, full({batch, states}, unreachable, options)), {1});
+  // No frames and no labels: the empty alignment, probability 1.
+  std::vector<double> nothing;
+  for (int64_t n = 0; n < batch; ++n) nothing.push_back(in_lengths[n] == 0 && out_lengths[n] == 0 ? 1 : 0);
+  loss = where(tensor(nothing).to(device) > 0, zeros_like(loss), loss);
+  const Tensor fits = tensor(feasible).to(device) > 0;
+  loss = where(fits, loss, full({batch}, zero_infinity ? 0.0 : std::numeric_limits<double>::infinity(), options));
+  if (reduction == kMean) {
+    std::vector<double> divisors;
+    for (int64_t length : out_lengths) divisors.push_back(static_cast<double>(std::max<int64_t>(length, 1)));
+    return (loss / tensor(divisors).to(device, lp.dtype())).mean();
+  }
+  if (reduction == kSum) return loss.sum();
+  return unbatched ? loss.squeeze(0) : loss;
+}
+
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
   if (autocast_takes_loss({&input, &target})) {
     amp::SuspendAutocast inside;

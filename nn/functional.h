@@ -299,6 +299,18 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 
 // j of max(0, 1 - (input[t] - input[j])), over C.
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 
+// Connectionist temporal classification: the negative log-likelihood of each target sequence
+// under the per-frame class log-probabilities, summed over every alignment (blank frames between
+// and around labels, repeated labels merged). log_probs [T, N, C] (or [T, C] for one sequence),
+// targets [N, S] padded or 1-D (all targets one after another), input_lengths and
+// target_lengths [N] (or 0-D). A target no alignment fits has an infinite loss, or 0 (with no
+// gradient) under zero_infinity. kMean divides each loss by its target length, then averages.
+// The gradient is the loss's own, with respect to log_probs; PyTorch's returns it plus
+// exp(log_probs), which a log_softmax before it cancels: through log_softmax both are the same.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank = 0, Reduction reduction = kMean,
+                bool zero_infinity = false);
+
 const char* reduction_name(Reduction r);
 
 }  // namespace nn::functional

@@ -409,6 +409,26 @@ inline Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, c
                                                        options.swap_, options.reduction_);
 }
 
+struct CTCLossOptions {
+  CTCLossOptions& blank(int64_t b) { blank_ = b; return *this; }
+  CTCLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CTCLossOptions& zero_infinity(bool z) { zero_infinity_ = z; return *this; }
+  int64_t blank_ = 0;
+  Reduction reduction_ = kMean;
+  bool zero_infinity_ = false;
+};
+
+class CTCLossImpl : public Cloneable<CTCLossImpl> {
+ public:
+  explicit CTCLossImpl(CTCLossOptions options = {}) : Cloneable("CTCLoss"), options(options) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths) {
+    return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, options.blank_,
+                                options.reduction_, options.zero_infinity_);
+  }
+  CTCLossOptions options;
+};
+
 #define TD_LOSS_HOLDER(Name)                     \
   class Name : public ModuleHolder<Name##Impl> { \
    public:                                       \
@@ -426,6 +446,7 @@ TD_LOSS_HOLDER(MultiLabelSoftMarginLoss)
 TD_LOSS_HOLDER(MultiMarginLoss)
 TD_LOSS_HOLDER(MultiLabelMarginLoss)
 TD_LOSS_HOLDER(PairwiseDistance)
+TD_LOSS_HOLDER(CTCLoss)
 #undef TD_LOSS_HOLDER
 
 class MSELoss : public ModuleHolder<MSELossImpl> {

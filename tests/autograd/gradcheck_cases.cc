@@ -303,6 +303,11 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::nn::F::embedding_bag(on(x[0], td::tensor({{1, 2, 4}, {3, 0, 5}})), x[0], Tensor(),
                                          td::nn::F::EmbeddingBagMode::max, Tensor(), false, 0);
        }},
+      {"ctc_loss", {{{6, 2, 4}}},
+       [](V x) {
+         return td::nn::F::ctc_loss(x[0].log_softmax(2), on(x[0], td::tensor({{1, 2}, {3, 3}})),
+                                    on(x[0], td::tensor({6, 5})), on(x[0], td::tensor({2, 2})));
+       }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

@@ -399,3 +399,62 @@ TEST_CASE("margin and likelihood losses take what PyTorch takes: NaN scores, bro
   CHECK(nn::TripletMarginWithDistanceLoss()->str() ==
         "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)");
 }
+
+TEST_CASE("ctc_loss gives PyTorch's losses and, through log_softmax, its gradients", "[cpu]") {
+  // PyTorch 2.15: log_probs = log_softmax(2 sin(0.37 i)) [8, 3, 5], padded targets
+  // [[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 4, 1]], input lengths [8, 6, 5], target lengths [3, 2, 4]:
+  // the third target cannot fit (4 labels and 2 repeats in 5 frames).
+  Tensor logits = sine_ramp({8, 3, 5}, 0.37) * 2;
+  const Tensor log_probs = logits.log_softmax(2);
+  const Tensor targets = td::tensor({{1, 2, 2, 0}, {3, 1, 0, 0}, {4, 4, 4, 1}});
+  const Tensor in_lengths = td::tensor({8, 6, 5}), out_lengths = td::tensor({3, 2, 4});
+  const Tensor none = F::ctc_loss(log_probs, targets, in_lengths, out_lengths, 0, td::kNone);
+  check_close(none, {9.032335936998924, 6.984984207334776, INFINITY}, 1e-12, 0);
+  CHECK(std::isinf(F::ctc_loss(log_probs, targets, in_lengths, out_lengths).item<double>()));
+  check_close(F::ctc_loss(log_probs, targets, in_lengths, out_lengths, 0, td::kNone, true),
+              {9.032335936998924, 6.984984207334776, 0.0}, 1e-12, 0);
+  // 1-D targets one after another, blank 4.
+  check_close(
+      F::ctc_loss(log_probs, td::tensor({1, 2, 2, 3, 1, 0, 0, 1}), in_lengths, td::tensor({3, 2, 3}), 4, td::kNone),
+      {9.764324689057448, 5.916257151782397, 6.07299823309085}, 1e-12, 0);
+  // Empty targets (no frames at all for the second) and a one-label target.
+  check_close(F::ctc_loss(log_probs, targets, td::tensor({8, 0, 3}), td::tensor({0, 0, 1}), 0, td::kNone),
+              {14.48200280274503, 0.0, 2.795328586332774}, 1e-12, 1e-15);
+  // One sequence, unbatched.
+  CHECK(F::ctc_loss(log_probs.select(1, 0), td::tensor({1, 2, 2}), td::tensor(std::vector<int64_t>{8}).view({}),
+                    td::tensor(std::vector<int64_t>{3}).view({}))
+            .item<double>() == Approx(3.010778645666308).epsilon(1e-12));
+  // Gradients with respect to the logits, for two sequences that fit, losses weighted 1 and 0.5.
+  Tensor leaf = (sine_ramp({8, 2, 5}, 0.37) * 2).requires_grad_(true);
+  const Tensor two = F::ctc_loss(leaf.log_softmax(2), td::tensor({{1, 2, 2}, {3, 1, 0}}), td::tensor({8, 6}),
+                                 td::tensor({3, 2}), 0, td::kNone);
+  check_close(two, {8.777511336626064, 5.266908084588281}, 1e-12, 0);
+  (two * td::tensor(std::vector<double>{1.0, 0.5})).sum().backward();
+  check_close(leaf.grad().flatten().narrow(0, 0, 8),
+              {-0.25753331073512, -0.5912220872119937, 0.19031982243412157, 0.2963459379223284, 0.3620896375906637,
+               -0.2075382799129248, 0.1469948454076306, 0.08523015130706926},
+              1e-11, 1e-14);
+  CHECK((leaf.grad() * sine_ramp({8, 2, 5}, 0.11)).sum().item<double>() == Approx(0.2553503854969635).epsilon(1e-11));
+  nn::CTCLoss module(nn::CTCLossOptions().reduction(td::kSum).zero_infinity(true));
+  CHECK(module(log_probs, targets, in_lengths, out_lengths).item<double>() ==
+        Approx(9.032335936998924 + 6.984984207334776).epsilon(1e-12));
+  CHECK(module->str() == "CTCLoss()");
+  const td::testing::Snapshot before(log_probs);
+  check_error(
+      [&] {
+        F::ctc_loss(log_probs, td::tensor({{1, 0, 2, 0}}), td::tensor({8}), td::tensor({3}));
+      },
+      {"ctc_loss", "one length per sequence (3)"});
+  check_error(
+      [&] {
+        F::ctc_loss(log_probs, targets, td::tensor({8, 9, 5}), out_lengths);
+      },
+      {"ctc_loss", "input length 9", "[0, 8]"});
+  check_error(
+      [&] {
+        F::ctc_loss(log_probs, td::tensor({{1, 0, 2, 0}, {3, 1, 0, 0}, {4, 4, 4, 1}}), in_lengths, out_lengths);
+      },
+      {"ctc_loss", "label 0", "blank 0"});
+  check_error([&] { F::ctc_loss(log_probs, targets, in_lengths, out_lengths, 5); }, {"ctc_loss", "blank 5"});
+  before.check_unchanged(log_probs);
+}
