@@ -327,10 +327,10 @@ Tensor InstanceNormBase<Derived>::forward(const Tensor& x) {
            unbatched, "-D or ", unbatched + 1, "-D input ([C, ...] or [N, C, ...]), got ",
            x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
   const Tensor batched = x.dim() == unbatched ? x.unsqueeze(0) : x;
-  // PyTorch refuses other channel counts with affine parameters and only warns without: refused
-  // here either way.
-  TD_CHECK(batched.size(1) == options.num_features_, this->name(), ": expected ", options.num_features_,
-           " channels, got the input ", shape_str(x.sizes()));
+  // Another channel count: PyTorch refuses it with affine parameters (and its batch_norm with
+  // running statistics); without either it only warns, and normalizes what it is given.
+  TD_CHECK(batched.size(1) == options.num_features_ || (!options.affine_ && !options.track_running_stats_),
+           this->name(), ": expected ", options.num_features_, " channels, got the input ", shape_str(x.sizes()));
   const bool use_input_stats = this->is_training() || !options.track_running_stats_;
   const Tensor out = F::instance_norm(batched, running_mean, running_var, weight, bias, use_input_stats,
                                       options.momentum_, options.eps_);

@@ -130,9 +130,7 @@ void RpropOptions::validate() const {
   const auto [etaminus, etaplus] = etas_;
   TD_CHECK(etaminus > 0 && etaminus < 1 && etaplus > 1 && std::isfinite(etaplus), "Rprop: invalid etas (", etaminus,
            ", ", etaplus, "): they must be 0 < etaminus < 1 < etaplus");
-  const auto [smallest, largest] = step_sizes_;
-  TD_CHECK(smallest >= 0 && smallest <= largest, "Rprop: invalid step_sizes (", smallest, ", ", largest,
-           "): they must be 0 <= min <= max");
+  // step_sizes are not checked, as PyTorch does not.
 }
 
 void RpropOptions::to_json(nlohmann::json& out) const {
@@ -222,7 +220,7 @@ ASGDOptions::ASGDOptions(double lr) : lr_(lr) {}
 
 void ASGDOptions::validate() const {
   check_non_negative("ASGD", "lambd", lambd_);
-  TD_CHECK(std::isfinite(alpha_), "ASGD: invalid alpha = ", alpha_, " (must be finite)");
+  check_non_negative("ASGD", "alpha", alpha_);
   TD_CHECK(!std::isnan(t0_), "ASGD: invalid t0 = ", t0_);
   check_non_negative("ASGD", "weight_decay", weight_decay_);
 }

@@ -73,7 +73,7 @@ class RpropOptions : public OptimizerOptions {
 
   RpropOptions& lr(double v) { lr_ = v; return *this; }
   RpropOptions& etas(std::tuple<double, double> v) { etas_ = v; return *this; }  // (etaminus, etaplus)
-  RpropOptions& step_sizes(std::tuple<double, double> v) { step_sizes_ = v; return *this; }  // (min, max)
+  RpropOptions& step_sizes(std::tuple<double, double> v) { step_sizes_ = v; return *this; }  // (min, max) of clamp
   RpropOptions& maximize(bool v) { maximize_ = v; return *this; }
   double lr() const { return lr_; }
   std::tuple<double, double> etas() const { return etas_; }

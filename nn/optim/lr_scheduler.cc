@@ -163,11 +163,15 @@ std::vector<double> LRScheduler::group_lrs() const {
   return out;
 }
 
+void LRScheduler::check_groups() const {
+  const size_t groups = optimizer_.param_groups().size();
+  TD_CHECK(groups == base_lrs_.size() || (groups > base_lrs_.size() && schedules_added_groups()), name(),
+           ".step: the optimizer has ", groups, " parameter groups, but the scheduler was made for ", base_lrs_.size(),
+           " (schedule groups added later with a new scheduler)");
+}
+
 void LRScheduler::step() {
-  auto& groups = optimizer_.param_groups();
-  TD_CHECK(groups.size() == base_lrs_.size() || (groups.size() > base_lrs_.size() && schedules_added_groups()),
-           name(), ".step: the optimizer has ", groups.size(), " parameter groups, but the scheduler was made for ",
-           base_lrs_.size(), " (schedule groups added later with a new scheduler)");
+  check_groups();
   ++step_count_;
   ++last_epoch_;
   std::vector<double> lrs;
@@ -183,6 +187,8 @@ void LRScheduler::step() {
 
 void LRScheduler::set_lrs(const std::vector<double>& lrs) {
   auto& groups = optimizer_.param_groups();
+  TD_CHECK(lrs.size() == groups.size(), name(), ": ", lrs.size(), " learning rates for ", groups.size(),
+           " parameter groups");
   for (size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lrs[i]);
   last_lr_ = group_lrs();
 }
@@ -419,7 +425,7 @@ void check_constant(double factor, int64_t total_iters) {
 }
 
 void check_polynomial(int64_t total_iters, double power) {
-  TD_CHECK(total_iters >= 1, "PolynomialLR: invalid total_iters = ", total_iters, " (must be >= 1)");
+  TD_CHECK(total_iters >= 0, "PolynomialLR: invalid total_iters = ", total_iters, " (must be >= 0)");
   TD_CHECK(std::isfinite(power), "PolynomialLR: invalid power = ", power);
 }
 
@@ -442,6 +448,7 @@ std::vector<double> ConstantLR::get_lr() {
   if (last_epoch_ == 0) {
     for (double& lr : out) lr = lr * factor_;
   } else if (last_epoch_ == total_iters_) {
+    TD_CHECK(factor_ != 0, name(), ": a factor of 0 cannot be undone at total_iters (PyTorch divides by zero there)");
     for (double& lr : out) lr = lr * (1.0 / factor_);
   }
   return out;
@@ -507,7 +514,7 @@ MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Factor> fac
 
 std::vector<double> MultiplicativeLR::get_lr() {
   std::vector<double> out = group_lrs();
-  if (last_epoch_ == 0) return out;
+  if (is_initial_) return out;  // (SequentialLR's epoch 0 multiplies by factor(0), as PyTorch's)
   for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] * factors_[i](last_epoch_);
   return out;
 }
@@ -546,6 +553,7 @@ std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
 
 void CosineAnnealingWarmRestarts::step(double epoch) {
   TD_CHECK(epoch >= 0, name(), ".step: the epoch must not be negative, got ", epoch);
+  check_groups();
   const double T_0 = static_cast<double>(T_0_), T_mult = static_cast<double>(T_mult_);
   if (epoch >= T_0) {
     if (T_mult_ == 1) {
@@ -579,7 +587,8 @@ void CosineAnnealingWarmRestarts::hyperparameters_from_json(const json& in) {
   const double eta_min = detail::json_double(in, name(), "eta_min"), T_cur = detail::json_double(in, name(), "T_cur");
   const int64_t T_i = detail::json_int(in, name(), "T_i");
   check_warm_restarts(T_0, T_mult, eta_min);
-  TD_CHECK(T_i >= T_0 && T_cur >= 0 && T_cur < static_cast<double>(T_i), name(),
+  // T_cur may equal T_i: PyTorch's int(log(...)) can round the period's number down by one.
+  TD_CHECK(T_i >= T_0 && T_cur >= 0 && T_cur <= static_cast<double>(T_i), name(),
            ".load_state_dict: invalid T_cur = ", T_cur, ", T_i = ", T_i);
   T_0_ = T_0;
   T_mult_ = T_mult;
@@ -661,9 +670,9 @@ std::vector<double> CyclicLR::get_lr() {
   const double x = 1.0 + epoch / total_size_ - cycle;
   const double scale_factor = x <= step_ratio_ ? x / step_ratio_ : (x - 1) / (step_ratio_ - 1);
   const double scaled = scale(scale_by_cycle_ ? cycle : epoch);
-  // In the constructor's step base_lrs_ holds the groups' initial lrs; the groups' lrs are then
-  // the base lrs, which base_lrs_ takes after it.
-  const std::vector<double> base_lrs = is_initial_ ? group_lrs() : base_lrs_;
+  // In the constructor's step base_lrs_ still holds the groups' initial lrs (a scheduler made
+  // before may have set them), as PyTorch's; the constructor then sets them to base_lr.
+  const std::vector<double>& base_lrs = base_lrs_;
   std::vector<double> lrs;
   for (size_t i = 0; i < max_lrs_.size(); ++i) {
     const double base_height = (max_lrs_[i] - base_lrs[i]) * scale_factor;
@@ -827,6 +836,7 @@ std::vector<double> ConstantLR::restart_lrs() {
 }
 
 std::vector<double> PolynomialLR::restart_lrs() {
+  TD_CHECK(total_iters_ > 0, name(), ": its closed form divides by total_iters = 0 (as PyTorch's)");
   const double done = static_cast<double>(std::min(total_iters_, last_epoch_));
   std::vector<double> out;
   for (double base : base_lrs_) {
@@ -870,6 +880,7 @@ void SequentialLR::step() {
   ++last_epoch_;
   const size_t index = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
   LRScheduler& current = *schedulers_[index];
+  current.check_groups();
   if (index > 0 && milestones_[index - 1] == last_epoch_) {
     current.last_epoch_ = 0;
     current.set_lrs(current.restart_lrs());

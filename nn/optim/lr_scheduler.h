@@ -57,6 +57,8 @@ class LRScheduler {
   std::vector<double> group_lrs() const;
   // Writes one lr per group into the optimizer and records them as the last lrs.
   void set_lrs(const std::vector<double>& lrs);
+  // The optimizer's groups are the scheduler's (or later ones it schedules too).
+  void check_groups() const;
   // The lrs of epoch 0 when SequentialLR starts this scheduler at its milestone (PyTorch's
   // _update_lr(0)): the closed form where PyTorch has one, else get_lr() at epoch 0.
   virtual std::vector<double> restart_lrs() { return get_lr(); }

@@ -567,11 +567,7 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
         optim::Rprop(params(), optim::RpropOptions().etas({0.5, 0.9}));
       },
       {"Rprop", "etas (0.5, 0.9)", "0 < etaminus < 1 < etaplus"});
-  check_error(
-      [&] {
-        optim::Rprop(params(), optim::RpropOptions().step_sizes({1, 0.5}));
-      },
-      {"Rprop", "step_sizes (1, 0.5)"});
+  check_error([&] { optim::ASGD(params(), optim::ASGDOptions().alpha(-1)); }, {"ASGD", "alpha = -1"});
   check_error([&] { optim::ASGD(params(), optim::ASGDOptions().weight_decay(-1)); }, {"ASGD", "weight_decay = -1"});
   // A group's own options are checked too.
   check_error([&] { optim::SGD({optim::OptimizerParamGroup(params(), optim::SGDOptions(-2))}, 0.1); },
@@ -1704,7 +1700,7 @@ TEST_CASE("CyclicLR cycles Adam's beta1; schedulers refuse bad settings and leav
   CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
   CHECK_FALSE(sgd.param_groups()[0].initial_lr().has_value());
   check_error([&] { optim::ConstantLR(sgd, 1.5); }, {"ConstantLR", "factor = 1.5"});
-  check_error([&] { optim::PolynomialLR(sgd, 0); }, {"PolynomialLR", "total_iters = 0"});
+  check_error([&] { optim::PolynomialLR(sgd, -1); }, {"PolynomialLR", "total_iters = -1"});
   check_error([&] { optim::CosineAnnealingWarmRestarts(sgd, 0); }, {"CosineAnnealingWarmRestarts", "T_0 = 0"});
   check_error([&] { optim::CosineAnnealingWarmRestarts(sgd, 2, 0); }, {"T_mult = 0"});
   check_error([&] { optim::MultiplicativeLR(sgd, optim::MultiplicativeLR::Factor()); },
@@ -1796,5 +1792,62 @@ TEST_CASE("SequentialLR hands over at its milestones from each scheduler's epoch
         {"SequentialLR", "2 schedulers need 1 milestones, got 2"});
     auto other = make();
     check_error([&] { optim::SequentialLR(*other, {&constant}, {}); }, {"SequentialLR", "another optimizer"});
+  }
+}
+
+TEST_CASE("scheduler edges as PyTorch's: MultiplicativeLR restarted, CyclicLR second, periods at their end", "[cpu]") {
+  auto make = [] {
+    td::Tensor a = td::zeros({1}).requires_grad_();
+    return std::make_unique<optim::SGD>(std::vector<td::Tensor>{a}, optim::SGDOptions(1.0));
+  };
+  {
+    // PyTorch 2.15: SequentialLR([ConstantLR(0.5, 10), MultiplicativeLR(0.9)], [2]) -> 0.5, 0.5,
+    // 0.45, 0.405, 0.3645: the hand-over multiplies by factor(0) too.
+    auto sgd = make();
+    optim::ConstantLR constant(*sgd, 0.5, 10);
+    optim::MultiplicativeLR multiplicative(*sgd, [](int64_t) { return 0.9; });
+    optim::SequentialLR sequential(*sgd, {&constant, &multiplicative}, {2});
+    std::vector<double> got{sequential.get_last_lr()[0]};
+    for (int t = 0; t < 4; ++t) {
+      sequential.step();
+      got.push_back(sequential.get_last_lr()[0]);
+    }
+    const std::vector<double> want{0.5, 0.5, 0.45, 0.405, 0.3645};
+    for (size_t t = 0; t < want.size(); ++t) CHECK(got[t] == Approx(want[t]).epsilon(1e-12));
+    // A group added later: the schedulers were made for one, and say so.
+    sgd->add_param_group(optim::OptimizerParamGroup({td::zeros({1}).requires_grad_()}));
+    check_error([&] { sequential.step(); }, {"parameter groups", "made for 1"});
+  }
+  {
+    // StepLR, then CyclicLR(base 0.01, max 0.1) on lr 0.1: PyTorch's constructor step starts
+    // from the initial lr (0.1), the next step from base_lr (0.0325).
+    auto sgd = make();
+    sgd->param_groups()[0].options().set_lr(0.1);
+    optim::StepLR stepped(*sgd, 2);
+    optim::CyclicLR cyclic(*sgd, {0.01}, {0.1});
+    CHECK(cyclic.get_last_lr()[0] == Approx(0.1).epsilon(1e-15));
+    cyclic.step();
+    CHECK(cyclic.get_last_lr()[0] == Approx(0.01 + 0.09 / 2000).epsilon(1e-12));
+  }
+  {
+    // CosineAnnealingWarmRestarts(T_0 1, T_mult 10).step(111): PyTorch's int(log(1000, 10)) is 2,
+    // so T_cur = T_i = 100 and the lr is eta_min; that state loads and goes on.
+    auto sgd = make();
+    optim::CosineAnnealingWarmRestarts restarts(*sgd, 1, 10);
+    restarts.step(111.0);
+    CHECK(restarts.T_cur() == 100.0);
+    CHECK(restarts.T_i() == 100);
+    auto other = make();
+    optim::CosineAnnealingWarmRestarts resumed(*other, 1, 10);
+    resumed.load_state_dict(restarts.state_dict());
+    resumed.step();
+    CHECK(resumed.T_i() == 1000);
+  }
+  {
+    auto sgd = make();
+    optim::ConstantLR zero(*sgd, 0.0, 2);
+    zero.step();
+    check_error([&] { zero.step(); }, {"ConstantLR", "factor of 0", "total_iters"});
+    CHECK(zero.last_epoch() == 1);
   }
 }
