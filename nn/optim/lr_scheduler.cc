@@ -750,37 +750,51 @@ void ChainedScheduler::step() {
   last_lr_ = schedulers_.back()->get_last_lr();
 }
 
-StateDict ChainedScheduler::state_dict() const {
+namespace {
+
+// The states of the schedulers a ChainedScheduler or SequentialLR holds: each one's JSON, in order.
+json nested_states(const std::vector<LRScheduler*>& schedulers) {
   json each = json::array();
-  for (const LRScheduler* s : schedulers_) each.push_back(s->state_dict().metadata.at(kKey));
+  for (const LRScheduler* s : schedulers) each.push_back(s->state_dict().metadata.at(kKey));
+  return each;
+}
+
+// Loads what nested_states saved; each scheduler checks its own state, and if one refuses, those
+// before it are restored.
+void load_nested_states(const std::vector<LRScheduler*>& schedulers, const json& j, const char* who) {
+  auto each = j.find("schedulers");
+  TD_CHECK(each != j.end() && each->is_array() && each->size() == schedulers.size() &&
+               std::all_of(each->begin(), each->end(), [](const json& e) { return e.is_string(); }),
+           who, ".load_state_dict: the state is for another number of schedulers (this one has ", schedulers.size(),
+           ")");
+  std::vector<StateDict> before;
+  for (size_t i = 0; i < schedulers.size(); ++i) {
+    before.push_back(schedulers[i]->state_dict());
+    StateDict one;
+    one.metadata[kKey] = (*each)[i].get<std::string>();
+    try {
+      schedulers[i]->load_state_dict(one);
+    } catch (...) {
+      for (size_t k = 0; k < i; ++k) schedulers[k]->load_state_dict(before[k]);
+      throw;
+    }
+  }
+}
+
+}  // namespace
+
+StateDict ChainedScheduler::state_dict() const {
   json j = json::object();
   j["type"] = "ChainedScheduler";
-  j["schedulers"] = each;
+  j["schedulers"] = nested_states(schedulers_);
   j["last_lr"] = last_lr_;
   return scheduler_state(j);
 }
 
 void ChainedScheduler::load_state_dict(const StateDict& state) {
   json j = scheduler_json(state, "ChainedScheduler");
-  auto each = j.find("schedulers");
-  TD_CHECK(each != j.end() && each->is_array() && each->size() == schedulers_.size() &&
-               std::all_of(each->begin(), each->end(), [](const json& e) { return e.is_string(); }),
-           "ChainedScheduler.load_state_dict: the state is for another number of schedulers (this chain has ",
-           schedulers_.size(), ")");
   std::vector<double> last_lr = json_doubles(j, "ChainedScheduler", "last_lr");
-  // Each scheduler checks its own state; if one refuses, those before it are restored.
-  std::vector<StateDict> before;
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    before.push_back(schedulers_[i]->state_dict());
-    StateDict one;
-    one.metadata[kKey] = (*each)[i].get<std::string>();
-    try {
-      schedulers_[i]->load_state_dict(one);
-    } catch (...) {
-      for (size_t k = 0; k < i; ++k) schedulers_[k]->load_state_dict(before[k]);
-      throw;
-    }
-  }
+  load_nested_states(schedulers_, j, "ChainedScheduler");
   last_lr_ = std::move(last_lr);
 }
 
@@ -891,11 +905,9 @@ void SequentialLR::step() {
 }
 
 StateDict SequentialLR::state_dict() const {
-  json each = json::array();
-  for (const LRScheduler* s : schedulers_) each.push_back(s->state_dict().metadata.at(kKey));
   json j = json::object();
   j["type"] = "SequentialLR";
-  j["schedulers"] = each;
+  j["schedulers"] = nested_states(schedulers_);
   j["milestones"] = milestones_;
   j["last_epoch"] = last_epoch_;
   j["last_lr"] = last_lr_;
@@ -904,27 +916,11 @@ StateDict SequentialLR::state_dict() const {
 
 void SequentialLR::load_state_dict(const StateDict& state) {
   json j = scheduler_json(state, "SequentialLR");
-  auto each = j.find("schedulers");
-  TD_CHECK(each != j.end() && each->is_array() && each->size() == schedulers_.size() &&
-               std::all_of(each->begin(), each->end(), [](const json& e) { return e.is_string(); }),
-           "SequentialLR.load_state_dict: the state is for another number of schedulers (this one has ",
-           schedulers_.size(), ")");
   const int64_t last_epoch = detail::json_int(j, "SequentialLR", "last_epoch");
   std::vector<double> last_lr = json_doubles(j, "SequentialLR", "last_lr");
   TD_CHECK(j.contains("milestones") && j["milestones"] == json(milestones_),
            "SequentialLR.load_state_dict: the state has other milestones");
-  std::vector<StateDict> before;
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    before.push_back(schedulers_[i]->state_dict());
-    StateDict one;
-    one.metadata[kKey] = (*each)[i].get<std::string>();
-    try {
-      schedulers_[i]->load_state_dict(one);
-    } catch (...) {
-      for (size_t k = 0; k < i; ++k) schedulers_[k]->load_state_dict(before[k]);
-      throw;
-    }
-  }
+  load_nested_states(schedulers_, j, "SequentialLR");
   last_epoch_ = last_epoch;
   last_lr_ = std::move(last_lr);
 }
