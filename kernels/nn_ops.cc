@@ -197,28 +197,28 @@ Tensor fold(const Tensor& cols, int64_t h, int64_t w, const Pool2d& p) {
 }  // namespace
 
 Tensor im2col(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
-  check_defined(x, "im2col", "input");
-  TD_CHECK(x.dim() == 3 || x.dim() == 4, "im2col: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ",
-           shape_str(x.sizes()));
-  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "im2col");
-  Tensor cols = unfold(x.dim() == 3 ? unsqueeze(x, 0) : x, x, p, false, "im2col");
+  check_defined(x, "unfold (im2col)", "input");
+  TD_CHECK(x.dim() == 3 || x.dim() == 4,
+           "unfold (im2col): expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape ", shape_str(x.sizes()));
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "unfold (im2col)");
+  Tensor cols = unfold(x.dim() == 3 ? unsqueeze(x, 0) : x, x, p, false, "unfold (im2col)");
   return x.dim() == 3 ? squeeze(cols, 0) : cols;
 }
 
 Tensor col2im(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation, IntList padding,
               IntList stride) {
-  check_defined(cols, "col2im", "input");
-  TD_CHECK(cols.dim() == 2 || cols.dim() == 3, "col2im: expected a 2-D or 3-D input, got shape ",
+  check_defined(cols, "fold (col2im)", "input");
+  TD_CHECK(cols.dim() == 2 || cols.dim() == 3, "fold (col2im): expected a 2-D or 3-D input, got shape ",
            shape_str(cols.sizes()));
-  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "col2im");
-  auto [h, w] = height_width(output_size, "col2im", "output_size");
+  Pool2d p = conv_params(kernel_size, dilation, padding, stride, "fold (col2im)");
+  auto [h, w] = height_width(output_size, "fold (col2im)", "output_size");
   Tensor c3 = cols.dim() == 2 ? unsqueeze(cols, 0) : cols;
   const int64_t fields = p.kh * p.kw;
-  TD_CHECK(c3.sizes()[1] % fields == 0, "col2im: dim 1 of the input (", c3.sizes()[1],
+  TD_CHECK(c3.sizes()[1] % fields == 0, "fold (col2im): dim 1 of the input (", c3.sizes()[1],
            ") must be divisible by the kernel's ", p.kh, "x", p.kw, " = ", fields);
   const int64_t oh = conv_out_size(h, p.kh, p.ph, p.sh, p.dh), ow = conv_out_size(w, p.kw, p.pw, p.sw, p.dw);
-  TD_CHECK(c3.sizes()[2] == oh * ow, "col2im: the input has ", c3.sizes()[2], " columns but output_size ", h, "x", w,
-           " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
+  TD_CHECK(c3.sizes()[2] == oh * ow, "fold (col2im): the input has ", c3.sizes()[2], " columns but output_size ", h,
+           "x", w, " with this kernel, padding and stride gives ", oh, "x", ow, " = ", oh * ow);
   Tensor out = fold(c3, h, w, p);
   return cols.dim() == 2 ? squeeze(out, 0) : out;
 }

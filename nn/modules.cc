@@ -173,8 +173,8 @@ FoldImpl::FoldImpl(IntList output_size, IntList kernel_size, IntList dilation, I
           "output_size=" + size_str(output_size) + ", kernel_size=" + size_str(kernel_size) + ", dilation=" +
               size_str(dilation) + ", padding=" + size_str(padding) + ", stride=" + size_str(stride)) {}
 
-DropoutImpl::DropoutImpl(double p_) : p(p_) {
-  TD_CHECK(p >= 0 && p <= 1, "Dropout: probability must be in [0, 1], got ", p);
+DropoutImpl::DropoutImpl(double p_, const char* name) : p(p_) {
+  TD_CHECK(p >= 0 && p <= 1, name, ": probability must be in [0, 1], got ", p);
 }
 
 Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }

@@ -174,7 +174,7 @@ class CosineSimilarityImpl : public Cloneable<CosineSimilarityImpl> {
 // Dropout(p): active in training mode only.
 class DropoutImpl : public Cloneable<DropoutImpl> {
  public:
-  explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(double p = 0.5, const char* name = "Dropout");  // name: for the error
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p;
@@ -183,17 +183,17 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
 // Channel dropout (functional::dropout1d, 2d, 3d), active in training mode only.
 class Dropout1dImpl : public Cloneable<Dropout1dImpl, DropoutImpl> {
  public:
-  using Cloneable::Cloneable;
+  explicit Dropout1dImpl(double p = 0.5) : Cloneable(p, "Dropout1d") {}
   Tensor forward(const Tensor& x) override;
 };
 class Dropout2dImpl : public Cloneable<Dropout2dImpl, DropoutImpl> {
  public:
-  using Cloneable::Cloneable;
+  explicit Dropout2dImpl(double p = 0.5) : Cloneable(p, "Dropout2d") {}
   Tensor forward(const Tensor& x) override;
 };
 class Dropout3dImpl : public Cloneable<Dropout3dImpl, DropoutImpl> {
  public:
-  using Cloneable::Cloneable;
+  explicit Dropout3dImpl(double p = 0.5) : Cloneable(p, "Dropout3d") {}
   Tensor forward(const Tensor& x) override;
 };
 

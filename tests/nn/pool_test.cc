@@ -195,6 +195,9 @@ TEST_CASE("channel dropout zeroes whole channels and scales the rest, in trainin
   const Snapshot before(x);
   check_error([&] { F::dropout2d(x[0][0], 0.5); }, {"dropout2d", "3-D or 4-D", "[5, 3]"});
   check_error([&] { F::dropout1d(x, 1.5); }, {"dropout1d", "probability", "1.5"});
+  check_error([] { nn::Dropout3d(1.5); }, {"Dropout3d", "probability", "1.5"});
+  check_error([] { F::unfold(td::ones({2, 3}), 2); }, {"unfold", "[2, 3]"});
+  check_error([] { F::fold(td::ones({2, 3, 4, 5}), {4, 4}, 2); }, {"fold", "2-D or 3-D"});
   before.check_unchanged(x);
 }
 
