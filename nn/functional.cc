@@ -497,6 +497,25 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   return before == after ? out : out.narrow(-1, 1, out.size(-1) - 1).contiguous();
 }
 
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                        IntList output_padding, int64_t groups, IntList dilation) {
+  constexpr const char* op = "conv_transpose1d";
+  TD_CHECK(x.defined() && weight.defined(), op, ": input and weight must be defined");
+  TD_CHECK(x.dim() == 2 || x.dim() == 3, op, ": expected a 2-D [C, L] or 3-D [N, C, L] input, got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(weight.dim() == 3, op, ": weight must be 3-D [in, out / groups, k], got ", shape_str(weight.sizes()));
+  const int64_t s = one_value(stride, op, "stride"), p = one_value(padding, op, "padding");
+  const int64_t extra = one_value(output_padding, op, "output_padding"), d = one_value(dilation, op, "dilation");
+  TD_CHECK(s > 0 && d > 0 && p >= 0, op, ": stride (", s, ") and dilation (", d, ") must be positive, padding (", p,
+           ") not negative");
+  TD_CHECK(extra >= 0 && (extra < s || extra < d), op, ": output_padding (", extra,
+           ") must be smaller than the stride (", s, ") or the dilation (", d, ")");
+  TD_CHECK(conv_transpose_output_size(x.size(-1), weight.size(2), s, p, d, extra) > 0, op, ": the input ",
+           shape_str(x.sizes()), " gives no output positions");
+  return conv_transpose2d(x.unsqueeze(-2), weight.unsqueeze(2), bias, {1, s}, {0, p}, {0, extra}, groups, {1, d})
+      .squeeze(-2);
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
                         IntList output_padding, int64_t groups, IntList dilation) {
   if (amp::takes_lower_precision({&x, &weight, &bias})) {

@@ -74,6 +74,11 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 // the stride or the dilation, adds rows and columns at the end. PyTorch's argument order.
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
                         IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
+// conv_transpose2d over rows of height 1: x [N, Cin, L] (or [Cin, L]), weight [Cin, Cout / groups,
+// k], bias [Cout]; each output length (L - 1) * stride - 2 * padding + dilation * (k - 1) +
+// output_padding + 1.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+                        IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
 const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
 // PyTorch's F.pad: `padding` holds (before, after) pairs from the last dim backwards: (left,
 // right), then (top, bottom), then (front, back). A negative value crops. Constant padding (with

@@ -245,6 +245,58 @@ std::string ConvTranspose2dImpl::extra_repr() const {
   return s;
 }
 
+// ---- ConvTranspose1d ----
+
+ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& options_) : options(options_) { reset(); }
+
+void ConvTranspose1dImpl::reset() {
+  const auto& o = options;
+  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
+           "ConvTranspose1d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
+           ") must be divisible by groups (", o.groups_, ")");
+  TD_CHECK(o.kernel_size_ > 0 && o.stride_ > 0 && o.dilation_ > 0 && o.padding_ >= 0, "ConvTranspose1d: kernel_size (",
+           o.kernel_size_, "), stride (", o.stride_, ") and dilation (", o.dilation_, ") must be positive, padding (",
+           o.padding_, ") not negative");
+  TD_CHECK(o.output_padding_ >= 0 && (o.output_padding_ < o.stride_ || o.output_padding_ < o.dilation_),
+           "ConvTranspose1d: output_padding (", o.output_padding_, ") must be smaller than the stride (", o.stride_,
+           ") or the dilation (", o.dilation_, ")");
+  weight = register_parameter("weight", empty({o.in_channels_, o.out_channels_ / o.groups_, o.kernel_size_}));
+  bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
+  reset_parameters();
+}
+
+void ConvTranspose1dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor ConvTranspose1dImpl::forward(const Tensor& x) {
+  const auto& o = options;
+  return F::conv_transpose1d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+}
+
+Tensor ConvTranspose1dImpl::forward(const Tensor& x, int64_t output_size) {
+  const auto& o = options;
+  TD_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3), "ConvTranspose1d: expected a 2-D [C, L] or 3-D [N, C, L] ",
+           "input, got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  const int64_t smallest =
+      F::conv_transpose_output_size(x.size(-1), o.kernel_size_, o.stride_, o.padding_, o.dilation_, 0);
+  const int64_t extra = output_size - smallest, limit = std::max(o.stride_, o.dilation_);
+  TD_CHECK(extra >= 0 && extra < limit, "ConvTranspose1d: output_size ", output_size, " is not reachable from the input ",
+           shape_str(x.sizes()), ": it must be in [", smallest, ", ", smallest + limit - 1, "]");
+  return F::conv_transpose1d(x, weight, bias, o.stride_, o.padding_, extra, o.groups_, o.dilation_);
+}
+
+std::string ConvTranspose1dImpl::extra_repr() const {
+  const auto& o = options;
+  auto single = [](int64_t v) { return "(" + std::to_string(v) + ",)"; };
+  std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
+                  ", kernel_size=" + single(o.kernel_size_) + ", stride=" + single(o.stride_);
+  if (o.padding_ != 0) s += ", padding=" + single(o.padding_);
+  if (o.dilation_ != 1) s += ", dilation=" + single(o.dilation_);
+  if (o.output_padding_ != 0) s += ", output_padding=" + single(o.output_padding_);
+  if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
+  if (!o.bias_) s += ", bias=False";
+  return s;
+}
+
 // ---- BatchNorm ----
 
 template <typename Derived>

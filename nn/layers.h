@@ -170,6 +170,40 @@ class ConvTranspose2d : public ModuleHolder<ConvTranspose2dImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+struct ConvTranspose1dOptions {
+  ConvTranspose1dOptions(int64_t in, int64_t out, int64_t kernel)
+      : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
+  ConvTranspose1dOptions& stride(int64_t s) { stride_ = s; return *this; }
+  ConvTranspose1dOptions& padding(int64_t p) { padding_ = p; return *this; }
+  ConvTranspose1dOptions& output_padding(int64_t p) { output_padding_ = p; return *this; }
+  ConvTranspose1dOptions& dilation(int64_t d) { dilation_ = d; return *this; }
+  ConvTranspose1dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvTranspose1dOptions& bias(bool b) { bias_ = b; return *this; }
+  int64_t in_channels_, out_channels_, kernel_size_, stride_ = 1, padding_ = 0, output_padding_ = 0, dilation_ = 1,
+      groups_ = 1;
+  bool bias_ = true;
+};
+
+// F::conv_transpose1d as a layer: weight [in, out / groups, k] and bias [out], initialised as
+// PyTorch's. forward(x, output_size) picks the output_padding that gives that length.
+class ConvTranspose1dImpl : public Cloneable<ConvTranspose1dImpl> {
+ public:
+  ConvTranspose1dImpl(int64_t in, int64_t out, int64_t kernel)
+      : ConvTranspose1dImpl(ConvTranspose1dOptions(in, out, kernel)) {}
+  explicit ConvTranspose1dImpl(const ConvTranspose1dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x, int64_t output_size);
+  std::string extra_repr() const override;
+  ConvTranspose1dOptions options;
+  Tensor weight, bias;
+};
+class ConvTranspose1d : public ModuleHolder<ConvTranspose1dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
 struct BatchNormOptions {
   BatchNormOptions(int64_t features) : num_features_(features) {}
   BatchNormOptions& eps(double e) { eps_ = e; return *this; }

@@ -308,6 +308,8 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::nn::F::ctc_loss(x[0].log_softmax(2), on(x[0], td::tensor({{1, 2}, {3, 3}})),
                                     on(x[0], td::tensor({6, 5})), on(x[0], td::tensor({2, 2})));
        }},
+      {"conv_transpose1d strided, dilated, grouped", {{{2, 4, 5}}, {{4, 3, 3}}, {{6}}},
+       [](V x) { return td::nn::F::conv_transpose1d(x[0], x[1], x[2], 2, 1, 1, 2, 2); }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

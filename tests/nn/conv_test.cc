@@ -4,6 +4,7 @@
 // the errors (operands unchanged).
 #include <cmath>
 
+#include "tests/nn/pytorch_reference.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -355,4 +356,39 @@ TEST_CASE(
               {"Conv1d", "padding='same'", "strided"});
   before_x.check_unchanged(x);
   before_w.check_unchanged(w);
+}
+
+TEST_CASE("ConvTranspose1d gives PyTorch's output and gradients, prints as PyTorch's, takes output_size", "[cpu]") {
+  // PyTorch 2.15: ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2,
+  // dilation=2), parameters set by name, on x = sin(0.37 i) [2, 4, 5]; sums weighted by sin(0.23 i)
+  // of y and of the gradients of sum(y * sin(0.11 i)).
+  nn::ConvTranspose1d layer(
+      nn::ConvTranspose1dOptions(4, 6, 3).stride(2).padding(1).output_padding(1).groups(2).dilation(2));
+  CHECK(layer->str() ==
+        "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), dilation=(2,), output_padding=(1,), "
+        "groups=2)");
+  CHECK(nn::ConvTranspose1d(3, 4, 3)->str() == "ConvTranspose1d(3, 4, kernel_size=(3,), stride=(1,))");
+  td::testing::set_sine_parameters(*layer);
+  Tensor x = td::testing::sine_ramp({2, 4, 5}, 0.37).requires_grad_(true);
+  const Tensor y = layer(x);
+  REQUIRE(y.sizes() == Shape{2, 6, 12});
+  (y * td::testing::sine_ramp(y.sizes(), 0.11)).sum().backward();
+  auto weighted = [](const Tensor& t) {
+    return (t.detach() * td::testing::sine_ramp(t.sizes(), 0.23)).sum().item<double>();
+  };
+  CHECK(weighted(y) == Approx(2.0948382113266124).epsilon(1e-12));
+  CHECK(weighted(x.grad()) == Approx(1.9251884744046879).epsilon(1e-12));
+  CHECK(weighted(layer->weight.grad()) == Approx(1.1593147702678865).epsilon(1e-12));
+  CHECK(weighted(layer->bias.grad()) == Approx(7.01897615614848).epsilon(1e-12));
+  // The same as conv_transpose2d over rows of height 1.
+  check_close(y, values(F::conv_transpose2d(x.unsqueeze(2), layer->weight.unsqueeze(2), layer->bias, {1, 2}, {0, 1},
+                                            {0, 1}, 2, {1, 2})
+                            .squeeze(2)),
+              1e-15, 1e-15);
+  CHECK(layer->forward(x, 11).sizes() == Shape{2, 6, 11});
+  CHECK(layer->forward(x[0], 12).sizes() == Shape{6, 12});
+  check_error([&] { layer->forward(x, 13); }, {"ConvTranspose1d", "output_size 13", "[11, 12]"});
+  check_error([&] { F::conv_transpose1d(x, layer->weight, Tensor(), 2, 0, 2); },
+              {"conv_transpose1d", "output_padding (2)", "stride (2)"});
+  check_error([&] { F::conv_transpose1d(x.unsqueeze(0), layer->weight); }, {"conv_transpose1d", "2-D", "3-D"});
 }
