@@ -31,6 +31,13 @@ Tensor reduce(const Tensor& loss, Reduction reduction, const char* op) {
   return loss;
 }
 
+// An integer tensor's values on the host, in row-major order (lengths, offsets, indices that
+// decide a computation's shape).
+std::vector<int64_t> host_integers(const Tensor& t) {
+  const Tensor host = t.reshape({-1}).to(Device(kCPU), kInt64).contiguous();
+  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+}
+
 // The losses are on autocast's float32 list for every device type.
 bool autocast_takes_loss(std::initializer_list<const Tensor*> operands) {
   return amp::takes_float32(amp::Float32On::kAll, operands);
@@ -504,6 +511,14 @@ Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   TD_CHECK(x.dim() == 2 || x.dim() == 3, op, ": expected a 2-D [C, L] or 3-D [N, C, L] input, got shape ",
            shape_str(x.sizes()));
   TD_CHECK(weight.dim() == 3, op, ": weight must be 3-D [in, out / groups, k], got ", shape_str(weight.sizes()));
+  TD_CHECK(groups >= 1, op, ": groups must be positive, got ", groups);
+  check_one_dtype(op, x, weight, bias);
+  const int64_t in_channels = weight.size(0), out_channels = weight.size(1) * groups;
+  TD_CHECK(x.size(-2) == in_channels && in_channels % groups == 0, op, ": input ", shape_str(x.sizes()), " has ",
+           x.size(-2), " channels; weight ", shape_str(weight.sizes()), " with groups=", groups, " expects ",
+           in_channels, " (divisible by groups)");
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, op, ": bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
   const int64_t s = one_value(stride, op, "stride"), p = one_value(padding, op, "padding");
   const int64_t extra = one_value(output_padding, op, "output_padding"), d = one_value(dilation, op, "dilation");
   TD_CHECK(s > 0 && d > 0 && p >= 0, op, ": stride (", s, ") and dilation (", d, ") must be positive, padding (", p,
@@ -796,12 +811,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
     if (*padding < 0) *padding += rows;
   }
   // The indices and the bags' bounds, on the host: bag b holds [bounds[b], bounds[b + 1]).
-  // Integer tensors on the host, as a list.
-  auto host_list = [](const Tensor& t) {
-    const Tensor host = t.reshape({-1}).to(Device(kCPU), kInt64).contiguous();
-    return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
-  };
-  const std::vector<int64_t> ids = host_list(input);
+  const std::vector<int64_t> ids = host_integers(input);
   const int64_t count = static_cast<int64_t>(ids.size());
   for (int64_t id : ids) TD_CHECK(id >= 0 && id < rows, op, ": index ", id, " is out of range for ", rows, " rows");
   std::vector<int64_t> bounds;
@@ -810,10 +820,13 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   } else {
     TD_CHECK(offsets.dim() == 1 && (offsets.dtype() == kInt64 || offsets.dtype() == kInt32), op,
              ": offsets must be a 1-D integer tensor, got ", shape_str(offsets.sizes()), " ", offsets.dtype());
-    bounds = host_list(offsets);
+    bounds = host_integers(offsets);
     if (!include_last_offset) bounds.push_back(count);
     TD_CHECK(bounds.size() >= 2 && bounds.front() == 0, op, ": offsets must start at 0",
              include_last_offset ? " and hold the bags' end too" : "");
+    // PyTorch leaves what follows a last offset below the input's length undefined: refused here.
+    TD_CHECK(bounds.back() == count || !include_last_offset, op, ": with include_last_offset the last offset (",
+             bounds.back(), ") must be the input's length, ", count);
     TD_CHECK(std::is_sorted(bounds.begin(), bounds.end()) && bounds.back() <= count, op,
              ": offsets must not decrease nor pass the input's ", count, " indices");
   }
@@ -856,7 +869,13 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
     layout[owner[k] * longest + filled++] = k;
   }
   const Tensor with_gap = cat({picked, full({1, dim}, -std::numeric_limits<double>::infinity(), weight.options())}, 0);
-  const Tensor laid = with_gap.index_select(0, tensor(layout).to(device)).view({bags, longest, dim});
+  Tensor laid = with_gap.index_select(0, tensor(layout).to(device)).view({bags, longest, dim});
+  // PyTorch's scan keeps a value only where it is greater: a NaN wins as a bag's first entry only.
+  std::vector<double> later(longest, 1);
+  later[0] = 0;
+  const Tensor not_first = tensor(later).to(device).view({1, longest, 1}) > 0;
+  laid = where(where(laid != laid, not_first, false),
+               full({1}, -std::numeric_limits<double>::infinity(), weight.options()), laid);
   const Tensor maxima = std::get<0>(max(laid, 1));
   std::vector<double> empty;
   for (int64_t n : sizes) empty.push_back(n == 0 ? 1.0 : 0.0);
@@ -1877,7 +1896,8 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
       for (int64_t d = 0; d < var.dim(); ++d) mismatched += var.size(d) != input.size(d) ? var.size(d) : 0;
     }
     TD_CHECK(without_last || (var.dim() == input.dim() && mismatched == 1), op, ": var ", shape_str(var.sizes()),
-             " must be the input's shape ", shape_str(in), ", lack its last dim, or differ from it in one dim of size 1");
+             " must be the input's shape ", shape_str(in),
+             ", lack its last dim, or differ from it in one dim of size 1");
     if (without_last) variance = var.unsqueeze(-1);
   }
   {
@@ -2007,20 +2027,16 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   const Tensor lp = unbatched ? log_probs.unsqueeze(1) : log_probs;
   const int64_t frames = lp.size(0), batch = lp.size(1), classes = lp.size(2);
   TD_CHECK(blank >= 0 && blank < classes, op, ": blank ", blank, " is not one of the ", classes, " classes");
-  auto host_list = [](const Tensor& t) {
-    const Tensor host = t.reshape({-1}).to(Device(kCPU), kInt64).contiguous();
-    return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
-  };
   for (const Tensor* t : {&targets, &input_lengths, &target_lengths}) {
     TD_CHECK(!is_floating(t->dtype()) && t->dtype() != kBool, op, ": targets and lengths must be integers, got ",
              t->dtype());
   }
-  const std::vector<int64_t> in_lengths = host_list(input_lengths), out_lengths = host_list(target_lengths);
+  const std::vector<int64_t> in_lengths = host_integers(input_lengths), out_lengths = host_integers(target_lengths);
   TD_CHECK(static_cast<int64_t>(in_lengths.size()) == batch && static_cast<int64_t>(out_lengths.size()) == batch, op,
            ": input_lengths and target_lengths need one length per sequence (", batch, "), got ", in_lengths.size(),
            " and ", out_lengths.size());
   // Each sequence's labels: a row of a padded [N, S] target, or its run of a 1-D one.
-  const std::vector<int64_t> flat = host_list(targets);
+  const std::vector<int64_t> flat = host_integers(targets);
   const bool padded = targets.dim() == 2 || (unbatched && targets.dim() == 1);
   std::vector<std::vector<int64_t>> labels(batch);
   int64_t next = 0, longest = 0;
@@ -2066,12 +2082,14 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   // logsumexp sees only -inf (whose gradient is NaN); paths through them contribute exp(-1e30) = 0.
   const double unreachable = -1e30;
   const Tensor gather_index = tensor(extended).to(device).view({batch, states});
+  // A frame's emission log-probabilities, -inf ones (masked classes) held at the sentinel too.
+  auto emissions = [&](int64_t t) { return clamp(lp[t].gather(1, gather_index), unreachable); };
   const Tensor may_skip = tensor(skip).to(device, lp.dtype()).view({batch, states}) > 0;
   const Tensor wall = full({batch, 1}, unreachable, options);
   // alpha over the states at frame t, each sequence's frozen once its input ends.
   Tensor alpha = full({batch, states}, unreachable, options);
   {
-    const Tensor emit = lp[0].gather(1, gather_index);
+    const Tensor emit = emissions(0);
     const int64_t opening = std::min<int64_t>(2, states);
     const Tensor start = cat({emit.narrow(1, 0, opening), full({batch, states - opening}, unreachable, options)}, 1);
     std::vector<double> live;
@@ -2083,7 +2101,7 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
     const Tensor two_back = where(may_skip, cat({wall, wall, alpha.narrow(1, 0, std::max<int64_t>(states - 2, 0))}, 1)
                                                 .narrow(1, 0, states),
                                   full({batch, states}, unreachable, options));
-    const Tensor stepped = logsumexp(stack({alpha, one_back, two_back}, 0), {0}) + lp[t].gather(1, gather_index);
+    const Tensor stepped = logsumexp(stack({alpha, one_back, two_back}, 0), {0}) + emissions(t);
     std::vector<double> running;
     for (int64_t n = 0; n < batch; ++n) running.push_back(t < in_lengths[n] ? 1 : 0);
     alpha = where(tensor(running).to(device).unsqueeze(1) > 0, stepped, alpha);
@@ -2094,8 +2112,10 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   std::vector<double> nothing;
   for (int64_t n = 0; n < batch; ++n) nothing.push_back(in_lengths[n] == 0 && out_lengths[n] == 0 ? 1 : 0);
   loss = where(tensor(nothing).to(device) > 0, zeros_like(loss), loss);
-  const Tensor fits = tensor(feasible).to(device) > 0;
-  loss = where(fits, loss, full({batch}, zero_infinity ? 0.0 : std::numeric_limits<double>::infinity(), options));
+  // Infinite where nothing fits: a target too long for its input, or every path through a class
+  // of probability 0 (the sentinel's loss, near 1e30); zero_infinity makes those 0, with no gradient.
+  const Tensor infinite = where(tensor(feasible).to(device) > 0, loss > 1e29, true);
+  loss = where(infinite, full({batch}, zero_infinity ? 0.0 : std::numeric_limits<double>::infinity(), options), loss);
   if (reduction == kMean) {
     std::vector<double> divisors;
     for (int64_t length : out_lengths) divisors.push_back(static_cast<double>(std::max<int64_t>(length, 1)));

@@ -278,9 +278,11 @@ Tensor ConvTranspose1dImpl::forward(const Tensor& x, int64_t output_size) {
            "input, got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
   const int64_t smallest =
       F::conv_transpose_output_size(x.size(-1), o.kernel_size_, o.stride_, o.padding_, o.dilation_, 0);
-  const int64_t extra = output_size - smallest, limit = std::max(o.stride_, o.dilation_);
-  TD_CHECK(extra >= 0 && extra < limit, "ConvTranspose1d: output_size ", output_size, " is not reachable from the input ",
-           shape_str(x.sizes()), ": it must be in [", smallest, ", ", smallest + limit - 1, "]");
+  // PyTorch's range: one more position per stride step at most.
+  const int64_t extra = output_size - smallest;
+  TD_CHECK(extra >= 0 && extra < o.stride_, "ConvTranspose1d: output_size ", output_size,
+           " is not reachable from the input ", shape_str(x.sizes()), ": it must be in [", smallest, ", ",
+           smallest + o.stride_ - 1, "]");
   return F::conv_transpose1d(x, weight, bias, o.stride_, o.padding_, extra, o.groups_, o.dilation_);
 }
 

@@ -388,6 +388,11 @@ TEST_CASE("ConvTranspose1d gives PyTorch's output and gradients, prints as PyTor
   CHECK(layer->forward(x, 11).sizes() == Shape{2, 6, 11});
   CHECK(layer->forward(x[0], 12).sizes() == Shape{6, 12});
   check_error([&] { layer->forward(x, 13); }, {"ConvTranspose1d", "output_size 13", "[11, 12]"});
+  // PyTorch's range is one stride wide, whatever the dilation: stride 1, dilation 2 gives one size.
+  nn::ConvTranspose1d dilated(nn::ConvTranspose1dOptions(4, 6, 3).dilation(2));
+  check_error([&] { dilated->forward(x, 10); }, {"ConvTranspose1d", "output_size 10", "[9, 9]"});
+  check_error([&] { F::conv_transpose1d(x, layer->weight.narrow(0, 0, 3)); },
+              {"conv_transpose1d", "4 channels", "[3, 3, 3]"});
   check_error([&] { F::conv_transpose1d(x, layer->weight, Tensor(), 2, 0, 2); },
               {"conv_transpose1d", "output_padding (2)", "stride (2)"});
   check_error([&] { F::conv_transpose1d(x.unsqueeze(0), layer->weight); }, {"conv_transpose1d", "2-D", "3-D"});

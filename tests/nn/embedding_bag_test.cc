@@ -156,15 +156,36 @@ TEST_CASE("EmbeddingBag prints, starts and bags as PyTorch's; bad input is refus
   nn::EmbeddingBag bag(nn::EmbeddingBagOptions(10, 3).mode(Mode::sum).padding_idx(2));
   CHECK(bag->str() == "EmbeddingBag(10, 3, mode='sum', padding_idx=2)");
   CHECK(bag->weight[2].abs().sum().item<double>() == 0);
-  const Tensor input = td::tensor({1, 4, 5, 1}), offsets = td::tensor({0, 2});
-  check_close(bag(input, offsets), td::testing::values(F::embedding_bag(input, bag->weight, offsets, Mode::sum)), 0, 0);
+  const Tensor input = td::tensor({1, 2, 4, 5, 2, 1}), offsets = td::tensor({0, 3});  // 2 is padding
+  check_close(
+      bag(input, offsets),
+      td::testing::values(F::embedding_bag(td::tensor({1, 4, 5, 1}), bag->weight, td::tensor({0, 2}), Mode::sum)), 0,
+      0);
   const Snapshot before(bag->weight);
   check_error([&] { bag(input); }, {"embedding_bag", "1-D input needs offsets"});
   check_error([&] { bag(td::tensor({{1, 2}}), offsets); }, {"embedding_bag", "2-D input", "no offsets"});
   check_error([&] { bag(input, td::tensor({1, 2})); }, {"embedding_bag", "offsets must start at 0"});
-  check_error([&] { bag(input, td::tensor({0, 5})); }, {"embedding_bag", "must not decrease nor pass", "4"});
+  check_error([&] { bag(input, td::tensor({0, 7})); }, {"embedding_bag", "must not decrease nor pass", "6"});
+  check_error(
+      [&] {
+        F::embedding_bag(input, bag->weight, td::tensor({0, 2, 3}), Mode::sum, Tensor(), true);
+      },
+      {"embedding_bag", "include_last_offset", "last offset (3)", "6"});
   check_error([&] { bag(td::tensor({1, 10}), td::tensor({0})); }, {"embedding_bag", "index 10", "10 rows"});
   check_error([&] { F::embedding_bag(input, bag->weight, offsets, Mode::max, td::ones({4})); },
               {"embedding_bag", "per_sample_weights", "'sum' only", "'max'"});
   before.check_unchanged(bag->weight);
+}
+
+TEST_CASE("embedding_bag's max lets a NaN win only as a bag's first entry, as PyTorch's scan", "[cpu]") {
+  // PyTorch 2.15: rows [nan, 0], [3, nan], [1, 2]; bags [0, 1] -> [nan, 0], [1, 0] -> [3, nan],
+  // [2, 0, 1] -> [3, 2].
+  const Tensor weight = td::tensor(std::vector<double>{NAN, 0, 3, NAN, 1, 2}).view({3, 2});
+  const Tensor first = F::embedding_bag(td::tensor({0, 1}), weight, td::tensor({0}), Mode::max);
+  CHECK(std::isnan(first[0][0].item<double>()));
+  CHECK(first[0][1].item<double>() == 0);
+  const Tensor second = F::embedding_bag(td::tensor({1, 0}), weight, td::tensor({0}), Mode::max);
+  CHECK(second[0][0].item<double>() == 3);
+  CHECK(std::isnan(second[0][1].item<double>()));
+  check_close(F::embedding_bag(td::tensor({2, 0, 1}), weight, td::tensor({0}), Mode::max), {3, 2}, 0, 0);
 }

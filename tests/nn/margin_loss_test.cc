@@ -435,6 +435,23 @@ TEST_CASE("ctc_loss gives PyTorch's losses and, through log_softmax, its gradien
                -0.2075382799129248, 0.1469948454076306, 0.08523015130706926},
               1e-11, 1e-14);
   CHECK((leaf.grad() * sine_ramp({8, 2, 5}, 0.11)).sum().item<double>() == Approx(0.2553503854969635).epsilon(1e-11));
+  CHECK(F::ctc_loss(leaf.detach().log_softmax(2), td::tensor({{1, 2, 2}, {3, 1, 0}}), td::tensor({8, 6}),
+                    td::tensor({3, 2}))
+            .item<double>() == Approx(2.779645577251414).epsilon(1e-12));
+  // A class of probability 0 in every frame of sequence 0 (a masked logit): no path, an infinite
+  // loss, and under zero_infinity 0 with no gradient, as PyTorch's.
+  Tensor masked = sine_ramp({6, 2, 4}, 0.37) * 2;
+  masked.select(1, 0).select(1, 2).fill_(-INFINITY);
+  const Tensor pair = td::tensor({{1, 2}, {3, 1}}), six = td::tensor({6, 6}), lengths = td::tensor({2, 2});
+  check_close(F::ctc_loss(masked.log_softmax(2), pair, six, lengths, 0, td::kNone), {INFINITY, 3.8904641345410176},
+              1e-12, 0);
+  masked.requires_grad_(true);
+  const Tensor zeroed = F::ctc_loss(masked.log_softmax(2), pair, six, lengths, 0, td::kNone, true);
+  check_close(zeroed, {0.0, 3.8904641345410176}, 1e-12, 0);
+  zeroed.sum().backward();
+  CHECK(masked.grad().select(1, 0).abs().max().item<double>() == 0);
+  CHECK((masked.grad().select(1, 1) * sine_ramp({6, 4}, 0.23)).sum().item<double>() ==
+        Approx(-0.08112474474277742).epsilon(1e-11));
   nn::CTCLoss module(nn::CTCLossOptions().reduction(td::kSum).zero_infinity(true));
   CHECK(module(log_probs, targets, in_lengths, out_lengths).item<double>() ==
         Approx(9.032335936998924 + 6.984984207334776).epsilon(1e-12));
