@@ -30,7 +30,7 @@ void AdamOptions::to_json(nlohmann::json& out) const {
 void AdamOptions::from_json(const nlohmann::json& in) {
   const char* name = optimizer_name();
   lr_ = detail::json_double(in, name, "lr");
-  betas_ = detail::json_betas(in, name);
+  betas_ = detail::json_pair(in, name, "betas");
   eps_ = detail::json_double(in, name, "eps");
   weight_decay_ = detail::json_double(in, name, "weight_decay");
   amsgrad_ = detail::json_bool(in, name, "amsgrad");

@@ -13,9 +13,6 @@ namespace {
 
 nlohmann::json betas_json(std::tuple<double, double> betas) { return {std::get<0>(betas), std::get<1>(betas)}; }
 
-// A moment buffer of the state: cloned if present.
-Tensor copy_of(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
-
 }  // namespace
 
 // ---- Adamax ----
@@ -36,7 +33,7 @@ void AdamaxOptions::to_json(nlohmann::json& out) const {
 
 void AdamaxOptions::from_json(const nlohmann::json& in) {
   lr_ = detail::json_double(in, "Adamax", "lr");
-  betas_ = detail::json_betas(in, "Adamax");
+  betas_ = detail::json_pair(in, "Adamax", "betas");
   eps_ = detail::json_double(in, "Adamax", "eps");
   weight_decay_ = detail::json_double(in, "Adamax", "weight_decay");
   maximize_ = detail::json_bool(in, "Adamax", "maximize");
@@ -45,8 +42,8 @@ void AdamaxOptions::from_json(const nlohmann::json& in) {
 std::unique_ptr<OptimizerParamState> AdamaxParamState::clone() const {
   auto out = std::make_unique<AdamaxParamState>();
   out->step = step;
-  out->exp_avg = copy_of(exp_avg);
-  out->exp_inf = copy_of(exp_inf);
+  out->exp_avg = detail::clone_if_defined(exp_avg);
+  out->exp_inf = detail::clone_if_defined(exp_inf);
   return out;
 }
 
@@ -125,7 +122,7 @@ void NAdamOptions::to_json(nlohmann::json& out) const {
 
 void NAdamOptions::from_json(const nlohmann::json& in) {
   lr_ = detail::json_double(in, "NAdam", "lr");
-  betas_ = detail::json_betas(in, "NAdam");
+  betas_ = detail::json_pair(in, "NAdam", "betas");
   eps_ = detail::json_double(in, "NAdam", "eps");
   weight_decay_ = detail::json_double(in, "NAdam", "weight_decay");
   momentum_decay_ = detail::json_double(in, "NAdam", "momentum_decay");
@@ -137,8 +134,8 @@ std::unique_ptr<OptimizerParamState> NAdamParamState::clone() const {
   auto out = std::make_unique<NAdamParamState>();
   out->step = step;
   out->mu_product = mu_product;
-  out->exp_avg = copy_of(exp_avg);
-  out->exp_avg_sq = copy_of(exp_avg_sq);
+  out->exp_avg = detail::clone_if_defined(exp_avg);
+  out->exp_avg_sq = detail::clone_if_defined(exp_avg_sq);
   return out;
 }
 
@@ -232,7 +229,7 @@ void RAdamOptions::to_json(nlohmann::json& out) const {
 
 void RAdamOptions::from_json(const nlohmann::json& in) {
   lr_ = detail::json_double(in, "RAdam", "lr");
-  betas_ = detail::json_betas(in, "RAdam");
+  betas_ = detail::json_pair(in, "RAdam", "betas");
   eps_ = detail::json_double(in, "RAdam", "eps");
   weight_decay_ = detail::json_double(in, "RAdam", "weight_decay");
   decoupled_weight_decay_ = detail::json_bool(in, "RAdam", "decoupled_weight_decay");
@@ -242,8 +239,8 @@ void RAdamOptions::from_json(const nlohmann::json& in) {
 std::unique_ptr<OptimizerParamState> RAdamParamState::clone() const {
   auto out = std::make_unique<RAdamParamState>();
   out->step = step;
-  out->exp_avg = copy_of(exp_avg);
-  out->exp_avg_sq = copy_of(exp_avg_sq);
+  out->exp_avg = detail::clone_if_defined(exp_avg);
+  out->exp_avg_sq = detail::clone_if_defined(exp_avg_sq);
   return out;
 }
 

@@ -10,24 +10,7 @@
 
 namespace tandem::optim {
 
-namespace {
-
-// !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-void check_non_negative(const char* who, const char* name, double v) {
-  TD_CHECK(std::isfinite(v) && v >= 0, who, ": invalid ", name, " = ", v, " (must be >= 0)");
-}
-
-Tensor copy_of(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
-
-std::tuple<double, double> json_pair(const nlohmann::json& in, const char* who, const char* name) {
-  auto pair = in.find(name);
-  TD_CHECK(pair != in.end() && pair->is_array() && pair->size() == 2 && (*pair)[0].is_number() &&
-               (*pair)[1].is_number(),
-           who, ": option '", name, "' must be a list of two numbers");
-  return {(*pair)[0].get<double>(), (*pair)[1].get<double>()};
-}
-
-}  // namespace
+using detail::check_non_negative;
 
 // ---- Adadelta ----
 
@@ -58,8 +41,8 @@ void AdadeltaOptions::from_json(const nlohmann::json& in) {
 std::unique_ptr<OptimizerParamState> AdadeltaParamState::clone() const {
   auto out = std::make_unique<AdadeltaParamState>();
   out->step = step;
-  out->square_avg = copy_of(square_avg);
-  out->acc_delta = copy_of(acc_delta);
+  out->square_avg = detail::clone_if_defined(square_avg);
+  out->acc_delta = detail::clone_if_defined(acc_delta);
   return out;
 }
 
@@ -142,16 +125,16 @@ void RpropOptions::to_json(nlohmann::json& out) const {
 
 void RpropOptions::from_json(const nlohmann::json& in) {
   lr_ = detail::json_double(in, "Rprop", "lr");
-  etas_ = json_pair(in, "Rprop", "etas");
-  step_sizes_ = json_pair(in, "Rprop", "step_sizes");
+  etas_ = detail::json_pair(in, "Rprop", "etas");
+  step_sizes_ = detail::json_pair(in, "Rprop", "step_sizes");
   maximize_ = detail::json_bool(in, "Rprop", "maximize");
 }
 
 std::unique_ptr<OptimizerParamState> RpropParamState::clone() const {
   auto out = std::make_unique<RpropParamState>();
   out->step = step;
-  out->prev = copy_of(prev);
-  out->step_size = copy_of(step_size);
+  out->prev = detail::clone_if_defined(prev);
+  out->step_size = detail::clone_if_defined(step_size);
   return out;
 }
 
@@ -248,7 +231,7 @@ std::unique_ptr<OptimizerParamState> ASGDParamState::clone() const {
   out->step = step;
   out->eta = eta;
   out->mu = mu;
-  out->ax = copy_of(ax);
+  out->ax = detail::clone_if_defined(ax);
   return out;
 }
 

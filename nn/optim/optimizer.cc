@@ -392,22 +392,27 @@ int64_t load_count(const StateDict& in, const std::string& key) {
   return static_cast<int64_t>(value);
 }
 
-std::tuple<double, double> json_betas(const json& in, const char* who) {
-  auto betas = in.find("betas");
-  TD_CHECK(betas != in.end() && betas->is_array() && betas->size() == 2 && (*betas)[0].is_number() &&
-               (*betas)[1].is_number(),
-           who, ": option 'betas' must be a list of two numbers");
-  return {(*betas)[0].get<double>(), (*betas)[1].get<double>()};
+std::tuple<double, double> json_pair(const json& in, const char* who, const char* name) {
+  auto pair = in.find(name);
+  TD_CHECK(pair != in.end() && pair->is_array() && pair->size() == 2 && (*pair)[0].is_number() &&
+               (*pair)[1].is_number(),
+           who, ": option '", name, "' must be a list of two numbers");
+  return {(*pair)[0].get<double>(), (*pair)[1].get<double>()};
 }
+
+void check_non_negative(const char* who, const char* name, double v) {
+  // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
+  TD_CHECK(std::isfinite(v) && v >= 0, who, ": invalid ", name, " = ", v, " (must be >= 0)");
+}
+
+Tensor clone_if_defined(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
 
 void check_betas_eps_weight_decay(const char* who, std::tuple<double, double> betas, double eps, double weight_decay) {
   const auto [beta1, beta2] = betas;
-  // !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-  TD_CHECK(std::isfinite(eps) && eps >= 0, who, ": invalid eps = ", eps, " (must be >= 0)");
+  check_non_negative(who, "eps", eps);
   TD_CHECK(beta1 >= 0 && beta1 < 1, who, ": invalid betas[0] = ", beta1, " (betas must be in [0, 1))");
   TD_CHECK(beta2 >= 0 && beta2 < 1, who, ": invalid betas[1] = ", beta2, " (betas must be in [0, 1))");
-  TD_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, who, ": invalid weight_decay = ", weight_decay,
-           " (must be >= 0)");
+  check_non_negative(who, "weight_decay", weight_decay);
 }
 
 float load_float32(const StateDict& in, const std::string& key) {

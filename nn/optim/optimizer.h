@@ -177,9 +177,14 @@ bool json_bool_or_false(const nlohmann::json& in, const char* who, const char* n
 // An option that may be unset: null or no field (a state saved before it) reads as unset.
 std::optional<bool> json_optional_bool(const nlohmann::json& in, const char* who, const char* name);
 int64_t json_int(const nlohmann::json& in, const char* who, const char* name);
-// The Adam family's options: "betas" as a list of two numbers; and the checks of betas (in
-// [0, 1)), eps and weight_decay (finite, not negative), naming `who`.
-std::tuple<double, double> json_betas(const nlohmann::json& in, const char* who);
+// An option that is a list of two numbers ("betas", "etas", ...), naming `who` if it is not.
+std::tuple<double, double> json_pair(const nlohmann::json& in, const char* who, const char* name);
+// Throws naming `who` and the option unless v is finite and not negative (NaN included).
+void check_non_negative(const char* who, const char* name, double v);
+// A copy of a state tensor, or undefined where it is (a buffer an option has not made yet).
+Tensor clone_if_defined(const Tensor& t);
+// The Adam family's checks of betas (in [0, 1)), eps and weight_decay (finite, not negative),
+// naming `who`.
 void check_betas_eps_weight_decay(const char* who, std::tuple<double, double> betas, double eps, double weight_decay);
 }  // namespace detail
 

@@ -9,14 +9,7 @@
 
 namespace tandem::optim {
 
-namespace {
-
-// !(x >= 0) also rejects NaN, which would otherwise poison every parameter silently.
-void check_non_negative(const char* who, const char* name, double v) {
-  TD_CHECK(std::isfinite(v) && v >= 0, who, ": invalid ", name, " = ", v, " (must be >= 0)");
-}
-
-}  // namespace
+using detail::check_non_negative;
 
 // ---- RMSprop ----
 
