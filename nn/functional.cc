@@ -597,6 +597,161 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   return x.dim() == 3 ? y.squeeze(0) : y;
 }
 
+namespace {
+
+// A depth, height and width given as one value for all three or as three.
+std::array<int64_t, 3> three_values(const char* op, IntList v, const char* name) {
+  TD_CHECK(v.size() == 1 || v.size() == 3, op, ": ", name, " must have one or three values, got ", v.size());
+  return {v[0], v[v.size() / 2], v[v.size() - 1]};
+}
+
+// conv3d's and conv_transpose3d's input and weight: 4-D or 5-D, and 5-D, of one dtype and device.
+void check_conv3d_operands(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t groups,
+                           const char* weight_layout) {
+  TD_CHECK(x.defined() && weight.defined(), op, ": input and weight must be defined");
+  TD_CHECK(x.dim() == 4 || x.dim() == 5, op, ": expected a 4-D [C, D, H, W] or 5-D [N, C, D, H, W] input, got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(weight.dim() == 5, op, ": weight must be 5-D ", weight_layout, ", got ", shape_str(weight.sizes()));
+  TD_CHECK(groups >= 1, op, ": groups must be positive, got ", groups);
+  check_one_dtype(op, x, weight, bias);
+  TD_CHECK(weight.device() == x.device() && (!bias.defined() || bias.device() == x.device()), op, ": input (",
+           x.device(), "), weight (", weight.device(), ") and bias (",
+           bias.defined() ? bias.device().str() : std::string("none"), ") must be on one device");
+}
+
+}  // namespace
+
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+              IntList dilation, int64_t groups) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv3d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias), stride,
+                  padding, dilation, groups);
+  }
+  constexpr const char* op = "conv3d";
+  check_conv3d_operands(op, x, weight, bias, groups, "[out, in / groups, kd, kh, kw]");
+  const Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
+  const int64_t n = x5.size(0), c = x5.size(1), out_channels = weight.size(0);
+  TD_CHECK(c == weight.size(1) * groups, op, ": input ", shape_str(x.sizes()), " has ", c, " channels but weight ",
+           shape_str(weight.sizes()), " with groups=", groups, " expects ", weight.size(1) * groups);
+  TD_CHECK(out_channels % groups == 0, op, ": out channels ", out_channels, " not divisible by groups ", groups);
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, op, ": bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
+  const auto s = three_values(op, stride, "stride"), p = three_values(op, padding, "padding");
+  const auto d = three_values(op, dilation, "dilation");
+  std::array<int64_t, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    TD_CHECK(s[i] > 0 && d[i] > 0 && p[i] >= 0, op, ": stride ", shape_str({s[0], s[1], s[2]}), " and dilation ",
+             shape_str({d[0], d[1], d[2]}), " must be positive, padding ", shape_str({p[0], p[1], p[2]}),
+             " not negative");
+    const int64_t in = x5.size(2 + i), span = d[i] * (weight.size(2 + i) - 1) + 1;
+    TD_CHECK(in + 2 * p[i] >= span, op, ": the kernel ",
+             shape_str(Shape(weight.sizes().begin() + 2, weight.sizes().end())), " (dilation ",
+             shape_str({d[0], d[1], d[2]}), ") does not fit the padded input ", shape_str(x.sizes()), " (padding ",
+             shape_str({p[0], p[1], p[2]}), ")");
+    out[i] = (in + 2 * p[i] - span) / s[i] + 1;
+  }
+  // Output depth od reads padded depths od * stride + k * dilation for k < kd: those kd slices of
+  // every image, side by side as channels (channel c's k-th slice at c * kd + k, so each group's
+  // channels stay together), make a conv2d whose weight is [O, C / groups * kd, kh, kw].
+  const int64_t kd = weight.size(2);
+  std::vector<int64_t> depths;
+  for (int64_t od = 0; od < out[0]; ++od) {
+    for (int64_t k = 0; k < kd; ++k) depths.push_back(od * s[0] + k * d[0]);
+  }
+  const Tensor padded = p[0] > 0 ? pad(x5, {0, 0, 0, 0, p[0], p[0]}) : x5;
+  const int64_t h = x5.size(3), w = x5.size(4);
+  const Tensor slices = padded.index_select(2, tensor(depths).to(x.device()))
+                            .view({n, c, out[0], kd, h, w})
+                            .permute({0, 2, 1, 3, 4, 5})
+                            .reshape({n * out[0], c * kd, h, w});
+  const Tensor planar_weight = weight.reshape({out_channels, weight.size(1) * kd, weight.size(3), weight.size(4)});
+  const Tensor y = conv2d(slices, planar_weight, bias, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, groups)
+                       .view({n, out[0], out_channels, out[1], out[2]})
+                       .transpose(1, 2)
+                       .contiguous();
+  return x.dim() == 4 ? y.squeeze(0) : y;
+}
+
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation, int64_t groups) {
+  if (padding == kValid) return conv3d(x, weight, bias, stride, 0, dilation, groups);
+  TD_CHECK(weight.defined() && weight.dim() == 5, "conv3d: weight must be 5-D [out, in / groups, kd, kh, kw], got ",
+           weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
+  const auto strides = three_values("conv3d", stride, "stride"),
+             dilations = three_values("conv3d", dilation, "dilation");
+  TD_CHECK(strides == (std::array<int64_t, 3>{1, 1, 1}), "conv3d: padding='same' is not supported for strided ",
+           "convolutions (stride ", shape_str({strides[0], strides[1], strides[2]}), ")");
+  // As conv2d's: each dim padded by its larger half, the extra first position dropped.
+  std::array<int64_t, 3> before{}, after{};
+  for (int i = 0; i < 3; ++i) {
+    TD_CHECK(dilations[i] > 0, "conv3d: dilation must be positive, got ",
+             shape_str({dilations[0], dilations[1], dilations[2]}));
+    std::tie(before[i], after[i]) = same_padding(weight.size(2 + i), dilations[i]);
+  }
+  Tensor out = conv3d(x, weight, bias, 1, after, dilation, groups);
+  for (int i = 0; i < 3; ++i) {
+    const int64_t dim = out.dim() - 3 + i;
+    if (after[i] != before[i]) out = out.narrow(dim, 1, out.size(dim) - 1);
+  }
+  return out.contiguous();
+}
+
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, IntList padding,
+                        IntList output_padding, int64_t groups, IntList dilation) {
+  if (amp::takes_lower_precision({&x, &weight, &bias})) {
+    amp::SuspendAutocast inside;
+    return conv_transpose3d(amp::to_lower_precision(x), amp::to_lower_precision(weight), amp::to_lower_precision(bias),
+                            stride, padding, output_padding, groups, dilation);
+  }
+  constexpr const char* op = "conv_transpose3d";
+  check_conv3d_operands(op, x, weight, bias, groups, "[in, out / groups, kd, kh, kw]");
+  const Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
+  const int64_t in_channels = weight.size(0), group_out = weight.size(1), out_channels = group_out * groups;
+  TD_CHECK(x5.size(1) == in_channels && in_channels % groups == 0, op, ": input ", shape_str(x.sizes()), " has ",
+           x5.size(1), " channels; weight ", shape_str(weight.sizes()), " with groups=", groups, " expects ",
+           in_channels, " (divisible by groups)");
+  TD_CHECK(!bias.defined() || bias.sizes() == Shape{out_channels}, op, ": bias must have shape [", out_channels,
+           "], got ", shape_str(bias.defined() ? bias.sizes() : Shape{}));
+  const auto s = three_values(op, stride, "stride"), p = three_values(op, padding, "padding");
+  const auto extra = three_values(op, output_padding, "output_padding"), d = three_values(op, dilation, "dilation");
+  std::array<int64_t, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    TD_CHECK(s[i] > 0 && d[i] > 0 && p[i] >= 0, op, ": stride ", shape_str({s[0], s[1], s[2]}), " and dilation ",
+             shape_str({d[0], d[1], d[2]}), " must be positive, padding ", shape_str({p[0], p[1], p[2]}),
+             " not negative");
+    TD_CHECK(extra[i] >= 0 && (extra[i] < s[i] || extra[i] < d[i]), op, ": output_padding ",
+             shape_str({extra[0], extra[1], extra[2]}), " must be smaller than the stride ",
+             shape_str({s[0], s[1], s[2]}), " or the dilation ", shape_str({d[0], d[1], d[2]}));
+    TD_CHECK(x5.size(2 + i) > 0, op, ": the input ", shape_str(x.sizes()), " has nothing to spread");
+    out[i] = conv_transpose_output_size(x5.size(2 + i), weight.size(2 + i), s[i], p[i], d[i], extra[i]);
+    TD_CHECK(out[i] > 0, op, ": the input ", shape_str(x.sizes()), " gives an output of ",
+             shape_str({out[0], out[1], out[2]}), ", which is too small");
+  }
+  // Every input depth slice spread by one conv_transpose2d whose output channels are (channel,
+  // k) for the kd kernel depths: slice id's k-th result lands at depth id * stride + k * dilation
+  // of the unpadded output, summed where several land; then the padding is cut off both ends.
+  const int64_t n = x5.size(0), depth = x5.size(2), kd = weight.size(2);
+  const Tensor planes = x5.transpose(1, 2).reshape({n * depth, in_channels, x5.size(3), x5.size(4)});
+  const Tensor planar_weight = weight.reshape({in_channels, group_out * kd, weight.size(3), weight.size(4)});
+  Tensor spread = conv_transpose2d(planes, planar_weight, Tensor(), {s[1], s[2]}, {p[1], p[2]}, {extra[1], extra[2]},
+                                   groups, {d[1], d[2]});
+  spread = spread.view({n, depth, out_channels, kd, out[1], out[2]})
+               .permute({0, 2, 1, 3, 4, 5})
+               .reshape({n, out_channels, depth * kd, out[1], out[2]});
+  std::vector<int64_t> targets;
+  for (int64_t id = 0; id < depth; ++id) {
+    for (int64_t k = 0; k < kd; ++k) targets.push_back(id * s[0] + k * d[0]);
+  }
+  const int64_t full_depth = out[0] + 2 * p[0];
+  const Tensor where_to = tensor(targets).to(x.device()).view({1, 1, depth * kd, 1, 1}).expand(spread.sizes());
+  Tensor y = zeros({n, out_channels, full_depth, out[1], out[2]}, spread.options())
+                 .scatter_add(2, where_to.contiguous(), spread);
+  if (p[0] > 0) y = y.narrow(2, p[0], out[0]).contiguous();
+  if (bias.defined()) y = y + bias.view({1, out_channels, 1, 1, 1});
+  return x.dim() == 4 ? y.squeeze(0) : y;
+}
+
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps,
                   int64_t batches_tracked, const BatchStatsSync& sync) {
@@ -1024,38 +1179,58 @@ Window1d window_1d(const char* op, const Tensor& x, IntList kernel_size, IntList
   return {{1, k}, {1, s}, {0, p}, {1, d}};
 }
 
-// Adaptive max pooling over the last `out.size()` dims: output position i of a dim of size `in`
-// takes the max of [floor(i * in / out), ceil((i + 1) * in / out)), as PyTorch's. Every window's
-// positions (flat in the spatial dims, row-major) are gathered at once, a shorter window padded
-// with its own first position (which the max then never picks over the real one), and the max
-// taken over them; indices are those flat positions.
-std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, IntList output_size) {
-  const int64_t dims = static_cast<int64_t>(output_size.size());
-  check_pool_input(op, x, dims);
-  const std::vector<int64_t> out = output_size.vec(), in(x.sizes().end() - dims, x.sizes().end());
-  for (int64_t d = 0; d < dims; ++d) {
-    TD_CHECK(out[d] > 0 && in[d] > 0, op, ": output_size ", shape_str(out), " and the input's spatial sizes ",
-             shape_str(in), " must be positive");
+// The input positions each output position pools along one dim, per output position.
+using Windows = std::vector<std::vector<int64_t>>;
+
+// Output position i of a dim of size `in` pooled to `out` takes [floor(i * in / out),
+// ceil((i + 1) * in / out)), as PyTorch's adaptive pooling.
+Windows adaptive_windows(int64_t in, int64_t out) {
+  Windows windows;
+  for (int64_t i = 0; i < out; ++i) {
+    std::vector<int64_t> positions;
+    for (int64_t j = i * in / out; j < ((i + 1) * in + out - 1) / out; ++j) positions.push_back(j);
+    windows.push_back(std::move(positions));
   }
-  auto window = [](int64_t i, int64_t in, int64_t out) {
-    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
-  };
-  // Each dim's windows, then their products in row-major order.
-  std::vector<std::vector<std::vector<int64_t>>> along(dims);
-  int64_t longest = 1;
-  for (int64_t d = 0; d < dims; ++d) {
-    int64_t widest = 0;
-    for (int64_t i = 0; i < out[d]; ++i) {
-      const auto [first, end] = window(i, in[d], out[d]);
-      std::vector<int64_t> positions;
-      for (int64_t j = first; j < end; ++j) positions.push_back(j);
-      widest = std::max<int64_t>(widest, end - first);
-      along[d].push_back(std::move(positions));
+  return windows;
+}
+
+// Window i starts at i * stride - padding and takes `kernel` positions `dilation` apart: those
+// inside the input.
+Windows strided_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
+  Windows windows;
+  for (int64_t i = 0; i < out; ++i) {
+    std::vector<int64_t> positions;
+    for (int64_t k = 0; k < kernel; ++k) {
+      const int64_t j = i * stride - padding + k * dilation;
+      if (j >= 0 && j < in) positions.push_back(j);
     }
-    longest *= widest;
+    windows.push_back(std::move(positions));
+  }
+  return windows;
+}
+
+// Every output position's window over the last along.size() dims of x (the product of its
+// windows along each dim), gathered: values [..., out..., longest] with the windows' flat
+// positions in those dims (row-major). A shorter window is padded with its own first position,
+// whose slot is -1 (a real entry's slot is its place in the window).
+struct GatheredWindows {
+  Tensor values, slots, positions;  // positions: [cells * longest], the table values were gathered by
+  Shape out;
+  int64_t longest = 0;
+};
+GatheredWindows gather_windows(const Tensor& x, const std::vector<Windows>& along) {
+  const int64_t dims = static_cast<int64_t>(along.size());
+  const std::vector<int64_t> in(x.sizes().end() - dims, x.sizes().end());
+  Shape out;
+  int64_t longest = 1;
+  for (const Windows& windows : along) {
+    out.push_back(static_cast<int64_t>(windows.size()));
+    size_t widest = 0;
+    for (const auto& w : windows) widest = std::max(widest, w.size());
+    longest *= static_cast<int64_t>(widest);
   }
   std::vector<int64_t> table;  // [cells * longest]
-  std::vector<int64_t> place;  // each table entry's place in its window, -1 for padding
+  std::vector<int64_t> slots;  // each entry's place in its window, -1 for padding
   for (int64_t cell = 0; cell < numel_of(out); ++cell) {
     std::vector<int64_t> flat = {0};  // the window's flat positions
     for (int64_t d = 0, rest = cell; d < dims; ++d) {
@@ -1069,30 +1244,99 @@ std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, In
       flat = std::move(next);
     }
     const int64_t real = static_cast<int64_t>(flat.size());
-    for (int64_t k = 0; k < longest; ++k) place.push_back(k < real ? k : -1);
+    for (int64_t k = 0; k < longest; ++k) slots.push_back(k < real ? k : -1);
     flat.resize(longest, flat.front());
     table.insert(table.end(), flat.begin(), flat.end());
   }
-  const TensorOptions long_options = TensorOptions(kInt64).device(x.device());
   const Tensor positions = tensor(table).to(x.device());
-  Shape windows(out.begin(), out.end());
+  Shape windows = out;
   windows.push_back(longest);
-  const Tensor gathered = x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows);
+  return {x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows),
+          tensor(slots).to(x.device()).view(windows), positions, out, longest};
+}
+
+// Each window's first maximum, or its last NaN, as PyTorch's kernels keep it (their scan takes
+// every NaN it meets); the padding never counts. Indices are the input's flat spatial positions.
+std::tuple<Tensor, Tensor> max_over_windows(const GatheredWindows& g) {
   Tensor chosen;
   {
     NoGradGuard no_grad;
-    // The first maximum, or the last NaN of the window, as PyTorch's kernel keeps it (its scan
-    // takes every NaN it meets); the padding never counts.
-    chosen = std::get<1>(max(gathered, -1));
-    const Tensor slot = tensor(place).to(x.device()).view(windows);
-    const Tensor last_nan = where(where(gathered != gathered, slot >= 0, false), slot, -1).amax({-1});
+    chosen = std::get<1>(max(g.values, -1));
+    const Tensor last_nan = where(where(g.values != g.values, g.slots >= 0, false), g.slots, -1).amax({-1});
     chosen = where(last_nan >= 0, last_nan, chosen);
   }
-  const Tensor values = gathered.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
+  const Tensor values = g.values.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   // The chosen element's entry in the table: its window's start plus its place in the window.
-  const Tensor start = (arange(numel_of(out), long_options) * longest).view(out);
-  const Tensor indices = positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
+  const Tensor start =
+      (arange(numel_of(g.out), TensorOptions(kInt64).device(g.values.device())) * g.longest).view(g.out);
+  const Tensor indices = g.positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
   return {values, indices};
+}
+
+// Each window's real entries summed and divided by its cell's divisor ([out...], x's dtype).
+Tensor sum_over_windows(const GatheredWindows& g, const Tensor& divisors) {
+  return where(g.slots >= 0, g.values, 0).sum({-1}) / divisors;
+}
+
+// Spatial sizes (one per entry of output_size, which may be one value for all) checked positive.
+std::vector<int64_t> adaptive_sizes(const char* op, const Tensor& x, IntList output_size, int64_t dims) {
+  check_pool_input(op, x, dims);
+  const char* counts[] = {"one value", "one value or two", "one value or three"};
+  TD_CHECK(output_size.size() == 1 || static_cast<int64_t>(output_size.size()) == dims, op, ": output_size must have ",
+           counts[dims - 1], ", got ", output_size.size());
+  const std::vector<int64_t> out(dims, output_size[0]);
+  std::vector<int64_t> sizes = output_size.size() == 1 ? out : output_size.vec();
+  const std::vector<int64_t> in(x.sizes().end() - dims, x.sizes().end());
+  for (int64_t d = 0; d < dims; ++d) {
+    TD_CHECK(sizes[d] > 0 && in[d] > 0, op, ": output_size ", shape_str(sizes), " and the input's spatial sizes ",
+             shape_str(in), " must be positive");
+  }
+  return sizes;
+}
+
+// Adaptive max pooling over the last `dims` dims.
+std::tuple<Tensor, Tensor> adaptive_max_pool(const char* op, const Tensor& x, IntList output_size, int64_t dims) {
+  const std::vector<int64_t> out = adaptive_sizes(op, x, output_size, dims);
+  std::vector<Windows> along;
+  for (int64_t d = 0; d < dims; ++d) along.push_back(adaptive_windows(x.size(x.dim() - dims + d), out[d]));
+  return max_over_windows(gather_windows(x, along));
+}
+
+// A 3-D pooling's window, checked as the op: kernel, stride (the kernel's unless given), padding
+// (at most half the kernel, as PyTorch's check) and dilation, and the output size, per dim.
+struct Window3d {
+  std::array<int64_t, 3> kernel, stride, padding, dilation, out;
+};
+Window3d window_3d(const char* op, const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                   IntList dilation, bool ceil_mode) {
+  check_pool_input(op, x, 3);
+  Window3d w{three_values(op, kernel_size, "kernel_size"),
+             stride.empty() ? three_values(op, kernel_size, "kernel_size") : three_values(op, stride, "stride"),
+             three_values(op, padding, "padding"),
+             three_values(op, dilation, "dilation"),
+             {}};
+  auto str = [](const std::array<int64_t, 3>& v) { return shape_str({v[0], v[1], v[2]}); };
+  for (int i = 0; i < 3; ++i) {
+    TD_CHECK(w.kernel[i] > 0 && w.stride[i] > 0 && w.dilation[i] > 0, op, ": kernel_size ", str(w.kernel), ", stride ",
+             str(w.stride), " and dilation ", str(w.dilation), " must be positive");
+    TD_CHECK(w.padding[i] >= 0 && 2 * w.padding[i] <= w.kernel[i], op, ": padding ", str(w.padding),
+             " must be at least 0 and at most half the kernel ", str(w.kernel));
+    w.out[i] =
+        kernels::pooled_size(x.size(x.dim() - 3 + i), w.kernel[i], w.padding[i], w.stride[i], w.dilation[i], ceil_mode);
+    TD_CHECK(w.out[i] > 0, op, ": the input ", shape_str(x.sizes()), " is too small for the kernel ", str(w.kernel),
+             " (dilation ", str(w.dilation), ", padding ", str(w.padding), "): no output position");
+  }
+  return w;
+}
+
+// The strided windows of a 3-D pooling along each of x's last three dims.
+std::vector<Windows> strided_windows_3d(const Tensor& x, const Window3d& w) {
+  std::vector<Windows> along;
+  for (int i = 0; i < 3; ++i) {
+    along.push_back(
+        strided_windows(x.size(x.dim() - 3 + i), w.out[i], w.kernel[i], w.stride[i], w.padding[i], w.dilation[i]));
+  }
+  return along;
 }
 
 }  // namespace
@@ -1126,8 +1370,7 @@ Tensor adaptive_avg_pool1d(const Tensor& x, IntList output_size) {
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, IntList output_size) {
-  one_value(output_size, "adaptive_max_pool1d", "output_size");
-  return adaptive_max_pool("adaptive_max_pool1d", x, output_size);
+  return adaptive_max_pool("adaptive_max_pool1d", x, output_size, 1);
 }
 
 Tensor adaptive_max_pool1d(const Tensor& x, IntList output_size) {
@@ -1135,15 +1378,76 @@ Tensor adaptive_max_pool1d(const Tensor& x, IntList output_size) {
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, IntList output_size) {
-  TD_CHECK(output_size.size() == 1 || output_size.size() == 2, "adaptive_max_pool2d: output_size must have one ",
-           "value or two, got ", output_size.size());
-  const std::vector<int64_t> both = output_size.size() == 1 ? std::vector<int64_t>{output_size[0], output_size[0]}
-                                                            : output_size.vec();
-  return adaptive_max_pool("adaptive_max_pool2d", x, both);
+  return adaptive_max_pool("adaptive_max_pool2d", x, output_size, 2);
 }
 
 Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
   return std::get<0>(adaptive_max_pool2d_with_indices(x, output_size));
+}
+
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size, IntList stride,
+                                                   IntList padding, IntList dilation, bool ceil_mode) {
+  const Window3d w = window_3d("max_pool3d", x, kernel_size, stride, padding, dilation, ceil_mode);
+  return max_over_windows(gather_windows(x, strided_windows_3d(x, w)));
+}
+
+Tensor max_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
+                  bool ceil_mode) {
+  return std::get<0>(max_pool3d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  constexpr const char* op = "avg_pool3d";
+  const Window3d w = window_3d(op, x, kernel_size, stride, padding, 1, ceil_mode);
+  TD_CHECK(!divisor_override || *divisor_override != 0, op, ": divisor_override must not be zero");
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  const std::vector<Windows> along = strided_windows_3d(x, w);
+  // A window's divisor is the product of its sizes along each dim: inside the input, or inside
+  // the padded input (PyTorch's pool_size, which a ceil_mode window may still overrun).
+  std::vector<std::vector<double>> sizes(3);
+  for (int i = 0; i < 3; ++i) {
+    const int64_t in = x.size(x.dim() - 3 + i);
+    for (int64_t o = 0; o < w.out[i]; ++o) {
+      const int64_t start = o * w.stride[i] - w.padding[i];
+      const int64_t end = std::min(start + w.kernel[i], in + w.padding[i]);
+      sizes[i].push_back(count_include_pad ? static_cast<double>(end - start)
+                                           : static_cast<double>(along[i][o].size()));
+    }
+  }
+  std::vector<double> divisors;
+  for (double a : sizes[0]) {
+    for (double b : sizes[1]) {
+      for (double c : sizes[2])
+        divisors.push_back(divisor_override ? static_cast<double>(*divisor_override) : a * b * c);
+    }
+  }
+  const Tensor divisor = tensor(divisors).to(x.dtype()).to(x.device()).view({w.out[0], w.out[1], w.out[2]});
+  return sum_over_windows(gather_windows(x, along), divisor);
+}
+
+Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size) {
+  constexpr const char* op = "adaptive_avg_pool3d";
+  const std::vector<int64_t> out = adaptive_sizes(op, x, output_size, 3);
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  std::vector<Windows> along;
+  for (int i = 0; i < 3; ++i) along.push_back(adaptive_windows(x.size(x.dim() - 3 + i), out[i]));
+  std::vector<double> divisors;
+  for (const auto& a : along[0]) {
+    for (const auto& b : along[1]) {
+      for (const auto& c : along[2]) divisors.push_back(static_cast<double>(a.size() * b.size() * c.size()));
+    }
+  }
+  const Tensor divisor = tensor(divisors).to(x.dtype()).to(x.device()).view(out);
+  return sum_over_windows(gather_windows(x, along), divisor);
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, IntList output_size) {
+  return adaptive_max_pool("adaptive_max_pool3d", x, output_size, 3);
+}
+
+Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
+  return std::get<0>(adaptive_max_pool3d_with_indices(x, output_size));
 }
 
 namespace {

@@ -79,6 +79,18 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
 // output_padding + 1.
 Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
                         IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
+// x [N, C, D, H, W] (or [C, D, H, W]) with weight [O, C / groups, kd, kh, kw]: for each output
+// depth, the kd input slices it reads side by side as channels, one conv2d over them all (cuDNN
+// on a GPU). stride, padding and dilation: one value for every dim or three.
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+              IntList padding = 0, IntList dilation = 1, int64_t groups = 1);
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride, PaddingMode padding,
+              IntList dilation = 1, int64_t groups = 1);
+// The adjoint of conv3d: x [N, Cin, D, H, W] (or [Cin, D, H, W]), weight [Cin, Cout / groups, kd,
+// kh, kw], bias [Cout]; each output size as conv_transpose2d's. One conv_transpose2d spreads each
+// input slice over the kd output slices it reaches, which are then summed into place.
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = 1,
+                        IntList padding = 0, IntList output_padding = 0, int64_t groups = 1, IntList dilation = 1);
 const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
 // PyTorch's F.pad: `padding` holds (before, after) pairs from the last dim backwards: (left,
 // right), then (top, bottom), then (front, back). A negative value crops. Constant padding (with
@@ -228,6 +240,24 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, Int
 Tensor adaptive_max_pool1d(const Tensor& x, IntList output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, IntList output_size);
 Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size);
+// 3-D pooling of x [N, C, D, H, W] (or [C, D, H, W]), as PyTorch's: each argument one value for
+// every dim or three; stride defaults to the kernel; padding at most half the kernel. Max pooling
+// takes the first maximum of each window, or its last NaN; indices are flat positions in the
+// input's (D, H, W). Average pooling divides each window's sum by divisor_override, else by the
+// window's size inside the padded input (count_include_pad) or inside the input. Each window's
+// positions are gathered and reduced, on any device and for any floating dtype.
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size, IntList stride = {},
+                                                   IntList padding = 0, IntList dilation = 1, bool ceil_mode = false);
+Tensor max_pool3d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
+                  bool ceil_mode = false);
+Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+// Adaptive pooling of x [N, C, D, H, W] (or [C, D, H, W]) to output_size (one value or three), the
+// windows of adaptive_max_pool2d along each dim: the mean of each, or its max with indices.
+Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, IntList output_size);
+Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);

@@ -48,36 +48,40 @@ std::string LinearImpl::extra_repr() const {
          std::to_string(options.out_features_) + ", bias=" + python_bool(options.bias_);
 }
 
-// ---- Conv2d ----
-
-Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) { reset(); }
-
-void Conv2dImpl::reset() {
-  const auto& o = options;
-  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
-           "Conv2d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
-           ") must be divisible by groups (", o.groups_, ")");
-  TD_CHECK(o.kernel_size_.size() == 2, "Conv2d: kernel_size must have two values");
-  auto positive = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
-  };
-  TD_CHECK(positive(o.kernel_size_), "Conv2d: kernel_size must be positive, got ", python_tuple(o.kernel_size_));
-  TD_CHECK(positive(o.stride_), "Conv2d: stride must be positive, got ", python_tuple(o.stride_));
-  TD_CHECK(positive(o.dilation_), "Conv2d: dilation must be positive, got ", python_tuple(o.dilation_));
-  TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }),
-           "Conv2d: padding must not be negative, got ", python_tuple(o.padding_));
-  const bool unit_stride = std::all_of(o.stride_.begin(), o.stride_.end(), [](int64_t x) { return x == 1; });
-  TD_CHECK(o.padding_name_ != kSame || unit_stride,
-           "Conv2d: padding='same' is not supported for strided convolutions (stride ", python_tuple(o.stride_), ")");
-  weight = register_parameter(
-      "weight", empty({o.out_channels_, o.in_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
-  bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
-  reset_parameters();
-}
-
-void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
+// ---- Conv2d, Conv3d ----
 
 namespace {
+
+bool all_positive(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x > 0; });
+}
+
+// Conv2d's and Conv3d's options checked, and their parameters registered ([out, in / groups,
+// kernel...] and [out]) and initialised.
+template <size_t D>
+void reset_conv(Module& layer, const char* name, const ConvOptions<D>& o, Tensor& weight, Tensor& bias) {
+  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0, name,
+           ": in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
+           ") must be divisible by groups (", o.groups_, ")");
+  for (const auto& [what, values] : {std::pair{"kernel_size", &o.kernel_size_}, std::pair{"stride", &o.stride_},
+                                     std::pair{"padding", &o.padding_}, std::pair{"dilation", &o.dilation_}}) {
+    TD_CHECK(values->size() == D, name, ": ", what, " must have ", D == 2 ? "two" : "three", " values, got ",
+             python_tuple(*values));
+  }
+  TD_CHECK(all_positive(o.kernel_size_), name, ": kernel_size must be positive, got ", python_tuple(o.kernel_size_));
+  TD_CHECK(all_positive(o.stride_), name, ": stride must be positive, got ", python_tuple(o.stride_));
+  TD_CHECK(all_positive(o.dilation_), name, ": dilation must be positive, got ", python_tuple(o.dilation_));
+  TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }), name,
+           ": padding must not be negative, got ", python_tuple(o.padding_));
+  const bool unit_stride = std::all_of(o.stride_.begin(), o.stride_.end(), [](int64_t x) { return x == 1; });
+  TD_CHECK(o.padding_name_ != kSame || unit_stride, name,
+           ": padding='same' is not supported for strided convolutions (stride ", python_tuple(o.stride_), ")");
+  Shape shape{o.out_channels_, o.in_channels_ / o.groups_};
+  shape.insert(shape.end(), o.kernel_size_.begin(), o.kernel_size_.end());
+  weight = layer.register_parameter("weight", tandem::empty(shape));
+  bias = layer.register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
+  default_init(weight, bias);
+}
 
 // The (before, after) padding of a convolution's dim: `padding` on both sides, or by name.
 std::pair<int64_t, int64_t> conv_sides(const std::optional<PaddingMode>& name, int64_t padding, int64_t kernel,
@@ -87,35 +91,57 @@ std::pair<int64_t, int64_t> conv_sides(const std::optional<PaddingMode>& name, i
   return F::same_padding(kernel, dilation);
 }
 
-}  // namespace
-
-Tensor Conv2dImpl::forward(const Tensor& x) {
-  const auto& o = options;
-  if (o.padding_mode_ != kConstant) {  // padded first, by F::pad, as PyTorch's padding_mode
-    const auto h = conv_sides(o.padding_name_, o.padding_[0], o.kernel_size_[0], o.dilation_[0]);
-    const auto w = conv_sides(o.padding_name_, o.padding_.back(), o.kernel_size_.back(), o.dilation_.back());
-    const Tensor padded = F::pad(x, {w.first, w.second, h.first, h.second}, o.padding_mode_);
-    return F::conv2d(padded, weight, bias, o.stride_, 0, o.dilation_, o.groups_);
+template <size_t D>
+Tensor conv_forward(const ConvOptions<D>& o, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  auto conv = [&](const Tensor& input, auto padding) {
+    if constexpr (D == 2) {
+      return F::conv2d(input, weight, bias, o.stride_, padding, o.dilation_, o.groups_);
+    } else {
+      return F::conv3d(input, weight, bias, o.stride_, padding, o.dilation_, o.groups_);
+    }
+  };
+  if (o.padding_mode_ != kConstant) {  // padded first, by F::pad (last dim first), as PyTorch's padding_mode
+    std::vector<int64_t> sides;
+    for (size_t i = D; i-- > 0;) {
+      const auto [before, after] = conv_sides(o.padding_name_, o.padding_[i], o.kernel_size_[i], o.dilation_[i]);
+      sides.push_back(before);
+      sides.push_back(after);
+    }
+    return conv(F::pad(x, sides, o.padding_mode_), IntList(0));
   }
-  if (o.padding_name_) return F::conv2d(x, weight, bias, o.stride_, *o.padding_name_, o.dilation_, o.groups_);
-  return F::conv2d(x, weight, bias, o.stride_, o.padding_, o.dilation_, o.groups_);
+  if (o.padding_name_) return conv(x, *o.padding_name_);
+  return conv(x, IntList(o.padding_));
 }
 
-std::string Conv2dImpl::extra_repr() const {
-  const auto& o = options;
+template <size_t D>
+std::string conv_repr(const ConvOptions<D>& o) {
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
                   ", kernel_size=" + python_tuple(o.kernel_size_) + ", stride=" + python_tuple(o.stride_);
   if (o.padding_name_) {
     s += o.padding_name_ == kSame ? ", padding=same" : ", padding=valid";
-  } else if (o.padding_ != std::vector<int64_t>{0, 0}) {
+  } else if (o.padding_ != std::vector<int64_t>(D, 0)) {
     s += ", padding=" + python_tuple(o.padding_);
   }
-  if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + python_tuple(o.dilation_);
+  if (o.dilation_ != std::vector<int64_t>(D, 1)) s += ", dilation=" + python_tuple(o.dilation_);
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";
   if (o.padding_mode_ != kConstant) s += std::string(", padding_mode=") + F::pad_mode_name(o.padding_mode_);
   return s;
 }
+
+}  // namespace
+
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) { reset(); }
+void Conv2dImpl::reset() { reset_conv(*this, "Conv2d", options, weight, bias); }
+void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
+Tensor Conv2dImpl::forward(const Tensor& x) { return conv_forward(options, x, weight, bias); }
+std::string Conv2dImpl::extra_repr() const { return conv_repr(options); }
+
+Conv3dImpl::Conv3dImpl(const Conv3dOptions& options_) : options(options_) { reset(); }
+void Conv3dImpl::reset() { reset_conv(*this, "Conv3d", options, weight, bias); }
+void Conv3dImpl::reset_parameters() { default_init(weight, bias); }
+Tensor Conv3dImpl::forward(const Tensor& x) { return conv_forward(options, x, weight, bias); }
+std::string Conv3dImpl::extra_repr() const { return conv_repr(options); }
 
 // ---- Conv1d ----
 
@@ -166,84 +192,114 @@ std::string Conv1dImpl::extra_repr() const {
   return s;
 }
 
-// ---- ConvTranspose2d ----
+// ---- ConvTranspose2d, ConvTranspose3d ----
 
-ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_) : options(options_) { reset(); }
+namespace {
 
-void ConvTranspose2dImpl::reset() {
-  const auto& o = options;
-  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
-           "ConvTranspose2d: in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
+template <size_t D>
+void reset_conv_transpose(Module& layer, const char* name, const ConvTransposeOptions<D>& o, Tensor& weight,
+                          Tensor& bias) {
+  TD_CHECK(o.groups_ > 0 && o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0, name,
+           ": in_channels (", o.in_channels_, ") and out_channels (", o.out_channels_,
            ") must be divisible by groups (", o.groups_, ")");
-  for (const auto& [name, values] : {std::pair{"kernel_size", &o.kernel_size_}, std::pair{"stride", &o.stride_},
-                                     std::pair{"padding", &o.padding_}, std::pair{"output_padding", &o.output_padding_},
-                                     std::pair{"dilation", &o.dilation_}}) {
-    TD_CHECK(values->size() == 2, "ConvTranspose2d: ", name, " must have two values, got ", python_tuple(*values));
+  for (const auto& [what, values] :
+       {std::pair{"kernel_size", &o.kernel_size_}, std::pair{"stride", &o.stride_}, std::pair{"padding", &o.padding_},
+        std::pair{"output_padding", &o.output_padding_}, std::pair{"dilation", &o.dilation_}}) {
+    TD_CHECK(values->size() == D, name, ": ", what, " must have ", D == 2 ? "two" : "three", " values, got ",
+             python_tuple(*values));
   }
-  auto all = [](const std::vector<int64_t>& v, auto test) { return std::all_of(v.begin(), v.end(), test); };
-  auto positive = [](int64_t x) { return x > 0; };
-  auto not_negative = [](int64_t x) { return x >= 0; };
-  TD_CHECK(all(o.kernel_size_, positive), "ConvTranspose2d: kernel_size must be positive, got ",
-           python_tuple(o.kernel_size_));
-  TD_CHECK(all(o.stride_, positive), "ConvTranspose2d: stride must be positive, got ", python_tuple(o.stride_));
-  TD_CHECK(all(o.dilation_, positive), "ConvTranspose2d: dilation must be positive, got ", python_tuple(o.dilation_));
-  TD_CHECK(all(o.padding_, not_negative), "ConvTranspose2d: padding must not be negative, got ",
-           python_tuple(o.padding_));
-  for (int i = 0; i < 2; ++i) {
+  TD_CHECK(all_positive(o.kernel_size_), name, ": kernel_size must be positive, got ", python_tuple(o.kernel_size_));
+  TD_CHECK(all_positive(o.stride_), name, ": stride must be positive, got ", python_tuple(o.stride_));
+  TD_CHECK(all_positive(o.dilation_), name, ": dilation must be positive, got ", python_tuple(o.dilation_));
+  TD_CHECK(std::all_of(o.padding_.begin(), o.padding_.end(), [](int64_t x) { return x >= 0; }), name,
+           ": padding must not be negative, got ", python_tuple(o.padding_));
+  for (size_t i = 0; i < D; ++i) {
     const int64_t extra = o.output_padding_[i];
-    TD_CHECK(extra >= 0 && (extra < o.stride_[i] || extra < o.dilation_[i]), "ConvTranspose2d: output_padding ",
+    TD_CHECK(extra >= 0 && (extra < o.stride_[i] || extra < o.dilation_[i]), name, ": output_padding ",
              python_tuple(o.output_padding_), " must be smaller than the stride ", python_tuple(o.stride_),
              " or the dilation ", python_tuple(o.dilation_));
   }
-  weight = register_parameter(
-      "weight", empty({o.in_channels_, o.out_channels_ / o.groups_, o.kernel_size_[0], o.kernel_size_[1]}));
-  bias = register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
-  reset_parameters();
+  Shape shape{o.in_channels_, o.out_channels_ / o.groups_};
+  shape.insert(shape.end(), o.kernel_size_.begin(), o.kernel_size_.end());
+  weight = layer.register_parameter("weight", tandem::empty(shape));
+  bias = layer.register_parameter("bias", o.bias_ ? empty({o.out_channels_}) : Tensor());
+  default_init(weight, bias);
 }
 
-void ConvTranspose2dImpl::reset_parameters() { default_init(weight, bias); }
-
-Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
-  const auto& o = options;
-  return F::conv_transpose2d(x, weight, bias, o.stride_, o.padding_, o.output_padding_, o.groups_, o.dilation_);
+template <size_t D>
+Tensor conv_transpose_forward(const ConvTransposeOptions<D>& o, const Tensor& x, const Tensor& weight,
+                              const Tensor& bias, IntList output_padding) {
+  if constexpr (D == 2) {
+    return F::conv_transpose2d(x, weight, bias, o.stride_, o.padding_, output_padding, o.groups_, o.dilation_);
+  } else {
+    return F::conv_transpose3d(x, weight, bias, o.stride_, o.padding_, output_padding, o.groups_, o.dilation_);
+  }
 }
 
-Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
-  const auto& o = options;
-  TD_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4),
-           "ConvTranspose2d: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got ",
+// forward(x, output_size): the output padding that gives the spatial sizes asked for (the last D
+// values of output_size, which may also be the output's whole shape), as PyTorch's. A stride
+// leaves several sizes possible; each must be at most stride - 1 above the smallest.
+template <size_t D>
+Tensor conv_transpose_to_size(const char* name, const ConvTransposeOptions<D>& o, const Tensor& x, const Tensor& weight,
+                              const Tensor& bias, const std::vector<int64_t>& output_size) {
+  const char* layouts[] = {"", "", "3-D [C, H, W] or 4-D [N, C, H, W]", "4-D [C, D, H, W] or 5-D [N, C, D, H, W]"};
+  TD_CHECK(x.defined() && (x.dim() == D + 1 || x.dim() == D + 2), name, ": expected a ", layouts[D], " input, got ",
            x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
-  TD_CHECK(output_size.size() == 2 || output_size.size() == static_cast<size_t>(x.dim()),
-           "ConvTranspose2d: output_size must be [H, W] or the output's whole shape (", x.dim(), " values), got ",
-           python_tuple(output_size));
-  const std::vector<int64_t> asked(output_size.end() - 2, output_size.end());
-  const std::vector<int64_t> in(x.sizes().end() - 2, x.sizes().end());
-  std::vector<int64_t> smallest(2), largest(2), extra(2);
-  for (int i = 0; i < 2; ++i) {
+  TD_CHECK(output_size.size() == D || output_size.size() == static_cast<size_t>(x.dim()), name,
+           ": output_size must be ", D == 2 ? "[H, W]" : "[D, H, W]", " or the output's whole shape (", x.dim(),
+           " values), got ", python_tuple(output_size));
+  const std::vector<int64_t> asked(output_size.end() - D, output_size.end());
+  const std::vector<int64_t> in(x.sizes().end() - D, x.sizes().end());
+  std::vector<int64_t> smallest(D), largest(D), extra(D);
+  for (size_t i = 0; i < D; ++i) {
     smallest[i] =
         F::conv_transpose_output_size(in[i], o.kernel_size_[i], o.stride_[i], o.padding_[i], o.dilation_[i], 0);
     largest[i] = smallest[i] + o.stride_[i] - 1;
     extra[i] = asked[i] - smallest[i];
   }
-  for (int i = 0; i < 2; ++i) {
-    TD_CHECK(asked[i] >= smallest[i] && asked[i] <= largest[i], "ConvTranspose2d: an output of ",
-             python_tuple(asked), " was asked for, but an input of ", python_tuple(in), " gives sizes from ",
-             python_tuple(smallest), " to ", python_tuple(largest));
+  for (size_t i = 0; i < D; ++i) {
+    TD_CHECK(asked[i] >= smallest[i] && asked[i] <= largest[i], name, ": an output of ", python_tuple(asked),
+             " was asked for, but an input of ", python_tuple(in), " gives sizes from ", python_tuple(smallest), " to ",
+             python_tuple(largest));
   }
-  return F::conv_transpose2d(x, weight, bias, o.stride_, o.padding_, extra, o.groups_, o.dilation_);
+  return conv_transpose_forward(o, x, weight, bias, extra);
 }
 
-std::string ConvTranspose2dImpl::extra_repr() const {
-  const auto& o = options;
+template <size_t D>
+std::string conv_transpose_repr(const ConvTransposeOptions<D>& o) {
   std::string s = std::to_string(o.in_channels_) + ", " + std::to_string(o.out_channels_) +
                   ", kernel_size=" + python_tuple(o.kernel_size_) + ", stride=" + python_tuple(o.stride_);
-  if (o.padding_ != std::vector<int64_t>{0, 0}) s += ", padding=" + python_tuple(o.padding_);
-  if (o.dilation_ != std::vector<int64_t>{1, 1}) s += ", dilation=" + python_tuple(o.dilation_);
-  if (o.output_padding_ != std::vector<int64_t>{0, 0}) s += ", output_padding=" + python_tuple(o.output_padding_);
+  if (o.padding_ != std::vector<int64_t>(D, 0)) s += ", padding=" + python_tuple(o.padding_);
+  if (o.dilation_ != std::vector<int64_t>(D, 1)) s += ", dilation=" + python_tuple(o.dilation_);
+  if (o.output_padding_ != std::vector<int64_t>(D, 0)) s += ", output_padding=" + python_tuple(o.output_padding_);
   if (o.groups_ != 1) s += ", groups=" + std::to_string(o.groups_);
   if (!o.bias_) s += ", bias=False";
   return s;
 }
+
+}  // namespace
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_) : options(options_) { reset(); }
+void ConvTranspose2dImpl::reset() { reset_conv_transpose(*this, "ConvTranspose2d", options, weight, bias); }
+void ConvTranspose2dImpl::reset_parameters() { default_init(weight, bias); }
+Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
+  return conv_transpose_forward(options, x, weight, bias, options.output_padding_);
+}
+Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return conv_transpose_to_size("ConvTranspose2d", options, x, weight, bias, output_size);
+}
+std::string ConvTranspose2dImpl::extra_repr() const { return conv_transpose_repr(options); }
+
+ConvTranspose3dImpl::ConvTranspose3dImpl(const ConvTranspose3dOptions& options_) : options(options_) { reset(); }
+void ConvTranspose3dImpl::reset() { reset_conv_transpose(*this, "ConvTranspose3d", options, weight, bias); }
+void ConvTranspose3dImpl::reset_parameters() { default_init(weight, bias); }
+Tensor ConvTranspose3dImpl::forward(const Tensor& x) {
+  return conv_transpose_forward(options, x, weight, bias, options.output_padding_);
+}
+Tensor ConvTranspose3dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return conv_transpose_to_size("ConvTranspose3d", options, x, weight, bias, output_size);
+}
+std::string ConvTranspose3dImpl::extra_repr() const { return conv_transpose_repr(options); }
 
 // ---- ConvTranspose1d ----
 

@@ -1,4 +1,4 @@
-// The layers of td::nn with learnable parameters: Linear, Conv1d, Conv2d, ConvTranspose2d,
+// The layers of td::nn with learnable parameters: Linear, Conv1d/2d/3d, ConvTranspose1d/2d/3d,
 // BatchNorm1d/2d, LayerNorm, GroupNorm, Embedding. Parameters start as PyTorch initializes them,
 // so weights have the same distributions. Each comes as an Impl (the module) and a holder of the
 // same name without Impl.
@@ -36,37 +36,42 @@ class Linear : public ModuleHolder<LinearImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
-struct Conv2dOptions {
-  Conv2dOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
+// Conv2d's and Conv3d's options: each size one value per spatial dim (D of them), or one for all.
+template <size_t D>
+struct ConvOptions {
+  ConvOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
       : in_channels_(in), out_channels_(out), kernel_size_(std::move(kernel)) {}
-  Conv2dOptions(int64_t in, int64_t out, int64_t kernel) : Conv2dOptions(in, out, std::vector<int64_t>{kernel, kernel}) {}
-  Conv2dOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
-  Conv2dOptions& stride(int64_t s) { return stride({s, s}); }
-  Conv2dOptions& padding(std::vector<int64_t> p) {
+  ConvOptions(int64_t in, int64_t out, int64_t kernel) : ConvOptions(in, out, std::vector<int64_t>(D, kernel)) {}
+  ConvOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
+  ConvOptions& stride(int64_t s) { return stride(std::vector<int64_t>(D, s)); }
+  ConvOptions& padding(std::vector<int64_t> p) {
     padding_ = std::move(p);
     padding_name_.reset();
     return *this;
   }
-  Conv2dOptions& padding(int64_t p) { return padding({p, p}); }
-  Conv2dOptions& padding(PaddingMode mode) {  // kSame or kValid
-    padding_ = {0, 0};
+  ConvOptions& padding(int64_t p) { return padding(std::vector<int64_t>(D, p)); }
+  ConvOptions& padding(PaddingMode mode) {  // kSame or kValid
+    padding_.assign(D, 0);
     padding_name_ = mode;
     return *this;
   }
   // What the padding holds: zeros (kConstant, the default), or the input reflected, replicated
   // or wrapped around (F::pad's modes), padded before the convolution as PyTorch's padding_mode.
-  Conv2dOptions& padding_mode(PadMode mode) { padding_mode_ = mode; return *this; }
-  Conv2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
-  Conv2dOptions& dilation(int64_t d) { return dilation({d, d}); }
-  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
-  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  ConvOptions& padding_mode(PadMode mode) { padding_mode_ = mode; return *this; }
+  ConvOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
+  ConvOptions& dilation(int64_t d) { return dilation(std::vector<int64_t>(D, d)); }
+  ConvOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvOptions& bias(bool b) { bias_ = b; return *this; }
   int64_t in_channels_, out_channels_;
-  std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, dilation_{1, 1};
+  std::vector<int64_t> kernel_size_, stride_ = std::vector<int64_t>(D, 1), padding_ = std::vector<int64_t>(D, 0),
+                                     dilation_ = std::vector<int64_t>(D, 1);
   std::optional<PaddingMode> padding_name_;  // set by padding(kSame or kValid), in place of padding_
   PadMode padding_mode_ = kConstant;
   int64_t groups_ = 1;
   bool bias_ = true;
 };
+using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
 
 class Conv2dImpl : public Cloneable<Conv2dImpl> {
  public:
@@ -80,6 +85,24 @@ class Conv2dImpl : public Cloneable<Conv2dImpl> {
   Tensor weight, bias;
 };
 class Conv2d : public ModuleHolder<Conv2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// Convolution over depth, height and width: x [N, C, D, H, W] (or [C, D, H, W]); weight [out, in /
+// groups, kd, kh, kw] and bias [out] start as Conv2d's do.
+class Conv3dImpl : public Cloneable<Conv3dImpl> {
+ public:
+  Conv3dImpl(int64_t in, int64_t out, int64_t kernel) : Conv3dImpl(Conv3dOptions(in, out, kernel)) {}
+  explicit Conv3dImpl(const Conv3dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Conv3dOptions options;
+  Tensor weight, bias;
+};
+class Conv3d : public ModuleHolder<Conv3dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };
@@ -126,26 +149,33 @@ class Conv1d : public ModuleHolder<Conv1dImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
-struct ConvTranspose2dOptions {
-  ConvTranspose2dOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
+// ConvTranspose2d's and ConvTranspose3d's options: each size one value per spatial dim (D of
+// them), or one for all.
+template <size_t D>
+struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in, int64_t out, std::vector<int64_t> kernel)
       : in_channels_(in), out_channels_(out), kernel_size_(std::move(kernel)) {}
-  ConvTranspose2dOptions(int64_t in, int64_t out, int64_t kernel)
-      : ConvTranspose2dOptions(in, out, std::vector<int64_t>{kernel, kernel}) {}
-  ConvTranspose2dOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
-  ConvTranspose2dOptions& stride(int64_t s) { return stride({s, s}); }
-  ConvTranspose2dOptions& padding(std::vector<int64_t> p) { padding_ = std::move(p); return *this; }
-  ConvTranspose2dOptions& padding(int64_t p) { return padding({p, p}); }
-  ConvTranspose2dOptions& output_padding(std::vector<int64_t> p) { output_padding_ = std::move(p); return *this; }
-  ConvTranspose2dOptions& output_padding(int64_t p) { return output_padding({p, p}); }
-  ConvTranspose2dOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
-  ConvTranspose2dOptions& dilation(int64_t d) { return dilation({d, d}); }
-  ConvTranspose2dOptions& groups(int64_t g) { groups_ = g; return *this; }
-  ConvTranspose2dOptions& bias(bool b) { bias_ = b; return *this; }
+  ConvTransposeOptions(int64_t in, int64_t out, int64_t kernel)
+      : ConvTransposeOptions(in, out, std::vector<int64_t>(D, kernel)) {}
+  ConvTransposeOptions& stride(std::vector<int64_t> s) { stride_ = std::move(s); return *this; }
+  ConvTransposeOptions& stride(int64_t s) { return stride(std::vector<int64_t>(D, s)); }
+  ConvTransposeOptions& padding(std::vector<int64_t> p) { padding_ = std::move(p); return *this; }
+  ConvTransposeOptions& padding(int64_t p) { return padding(std::vector<int64_t>(D, p)); }
+  ConvTransposeOptions& output_padding(std::vector<int64_t> p) { output_padding_ = std::move(p); return *this; }
+  ConvTransposeOptions& output_padding(int64_t p) { return output_padding(std::vector<int64_t>(D, p)); }
+  ConvTransposeOptions& dilation(std::vector<int64_t> d) { dilation_ = std::move(d); return *this; }
+  ConvTransposeOptions& dilation(int64_t d) { return dilation(std::vector<int64_t>(D, d)); }
+  ConvTransposeOptions& groups(int64_t g) { groups_ = g; return *this; }
+  ConvTransposeOptions& bias(bool b) { bias_ = b; return *this; }
   int64_t in_channels_, out_channels_;
-  std::vector<int64_t> kernel_size_, stride_{1, 1}, padding_{0, 0}, output_padding_{0, 0}, dilation_{1, 1};
+  std::vector<int64_t> kernel_size_, stride_ = std::vector<int64_t>(D, 1), padding_ = std::vector<int64_t>(D, 0),
+                                     output_padding_ = std::vector<int64_t>(D, 0),
+                                     dilation_ = std::vector<int64_t>(D, 1);
   int64_t groups_ = 1;
   bool bias_ = true;
 };
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose3dOptions = ConvTransposeOptions<3>;
 
 // F::conv_transpose2d as a layer (an upsampling convolution): weight [in, out / groups, kh, kw]
 // and bias [out], initialised as PyTorch's (its fan-in is weight.size(1) * kh * kw).
@@ -166,6 +196,26 @@ class ConvTranspose2dImpl : public Cloneable<ConvTranspose2dImpl> {
   Tensor weight, bias;
 };
 class ConvTranspose2d : public ModuleHolder<ConvTranspose2dImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
+// F::conv_transpose3d as a layer: weight [in, out / groups, kd, kh, kw] and bias [out],
+// initialised as PyTorch's. forward(x, output_size) as ConvTranspose2d's, with [D, H, W].
+class ConvTranspose3dImpl : public Cloneable<ConvTranspose3dImpl> {
+ public:
+  ConvTranspose3dImpl(int64_t in, int64_t out, int64_t kernel)
+      : ConvTranspose3dImpl(ConvTranspose3dOptions(in, out, kernel)) {}
+  explicit ConvTranspose3dImpl(const ConvTranspose3dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
+  std::string extra_repr() const override;
+  ConvTranspose3dOptions options;
+  Tensor weight, bias;
+};
+class ConvTranspose3d : public ModuleHolder<ConvTranspose3dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };

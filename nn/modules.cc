@@ -145,6 +145,39 @@ AdaptiveMaxPool2dImpl::AdaptiveMaxPool2dImpl(IntList output_size)
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_max_pool2d(x, o); },
           "output_size=" + size_str(output_size)) {}
 
+MaxPool3dImpl::MaxPool3dImpl(IntList kernel_size, IntList stride, IntList padding, IntList dilation, bool ceil_mode)
+    : Cloneable(
+          "MaxPool3d",
+          [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), d = dilation.vec(), ceil_mode](const Tensor& x) {
+            return functional::max_pool3d(x, k, s, p, d, ceil_mode);
+          },
+          "kernel_size=" + size_str(kernel_size) + ", stride=" + size_str(stride.empty() ? kernel_size : stride) +
+              ", padding=" + size_str(padding) + ", dilation=" + size_str(dilation) +
+              ", ceil_mode=" + python_bool(ceil_mode)) {}
+
+AvgPool3dImpl::AvgPool3dImpl(IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                             bool count_include_pad, std::optional<int64_t> divisor_override)
+    : Cloneable(
+          "AvgPool3d",
+          [k = kernel_size.vec(), s = stride.vec(), p = padding.vec(), ceil_mode, count_include_pad,
+           divisor_override](const Tensor& x) {
+            return functional::avg_pool3d(x, k, s, p, ceil_mode, count_include_pad, divisor_override);
+          },
+          "kernel_size=" + size_str(kernel_size) + ", stride=" + size_str(stride.empty() ? kernel_size : stride) +
+              ", padding=" + size_str(padding)) {}
+
+AdaptiveAvgPool3dImpl::AdaptiveAvgPool3dImpl(IntList output_size)
+    : Cloneable(
+          "AdaptiveAvgPool3d",
+          [o = output_size.vec()](const Tensor& x) { return functional::adaptive_avg_pool3d(x, o); },
+          "output_size=" + size_str(output_size)) {}
+
+AdaptiveMaxPool3dImpl::AdaptiveMaxPool3dImpl(IntList output_size)
+    : Cloneable(
+          "AdaptiveMaxPool3d",
+          [o = output_size.vec()](const Tensor& x) { return functional::adaptive_max_pool3d(x, o); },
+          "output_size=" + size_str(output_size)) {}
+
 PixelShuffleImpl::PixelShuffleImpl(int64_t upscale_factor)
     : Cloneable(
           "PixelShuffle", [upscale_factor](const Tensor& x) { return functional::pixel_shuffle(x, upscale_factor); },

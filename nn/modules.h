@@ -127,6 +127,26 @@ class AdaptiveMaxPool2dImpl : public Cloneable<AdaptiveMaxPool2dImpl, Functional
  public:
   explicit AdaptiveMaxPool2dImpl(IntList output_size);
 };
+// The 3-D poolings of F (max_pool3d, avg_pool3d and the adaptive ones) as layers; sizes one value
+// for every dim or three.
+class MaxPool3dImpl : public Cloneable<MaxPool3dImpl, FunctionalImpl> {
+ public:
+  explicit MaxPool3dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, IntList dilation = 1,
+                         bool ceil_mode = false);
+};
+class AvgPool3dImpl : public Cloneable<AvgPool3dImpl, FunctionalImpl> {
+ public:
+  explicit AvgPool3dImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0, bool ceil_mode = false,
+                         bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
+};
+class AdaptiveAvgPool3dImpl : public Cloneable<AdaptiveAvgPool3dImpl, FunctionalImpl> {
+ public:
+  explicit AdaptiveAvgPool3dImpl(IntList output_size);
+};
+class AdaptiveMaxPool3dImpl : public Cloneable<AdaptiveMaxPool3dImpl, FunctionalImpl> {
+ public:
+  explicit AdaptiveMaxPool3dImpl(IntList output_size);
+};
 // [..., C * r^2, H, W] <-> [..., C, H * r, W * r] (functional::pixel_shuffle, pixel_unshuffle).
 class PixelShuffleImpl : public Cloneable<PixelShuffleImpl, FunctionalImpl> {
  public:
@@ -356,6 +376,10 @@ TD_HOLDER(AvgPool1d)
 TD_HOLDER(AdaptiveAvgPool1d)
 TD_HOLDER(AdaptiveMaxPool1d)
 TD_HOLDER(AdaptiveMaxPool2d)
+TD_HOLDER(MaxPool3d)
+TD_HOLDER(AvgPool3d)
+TD_HOLDER(AdaptiveAvgPool3d)
+TD_HOLDER(AdaptiveMaxPool3d)
 TD_HOLDER(PixelShuffle)
 TD_HOLDER(PixelUnshuffle)
 TD_HOLDER(Unfold)

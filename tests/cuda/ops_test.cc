@@ -2235,6 +2235,86 @@ TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices a
   }
 }
 
+TEST_CASE("conv3d and conv_transpose3d give the CPU's values and gradients, non-contiguous operands", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(40);
+  for (DType dtype : kFloating) {
+    for (int64_t groups : {1, 2}) {
+      const std::string what = std::string(td::dtype_name(dtype)) + " groups " + std::to_string(groups);
+      Pair x = ct::random_pair({2, 4, 5, 6, 7}, dtype, Layout::Permuted);
+      Pair w = ct::random_pair({6, 4 / groups, 3, 2, 3}, dtype, Layout::Strided);
+      Pair b = ct::random_pair({6}, dtype);
+      auto conv = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+        return F::conv3d(xi, wi, bi, {2, 1, 1}, {1, 0, 1}, {1, 2, 1}, groups);
+      };
+      check_close(conv(x.dev, w.dev, b.dev), conv(x.cpu, w.cpu, b.cpu), 2 * rtol_for(dtype), 0, "conv3d " + what,
+                  conv(ct::abs64(x.cpu), ct::abs64(w.cpu), ct::abs64(b.cpu)));
+      Pair t = ct::random_pair({2, 4, 3, 4, 5}, dtype, Layout::Permuted);
+      Pair wt = ct::random_pair({4, 6 / groups, 3, 2, 3}, dtype, Layout::Strided);
+      auto spread = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+        return F::conv_transpose3d(xi, wi, bi, {2, 3, 1}, {1, 0, 1}, {1, 2, 0}, groups, {2, 1, 1});
+      };
+      check_close(spread(t.dev, wt.dev, b.dev), spread(t.cpu, wt.cpu, b.cpu), 2 * rtol_for(dtype), 0,
+                  "conv_transpose3d " + what, spread(ct::abs64(t.cpu), ct::abs64(wt.cpu), ct::abs64(b.cpu)));
+      if (dtype != td::kFloat32 && dtype != td::kFloat64) continue;
+      Tensor x_dev = x.dev.detach().requires_grad_(true), x_cpu = x.cpu.detach().requires_grad_(true);
+      Tensor w_dev = w.dev.detach().requires_grad_(true), w_cpu = w.cpu.detach().requires_grad_(true);
+      const Tensor y_cpu = conv(x_cpu, w_cpu, b.cpu);
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (conv(x_dev, w_dev, b.dev) * probe.dev).sum().backward();
+      (y_cpu * probe.cpu).sum().backward();
+      check_close(x_dev.grad(), x_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype),
+                  "conv3d input gradient " + what);
+      check_close(w_dev.grad(), w_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype),
+                  "conv3d weight gradient " + what);
+    }
+  }
+}
+
+TEST_CASE("3-D pooling gives the CPU's values, indices and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(41);
+  using Pool = std::function<std::tuple<Tensor, Tensor>(const Tensor&)>;
+  const std::vector<std::pair<std::string, Pool>> pools = {
+      {"max_pool3d",
+       [](const Tensor& x) {
+         return F::max_pool3d_with_indices(x, 3, 2, 1, {1, 2, 1}, true);
+       }},
+      {"avg_pool3d",
+       [](const Tensor& x) {
+         return std::tuple{F::avg_pool3d(x, {2, 3, 2}, {1, 2, 3}, {1, 1, 0}, true, false), Tensor()};
+       }},
+      {"avg_pool3d divisor",
+       [](const Tensor& x) {
+         return std::tuple{F::avg_pool3d(x, 3, 2, 1, false, true, 5), Tensor()};
+       }},
+      {"adaptive_avg_pool3d",
+       [](const Tensor& x) {
+         return std::tuple{F::adaptive_avg_pool3d(x, {3, 4, 2}), Tensor()};
+       }},
+      {"adaptive_max_pool3d",
+       [](const Tensor& x) {
+         return F::adaptive_max_pool3d_with_indices(x, {3, 4, 2});
+       }},
+  };
+  for (DType dtype : kFloating) {
+    for (const auto& [name, pool] : pools) {
+      const std::string what = name + " " + td::dtype_name(dtype);
+      Pair x = ct::random_pair({2, 3, 7, 6, 9}, dtype, Layout::Permuted);
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      const auto [y_dev, i_dev] = pool(leaf_dev);
+      const auto [y_cpu, i_cpu] = pool(leaf_cpu);
+      check_close(y_dev, y_cpu, 2 * rtol_for(dtype), 2 * rtol_for(dtype), what);
+      if (i_cpu.defined()) check_equal(i_dev, i_cpu, what + " indices");
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (y_dev * probe.dev).sum().backward();
+      (y_cpu * probe.cpu).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), what + " gradient");
+    }
+  }
+}
+
 TEST_CASE("the margin and likelihood losses give the CPU's values and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(39);
