@@ -1,5 +1,5 @@
 // tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam,
-// RAdam, Adadelta, Rprop, ASGD), learning-rate schedulers, and amp::GradScaler for float16
+// RAdam, Adadelta, Rprop, ASGD, LBFGS), learning-rate schedulers, and amp::GradScaler for float16
 // training.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include "nn/optim/adam_variants.h"
 #include "nn/optim/classic.h"
 #include "nn/optim/grad_scaler.h"
+#include "nn/optim/lbfgs.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/rmsprop.h"

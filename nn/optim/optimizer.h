@@ -105,7 +105,8 @@ class Optimizer {
 
   // One update of every parameter whose grad() is defined, under no-grad. With a closure, the
   // closure runs first (with grad mode on) and its loss is returned; otherwise the result is undefined.
-  Tensor step(LossClosure closure = nullptr);
+  // LBFGS, which calls its closure several times a step, overrides it.
+  virtual Tensor step(LossClosure closure = nullptr);
 
   std::vector<OptimizerParamGroup>& param_groups() { return param_groups_; }
   const std::vector<OptimizerParamGroup>& param_groups() const { return param_groups_; }
@@ -139,13 +140,13 @@ class Optimizer {
   // Where the state of `param` lives: null until update() creates it.
   std::unique_ptr<OptimizerParamState>& state_slot(const Tensor& param) { return state_[param.impl_ptr().get()]; }
 
-
- private:
   // Before a step changes anything: every group's options are valid (set_lr and options() can
   // change them after they were checked), and every defined gradient has its parameter's shape,
   // dtype and device.
   void check_step() const;
   void move_state_to_parameters();
+
+ private:
 
   std::vector<OptimizerParamGroup> param_groups_;
   std::unique_ptr<OptimizerOptions> defaults_;

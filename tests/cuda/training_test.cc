@@ -165,3 +165,40 @@ TEST_CASE("the example MLP and CNN (ReLU, max-pool) train on the device to the C
                       "example MLP");
   check_same_training(td::examples::Cnn(1, 12, 12, kClasses).ptr(), td::kFloat64, {1, 12, 12}, 1e-10, "example CNN");
 }
+
+TEST_CASE("LBFGS with the line search trains the smooth MLP on the device to the CPU's weights in float64", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(203);
+  auto model = std::make_shared<SmoothMlpImpl>(3 * 4 * 4, kClasses);
+  model->to(td::kFloat64);
+  const Batch batch = make_batches({3, 4, 4}, td::kFloat64).front();
+  const auto options = optim::LBFGSOptions(1).max_iter(8).history_size(4).line_search_fn("strong_wolfe");
+  std::vector<std::vector<double>> losses;
+  std::vector<std::shared_ptr<nn::Module>> trained;
+  for (const Device& device : {Device(td::kCPU), ct::device()}) {
+    std::shared_ptr<nn::Module> copy = model->clone(device);
+    optim::LBFGS lbfgs(copy->parameters(), options);
+    const Tensor x = batch.x.to(device), y = batch.y.to(device);
+    std::vector<double> per_step;
+    for (int step = 0; step < 3; ++step) {
+      per_step.push_back(lbfgs
+                             .step([&] {
+                               lbfgs.zero_grad();
+                               Tensor loss = nn::F::cross_entropy(copy->forward(x), y);
+                               loss.backward();
+                               return loss;
+                             })
+                             .item<double>());
+    }
+    losses.push_back(per_step);
+    trained.push_back(copy);
+  }
+  for (size_t step = 0; step < losses[0].size(); ++step)
+    CHECK(losses[1][step] == Approx(losses[0][step]).epsilon(1e-9));
+  CHECK(losses[0].back() < losses[0].front());
+  const auto cpu_params = trained[0]->named_parameters(), dev_params = trained[1]->named_parameters();
+  for (size_t i = 0; i < cpu_params.size(); ++i) {
+    ct::check_close(dev_params[i].second, cpu_params[i].second, 1e-8, 1e-8 * max_abs(cpu_params[i].second),
+                    "LBFGS final " + cpu_params[i].first);
+  }
+}
