@@ -9,6 +9,7 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/modules.h"
+#include "nn/packed_sequence.h"
 #include "nn/rnn.h"
 #include "nn/state_dict.h"
 #include "nn/transformer.h"

@@ -150,34 +150,92 @@ std::string RecurrentBase::extra_repr() const {
   return s;
 }
 
+void RecurrentBase::check_input(const Tensor& input) const {
+  const std::string op = name();
+  TD_CHECK(input.size(-1) == config_.input_size, op, ": the input ", shape_str(input.sizes()), " has ", input.size(-1),
+           " features per step but input_size is ", config_.input_size);
+  TD_CHECK(is_floating(input.dtype()) && input.dtype() == weights_[0].dtype() && input.device() == weights_[0].device(),
+           op, ": the input (", input.dtype(), " on ", input.device(), ") must have the parameters' dtype and device (",
+           weights_[0].dtype(), " on ", weights_[0].device(), ")");
+}
+
+Tensor RecurrentBase::initial_state(const Tensor& given, const char* which, const Shape& shape,
+                                    const Tensor& like) const {
+  const auto& c = config_;
+  const int64_t states = c.num_layers * (c.bidirectional ? 2 : 1);
+  const bool unbatched = shape.size() == 2;
+  if (!given.defined()) return zeros({states, unbatched ? 1 : shape[1], c.hidden_size}, like.options());
+  TD_CHECK(given.sizes() == shape, name(), ": expected ", which, " of shape ", shape_str(shape), ", got ",
+           shape_str(given.sizes()));
+  TD_CHECK(given.dtype() == like.dtype() && given.device() == like.device(), name(), ": ", which, " (", given.dtype(),
+           " on ", given.device(), ") must have the input's dtype and device");
+  return unbatched ? given.unsqueeze(1) : given;
+}
+
 RecurrentBase::Result RecurrentBase::run(const Tensor& input, const Tensor& h0, const Tensor& c0) const {
   const auto& c = config_;
   const std::string op = name();
   TD_CHECK(input.defined(), op, ": the input is an undefined tensor");
   TD_CHECK(input.dim() == 2 || input.dim() == 3, op, ": expected a 2-D (one sequence) or 3-D input, got ",
            shape_str(input.sizes()));
-  TD_CHECK(input.size(-1) == c.input_size, op, ": the input ", shape_str(input.sizes()), " has ", input.size(-1),
-           " features per step but input_size is ", c.input_size);
-  TD_CHECK(is_floating(input.dtype()) && input.dtype() == weights_[0].dtype() &&
-               input.device() == weights_[0].device(),
-           op, ": the input (", input.dtype(), " on ", input.device(), ") must have the parameters' dtype and device (",
-           weights_[0].dtype(), " on ", weights_[0].device(), ")");
+  check_input(input);
   const bool unbatched = input.dim() == 2;
   // [T, N, I], time first.
-  Tensor sequence = unbatched ? input.unsqueeze(1) : c.batch_first ? input.transpose(0, 1) : input;
-  const int64_t steps = sequence.size(0), batch = sequence.size(1), directions = c.bidirectional ? 2 : 1;
-  TD_CHECK(steps > 0, op, ": the input ", shape_str(input.sizes()), " has no steps");
-  const Shape state_shape = unbatched ? Shape{c.num_layers * directions, c.hidden_size}
-                                      : Shape{c.num_layers * directions, batch, c.hidden_size};
-  auto initial = [&](const Tensor& given, const char* which) {
-    if (!given.defined()) return zeros({c.num_layers * directions, batch, c.hidden_size}, sequence.options());
-    TD_CHECK(given.sizes() == state_shape, op, ": expected ", which, " of shape ", shape_str(state_shape), ", got ",
-             shape_str(given.sizes()));
-    TD_CHECK(given.dtype() == input.dtype() && given.device() == input.device(), op, ": ", which, " (", given.dtype(),
-             " on ", given.device(), ") must have the input's dtype and device");
-    return unbatched ? given.unsqueeze(1) : given;
+  const Tensor sequence = unbatched ? input.unsqueeze(1) : c.batch_first ? input.transpose(0, 1) : input;
+  TD_CHECK(sequence.size(0) > 0, op, ": the input ", shape_str(input.sizes()), " has no steps");
+  const int64_t states = c.num_layers * (c.bidirectional ? 2 : 1);
+  const Shape state_shape = unbatched ? Shape{states, c.hidden_size} : Shape{states, sequence.size(1), c.hidden_size};
+  const Tensor h_start = initial_state(h0, "the hidden state", state_shape, input);
+  const Tensor c_start = kind_ == Kind::lstm ? initial_state(c0, "the cell state", state_shape, input) : Tensor();
+  Result r = recur(sequence, h_start, c_start, nullptr);
+  r.output = unbatched ? r.output.squeeze(1) : c.batch_first ? r.output.transpose(0, 1) : r.output;
+  if (unbatched) {
+    r.h = r.h.squeeze(1);
+    if (r.c.defined()) r.c = r.c.squeeze(1);
+  }
+  return r;
+}
+
+RecurrentBase::PackedResult RecurrentBase::run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0,
+                                                      const Tensor& c0) const {
+  namespace rnn = utils::rnn;
+  const std::string op = name();
+  TD_CHECK(input.defined(), op, ": the PackedSequence is empty");
+  const std::vector<int64_t> steps = rnn::detail::step_sizes(input.batch_sizes(), op.c_str());
+  check_input(input.data());
+  // The batch padded, longest sequence first, as the packing orders it; the given states follow.
+  const Tensor sequence = rnn::detail::unpack_sorted(input.data(), steps, 0, static_cast<int64_t>(steps.size()));
+  const std::vector<int64_t> lengths = rnn::detail::sorted_lengths(steps);
+  const auto& c = config_;
+  const Shape state_shape{c.num_layers * (c.bidirectional ? 2 : 1), steps.front(), c.hidden_size};
+  auto sorted = [&](const Tensor& state) {
+    return state.defined() && input.sorted_indices().defined() ? state.index_select(1, input.sorted_indices()) : state;
   };
-  const Tensor h_start = initial(h0, "the hidden state"), c_start = kind_ == Kind::lstm ? initial(c0, "the cell state") : Tensor();
+  auto unsorted = [&](const Tensor& state) {
+    return state.defined() && input.unsorted_indices().defined() ? state.index_select(1, input.unsorted_indices())
+                                                                 : state;
+  };
+  const Tensor h_start = sorted(initial_state(h0, "the hidden state", state_shape, input.data()));
+  const Tensor c_start =
+      kind_ == Kind::lstm ? sorted(initial_state(c0, "the cell state", state_shape, input.data())) : Tensor();
+  const Result r = recur(sequence, h_start, c_start, &lengths);
+  return {rnn::PackedSequence(rnn::detail::pack_sorted(r.output, steps), input.batch_sizes(), input.sorted_indices(),
+                              input.unsorted_indices()),
+          unsorted(r.h), unsorted(r.c)};
+}
+
+RecurrentBase::Result RecurrentBase::recur(Tensor sequence, const Tensor& h_start, const Tensor& c_start,
+                                           const std::vector<int64_t>* lengths) const {
+  const auto& c = config_;
+  const int64_t steps = sequence.size(0), directions = c.bidirectional ? 2 : 1;
+  // running[t]: [N, 1], whether step t lies inside each sequence; past its end a state stays as
+  // it was (running forwards), or as it starts (backwards, which begins at the sequence's end).
+  Tensor running;
+  if (lengths) {
+    const TensorOptions long_options = TensorOptions(kInt64).device(sequence.device());
+    running = (arange(steps, long_options).view({steps, 1}) < tensor(*lengths).to(sequence.device()).view({1, -1}))
+                  .unsqueeze(-1);
+  }
   const size_t per_direction = c.bias ? 4 : 2;
   std::vector<Tensor> h_last, c_last;
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
@@ -194,13 +252,16 @@ RecurrentBase::Result RecurrentBase::run(const Tensor& input, const Tensor& h0, 
       std::vector<Tensor> hs(static_cast<size_t>(steps));
       for (int64_t i = 0; i < steps; ++i) {
         const int64_t t = direction == 0 ? i : steps - 1 - i;
+        Tensor h_next, c_next;
         if (kind_ == Kind::lstm) {
-          std::tie(h, cell) = lstm_step(gates_in[t], h, cell, w_hh, b_hh);
+          std::tie(h_next, c_next) = lstm_step(gates_in[t], h, cell, w_hh, b_hh);
         } else if (kind_ == Kind::gru) {
-          h = gru_step(gates_in[t], h, w_hh, b_hh);
+          h_next = gru_step(gates_in[t], h, w_hh, b_hh);
         } else {
-          h = simple_step(kind_, gates_in[t], h, w_hh, b_hh);
+          h_next = simple_step(kind_, gates_in[t], h, w_hh, b_hh);
         }
+        h = lengths ? where(running[t], h_next, h) : h_next;
+        if (c_next.defined()) cell = lengths ? where(running[t], c_next, cell) : c_next;
         hs[static_cast<size_t>(t)] = h;
       }
       outputs.push_back(stack(hs, 0));
@@ -211,13 +272,9 @@ RecurrentBase::Result RecurrentBase::run(const Tensor& input, const Tensor& h0, 
     if (c.dropout > 0 && layer + 1 < c.num_layers && is_training()) sequence = F::dropout(sequence, c.dropout, true);
   }
   Result r;
-  r.output = unbatched ? sequence.squeeze(1) : c.batch_first ? sequence.transpose(0, 1) : sequence;
+  r.output = sequence;
   r.h = stack(h_last, 0);
-  if (unbatched) r.h = r.h.squeeze(1);
-  if (kind_ == Kind::lstm) {
-    r.c = stack(c_last, 0);
-    if (unbatched) r.c = r.c.squeeze(1);
-  }
+  if (kind_ == Kind::lstm) r.c = stack(c_last, 0);
   return r;
 }
 
@@ -235,6 +292,12 @@ std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, const Tensor& h
   return {r.output, r.h};
 }
 
+std::tuple<utils::rnn::PackedSequence, Tensor> RNNImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& input, const Tensor& hx) {
+  PackedResult r = run_packed(input, hx, Tensor());
+  return {r.output, r.h};
+}
+
 LSTMImpl::LSTMImpl(const LSTMOptions& options_) : Cloneable("LSTM", Kind::lstm, options_.config), options(options_) {}
 
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& input,
@@ -243,10 +306,22 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& i
   return {r.output, {r.h, r.c}};
 }
 
+std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> LSTMImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& input, const std::optional<std::tuple<Tensor, Tensor>>& hx) {
+  PackedResult r = hx ? run_packed(input, std::get<0>(*hx), std::get<1>(*hx)) : run_packed(input, Tensor(), Tensor());
+  return {r.output, {r.h, r.c}};
+}
+
 GRUImpl::GRUImpl(const GRUOptions& options_) : Cloneable("GRU", Kind::gru, options_.config), options(options_) {}
 
 std::tuple<Tensor, Tensor> GRUImpl::forward(const Tensor& input, const Tensor& hx) {
   Result r = run(input, hx, Tensor());
+  return {r.output, r.h};
+}
+
+std::tuple<utils::rnn::PackedSequence, Tensor> GRUImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& input, const Tensor& hx) {
+  PackedResult r = run_packed(input, hx, Tensor());
   return {r.output, r.h};
 }
 

@@ -2,7 +2,8 @@
 // sequences (several layers, either direction, batch first or not, dropout between layers), and
 // RNNCell, LSTMCell and GRUCell for one step. Parameters have PyTorch's names, shapes, gate order
 // (LSTM: input, forget, cell, output; GRU: reset, update, new) and initial distribution,
-// U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), so a state_dict moves between the two.
+// U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), so a state_dict moves between the two. Batches of
+// sequences of different lengths go in as a PackedSequence (nn/packed_sequence.h).
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "nn/functional.h"
 #include "nn/module.h"
+#include "nn/packed_sequence.h"
 
 namespace tandem::nn {
 
@@ -73,8 +75,24 @@ class RecurrentBase : public Module {
     Tensor output, h, c;  // c: LSTM only
   };
   Result run(const Tensor& input, const Tensor& h0, const Tensor& c0) const;
+  // A packed batch (the states [num_layers * directions, B, hidden_size] in the batch's order):
+  // the output packed as the input, each sequence's last states taken at its own end.
+  struct PackedResult {
+    utils::rnn::PackedSequence output;
+    Tensor h, c;
+  };
+  PackedResult run_packed(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) const;
 
  private:
+  void check_input(const Tensor& input) const;
+  // A given initial state checked against `shape` (zeros of [layers * directions, batch, hidden]
+  // where none is given), with a batch dim.
+  Tensor initial_state(const Tensor& given, const char* which, const Shape& shape, const Tensor& like) const;
+  // The layers over a time-major batch [T, N, input_size] from states [layers * directions, N,
+  // hidden]; with lengths (of each of the N sequences), a sequence's states stop at its end.
+  Result recur(Tensor sequence, const Tensor& h_start, const Tensor& c_start,
+               const std::vector<int64_t>* lengths) const;
+
   Kind kind_;
   RecurrentConfig config_;
   std::vector<Tensor> weights_;
@@ -86,6 +104,8 @@ class RNNImpl : public Cloneable<RNNImpl, RecurrentBase> {
   explicit RNNImpl(const RNNOptions& options);
   // (output [T, N, directions * hidden_size], h_n)
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = Tensor());
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                          const Tensor& hx = Tensor());
   RNNOptions options;
 };
 class LSTMImpl : public Cloneable<LSTMImpl, RecurrentBase> {
@@ -95,6 +115,8 @@ class LSTMImpl : public Cloneable<LSTMImpl, RecurrentBase> {
   // (output, (h_n, c_n)), as LibTorch's.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(
       const Tensor& input, const std::optional<std::tuple<Tensor, Tensor>>& hx = std::nullopt);
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward_with_packed_input(
+      const utils::rnn::PackedSequence& input, const std::optional<std::tuple<Tensor, Tensor>>& hx = std::nullopt);
   LSTMOptions options;
 };
 class GRUImpl : public Cloneable<GRUImpl, RecurrentBase> {
@@ -102,6 +124,8 @@ class GRUImpl : public Cloneable<GRUImpl, RecurrentBase> {
   GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
   explicit GRUImpl(const GRUOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = Tensor());
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(const utils::rnn::PackedSequence& input,
+                                                                          const Tensor& hx = Tensor());
   GRUOptions options;
 };
 class RNN : public ModuleHolder<RNNImpl> {

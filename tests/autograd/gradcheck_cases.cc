@@ -278,6 +278,19 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          Tensor padding = on(x[0], td::tensor(std::vector<double>{0, 0, 0, 0, 1, 0, 1, 0, 0, 0}).view({2, 5}) > 0.5);
          return std::get<0>(attention->forward(x[0], x[1], x[2], padding));
        }},
+      {"GRU over a packed, unsorted batch, both ways", {{{4, 3, 2}}, {{2, 3, 3}}},
+       [](V x) {
+         static const td::nn::GRU kept = [] {
+           td::nn::GRU m(td::nn::GRUOptions(2, 3).bidirectional(true));
+           m->to(kFloat64);
+           return m;
+         }();
+         const auto gru = std::dynamic_pointer_cast<td::nn::GRUImpl>(kept->clone(x[0].device()));
+         namespace rnn = td::nn::utils::rnn;
+         auto [out, h] = gru->forward_with_packed_input(
+             rnn::pack_padded_sequence(x[0], std::vector<int64_t>{2, 4, 1}, false, false), x[1]);
+         return std::get<0>(rnn::pad_packed_sequence(out)).sum(2) + h.sum(0).sum(1).unsqueeze(0);
+       }},
       {"max_pool1d ceil dilation", {{{2, 3, 11}, -2, 2, true, {}, true}},
        [](V x) { return td::nn::F::max_pool1d(x[0], 3, 2, 1, 2, true); }},
       {"avg_pool1d without padding in the count", {{{2, 3, 10}}},

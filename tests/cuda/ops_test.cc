@@ -2428,6 +2428,37 @@ TEST_CASE("LSTM and GRU over several layers both ways give the CPU's outputs and
   }
 }
 
+TEST_CASE("an LSTM over a packed, unsorted batch gives the CPU's outputs, states and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(42);
+  td::manual_seed(42);
+  namespace rnn = nn::utils::rnn;
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    const std::string what = std::string("packed LSTM ") + td::dtype_name(dtype);
+    nn::LSTM on_cpu(nn::LSTMOptions(5, 7).num_layers(2).bidirectional(true));
+    on_cpu->to(dtype);
+    auto on_gpu = std::dynamic_pointer_cast<nn::LSTMImpl>(on_cpu->clone(td::Device("cuda:0")));
+    Pair x = ct::random_pair({9, 6, 5}, dtype, Layout::Permuted);
+    Tensor leaf_cpu = x.cpu.detach().requires_grad_(true), leaf_gpu = x.dev.detach().requires_grad_(true);
+    const std::vector<int64_t> lengths = {3, 9, 1, 6, 9, 4};
+    auto run = [&](nn::LSTMImpl& m, const Tensor& input) {
+      auto [out, state] = m.forward_with_packed_input(rnn::pack_padded_sequence(input, lengths, false, false));
+      const Tensor padded = std::get<0>(rnn::pad_packed_sequence(out));
+      return (padded * padded).sum() + std::get<0>(state).sum() * 2 + std::get<1>(state).sum() * 3;
+    };
+    Tensor loss_cpu = run(*on_cpu, leaf_cpu), loss_gpu = run(*on_gpu, leaf_gpu);
+    check_close(loss_gpu, loss_cpu, 8 * rtol_for(dtype), 0, what);
+    loss_cpu.backward();
+    loss_gpu.backward();
+    check_close(leaf_gpu.grad(), leaf_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " input gradient");
+    const auto cpu_params = on_cpu->parameters(), gpu_params = on_gpu->parameters();
+    for (size_t i = 0; i < cpu_params.size(); ++i) {
+      check_close(gpu_params[i].grad(), cpu_params[i].grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype),
+                  what + " parameter " + std::to_string(i));
+    }
+  }
+}
+
 TEST_CASE("a Transformer with a causal mask and padding gives the CPU's outputs and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(37);
