@@ -247,9 +247,12 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
       Tensor count = dim_list.empty() ? ones_like(yk) : sum(hit, dim_list, true);
       return {where(hit, gk * sign(xv) / count, 0)};
     }
-    // d||x||_p / dx = x |x|^(p-2) / ||x||^(p-1); a zero norm gives zero.
-    Tensor scale = p == 2 ? xv / yk : xv * pow(abs(xv), p - 2) / pow(yk, p - 1);
-    return {where(yk == 0, 0, gk * scale)};
+    // d||x||_p / dx = sgn(x) |x|^(p-1) / ||x||^(p-1); a zero norm gives zero, and so (below p = 1,
+    // where |x|^(p-1) is infinite there) does a zero element, as PyTorch's.
+    if (p == 2) return {where(yk == 0, 0, gk * (xv / yk))};
+    Tensor scaled = p < 2 ? sign(xv) * pow(abs(xv), p - 1) : xv * pow(abs(xv), p - 2);
+    if (p < 1) scaled = where(xv == 0, 0, scaled);
+    return {where(yk == 0, 0, gk * scaled / pow(yk, p - 1))};
   });
   return y;
 }

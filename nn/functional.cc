@@ -2446,4 +2446,157 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
   return input.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(input.size(0));
 }
 
+// ---- power-average pooling, max unpooling, alpha dropout, RReLU, cdist ----
+
+namespace {
+
+// One value for every one of `dims` dims, or one each.
+std::vector<int64_t> per_dim(const char* op, IntList v, const char* name, size_t dims) {
+  TD_CHECK(v.size() == 1 || v.size() == dims, op, ": ", name, " must have one value or ", dims, ", got ", v.size());
+  return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v.vec();
+}
+
+Tensor lp_pool(const char* op, const Tensor& x, double p, IntList kernel_size, IntList stride, bool ceil_mode,
+               size_t dims) {
+  check_pool_input(op, x, static_cast<int64_t>(dims));
+  TD_CHECK(p != 0 && !std::isnan(p), op, ": norm_type must be a non-zero number, got ", p);
+  const std::vector<int64_t> kernel = per_dim(op, kernel_size, "kernel_size", dims);
+  const std::vector<int64_t> steps = stride.empty() ? kernel : per_dim(op, stride, "stride", dims);
+  auto max_pool = [&](const Tensor& t) {
+    return dims == 1   ? max_pool1d(t, kernel, steps, 0, 1, ceil_mode)
+           : dims == 2 ? max_pool2d(t, kernel, steps, 0, 1, ceil_mode)
+                       : max_pool3d(t, kernel, steps, 0, 1, ceil_mode);
+  };
+  if (std::isinf(p)) return p > 0 ? max_pool(x.abs()) : -max_pool(-x.abs());
+  const Tensor powers = x.pow(p);
+  const Tensor mean = dims == 1   ? avg_pool1d(powers, kernel, steps, 0, ceil_mode)
+                      : dims == 2 ? avg_pool2d(powers, kernel, steps, 0, ceil_mode)
+                                  : avg_pool3d(powers, kernel, steps, 0, ceil_mode);
+  // sign * relu(|mean|), as PyTorch writes it: a zero window's gradient is zero, not NaN.
+  const int64_t window = std::accumulate(kernel.begin(), kernel.end(), int64_t{1}, std::multiplies<>());
+  return (sign(mean) * relu(mean.abs())).mul(static_cast<double>(window)).pow(1.0 / p);
+}
+
+Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride,
+                  IntList padding, IntList output_size, size_t dims) {
+  check_pool_input(op, x, static_cast<int64_t>(dims));
+  TD_CHECK(indices.defined() && indices.sizes() == x.sizes() && indices.dtype() == kInt64, op,
+           ": indices must be int64 of the input's shape ", shape_str(x.sizes()), ", got ",
+           indices.defined() ? shape_str(indices.sizes()) + " " + dtype_name(indices.dtype()) : "an undefined tensor");
+  const std::vector<int64_t> kernel = per_dim(op, kernel_size, "kernel_size", dims);
+  const std::vector<int64_t> steps = stride.empty() ? kernel : per_dim(op, stride, "stride", dims);
+  const std::vector<int64_t> pads = per_dim(op, padding, "padding", dims);
+  const std::vector<int64_t> in(x.sizes().end() - static_cast<int64_t>(dims), x.sizes().end());
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < dims; ++d) out.push_back((in[d] - 1) * steps[d] + kernel[d] - 2 * pads[d]);
+  if (!output_size.empty()) {
+    TD_CHECK(output_size.size() == dims || output_size.size() == dims + 2, op, ": output_size must have ", dims, " or ",
+             dims + 2, " values, got ", output_size.size());
+    const std::vector<int64_t> asked(output_size.end() - static_cast<int64_t>(dims), output_size.end());
+    for (size_t d = 0; d < dims; ++d) {
+      TD_CHECK(asked[d] > out[d] - steps[d] && asked[d] < out[d] + steps[d], op, ": output_size ",
+               shape_str(output_size.vec()), ": dim ", d, " must be between ", out[d] - steps[d], " and ",
+               out[d] + steps[d], " (exclusive)");
+    }
+    out = asked;
+  }
+  const int64_t plane = numel_of(out), planes = x.numel() / std::max<int64_t>(1, numel_of(in));
+  TD_CHECK(plane > 0, op, ": the output ", shape_str(out), " is empty");
+  // Each output element reads the value placed there (the last one in x where several are), or a
+  // zero appended after x's values.
+  const std::vector<int64_t> where_to = host_integers(indices);
+  const int64_t per_plane = numel_of(in), zero = x.numel();
+  std::vector<int64_t> source(static_cast<size_t>(planes * plane), zero);
+  for (int64_t k = 0; k < planes; ++k) {
+    for (int64_t j = 0; j < per_plane; ++j) {
+      const int64_t at = where_to[static_cast<size_t>(k * per_plane + j)];
+      TD_CHECK(at >= 0 && at < plane, op, ": index ", at, " is outside the output ", shape_str(out));
+      source[static_cast<size_t>(k * plane + at)] = k * per_plane + j;
+    }
+  }
+  Shape shape(x.sizes().begin(), x.sizes().end() - static_cast<int64_t>(dims));
+  shape.insert(shape.end(), out.begin(), out.end());
+  const Tensor placed = values_of([&] {
+    return cat({x.reshape({-1}), zeros({1}, x.options())}, 0)
+        .index_select(0, tensor(source).to(x.device()))
+        .view(shape);
+  });
+  // Each value's gradient is the output's gradient at its index, a shared index's included, as PyTorch's.
+  const int64_t spatial = static_cast<int64_t>(dims);
+  return with_gradient(
+      dims == 3 ? "MaxUnpool3DBackward0" : "MaxUnpool2DBackward0", x, placed,
+      [indices, spatial](const Tensor& g, const Tensor& xv) {
+        return g.flatten(g.dim() - spatial).gather(-1, indices.flatten(indices.dim() - spatial)).view(xv.sizes());
+      });
+}
+
+// PyTorch's alpha dropout: kept elements a * x, dropped ones a * alpha' (alpha' SELU's negative
+// saturation), both shifted by a * alpha' * p, with `keep` drawn per element or per channel.
+Tensor alpha_dropout_with(const char* op, const Tensor& x, double p, bool training, bool per_channel) {
+  TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
+  TD_CHECK(x.defined() && is_floating(x.dtype()), op, ": expected a floating input");
+  TD_CHECK(!per_channel || x.dim() >= 2, op, ": dropping channels needs an input [N, C, ...], got ",
+           shape_str(x.sizes()));
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0;
+  constexpr double kAlpha = 1.7580993408473766;
+  const double a = 1 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
+  Shape noise = x.sizes();
+  if (per_channel) std::fill(noise.begin() + 2, noise.end(), 1);
+  const Tensor keep = bernoulli(empty(noise, x.options()), 1 - p);
+  const Tensor shift = (keep - 1) * (kAlpha * a) + kAlpha * a * p;
+  return x * (keep * a) + shift;
+}
+
+}  // namespace
+
+Tensor lp_pool1d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride, bool ceil_mode) {
+  return lp_pool("lp_pool1d", x, norm_type, kernel_size, stride, ceil_mode, 1);
+}
+Tensor lp_pool2d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride, bool ceil_mode) {
+  return lp_pool("lp_pool2d", x, norm_type, kernel_size, stride, ceil_mode, 2);
+}
+Tensor lp_pool3d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride, bool ceil_mode) {
+  return lp_pool("lp_pool3d", x, norm_type, kernel_size, stride, ceil_mode, 3);
+}
+
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride, IntList padding,
+                    IntList output_size) {
+  return max_unpool("max_unpool1d", x, indices, kernel_size, stride, padding, output_size, 1);
+}
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride, IntList padding,
+                    IntList output_size) {
+  return max_unpool("max_unpool2d", x, indices, kernel_size, stride, padding, output_size, 2);
+}
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride, IntList padding,
+                    IntList output_size) {
+  return max_unpool("max_unpool3d", x, indices, kernel_size, stride, padding, output_size, 3);
+}
+
+Tensor alpha_dropout(const Tensor& x, double p, bool training) {
+  return alpha_dropout_with("alpha_dropout", x, p, training, false);
+}
+Tensor feature_alpha_dropout(const Tensor& x, double p, bool training) {
+  return alpha_dropout_with("feature_alpha_dropout", x, p, training, true);
+}
+
+Tensor rrelu(const Tensor& x, double lower, double upper, bool training) {
+  check_floating_input("rrelu", x);
+  TD_CHECK(lower <= upper, "rrelu: lower (", lower, ") must not exceed upper (", upper, ")");
+  if (!training) return leaky_relu(x, (lower + upper) / 2);
+  Tensor slopes = empty(x.sizes(), x.options());
+  uniform_(slopes, lower, upper);
+  return x * where(x <= 0, slopes, 1);
+}
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
+  TD_CHECK(x1.defined() && x2.defined(), "cdist: x1 and x2 must be defined");
+  TD_CHECK(x1.dim() >= 2 && x2.dim() >= 2 && x1.size(-1) == x2.size(-1), "cdist: expected x1 [..., P, M] and x2 [..., ",
+           "R, M] with one M, got ", shape_str(x1.sizes()), " and ", shape_str(x2.sizes()));
+  check_floating_operands("cdist", {&x1, &x2});
+  TD_CHECK(p >= 0, "cdist: p must be non-negative, got ", p);
+  // Every pair's difference [..., P, R, M], and its norm (whose gradient at a zero distance is zero).
+  return norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, {-1});
+}
+
 }  // namespace tandem::nn::functional

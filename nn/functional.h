@@ -259,6 +259,37 @@ Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, IntList output_size);
 Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
 
+// Power-average pooling, as PyTorch's lp_pool1d/2d/3d: (sum over each window of x^p)^(1/p), a
+// window of zero sum giving zero gradient; p = +-inf: the max (min) of |x|. No padding; stride
+// defaults to the kernel.
+Tensor lp_pool1d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+Tensor lp_pool2d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+Tensor lp_pool3d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+// The partial inverse of max pooling: each value of x [N, C, ...] (or [C, ...]) placed at its
+// index (a flat position in the output's spatial dims, as max_pool*_with_indices gives), zeros
+// elsewhere. The output's spatial size is (in - 1) * stride - 2 * padding + kernel, or
+// output_size (the spatial sizes, or the whole shape), which must lie strictly within a stride of
+// that. Where two values share an index, the later one in x is kept.
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride = {},
+                    IntList padding = 0, IntList output_size = {});
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride = {},
+                    IntList padding = 0, IntList output_size = {});
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride = {},
+                    IntList padding = 0, IntList output_size = {});
+// Dropout that keeps SELU's mean and variance: a dropped element becomes SELU's negative
+// saturation -1.7580993408473766, and every element is then scaled and shifted back to the
+// input's statistics (PyTorch's a and b). feature_alpha_dropout drops whole channels of [N, C, ...].
+Tensor alpha_dropout(const Tensor& x, double p = 0.5, bool training = false);
+Tensor feature_alpha_dropout(const Tensor& x, double p = 0.5, bool training = false);
+// Randomized leaky ReLU: in training each element at or below zero is scaled by its own draw from
+// U(lower, upper) (the gradient uses the same draw); otherwise leaky_relu with their mean.
+Tensor rrelu(const Tensor& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false);
+// The p-norm distance between every row of x1 [..., P, M] and every row of x2 [..., R, M]
+// (batch dims broadcast): [..., P, R]. p >= 0 (0 counts differing elements, inf takes the
+// largest difference); the difference is taken directly (PyTorch's default switches to a
+// matrix product for p = 2 above 25 rows, which rounds differently).
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
+
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 // 0.5 * d^2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target); beta 0: l1_loss.

@@ -1,5 +1,6 @@
 #include "nn/modules.h"
 
+#include <cmath>
 #include <map>
 
 #include "autograd/ops.h"
@@ -178,6 +179,80 @@ AdaptiveMaxPool3dImpl::AdaptiveMaxPool3dImpl(IntList output_size)
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_max_pool3d(x, o); },
           "output_size=" + size_str(output_size)) {}
 
+namespace {
+
+// LPPool's printing: norm_type as a whole number where it is one (as PyTorch prints an int), the
+// sizes as given, stride None unless given.
+std::string lp_pool_repr(double norm_type, IntList kernel_size, IntList stride, bool ceil_mode) {
+  const bool whole = std::isfinite(norm_type) && norm_type == std::floor(norm_type) && std::abs(norm_type) < 1e15;
+  return "norm_type=" + (whole ? std::to_string(static_cast<int64_t>(norm_type)) : python_float(norm_type)) +
+         ", kernel_size=" + size_str(kernel_size) + ", stride=" + (stride.empty() ? "None" : size_str(stride)) +
+         ", ceil_mode=" + python_bool(ceil_mode);
+}
+
+}  // namespace
+
+LPPool1dImpl::LPPool1dImpl(double norm_type, IntList kernel_size, IntList stride, bool ceil_mode)
+    : Cloneable(
+          "LPPool1d",
+          [norm_type, k = kernel_size.vec(), s = stride.vec(), ceil_mode](const Tensor& x) {
+            return functional::lp_pool1d(x, norm_type, k, s, ceil_mode);
+          },
+          lp_pool_repr(norm_type, kernel_size, stride, ceil_mode)) {}
+
+LPPool2dImpl::LPPool2dImpl(double norm_type, IntList kernel_size, IntList stride, bool ceil_mode)
+    : Cloneable(
+          "LPPool2d",
+          [norm_type, k = kernel_size.vec(), s = stride.vec(), ceil_mode](const Tensor& x) {
+            return functional::lp_pool2d(x, norm_type, k, s, ceil_mode);
+          },
+          lp_pool_repr(norm_type, kernel_size, stride, ceil_mode)) {}
+
+LPPool3dImpl::LPPool3dImpl(double norm_type, IntList kernel_size, IntList stride, bool ceil_mode)
+    : Cloneable(
+          "LPPool3d",
+          [norm_type, k = kernel_size.vec(), s = stride.vec(), ceil_mode](const Tensor& x) {
+            return functional::lp_pool3d(x, norm_type, k, s, ceil_mode);
+          },
+          lp_pool_repr(norm_type, kernel_size, stride, ceil_mode)) {}
+
+template <size_t D>
+MaxUnpoolImpl<D>::MaxUnpoolImpl(IntList kernel_size_, IntList stride_, IntList padding_) {
+  auto expand = [](IntList v, const char* what) {
+    TD_CHECK(v.size() == 1 || v.size() == D, "MaxUnpool", D, "d: ", what, " must have one value or ", D, ", got ",
+             v.size());
+    return v.size() == 1 ? std::vector<int64_t>(D, v[0]) : v.vec();
+  };
+  kernel_size = expand(kernel_size_, "kernel_size");
+  stride = stride_.empty() ? kernel_size : expand(stride_, "stride");
+  padding = expand(padding_, "padding");
+}
+
+template <size_t D>
+Tensor MaxUnpoolImpl<D>::forward(const Tensor& x, const Tensor& indices, IntList output_size) {
+  if constexpr (D == 1) return functional::max_unpool1d(x, indices, kernel_size, stride, padding, output_size);
+  if constexpr (D == 2) return functional::max_unpool2d(x, indices, kernel_size, stride, padding, output_size);
+  if constexpr (D == 3) return functional::max_unpool3d(x, indices, kernel_size, stride, padding, output_size);
+}
+
+template <size_t D>
+std::string MaxUnpoolImpl<D>::extra_repr() const {
+  return "kernel_size=" + python_tuple(kernel_size) + ", stride=" + python_tuple(stride) +
+         ", padding=" + python_tuple(padding);
+}
+
+template class MaxUnpoolImpl<1>;
+template class MaxUnpoolImpl<2>;
+template class MaxUnpoolImpl<3>;
+
+RReLUImpl::RReLUImpl(double lower_, double upper_) : lower(lower_), upper(upper_) {
+  TD_CHECK(lower <= upper, "RReLU: lower (", lower, ") must not exceed upper (", upper, ")");
+}
+
+Tensor RReLUImpl::forward(const Tensor& x) { return functional::rrelu(x, lower, upper, is_training()); }
+
+std::string RReLUImpl::extra_repr() const { return "lower=" + python_float(lower) + ", upper=" + python_float(upper); }
+
 PixelShuffleImpl::PixelShuffleImpl(int64_t upscale_factor)
     : Cloneable(
           "PixelShuffle", [upscale_factor](const Tensor& x) { return functional::pixel_shuffle(x, upscale_factor); },
@@ -214,6 +289,10 @@ Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, 
 
 std::string DropoutImpl::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
 
+Tensor AlphaDropoutImpl::forward(const Tensor& x) { return functional::alpha_dropout(x, p, is_training()); }
+Tensor FeatureAlphaDropoutImpl::forward(const Tensor& x) {
+  return functional::feature_alpha_dropout(x, p, is_training());
+}
 Tensor Dropout1dImpl::forward(const Tensor& x) { return functional::dropout1d(x, p, is_training()); }
 Tensor Dropout2dImpl::forward(const Tensor& x) { return functional::dropout2d(x, p, is_training()); }
 Tensor Dropout3dImpl::forward(const Tensor& x) { return functional::dropout3d(x, p, is_training()); }

@@ -147,6 +147,48 @@ class AdaptiveMaxPool3dImpl : public Cloneable<AdaptiveMaxPool3dImpl, Functional
  public:
   explicit AdaptiveMaxPool3dImpl(IntList output_size);
 };
+// Power-average pooling (functional::lp_pool1d/2d/3d); stride defaults to the kernel.
+class LPPool1dImpl : public Cloneable<LPPool1dImpl, FunctionalImpl> {
+ public:
+  LPPool1dImpl(double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+};
+class LPPool2dImpl : public Cloneable<LPPool2dImpl, FunctionalImpl> {
+ public:
+  LPPool2dImpl(double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+};
+class LPPool3dImpl : public Cloneable<LPPool3dImpl, FunctionalImpl> {
+ public:
+  LPPool3dImpl(double norm_type, IntList kernel_size, IntList stride = {}, bool ceil_mode = false);
+};
+// functional::max_unpool1d/2d/3d as layers: forward(x, indices, output_size).
+template <size_t D>
+class MaxUnpoolImpl : public Module {
+ public:
+  MaxUnpoolImpl(IntList kernel_size, IntList stride = {}, IntList padding = 0);
+  Tensor forward(const Tensor& x, const Tensor& indices, IntList output_size = {});
+  std::string extra_repr() const override;
+  std::vector<int64_t> kernel_size, stride, padding;
+};
+class MaxUnpool1dImpl : public Cloneable<MaxUnpool1dImpl, MaxUnpoolImpl<1>> {
+ public:
+  using Cloneable::Cloneable;
+};
+class MaxUnpool2dImpl : public Cloneable<MaxUnpool2dImpl, MaxUnpoolImpl<2>> {
+ public:
+  using Cloneable::Cloneable;
+};
+class MaxUnpool3dImpl : public Cloneable<MaxUnpool3dImpl, MaxUnpoolImpl<3>> {
+ public:
+  using Cloneable::Cloneable;
+};
+// Randomized leaky ReLU (functional::rrelu): random slopes in training, their mean otherwise.
+class RReLUImpl : public Cloneable<RReLUImpl> {
+ public:
+  explicit RReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  double lower, upper;
+};
 // [..., C * r^2, H, W] <-> [..., C, H * r, W * r] (functional::pixel_shuffle, pixel_unshuffle).
 class PixelShuffleImpl : public Cloneable<PixelShuffleImpl, FunctionalImpl> {
  public:
@@ -209,6 +251,17 @@ class Dropout1dImpl : public Cloneable<Dropout1dImpl, DropoutImpl> {
 class Dropout2dImpl : public Cloneable<Dropout2dImpl, DropoutImpl> {
  public:
   explicit Dropout2dImpl(double p = 0.5) : Cloneable(p, "Dropout2d") {}
+  Tensor forward(const Tensor& x) override;
+};
+// Alpha dropout (functional::alpha_dropout, feature_alpha_dropout), active in training mode only.
+class AlphaDropoutImpl : public Cloneable<AlphaDropoutImpl, DropoutImpl> {
+ public:
+  explicit AlphaDropoutImpl(double p = 0.5) : Cloneable(p, "AlphaDropout") {}
+  Tensor forward(const Tensor& x) override;
+};
+class FeatureAlphaDropoutImpl : public Cloneable<FeatureAlphaDropoutImpl, DropoutImpl> {
+ public:
+  explicit FeatureAlphaDropoutImpl(double p = 0.5) : Cloneable(p, "FeatureAlphaDropout") {}
   Tensor forward(const Tensor& x) override;
 };
 class Dropout3dImpl : public Cloneable<Dropout3dImpl, DropoutImpl> {
@@ -380,6 +433,15 @@ TD_HOLDER(MaxPool3d)
 TD_HOLDER(AvgPool3d)
 TD_HOLDER(AdaptiveAvgPool3d)
 TD_HOLDER(AdaptiveMaxPool3d)
+TD_HOLDER(LPPool1d)
+TD_HOLDER(LPPool2d)
+TD_HOLDER(LPPool3d)
+TD_HOLDER(MaxUnpool1d)
+TD_HOLDER(MaxUnpool2d)
+TD_HOLDER(MaxUnpool3d)
+TD_HOLDER(RReLU)
+TD_HOLDER(AlphaDropout)
+TD_HOLDER(FeatureAlphaDropout)
 TD_HOLDER(PixelShuffle)
 TD_HOLDER(PixelUnshuffle)
 TD_HOLDER(Unfold)

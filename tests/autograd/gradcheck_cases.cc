@@ -334,6 +334,16 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"adaptive_avg_pool3d", {{{1, 2, 5, 4, 3}}}, [](V x) { return td::nn::F::adaptive_avg_pool3d(x[0], {3, 2, 2}); }},
       {"adaptive_max_pool3d", {{{1, 2, 5, 4, 3}, -2, 2, true, {}, true}},
        [](V x) { return td::nn::F::adaptive_max_pool3d(x[0], {3, 2, 2}); }},
+      {"lp_pool2d p 3 ceil", {{{2, 2, 5, 6}, 0.1, 2}},
+       [](V x) { return td::nn::F::lp_pool2d(x[0], 3, {2, 3}, {1, 2}, true); }},
+      {"max_unpool2d (windows apart: each index once)", {{{2, 2, 3, 3}}},
+       [](V x) {
+         const Tensor image = on(x[0], td::arange(144).to(kFloat64).sin().view({2, 2, 6, 6}));
+         const Tensor where_from = std::get<1>(td::max_pool2d_with_indices(image, {2, 2}));
+         return td::nn::F::max_unpool2d(x[0], where_from, 2);
+       }},
+      {"cdist p 2", {{{2, 4, 3}}, {{2, 5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1]); }},
+      {"cdist p 1.5", {{{4, 3}}, {{5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1], 1.5); }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},
       {"hardswish", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardswish(x[0]); }},

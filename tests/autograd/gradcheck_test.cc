@@ -75,6 +75,18 @@ TEST_CASE("gradients where finite differences cannot look: ties share evenly, ma
   CHECK(grad_of(td::zeros({3}), [](const Tensor& x) { return x.norm(1); }) == std::vector<double>{0, 0, 0});
   CHECK(grad_of(td::tensor({2.0, -2.0, 1.0}), [](const Tensor& x) { return x.norm(INFINITY); }) ==
         std::vector<double>{0.5, -0.5, 0});
+  // A zero element of a p-norm: a zero gradient, also below p = 2 where |x|^(p-2) is infinite.
+  const Tensor with_zero = td::tensor(std::vector<double>{0.0, 1.5, -2.0, 0.5});
+  const std::vector<std::pair<double, std::vector<double>>> p_norms = {
+      {0.5, {0.0, 2.7320508075688776, -2.3660254037844384, 4.732050807568877}},
+      {1.5, {0.0, 0.715325558807779, -0.8259868078717816, 0.4129934039358908}},
+      {3, {0.0, 0.4416219230355002, -0.7851056409520003, 0.04906910255950002}},
+  };
+  for (const auto& [p, expected] : p_norms) {
+    INFO("p " << p);
+    td::testing::check_close(td::tensor(grad_of(with_zero, [p](const Tensor& x) { return x.norm(p); })), expected,
+                             1e-14, 0);
+  }
   // 0^x for x > 0 is 0 and so is its derivative (its second is NaN in PyTorch too: 0 * log(0)).
   CHECK(grad_of(td::tensor({0.7, 1.3}, td::kFloat64), [](const Tensor& x) { return td::pow(0.0, x); }) ==
         std::vector<double>{0, 0});

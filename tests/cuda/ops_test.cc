@@ -2315,6 +2315,26 @@ TEST_CASE("3-D pooling gives the CPU's values, indices and gradients", "[cuda]")
   }
 }
 
+TEST_CASE("lp_pool, max_unpool and cdist give the CPU's values and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(43);
+  for (DType dtype : kFloating) {
+    const std::string what = td::dtype_name(dtype);
+    Pair x = ct::random_pair({2, 5, 7, 9}, dtype, Layout::Permuted);
+    Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+    auto pools = [](const Tensor& t) {
+      const auto [pooled, indices] = td::max_pool2d_with_indices(t, {3, 3}, {2, 2}, {1, 1});
+      return F::lp_pool2d(t.abs() + 0.5, 2.5, {2, 3}, {1, 2}, true).sum() +
+             (F::max_unpool2d(pooled, indices, 3, 2, 1, {7, 9}) * t).sum() + F::cdist(t, t.flip({2}), 1.5).sum();
+    };
+    const Tensor y_dev = pools(leaf_dev), y_cpu = pools(leaf_cpu);
+    check_close(y_dev, y_cpu, 8 * rtol_for(dtype), 8 * rtol_for(dtype), "lp_pool, max_unpool, cdist " + what);
+    y_dev.backward();
+    y_cpu.backward();
+    check_close(leaf_dev.grad(), leaf_cpu.grad(), 16 * rtol_for(dtype), 16 * rtol_for(dtype), "gradient " + what);
+  }
+}
+
 TEST_CASE("the margin and likelihood losses give the CPU's values and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(39);

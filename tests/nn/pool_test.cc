@@ -1,4 +1,5 @@
-// 1-D and adaptive max pooling, channel dropout, pixel shuffle and fold/unfold against PyTorch
+// 1-D and adaptive max pooling, LP pooling, max unpooling, channel and alpha dropout, rrelu, cdist,
+// pixel shuffle and fold/unfold against PyTorch
 // 2.15: values, indices and gradients in float64; the layers' printing; errors with the input
 // unchanged.
 #include <cmath>
@@ -269,4 +270,241 @@ TEST_CASE("1-D and adaptive pooling refuse bad input, naming the op; the input i
   check_error([&] { F::adaptive_max_pool2d(x, {2, 0}); }, {"adaptive_max_pool2d", "[2, 0]", "positive"});
   check_error([&] { F::adaptive_max_pool2d(td::ones({5, 5}), 2); }, {"adaptive_max_pool2d", "3-D or 4-D", "[5, 5]"});
   before.check_unchanged(x);
+}
+
+TEST_CASE("lp_pool gives PyTorch's values and gradients, zero windows a zero gradient", "[cpu]") {
+  // PyTorch 2.15: y of x = sin(0.37 i) (|x| where marked), and x's gradient of sum(y * sin(0.11 i)).
+  struct Case {
+    const char* name;
+    Shape input;
+    bool absolute;
+    std::function<Tensor(const Tensor&)> pool;
+    Shape output;
+    std::vector<double> first;
+    double sum;
+    std::vector<double> grad_first;
+    double grad_sum;
+  };
+  const std::vector<Case> cases = {
+      {"lp_pool2d p2 k (2, 3) s (1, 2) ceil",
+       {2, 2, 5, 6},
+       false,
+       [](const Tensor& x) {
+         return F::lp_pool2d(x, 2, {2, 3}, {1, 2}, true);
+       },
+       {2, 2, 4, 3},
+       {1.2357928402420557, 1.6115643390803833, 2.0631125652753863, 1.912249307857933, 1.311231328645606,
+        1.2538212572947407, 2.0296475972582795, 2.0228561298809464},
+       81.33126609058726,
+       {0.0, 0.0, 0.04593188085548267, 0.06101418192968702, 0.22585026188556848, 0.15252104666011113,
+        0.13498317760005518, 0.08880270725984023},
+       8.770350752322294},
+      {"lp_pool1d p3 k3",
+       {2, 3, 10},
+       true,
+       [](const Tensor& x) { return F::lp_pool1d(x, 3, 3); },
+       {2, 3, 3},
+       {0.7073121066412763, 1.3741087183022789, 0.868559945848405, 1.1586470818124592, 1.2592502553213092,
+        0.45573742661549094, 1.3747757928519528, 0.8626844957911618},
+       17.90710761395515,
+       {0.0, 0.0, 0.0, 0.04664425792211464, 0.05766191639955279, 0.053724179697886766, 0.18355112993927167,
+        0.07944200183349705},
+       16.313210546264536},
+      {"lp_pool1d p1.5 k2 s1",
+       {2, 3, 7},
+       true,
+       [](const Tensor& x) { return F::lp_pool1d(x, 1.5, 2, 1); },
+       {2, 3, 6},
+       {0.361615431964962, 0.8409268520483123, 1.252295051399816, 1.5024004851371962, 1.5535171973002577,
+        1.3982614294791278, 0.5925317705797573, 0.29201942599937514},
+       37.30277850460608,
+       {0.0, 0.07198812666180024, 0.2584353031580976, 0.43476360610075476, 0.6048542705295479, 0.7684358586589597,
+        0.39451038388745485, 0.5765957680172139},
+       23.60068548869778},
+      {"lp_pool3d p2 k2",
+       {1, 2, 4, 5, 4},
+       false,
+       [](const Tensor& x) { return F::lp_pool3d(x, 2, 2); },
+       {1, 2, 2, 2, 2},
+       {2.0361808151034566, 2.009706720615521, 2.031587048022382, 2.0216865402648456, 1.9848287135686071,
+        2.0320850292272503, 1.9736727217512222, 2.0236552805063264},
+       32.04202727279031,
+       {0.0, 0.0, 0.036832330038142964, 0.04892668107609798, 0.0, 0.0, 0.043511624432870995, 0.028625419223430506},
+       -0.455501306058341},
+      {"lp_pool2d p inf",
+       {2, 2, 4, 6},
+       false,
+       [](const Tensor& x) { return F::lp_pool2d(x, INFINITY, 2); },
+       {2, 2, 2, 3},
+       {0.7965654722360868, 0.8956986856800476, 0.99588084453764, 0.9952398257691627, 0.9964756147406005,
+        0.9593748338928642, 0.9945525882039892, 0.6641607235200951},
+       21.93199969642436,
+       {0.0, 0.0, 0.0, 0.10977830083717481, 0.21822962308086932, 0.0, 0.0, 0.0},
+       0.9024581814549371},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Tensor ramp = sine_ramp(c.input, 0.37);
+    Tensor x = (c.absolute ? ramp.abs() : ramp).requires_grad_(true);
+    const Tensor y = c.pool(x);
+    REQUIRE(y.sizes() == c.output);
+    same_as_pytorch(y, c.first, c.sum, std::string(c.name) + " values");
+    (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+    same_as_pytorch(x.grad(), c.grad_first, c.grad_sum, std::string(c.name) + " gradient");
+  }
+  // A window of zeros: the value 0 and, as PyTorch's, a zero gradient (not NaN).
+  Tensor zero = td::zeros({1, 1, 4}, td::kFloat64).requires_grad_(true);
+  F::lp_pool1d(zero, 2, 2).sum().backward();
+  check_close(zero.grad(), {0, 0, 0, 0}, 0, 0);
+  CHECK(nn::LPPool2d(2, 3)->str() == "LPPool2d(norm_type=2, kernel_size=3, stride=None, ceil_mode=False)");
+  CHECK(nn::LPPool1d(1.5, 2, 1)->str() == "LPPool1d(norm_type=1.5, kernel_size=2, stride=1, ceil_mode=False)");
+  CHECK(nn::LPPool2d(2, std::vector<int64_t>{2, 3}, std::vector<int64_t>{}, true)->str() ==
+        "LPPool2d(norm_type=2, kernel_size=(2, 3), stride=None, ceil_mode=True)");
+  CHECK(nn::LPPool3d(2, 2)->str() == "LPPool3d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False)");
+  const Tensor plain = sine_ramp({2, 2, 5, 6}, 0.37);
+  check_close(nn::LPPool2d(2, std::vector<int64_t>{2, 3}, std::vector<int64_t>{1, 2}, true)(plain),
+              values(F::lp_pool2d(plain, 2, {2, 3}, {1, 2}, true)), 0, 0);
+  check_error([&] { F::lp_pool2d(plain, 0, 2); }, {"lp_pool2d", "norm_type", "non-zero"});
+  check_error([&] { F::lp_pool1d(plain, 2, 2); }, {"lp_pool1d", "2-D or 3-D", "[2, 2, 5, 6]"});
+}
+
+TEST_CASE("max_unpool places each value at its index as PyTorch's, gradients at shared indices too", "[cpu]") {
+  // PyTorch 2.15: x = sin(0.37 i) [2, 2, 5, 6] max-pooled (kernel 3, stride 2, padding 1) with
+  // indices, unpooled to [5, 6]; sums weighted by sin(0.23 i) and y's gradient of sum(u * sin(0.11 i)).
+  const Tensor x = sine_ramp({2, 2, 5, 6}, 0.37);
+  auto [pooled, indices] = td::max_pool2d_with_indices(x, {3, 3}, {2, 2}, {1, 1});
+  check_close(indices.flatten().narrow(0, 0, 12), {6, 3, 4, 6, 21, 21, 19, 21, 21, 7, 8, 9}, 0, 0);
+  Tensor y = pooled.detach().requires_grad_(true);
+  const Tensor u = F::max_unpool2d(y, indices, 3, 2, 1, {5, 6});
+  REQUIRE(u.sizes() == Shape{2, 2, 5, 6});
+  CHECK((u * sine_ramp(u.sizes(), 0.23)).sum().item<double>() == Approx(2.0662814458948837).epsilon(1e-13));
+  (u * sine_ramp(u.sizes(), 0.11)).sum().backward();
+  // Index 21 is shared by four values: each takes the whole gradient there, as PyTorch's.
+  same_as_pytorch(y.grad(),
+                  {0.6131168519734338, 0.32404302839486837, 0.4259394650659996, 0.6131168519734338, 0.7390052780594708,
+                   0.7390052780594708, 0.8682145834456126, 0.7390052780594708},
+                  0.32573087105729037, "max_unpool2d gradient");
+  // Every element not indexed is zero; every indexed one holds its value.
+  const Tensor placed = (u != 0).sum();
+  CHECK(placed.item<int64_t>() <= pooled.numel());
+  check_close(u.flatten(2).gather(2, indices.flatten(2)), values(pooled.flatten(2)), 0, 0);
+  // 1-D and 3-D, against PyTorch's weighted sums.
+  const Tensor line = sine_ramp({2, 3, 8}, 0.37);
+  auto [line_pooled, line_indices] = F::max_pool1d_with_indices(line, 3, 2);
+  const Tensor line_back = F::max_unpool1d(line_pooled, line_indices, 3, 2);
+  REQUIRE(line_back.sizes() == Shape{2, 3, 7});
+  CHECK((line_back * sine_ramp(line_back.sizes(), 0.23)).sum().item<double>() ==
+        Approx(1.120923605102578).epsilon(1e-13));
+  const Tensor volume = sine_ramp({1, 2, 4, 5, 4}, 0.37);
+  auto [volume_pooled, volume_indices] = F::max_pool3d_with_indices(volume, 2);
+  const Tensor volume_back = F::max_unpool3d(volume_pooled, volume_indices, 2, {}, 0, {1, 2, 5, 5, 4});
+  REQUIRE(volume_back.sizes() == Shape{1, 2, 5, 5, 4});
+  CHECK((volume_back * sine_ramp(volume_back.sizes(), 0.23)).sum().item<double>() ==
+        Approx(-2.1861473454194953).epsilon(1e-13));
+  nn::MaxUnpool2d layer(2);
+  CHECK(layer->str() == "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))");
+  CHECK(nn::MaxUnpool1d(3, 2, 1)->str() == "MaxUnpool1d(kernel_size=(3,), stride=(2,), padding=(1,))");
+  CHECK(nn::MaxUnpool3d(std::vector<int64_t>{2, 2, 1})->str() ==
+        "MaxUnpool3d(kernel_size=(2, 2, 1), stride=(2, 2, 1), padding=(0, 0, 0))");
+  const Snapshot before(pooled);
+  check_error([&] { F::max_unpool2d(pooled, indices, 3, 2, 1); }, {"max_unpool2d", "outside the output [5, 5]"});
+  check_error(
+      [&] {
+        F::max_unpool2d(pooled, indices, 3, 2, 1, {7, 6});
+      },
+      {"max_unpool2d", "output_size [7, 6]", "between 3 and 7"});
+  check_error([&] { F::max_unpool2d(pooled, indices.to(td::kInt32), 3, 2, 1, {5, 6}); }, {"max_unpool2d", "int64"});
+  before.check_unchanged(pooled);
+}
+
+TEST_CASE("alpha dropout keeps SELU's statistics; rrelu draws slopes in training; cdist as PyTorch's", "[cpu]") {
+  td::manual_seed(5);
+  // Alpha dropout: a standard normal input keeps mean 0 and variance 1; kept elements are a * x +
+  // alpha' a p, dropped ones -alpha' a + alpha' a p (a = ((alpha'^2 p + 1)(1 - p))^-1/2).
+  const double p = 0.2, alpha = 1.7580993408473766, a = 1 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
+  const Tensor x = td::randn({200000}, td::kFloat64);
+  const Tensor y = F::alpha_dropout(x, p, true);
+  const Tensor dropped = td::abs(y - (x * a + alpha * a * p)) > 1e-12;
+  check_close(td::where(dropped, y, -alpha * a + alpha * a * p),
+              values(td::full({200000}, -alpha * a + alpha * a * p, td::kFloat64)), 1e-12, 1e-12);
+  const double share = dropped.to(td::kFloat64).mean().item<double>();
+  CHECK(std::abs(share - p) < 0.01);  // 200000 draws: a standard deviation of 0.0009
+  CHECK(std::abs(y.mean().item<double>()) < 0.02);
+  CHECK(std::abs(y.var().item<double>() - 1) < 0.02);
+  check_close(F::alpha_dropout(x, p, false), values(x), 0, 0);
+  // Per channel: each channel of [N, C, L] all kept or all dropped.
+  const Tensor channels = F::feature_alpha_dropout(td::ones({16, 8, 5}, td::kFloat64), 0.5, true);
+  check_close(channels.amin({2}), values(channels.amax({2})), 0, 0);
+  CHECK(nn::AlphaDropout(0.2)->str() == "AlphaDropout(p=0.2, inplace=False)");
+  CHECK(nn::FeatureAlphaDropout(0.3)->str() == "FeatureAlphaDropout(p=0.3, inplace=False)");
+  check_error([] { F::feature_alpha_dropout(td::ones({4}), 0.5, true); }, {"feature_alpha_dropout", "[N, C, ...]"});
+
+  // rrelu: evaluation is leaky_relu with the mean slope (PyTorch: [-2, 3] -> [-0.4, 3] for 0.1..0.3).
+  check_close(F::rrelu(td::tensor(std::vector<double>{-2.0, 3.0}), 0.1, 0.3), {-0.4, 3.0}, 1e-15, 0);
+  Tensor z = td::full({10000}, -1.0, td::kFloat64).requires_grad_(true);
+  const Tensor slopes = -F::rrelu(z, 0.1, 0.3, true);
+  CHECK(slopes.min().item<double>() >= 0.1);
+  CHECK(slopes.max().item<double>() <= 0.3);
+  CHECK(std::abs(slopes.mean().item<double>() - 0.2) < 0.005);
+  slopes.sum().backward();
+  check_close(z.grad(), values(-slopes.detach()), 0, 0);  // the gradient is each element's own slope
+  nn::RReLU layer;
+  CHECK(layer->str() == "RReLU(lower=0.125, upper=0.3333333333333333)");
+  layer->eval();
+  check_close(layer(td::tensor({-3.0})), {-3.0 * (0.125 + 1.0 / 3) / 2}, 1e-15, 0);
+
+  // cdist: PyTorch 2.15's torch.cdist(compute_mode='donot_use_mm_for_euclid_dist') of
+  // x1 = sin(0.3 i) [3, 4, 5] and x2 = sin(0.7 i) [3, 6, 5]: first values, sum, and the inputs'
+  // gradients of sum(d * sin(0.11 i)) weighted by sin(0.23 i).
+  struct Row {
+    double p;
+    std::vector<double> first;
+    double sum, grad1, grad2;
+  };
+  const std::vector<Row> rows = {
+      {2,
+       {0.8133386177078573, 2.591790336265018, 1.7020943316648895, 2.1044317601416203},
+       150.286129007875,
+       18.107825080635227,
+       2.6490510070891515},
+      {1,
+       {1.446438130002488, 5.394793025766597, 3.40233782312498, 4.349346467593369},
+       293.2484365505752,
+       41.54435667382991,
+       7.86832568458761},
+      {0, {4.0, 5.0, 5.0, 5.0}, 359.0, 0.0, 0.0},
+      {3.5,
+       {0.6635352334451307, 1.9550774346449455, 1.3794131600893926, 1.5973054699926499},
+       118.19322096730686,
+       13.229096521040114,
+       2.072217660950626},
+      {INFINITY,
+       {0.5970509358113212, 1.547095086019368, 1.298518215219153, 1.274697935812657},
+       98.43417596613378,
+       9.051193692556051,
+       2.1030344471451636},
+      {0.5,
+       {5.264859955867933, 25.628454506494606, 16.01717693508705, 20.545141832211748},
+       1305.9576415458207,
+       277.8862164697762,
+       77.70675660667818},
+  };
+  for (const Row& r : rows) {
+    INFO("cdist p " << r.p);
+    Tensor x1 = sine_ramp({3, 4, 5}, 0.3).requires_grad_(true), x2 = sine_ramp({3, 6, 5}, 0.7).requires_grad_(true);
+    const Tensor d = F::cdist(x1, x2, r.p);
+    REQUIRE(d.sizes() == Shape{3, 4, 6});
+    same_as_pytorch(d, r.first, r.sum, "distances");
+    (d * sine_ramp(d.sizes(), 0.11)).sum().backward();
+    CHECK((x1.grad() * sine_ramp({3, 4, 5}, 0.23)).sum().item<double>() ==
+          Approx(r.grad1).epsilon(1e-12).margin(1e-14));
+    CHECK((x2.grad() * sine_ramp({3, 6, 5}, 0.23)).sum().item<double>() ==
+          Approx(r.grad2).epsilon(1e-12).margin(1e-14));
+  }
+  // A zero distance has a zero gradient, as PyTorch's.
+  Tensor same = td::tensor(std::vector<double>{0, 0, 1, 1}).view({2, 2}).requires_grad_(true);
+  F::cdist(same, td::zeros({1, 2}, td::kFloat64)).sum().backward();
+  check_close(same.grad(), {0, 0, 0.7071067811865475, 0.7071067811865475}, 1e-14, 0);
+  check_error([] { F::cdist(td::ones({2, 3}), td::ones({2, 4})); }, {"cdist", "[2, 3]", "[2, 4]"});
+  check_error([] { F::cdist(td::ones({2, 3}), td::ones({2, 3}), -1); }, {"cdist", "non-negative"});
 }
