@@ -1157,6 +1157,10 @@ void check_pool_input(const char* op, const Tensor& x, int64_t spatial_dims) {
   TD_CHECK(x.defined() && (x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2), op, ": expected a ",
            spatial_dims + 1, "-D or ", spatial_dims + 2, "-D input ([C, ...] or [N, C, ...], ", spatial_dims,
            " spatial), got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
+  for (int64_t d = x.dim() - spatial_dims - 1; d < x.dim(); ++d) {
+    TD_CHECK(x.size(d) > 0, op, ": the input ", shape_str(x.sizes()), " must have a non-zero size in every dim but ",
+             "the batch's");
+  }
 }
 
 // A 1-D pooling's window, checked as the op: its kernel, stride (the kernel's unless given),
@@ -1179,17 +1183,23 @@ Window1d window_1d(const char* op, const Tensor& x, IntList kernel_size, IntList
   return {{1, k}, {1, s}, {0, p}, {1, d}};
 }
 
-// The input positions each output position pools along one dim, per output position.
-using Windows = std::vector<std::vector<int64_t>>;
+// The input positions one output position pools along one dim, and where PyTorch's scan starts
+// (the first of them; for a window wholly in the padding, the first kernel position at or past 0,
+// outside the input).
+struct Window {
+  std::vector<int64_t> positions;
+  int64_t first;
+};
+using Windows = std::vector<Window>;
 
 // Output position i of a dim of size `in` pooled to `out` takes [floor(i * in / out),
 // ceil((i + 1) * in / out)), as PyTorch's adaptive pooling.
 Windows adaptive_windows(int64_t in, int64_t out) {
   Windows windows;
   for (int64_t i = 0; i < out; ++i) {
-    std::vector<int64_t> positions;
-    for (int64_t j = i * in / out; j < ((i + 1) * in + out - 1) / out; ++j) positions.push_back(j);
-    windows.push_back(std::move(positions));
+    Window w{{}, i * in / out};
+    for (int64_t j = w.first; j < ((i + 1) * in + out - 1) / out; ++j) w.positions.push_back(j);
+    windows.push_back(std::move(w));
   }
   return windows;
 }
@@ -1199,24 +1209,28 @@ Windows adaptive_windows(int64_t in, int64_t out) {
 Windows strided_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
   Windows windows;
   for (int64_t i = 0; i < out; ++i) {
-    std::vector<int64_t> positions;
+    const int64_t start = i * stride - padding;
+    Window w{{}, start < 0 ? start + (-start + dilation - 1) / dilation * dilation : start};
     for (int64_t k = 0; k < kernel; ++k) {
-      const int64_t j = i * stride - padding + k * dilation;
-      if (j >= 0 && j < in) positions.push_back(j);
+      const int64_t j = start + k * dilation;
+      if (j >= 0 && j < in) w.positions.push_back(j);
     }
-    windows.push_back(std::move(positions));
+    windows.push_back(std::move(w));
   }
   return windows;
 }
 
 // Every output position's window over the last along.size() dims of x (the product of its
 // windows along each dim), gathered: values [..., out..., longest] with the windows' flat
-// positions in those dims (row-major). A shorter window is padded with its own first position,
-// whose slot is -1 (a real entry's slot is its place in the window).
+// positions in those dims (row-major). A shorter window is padded with its own first position
+// (an empty one with position 0), whose slot is -1 (a real entry's slot is its place in the
+// window). Where some window is empty (a dilated kernel wholly in the padding), `empty` marks the
+// cells and `firsts` holds each cell's flat first position.
 struct GatheredWindows {
   Tensor values, slots, positions;  // positions: [cells * longest], the table values were gathered by
   Shape out;
   int64_t longest = 0;
+  Tensor empty, firsts;
 };
 GatheredWindows gather_windows(const Tensor& x, const std::vector<Windows>& along) {
   const int64_t dims = static_cast<int64_t>(along.size());
@@ -1225,38 +1239,54 @@ GatheredWindows gather_windows(const Tensor& x, const std::vector<Windows>& alon
   int64_t longest = 1;
   for (const Windows& windows : along) {
     out.push_back(static_cast<int64_t>(windows.size()));
-    size_t widest = 0;
-    for (const auto& w : windows) widest = std::max(widest, w.size());
+    size_t widest = 1;
+    for (const auto& w : windows) widest = std::max(widest, w.positions.size());
     longest *= static_cast<int64_t>(widest);
   }
   std::vector<int64_t> table;  // [cells * longest]
   std::vector<int64_t> slots;  // each entry's place in its window, -1 for padding
+  std::vector<int64_t> empty, firsts;  // per cell
   for (int64_t cell = 0; cell < numel_of(out); ++cell) {
     std::vector<int64_t> flat = {0};  // the window's flat positions
+    int64_t first = 0;
     for (int64_t d = 0, rest = cell; d < dims; ++d) {
       const int64_t later = numel_of(Shape(out.begin() + d + 1, out.end()));
-      const std::vector<int64_t>& positions = along[d][rest / later];
+      const Window& w = along[d][rest / later];
       rest %= later;
       std::vector<int64_t> next;
       for (int64_t f : flat) {
-        for (int64_t j : positions) next.push_back(f * in[d] + j);
+        for (int64_t j : w.positions) next.push_back(f * in[d] + j);
       }
       flat = std::move(next);
+      first = first * in[d] + w.first;
     }
     const int64_t real = static_cast<int64_t>(flat.size());
     for (int64_t k = 0; k < longest; ++k) slots.push_back(k < real ? k : -1);
-    flat.resize(longest, flat.front());
+    flat.resize(longest, real > 0 ? flat.front() : 0);
     table.insert(table.end(), flat.begin(), flat.end());
+    empty.push_back(real == 0);
+    firsts.push_back(first);
   }
   const Tensor positions = tensor(table).to(x.device());
   Shape windows = out;
   windows.push_back(longest);
-  return {x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows),
-          tensor(slots).to(x.device()).view(windows), positions, out, longest};
+  GatheredWindows g{x.flatten(x.dim() - dims).index_select(-1, positions).unflatten(-1, windows),
+                    tensor(slots).to(x.device()).view(windows),
+                    positions,
+                    out,
+                    longest,
+                    Tensor(),
+                    Tensor()};
+  if (std::find(empty.begin(), empty.end(), 1) != empty.end()) {
+    g.empty = (tensor(empty) > 0).to(x.device()).view(out);
+    g.firsts = tensor(firsts).to(x.device()).view(out);
+  }
+  return g;
 }
 
 // Each window's first maximum, or its last NaN, as PyTorch's kernels keep it (their scan takes
-// every NaN it meets); the padding never counts. Indices are the input's flat spatial positions.
+// every NaN it meets); the padding never counts, and an empty window gives -inf at its first
+// position, as PyTorch's scan leaves it. Indices are the input's flat spatial positions.
 std::tuple<Tensor, Tensor> max_over_windows(const GatheredWindows& g) {
   Tensor chosen;
   {
@@ -1265,11 +1295,15 @@ std::tuple<Tensor, Tensor> max_over_windows(const GatheredWindows& g) {
     const Tensor last_nan = where(where(g.values != g.values, g.slots >= 0, false), g.slots, -1).amax({-1});
     chosen = where(last_nan >= 0, last_nan, chosen);
   }
-  const Tensor values = g.values.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
+  Tensor values = g.values.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   // The chosen element's entry in the table: its window's start plus its place in the window.
   const Tensor start =
       (arange(numel_of(g.out), TensorOptions(kInt64).device(g.values.device())) * g.longest).view(g.out);
-  const Tensor indices = g.positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
+  Tensor indices = g.positions.index_select(0, (chosen + start).flatten()).view(chosen.sizes());
+  if (g.empty.defined()) {
+    values = where(g.empty, -std::numeric_limits<double>::infinity(), values);
+    indices = where(g.empty, g.firsts, indices);
+  }
   return {values, indices};
 }
 
@@ -1412,7 +1446,7 @@ Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
       const int64_t start = o * w.stride[i] - w.padding[i];
       const int64_t end = std::min(start + w.kernel[i], in + w.padding[i]);
       sizes[i].push_back(count_include_pad ? static_cast<double>(end - start)
-                                           : static_cast<double>(along[i][o].size()));
+                                           : static_cast<double>(along[i][o].positions.size()));
     }
   }
   std::vector<double> divisors;
@@ -1435,7 +1469,9 @@ Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size) {
   std::vector<double> divisors;
   for (const auto& a : along[0]) {
     for (const auto& b : along[1]) {
-      for (const auto& c : along[2]) divisors.push_back(static_cast<double>(a.size() * b.size() * c.size()));
+      for (const auto& c : along[2]) {
+        divisors.push_back(static_cast<double>(a.positions.size() * b.positions.size() * c.positions.size()));
+      }
     }
   }
   const Tensor divisor = tensor(divisors).to(x.dtype()).to(x.device()).view(out);

@@ -115,6 +115,7 @@ PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64
   constexpr const char* op = "pack_padded_sequence";
   TD_CHECK(input.defined() && input.dim() >= 2, op, ": expected a padded batch [T, B, *] (or [B, T, *] with ",
            "batch_first), got ", input.defined() ? shape_str(input.sizes()) : std::string("an undefined tensor"));
+  TD_CHECK(input.numel() > 0, op, ": cannot pack the empty batch ", shape_str(input.sizes()));
   const Tensor time_major = batch_first ? input.transpose(0, 1) : input;
   const int64_t steps = time_major.size(0), batch = time_major.size(1);
   TD_CHECK(static_cast<int64_t>(lengths.size()) == batch, op, ": expected a length per sequence (", batch,

@@ -36,7 +36,9 @@ class PackedSequence {
 
 // Packs input [T, B, *] ([B, T, *] with batch_first) whose sequence b is lengths[b] steps long
 // (each in [1, T]). With enforce_sorted the lengths must not increase along the batch; otherwise
-// the batch is sorted here, and pad_packed_sequence and the recurrent layers put it back.
+// the batch is sorted here (stably: sequences of one length keep their order, where PyTorch's
+// sort may swap them from 17 sequences on, which changes data's row order but nothing padded),
+// and pad_packed_sequence and the recurrent layers put it back.
 PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first = false,
                                     bool enforce_sorted = true);
 PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64_t>& lengths, bool batch_first = false,

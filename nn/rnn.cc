@@ -202,6 +202,8 @@ RecurrentBase::PackedResult RecurrentBase::run_packed(const utils::rnn::PackedSe
   const std::string op = name();
   TD_CHECK(input.defined(), op, ": the PackedSequence is empty");
   const std::vector<int64_t> steps = rnn::detail::step_sizes(input.batch_sizes(), op.c_str());
+  TD_CHECK(input.data().dim() == 2, op, ": a packed input's data must be 2-D [steps of all sequences, input_size], ",
+           "got ", shape_str(input.data().sizes()));
   check_input(input.data());
   // The batch padded, longest sequence first, as the packing orders it; the given states follow.
   const Tensor sequence = rnn::detail::unpack_sorted(input.data(), steps, 0, static_cast<int64_t>(steps.size()));

@@ -283,6 +283,11 @@ LBFGS::LBFGS(std::vector<OptimizerParamGroup> param_groups, const LBFGSOptions& 
     : Optimizer(std::move(param_groups), defaults.clone()) {
   TD_CHECK(this->param_groups().size() == 1, "LBFGS: one parameter group only (it has no per-parameter options), got ",
            this->param_groups().size());
+  // An unset max_eval is max_iter * 5 / 4 from now on, as PyTorch fixes it at construction.
+  for (OptimizerOptions* o : {&this->defaults(), &this->param_groups()[0].options()}) {
+    auto& lbfgs = static_cast<LBFGSOptions&>(*o);
+    lbfgs.max_eval(lbfgs.max_eval());
+  }
 }
 
 std::unique_ptr<OptimizerParamState> LBFGS::make_param_state() const {

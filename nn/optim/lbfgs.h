@@ -15,7 +15,8 @@
 namespace tandem::optim {
 
 // LBFGSOptions(1).max_iter(20).tolerance_grad(1e-7).tolerance_change(1e-9).history_size(100): the
-// defaults. max_eval (closure calls per step) defaults to max_iter * 5 / 4; line_search_fn is
+// defaults. max_eval (closure calls per step) defaults to max_iter * 5 / 4 (as the optimizer is
+// built: a later max_iter leaves it); line_search_fn is
 // unset (a fixed step of lr) or "strong_wolfe". maximize(true) ascends the objective.
 class LBFGSOptions : public OptimizerOptions {
  public:

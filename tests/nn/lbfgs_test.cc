@@ -203,6 +203,13 @@ TEST_CASE("LBFGS refuses a step without a closure, parameter groups, mixed dtype
   check_error([&] { optim::LBFGS({single}, optim::LBFGSOptions().line_search_fn("backtracking")); },
               {"LBFGS", "line_search_fn", "strong_wolfe", "backtracking"});
   check_error([&] { optim::LBFGS({single}, optim::LBFGSOptions(-1)); }, {"LBFGS", "learning rate"});
-  // The default max_eval is max_iter * 5 / 4, as PyTorch's.
+  // The default max_eval is max_iter * 5 / 4, fixed as the optimizer is built (PyTorch 2.15: built
+  // with max_iter 4, then given max_iter 40, a step stops at 5 evaluations, 4 iterations).
   CHECK(optim::LBFGSOptions().max_iter(9).max_eval() == 11);
+  Regression fixed;
+  optim::LBFGS four(fixed.model->parameters(), optim::LBFGSOptions(0.5).max_iter(4));
+  static_cast<optim::LBFGSOptions&>(four.param_groups()[0].options()).max_iter(40);
+  four.step(fixed.closure(four));
+  CHECK(lbfgs_state(four, fixed.model->parameters()[0]).func_evals == 5);
+  CHECK(lbfgs_state(four, fixed.model->parameters()[0]).n_iter == 4);
 }

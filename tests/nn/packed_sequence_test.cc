@@ -206,6 +206,16 @@ TEST_CASE("packing refuses bad lengths and states by name, its input unchanged",
   check_error([&] { rnn::pack_padded_sequence(x, std::vector<int64_t>{4, 0, 0}); }, {"pack_padded_sequence", "[1, 4]"});
   check_error([&] { rnn::pack_padded_sequence(x, td::tensor({4.0, 2.0, 1.0})); }, {"pack_padded_sequence", "integer"});
   check_error([&] { rnn::pack_padded_sequence(x[0], std::vector<int64_t>{1}); }, {"pack_padded_sequence", "[3, 2]"});
+  check_error(
+      [] {
+        rnn::pack_padded_sequence(td::ones({3, 0, 2}), std::vector<int64_t>{});
+      },
+      {"pack_padded_sequence", "empty", "[3, 0, 2]"});
+  check_error(
+      [] {
+        rnn::pack_padded_sequence(td::ones({3, 2, 0}), std::vector<int64_t>{3, 3});
+      },
+      {"pack_padded_sequence", "empty", "[3, 2, 0]"});
   const rnn::PackedSequence packed = rnn::pack_padded_sequence(x, std::vector<int64_t>{4, 2, 1});
   check_error([&] { rnn::pad_packed_sequence(packed, false, 0, 3); },
               {"pad_packed_sequence", "total_length (3)", "(4)"});
@@ -226,6 +236,11 @@ TEST_CASE("packing refuses bad lengths and states by name, its input unchanged",
         rnn::PackedSequence(td::ones({5, 2}), td::tensor({3, 3}));
       },
       {"PackedSequence", "sum to 6", "5 rows"});
+  check_error(
+      [&] {
+        gru->forward_with_packed_input(rnn::PackedSequence(td::ones({5, 1, 2}, td::kFloat64), td::tensor({2, 2, 1})));
+      },
+      {"GRU", "2-D", "[5, 1, 2]"});
   check_error([] { rnn::PackedSequence(td::ones({5, 2}), td::tensor({2, 3})); }, {"PackedSequence", "not", "increase"});
   before.check_unchanged(x);
 }

@@ -401,6 +401,18 @@ TEST_CASE("max_pool3d lets the last NaN win and gives an all -inf window its fir
     CHECK(lows.dtype() == dtype);
   }
   check_close(std::get<1>(F::adaptive_max_pool3d_with_indices(nans.detach().view({1, 2, 2, 2}), 1)), {5}, 0, 0);
+  // A dilated window wholly in the padding: -inf at PyTorch's first scan position (outside the
+  // input), here for every window (PyTorch 2.15: x = sin(i) [1, 1, 2, 4, 4], kernel 2, stride 1,
+  // padding 1, dilation 3; and [1, 1, 2, 5, 6], kernel 2, padding 1, dilation (3, 2, 2)).
+  const auto [outside, outside_at] =
+      F::max_pool3d_with_indices(td::arange(32).to(td::kFloat64).sin().view({1, 1, 2, 4, 4}), 2, 1, 1, 3);
+  REQUIRE(outside.sizes() == Shape{1, 1, 1, 3, 3});
+  check_close(outside, values(td::full({1, 1, 1, 3, 3}, -INFINITY, td::kFloat64)), 0, 0);
+  check_close(outside_at, {42, 40, 41, 34, 32, 33, 38, 36, 37}, 0, 0);
+  const auto [wide_outside, wide_at] =
+      F::max_pool3d_with_indices(td::arange(60).to(td::kFloat64).sin().view({1, 1, 2, 5, 6}), 2, 1, 1, {3, 2, 2});
+  REQUIRE(wide_outside.sizes() == Shape{1, 1, 1, 5, 6});
+  check_close(wide_at.flatten().narrow(0, 0, 12), {67, 66, 67, 68, 69, 70, 61, 60, 61, 62, 63, 64}, 0, 0);
   // float32 pools float32's own values: the float64 result rounded, exactly.
   const Tensor wide = sine_ramp({2, 3, 5, 6, 7}, 0.3);
   check_close(F::max_pool3d(wide.to(td::kFloat32), {2, 3, 2}, 1, {1, 0, 1}),
@@ -439,5 +451,8 @@ TEST_CASE("the 3-D pooling layers print as PyTorch's; the poolings refuse bad in
   check_error([&] { F::adaptive_avg_pool3d(x, {2, 2}); }, {"adaptive_avg_pool3d", "one value or three", "got 2"});
   check_error([&] { F::adaptive_max_pool3d(x, 0); }, {"adaptive_max_pool3d", "positive", "[0, 0, 0]"});
   check_error([&] { F::adaptive_max_pool3d(x[0][0], 2); }, {"adaptive_max_pool3d", "4-D or 5-D"});
+  check_error([] { F::max_pool3d(td::ones({1, 1, 0, 3, 3}), 2, 1, 1); }, {"max_pool3d", "[1, 1, 0, 3, 3]", "non-zero"});
+  check_error([] { F::avg_pool3d(td::ones({1, 0, 2, 3, 3}), 2, 1, 1); }, {"avg_pool3d", "[1, 0, 2, 3, 3]", "non-zero"});
+  CHECK(F::max_pool3d(td::ones({0, 1, 2, 3, 3}), 2, 1, 1).sizes() == Shape{0, 1, 3, 4, 4});
   before.check_unchanged(x);
 }
