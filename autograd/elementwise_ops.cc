@@ -72,6 +72,11 @@ UnaryGrad unary_grad(UnaryOp op) {
                 return g * (s * (x * (1 - s) + 1));
               }};
     case UnaryOp::Sign: return {"SignBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Floor: return {"FloorBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Ceil: return {"CeilBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Round: return {"RoundBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Trunc: return {"TruncBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
+    case UnaryOp::Frac: return {"FracBackward0", false, false, [](T g, T, T) { return g; }};
     case UnaryOp::Reciprocal: return {"ReciprocalBackward0", false, true, [](T g, T, T y) { return g * -(y * y); }};
     case UnaryOp::Erf:
       return {"ErfBackward0", true, false,
@@ -140,6 +145,11 @@ Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
 Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
 Tensor reciprocal(const Tensor& x) { return float32_unary(UnaryOp::Reciprocal, x); }
 Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
+Tensor floor(const Tensor& x) { return unary(UnaryOp::Floor, x); }
+Tensor ceil(const Tensor& x) { return unary(UnaryOp::Ceil, x); }
+Tensor round(const Tensor& x) { return unary(UnaryOp::Round, x); }
+Tensor trunc(const Tensor& x) { return unary(UnaryOp::Trunc, x); }
+Tensor frac(const Tensor& x) { return unary(UnaryOp::Frac, x); }
 
 // ---- clamp ----
 

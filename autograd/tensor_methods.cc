@@ -75,6 +75,11 @@ Tensor Tensor::gelu(const std::string& approximate) const {
 }
 Tensor Tensor::silu() const { return tandem::silu(*this); }
 Tensor Tensor::sign() const { return tandem::sign(*this); }
+Tensor Tensor::floor() const { return tandem::floor(*this); }
+Tensor Tensor::ceil() const { return tandem::ceil(*this); }
+Tensor Tensor::round() const { return tandem::round(*this); }
+Tensor Tensor::trunc() const { return tandem::trunc(*this); }
+Tensor Tensor::frac() const { return tandem::frac(*this); }
 Tensor Tensor::reciprocal() const { return tandem::reciprocal(*this); }
 Tensor Tensor::pow(Scalar exponent) const { return tandem::pow(*this, exponent); }
 Tensor Tensor::pow(const Tensor& exponent) const { return tandem::pow(*this, exponent); }
@@ -98,6 +103,11 @@ Tensor& Tensor::relu_() { return detail::unary_(UnaryOp::Relu, *this); }
 Tensor& Tensor::gelu_(const std::string& approximate) { return detail::unary_(kernels::detail::gelu_op(approximate), *this); }
 Tensor& Tensor::silu_() { return detail::unary_(UnaryOp::Silu, *this); }
 Tensor& Tensor::sign_() { return detail::unary_(UnaryOp::Sign, *this); }
+Tensor& Tensor::floor_() { return detail::unary_(UnaryOp::Floor, *this); }
+Tensor& Tensor::ceil_() { return detail::unary_(UnaryOp::Ceil, *this); }
+Tensor& Tensor::round_() { return detail::unary_(UnaryOp::Round, *this); }
+Tensor& Tensor::trunc_() { return detail::unary_(UnaryOp::Trunc, *this); }
+Tensor& Tensor::frac_() { return detail::unary_(UnaryOp::Frac, *this); }
 Tensor& Tensor::reciprocal_() { return detail::unary_(UnaryOp::Reciprocal, *this); }
 Tensor& Tensor::pow_(Scalar exponent) { return detail::binary_(BinaryOp::Pow, *this, exponent); }
 Tensor& Tensor::pow_(const Tensor& exponent) { return detail::binary_(BinaryOp::Pow, *this, exponent); }

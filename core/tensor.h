@@ -180,6 +180,11 @@ class Tensor {
   Tensor silu() const;
   Tensor sign() const;
   Tensor reciprocal() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor frac() const;
   Tensor pow(Scalar exponent) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
@@ -202,6 +207,11 @@ class Tensor {
   Tensor& silu_();
   Tensor& sign_();
   Tensor& reciprocal_();
+  Tensor& floor_();
+  Tensor& ceil_();
+  Tensor& round_();
+  Tensor& trunc_();
+  Tensor& frac_();
   Tensor& pow_(Scalar exponent);
   Tensor& pow_(const Tensor& exponent);
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);

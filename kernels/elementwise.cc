@@ -99,10 +99,15 @@ UnaryKind unary_kind(UnaryOp op) {
     case UnaryOp::Sign: return UnaryKind::Any;  // sign of a bool is itself, as in PyTorch
     case UnaryOp::Neg:
     case UnaryOp::Abs:
-    case UnaryOp::Relu: return UnaryKind::Numeric;
+    case UnaryOp::Relu:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc: return UnaryKind::Numeric;
     case UnaryOp::GeluErf:
     case UnaryOp::GeluTanh:
-    case UnaryOp::Silu: return UnaryKind::FloatingOnly;
+    case UnaryOp::Silu:
+    case UnaryOp::Frac: return UnaryKind::FloatingOnly;
     default: return UnaryKind::Floating;
   }
 }
@@ -169,6 +174,11 @@ Tensor silu(const Tensor& x) { return detail::unary(UnaryOp::Silu, x); }
 Tensor sign(const Tensor& x) { return detail::unary(UnaryOp::Sign, x); }
 Tensor reciprocal(const Tensor& x) { return detail::unary(UnaryOp::Reciprocal, x); }
 Tensor erf(const Tensor& x) { return detail::unary(UnaryOp::Erf, x); }
+Tensor floor(const Tensor& x) { return detail::unary(UnaryOp::Floor, x); }
+Tensor ceil(const Tensor& x) { return detail::unary(UnaryOp::Ceil, x); }
+Tensor round(const Tensor& x) { return detail::unary(UnaryOp::Round, x); }
+Tensor trunc(const Tensor& x) { return detail::unary(UnaryOp::Trunc, x); }
+Tensor frac(const Tensor& x) { return detail::unary(UnaryOp::Frac, x); }
 
 namespace detail {
 UnaryOp gelu_op(const std::string& approximate) {
@@ -512,6 +522,11 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Sign: return "sign";
     case UnaryOp::Reciprocal: return "reciprocal";
     case UnaryOp::Erf: return "erf";
+    case UnaryOp::Floor: return "floor";
+    case UnaryOp::Ceil: return "ceil";
+    case UnaryOp::Round: return "round";
+    case UnaryOp::Trunc: return "trunc";
+    case UnaryOp::Frac: return "frac";
   }
   return "unary";
 }

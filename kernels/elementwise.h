@@ -37,6 +37,13 @@ Tensor silu(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
 Tensor erf(const Tensor& x);
+// To a whole number: down, up, the nearest (halves to even, as torch.round) and toward zero;
+// integers come back as they are. frac: x - trunc(x), floating only.
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor frac(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 // ---- binary ----

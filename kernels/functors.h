@@ -31,6 +31,10 @@ TD_MATH1(cos, cosf, cos)
 TD_MATH1(tanh, tanhf, tanh)
 TD_MATH1(erf, erff, erf)
 TD_MATH1(fabs, fabsf, fabs)
+TD_MATH1(floor, floorf, floor)
+TD_MATH1(ceil, ceilf, ceil)
+TD_MATH1(trunc, truncf, trunc)
+TD_MATH1(nearbyint, nearbyintf, nearbyint)
 #undef TD_MATH1
 
 #if defined(__CUDA_ARCH__)
@@ -265,6 +269,31 @@ struct Sign {  // NaN gives 0, as in PyTorch
 };
 struct Reciprocal {
   template <typename T> TD_INLINE T operator()(T x) const { return T(1) / x; }
+};
+// Rounding to a whole number: integers are whole already. Round goes to the nearest, halves to
+// the even one (the default rounding mode), as PyTorch's round.
+struct Floor {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::floor(x); else return x;
+  }
+};
+struct Ceil {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::ceil(x); else return x;
+  }
+};
+struct Round {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::nearbyint(x); else return x;
+  }
+};
+struct Trunc {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return math::trunc(x); else return x;
+  }
+};
+struct Frac {  // x - trunc(x): the sign of x, exact
+  template <typename T> TD_INLINE T operator()(T x) const { return x - math::trunc(x); }
 };
 
 // ---- binary ----

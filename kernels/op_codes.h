@@ -8,7 +8,7 @@ namespace tandem::kernels {
 
 enum class UnaryOp {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
-  Erf,
+  Erf, Floor, Ceil, Round, Trunc, Frac,
 };
 
 enum class BinaryOp {

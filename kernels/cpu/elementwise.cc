@@ -86,6 +86,11 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Silu: return floating_unary(s, t, fn::Silu{});
     case UnaryOp::Reciprocal: return floating_unary(s, t, fn::Reciprocal{});
     case UnaryOp::Erf: return floating_unary(s, t, fn::Erf{});
+    case UnaryOp::Floor: return numeric_unary(s, t, fn::Floor{});
+    case UnaryOp::Ceil: return numeric_unary(s, t, fn::Ceil{});
+    case UnaryOp::Round: return numeric_unary(s, t, fn::Round{});
+    case UnaryOp::Trunc: return numeric_unary(s, t, fn::Trunc{});
+    case UnaryOp::Frac: return floating_unary(s, t, fn::Frac{});
   }
 }
 

@@ -107,6 +107,11 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Silu: return floating_unary(s, d, t, fn::Silu{});
     case UnaryOp::Reciprocal: return floating_unary(s, d, t, fn::Reciprocal{});
     case UnaryOp::Erf: return floating_unary(s, d, t, fn::Erf{});
+    case UnaryOp::Floor: return numeric_unary(s, d, t, fn::Floor{});
+    case UnaryOp::Ceil: return numeric_unary(s, d, t, fn::Ceil{});
+    case UnaryOp::Round: return numeric_unary(s, d, t, fn::Round{});
+    case UnaryOp::Trunc: return numeric_unary(s, d, t, fn::Trunc{});
+    case UnaryOp::Frac: return floating_unary(s, d, t, fn::Frac{});
   }
 }
 

@@ -49,6 +49,11 @@ const UnaryCase kCases[] = {
     {"silu", td::silu, [](double x) { return x * sigmoid(x); }, -10, 10, false},
     {"sign", td::sign, [](double x) { return static_cast<double>((x > 0) - (x < 0)); }, -3, 3, true},
     {"reciprocal", td::reciprocal, [](double x) { return 1 / x; }, 0.1, 4, false},
+    {"floor", td::floor, [](double x) { return std::floor(x); }, -5, 5, true},
+    {"ceil", td::ceil, [](double x) { return std::ceil(x); }, -5, 5, true},
+    {"round", td::round, [](double x) { return std::nearbyint(x); }, -5, 5, true},
+    {"trunc", td::trunc, [](double x) { return std::trunc(x); }, -5, 5, true},
+    {"frac", td::frac, [](double x) { return x - std::trunc(x); }, -5, 5, false},
 };
 
 const td::DType kFloating[] = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16};
@@ -100,8 +105,8 @@ TEST_CASE("integer inputs: neg, abs, relu and sign stay integers, the rest give 
     td::Tensor x = td::testing::random_tensor({33}, dtype, Layout::Strided, dtype == td::kUInt8 ? 0 : -50, 50);
     for (const UnaryCase& c : kCases) {
       std::string name = c.name;
-      if (name == "gelu" || name == "gelu_tanh" || name == "silu") {
-        check_error([&] { c.op(x); }, {name == "silu" ? "silu" : "gelu", "floating", td::dtype_name(dtype)});
+      if (name == "gelu" || name == "gelu_tanh" || name == "silu" || name == "frac") {
+        check_error([&] { c.op(x); }, {name == "gelu_tanh" ? "gelu" : name, "floating", td::dtype_name(dtype)});
         continue;
       }
       if (name == "log" || name == "rsqrt" || name == "reciprocal" || name == "log1p" || name == "sqrt") continue;
@@ -128,6 +133,60 @@ TEST_CASE("special values: NaN passes through relu and clamp, sign of NaN is 0",
   CHECK(values(td::exp(x)).at(2) == 0);
   CHECK(std::isnan(values(td::clamp(x, -1, 1))[0]));
   CHECK(values(td::clamp(x, -1, 1))[1] == 1);
+}
+
+TEST_CASE("floor, ceil, round, trunc and frac at halves, signed zeros, huge values, inf and NaN, as PyTorch's",
+          "[cpu]") {
+  // PyTorch 2.15, float64 and float32 alike: round takes halves to the even neighbour; the
+  // signs of zeros stay (frac(-0) is +0: -0 - -0); inf and NaN pass (frac of inf is NaN).
+  const std::vector<double> x = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, 0.49999999999999994, 1e20, -3.75, 3.75,
+                                 INFINITY, -INFINITY, NAN};
+  const std::vector<double> floors = {-3, -2, -1, 0, 1, 2, -0.0, 0, 1e20, -4, 3, INFINITY, -INFINITY, NAN};
+  const std::vector<double> ceils = {-2, -1, -0.0, 1, 2, 3, -0.0, 1, 1e20, -3, 4, INFINITY, -INFINITY, NAN};
+  const std::vector<double> rounds = {-2, -2, -0.0, 0, 2, 2, -0.0, 0, 1e20, -4, 4, INFINITY, -INFINITY, NAN};
+  const std::vector<double> truncs = {-2, -1, -0.0, 0, 1, 2, -0.0, 0, 1e20, -3, 3, INFINITY, -INFINITY, NAN};
+  const std::vector<double> fracs = {-0.5, -0.5, -0.5, 0.5, 0.5, 0.5, 0.0, 0.49999999999999994, 0, -0.75, 0.75,
+                                     NAN, NAN, NAN};
+  auto same_bits = [](const Tensor& got, std::vector<double> want, const std::string& what) {
+    INFO(what);
+    const std::vector<double> v = values(got);
+    if (got.dtype() == td::kFloat32) want[8] = static_cast<float>(want[8]);  // 1e20 in float32
+    REQUIRE(v.size() == want.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      INFO("element " << i);
+      if (std::isnan(want[i])) {
+        CHECK(std::isnan(v[i]));
+      } else {
+        CHECK(v[i] == want[i]);
+        CHECK(std::signbit(v[i]) == std::signbit(want[i]));
+      }
+    }
+  };
+  for (td::DType dtype : {td::kFloat64, td::kFloat32}) {
+    Tensor t = td::tensor(x, dtype);
+    std::vector<double> frac_want = fracs;
+    if (dtype == td::kFloat32) frac_want[7] = 0.5;  // 0.49999999999999994 is 0.5 in float32
+    std::vector<double> round_want = rounds;
+    if (dtype == td::kFloat32) round_want[7] = 0;  // 0.5 rounds to the even 0
+    same_bits(td::floor(t), floors, std::string("floor ") + td::dtype_name(dtype));
+    same_bits(td::ceil(t), ceils, std::string("ceil ") + td::dtype_name(dtype));
+    same_bits(td::round(t), round_want, std::string("round ") + td::dtype_name(dtype));
+    same_bits(td::trunc(t), truncs, std::string("trunc ") + td::dtype_name(dtype));
+    same_bits(td::frac(t), frac_want, std::string("frac ") + td::dtype_name(dtype));
+  }
+  // Their gradients: zero for the four roundings, one for frac; in place too.
+  Tensor leaf = td::tensor(std::vector<double>{-1.25, 0.5, 2.75}).requires_grad_(true);
+  (td::floor(leaf) + td::ceil(leaf) * 2 + td::round(leaf) * 3 + td::trunc(leaf) * 4 + td::frac(leaf) * 5)
+      .sum()
+      .backward();
+  CHECK(values(leaf.grad()) == std::vector<double>{5, 5, 5});
+  Tensor in_place = td::tensor(std::vector<double>{-1.25, 0.5, 2.75});
+  in_place.floor_();
+  CHECK(values(in_place) == std::vector<double>{-2, 0, 2});
+  in_place.frac_();
+  CHECK(values(in_place) == std::vector<double>{0, 0, 0});
+  check_error([] { td::floor(td::tensor({true, false})); }, {"floor", "bool"});
+  check_error([] { td::tensor({1, 2}).frac_(); }, {"frac", "floating", "int64"});
 }
 
 TEST_CASE("clamp limits below, above or both, promoting like PyTorch", "[cpu]") {
