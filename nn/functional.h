@@ -120,6 +120,29 @@ const char* interpolate_mode_name(InterpolateMode mode);  // PyTorch's spelling:
 // which differ between 4-D inputs and the others), one dim at a time from the last. 16-bit inputs
 // run in float32 and round once.
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
+// grid_sample's interpolation and what it reads outside the input (as PyTorch's: zeros, the
+// nearest edge, or the input reflected at its edges).
+enum class GridSampleMode { bilinear, nearest, bicubic };
+enum class GridSamplePadding { zeros, border, reflection };
+struct GridSampleOptions {
+  GridSampleOptions& mode(GridSampleMode m) { mode_ = m; return *this; }
+  GridSampleOptions& padding_mode(GridSamplePadding p) { padding_mode_ = p; return *this; }
+  GridSampleOptions& align_corners(bool a) { align_corners_ = a; return *this; }
+  GridSampleMode mode_ = GridSampleMode::bilinear;
+  GridSamplePadding padding_mode_ = GridSamplePadding::zeros;
+  bool align_corners_ = false;
+};
+// Samples input [N, C, H, W] (or [N, C, D, H, W]) at the points of grid [N, H', W', 2] (or [N,
+// D', H', W', 3]): (x, y[, z]) in [-1, 1] spans the input's width, height (and depth), -1 and 1
+// the outer pixels' centres with align_corners, their outer edges without. Returns [N, C, H', W']
+// (or [N, C, D', H', W']), differentiable in the input and the grid, as PyTorch's: bilinear
+// (trilinear for 5-D) weighs the 2^d neighbours, nearest takes the closest (halves to even),
+// bicubic (4-D only) 16 neighbours with A = -0.75. A NaN grid point samples zeros.
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& options = {});
+// The sampling grid of a batch of affine maps, as PyTorch's: theta [N, 2, 3] and size {N, C, H, W}
+// give [N, H, W, 2] (theta [N, 3, 4] and {N, C, D, H, W} give [N, D, H, W, 3]), each output
+// pixel's normalized (x, y[, z], 1) mapped by theta.
+Tensor affine_grid(const Tensor& theta, IntList size, bool align_corners = false);
 // Batch statistics shared by several replicas (DataParallel's sync_batchnorm): given this
 // replica's per-channel mean and biased variance over `count` values per channel, returns the
 // mean, biased variance and count of the whole batch, differentiably.

@@ -343,6 +343,17 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::nn::F::max_unpool2d(x[0], where_from, 2);
        }},
       {"cdist p 2", {{{2, 4, 3}}, {{2, 5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1]); }},
+      {"grid_sample bilinear", {{{2, 2, 4, 5}}, {{2, 3, 2, 2}, -0.9, 0.9}},
+       [](V x) { return td::nn::F::grid_sample(x[0], x[1]); }},
+      {"grid_sample bicubic, corners aligned", {{{1, 2, 4, 5}}, {{1, 2, 3, 2}, -0.9, 0.9}},
+       [](V x) {
+         return td::nn::F::grid_sample(
+             x[0], x[1],
+             td::nn::F::GridSampleOptions().mode(td::nn::F::GridSampleMode::bicubic).align_corners(true));
+       }},
+      {"grid_sample trilinear", {{{1, 2, 3, 4, 3}}, {{1, 2, 2, 1, 3}, -0.9, 0.9}},
+       [](V x) { return td::nn::F::grid_sample(x[0], x[1]); }},
+      {"affine_grid", {{{2, 2, 3}}}, [](V x) { return td::nn::F::affine_grid(x[0], {2, 1, 3, 4}); }},
       {"cdist p 1.5", {{{4, 3}}, {{5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1], 1.5); }},
       {"hardtanh", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}}, [](V x) { return td::nn::F::hardtanh(x[0], -0.5, 1.5); }},
       {"hardsigmoid", {{{3, 4}, -4, 4, true, {-3, 3}}}, [](V x) { return td::nn::F::hardsigmoid(x[0]); }},

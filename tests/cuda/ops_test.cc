@@ -2340,6 +2340,38 @@ TEST_CASE("lp_pool, max_unpool and cdist give the CPU's values and gradients", "
   }
 }
 
+TEST_CASE("grid_sample in every mode and padding gives the CPU's values and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(44);
+  using M = F::GridSampleMode;
+  using P = F::GridSamplePadding;
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    for (int dims : {2, 3}) {
+      for (M mode : {M::bilinear, M::nearest, M::bicubic}) {
+        if (dims == 3 && mode == M::bicubic) continue;
+        for (P padding : {P::zeros, P::border, P::reflection}) {
+          const std::string what = std::string(td::dtype_name(dtype)) + " " + std::to_string(dims) + "-D mode " +
+                                   std::to_string(static_cast<int>(mode)) + " padding " +
+                                   std::to_string(static_cast<int>(padding));
+          Pair x = ct::random_pair(dims == 2 ? Shape{2, 3, 7, 9} : Shape{2, 3, 4, 5, 6}, dtype, Layout::Permuted);
+          Pair grid = ct::random_pair(dims == 2 ? Shape{2, 5, 6, 2} : Shape{2, 3, 4, 5, 3}, dtype);
+          Tensor x_dev = x.dev.detach().requires_grad_(true), x_cpu = x.cpu.detach().requires_grad_(true);
+          Tensor g_dev = (grid.dev * 1.5).detach().requires_grad_(true);
+          Tensor g_cpu = (grid.cpu * 1.5).detach().requires_grad_(true);
+          const auto options = F::GridSampleOptions().mode(mode).padding_mode(padding).align_corners(dims == 3);
+          const Tensor y_dev = F::grid_sample(x_dev, g_dev, options), y_cpu = F::grid_sample(x_cpu, g_cpu, options);
+          check_close(y_dev, y_cpu, 8 * rtol_for(dtype), 8 * rtol_for(dtype), what);
+          Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+          (y_dev * probe.dev).sum().backward();
+          (y_cpu * probe.cpu).sum().backward();
+          check_close(x_dev.grad(), x_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " input gradient");
+          check_close(g_dev.grad(), g_cpu.grad(), 16 * rtol_for(dtype), 16 * rtol_for(dtype), what + " grid gradient");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the margin and likelihood losses give the CPU's values and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(39);
