@@ -38,6 +38,32 @@ std::vector<int64_t> host_integers(const Tensor& t) {
   return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
 }
 
+// A floating tensor's values on the host, as doubles, in row-major order.
+std::vector<double> values_as_doubles(const Tensor& t) {
+  const Tensor host = t.reshape({-1}).to(Device(kCPU), kFloat64).contiguous();
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+}
+
+// x's values, with `backward` as their gradient (its own derivative, where it has one, taken from
+// its ops).
+Tensor with_gradient(const char* node, const Tensor& x, const Tensor& values,
+                     std::function<Tensor(const Tensor& g, const Tensor& x)> backward) {
+  if (!autograd::needs_grad({&x})) return values;
+  Tensor y = values;
+  SavedTensor saved(x, false);
+  autograd::record(node, {&x}, {&y}, [saved, node, backward](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    return {backward(g[0], saved.unpack(node))};
+  });
+  return y;
+}
+
+// The values of an activation, computed without recording a graph.
+template <typename F>
+Tensor values_of(F f) {
+  NoGradGuard no_grad;
+  return f();
+}
+
 // The losses are on autocast's float32 list for every device type.
 bool autocast_takes_loss(std::initializer_list<const Tensor*> operands) {
   return amp::takes_float32(amp::Float32On::kAll, operands);
@@ -940,8 +966,27 @@ const char* embedding_bag_mode_name(EmbeddingBagMode mode) {
   return "?";
 }
 
+namespace {
+
+// x, whose gradient is divided by how often `ids` (a row id per row of x's first dims) name each
+// row of a table of `rows`.
+Tensor scale_grad_by_frequency(const Tensor& x, const std::vector<int64_t>& ids, int64_t rows) {
+  std::vector<double> count(static_cast<size_t>(rows), 0), scale;
+  for (int64_t id : ids) ++count[static_cast<size_t>(id)];
+  for (int64_t id : ids) scale.push_back(1 / count[static_cast<size_t>(id)]);
+  Shape shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.push_back(1);
+  const Tensor per_row = tensor(scale).to(x.device(), x.dtype()).view(shape);
+  return with_gradient("EmbeddingBackward0", x, x.detach(), [per_row](const Tensor& g, const Tensor&) {
+    return g * per_row;
+  });
+}
+
+}  // namespace
+
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& offsets, EmbeddingBagMode mode,
-                     const Tensor& per_sample_weights, bool include_last_offset, std::optional<int64_t> padding_idx) {
+                     const Tensor& per_sample_weights, bool include_last_offset, std::optional<int64_t> padding_idx,
+                     std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
   constexpr const char* op = "embedding_bag";
   TD_CHECK(input.defined() && weight.defined(), op, ": input and weight must be defined");
   TD_CHECK(weight.dim() == 2 && is_floating(weight.dtype()), op, ": weight must be a floating [num, dim], got ",
@@ -958,6 +1003,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   TD_CHECK(!per_sample_weights.defined() || per_sample_weights.sizes() == input.sizes(), op,
            ": per_sample_weights must have the input's shape ", shape_str(input.sizes()), ", got ",
            per_sample_weights.defined() ? shape_str(per_sample_weights.sizes()) : "");
+  TD_CHECK(!scale_grad_by_freq || mode != EmbeddingBagMode::max, op,
+           ": mode 'max' cannot scale the gradient by the frequency (scale_grad_by_freq)");
   const int64_t rows = weight.size(0), dim = weight.size(1);
   std::optional<int64_t> padding = padding_idx;
   if (padding) {
@@ -969,6 +1016,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   const std::vector<int64_t> ids = host_integers(input);
   const int64_t count = static_cast<int64_t>(ids.size());
   for (int64_t id : ids) TD_CHECK(id >= 0 && id < rows, op, ": index ", id, " is out of range for ", rows, " rows");
+  if (max_norm) embedding_renorm_(weight, input, *max_norm, norm_type);
   std::vector<int64_t> bounds;
   if (input.dim() == 2) {
     for (int64_t b = 0; b <= input.size(0); ++b) bounds.push_back(b * input.size(1));
@@ -1002,6 +1050,9 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   for (int64_t i : kept) kept_ids.push_back(ids[i]);
   Tensor picked = members > 0 ? weight.index_select(0, tensor(kept_ids).to(device))
                               : zeros({0, dim}, weight.options());  // [members, dim]
+  // Counted over the rows kept: only the padding row's count, which gets no gradient, differs
+  // from PyTorch's count over the whole input.
+  if (scale_grad_by_freq && members > 0) picked = scale_grad_by_frequency(picked, kept_ids, rows);
   if (mode != EmbeddingBagMode::max) {
     if (per_sample_weights.defined() && members > 0) {
       picked = picked * per_sample_weights.reshape({-1}).index_select(0, tensor(kept).to(device)).unsqueeze(1);
@@ -1037,8 +1088,33 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   return where(tensor(empty).to(device).unsqueeze(1) > 0, zeros_like(maxima), maxima);
 }
 
-Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
+  TD_CHECK(weight.defined() && weight.dim() == 2, "embedding_renorm_: weight must be [num, dim]");
+  TD_CHECK(max_norm >= 0, "embedding: max_norm must not be negative, got ", max_norm);
+  std::vector<int64_t> ids = host_integers(indices);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int64_t id : ids) {
+    TD_CHECK(id >= 0 && id < weight.size(0), "embedding: index ", id, " is out of range for ", weight.size(0),
+             " rows");
+  }
+  if (ids.empty()) return weight;
+  NoGradGuard no_grad;
+  // Every named row's norm at once, then the rows above max_norm scaled one by one.
+  const std::vector<double> norms =
+      values_as_doubles(weight.index_select(0, tensor(ids).to(weight.device())).norm(norm_type, {1}));
+  Tensor table = weight;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (norms[i] > max_norm) table.select(0, ids[i]).mul_(max_norm / (norms[i] + 1e-7));
+  }
+  return weight;
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
+                 std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
+  if (max_norm) embedding_renorm_(weight, indices, *max_norm, norm_type);
   Tensor out = tandem::embedding(weight, indices);
+  if (scale_grad_by_freq) out = scale_grad_by_frequency(out, host_integers(indices), weight.size(0));
   if (!padding_idx) return out;
   const int64_t rows = weight.size(0);
   TD_CHECK(*padding_idx >= -rows && *padding_idx < rows, "embedding: padding_idx ", *padding_idx,
@@ -1638,30 +1714,6 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   check_floating_input("leaky_relu", x);
   return where(x > 0, x, x * negative_slope);
 }
-
-namespace {
-
-// x's values, with `backward` as their gradient (its own derivative, where it has one, taken from
-// its ops).
-Tensor with_gradient(const char* node, const Tensor& x, const Tensor& values,
-                     std::function<Tensor(const Tensor& g, const Tensor& x)> backward) {
-  if (!autograd::needs_grad({&x})) return values;
-  Tensor y = values;
-  SavedTensor saved(x, false);
-  autograd::record(node, {&x}, {&y}, [saved, node, backward](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    return {backward(g[0], saved.unpack(node))};
-  });
-  return y;
-}
-
-// The values of an activation, computed without recording a graph.
-template <typename F>
-Tensor values_of(F f) {
-  NoGradGuard no_grad;
-  return f();
-}
-
-}  // namespace
 
 Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   check_floating_input("hardtanh", x);

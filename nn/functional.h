@@ -239,12 +239,23 @@ const char* embedding_bag_mode_name(EmbeddingBagMode mode);  // "sum", "mean", "
 // maximum): input [B, L] (a bag per row), or input [M] with offsets [B] where each bag starts
 // (offsets[0] = 0; with include_last_offset, B + 1 offsets, the last where the bags end).
 // per_sample_weights (input's shape, mode sum only) scale each row. Entries equal to padding_idx
-// are left out of their bag; an empty bag gives zeros. Returns [B, dim].
+// are left out of their bag; an empty bag gives zeros. Returns [B, dim]. max_norm, norm_type and
+// scale_grad_by_freq as embedding's (scale_grad_by_freq not with mode max).
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& offsets = Tensor(),
                      EmbeddingBagMode mode = EmbeddingBagMode::mean, const Tensor& per_sample_weights = Tensor(),
-                     bool include_last_offset = false, std::optional<int64_t> padding_idx = std::nullopt);
-// Rows of weight; rows at padding_idx get no gradient.
-Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+                     bool include_last_offset = false, std::optional<int64_t> padding_idx = std::nullopt,
+                     std::optional<double> max_norm = std::nullopt, double norm_type = 2,
+                     bool scale_grad_by_freq = false);
+// Rows of weight; rows at padding_idx get no gradient. With max_norm, each row the indices name
+// whose norm_type-norm is above it is first scaled (in place, in weight) to max_norm, as
+// PyTorch's (by max_norm / (norm + 1e-7)). scale_grad_by_freq divides each row's gradient by how
+// often the indices name it.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt,
+                 std::optional<double> max_norm = std::nullopt, double norm_type = 2,
+                 bool scale_grad_by_freq = false);
+// The in-place renorm of max_norm: rows of weight named in indices, of norm above max_norm,
+// scaled to it. Returns weight.
+Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 // 1-D pooling of x [N, C, L] (or [C, L]): the 2-D ops over rows of height 1; stride defaults to
 // the kernel. Indices are positions along L.

@@ -543,29 +543,73 @@ std::string GroupNormImpl::extra_repr() const {
 
 // ---- Embedding ----
 
+namespace {
+
+// The lookup tables' shared set-up: padding_idx checked and made positive; the weight either the
+// table given (shared, checked [num, dim]) or new from N(0, 1) with the padding row zeroed.
+Tensor make_table(Module& layer, const char* name, int64_t num, int64_t dim, std::optional<int64_t>& padding_idx,
+                  const Tensor& given) {
+  TD_CHECK(num >= 0 && dim >= 0, name, ": num_embeddings (", num, ") and embedding_dim (", dim,
+           ") must not be negative");
+  if (padding_idx) {
+    const int64_t p = *padding_idx;
+    TD_CHECK(p >= -num && p < num, name, ": padding_idx ", p, " must be within num_embeddings ", num);
+    if (p < 0) padding_idx = p + num;
+  }
+  if (given.defined()) {
+    TD_CHECK(given.sizes() == Shape({num, dim}), name, ": _weight must be [", num, ", ", dim, "], got ",
+             shape_str(given.sizes()));
+    return layer.register_parameter("weight", given, given.requires_grad() || given.is_leaf());
+  }
+  Tensor weight = layer.register_parameter("weight", empty({num, dim}));
+  init::normal_(weight);
+  if (padding_idx) {
+    NoGradGuard no_grad;
+    weight[*padding_idx].fill_(0);
+  }
+  return weight;
+}
+
+// The lookup options both layers print, after their sizes.
+std::string norm_repr(const std::optional<double>& max_norm, double norm_type, bool scale_grad_by_freq) {
+  std::string s;
+  if (max_norm) s += ", max_norm=" + python_float(*max_norm);
+  if (norm_type != 2) s += ", norm_type=" + python_float(norm_type);
+  if (scale_grad_by_freq) s += ", scale_grad_by_freq=True";
+  return s;
+}
+
+}  // namespace
+
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options_) { reset(); }
 
 void EmbeddingImpl::reset() {
-  if (options.padding_idx_) {
-    int64_t p = *options.padding_idx_;
-    TD_CHECK(p >= -options.num_embeddings_ && p < options.num_embeddings_, "Embedding: padding_idx ", p,
-             " must be within num_embeddings ", options.num_embeddings_);
-    if (p < 0) options.padding_idx_ = p + options.num_embeddings_;
-  }
-  weight = register_parameter("weight", empty({options.num_embeddings_, options.embedding_dim_}));
-  init::normal_(weight);
-  if (options.padding_idx_) {
-    NoGradGuard no_grad;
-    weight.select(0, *options.padding_idx_).zero_();
-  }
+  weight = make_table(*this, "Embedding", options.num_embeddings_, options.embedding_dim_, options.padding_idx_,
+                      options._weight_);
 }
 
-Tensor EmbeddingImpl::forward(const Tensor& indices) { return F::embedding(indices, weight, options.padding_idx_); }
+Tensor EmbeddingImpl::forward(const Tensor& indices) {
+  return F::embedding(indices, weight, options.padding_idx_, options.max_norm_, options.norm_type_,
+                      options.scale_grad_by_freq_);
+}
 
 std::string EmbeddingImpl::extra_repr() const {
   std::string s = std::to_string(options.num_embeddings_) + ", " + std::to_string(options.embedding_dim_);
   if (options.padding_idx_) s += ", padding_idx=" + std::to_string(*options.padding_idx_);
-  return s;
+  return s + norm_repr(options.max_norm_, options.norm_type_, options.scale_grad_by_freq_);
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o) {
+  TD_CHECK(embeddings.defined() && embeddings.dim() == 2, "Embedding::from_pretrained: embeddings must be 2-D [num, ",
+           "dim], got ", embeddings.defined() ? shape_str(embeddings.sizes()) : std::string("an undefined tensor"));
+  Embedding layer(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
+                      .padding_idx(o.padding_idx_)
+                      .max_norm(o.max_norm_)
+                      .norm_type(o.norm_type_)
+                      .scale_grad_by_freq(o.scale_grad_by_freq_)
+                      ._weight(embeddings));
+  layer->weight.requires_grad_(!o.freeze_);
+  return layer;
 }
 
 // ---- EmbeddingBag ----
@@ -573,33 +617,36 @@ std::string EmbeddingImpl::extra_repr() const {
 EmbeddingBagImpl::EmbeddingBagImpl(const EmbeddingBagOptions& options_) : options(options_) { reset(); }
 
 void EmbeddingBagImpl::reset() {
-  TD_CHECK(options.num_embeddings_ > 0 && options.embedding_dim_ >= 0, "EmbeddingBag: num_embeddings (",
-           options.num_embeddings_, ") must be positive and embedding_dim (", options.embedding_dim_,
-           ") not negative");
-  if (options.padding_idx_) {
-    const int64_t p = *options.padding_idx_;
-    TD_CHECK(p >= -options.num_embeddings_ && p < options.num_embeddings_, "EmbeddingBag: padding_idx ", p,
-             " must be within num_embeddings ", options.num_embeddings_);
-    if (p < 0) options.padding_idx_ = p + options.num_embeddings_;
-  }
-  weight = register_parameter("weight", empty({options.num_embeddings_, options.embedding_dim_}));
-  init::normal_(weight);
-  if (options.padding_idx_) {
-    NoGradGuard no_grad;
-    weight[*options.padding_idx_].fill_(0);
-  }
+  weight = make_table(*this, "EmbeddingBag", options.num_embeddings_, options.embedding_dim_, options.padding_idx_,
+                      options._weight_);
 }
 
 Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
   return F::embedding_bag(input, weight, offsets, options.mode_, per_sample_weights, options.include_last_offset_,
-                          options.padding_idx_);
+                          options.padding_idx_, options.max_norm_, options.norm_type_, options.scale_grad_by_freq_);
 }
 
 std::string EmbeddingBagImpl::extra_repr() const {
   std::string s = std::to_string(options.num_embeddings_) + ", " + std::to_string(options.embedding_dim_) +
-                  ", mode='" + F::embedding_bag_mode_name(options.mode_) + "'";
+                  norm_repr(options.max_norm_, options.norm_type_, options.scale_grad_by_freq_) + ", mode='" +
+                  F::embedding_bag_mode_name(options.mode_) + "'";
   if (options.padding_idx_) s += ", padding_idx=" + std::to_string(*options.padding_idx_);
   return s;
+}
+
+EmbeddingBag EmbeddingBag::from_pretrained(const Tensor& embeddings, const EmbeddingBagFromPretrainedOptions& o) {
+  TD_CHECK(embeddings.defined() && embeddings.dim() == 2, "EmbeddingBag::from_pretrained: embeddings must be 2-D ",
+           "[num, dim], got ", embeddings.defined() ? shape_str(embeddings.sizes()) : std::string("an undefined tensor"));
+  EmbeddingBag layer(EmbeddingBagOptions(embeddings.size(0), embeddings.size(1))
+                         .mode(o.mode_)
+                         .include_last_offset(o.include_last_offset_)
+                         .padding_idx(o.padding_idx_)
+                         .max_norm(o.max_norm_)
+                         .norm_type(o.norm_type_)
+                         .scale_grad_by_freq(o.scale_grad_by_freq_)
+                         ._weight(embeddings));
+  layer->weight.requires_grad_(!o.freeze_);
+  return layer;
 }
 
 }  // namespace tandem::nn

@@ -449,11 +449,35 @@ class GroupNorm : public ModuleHolder<GroupNormImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+// max_norm, norm_type and scale_grad_by_freq as functional::embedding's; _weight: the table itself
+// ([num, dim], registered as the weight, shared, not initialised), as PyTorch's.
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num, int64_t dim) : num_embeddings_(num), embedding_dim_(dim) {}
   EmbeddingOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  EmbeddingOptions& max_norm(std::optional<double> m) { max_norm_ = m; return *this; }
+  EmbeddingOptions& norm_type(double p) { norm_type_ = p; return *this; }
+  EmbeddingOptions& scale_grad_by_freq(bool s) { scale_grad_by_freq_ = s; return *this; }
+  EmbeddingOptions& _weight(Tensor w) { _weight_ = std::move(w); return *this; }
   int64_t num_embeddings_, embedding_dim_;
   std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_ = 2;
+  bool scale_grad_by_freq_ = false;
+  Tensor _weight_;
+};
+
+// Embedding::from_pretrained's options: freeze (the table takes no gradient) and the lookup's.
+struct EmbeddingFromPretrainedOptions {
+  EmbeddingFromPretrainedOptions& freeze(bool f) { freeze_ = f; return *this; }
+  EmbeddingFromPretrainedOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  EmbeddingFromPretrainedOptions& max_norm(std::optional<double> m) { max_norm_ = m; return *this; }
+  EmbeddingFromPretrainedOptions& norm_type(double p) { norm_type_ = p; return *this; }
+  EmbeddingFromPretrainedOptions& scale_grad_by_freq(bool s) { scale_grad_by_freq_ = s; return *this; }
+  bool freeze_ = true;
+  std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_ = 2;
+  bool scale_grad_by_freq_ = false;
 };
 
 // weight [num, dim] from N(0, 1), with the padding row zeroed.
@@ -470,6 +494,8 @@ class EmbeddingImpl : public Cloneable<EmbeddingImpl> {
 class Embedding : public ModuleHolder<EmbeddingImpl> {
  public:
   using ModuleHolder::ModuleHolder;
+  // A layer whose weight is `embeddings` [num, dim] itself (shared), trainable unless frozen.
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
 };
 
 struct EmbeddingBagOptions {
@@ -477,10 +503,36 @@ struct EmbeddingBagOptions {
   EmbeddingBagOptions& mode(functional::EmbeddingBagMode m) { mode_ = m; return *this; }
   EmbeddingBagOptions& include_last_offset(bool i) { include_last_offset_ = i; return *this; }
   EmbeddingBagOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  EmbeddingBagOptions& max_norm(std::optional<double> m) { max_norm_ = m; return *this; }
+  EmbeddingBagOptions& norm_type(double p) { norm_type_ = p; return *this; }
+  EmbeddingBagOptions& scale_grad_by_freq(bool s) { scale_grad_by_freq_ = s; return *this; }
+  EmbeddingBagOptions& _weight(Tensor w) { _weight_ = std::move(w); return *this; }
   int64_t num_embeddings_, embedding_dim_;
   functional::EmbeddingBagMode mode_ = functional::EmbeddingBagMode::mean;
   bool include_last_offset_ = false;
   std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_ = 2;
+  bool scale_grad_by_freq_ = false;
+  Tensor _weight_;
+};
+
+// EmbeddingBag::from_pretrained's options: freeze (the table takes no gradient) and the bags'.
+struct EmbeddingBagFromPretrainedOptions {
+  EmbeddingBagFromPretrainedOptions& freeze(bool f) { freeze_ = f; return *this; }
+  EmbeddingBagFromPretrainedOptions& mode(functional::EmbeddingBagMode m) { mode_ = m; return *this; }
+  EmbeddingBagFromPretrainedOptions& include_last_offset(bool i) { include_last_offset_ = i; return *this; }
+  EmbeddingBagFromPretrainedOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
+  EmbeddingBagFromPretrainedOptions& max_norm(std::optional<double> m) { max_norm_ = m; return *this; }
+  EmbeddingBagFromPretrainedOptions& norm_type(double p) { norm_type_ = p; return *this; }
+  EmbeddingBagFromPretrainedOptions& scale_grad_by_freq(bool s) { scale_grad_by_freq_ = s; return *this; }
+  bool freeze_ = true;
+  functional::EmbeddingBagMode mode_ = functional::EmbeddingBagMode::mean;
+  bool include_last_offset_ = false;
+  std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_ = 2;
+  bool scale_grad_by_freq_ = false;
 };
 
 // functional::embedding_bag over weight [num, dim] from N(0, 1), the padding row zeroed, as
@@ -499,6 +551,8 @@ class EmbeddingBagImpl : public Cloneable<EmbeddingBagImpl> {
 class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
  public:
   using ModuleHolder::ModuleHolder;
+  // A layer whose weight is `embeddings` [num, dim] itself (shared), trainable unless frozen.
+  static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingBagFromPretrainedOptions& options = {});
 };
 
 }  // namespace tandem::nn

@@ -2372,6 +2372,30 @@ TEST_CASE("grid_sample in every mode and padding gives the CPU's values and grad
   }
 }
 
+TEST_CASE("embedding and embedding_bag with max_norm and scale_grad_by_freq match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(45);
+  for (DType dtype : {td::kFloat64, td::kFloat32}) {
+    const std::string what = td::dtype_name(dtype);
+    Pair table = ct::random_pair({9, 5}, dtype);
+    Tensor w_dev = (table.dev * 2).detach().requires_grad_(true), w_cpu = (table.cpu * 2).detach().requires_grad_(true);
+    const Tensor ids = td::tensor({{1, 3, 1, 8}, {5, 1, 0, 3}});
+    auto run = [&](const Tensor& w) {
+      const Tensor on = ids.to(w.device());
+      return F::embedding(on, w, 0, 1.3, 2, true).sum() * 2 +
+             F::embedding_bag(on, w, Tensor(), F::EmbeddingBagMode::mean, Tensor(), false, std::nullopt, 1.1, 1, true)
+                 .pow(2)
+                 .sum();
+    };
+    const Tensor y_dev = run(w_dev), y_cpu = run(w_cpu);
+    check_close(y_dev, y_cpu, 4 * rtol_for(dtype), 4 * rtol_for(dtype), "embedding " + what);
+    check_close(w_dev.detach(), w_cpu.detach(), 2 * rtol_for(dtype), 2 * rtol_for(dtype), "renormed table " + what);
+    y_dev.backward();
+    y_cpu.backward();
+    check_close(w_dev.grad(), w_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), "table gradient " + what);
+  }
+}
+
 TEST_CASE("the margin and likelihood losses give the CPU's values and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(39);

@@ -189,3 +189,155 @@ TEST_CASE("embedding_bag's max lets a NaN win only as a bag's first entry, as Py
   CHECK(std::isnan(second[0][1].item<double>()));
   check_close(F::embedding_bag(td::tensor({2, 0, 1}), weight, td::tensor({0}), Mode::max), {3, 2}, 0, 0);
 }
+
+TEST_CASE("embedding's max_norm renorms the named rows in place and scale_grad_by_freq divides by the count", "[cpu]") {
+  // PyTorch 2.15: weight = 2 sin(0.7 i) [6, 4], indices [[1, 3, 1], [5, 1, 0]], max_norm 1.2: the
+  // table after the lookup (rows 0, 1, 3 and 5 scaled, row 2 and 4 untouched), the output, and
+  // with scale_grad_by_freq the weight's gradient of sum(y * sin(0.11 i)) (row 1 named 3 times).
+  Tensor weight = (sine_ramp({6, 4}, 0.7) * 2).requires_grad_(true);
+  const Tensor indices = td::tensor({{1, 3, 1}, {5, 1, 0}});
+  const Tensor y = F::embedding(indices, weight, std::nullopt, 1.2, 2, true);
+  check_close(weight,
+              {0.0,
+               0.5295364520641659,
+               0.8100236364872487,
+               0.7095440477019195,
+               0.28712365172899373,
+               -0.300661862972323,
+               -0.7470414055465546,
+               -0.8420757022482883,
+               -1.2625332757446432,
+               0.033627800968699426,
+               1.3139731974375781,
+               1.9763364677540005,
+               0.7773689337462205,
+               0.29026149150433533,
+               -0.3333604656529518,
+               -0.8001977869126948,
+               -1.9583554583026348,
+               -1.2362742244740694,
+               0.06724609444227339,
+               1.339139524393202,
+               0.8546809636668306,
+               0.7296975057815577,
+               0.26152590908917467,
+               -0.32964540910290024},
+              1e-15, 1e-15);
+  CHECK(y.sum().item<double>() == Approx(-1.3085306787416104).epsilon(1e-14));
+  (y * sine_ramp(y.sizes(), 0.11)).sum().backward();
+  check_close(weight.grad(),
+              {0.8084964038195901,
+               0.7390052780594708,
+               0.6605812012792007,
+               0.5741721483545726,
+               0.5842977320121959,
+               0.6337919320968798,
+               0.6756249794747048,
+               0.7092912044646222,
+               0.0,
+               0.0,
+               0.0,
+               0.0,
+               0.4259394650659996,
+               0.5226872289306592,
+               0.6131168519734338,
+               0.6961352386273567,
+               0.0,
+               0.0,
+               0.0,
+               0.0,
+               0.9687151001182652,
+               0.9901045603371778,
+               0.9995258306054791,
+               0.9968650284539189},
+              1e-14, 1e-15);
+  // float32 and the 1-norm (PyTorch 2.15: rows 1, 3 and 5 named, max_norm 1.2 and 2).
+  Tensor single = (sine_ramp({6, 4}, 0.7) * 2).to(td::kFloat32);
+  F::embedding_renorm_(single, td::tensor({1, 3, 1, 5}), 1.2, 2);
+  check_close(single.narrow(0, 1, 1),
+              {0.2871236503124237, -0.3006618618965149, -0.7470414042472839, -0.842075765132904}, 0, 0);
+  Tensor one_norm = sine_ramp({6, 4}, 0.7) * 2;
+  F::embedding(td::tensor({1, 3, 1, 5}), one_norm, std::nullopt, 2.0, 1.0);
+  check_close(one_norm.narrow(0, 5, 1),
+              {0.7857149044115606, 0.6708166326119396, 0.24042281669590213, -0.3030456066223567}, 1e-15, 0);
+}
+
+TEST_CASE("embedding_bag's max_norm and scale_grad_by_freq, and from_pretrained tables, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: weight = 2 sin(0.7 i) [6, 4], 2-D bags [[1, 3, 1], [5, 1, 0]], mode mean, max_norm
+  // 1.5 in the 1-norm, scale_grad_by_freq; then 1-D bags [1, 3, 1 | 5, 1, 0] summed with padding 3.
+  Tensor weight = (sine_ramp({6, 4}, 0.7) * 2).requires_grad_(true);
+  const Tensor bags = F::embedding_bag(td::tensor({{1, 3, 1}, {5, 1, 0}}), weight, Tensor(), Mode::mean, Tensor(),
+                                       false, std::nullopt, 1.5, 1.0, true);
+  check_close(bags,
+              {0.3084748404430396, -0.07218162292612205, -0.41888994116415784, -0.5685877747368088, 0.26237647294038435,
+               0.22785859500977598, 0.08617525945731093, -0.09603764714350005},
+              1e-14, 1e-15);
+  (bags * sine_ramp(bags.sizes(), 0.11)).sum().backward();
+  check_close(weight.grad(),
+              {0.14197982168866652,
+               0.17422907631021972,
+               0.2043722839911446,
+               0.23204507954245224,
+               0.04732660722955551,
+               0.08247153673388986,
+               0.1166195664594636,
+               0.14935792171301038,
+               0.0,
+               0.0,
+               0.0,
+               0.0,
+               0.0,
+               0.036592766945724935,
+               0.07274320769362311,
+               0.10801434279828945,
+               0.0,
+               0.0,
+               0.0,
+               0.0,
+               0.14197982168866652,
+               0.17422907631021972,
+               0.2043722839911446,
+               0.23204507954245224},
+              1e-14, 1e-15);
+  Tensor table = (sine_ramp({6, 4}, 0.7) * 2).requires_grad_(true);
+  const Tensor summed = F::embedding_bag(td::tensor({1, 3, 1, 5, 1, 0}), table, td::tensor({0, 2}), Mode::sum, Tensor(),
+                                         false, 3, std::nullopt, 2, true);
+  (summed * sine_ramp(summed.sizes(), 0.11)).sum().backward();
+  check_close(table.grad().narrow(0, 0, 2),
+              {0.4259394650659996, 0.5226872289306592, 0.6131168519734338, 0.6961352386273567, 0.28395964337733304,
+               0.3850509195661644, 0.4814877756759123, 0.5721045018831938},
+              1e-14, 1e-15);
+  check_error(
+      [&] {
+        F::embedding_bag(td::tensor({{1, 2}}), table, Tensor(), Mode::max, Tensor(), false, {}, {}, 2, true);
+      },
+      {"embedding_bag", "max", "scale_grad_by_freq"});
+
+  // from_pretrained: the table itself is the weight, frozen unless asked; printing as PyTorch's.
+  const Tensor pretrained = sine_ramp({5, 3}, 0.3);
+  nn::Embedding lookup =
+      nn::Embedding::from_pretrained(pretrained, nn::EmbeddingFromPretrainedOptions().padding_idx(1).max_norm(0.9));
+  CHECK(lookup->str() == "Embedding(5, 3, padding_idx=1, max_norm=0.9)");
+  CHECK_FALSE(lookup->weight.requires_grad());
+  CHECK(lookup->weight.data_ptr<double>() == pretrained.data_ptr<double>());
+  check_close(lookup(td::tensor({4})), td::testing::values(pretrained[4] * 0.9 / (pretrained[4].norm() + 1e-7)), 1e-15,
+              0);
+  nn::EmbeddingBag bag = nn::EmbeddingBag::from_pretrained(
+      sine_ramp({5, 3}, 0.3), nn::EmbeddingBagFromPretrainedOptions().freeze(false).mode(Mode::sum));
+  CHECK(bag->str() == "EmbeddingBag(5, 3, mode='sum')");
+  CHECK(bag->weight.requires_grad());
+  CHECK(nn::EmbeddingBag(
+            nn::EmbeddingBagOptions(10, 3).max_norm(1.5).norm_type(1.0).scale_grad_by_freq(true).padding_idx(2))
+            ->str() ==
+        "EmbeddingBag(10, 3, max_norm=1.5, norm_type=1.0, scale_grad_by_freq=True, mode='mean', padding_idx=2)");
+  CHECK(nn::Embedding(nn::EmbeddingOptions(10, 3).padding_idx(0).max_norm(2.5).norm_type(3).scale_grad_by_freq(true))
+            ->str() == "Embedding(10, 3, padding_idx=0, max_norm=2.5, norm_type=3.0, scale_grad_by_freq=True)");
+  CHECK(nn::Embedding(0, 3)->weight.sizes() == Shape{0, 3});
+  check_error(
+      [] {
+        nn::Embedding(nn::EmbeddingOptions(4, 3)._weight(td::ones({3, 3})));
+      },
+      {"Embedding", "_weight", "[4, 3]", "[3, 3]"});
+  check_error([] { nn::Embedding::from_pretrained(td::ones({3})); }, {"from_pretrained", "2-D", "[3]"});
+  check_error([&] { F::embedding(td::tensor({7}), table, std::nullopt, 1.0); }, {"embedding", "7", "6 rows"});
+}
