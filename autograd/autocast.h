@@ -86,7 +86,8 @@ Tensor to_lower_precision(const Tensor& t);  // to the 16-bit dtype of t's devic
 Tensor to_float32(const Tensor& t);          // a 16-bit t to float32
 
 // PyTorch's third list, of ops that take mixed floating dtypes and run in the widest; on GPUs only,
-// and of tandem's ops only scatter_add has it (cat, stack and the binary ops promote anyway). The
+// and of tandem's ops scatter_add and grid_sample have it (cat, stack and the binary ops promote
+// anyway). The
 // widest dtype of the GPU operands autocast may cast, or nullopt when autocast does not take the
 // call. float16 with bfloat16 gives float32, where PyTorch refuses the pair.
 std::optional<DType> widest_on_cuda(std::initializer_list<const Tensor*> operands);

@@ -249,10 +249,14 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
     }
     // d||x||_p / dx = sgn(x) |x|^(p-1) / ||x||^(p-1); a zero norm gives zero, and so (below p = 1,
     // where |x|^(p-1) is infinite there) does a zero element, as PyTorch's.
-    if (p == 2) return {where(yk == 0, 0, gk * (xv / yk))};
-    Tensor scaled = p < 2 ? sign(xv) * pow(abs(xv), p - 1) : xv * pow(abs(xv), p - 2);
+    // The masked places see 1 in place of a zero norm or element: no 0 / 0 or 0 * inf there, in
+    // this gradient or in its own (a second derivative).
+    const Tensor norm = where(yk == 0, 1, yk);
+    if (p == 2) return {where(yk == 0, 0, gk * (xv / norm))};
+    const Tensor magnitude = where(xv == 0, 1, abs(xv));
+    Tensor scaled = p < 2 ? sign(xv) * pow(magnitude, p - 1) : xv * pow(magnitude, p - 2);
     if (p < 1) scaled = where(xv == 0, 0, scaled);
-    return {where(yk == 0, 0, gk * scaled / pow(yk, p - 1))};
+    return {where(yk == 0, 0, gk * scaled / pow(norm, p - 1))};
   });
   return y;
 }

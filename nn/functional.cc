@@ -2588,8 +2588,8 @@ Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, IntLis
     }
     out = asked;
   }
+  for (int64_t size : out) TD_CHECK(size > 0, op, ": the output's spatial size ", shape_str(out), " is not positive");
   const int64_t plane = numel_of(out), planes = x.numel() / std::max<int64_t>(1, numel_of(in));
-  TD_CHECK(plane > 0, op, ": the output ", shape_str(out), " is empty");
   // Each output element reads the value placed there (the last one in x where several are), or a
   // zero appended after x's values.
   const std::vector<int64_t> where_to = host_integers(indices);
@@ -2623,10 +2623,10 @@ Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, IntLis
 Tensor alpha_dropout_with(const char* op, const Tensor& x, double p, bool training, bool per_channel) {
   TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
   TD_CHECK(x.defined() && is_floating(x.dtype()), op, ": expected a floating input");
-  TD_CHECK(!per_channel || x.dim() >= 2, op, ": dropping channels needs an input [N, C, ...], got ",
-           shape_str(x.sizes()));
   if (!training || p == 0) return x;
   if (p == 1) return x * 0;
+  TD_CHECK(!per_channel || x.dim() >= 2, op, ": dropping channels needs an input [N, C, ...], got ",
+           shape_str(x.sizes()));
   constexpr double kAlpha = 1.7580993408473766;
   const double a = 1 / std::sqrt((kAlpha * kAlpha * p + 1) * (1 - p));
   Shape noise = x.sizes();
@@ -2678,13 +2678,27 @@ Tensor rrelu(const Tensor& x, double lower, double upper, bool training) {
 }
 
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
+  if (amp::takes_float32(amp::Float32On::kCuda, {&x1, &x2})) {  // on autocast's GPU float32 list
+    amp::SuspendAutocast inside;
+    return cdist(amp::to_float32(x1), amp::to_float32(x2), p);
+  }
   TD_CHECK(x1.defined() && x2.defined(), "cdist: x1 and x2 must be defined");
   TD_CHECK(x1.dim() >= 2 && x2.dim() >= 2 && x1.size(-1) == x2.size(-1), "cdist: expected x1 [..., P, M] and x2 [..., ",
            "R, M] with one M, got ", shape_str(x1.sizes()), " and ", shape_str(x2.sizes()));
   check_floating_operands("cdist", {&x1, &x2});
+  TD_CHECK(x1.dtype() == x2.dtype(), "cdist: x1 (", x1.dtype(), ") and x2 (", x2.dtype(), ") must have one dtype");
   TD_CHECK(p >= 0, "cdist: p must be non-negative, got ", p);
   // Every pair's difference [..., P, R, M], and its norm (whose gradient at a zero distance is zero).
-  return norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, {-1});
+  const Tensor difference = x1.unsqueeze(-2) - x2.unsqueeze(-3);
+  if (!std::isinf(p)) return norm(difference, p, {-1});
+  if (difference.size(-1) == 0) return difference.sum({-1});  // no elements: every distance is 0
+  // The largest difference: each element that reaches it takes the whole gradient, as PyTorch's
+  // cdist (where a norm would share it among ties).
+  const Tensor largest = values_of([&] { return difference.abs().amax({-1}); });
+  return with_gradient("CdistBackward0", difference, largest, [](const Tensor& g, const Tensor& d) {
+    const Tensor reached = d.abs() == d.abs().amax({-1}, true);
+    return where(reached, g.unsqueeze(-1) * sign(d), 0);
+  });
 }
 
 }  // namespace tandem::nn::functional

@@ -137,7 +137,8 @@ struct GridSampleOptions {
 // the outer pixels' centres with align_corners, their outer edges without. Returns [N, C, H', W']
 // (or [N, C, D', H', W']), differentiable in the input and the grid, as PyTorch's: bilinear
 // (trilinear for 5-D) weighs the 2^d neighbours, nearest takes the closest (halves to even),
-// bicubic (4-D only) 16 neighbours with A = -0.75. A NaN grid point samples zeros.
+// bicubic (4-D only) 16 neighbours with A = -0.75. 16-bit inputs are sampled in float32. A NaN
+// grid point samples zeros in every mode and padding (PyTorch's differ: NaN, zeros or an edge).
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& options = {});
 // The sampling grid of a batch of affine maps, as PyTorch's: theta [N, 2, 3] and size {N, C, H, W}
 // give [N, H, W, 2] (theta [N, 3, 4] and {N, C, D, H, W} give [N, D, H, W, 3]), each output

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "kernels/factory.h"
 #include "nn/functional.h"
@@ -24,10 +25,16 @@ Tensor clip(const Tensor& coord, int64_t size) {
   return where(inside, coord, coord.detach().clamp(0.0, static_cast<double>(size - 1)));
 }
 
+// `value` (of coord's shape), tied to coord with a zero gradient: PyTorch gives the grid zeros
+// there, not no gradient at all.
+Tensor tied_with_zero_gradient(const Tensor& value, const Tensor& coord) {
+  return where(ones({}, TensorOptions(kBool).device(coord.device())), value, coord);
+}
+
 // Reflected into [twice_low / 2, twice_high / 2] as often as it takes; each reflection turns the
 // gradient's sign.
 Tensor reflect(const Tensor& coord, int64_t twice_low, int64_t twice_high) {
-  if (twice_low == twice_high) return zeros_like(coord);
+  if (twice_low == twice_high) return tied_with_zero_gradient(zeros_like(coord), coord);
   const double low = static_cast<double>(twice_low) / 2, span = static_cast<double>(twice_high - twice_low) / 2;
   const Tensor in = (coord - low).abs();
   const Tensor flips = (in.detach() / span).floor();
@@ -49,8 +56,9 @@ Tensor pad_coordinate(const Tensor& coord, int64_t size, GridSamplePadding paddi
   return coord;
 }
 
-// NaN, and values too large to index, moved far outside (where nothing is read).
-Tensor indexable(const Tensor& coord) { return where(where(coord == coord, coord.abs() < 1e9, false), coord, -10.0); }
+// A position safe to turn into an index: infinities held at +-1e15 (as far outside as they were),
+// NaN moved outside (the bicubic path zeroes what a NaN point reads).
+Tensor indexable(const Tensor& coord) { return where(coord == coord, coord.clamp(-1e15, 1e15), -10.0); }
 
 // Reads input [N, C, spatial...] at whole-number positions (one tensor [N, out...] per spatial
 // dim, outermost first), zeros where any is outside.
@@ -92,6 +100,12 @@ std::vector<Tensor> cubic_weights(const Tensor& t) {
 }  // namespace
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& o) {
+  // On autocast's GPU list of ops that run in their operands' widest dtype.
+  if (const auto widest = amp::widest_on_cuda({&input, &grid});
+      widest && (input.dtype() != *widest || grid.dtype() != *widest)) {
+    amp::SuspendAutocast inside;
+    return grid_sample(amp::to_widest(input, *widest), amp::to_widest(grid, *widest), o);
+  }
   constexpr const char* op = "grid_sample";
   TD_CHECK(input.defined() && grid.defined(), op, ": input and grid must be defined");
   TD_CHECK(input.dim() == 4 || input.dim() == 5, op, ": expected a 4-D or 5-D input, got ", shape_str(input.sizes()));
@@ -107,6 +121,15 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
   }
   TD_CHECK(o.mode_ != GridSampleMode::bicubic || dims == 2, op, ": bicubic sampling takes a 4-D input, got ",
            shape_str(input.sizes()));
+  if (is_16bit_float(input.dtype())) {
+    // Positions and weights in float32 (16 bits hold whole numbers only up to 256 or 2048), the
+    // result rounded once.
+    return grid_sample(input.to(kFloat32), grid.to(kFloat32), o).to(input.dtype());
+  }
+  Shape out_shape = grid.sizes();
+  out_shape.pop_back();
+  out_shape.insert(out_shape.begin() + 1, input.size(1));
+  if (numel_of(out_shape) == 0) return zeros(out_shape, input.options());
   const Reader reader(input);
   // Positions along each spatial dim, outermost first (the grid lists x, the innermost, first).
   std::vector<Tensor> coords;
@@ -115,7 +138,8 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
   }
   if (o.mode_ == GridSampleMode::bicubic) {
     // The 4 x 4 neighbours around each point, each position padded on its own, as PyTorch's.
-    std::vector<Tensor> starts, weights_y, weights_x;
+    std::vector<Tensor> weights_y, weights_x;
+    const Tensor lost = where(coords[0] != coords[0], true, coords[1] != coords[1]);  // a NaN point
     for (Tensor& c : coords) c = indexable(c);
     const Tensor y0 = coords[0].detach().floor(), x0 = coords[1].detach().floor();
     weights_y = cubic_weights(coords[0] - y0);
@@ -132,7 +156,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
       const Tensor term = row * weights_y[j].unsqueeze(1);
       out = j == 0 ? term : out + term;
     }
-    return out;
+    return where(lost.unsqueeze(1), 0, out);
   }
   for (int64_t k = 0; k < dims; ++k) {
     coords[k] = indexable(pad_coordinate(coords[k], input.size(2 + k), o.padding_mode_, o.align_corners_));
@@ -141,8 +165,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
     std::vector<Tensor> nearest;
     for (const Tensor& c : coords) nearest.push_back(c.detach().round());
     // The values read, tied to the grid with a zero gradient (PyTorch gives the grid zeros, not none).
-    const Tensor keep = ones({}, TensorOptions(kBool).device(input.device()));
-    return where(keep, reader.at(nearest), coords[0].unsqueeze(1));
+    return tied_with_zero_gradient(reader.at(nearest), coords[0].unsqueeze(1));
   }
   // Bilinear (trilinear): each of the 2^d corners around the point, x varying fastest, weighted
   // by the products (x first) of the distances to the opposite corner, as PyTorch sums them.
@@ -169,10 +192,10 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
 namespace {
 
 // PyTorch's linspace_from_neg_one: steps points from -1 to 1, pulled in to the pixels' centres
-// without align_corners; one point is 0.
+// without align_corners; one point is 0. The points are computed in double, as linspace's two
+// halves, and rounded once (PyTorch's float32 linspace may differ by an ulp).
 Tensor from_minus_one(int64_t steps, bool align_corners, const Tensor& like) {
   if (steps <= 1) return zeros({steps}, like.options());
-  // linspace's two halves, each from its own end, as PyTorch's kernel.
   std::vector<double> points(static_cast<size_t>(steps));
   const double step = 2.0 / static_cast<double>(steps - 1);
   for (int64_t i = 0; i < steps; ++i) {

@@ -559,7 +559,7 @@ Tensor make_table(Module& layer, const char* name, int64_t num, int64_t dim, std
   if (given.defined()) {
     TD_CHECK(given.sizes() == Shape({num, dim}), name, ": _weight must be [", num, ", ", dim, "], got ",
              shape_str(given.sizes()));
-    return layer.register_parameter("weight", given, given.requires_grad() || given.is_leaf());
+    return layer.register_parameter("weight", given);
   }
   Tensor weight = layer.register_parameter("weight", empty({num, dim}));
   init::normal_(weight);

@@ -105,10 +105,40 @@ TEST_CASE("grid_sample reads pixel centres exactly; the identity affine grid giv
                   values(image), 1e-14, 1e-14);
     }
   }
-  // A point halfway between two pixels takes their mean; a NaN point samples zeros.
+  // A point halfway between two pixels takes their mean. A NaN point samples zeros: tandem's
+  // choice in every mode and padding (PyTorch gives NaN here, zeros or an edge pixel elsewhere).
   const Tensor row = td::tensor(std::vector<double>{1, 3}).view({1, 1, 1, 2});
   const Tensor between = td::tensor(std::vector<double>{0, 0, NAN, 0}).view({1, 1, 2, 2});
   check_close(F::grid_sample(row, between, F::GridSampleOptions().align_corners(true)), {2, 0}, 1e-15, 0);
+}
+
+TEST_CASE("grid_sample far outside, in 16 bits, with no points and on one-pixel inputs", "[cpu]") {
+  // PyTorch 2.15: bicubic with border padding at x = +-1e10 reads the right (left) edge: 10.18...
+  // (7.18...) for the image 1..12 [1, 1, 3, 4] at y = 0.3.
+  const Tensor image = td::arange(1, 13).to(td::kFloat64).view({1, 1, 3, 4});
+  const auto bicubic_border = F::GridSampleOptions().mode(M::bicubic).padding_mode(P::border);
+  check_close(F::grid_sample(image, td::tensor(std::vector<double>{1e10, 0.3}).view({1, 1, 1, 2}), bicubic_border),
+              {10.183625000000001}, 1e-14, 0);
+  check_close(F::grid_sample(image, td::tensor(std::vector<double>{-1e10, 0.3}).view({1, 1, 1, 2}), bicubic_border),
+              {7.183625000000003}, 1e-14, 0);
+  CHECK(F::grid_sample(image, td::tensor(std::vector<double>{INFINITY, NAN}).view({1, 1, 1, 2}), bicubic_border)
+            .item<double>() == 0);
+  // bfloat16 holds whole numbers only up to 256: positions are found in float32 (PyTorch 2.15 reads
+  // pixel 300 of 0..599 at x = 2 * 300 / 599 - 1 with align_corners).
+  const Tensor wide = td::arange(600).to(td::kBFloat16).view({1, 1, 1, 600});
+  const Tensor at_300 = td::tensor(std::vector<double>{2.0 * 300 / 599 - 1, 0}).to(td::kBFloat16).view({1, 1, 1, 2});
+  const Tensor read = F::grid_sample(wide, at_300, F::GridSampleOptions().mode(M::nearest).align_corners(true));
+  CHECK(read.dtype() == td::kBFloat16);
+  CHECK(read.item<double>() == 300);
+  // An empty batch gives an empty output.
+  CHECK(F::grid_sample(td::ones({0, 2, 3, 4}), td::zeros({0, 5, 6, 2})).sizes() == Shape{0, 2, 5, 6});
+  // A one-pixel input reflected with align_corners: the grid's gradient is zeros, as PyTorch's.
+  Tensor grid = td::zeros({1, 2, 2, 2}, td::kFloat64).requires_grad_(true);
+  F::grid_sample(td::ones({1, 1, 1, 1}, td::kFloat64), grid,
+                 F::GridSampleOptions().padding_mode(P::reflection).align_corners(true))
+      .sum()
+      .backward();
+  check_close(grid.grad(), values(td::zeros({1, 2, 2, 2}, td::kFloat64)), 0, 0);
 }
 
 TEST_CASE("affine_grid gives PyTorch's grids and theta's gradients", "[cpu]") {

@@ -413,6 +413,8 @@ TEST_CASE("max_unpool places each value at its index as PyTorch's, gradients at 
         F::max_unpool2d(pooled, indices, 3, 2, 1, {7, 6});
       },
       {"max_unpool2d", "output_size [7, 6]", "between 3 and 7"});
+  check_error([] { F::max_unpool2d(td::ones({1, 1, 1, 1}), td::zeros({1, 1, 1, 1}, td::kInt64), 1, 1, 1); },
+              {"max_unpool2d", "[-1, -1]", "not positive"});
   check_error([&] { F::max_unpool2d(pooled, indices.to(td::kInt32), 3, 2, 1, {5, 6}); }, {"max_unpool2d", "int64"});
   before.check_unchanged(pooled);
 }
@@ -438,6 +440,7 @@ TEST_CASE("alpha dropout keeps SELU's statistics; rrelu draws slopes in training
   CHECK(nn::AlphaDropout(0.2)->str() == "AlphaDropout(p=0.2, inplace=False)");
   CHECK(nn::FeatureAlphaDropout(0.3)->str() == "FeatureAlphaDropout(p=0.3, inplace=False)");
   check_error([] { F::feature_alpha_dropout(td::ones({4}), 0.5, true); }, {"feature_alpha_dropout", "[N, C, ...]"});
+  check_close(F::feature_alpha_dropout(td::ones({4}), 0.5, false), {1, 1, 1, 1}, 0, 0);  // evaluation: as it is
 
   // rrelu: evaluation is leaky_relu with the mean slope (PyTorch: [-2, 3] -> [-0.4, 3] for 0.1..0.3).
   check_close(F::rrelu(td::tensor(std::vector<double>{-2.0, 3.0}), 0.1, 0.3), {-0.4, 3.0}, 1e-15, 0);
@@ -505,6 +508,39 @@ TEST_CASE("alpha dropout keeps SELU's statistics; rrelu draws slopes in training
   Tensor same = td::tensor(std::vector<double>{0, 0, 1, 1}).view({2, 2}).requires_grad_(true);
   F::cdist(same, td::zeros({1, 2}, td::kFloat64)).sum().backward();
   check_close(same.grad(), {0, 0, 0.7071067811865475, 0.7071067811865475}, 1e-14, 0);
+  // p = inf: every element that reaches the largest difference takes the whole gradient, as
+  // PyTorch's cdist (PyTorch 2.15: x1 [[1, -1, 0.5]], x2 [[0, 0, 0]] -> [1, -1, 0]).
+  Tensor tied = td::tensor(std::vector<double>{1, -1, 0.5}).view({1, 3}).requires_grad_(true);
+  F::cdist(tied, td::zeros({1, 3}, td::kFloat64), INFINITY).sum().backward();
+  check_close(tied.grad(), {1, -1, 0}, 0, 0);
+  // Zero distances (cdist(x, x), rows 0 and 2 equal): PyTorch 2.15's first and second derivatives
+  // of sum(cdist(x, x)), the second that of the sum of the first's squares; finite, no NaN.
+  const std::vector<std::tuple<double, std::vector<double>, std::vector<double>>> twice = {
+      {2.0,
+       {-1.9402850002906638, 0.48507125007266594, 3.8805700005813275, -0.9701425001453319, -1.9402850002906638,
+        0.48507125007266594},
+       {0, 0, 0, 0, 0, 0}},
+      {1.5,
+       {-1.9229994270765445, 0.9614997135382721, 3.845998854153089, -1.9229994270765443, -1.9229994270765445,
+        0.9614997135382721},
+       {0.61632113275612, 2.465284531024478, -1.23264226551224, -4.930569062048955, 0.61632113275612,
+        2.465284531024478}},
+      {3.0,
+       {-1.9794342196130745, 0.12371463872581716, 3.958868439226149, -0.24742927745163432, -1.9794342196130745,
+        0.12371463872581716},
+       {-0.271257218984438, -1.0850288759377538, 0.542514437968876, 2.1700577518755075, -0.271257218984438,
+        -1.0850288759377538}},
+      {0.5, {-3.0, 6.000000000000001, 6.0, -12.000000000000002, -3.0, 6.000000000000001},
+       {-31.5, -126.00000000000009, 63.0, 252.0000000000001, -31.5, -126.00000000000009}},
+  };
+  for (const auto& [p, first, second] : twice) {
+    INFO("cdist twice, p " << p);
+    Tensor points = td::tensor(std::vector<double>{0, 1, 2, 0.5, 0, 1}).view({3, 2}).requires_grad_(true);
+    const Tensor g = td::autograd::grad({F::cdist(points, points, p).sum()}, {points}, {}, true, true)[0];
+    check_close(g, first, 1e-13, 1e-14);
+    check_close(td::autograd::grad({g.pow(2).sum()}, {points})[0], second, 1e-12, 1e-13);
+  }
+  check_error([] { F::cdist(td::ones({2, 3}), td::ones({2, 3}, td::kFloat64)); }, {"cdist", "one dtype"});
   check_error([] { F::cdist(td::ones({2, 3}), td::ones({2, 4})); }, {"cdist", "[2, 3]", "[2, 4]"});
   check_error([] { F::cdist(td::ones({2, 3}), td::ones({2, 3}), -1); }, {"cdist", "non-negative"});
 }
