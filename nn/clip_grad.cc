@@ -54,4 +54,40 @@ void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) 
   for (Tensor g : gradients_of(parameters)) g.clamp_(-clip_value, clip_value);
 }
 
+namespace {
+
+void check_one_device(const char* op, const std::vector<Tensor>& parameters) {
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    TD_CHECK(parameters[i].defined(), op, ": parameter ", i, " is an undefined tensor");
+    TD_CHECK(parameters[i].device() == parameters[0].device(), op, ": parameter ", i, " is on ",
+             parameters[i].device(), ", parameter 0 on ", parameters[0].device(), "; they must share a device");
+  }
+}
+
+}  // namespace
+
+Tensor parameters_to_vector(const std::vector<Tensor>& parameters) {
+  TD_CHECK(!parameters.empty(), "parameters_to_vector: no parameters");
+  check_one_device("parameters_to_vector", parameters);
+  std::vector<Tensor> flat;
+  for (const Tensor& p : parameters) flat.push_back(p.reshape({-1}));
+  return cat(flat, 0);
+}
+
+void vector_to_parameters(const Tensor& vec, const std::vector<Tensor>& parameters) {
+  check_one_device("vector_to_parameters", parameters);
+  int64_t total = 0;
+  for (const Tensor& p : parameters) total += p.numel();
+  TD_CHECK(vec.defined() && vec.dim() == 1 && vec.numel() == total, "vector_to_parameters: expected a 1-D vector of ",
+           total, " elements (the parameters'), got ", vec.defined() ? shape_str(vec.sizes()) : std::string("none"));
+  TD_CHECK(parameters.empty() || vec.device() == parameters[0].device(), "vector_to_parameters: the vector is on ",
+           vec.device(), ", the parameters on ", parameters.empty() ? vec.device() : parameters[0].device());
+  NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (const Tensor& p : parameters) {
+    Tensor(p).copy_(vec.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+}
+
 }  // namespace tandem::nn::utils

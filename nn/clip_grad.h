@@ -20,4 +20,10 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
 // Clamps every defined gradient of `parameters` in place to [-clip_value, clip_value].
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 
+// Every parameter's elements in order as one 1-D tensor (differentiable), and back: vec's
+// elements copied into the parameters in that order (without recording a gradient). The
+// parameters must share a device; vec must hold exactly their elements.
+Tensor parameters_to_vector(const std::vector<Tensor>& parameters);
+void vector_to_parameters(const Tensor& vec, const std::vector<Tensor>& parameters);
+
 }  // namespace tandem::nn::utils

@@ -83,6 +83,25 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
   return parameters_.back().second;
 }
 
+void Module::replace_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  for (auto& [n, t] : parameters_) {
+    if (n != name) continue;
+    if (tensor.defined()) {
+      if (!tensor.is_leaf()) tensor = tensor.detach();
+      tensor.requires_grad_(requires_grad);
+    }
+    t = tensor;
+    return;
+  }
+  TD_FAIL("replace_parameter: no parameter '", name, "' is registered");
+}
+
+void Module::remove_parameter(const std::string& name) {
+  const auto it = std::find_if(parameters_.begin(), parameters_.end(), [&](const auto& p) { return p.first == name; });
+  TD_CHECK(it != parameters_.end(), "remove_parameter: no parameter '", name, "' is registered");
+  parameters_.erase(it);
+}
+
 Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   TD_CHECK(!name.empty() && name.find('.') == std::string::npos, "register_buffer: invalid name '", name,
            "' (non-empty, no dots)");

@@ -117,6 +117,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // Every registered child in order, a child registered twice twice (children() lists it once):
   // what a container runs and indexes.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& registered_children() const { return children_; }
+  // This module's own parameters in order of registration (ParameterList and ParameterDict index
+  // them), and a registered one replaced in its place as register_parameter would take it.
+  const std::vector<std::pair<std::string, Tensor>>& registered_parameters() const { return parameters_; }
+  void replace_parameter(const std::string& name, Tensor tensor, bool requires_grad);
+  void remove_parameter(const std::string& name);
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

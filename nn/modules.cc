@@ -1,8 +1,10 @@
 #include "nn/modules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "kernels/factory.h"
 #include "nn/functional.h"
@@ -416,6 +418,114 @@ std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) cons
   copy->copy_modes_from(*this);
   return copy;
 }
+
+// ---- ParameterList, ParameterDict ----
+
+namespace {
+
+// How PyTorch's containers print a parameter: "Parameter containing: [<type> of size 3x4]", the
+// type by dtype (ParameterList) or as torch.typename gives it (ParameterDict), a GPU's device after.
+std::string parameter_line(const std::string& key, const Tensor& p, bool legacy_type_name) {
+  std::string type = std::string("torch.") + dtype_name(p.dtype());
+  if (legacy_type_name) {
+    const std::map<DType, std::string> names = {{kFloat32, "Float"}, {kFloat64, "Double"}, {kFloat16, "Half"},
+                                                {kBFloat16, "BFloat16"}, {kInt64, "Long"},   {kInt32, "Int"},
+                                                {kUInt8, "Byte"},        {kBool, "Bool"}};
+    type = std::string(p.is_cuda() ? "torch.cuda." : "torch.") + names.at(p.dtype()) + "Tensor";
+  }
+  std::string size;
+  for (int64_t s : p.sizes()) size += (size.empty() ? "" : "x") + std::to_string(s);
+  const std::string device = p.is_cuda() ? " (" + p.device().str() + ")" : "";
+  return "  (" + key + "): Parameter containing: [" + type + " of size " + size + device + "]";
+}
+
+std::string parameter_lines(const std::vector<std::pair<std::string, Tensor>>& params, bool legacy_type_name) {
+  std::string s;
+  for (const auto& [key, p] : params) s += (s.empty() ? "" : "\n") + parameter_line(key, p, legacy_type_name);
+  return s;
+}
+
+}  // namespace
+
+void ParameterListImpl::append(const Tensor& param) {
+  TD_CHECK(param.defined(), "ParameterList.append: the parameter is an undefined tensor");
+  register_parameter(std::to_string(size()), param, param.requires_grad());
+}
+
+void ParameterListImpl::extend(const std::vector<Tensor>& params) {
+  for (const Tensor& p : params) append(p);
+}
+
+Tensor ParameterListImpl::operator[](size_t index) const {
+  TD_CHECK(index < size(), "ParameterList: index ", index, " is out of range for ", size(), " parameters");
+  return registered_parameters()[index].second;
+}
+
+std::shared_ptr<Module> ParameterListImpl::clone(std::optional<Device> device) const {
+  auto copy = std::make_shared<ParameterListImpl>();
+  for (const auto& [name, p] : registered_parameters()) {
+    NoGradGuard no_grad;
+    Tensor c = device ? p.to(*device).clone() : p.clone();
+    copy->append(c.requires_grad_(p.requires_grad()));
+  }
+  copy->copy_modes_from(*this);
+  return copy;
+}
+
+std::string ParameterListImpl::extra_repr() const { return parameter_lines(registered_parameters(), false); }
+
+ParameterDictImpl::ParameterDictImpl(const std::vector<std::pair<std::string, Tensor>>& params) {
+  for (const auto& [key, p] : params) insert(key, p);
+}
+
+void ParameterDictImpl::insert(const std::string& key, const Tensor& param) {
+  TD_CHECK(param.defined(), "ParameterDict.insert: the parameter for '", key, "' is an undefined tensor");
+  contains(key) ? replace_parameter(key, param, param.requires_grad())
+                : void(register_parameter(key, param, param.requires_grad()));
+}
+
+bool ParameterDictImpl::contains(const std::string& key) const {
+  const auto& params = registered_parameters();
+  return std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == key; });
+}
+
+Tensor ParameterDictImpl::operator[](const std::string& key) const {
+  for (const auto& [name, p] : registered_parameters()) {
+    if (name == key) return p;
+  }
+  TD_FAIL("ParameterDict: no parameter '", key, "'");
+}
+
+Tensor ParameterDictImpl::pop(const std::string& key) {
+  const Tensor p = (*this)[key];
+  remove_parameter(key);
+  return p;
+}
+
+std::vector<std::string> ParameterDictImpl::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [name, p] : registered_parameters()) out.push_back(name);
+  return out;
+}
+
+std::vector<Tensor> ParameterDictImpl::values() const {
+  std::vector<Tensor> out;
+  for (const auto& [name, p] : registered_parameters()) out.push_back(p);
+  return out;
+}
+
+std::shared_ptr<Module> ParameterDictImpl::clone(std::optional<Device> device) const {
+  auto copy = std::make_shared<ParameterDictImpl>();
+  for (const auto& [name, p] : registered_parameters()) {
+    NoGradGuard no_grad;
+    Tensor c = device ? p.to(*device).clone() : p.clone();
+    copy->insert(name, c.requires_grad_(p.requires_grad()));
+  }
+  copy->copy_modes_from(*this);
+  return copy;
+}
+
+std::string ParameterDictImpl::extra_repr() const { return parameter_lines(registered_parameters(), true); }
 
 // ---- more activations ----
 

@@ -621,4 +621,49 @@ class ModuleDict : public ModuleHolder<ModuleDictImpl> {
   ModuleDict() : ModuleHolder(std::make_shared<ModuleDictImpl>()) {}
 };
 
+// Parameters in a list, registered as "0", "1", ...: PyTorch's nn.ParameterList; no forward. A
+// leaf is registered itself (shared) and keeps its requires_grad, as LibTorch's append (PyTorch
+// makes a plain tensor trainable: pass one that requires grad).
+class ParameterListImpl : public Cloneable<ParameterListImpl> {
+ public:
+  ParameterListImpl() = default;
+  explicit ParameterListImpl(const std::vector<Tensor>& params) { extend(params); }
+  void append(const Tensor& param);
+  void extend(const std::vector<Tensor>& params);
+  Tensor operator[](size_t index) const;
+  size_t size() const { return registered_parameters().size(); }
+  bool is_empty() const { return size() == 0; }
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+  std::string extra_repr() const override;
+};
+class ParameterList : public ModuleHolder<ParameterListImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  ParameterList() : ModuleHolder(std::make_shared<ParameterListImpl>()) {}
+};
+
+// Parameters by name, in insertion order: PyTorch's nn.ParameterDict; no forward. Each keeps its
+// requires_grad, as ParameterList's; insert() on a key already there replaces it in its place.
+class ParameterDictImpl : public Cloneable<ParameterDictImpl> {
+ public:
+  ParameterDictImpl() = default;
+  explicit ParameterDictImpl(const std::vector<std::pair<std::string, Tensor>>& params);
+  void insert(const std::string& key, const Tensor& param);
+  Tensor operator[](const std::string& key) const;
+  bool contains(const std::string& key) const;
+  // Removes the key and returns its parameter.
+  Tensor pop(const std::string& key);
+  std::vector<std::string> keys() const;
+  std::vector<Tensor> values() const;
+  size_t size() const { return registered_parameters().size(); }
+  bool is_empty() const { return size() == 0; }
+  std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const override;
+  std::string extra_repr() const override;
+};
+class ParameterDict : public ModuleHolder<ParameterDictImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  ParameterDict() : ModuleHolder(std::make_shared<ParameterDictImpl>()) {}
+};
+
 }  // namespace tandem::nn

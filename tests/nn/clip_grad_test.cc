@@ -116,3 +116,22 @@ TEST_CASE("clip_grad_norm_ adds the norms up in the widest dtype, and takes orde
   // The order-0 norm of the gradients' own order-0 norms (2 and 0), as PyTorch computes it: 1.
   CHECK(utils::clip_grad_norm_(counted, 10.0, 0.0).item<double>() == 1);
 }
+
+TEST_CASE("parameters_to_vector and vector_to_parameters flatten and refill parameters in order", "[cpu]") {
+  Tensor a = td::tensor(std::vector<double>{1, 2, 3, 4}).view({2, 2}).requires_grad_(true);
+  Tensor b = td::tensor(std::vector<double>{5, 6, 7}).requires_grad_(true);
+  const Tensor vec = utils::parameters_to_vector({a, b});
+  CHECK(values(vec) == std::vector<double>{1, 2, 3, 4, 5, 6, 7});
+  (vec * td::arange(7).to(td::kFloat64)).sum().backward();  // differentiable, element by element
+  CHECK(values(a.grad()) == std::vector<double>{0, 1, 2, 3});
+  CHECK(values(b.grad()) == std::vector<double>{4, 5, 6});
+  utils::vector_to_parameters(td::arange(10, 17).to(td::kFloat64), {a, b});
+  CHECK(values(a) == std::vector<double>{10, 11, 12, 13});
+  CHECK(values(b) == std::vector<double>{14, 15, 16});
+  CHECK(a.is_leaf());
+  const td::testing::Snapshot before(a);
+  check_error([&] { utils::vector_to_parameters(td::zeros({6}, td::kFloat64), {a, b}); },
+              {"vector_to_parameters", "7 elements", "[6]"});
+  check_error([] { utils::parameters_to_vector({}); }, {"parameters_to_vector", "no parameters"});
+  before.check_unchanged(a);
+}

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/optim/sgd.h"
 #include "nn/serialize/module_io.h"
 #include "tests/testing.h"
 
@@ -534,4 +535,74 @@ TEST_CASE("requires_grad_ freezes and unfreezes every parameter of a module and 
   CHECK(net->head->parameters()[0].grad().defined());
   CHECK(&net->requires_grad_(true) == net.get());
   for (const Tensor& p : net->parameters()) CHECK(p.requires_grad());
+}
+
+TEST_CASE("ParameterList and ParameterDict register, index, print, clone and train as PyTorch's containers",
+          "[cpu]") {
+  // PyTorch 2.15's repr() of ParameterList([ones(3, 4), zeros(5, float64, requires_grad=False)])
+  // and ParameterDict({'a': ..., 'b': ...}) (torch.typename names there), and of a module holding
+  // a one-parameter list.
+  const Tensor frozen = td::zeros({5}, td::kFloat64);
+  nn::ParameterList list(std::vector<Tensor>{td::ones({3, 4}).requires_grad_(true), frozen});
+  CHECK(list->str() ==
+        "ParameterList(\n"
+        "    (0): Parameter containing: [torch.float32 of size 3x4]\n"
+        "    (1): Parameter containing: [torch.float64 of size 5]\n"
+        ")");
+  CHECK(list->size() == 2);
+  CHECK((*list)[0].requires_grad());
+  CHECK_FALSE((*list)[1].requires_grad());  // a leaf keeps its requires_grad, as LibTorch's append
+  CHECK((*list)[1].data_ptr<double>() == frozen.data_ptr<double>());  // registered itself
+  CHECK(nn::ParameterList()->str() == "ParameterList()");
+  nn::ParameterDict dict(std::vector<std::pair<std::string, Tensor>>{{"a", td::ones({2, 2})}, {"b", td::ones({3})}});
+  CHECK_FALSE((*dict)["a"].requires_grad());  // a plain tensor stays as it is (PyTorch would make it trainable)
+  CHECK(dict->str() ==
+        "ParameterDict(\n"
+        "    (a): Parameter containing: [torch.FloatTensor of size 2x2]\n"
+        "    (b): Parameter containing: [torch.FloatTensor of size 3]\n"
+        ")");
+  CHECK(dict->keys() == std::vector<std::string>{"a", "b"});
+  // Replacing a key keeps its place; pop removes it.
+  dict->insert("a", td::full({4}, 2.0));
+  CHECK(dict->keys() == std::vector<std::string>{"a", "b"});
+  CHECK((*dict)["a"].sizes() == td::Shape{4});
+  CHECK(dict->pop("b").sizes() == td::Shape{3});
+  CHECK_FALSE(dict->contains("b"));
+  check_error([&] { (*dict)["b"]; }, {"ParameterDict", "'b'"});
+  check_error([&] { (*list)[2]; }, {"ParameterList", "index 2", "2 parameters"});
+
+  struct HolderImpl : nn::Cloneable<HolderImpl> {
+    HolderImpl() { reset(); }
+    void reset() override {
+      p = register_module("p", nn::ParameterList(std::vector<Tensor>{td::ones({2})}));
+      lin = register_module("lin", nn::Linear(2, 2));
+    }
+    nn::ParameterList p{nullptr};
+    nn::Linear lin{nullptr};
+  };
+  auto holder = std::make_shared<HolderImpl>();
+  CHECK(holder->str() ==
+        "Holder(\n"
+        "  (p): ParameterList(  (0): Parameter containing: [torch.float32 of size 2])\n"
+        "  (lin): Linear(in_features=2, out_features=2, bias=True)\n"
+        ")");
+  std::vector<std::string> names;
+  for (const auto& [name, t] : holder->named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"p.0", "lin.weight", "lin.bias"});
+  // A clone has its own copies; an optimizer steps the list's parameters.
+  auto copy = std::dynamic_pointer_cast<nn::ParameterListImpl>(list->clone());
+  REQUIRE(copy);
+  CHECK(copy->size() == 2);
+  CHECK((*copy)[0].data_ptr<float>() != (*list)[0].data_ptr<float>());
+  CHECK(values((*copy)[0]) == values((*list)[0]));
+  CHECK_FALSE((*copy)[1].requires_grad());
+  Tensor loss = ((*list)[0] * 3).sum();
+  loss.backward();
+  td::optim::SGD sgd(list->parameters(), td::optim::SGDOptions(0.5));
+  sgd.step();
+  CHECK(values((*list)[0]) == std::vector<double>(12, -0.5));
+  // state_dict round trip.
+  nn::ParameterList again(std::vector<Tensor>{td::zeros({3, 4}), td::ones({5}, td::kFloat64)});
+  again->load_state_dict(list->state_dict());
+  CHECK(values((*again)[0]) == values((*list)[0]));
 }
