@@ -976,9 +976,11 @@ Tensor scale_grad_by_frequency(const Tensor& x, const std::vector<int64_t>& ids,
   for (int64_t id : ids) scale.push_back(1 / count[static_cast<size_t>(id)]);
   Shape shape(x.sizes().begin(), x.sizes().end() - 1);
   shape.push_back(1);
-  const Tensor per_row = tensor(scale).to(x.device(), x.dtype()).view(shape);
+  // In float32 for 16-bit tables, rounded once, as PyTorch scales.
+  const DType wide = is_16bit_float(x.dtype()) ? kFloat32 : x.dtype();
+  const Tensor per_row = tensor(scale).to(x.device(), wide).view(shape);
   return with_gradient("EmbeddingBackward0", x, x.detach(), [per_row](const Tensor& g, const Tensor&) {
-    return g * per_row;
+    return (g.to(per_row.dtype()) * per_row).to(g.dtype());
   });
 }
 
@@ -1016,7 +1018,6 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
   const std::vector<int64_t> ids = host_integers(input);
   const int64_t count = static_cast<int64_t>(ids.size());
   for (int64_t id : ids) TD_CHECK(id >= 0 && id < rows, op, ": index ", id, " is out of range for ", rows, " rows");
-  if (max_norm) embedding_renorm_(weight, input, *max_norm, norm_type);
   std::vector<int64_t> bounds;
   if (input.dim() == 2) {
     for (int64_t b = 0; b <= input.size(0); ++b) bounds.push_back(b * input.size(1));
@@ -1044,6 +1045,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
       ++sizes[b];
     }
   }
+  // Every argument checked: the rows named may change.
+  if (max_norm) embedding_renorm_(weight, input, *max_norm, norm_type);
   const Device device = weight.device();
   const int64_t members = static_cast<int64_t>(kept.size());
   std::vector<int64_t> kept_ids;
@@ -1090,6 +1093,9 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
 
 Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
   TD_CHECK(weight.defined() && weight.dim() == 2, "embedding_renorm_: weight must be [num, dim]");
+  TD_CHECK(indices.defined() && (indices.dtype() == kInt64 || indices.dtype() == kInt32),
+           "embedding: indices must be int64 or int32, got ",
+           indices.defined() ? dtype_name(indices.dtype()) : "an undefined tensor");
   TD_CHECK(max_norm >= 0, "embedding: max_norm must not be negative, got ", max_norm);
   std::vector<int64_t> ids = host_integers(indices);
   std::sort(ids.begin(), ids.end());
@@ -1112,13 +1118,15 @@ Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
                  std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
-  if (max_norm) embedding_renorm_(weight, indices, *max_norm, norm_type);
+  TD_CHECK(weight.defined() && weight.dim() == 2, "embedding: weight must be [num, dim], got ",
+           weight.defined() ? shape_str(weight.sizes()) : std::string("an undefined tensor"));
+  const int64_t rows = weight.size(0);
+  TD_CHECK(!padding_idx || (*padding_idx >= -rows && *padding_idx < rows), "embedding: padding_idx ",
+           padding_idx.value_or(0), " is out of range for a weight of ", rows, " rows");
+  if (max_norm) embedding_renorm_(weight, indices, *max_norm, norm_type);  // checks the indices first
   Tensor out = tandem::embedding(weight, indices);
   if (scale_grad_by_freq) out = scale_grad_by_frequency(out, host_integers(indices), weight.size(0));
   if (!padding_idx) return out;
-  const int64_t rows = weight.size(0);
-  TD_CHECK(*padding_idx >= -rows && *padding_idx < rows, "embedding: padding_idx ", *padding_idx,
-           " is out of range for a weight of ", rows, " rows");
   int64_t pad = *padding_idx < 0 ? *padding_idx + rows : *padding_idx;
   // Same values, but no gradient flows to the padding row.
   return where((indices != pad).unsqueeze(-1), out, out.detach());

@@ -254,8 +254,9 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt,
                  std::optional<double> max_norm = std::nullopt, double norm_type = 2,
                  bool scale_grad_by_freq = false);
-// The in-place renorm of max_norm: rows of weight named in indices, of norm above max_norm,
-// scaled to it. Returns weight.
+// The in-place renorm of max_norm: rows of weight named in indices (int64 or int32, each in
+// [0, num): PyTorch's direct call also takes a negative one), of norm above max_norm (not
+// negative here), scaled to it. Returns weight.
 Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 // 1-D pooling of x [N, C, L] (or [C, L]): the 2-D ops over rows of height 1; stride defaults to

@@ -131,17 +131,24 @@ std::string conv_repr(const ConvOptions<D>& o) {
 
 }  // namespace
 
-Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) { reset(); }
-void Conv2dImpl::reset() { reset_conv(*this, "Conv2d", options, weight, bias); }
-void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
-Tensor Conv2dImpl::forward(const Tensor& x) { return conv_forward(options, x, weight, bias); }
-std::string Conv2dImpl::extra_repr() const { return conv_repr(options); }
-
-Conv3dImpl::Conv3dImpl(const Conv3dOptions& options_) : options(options_) { reset(); }
-void Conv3dImpl::reset() { reset_conv(*this, "Conv3d", options, weight, bias); }
-void Conv3dImpl::reset_parameters() { default_init(weight, bias); }
-Tensor Conv3dImpl::forward(const Tensor& x) { return conv_forward(options, x, weight, bias); }
-std::string Conv3dImpl::extra_repr() const { return conv_repr(options); }
+template <size_t D, class Derived>
+void ConvNdImpl<D, Derived>::reset() {
+  reset_conv(*this, D == 2 ? "Conv2d" : "Conv3d", options, weight, bias);
+}
+template <size_t D, class Derived>
+void ConvNdImpl<D, Derived>::reset_parameters() {
+  default_init(weight, bias);
+}
+template <size_t D, class Derived>
+Tensor ConvNdImpl<D, Derived>::forward(const Tensor& x) {
+  return conv_forward(options, x, weight, bias);
+}
+template <size_t D, class Derived>
+std::string ConvNdImpl<D, Derived>::extra_repr() const {
+  return conv_repr(options);
+}
+template class ConvNdImpl<2, Conv2dImpl>;
+template class ConvNdImpl<3, Conv3dImpl>;
 
 // ---- Conv1d ----
 
@@ -279,27 +286,29 @@ std::string conv_transpose_repr(const ConvTransposeOptions<D>& o) {
 
 }  // namespace
 
-ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_) : options(options_) { reset(); }
-void ConvTranspose2dImpl::reset() { reset_conv_transpose(*this, "ConvTranspose2d", options, weight, bias); }
-void ConvTranspose2dImpl::reset_parameters() { default_init(weight, bias); }
-Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
+template <size_t D, class Derived>
+void ConvTransposeNdImpl<D, Derived>::reset() {
+  reset_conv_transpose(*this, D == 2 ? "ConvTranspose2d" : "ConvTranspose3d", options, weight, bias);
+}
+template <size_t D, class Derived>
+void ConvTransposeNdImpl<D, Derived>::reset_parameters() {
+  default_init(weight, bias);
+}
+template <size_t D, class Derived>
+Tensor ConvTransposeNdImpl<D, Derived>::forward(const Tensor& x) {
   return conv_transpose_forward(options, x, weight, bias, options.output_padding_);
 }
-Tensor ConvTranspose2dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
-  return conv_transpose_to_size("ConvTranspose2d", options, x, weight, bias, output_size);
+template <size_t D, class Derived>
+Tensor ConvTransposeNdImpl<D, Derived>::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+  return conv_transpose_to_size(D == 2 ? "ConvTranspose2d" : "ConvTranspose3d", options, x, weight, bias,
+                                output_size);
 }
-std::string ConvTranspose2dImpl::extra_repr() const { return conv_transpose_repr(options); }
-
-ConvTranspose3dImpl::ConvTranspose3dImpl(const ConvTranspose3dOptions& options_) : options(options_) { reset(); }
-void ConvTranspose3dImpl::reset() { reset_conv_transpose(*this, "ConvTranspose3d", options, weight, bias); }
-void ConvTranspose3dImpl::reset_parameters() { default_init(weight, bias); }
-Tensor ConvTranspose3dImpl::forward(const Tensor& x) {
-  return conv_transpose_forward(options, x, weight, bias, options.output_padding_);
+template <size_t D, class Derived>
+std::string ConvTransposeNdImpl<D, Derived>::extra_repr() const {
+  return conv_transpose_repr(options);
 }
-Tensor ConvTranspose3dImpl::forward(const Tensor& x, const std::vector<int64_t>& output_size) {
-  return conv_transpose_to_size("ConvTranspose3d", options, x, weight, bias, output_size);
-}
-std::string ConvTranspose3dImpl::extra_repr() const { return conv_transpose_repr(options); }
+template class ConvTransposeNdImpl<2, ConvTranspose2dImpl>;
+template class ConvTransposeNdImpl<3, ConvTranspose3dImpl>;
 
 // ---- ConvTranspose1d ----
 
@@ -559,7 +568,9 @@ Tensor make_table(Module& layer, const char* name, int64_t num, int64_t dim, std
   if (given.defined()) {
     TD_CHECK(given.sizes() == Shape({num, dim}), name, ": _weight must be [", num, ", ", dim, "], got ",
              shape_str(given.sizes()));
-    return layer.register_parameter("weight", given);
+    // A new leaf on the table's storage, as PyTorch's Parameter(_weight): the caller's tensor keeps
+    // its own requires_grad and gradient, and a clone gets a table of its own.
+    return layer.register_parameter("weight", given.detach(), is_floating(given.dtype()));
   }
   Tensor weight = layer.register_parameter("weight", empty({num, dim}));
   init::normal_(weight);

@@ -73,34 +73,31 @@ struct ConvOptions {
 using Conv2dOptions = ConvOptions<2>;
 using Conv3dOptions = ConvOptions<3>;
 
-class Conv2dImpl : public Cloneable<Conv2dImpl> {
+// Convolution over D spatial dims: x [N, C, spatial...] (or without N); weight [out, in / groups,
+// kernel...] and bias [out] from U(+-1/sqrt(fan_in)), as PyTorch's. Conv2d and Conv3d are its two.
+template <size_t D, class Derived>
+class ConvNdImpl : public Cloneable<Derived> {
  public:
-  Conv2dImpl(int64_t in, int64_t out, int64_t kernel) : Conv2dImpl(Conv2dOptions(in, out, kernel)) {}
-  explicit Conv2dImpl(const Conv2dOptions& options);
+  ConvNdImpl(int64_t in, int64_t out, int64_t kernel) : ConvNdImpl(ConvOptions<D>(in, out, kernel)) {}
+  explicit ConvNdImpl(const ConvOptions<D>& options_) : options(options_) { reset(); }
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
-  Conv2dOptions options;
+  ConvOptions<D> options;
   Tensor weight, bias;
+};
+class Conv2dImpl : public ConvNdImpl<2, Conv2dImpl> {
+ public:
+  using ConvNdImpl<2, Conv2dImpl>::ConvNdImpl;
 };
 class Conv2d : public ModuleHolder<Conv2dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };
-
-// Convolution over depth, height and width: x [N, C, D, H, W] (or [C, D, H, W]); weight [out, in /
-// groups, kd, kh, kw] and bias [out] start as Conv2d's do.
-class Conv3dImpl : public Cloneable<Conv3dImpl> {
+class Conv3dImpl : public ConvNdImpl<3, Conv3dImpl> {
  public:
-  Conv3dImpl(int64_t in, int64_t out, int64_t kernel) : Conv3dImpl(Conv3dOptions(in, out, kernel)) {}
-  explicit Conv3dImpl(const Conv3dOptions& options);
-  void reset() override;
-  void reset_parameters();
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  Conv3dOptions options;
-  Tensor weight, bias;
+  using ConvNdImpl<3, Conv3dImpl>::ConvNdImpl;
 };
 class Conv3d : public ModuleHolder<Conv3dImpl> {
  public:
@@ -177,43 +174,37 @@ struct ConvTransposeOptions {
 using ConvTranspose2dOptions = ConvTransposeOptions<2>;
 using ConvTranspose3dOptions = ConvTransposeOptions<3>;
 
-// F::conv_transpose2d as a layer (an upsampling convolution): weight [in, out / groups, kh, kw]
-// and bias [out], initialised as PyTorch's (its fan-in is weight.size(1) * kh * kw).
-class ConvTranspose2dImpl : public Cloneable<ConvTranspose2dImpl> {
+// F::conv_transpose2d or 3d as a layer (an upsampling convolution): weight [in, out / groups,
+// kernel...] and bias [out], initialised as PyTorch's (its fan-in is weight.size(1) times the
+// kernel's size). ConvTranspose2d and ConvTranspose3d are its two.
+template <size_t D, class Derived>
+class ConvTransposeNdImpl : public Cloneable<Derived> {
  public:
-  ConvTranspose2dImpl(int64_t in, int64_t out, int64_t kernel)
-      : ConvTranspose2dImpl(ConvTranspose2dOptions(in, out, kernel)) {}
-  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  ConvTransposeNdImpl(int64_t in, int64_t out, int64_t kernel)
+      : ConvTransposeNdImpl(ConvTransposeOptions<D>(in, out, kernel)) {}
+  explicit ConvTransposeNdImpl(const ConvTransposeOptions<D>& options_) : options(options_) { reset(); }
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& x) override;
-  // With the output's height and width asked for ([H, W], or the whole shape [N, C, H, W] or
-  // [C, H, W]): the output padding that gives them, as PyTorch's forward(input, output_size). A
-  // stride leaves several sizes possible; each must be at most stride - 1 above the smallest.
+  // With the output's spatial sizes asked for (or its whole shape): the output padding that gives
+  // them, as PyTorch's forward(input, output_size). A stride leaves several sizes possible; each
+  // must be at most stride - 1 above the smallest.
   Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
   std::string extra_repr() const override;
-  ConvTranspose2dOptions options;
+  ConvTransposeOptions<D> options;
   Tensor weight, bias;
+};
+class ConvTranspose2dImpl : public ConvTransposeNdImpl<2, ConvTranspose2dImpl> {
+ public:
+  using ConvTransposeNdImpl<2, ConvTranspose2dImpl>::ConvTransposeNdImpl;
 };
 class ConvTranspose2d : public ModuleHolder<ConvTranspose2dImpl> {
  public:
   using ModuleHolder::ModuleHolder;
 };
-
-// F::conv_transpose3d as a layer: weight [in, out / groups, kd, kh, kw] and bias [out],
-// initialised as PyTorch's. forward(x, output_size) as ConvTranspose2d's, with [D, H, W].
-class ConvTranspose3dImpl : public Cloneable<ConvTranspose3dImpl> {
+class ConvTranspose3dImpl : public ConvTransposeNdImpl<3, ConvTranspose3dImpl> {
  public:
-  ConvTranspose3dImpl(int64_t in, int64_t out, int64_t kernel)
-      : ConvTranspose3dImpl(ConvTranspose3dOptions(in, out, kernel)) {}
-  explicit ConvTranspose3dImpl(const ConvTranspose3dOptions& options);
-  void reset() override;
-  void reset_parameters();
-  Tensor forward(const Tensor& x) override;
-  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size);
-  std::string extra_repr() const override;
-  ConvTranspose3dOptions options;
-  Tensor weight, bias;
+  using ConvTransposeNdImpl<3, ConvTranspose3dImpl>::ConvTransposeNdImpl;
 };
 class ConvTranspose3d : public ModuleHolder<ConvTranspose3dImpl> {
  public:
@@ -449,8 +440,8 @@ class GroupNorm : public ModuleHolder<GroupNormImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
-// max_norm, norm_type and scale_grad_by_freq as functional::embedding's; _weight: the table itself
-// ([num, dim], registered as the weight, shared, not initialised), as PyTorch's.
+// max_norm, norm_type and scale_grad_by_freq as functional::embedding's; _weight: the table
+// ([num, dim]; the weight is a new leaf on its storage, not initialised), as PyTorch's.
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num, int64_t dim) : num_embeddings_(num), embedding_dim_(dim) {}
   EmbeddingOptions& padding_idx(std::optional<int64_t> p) { padding_idx_ = p; return *this; }
@@ -494,7 +485,7 @@ class EmbeddingImpl : public Cloneable<EmbeddingImpl> {
 class Embedding : public ModuleHolder<EmbeddingImpl> {
  public:
   using ModuleHolder::ModuleHolder;
-  // A layer whose weight is `embeddings` [num, dim] itself (shared), trainable unless frozen.
+  // A layer whose weight shares the storage of `embeddings` [num, dim], trainable unless frozen.
   static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
 };
 
@@ -551,7 +542,7 @@ class EmbeddingBagImpl : public Cloneable<EmbeddingBagImpl> {
 class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
  public:
   using ModuleHolder::ModuleHolder;
-  // A layer whose weight is `embeddings` [num, dim] itself (shared), trainable unless frozen.
+  // A layer whose weight shares the storage of `embeddings` [num, dim], trainable unless frozen.
   static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingBagFromPretrainedOptions& options = {});
 };
 

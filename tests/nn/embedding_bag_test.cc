@@ -320,8 +320,18 @@ TEST_CASE("embedding_bag's max_norm and scale_grad_by_freq, and from_pretrained 
   CHECK(lookup->str() == "Embedding(5, 3, padding_idx=1, max_norm=0.9)");
   CHECK_FALSE(lookup->weight.requires_grad());
   CHECK(lookup->weight.data_ptr<double>() == pretrained.data_ptr<double>());
-  check_close(lookup(td::tensor({4})), td::testing::values(pretrained[4] * 0.9 / (pretrained[4].norm() + 1e-7)), 1e-15,
-              0);
+  const std::vector<double> renormed = td::testing::values(pretrained[4] * 0.9 / (pretrained[4].norm() + 1e-7));
+  check_close(lookup(td::tensor({4})), renormed, 1e-15, 0);
+  // A clone has a table of its own, still frozen; the caller's tensor keeps its flags.
+  auto copy = std::dynamic_pointer_cast<nn::EmbeddingImpl>(lookup->clone());
+  CHECK(copy->weight.data_ptr<double>() != pretrained.data_ptr<double>());
+  CHECK_FALSE(copy->weight.requires_grad());
+  CHECK(lookup->weight.data_ptr<double>() == pretrained.data_ptr<double>());
+  Tensor trainable = sine_ramp({5, 3}, 0.3).requires_grad_(true);
+  nn::Embedding::from_pretrained(trainable);
+  CHECK(trainable.requires_grad());
+  nn::Embedding ints = nn::Embedding::from_pretrained(td::arange(6).view({3, 2}));
+  CHECK(ints(td::tensor({2})).dtype() == td::kInt64);
   nn::EmbeddingBag bag = nn::EmbeddingBag::from_pretrained(
       sine_ramp({5, 3}, 0.3), nn::EmbeddingBagFromPretrainedOptions().freeze(false).mode(Mode::sum));
   CHECK(bag->str() == "EmbeddingBag(5, 3, mode='sum')");
@@ -340,4 +350,12 @@ TEST_CASE("embedding_bag's max_norm and scale_grad_by_freq, and from_pretrained 
       {"Embedding", "_weight", "[4, 3]", "[3, 3]"});
   check_error([] { nn::Embedding::from_pretrained(td::ones({3})); }, {"from_pretrained", "2-D", "[3]"});
   check_error([&] { F::embedding(td::tensor({7}), table, std::nullopt, 1.0); }, {"embedding", "7", "6 rows"});
+  // Refused before any row is renormed.
+  const td::testing::Snapshot before(table);
+  check_error([&] { F::embedding(td::tensor({1.5}), table, std::nullopt, 0.1); }, {"embedding", "int64", "float32"});
+  check_error([&] { F::embedding(td::tensor({1}), table, 7, 0.1); }, {"embedding", "padding_idx 7", "6 rows"});
+  check_error(
+      [&] { F::embedding_bag(td::tensor({1, 2}), table, td::tensor({{0}}), Mode::sum, Tensor(), false, {}, 0.1); },
+      {"embedding_bag", "offsets"});
+  before.check_unchanged(table);
 }
