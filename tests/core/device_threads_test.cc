@@ -93,23 +93,15 @@ namespace {
 
 // One parallel_for of two chunks, each of which waits (at most a while) for the other to start,
 // so that a second thread has to take one for both to run at once; then `after(chunk)` runs.
-// Returns the threads that ran the chunks.
-std::vector<std::thread::id> two_chunks(const std::function<void(int64_t)>& after = nullptr) {
-  std::mutex mutex;
-  std::vector<std::thread::id> ran(2);
+void two_chunks(const std::function<void(int64_t)>& after) {
   std::atomic<int> started{0};
   td::parallel_for(0, 2, 1, [&](int64_t begin, int64_t end) {
     (void)end;  // chunks of one index each
-    {
-      std::lock_guard lock(mutex);
-      ran[static_cast<size_t>(begin)] = std::this_thread::get_id();
-    }
     ++started;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     while (started < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    if (after) after(begin);
+    after(begin);
   });
-  return ran;
 }
 
 // Keeps the threads of cpu:0 and cpu:1 in a task (which first runs note(device)) until a
