@@ -81,6 +81,28 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::Erf:
       return {"ErfBackward0", true, false,
               [](T g, T x, T) { return g * exp(-(x * x)) * (2 / std::sqrt(std::numbers::pi)); }};
+    case UnaryOp::Erfc:
+      return {"ErfcBackward0", true, false,
+              [](T g, T x, T) { return g * exp(-(x * x)) * (-2 / std::sqrt(std::numbers::pi)); }};
+    case UnaryOp::Erfinv:
+      return {"ErfinvBackward0", false, true,
+              [](T g, T, T y) { return g * exp(y * y) * (std::sqrt(std::numbers::pi) / 2); }};
+    case UnaryOp::Tan: return {"TanBackward0", false, true, [](T g, T, T y) { return g * (y * y + 1); }};
+    case UnaryOp::Asin: return {"AsinBackward0", true, false, [](T g, T x, T) { return g * rsqrt(1 - x * x); }};
+    case UnaryOp::Acos: return {"AcosBackward0", true, false, [](T g, T x, T) { return g * -rsqrt(1 - x * x); }};
+    case UnaryOp::Atan: return {"AtanBackward0", true, false, [](T g, T x, T) { return g / (x * x + 1); }};
+    case UnaryOp::Sinh: return {"SinhBackward0", true, false, [](T g, T x, T) { return g * cosh(x); }};
+    case UnaryOp::Cosh: return {"CoshBackward0", true, false, [](T g, T x, T) { return g * sinh(x); }};
+    case UnaryOp::Asinh: return {"AsinhBackward0", true, false, [](T g, T x, T) { return g * rsqrt(x * x + 1); }};
+    case UnaryOp::Acosh: return {"AcoshBackward0", true, false, [](T g, T x, T) { return g * rsqrt(x * x - 1); }};
+    case UnaryOp::Atanh: return {"AtanhBackward0", true, false, [](T g, T x, T) { return g / (1 - x * x); }};
+    case UnaryOp::Log2:
+      return {"Log2Backward0", true, false, [](T g, T x, T) { return g / (x * std::numbers::ln2); }};
+    case UnaryOp::Log10:
+      return {"Log10Backward0", true, false, [](T g, T x, T) { return g / (x * std::numbers::ln10); }};
+    case UnaryOp::Exp2: return {"Exp2Backward0", false, true, [](T g, T, T y) { return g * y * std::numbers::ln2; }};
+    // Integers and bool: never differentiated (their in-place form asks for the node's name).
+    case UnaryOp::BitwiseNot: return {"BitwiseNotBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
   }
   TD_FAIL("unary: unknown op");
 }
@@ -150,6 +172,22 @@ Tensor ceil(const Tensor& x) { return unary(UnaryOp::Ceil, x); }
 Tensor round(const Tensor& x) { return unary(UnaryOp::Round, x); }
 Tensor trunc(const Tensor& x) { return unary(UnaryOp::Trunc, x); }
 Tensor frac(const Tensor& x) { return unary(UnaryOp::Frac, x); }
+// tan, asin, acos, sinh, cosh, log2, log10 and erfinv are on autocast's float32 list for GPUs too.
+Tensor tan(const Tensor& x) { return float32_unary(UnaryOp::Tan, x); }
+Tensor asin(const Tensor& x) { return float32_unary(UnaryOp::Asin, x); }
+Tensor acos(const Tensor& x) { return float32_unary(UnaryOp::Acos, x); }
+Tensor atan(const Tensor& x) { return unary(UnaryOp::Atan, x); }
+Tensor sinh(const Tensor& x) { return float32_unary(UnaryOp::Sinh, x); }
+Tensor cosh(const Tensor& x) { return float32_unary(UnaryOp::Cosh, x); }
+Tensor asinh(const Tensor& x) { return unary(UnaryOp::Asinh, x); }
+Tensor acosh(const Tensor& x) { return unary(UnaryOp::Acosh, x); }
+Tensor atanh(const Tensor& x) { return unary(UnaryOp::Atanh, x); }
+Tensor log2(const Tensor& x) { return float32_unary(UnaryOp::Log2, x); }
+Tensor log10(const Tensor& x) { return float32_unary(UnaryOp::Log10, x); }
+Tensor exp2(const Tensor& x) { return unary(UnaryOp::Exp2, x); }
+Tensor erfc(const Tensor& x) { return unary(UnaryOp::Erfc, x); }
+Tensor erfinv(const Tensor& x) { return float32_unary(UnaryOp::Erfinv, x); }
+Tensor bitwise_not(const Tensor& x) { return kernels::bitwise_not(x); }
 
 // ---- clamp ----
 
@@ -219,6 +257,27 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
       return {need_a ? masked_fill(shared, is_max ? a < b : a > b, 0) : Tensor(),
               need_b ? masked_fill(shared, is_max ? a > b : a < b, 0) : Tensor()};
     }
+    case BinaryOp::Fmax:
+    case BinaryOp::Fmin: {
+      // The operand taken gets all of it, a on ties, as in PyTorch.
+      Tensor a_taken = kernels::bitwise_or(op == BinaryOp::Fmax ? a >= b : a <= b, b != b);
+      return {need_a ? where(a_taken, g, 0) : Tensor(), need_b ? where(a_taken, 0, g) : Tensor()};
+    }
+    // Piecewise constant: zero almost everywhere, as PyTorch's div with a rounding mode.
+    case BinaryOp::DivTrunc:
+    case BinaryOp::DivFloor: return {need_a ? zeros_like(g) : Tensor(), need_b ? zeros_like(g) : Tensor()};
+    case BinaryOp::Remainder: return {need_a ? g : Tensor(), need_b ? -g * floor_divide(a, b) : Tensor()};
+    case BinaryOp::Fmod: return {need_a ? g : Tensor(), need_b ? -g * div(a, b, "trunc") : Tensor()};
+    case BinaryOp::Atan2: {
+      Tensor scale = g / (a * a + b * b);
+      return {need_a ? scale * b : Tensor(), need_b ? scale * -a : Tensor()};
+    }
+    case BinaryOp::Hypot: return {need_a ? g * a / y : Tensor(), need_b ? g * b / y : Tensor()};
+    // y / a is +-1, the sign change; at a == 0 the gradient is 0, as in PyTorch.
+    case BinaryOp::Copysign:
+      return {need_a ? g * masked_fill(y / a, a == 0, 0) : Tensor(), need_b ? zeros_like(g) : Tensor()};
+    case BinaryOp::LogAddExp:
+      return {need_a ? g / (exp(b - a) + 1) : Tensor(), need_b ? g / (exp(a - b) + 1) : Tensor()};
     default: TD_FAIL(kernels::op_name(op), " is not differentiable");
   }
 }
@@ -232,12 +291,31 @@ const char* binary_node(BinaryOp op) {
     case BinaryOp::Pow: return "PowBackward1";
     case BinaryOp::Maximum: return "MaximumBackward0";
     case BinaryOp::Minimum: return "MinimumBackward0";
+    case BinaryOp::Fmax: return "FmaxBackward0";
+    case BinaryOp::Fmin: return "FminBackward0";
+    case BinaryOp::DivTrunc:
+    case BinaryOp::DivFloor: return "DivBackward2";
+    case BinaryOp::Remainder: return "RemainderBackward0";
+    case BinaryOp::Fmod: return "FmodBackward0";
+    case BinaryOp::Atan2: return "Atan2Backward0";
+    case BinaryOp::Hypot: return "HypotBackward0";
+    case BinaryOp::Copysign: return "CopysignBackward0";
+    case BinaryOp::LogAddExp: return "LogaddexpBackward0";
     default: return "BinaryBackward";
   }
 }
 
-bool uses_a(BinaryOp op) { return op != BinaryOp::Add && op != BinaryOp::Sub; }
-bool uses_b(BinaryOp op) { return op != BinaryOp::Add && op != BinaryOp::Sub; }
+bool reads_nothing(BinaryOp op) {
+  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor;
+}
+bool uses_a(BinaryOp op) { return !reads_nothing(op); }
+bool uses_b(BinaryOp op) { return !reads_nothing(op); }
+bool uses_output(BinaryOp op) { return op == BinaryOp::Pow || op == BinaryOp::Hypot || op == BinaryOp::Copysign; }
+// Whether a's own gradient reads a's value (mul's reads b; remainder's and fmod's read nothing).
+bool a_grad_reads_a(BinaryOp op) {
+  return uses_a(op) && op != BinaryOp::Mul && op != BinaryOp::Div && op != BinaryOp::Remainder &&
+         op != BinaryOp::Fmod;
+}
 
 // Records y = op(a, b); for an in-place op y is a itself, and a_value and b_value are the
 // operands' values from before the write (b may alias a).
@@ -252,7 +330,7 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Te
   const bool save_b = uses_b(op) && (need_a || op != BinaryOp::Mul);
   SavedTensor sa = SavedTensor::input_if(save_a, a_value);
   SavedTensor sb = SavedTensor::input_if(save_b, b_value);
-  SavedTensor sy = SavedTensor::output_if(op == BinaryOp::Pow, y);
+  SavedTensor sy = SavedTensor::output_if(uses_output(op), y);
   Shape a_shape = a.sizes(), b_shape = b.sizes();
   DType a_dtype = a.dtype(), b_dtype = b.dtype();
   autograd::BackwardFn backward = [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -304,10 +382,10 @@ Tensor binary(BinaryOp op, const Tensor& a, Scalar b, Scalar alpha) {
 Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
   const bool recording = differentiable(op) && needs_grad({&self, &other});
   autograd::check_inplace(self, binary_node(op), recording);
-  // The gradients of mul, div and pow need the operands' values from before the write: self's,
-  // and other's too when it shares self's memory (x.mul_(x)). The copies are recorded, so the
-  // gradient stays differentiable.
-  const bool keep_self = recording && uses_a(op) && (other.requires_grad() || op == BinaryOp::Pow);
+  // The gradients of mul, div, pow and the like need the operands' values from before the write:
+  // self's, and other's too when it shares self's memory (x.mul_(x)). The copies are recorded, so
+  // the gradient stays differentiable.
+  const bool keep_self = recording && uses_a(op) && (other.requires_grad() || a_grad_reads_a(op));
   Tensor before = keep_self ? clone(self) : Tensor();
   Tensor other_before = recording && uses_b(op) && other.is_alias_of(self) ? clone(other) : other;
   kd::binary_(op, self, other, alpha);
@@ -348,6 +426,32 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryO
 Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Minimum, a, b); }
 // The three pows and a number divided by a tensor (PyTorch's __rdiv__, which is reciprocal's work)
 // are on autocast's float32 list for GPUs.
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+  return detail::binary(kd::rounded_div_op(rounding_mode), a, b);
+}
+Tensor div(const Tensor& a, Scalar b, const std::string& rounding_mode) {
+  return detail::binary(kd::rounded_div_op(rounding_mode), a, b);
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::DivFloor, a, b); }
+Tensor floor_divide(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::DivFloor, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Remainder, a, b); }
+Tensor remainder(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Remainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmod, a, b); }
+Tensor fmod(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Fmod, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Atan2, a, b); }
+Tensor hypot(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Hypot, a, b); }
+Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Copysign, a, b); }
+Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
+Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
+Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
+Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return kernels::bitwise_and(a, b); }
+Tensor bitwise_and(const Tensor& a, Scalar b) { return kernels::bitwise_and(a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return kernels::bitwise_or(a, b); }
+Tensor bitwise_or(const Tensor& a, Scalar b) { return kernels::bitwise_or(a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return kernels::bitwise_xor(a, b); }
+Tensor bitwise_xor(const Tensor& a, Scalar b) { return kernels::bitwise_xor(a, b); }
+
 Tensor pow(const Tensor& base, const Tensor& exponent) {
   if (amp::takes_float32(amp::Float32On::kCuda, {&base, &exponent})) {
     amp::SuspendAutocast inside;

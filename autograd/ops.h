@@ -42,6 +42,30 @@ Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);
 Tensor trunc(const Tensor& x);
 Tensor frac(const Tensor& x);
+// Trigonometric and hyperbolic functions and their inverses, logarithms to 2 and 10, 2^x, erfc and
+// erfinv; integers give float32.
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erfinv(const Tensor& x);
+Tensor square(const Tensor& x);  // x * x; bool gives int64
+Tensor deg2rad(const Tensor& x);
+Tensor rad2deg(const Tensor& x);
+// log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.
+Tensor logit(const Tensor& x, std::optional<double> eps = std::nullopt);
+// NaN, +inf and -inf replaced: by 0 and the dtype's largest and lowest finite values unless given.
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
+                  std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  // a + alpha * b
 Tensor add(const Tensor& a, Scalar b, Scalar alpha = 1);
@@ -54,6 +78,54 @@ Tensor div(const Tensor& a, Scalar b);
 Tensor pow(const Tensor& base, const Tensor& exponent);
 Tensor pow(const Tensor& base, Scalar exponent);
 Tensor pow(Scalar base, const Tensor& exponent);
+// Division rounded: rounding_mode "trunc" (toward zero) or "floor" (toward -inf, as floor_divide).
+// Integers stay integers; an integer divisor of 0 is an error. The gradients are 0.
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
+Tensor div(const Tensor& a, Scalar b, const std::string& rounding_mode);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, Scalar b);
+Tensor remainder(const Tensor& a, const Tensor& b);  // with the divisor's sign, as Python's %
+Tensor remainder(const Tensor& a, Scalar b);
+Tensor fmod(const Tensor& a, const Tensor& b);  // with the dividend's sign, as C's fmod
+Tensor fmod(const Tensor& a, Scalar b);
+Tensor atan2(const Tensor& a, const Tensor& b);  // the angle of the point (b, a)
+Tensor hypot(const Tensor& a, const Tensor& b);  // floating only
+Tensor copysign(const Tensor& a, const Tensor& b);
+Tensor copysign(const Tensor& a, Scalar b);
+Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
+Tensor xlogy(const Tensor& x, const Tensor& y);      // x * log(y), 0 where x is 0 (unless y is NaN)
+Tensor xlogy(const Tensor& x, Scalar y);
+// start + weight * (end - start), floating.
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+Tensor addcmul(const Tensor& self, const Tensor& a, const Tensor& b, Scalar value = 1);  // self + value * a * b
+Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, Scalar value = 1);  // self + value * a / b
+// fmax and fmin: a NaN operand gives way to the other (NaN only where both are).
+Tensor fmax(const Tensor& a, const Tensor& b);
+Tensor fmin(const Tensor& a, const Tensor& b);
+// Integers and bool only; not differentiable.
+Tensor bitwise_not(const Tensor& x);
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, Scalar b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, Scalar b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, Scalar b);
+// Any dtypes, each element's truth (nonzero, NaN included); bool results.
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+// Tests of each element, bool results; integers are finite and never NaN. signbit sees -0 and -NaN.
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isposinf(const Tensor& x);
+Tensor isneginf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+Tensor signbit(const Tensor& x);
+// |a - b| <= atol + rtol * |b| (or equal, infinities too; NaNs only with equal_nan), of one dtype.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 // NaN propagates; +0 is above -0 (IEEE 754-2019), here and in max, min, amax and amin, so the sign of a
 // zero result does not depend on the order of the operands or of a fold.
 Tensor maximum(const Tensor& a, const Tensor& b);
@@ -139,6 +211,20 @@ Tensor any(const Tensor& x, IntList dims, bool keepdim = false);
 // Running sums and products along dim; with a dtype, the input is cast to it first.
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+
+// ---- sorting (kernels/sort.h): stable, NaN above every number; int64 indices ----
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor msort(const Tensor& x);  // sorted along dim 0
+// The k largest (or smallest) along dim, largest (smallest) first; ties in the order of their positions.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+// The k-th smallest along dim (k from 1).
+std::tuple<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1, bool keepdim = false);
+// The lower median, (n - 1) / 2 of the sorted line; NaN where the line holds one. nanmedian skips NaNs.
+std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor median(const Tensor& x);
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor nanmedian(const Tensor& x);
 
 // ---- matrix products (kernels/linalg.h) ----
 Tensor mm(const Tensor& a, const Tensor& b);

@@ -113,6 +113,156 @@ Tensor& Tensor::pow_(Scalar exponent) { return detail::binary_(BinaryOp::Pow, *t
 Tensor& Tensor::pow_(const Tensor& exponent) { return detail::binary_(BinaryOp::Pow, *this, exponent); }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) { return detail::clamp_(*this, min, max); }
 
+// ---- more element-wise math ----
+
+Tensor Tensor::tan() const { return tandem::tan(*this); }
+Tensor Tensor::asin() const { return tandem::asin(*this); }
+Tensor Tensor::acos() const { return tandem::acos(*this); }
+Tensor Tensor::atan() const { return tandem::atan(*this); }
+Tensor Tensor::sinh() const { return tandem::sinh(*this); }
+Tensor Tensor::cosh() const { return tandem::cosh(*this); }
+Tensor Tensor::asinh() const { return tandem::asinh(*this); }
+Tensor Tensor::acosh() const { return tandem::acosh(*this); }
+Tensor Tensor::atanh() const { return tandem::atanh(*this); }
+Tensor Tensor::log2() const { return tandem::log2(*this); }
+Tensor Tensor::log10() const { return tandem::log10(*this); }
+Tensor Tensor::exp2() const { return tandem::exp2(*this); }
+Tensor Tensor::erfc() const { return tandem::erfc(*this); }
+Tensor Tensor::erfinv() const { return tandem::erfinv(*this); }
+Tensor Tensor::bitwise_not() const { return tandem::bitwise_not(*this); }
+Tensor& Tensor::tan_() { return detail::unary_(UnaryOp::Tan, *this); }
+Tensor& Tensor::asin_() { return detail::unary_(UnaryOp::Asin, *this); }
+Tensor& Tensor::acos_() { return detail::unary_(UnaryOp::Acos, *this); }
+Tensor& Tensor::atan_() { return detail::unary_(UnaryOp::Atan, *this); }
+Tensor& Tensor::sinh_() { return detail::unary_(UnaryOp::Sinh, *this); }
+Tensor& Tensor::cosh_() { return detail::unary_(UnaryOp::Cosh, *this); }
+Tensor& Tensor::asinh_() { return detail::unary_(UnaryOp::Asinh, *this); }
+Tensor& Tensor::acosh_() { return detail::unary_(UnaryOp::Acosh, *this); }
+Tensor& Tensor::atanh_() { return detail::unary_(UnaryOp::Atanh, *this); }
+Tensor& Tensor::log2_() { return detail::unary_(UnaryOp::Log2, *this); }
+Tensor& Tensor::log10_() { return detail::unary_(UnaryOp::Log10, *this); }
+Tensor& Tensor::exp2_() { return detail::unary_(UnaryOp::Exp2, *this); }
+Tensor& Tensor::erfc_() { return detail::unary_(UnaryOp::Erfc, *this); }
+Tensor& Tensor::erfinv_() { return detail::unary_(UnaryOp::Erfinv, *this); }
+Tensor& Tensor::bitwise_not_() { return detail::unary_(UnaryOp::BitwiseNot, *this); }
+Tensor Tensor::square() const { return tandem::square(*this); }
+Tensor Tensor::deg2rad() const { return tandem::deg2rad(*this); }
+Tensor Tensor::rad2deg() const { return tandem::rad2deg(*this); }
+Tensor Tensor::logit(std::optional<double> eps) const { return tandem::logit(*this, eps); }
+Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
+  return tandem::nan_to_num(*this, nan, posinf, neginf);
+}
+// The composed forms' in-place versions write their result back: what their graphs saved is not self.
+Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+  return tandem::copy_(*this, tandem::nan_to_num(*this, nan, posinf, neginf));
+}
+Tensor Tensor::isnan() const { return tandem::isnan(*this); }
+Tensor Tensor::isinf() const { return tandem::isinf(*this); }
+Tensor Tensor::isposinf() const { return tandem::isposinf(*this); }
+Tensor Tensor::isneginf() const { return tandem::isneginf(*this); }
+Tensor Tensor::isfinite() const { return tandem::isfinite(*this); }
+Tensor Tensor::signbit() const { return tandem::signbit(*this); }
+Tensor Tensor::logical_not() const { return tandem::logical_not(*this); }
+Tensor Tensor::logical_and(const Tensor& other) const { return tandem::logical_and(*this, other); }
+Tensor Tensor::logical_or(const Tensor& other) const { return tandem::logical_or(*this, other); }
+Tensor Tensor::logical_xor(const Tensor& other) const { return tandem::logical_xor(*this, other); }
+Tensor Tensor::div(const Tensor& other, const std::string& rounding_mode) const {
+  return tandem::div(*this, other, rounding_mode);
+}
+Tensor Tensor::div(Scalar other, const std::string& rounding_mode) const {
+  return tandem::div(*this, other, rounding_mode);
+}
+Tensor& Tensor::div_(const Tensor& other, const std::string& rounding_mode) {
+  return detail::binary_(kernels::detail::rounded_div_op(rounding_mode), *this, other);
+}
+Tensor& Tensor::div_(Scalar other, const std::string& rounding_mode) {
+  return detail::binary_(kernels::detail::rounded_div_op(rounding_mode), *this, other);
+}
+Tensor Tensor::floor_divide(const Tensor& other) const { return tandem::floor_divide(*this, other); }
+Tensor Tensor::floor_divide(Scalar other) const { return tandem::floor_divide(*this, other); }
+Tensor& Tensor::floor_divide_(const Tensor& other) { return detail::binary_(BinaryOp::DivFloor, *this, other); }
+Tensor& Tensor::floor_divide_(Scalar other) { return detail::binary_(BinaryOp::DivFloor, *this, other); }
+Tensor Tensor::remainder(const Tensor& other) const { return tandem::remainder(*this, other); }
+Tensor Tensor::remainder(Scalar other) const { return tandem::remainder(*this, other); }
+Tensor& Tensor::remainder_(const Tensor& other) { return detail::binary_(BinaryOp::Remainder, *this, other); }
+Tensor& Tensor::remainder_(Scalar other) { return detail::binary_(BinaryOp::Remainder, *this, other); }
+Tensor Tensor::fmod(const Tensor& other) const { return tandem::fmod(*this, other); }
+Tensor Tensor::fmod(Scalar other) const { return tandem::fmod(*this, other); }
+Tensor& Tensor::fmod_(const Tensor& other) { return detail::binary_(BinaryOp::Fmod, *this, other); }
+Tensor& Tensor::fmod_(Scalar other) { return detail::binary_(BinaryOp::Fmod, *this, other); }
+Tensor Tensor::atan2(const Tensor& other) const { return tandem::atan2(*this, other); }
+Tensor& Tensor::atan2_(const Tensor& other) { return detail::binary_(BinaryOp::Atan2, *this, other); }
+Tensor Tensor::hypot(const Tensor& other) const { return tandem::hypot(*this, other); }
+Tensor& Tensor::hypot_(const Tensor& other) { return detail::binary_(BinaryOp::Hypot, *this, other); }
+Tensor Tensor::copysign(const Tensor& other) const { return tandem::copysign(*this, other); }
+Tensor Tensor::copysign(Scalar other) const { return tandem::copysign(*this, other); }
+Tensor& Tensor::copysign_(const Tensor& other) { return detail::binary_(BinaryOp::Copysign, *this, other); }
+Tensor Tensor::logaddexp(const Tensor& other) const { return tandem::logaddexp(*this, other); }
+Tensor Tensor::xlogy(const Tensor& other) const { return tandem::xlogy(*this, other); }
+Tensor Tensor::xlogy(Scalar other) const { return tandem::xlogy(*this, other); }
+Tensor Tensor::fmax(const Tensor& other) const { return tandem::fmax(*this, other); }
+Tensor Tensor::fmin(const Tensor& other) const { return tandem::fmin(*this, other); }
+Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return tandem::lerp(*this, end, weight); }
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return tandem::lerp(*this, end, weight); }
+Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
+  return tandem::copy_(*this, tandem::lerp(*this, end, weight));
+}
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
+  return tandem::copy_(*this, tandem::lerp(*this, end, weight));
+}
+Tensor Tensor::addcmul(const Tensor& a, const Tensor& b, Scalar value) const {
+  return tandem::addcmul(*this, a, b, value);
+}
+Tensor Tensor::addcdiv(const Tensor& a, const Tensor& b, Scalar value) const {
+  return tandem::addcdiv(*this, a, b, value);
+}
+Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, Scalar value) {
+  return tandem::copy_(*this, tandem::addcmul(*this, a, b, value));
+}
+Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, Scalar value) {
+  return tandem::copy_(*this, tandem::addcdiv(*this, a, b, value));
+}
+Tensor Tensor::bitwise_and(const Tensor& other) const { return tandem::bitwise_and(*this, other); }
+Tensor Tensor::bitwise_and(Scalar other) const { return tandem::bitwise_and(*this, other); }
+Tensor Tensor::bitwise_or(const Tensor& other) const { return tandem::bitwise_or(*this, other); }
+Tensor Tensor::bitwise_or(Scalar other) const { return tandem::bitwise_or(*this, other); }
+Tensor Tensor::bitwise_xor(const Tensor& other) const { return tandem::bitwise_xor(*this, other); }
+Tensor Tensor::bitwise_xor(Scalar other) const { return tandem::bitwise_xor(*this, other); }
+Tensor& Tensor::bitwise_and_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseAnd, *this, other); }
+Tensor& Tensor::bitwise_or_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseOr, *this, other); }
+Tensor& Tensor::bitwise_xor_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseXor, *this, other); }
+Tensor Tensor::clip(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return tandem::clamp(*this, min, max);
+}
+Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return tandem::isclose(*this, other, rtol, atol, equal_nan);
+}
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return tandem::allclose(*this, other, rtol, atol, equal_nan);
+}
+
+// ---- sorting ----
+
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return tandem::sort(*this, dim, descending);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const { return tandem::argsort(*this, dim, descending); }
+Tensor Tensor::msort() const { return tandem::msort(*this); }
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) const {
+  return tandem::topk(*this, k, dim, largest);
+}
+std::tuple<Tensor, Tensor> Tensor::kthvalue(int64_t k, int64_t dim, bool keepdim) const {
+  return tandem::kthvalue(*this, k, dim, keepdim);
+}
+Tensor Tensor::median() const { return tandem::median(*this); }
+std::tuple<Tensor, Tensor> Tensor::median(int64_t dim, bool keepdim) const {
+  return tandem::median(*this, dim, keepdim);
+}
+Tensor Tensor::nanmedian() const { return tandem::nanmedian(*this); }
+std::tuple<Tensor, Tensor> Tensor::nanmedian(int64_t dim, bool keepdim) const {
+  return tandem::nanmedian(*this, dim, keepdim);
+}
+
 Tensor Tensor::add(const Tensor& other, Scalar alpha) const { return tandem::add(*this, other, alpha); }
 Tensor Tensor::add(Scalar other, Scalar alpha) const { return tandem::add(*this, other, alpha); }
 Tensor Tensor::sub(const Tensor& other, Scalar alpha) const { return tandem::sub(*this, other, alpha); }

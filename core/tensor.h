@@ -249,6 +249,104 @@ class Tensor {
   Tensor masked_fill(const Tensor& mask, Scalar value) const;
   Tensor& masked_fill_(const Tensor& mask, Scalar value);
 
+  // ---- more element-wise math (autograd/ops.h has the rules) ----
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor exp2() const;
+  Tensor erfc() const;
+  Tensor erfinv() const;
+  Tensor bitwise_not() const;
+  Tensor& tan_();
+  Tensor& asin_();
+  Tensor& acos_();
+  Tensor& atan_();
+  Tensor& sinh_();
+  Tensor& cosh_();
+  Tensor& asinh_();
+  Tensor& acosh_();
+  Tensor& atanh_();
+  Tensor& log2_();
+  Tensor& log10_();
+  Tensor& exp2_();
+  Tensor& erfc_();
+  Tensor& erfinv_();
+  Tensor& bitwise_not_();
+  Tensor square() const;
+  Tensor deg2rad() const;
+  Tensor rad2deg() const;
+  Tensor logit(std::optional<double> eps = std::nullopt) const;
+  Tensor nan_to_num(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
+  Tensor& nan_to_num_(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt);
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isposinf() const;
+  Tensor isneginf() const;
+  Tensor isfinite() const;
+  Tensor signbit() const;
+  Tensor logical_not() const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_xor(const Tensor& other) const;
+  Tensor div(const Tensor& other, const std::string& rounding_mode) const;
+  Tensor div(Scalar other, const std::string& rounding_mode) const;
+  Tensor& div_(const Tensor& other, const std::string& rounding_mode);
+  Tensor& div_(Scalar other, const std::string& rounding_mode);
+  Tensor floor_divide(const Tensor& other) const;
+  Tensor floor_divide(Scalar other) const;
+  Tensor& floor_divide_(const Tensor& other);
+  Tensor& floor_divide_(Scalar other);
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(Scalar other) const;
+  Tensor& remainder_(const Tensor& other);
+  Tensor& remainder_(Scalar other);
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(Scalar other) const;
+  Tensor& fmod_(const Tensor& other);
+  Tensor& fmod_(Scalar other);
+  Tensor atan2(const Tensor& other) const;
+  Tensor& atan2_(const Tensor& other);
+  Tensor hypot(const Tensor& other) const;
+  Tensor& hypot_(const Tensor& other);
+  Tensor copysign(const Tensor& other) const;
+  Tensor copysign(Scalar other) const;
+  Tensor& copysign_(const Tensor& other);
+  Tensor logaddexp(const Tensor& other) const;
+  Tensor xlogy(const Tensor& other) const;
+  Tensor xlogy(Scalar other) const;
+  Tensor fmax(const Tensor& other) const;
+  Tensor fmin(const Tensor& other) const;
+  Tensor lerp(const Tensor& end, Scalar weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor& lerp_(const Tensor& end, Scalar weight);
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor addcmul(const Tensor& a, const Tensor& b, Scalar value = 1) const;
+  Tensor addcdiv(const Tensor& a, const Tensor& b, Scalar value = 1) const;
+  Tensor& addcmul_(const Tensor& a, const Tensor& b, Scalar value = 1);
+  Tensor& addcdiv_(const Tensor& a, const Tensor& b, Scalar value = 1);
+  Tensor bitwise_and(const Tensor& other) const;
+  Tensor bitwise_and(Scalar other) const;
+  Tensor bitwise_or(const Tensor& other) const;
+  Tensor bitwise_or(Scalar other) const;
+  Tensor bitwise_xor(const Tensor& other) const;
+  Tensor bitwise_xor(Scalar other) const;
+  Tensor& bitwise_and_(const Tensor& other);
+  Tensor& bitwise_or_(const Tensor& other);
+  Tensor& bitwise_xor_(const Tensor& other);
+  Tensor clip(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+
   // ---- reductions (kernels/reduce.h) ----
   Tensor sum(std::optional<DType> dtype = std::nullopt) const;
   Tensor sum(IntList dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
@@ -274,6 +372,17 @@ class Tensor {
   Tensor any(IntList dims, bool keepdim = false) const;
   Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
   Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+
+  // ---- sorting (kernels/sort.h) ----
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  Tensor msort() const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
+  std::tuple<Tensor, Tensor> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+  Tensor median() const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
+  Tensor nanmedian() const;
+  std::tuple<Tensor, Tensor> nanmedian(int64_t dim, bool keepdim = false) const;
 
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;

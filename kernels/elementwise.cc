@@ -5,6 +5,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/reduce.h"
 
 namespace tandem::kernels {
 
@@ -92,7 +93,7 @@ void add_n_into(const Tensor& out, const std::vector<Tensor>& inputs) {
 
 namespace {
 
-enum class UnaryKind { Floating, FloatingOnly, Numeric, Any };
+enum class UnaryKind { Floating, FloatingOnly, Numeric, Integral, Any };
 
 UnaryKind unary_kind(UnaryOp op) {
   switch (op) {
@@ -108,6 +109,7 @@ UnaryKind unary_kind(UnaryOp op) {
     case UnaryOp::GeluTanh:
     case UnaryOp::Silu:
     case UnaryOp::Frac: return UnaryKind::FloatingOnly;
+    case UnaryOp::BitwiseNot: return UnaryKind::Integral;
     default: return UnaryKind::Floating;
   }
 }
@@ -122,6 +124,9 @@ DType unary_dtype(UnaryOp op, DType t) {
       return t;
     case UnaryKind::FloatingOnly:
       TD_CHECK(is_floating(t), name, ": expected a floating tensor, got dtype ", t);
+      return t;
+    case UnaryKind::Integral:
+      TD_CHECK(!is_floating(t), name, ": expected an integer or bool tensor, got dtype ", t);
       return t;
     case UnaryKind::Floating: return is_floating(t) ? t : kDefaultFloat;
     case UnaryKind::Any: return t;
@@ -179,6 +184,21 @@ Tensor ceil(const Tensor& x) { return detail::unary(UnaryOp::Ceil, x); }
 Tensor round(const Tensor& x) { return detail::unary(UnaryOp::Round, x); }
 Tensor trunc(const Tensor& x) { return detail::unary(UnaryOp::Trunc, x); }
 Tensor frac(const Tensor& x) { return detail::unary(UnaryOp::Frac, x); }
+Tensor tan(const Tensor& x) { return detail::unary(UnaryOp::Tan, x); }
+Tensor asin(const Tensor& x) { return detail::unary(UnaryOp::Asin, x); }
+Tensor acos(const Tensor& x) { return detail::unary(UnaryOp::Acos, x); }
+Tensor atan(const Tensor& x) { return detail::unary(UnaryOp::Atan, x); }
+Tensor sinh(const Tensor& x) { return detail::unary(UnaryOp::Sinh, x); }
+Tensor cosh(const Tensor& x) { return detail::unary(UnaryOp::Cosh, x); }
+Tensor asinh(const Tensor& x) { return detail::unary(UnaryOp::Asinh, x); }
+Tensor acosh(const Tensor& x) { return detail::unary(UnaryOp::Acosh, x); }
+Tensor atanh(const Tensor& x) { return detail::unary(UnaryOp::Atanh, x); }
+Tensor log2(const Tensor& x) { return detail::unary(UnaryOp::Log2, x); }
+Tensor log10(const Tensor& x) { return detail::unary(UnaryOp::Log10, x); }
+Tensor exp2(const Tensor& x) { return detail::unary(UnaryOp::Exp2, x); }
+Tensor erfc(const Tensor& x) { return detail::unary(UnaryOp::Erfc, x); }
+Tensor erfinv(const Tensor& x) { return detail::unary(UnaryOp::Erfinv, x); }
+Tensor bitwise_not(const Tensor& x) { return detail::unary(UnaryOp::BitwiseNot, x); }
 
 namespace detail {
 UnaryOp gelu_op(const std::string& approximate) {
@@ -271,8 +291,23 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
       TD_CHECK(is_floating(common) || !alpha.is_floating(), name, ": for ", common,
                " tensors alpha must not be a floating point number, got ", alpha.to_double());
       return common;
-    case BinaryOp::Div: return is_floating(common) ? common : kDefaultFloat;
-    case BinaryOp::Pow: TD_CHECK(common != kBool, "pow: not supported for bool tensors"); return common;
+    case BinaryOp::Div:
+    case BinaryOp::Atan2:
+    case BinaryOp::Copysign: return is_floating(common) ? common : kDefaultFloat;
+    case BinaryOp::Pow:
+    case BinaryOp::DivTrunc:
+    case BinaryOp::DivFloor:
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod: TD_CHECK(common != kBool, name, ": not supported for bool tensors"); return common;
+    case BinaryOp::Hypot:
+    case BinaryOp::LogAddExp:
+      TD_CHECK(is_floating(common), name, ": expected floating tensors, got dtype ", common);
+      return common;
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+      TD_CHECK(!is_floating(common), name, ": expected integer or bool tensors, got dtype ", common);
+      return common;
     default: return common;
   }
 }
@@ -285,7 +320,19 @@ Scalar alpha_in(DType t, Scalar alpha) {
   return alpha;
 }
 
+bool divides(BinaryOp op) {
+  return op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor || op == BinaryOp::Remainder || op == BinaryOp::Fmod;
+}
+
+// Integer division by zero is an error, as PyTorch's ZeroDivisionError (on a GPU too, where
+// PyTorch leaves the result undefined); it waits for the divisor's values.
+void check_integer_divisor(BinaryOp op, const Tensor& divisor) {
+  if (!divides(op) || is_floating(divisor.dtype()) || divisor.numel() == 0) return;
+  TD_CHECK(!any(eq(divisor, 0)).item<bool>(), op_name(op), ": integer division by zero (ZeroDivisionError)");
+}
+
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  check_integer_divisor(op, b);
   alpha = alpha_in(a.dtype(), alpha);
   out.is_cuda() ? cuda::binary(op, out, a, b, alpha) : cpu::binary(op, out, a, b, alpha);
 }
@@ -386,6 +433,38 @@ Tensor div(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Div, a, 
 Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Minimum, a, b); }
 Tensor pow(const Tensor& base, const Tensor& exponent) { return detail::binary(BinaryOp::Pow, base, exponent); }
+
+BinaryOp detail::rounded_div_op(const std::string& rounding_mode) {
+  TD_CHECK(rounding_mode == "trunc" || rounding_mode == "floor",
+           "div: rounding_mode must be \"trunc\" or \"floor\" (or none, for true division), got \"", rounding_mode,
+           "\"");
+  return rounding_mode == "trunc" ? BinaryOp::DivTrunc : BinaryOp::DivFloor;
+}
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+  return detail::binary(detail::rounded_div_op(rounding_mode), a, b);
+}
+Tensor div(const Tensor& a, Scalar b, const std::string& rounding_mode) {
+  return detail::binary(detail::rounded_div_op(rounding_mode), a, b);
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::DivFloor, a, b); }
+Tensor floor_divide(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::DivFloor, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Remainder, a, b); }
+Tensor remainder(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Remainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmod, a, b); }
+Tensor fmod(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Fmod, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Atan2, a, b); }
+Tensor hypot(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Hypot, a, b); }
+Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Copysign, a, b); }
+Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
+Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
+Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
+Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
+Tensor bitwise_and(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_or(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseXor, a, b); }
+Tensor bitwise_xor(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::BitwiseXor, a, b); }
 
 Tensor pow(const Tensor& base, Scalar exponent) {
   check_defined(base, "pow", "input");
@@ -527,6 +606,21 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Round: return "round";
     case UnaryOp::Trunc: return "trunc";
     case UnaryOp::Frac: return "frac";
+    case UnaryOp::Tan: return "tan";
+    case UnaryOp::Asin: return "asin";
+    case UnaryOp::Acos: return "acos";
+    case UnaryOp::Atan: return "atan";
+    case UnaryOp::Sinh: return "sinh";
+    case UnaryOp::Cosh: return "cosh";
+    case UnaryOp::Asinh: return "asinh";
+    case UnaryOp::Acosh: return "acosh";
+    case UnaryOp::Atanh: return "atanh";
+    case UnaryOp::Log2: return "log2";
+    case UnaryOp::Log10: return "log10";
+    case UnaryOp::Exp2: return "exp2";
+    case UnaryOp::Erfc: return "erfc";
+    case UnaryOp::Erfinv: return "erfinv";
+    case UnaryOp::BitwiseNot: return "bitwise_not";
   }
   return "unary";
 }
@@ -540,6 +634,19 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Pow: return "pow";
     case BinaryOp::Maximum: return "maximum";
     case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::DivTrunc: return "div";
+    case BinaryOp::DivFloor: return "floor_divide";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::Atan2: return "atan2";
+    case BinaryOp::Hypot: return "hypot";
+    case BinaryOp::Copysign: return "copysign";
+    case BinaryOp::LogAddExp: return "logaddexp";
+    case BinaryOp::Fmax: return "fmax";
+    case BinaryOp::Fmin: return "fmin";
+    case BinaryOp::BitwiseAnd: return "bitwise_and";
+    case BinaryOp::BitwiseOr: return "bitwise_or";
+    case BinaryOp::BitwiseXor: return "bitwise_xor";
     case BinaryOp::Eq: return "eq";
     case BinaryOp::Ne: return "ne";
     case BinaryOp::Lt: return "lt";

@@ -44,6 +44,21 @@ Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);
 Tensor trunc(const Tensor& x);
 Tensor frac(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);  // 2^x
+Tensor erfc(const Tensor& x);  // 1 - erf(x), exact in the tail
+Tensor erfinv(const Tensor& x);
+Tensor bitwise_not(const Tensor& x);  // integers and bool only
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 // ---- binary ----
@@ -63,6 +78,30 @@ Tensor div(const Tensor& a, Scalar b);
 Tensor pow(const Tensor& base, const Tensor& exponent);
 Tensor pow(const Tensor& base, Scalar exponent);
 Tensor pow(Scalar base, const Tensor& exponent);
+// Division rounded: rounding_mode "trunc" (toward zero) or "floor" (toward -inf, as floor_divide);
+// integers stay integers, and an integer divisor of 0 is an error.
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode);
+Tensor div(const Tensor& a, Scalar b, const std::string& rounding_mode);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, Scalar b);
+Tensor remainder(const Tensor& a, const Tensor& b);  // the divisor's sign (Python's %)
+Tensor remainder(const Tensor& a, Scalar b);
+Tensor fmod(const Tensor& a, const Tensor& b);  // the dividend's sign (C's fmod)
+Tensor fmod(const Tensor& a, Scalar b);
+Tensor atan2(const Tensor& a, const Tensor& b);  // the angle of (b, a); integers give float32
+Tensor hypot(const Tensor& a, const Tensor& b);  // floating only
+Tensor copysign(const Tensor& a, const Tensor& b);
+Tensor copysign(const Tensor& a, Scalar b);
+Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
+Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
+Tensor fmin(const Tensor& a, const Tensor& b);
+// Integers and bool only.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, Scalar b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, Scalar b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, Scalar b);
 Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -100,6 +139,7 @@ Tensor& binary_(BinaryOp op, Tensor& self, Scalar other, Scalar alpha = 1);
 Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
 UnaryOp gelu_op(const std::string& approximate);  // checks the name
+BinaryOp rounded_div_op(const std::string& rounding_mode);  // checks the name
 // 0-dim tensor holding `value` as `dtype` on `device`.
 Tensor scalar_tensor(Scalar value, DType dtype, Device device);
 // Whether `tensor op value` in a 16-bit float dtype must take the value in float32: mul and div

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "core/macros.h"
@@ -35,7 +36,35 @@ TD_MATH1(floor, floorf, floor)
 TD_MATH1(ceil, ceilf, ceil)
 TD_MATH1(trunc, truncf, trunc)
 TD_MATH1(nearbyint, nearbyintf, nearbyint)
+TD_MATH1(tan, tanf, tan)
+TD_MATH1(asin, asinf, asin)
+TD_MATH1(acos, acosf, acos)
+TD_MATH1(atan, atanf, atan)
+TD_MATH1(sinh, sinhf, sinh)
+TD_MATH1(cosh, coshf, cosh)
+TD_MATH1(asinh, asinhf, asinh)
+TD_MATH1(acosh, acoshf, acosh)
+TD_MATH1(atanh, atanhf, atanh)
+TD_MATH1(log2, log2f, log2)
+TD_MATH1(log10, log10f, log10)
+TD_MATH1(exp2, exp2f, exp2)
+TD_MATH1(erfc, erfcf, erfc)
 #undef TD_MATH1
+
+#if defined(__CUDA_ARCH__)
+#define TD_MATH2(name, f32, f64) \
+  TD_INLINE float name(float a, float b) { return ::f32(a, b); } \
+  TD_INLINE double name(double a, double b) { return ::f64(a, b); }
+#else
+#define TD_MATH2(name, f32, f64) \
+  inline float name(float a, float b) { return std::name(a, b); } \
+  inline double name(double a, double b) { return std::name(a, b); }
+#endif
+TD_MATH2(atan2, atan2f, atan2)
+TD_MATH2(hypot, hypotf, hypot)
+TD_MATH2(fmod, fmodf, fmod)
+TD_MATH2(copysign, copysignf, copysign)
+#undef TD_MATH2
 
 #if defined(__CUDA_ARCH__)
 TD_INLINE bool signbit(float x) { return ::signbit(x); }
@@ -296,6 +325,58 @@ struct Frac {  // x - trunc(x): the sign of x, exact
   template <typename T> TD_INLINE T operator()(T x) const { return x - math::trunc(x); }
 };
 
+// Trigonometric, hyperbolic and their inverses; logarithms and powers of 2 and 10; erfc.
+#define TD_UNARY_MATH(Name, f) \
+  struct Name { \
+    template <typename T> TD_INLINE T operator()(T x) const { return math::f(x); } \
+  };
+TD_UNARY_MATH(Tan, tan)
+TD_UNARY_MATH(Asin, asin)
+TD_UNARY_MATH(Acos, acos)
+TD_UNARY_MATH(Atan, atan)
+TD_UNARY_MATH(Sinh, sinh)
+TD_UNARY_MATH(Cosh, cosh)
+TD_UNARY_MATH(Asinh, asinh)
+TD_UNARY_MATH(Acosh, acosh)
+TD_UNARY_MATH(Atanh, atanh)
+TD_UNARY_MATH(Log2, log2)
+TD_UNARY_MATH(Log10, log10)
+TD_UNARY_MATH(Exp2, exp2)
+TD_UNARY_MATH(Erfc, erfc)
+#undef TD_UNARY_MATH
+
+// The inverse of erf, the same on both backends: a first guess within 2e-3 (Winitzki's closed
+// form), then two Halley steps, each of which cubes the relative error. Past 0.5 the residual
+// erf(x) - z is taken as (1 - z) - erfc(x), exact where erf(x) is within rounding of 1.
+struct Erfinv {
+  template <typename T> TD_INLINE T operator()(T y) const {
+    if (!(y > T(-1) && y < T(1))) {
+      if (y == T(1)) return std::numeric_limits<T>::infinity();
+      if (y == T(-1)) return -std::numeric_limits<T>::infinity();
+      return std::numeric_limits<T>::quiet_NaN();  // outside [-1, 1], or NaN itself
+    }
+    const T z = math::fabs(y);
+    const T a = T(0.147), two_over_pi_a = T(2 / (3.14159265358979323846 * 0.147));
+    const T log_term = math::log1p(-z * z);
+    const T first = two_over_pi_a + log_term / T(2);
+    T x = math::sqrt(math::sqrt(first * first - log_term / a) - first);
+    const T two_over_sqrt_pi = T(1.12837916709551257390);
+    for (int step = 0; step < 2; ++step) {
+      const T residual = z <= T(0.5) ? math::erf(x) - z : (T(1) - z) - math::erfc(x);
+      const T ratio = residual / (two_over_sqrt_pi * math::exp(-x * x));
+      x -= ratio / (T(1) + x * ratio);
+    }
+    return math::copysign(x, y);  // -0 too
+  }
+};
+
+// ~x for integers, not x for bool.
+struct BitwiseNot {
+  template <typename T> TD_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x; else return static_cast<T>(~x);
+  }
+};
+
 // ---- binary ----
 struct Add {
   template <typename T> TD_INLINE T operator()(T a, T b) const { return sum(a, b); }
@@ -353,6 +434,120 @@ struct Pow {
     }
   }
 };
+// Division rounded toward zero (div's rounding_mode "trunc"). Integer division by zero is refused
+// before any kernel runs; the guard only keeps the kernel itself defined. The most negative integer
+// divided by -1 wraps to itself, as its negation does.
+struct DivTrunc {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return math::trunc(a / b);
+    } else {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return negated(a);
+      }
+      return static_cast<T>(a / b);
+    }
+  }
+};
+
+// Division rounded toward -inf (floor_divide, rounding_mode "floor"), as Python's //: for floats the
+// quotient of a minus its remainder, which is exact, then rounded to the nearest whole number.
+struct DivFloor {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b == T(0)) return a / b;
+      const T mod = math::fmod(a, b);
+      T quotient = (a - mod) / b;
+      if (mod != T(0) && (b < T(0)) != (mod < T(0))) quotient -= T(1);
+      if (quotient == T(0)) return math::copysign(T(0), a / b);
+      T whole = math::floor(quotient);
+      if (quotient - whole > T(0.5)) whole += T(1);
+      return whole;
+    } else {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return negated(a);
+        const T q = static_cast<T>(a / b);
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+      } else {
+        return static_cast<T>(a / b);
+      }
+    }
+  }
+};
+
+// The remainder with the divisor's sign (Python's %, torch.remainder) and with the dividend's
+// (C's fmod, torch.fmod).
+struct Remainder {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      T mod = math::fmod(a, b);
+      if (mod != T(0) && (b < T(0)) != (mod < T(0))) mod += b;
+      return mod;
+    } else {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return 0;
+        const T mod = static_cast<T>(a % b);
+        return (mod != 0 && ((mod < 0) != (b < 0))) ? static_cast<T>(mod + b) : mod;
+      } else {
+        return static_cast<T>(a % b);
+      }
+    }
+  }
+};
+struct Fmod {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return math::fmod(a, b);
+    } else {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return 0;
+      }
+      return static_cast<T>(a % b);
+    }
+  }
+};
+
+struct Atan2 {
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return math::atan2(a, b); }
+};
+struct Hypot {  // sqrt(a^2 + b^2) without overflow or underflow on the way
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return math::hypot(a, b); }
+};
+struct Copysign {  // |a| with the sign of b (of a NaN or a zero too)
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return math::copysign(a, b); }
+};
+// log(exp(a) + exp(b)) without overflow: the larger plus log1p of the smaller's share; two equal
+// infinities give themselves (their difference would be NaN).
+struct LogAddExp {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if (a == b && math::fabs(a) == std::numeric_limits<T>::infinity()) return a;
+    const T larger = a > b ? a : b;
+    const T gap = math::fabs(a - b);
+    if (gap != gap) return gap;  // a NaN operand
+    return larger + math::log1p(math::exp(-gap));
+  }
+};
+
+struct BitwiseAnd {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b; else return static_cast<T>(a & b);
+  }
+};
+struct BitwiseOr {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a || b; else return static_cast<T>(a | b);
+  }
+};
+struct BitwiseXor {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a != b; else return static_cast<T>(a ^ b);
+  }
+};
+
 struct Maximum {  // NaN propagates
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
@@ -364,6 +559,21 @@ struct Minimum {
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
+    return above(a, b) ? b : a;
+  }
+};
+// fmax and fmin: a NaN operand gives way to the other (NaN only when both are).
+struct Fmax {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if (is_nan(a)) return b;
+    if (is_nan(b)) return a;
+    return above(b, a) ? b : a;
+  }
+};
+struct Fmin {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if (is_nan(a)) return b;
+    if (is_nan(b)) return a;
     return above(a, b) ? b : a;
   }
 };

@@ -8,11 +8,13 @@ namespace tandem::kernels {
 
 enum class UnaryOp {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
-  Erf, Floor, Ceil, Round, Trunc, Frac,
+  Erf, Floor, Ceil, Round, Trunc, Frac, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2, Erfc,
+  Erfinv, BitwiseNot,
 };
 
 enum class BinaryOp {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
+  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor,
   Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
 };
 

@@ -46,6 +46,16 @@ void binary_numeric(const LoopShape<3>& s, DType t, F f) {
 }
 
 template <typename F>
+void binary_floating(const LoopShape<3>& s, DType t, F f) {
+  dispatch_floating(t, "binary", [&]<typename T>() { binary_as<T>(s, f); });
+}
+
+template <typename F>
+void binary_integral(const LoopShape<3>& s, DType t, F f) {
+  dispatch_types<int64_t, int32_t, uint8_t, bool>(t, "binary", [&]<typename T>() { binary_as<T>(s, f); });
+}
+
+template <typename F>
 void compare(const LoopShape<3>& s, DType t, F f) {
   dispatch_all(t, "compare", [&]<typename T>() {
     using M = opmath_t<T>;
@@ -91,6 +101,23 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Round: return numeric_unary(s, t, fn::Round{});
     case UnaryOp::Trunc: return numeric_unary(s, t, fn::Trunc{});
     case UnaryOp::Frac: return floating_unary(s, t, fn::Frac{});
+    case UnaryOp::Tan: return floating_unary(s, t, fn::Tan{});
+    case UnaryOp::Asin: return floating_unary(s, t, fn::Asin{});
+    case UnaryOp::Acos: return floating_unary(s, t, fn::Acos{});
+    case UnaryOp::Atan: return floating_unary(s, t, fn::Atan{});
+    case UnaryOp::Sinh: return floating_unary(s, t, fn::Sinh{});
+    case UnaryOp::Cosh: return floating_unary(s, t, fn::Cosh{});
+    case UnaryOp::Asinh: return floating_unary(s, t, fn::Asinh{});
+    case UnaryOp::Acosh: return floating_unary(s, t, fn::Acosh{});
+    case UnaryOp::Atanh: return floating_unary(s, t, fn::Atanh{});
+    case UnaryOp::Log2: return floating_unary(s, t, fn::Log2{});
+    case UnaryOp::Log10: return floating_unary(s, t, fn::Log10{});
+    case UnaryOp::Exp2: return floating_unary(s, t, fn::Exp2{});
+    case UnaryOp::Erfc: return floating_unary(s, t, fn::Erfc{});
+    case UnaryOp::Erfinv: return floating_unary(s, t, fn::Erfinv{});
+    case UnaryOp::BitwiseNot:
+      return dispatch_types<int64_t, int32_t, uint8_t, bool>(t, "bitwise_not",
+                                                             [&]<typename T>() { unary_as<T>(s, fn::BitwiseNot{}); });
   }
 }
 
@@ -111,6 +138,19 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Pow: return binary_numeric(s, t, fn::Pow{});
     case BinaryOp::Maximum: return binary_all(s, t, fn::Maximum{});
     case BinaryOp::Minimum: return binary_all(s, t, fn::Minimum{});
+    case BinaryOp::DivTrunc: return binary_numeric(s, t, fn::DivTrunc{});
+    case BinaryOp::DivFloor: return binary_numeric(s, t, fn::DivFloor{});
+    case BinaryOp::Remainder: return binary_numeric(s, t, fn::Remainder{});
+    case BinaryOp::Fmod: return binary_numeric(s, t, fn::Fmod{});
+    case BinaryOp::Atan2: return binary_floating(s, t, fn::Atan2{});
+    case BinaryOp::Hypot: return binary_floating(s, t, fn::Hypot{});
+    case BinaryOp::Copysign: return binary_floating(s, t, fn::Copysign{});
+    case BinaryOp::LogAddExp: return binary_floating(s, t, fn::LogAddExp{});
+    case BinaryOp::Fmax: return binary_all(s, t, fn::Fmax{});
+    case BinaryOp::Fmin: return binary_all(s, t, fn::Fmin{});
+    case BinaryOp::BitwiseAnd: return binary_integral(s, t, fn::BitwiseAnd{});
+    case BinaryOp::BitwiseOr: return binary_integral(s, t, fn::BitwiseOr{});
+    case BinaryOp::BitwiseXor: return binary_integral(s, t, fn::BitwiseXor{});
     case BinaryOp::Eq: return compare(s, t, fn::Eq{});
     case BinaryOp::Ne: return compare(s, t, fn::Ne{});
     case BinaryOp::Lt: return compare(s, t, fn::Lt{});

@@ -61,6 +61,10 @@ void all(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void any(const Tensor& out, const Tensor& in, const std::vector<bool>& reduced);
 void cumsum(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous, its own dtype
 void cumprod(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguous, its own dtype
+// Each row of `in` ([rows, n], contiguous) sorted into `values` (in's dtype) and `indices` (int64),
+// both contiguous [rows, n]: stable (equal elements keep their order), NaN above everything
+// (cpu/sort.cc, cuda/sort.cu).
+void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending);
 
 // ---- matrix products (cuda/blas.cu: cuBLAS) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],

@@ -50,6 +50,17 @@ void binary_numeric(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
 }
 
 template <typename F>
+void binary_floating(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
+  dispatch_floating(t, "binary", [&]<typename T>() { elementwise<T, T, T>("binary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
+void binary_integral(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
+  dispatch_types<int64_t, int32_t, uint8_t, bool>(
+      t, "binary", [&]<typename T>() { elementwise<T, T, T>("binary", s, d, InOpMath<T, F>{f}); });
+}
+
+template <typename F>
 void compare(const cpu::LoopShape<3>& s, Device d, DType t, F f) {
   dispatch_all(t, "compare", [&]<typename T>() { elementwise<bool, T, T>("compare", s, d, CompareInOpMath<T, F>{f}); });
 }
@@ -112,6 +123,24 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Round: return numeric_unary(s, d, t, fn::Round{});
     case UnaryOp::Trunc: return numeric_unary(s, d, t, fn::Trunc{});
     case UnaryOp::Frac: return floating_unary(s, d, t, fn::Frac{});
+    case UnaryOp::Tan: return floating_unary(s, d, t, fn::Tan{});
+    case UnaryOp::Asin: return floating_unary(s, d, t, fn::Asin{});
+    case UnaryOp::Acos: return floating_unary(s, d, t, fn::Acos{});
+    case UnaryOp::Atan: return floating_unary(s, d, t, fn::Atan{});
+    case UnaryOp::Sinh: return floating_unary(s, d, t, fn::Sinh{});
+    case UnaryOp::Cosh: return floating_unary(s, d, t, fn::Cosh{});
+    case UnaryOp::Asinh: return floating_unary(s, d, t, fn::Asinh{});
+    case UnaryOp::Acosh: return floating_unary(s, d, t, fn::Acosh{});
+    case UnaryOp::Atanh: return floating_unary(s, d, t, fn::Atanh{});
+    case UnaryOp::Log2: return floating_unary(s, d, t, fn::Log2{});
+    case UnaryOp::Log10: return floating_unary(s, d, t, fn::Log10{});
+    case UnaryOp::Exp2: return floating_unary(s, d, t, fn::Exp2{});
+    case UnaryOp::Erfc: return floating_unary(s, d, t, fn::Erfc{});
+    case UnaryOp::Erfinv: return floating_unary(s, d, t, fn::Erfinv{});
+    case UnaryOp::BitwiseNot:
+      return dispatch_types<int64_t, int32_t, uint8_t, bool>(t, "bitwise_not", [&]<typename T>() {
+        elementwise<T, T>("bitwise_not", s, d, InOpMath<T, fn::BitwiseNot>{});
+      });
   }
 }
 
@@ -135,6 +164,19 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Pow: return binary_numeric(s, d, t, fn::Pow{});
     case BinaryOp::Maximum: return binary_all(s, d, t, fn::Maximum{});
     case BinaryOp::Minimum: return binary_all(s, d, t, fn::Minimum{});
+    case BinaryOp::DivTrunc: return binary_numeric(s, d, t, fn::DivTrunc{});
+    case BinaryOp::DivFloor: return binary_numeric(s, d, t, fn::DivFloor{});
+    case BinaryOp::Remainder: return binary_numeric(s, d, t, fn::Remainder{});
+    case BinaryOp::Fmod: return binary_numeric(s, d, t, fn::Fmod{});
+    case BinaryOp::Atan2: return binary_floating(s, d, t, fn::Atan2{});
+    case BinaryOp::Hypot: return binary_floating(s, d, t, fn::Hypot{});
+    case BinaryOp::Copysign: return binary_floating(s, d, t, fn::Copysign{});
+    case BinaryOp::LogAddExp: return binary_floating(s, d, t, fn::LogAddExp{});
+    case BinaryOp::Fmax: return binary_all(s, d, t, fn::Fmax{});
+    case BinaryOp::Fmin: return binary_all(s, d, t, fn::Fmin{});
+    case BinaryOp::BitwiseAnd: return binary_integral(s, d, t, fn::BitwiseAnd{});
+    case BinaryOp::BitwiseOr: return binary_integral(s, d, t, fn::BitwiseOr{});
+    case BinaryOp::BitwiseXor: return binary_integral(s, d, t, fn::BitwiseXor{});
     case BinaryOp::Eq: return compare(s, d, t, fn::Eq{});
     case BinaryOp::Ne: return compare(s, d, t, fn::Ne{});
     case BinaryOp::Lt: return compare(s, d, t, fn::Lt{});

@@ -46,6 +46,8 @@ const std::vector<DType> kNumeric = {td::kFloat32, td::kFloat64, td::kFloat16, t
                                      td::kInt64,   td::kInt32,   td::kUInt8};
 const std::vector<DType> kFloating = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16};
 const std::vector<DType> kIntegers = {td::kInt64, td::kInt32, td::kUInt8};
+const std::vector<DType> kSigned = {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16, td::kInt64, td::kInt32};
+const std::vector<DType> kBitwise = {td::kInt64, td::kInt32, td::kUInt8, td::kBool};
 
 td::TensorOptions on_device(DType dtype) { return td::TensorOptions(dtype).device(ct::device()); }
 
@@ -172,6 +174,25 @@ const std::vector<UnaryCase>& unary_cases() {
       {"round", [](T x) { return td::round(x); }, kNumeric, -3, 3, true},
       {"trunc", [](T x) { return td::trunc(x); }, kNumeric, -3, 3, true},
       {"frac", [](T x) { return td::frac(x); }, kFloating, -3, 3, true},
+      {"tan", [](T x) { return td::tan(x); }, kAll, -1.2, 1.2},
+      {"asin", [](T x) { return td::asin(x); }, kAll, -0.9, 0.9},
+      {"acos", [](T x) { return td::acos(x); }, kAll, -0.9, 0.9},
+      {"atan", [](T x) { return td::atan(x); }, kAll, -4, 4},
+      {"sinh", [](T x) { return td::sinh(x); }, kAll, -4, 4},
+      {"cosh", [](T x) { return td::cosh(x); }, kAll, -4, 4},
+      {"asinh", [](T x) { return td::asinh(x); }, kAll, -4, 4},
+      {"acosh", [](T x) { return td::acosh(x); }, kAll, 1.1, 4},
+      {"atanh", [](T x) { return td::atanh(x); }, kAll, -0.9, 0.9},
+      {"log2", [](T x) { return td::log2(x); }, kAll, 0.1, 4},
+      {"log10", [](T x) { return td::log10(x); }, kAll, 0.1, 4},
+      {"exp2", [](T x) { return td::exp2(x); }, kAll, -4, 4},
+      {"erfc", [](T x) { return td::erfc(x); }, kAll, -3, 3},
+      {"erfinv", [](T x) { return td::erfinv(x); }, kAll, -0.95, 0.95},
+      {"bitwise_not", [](T x) { return td::bitwise_not(x); }, kBitwise, -3, 3, true},
+      {"nan_to_num", [](T x) { return td::nan_to_num(td::log(x)); }, kFloating, -2, 2, true},
+      {"isfinite", [](T x) { return td::isfinite(td::log(x)); }, kFloating, -2, 2, true},
+      {"signbit", [](T x) { return td::signbit(x); }, kAll, -2, 2, true},
+      {"logical_not", [](T x) { return td::logical_not(x); }, kAll, -2, 2, true},
       {"pow 2.5", [](T x) { return td::pow(x, 2.5); }, kAll, 0, 2},
       {"pow 3", [](T x) { return td::pow(x, 3); }, kNumeric, -3, 4},
       {"clamp", [](T x) { return td::clamp(x, -0.5, 1.25); }, kNumeric, -2, 2, true},
@@ -284,6 +305,13 @@ void in_place_unary_sweep(bool large) {
       {"gelu_", [](T x) { x.gelu_(); }, kFloating},
       {"silu_", [](T x) { x.silu_(); }, kFloating},
       {"reciprocal_", [](T x) { x.reciprocal_(); }, kFloating},
+      {"tan_", [](T x) { x.tan_(); }, kFloating, -1.2, 1.2},
+      {"erfinv_", [](T x) { x.erfinv_(); }, kFloating, -0.9, 0.9},
+      {"bitwise_not_", [](T x) { x.bitwise_not_(); }, kBitwise},
+      {"remainder_", [](T x) { x.remainder_(3); }, kNumeric},
+      {"floor_divide_", [](T x) { x.floor_divide_(-2); }, kSigned},
+      {"atan2_", [](T x) { x.atan2_(td::full({}, 0.5, td::TensorOptions(x.dtype()).device(x.device()))); }, kFloating},
+      {"lerp_", [](T x) { x.lerp_(td::ones_like(x), 0.25); }, kFloating},
       {"pow_ 2", [](T x) { x.pow_(2); }, kNumeric},
       {"clamp_", [](T x) { x.clamp_(-1, 1); }, kNumeric},
       {"fill_", [](T x) { x.fill_(1.5); }, kAll},
@@ -344,6 +372,23 @@ const std::vector<BinaryCase>& binary_cases() {
       {"pow of integers", [](T a, T b) { return td::pow(a, b); }, kIntegers, -3, 4, -2, 5},
       {"maximum", [](T a, T b) { return td::maximum(a, b); }, kAll},
       {"minimum", [](T a, T b) { return td::minimum(a, b); }, kAll},
+      {"remainder", [](T a, T b) { return td::remainder(a, b); }, kNumeric, -5, 5, 1, 3},
+      {"remainder by negatives", [](T a, T b) { return td::remainder(a, b); }, kSigned, -5, 5, -3, -1},
+      {"fmod", [](T a, T b) { return td::fmod(a, b); }, kNumeric, -5, 5, 1, 3},
+      {"fmod by negatives", [](T a, T b) { return td::fmod(a, b); }, kSigned, -5, 5, -3, -1},
+      {"floor_divide", [](T a, T b) { return td::floor_divide(a, b); }, kNumeric, -5, 5, 1, 3},
+      {"floor_divide by negatives", [](T a, T b) { return td::floor_divide(a, b); }, kSigned, -5, 5, -3, -1},
+      {"div trunc", [](T a, T b) { return td::div(a, b, "trunc"); }, kSigned, -5, 5, -3, -1},
+      {"atan2", [](T a, T b) { return td::atan2(a, b); }, kAll, -2, 2, -2, 2, false},
+      {"hypot", [](T a, T b) { return td::hypot(a, b); }, kFloating, -2, 2, -2, 2, false},
+      {"logaddexp", [](T a, T b) { return td::logaddexp(a, b); }, kFloating, -2, 2, -2, 2, false},
+      {"copysign", [](T a, T b) { return td::copysign(a, b); }, kAll},
+      {"fmax", [](T a, T b) { return td::fmax(a, b); }, kAll},
+      {"fmin", [](T a, T b) { return td::fmin(a, b); }, kAll},
+      {"bitwise_and", [](T a, T b) { return td::bitwise_and(a, b); }, kBitwise, -4, 4, -4, 4},
+      {"bitwise_or", [](T a, T b) { return td::bitwise_or(a, b); }, kBitwise, -4, 4, -4, 4},
+      {"bitwise_xor", [](T a, T b) { return td::bitwise_xor(a, b); }, kBitwise, -4, 4, -4, 4},
+      {"logical_xor", [](T a, T b) { return td::logical_xor(a, b); }, kAll, -2, 2, -2, 2},
       {"eq", [](T a, T b) { return td::eq(a, b); }, kAll, -3, 3, -3, 3},
       {"ne", [](T a, T b) { return td::ne(a, b); }, kAll, -3, 3, -3, 3},
       {"lt", [](T a, T b) { return td::lt(a, b); }, kAll, -3, 3, -3, 3},
@@ -2852,3 +2897,41 @@ TEST_CASE("element-wise ops, copies, fills and sums reach elements past 2^31", "
 }
 
 }  // namespace
+
+TEST_CASE("sort, topk, kthvalue and median match the CPU: ties, NaN, every dtype, long and many rows", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(71);
+  const std::vector<Shape> shapes = {{1}, {7}, {33, 7}, {3, 1000}, {1000003}, {2000, 33}, {5, 0}, {}};
+  for (DType dtype : kAll) {
+    for (const Shape& shape : shapes) {
+      for (Layout layout : layouts_for(shape)) {
+        // Whole numbers: ties everywhere; a stable sort has one answer.
+        const double lo = dtype == td::kUInt8 ? 0 : -20;
+        Tensor cpu = td::round(tt::random_tensor(shape, td::kFloat64, layout, lo, 20)).to(dtype);
+        if (td::is_floating(dtype) && cpu.numel() > 3) {
+          cpu = td::where(td::remainder(td::arange(static_cast<double>(cpu.numel())).view(shape), 11) == 0, kNaN,
+                          cpu.to(td::kFloat64))
+                    .to(dtype);
+        }
+        Tensor dev = cpu.to(ct::device());
+        const std::string what = describe("sort", dtype, shape, layout);
+        for (bool descending : {false, true}) {
+          auto [cv, ci] = td::sort(cpu, -1, descending);
+          auto [dv, di] = td::sort(dev, -1, descending);
+          check_equal(dv, cv, what + (descending ? " descending values" : " values"));
+          check_equal(di, ci, what + (descending ? " descending indices" : " indices"));
+        }
+        if (shape.empty() || shape.back() < 3) continue;
+        auto [tv, ti] = td::topk(dev, 3, -1);
+        check_equal(tv, std::get<0>(td::topk(cpu, 3, -1)), what + " topk");
+        check_equal(ti, std::get<1>(td::topk(cpu, 3, -1)), what + " topk indices");
+        check_equal(std::get<1>(td::kthvalue(dev, 2, -1)), std::get<1>(td::kthvalue(cpu, 2, -1)), what + " kthvalue");
+        check_equal(std::get<1>(td::median(dev, -1)), std::get<1>(td::median(cpu, -1)), what + " median");
+        if (td::is_floating(dtype)) {
+          check_equal(std::get<1>(td::nanmedian(dev, -1)), std::get<1>(td::nanmedian(cpu, -1)), what + " nanmedian");
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,204 @@
+// Element-wise functions composed of the kernels' ops: tests of values (isnan, isinf, ...),
+// logical ops, and formulas (square, lerp, xlogy, nan_to_num, ...). Being compositions, they run
+// on every device and autograd differentiates them through their parts.
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "autograd/ops.h"
+#include "kernels/backend.h"
+#include "kernels/elementwise.h"
+#include "kernels/factory.h"
+
+namespace tandem {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Tensor all_false(const Tensor& x) { return zeros_like(x, kBool); }
+
+// The largest finite value of a floating dtype.
+double largest_finite(DType t) {
+  switch (t) {
+    case kFloat16:
+      return 65504.0;
+    case kBFloat16:
+      return 3.3895313892515355e38;
+    case kFloat32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
+// Each element's truth, as Python's bool(): nonzero, NaN included.
+Tensor truth(const Tensor& x) { return x.dtype() == kBool ? x : ne(x, 0); }
+
+}  // namespace
+
+// ---- tests of values: bool results, never differentiable ----
+
+Tensor isnan(const Tensor& x) {
+  kernels::check_defined(x, "isnan", "input");
+  return is_floating(x.dtype()) ? ne(x, x) : all_false(x);
+}
+
+Tensor isinf(const Tensor& x) {
+  kernels::check_defined(x, "isinf", "input");
+  return is_floating(x.dtype()) ? eq(abs(x.detach()), kInf) : all_false(x);
+}
+
+Tensor isposinf(const Tensor& x) {
+  kernels::check_defined(x, "isposinf", "input");
+  return is_floating(x.dtype()) ? eq(x, kInf) : all_false(x);
+}
+
+Tensor isneginf(const Tensor& x) {
+  kernels::check_defined(x, "isneginf", "input");
+  return is_floating(x.dtype()) ? eq(x, -kInf) : all_false(x);
+}
+
+Tensor isfinite(const Tensor& x) {
+  kernels::check_defined(x, "isfinite", "input");
+  // x - x is 0 for every finite x, NaN for infinities and NaN.
+  return is_floating(x.dtype()) ? eq(kernels::sub(x, x), 0) : ones_like(x, kBool);
+}
+
+Tensor signbit(const Tensor& x) {
+  kernels::check_defined(x, "signbit", "input");
+  if (!is_floating(x.dtype())) return x.dtype() == kBool ? all_false(x) : lt(x, 0);
+  // The sign bit of -0 and of a negative NaN too, which no comparison sees.
+  return lt(kernels::copysign(ones_like(x), x), 0);
+}
+
+// ---- logical ops: any dtype, each element's truth; bool results ----
+
+Tensor logical_not(const Tensor& x) {
+  kernels::check_defined(x, "logical_not", "input");
+  return x.dtype() == kBool ? kernels::bitwise_not(x) : eq(x, 0);
+}
+
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "logical_and", "input");
+  kernels::check_defined(b, "logical_and", "other");
+  return kernels::bitwise_and(truth(a), truth(b));
+}
+
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "logical_or", "input");
+  kernels::check_defined(b, "logical_or", "other");
+  return kernels::bitwise_or(truth(a), truth(b));
+}
+
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "logical_xor", "input");
+  kernels::check_defined(b, "logical_xor", "other");
+  return kernels::bitwise_xor(truth(a), truth(b));
+}
+
+// ---- formulas ----
+
+Tensor square(const Tensor& x) {
+  kernels::check_defined(x, "square", "input");
+  return pow(x.dtype() == kBool ? x.to(kInt64) : x, 2);  // PyTorch squares bools into int64
+}
+
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan_value, std::optional<double> posinf_value,
+                  std::optional<double> neginf_value) {
+  kernels::check_defined(x, "nan_to_num", "input");
+  if (!is_floating(x.dtype())) return clone(x);
+  const double largest = largest_finite(x.dtype());
+  Tensor y = where(isnan(x), nan_value.value_or(0.0), x);
+  y = where(isposinf(x), posinf_value.value_or(largest), y);
+  return where(isneginf(x), neginf_value.value_or(-largest), y);
+}
+
+Tensor xlogy(const Tensor& x, const Tensor& y) {
+  kernels::check_defined(x, "xlogy", "input");
+  kernels::check_defined(y, "xlogy", "other");
+  // 0 where x is 0 (log y may be -inf there), NaN wherever y is. y is replaced by 1 where x is 0, so
+  // no infinite log reaches the gradients through the branch not taken.
+  const Tensor x_zero = eq(x, 0);
+  const Tensor product = mul(x, log(where(x_zero, 1, y)));
+  return where(isnan(y), std::numeric_limits<double>::quiet_NaN(), where(x_zero, 0, product));
+}
+
+Tensor xlogy(const Tensor& x, Scalar y) {
+  kernels::check_defined(x, "xlogy", "input");
+  return xlogy(x, kernels::detail::scalar_tensor(y, is_floating(x.dtype()) ? x.dtype() : kDefaultFloat, x.device()));
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  kernels::check_defined(start, "lerp", "input");
+  kernels::check_defined(end, "lerp", "end");
+  TD_CHECK(start.dtype() == end.dtype() && is_floating(start.dtype()),
+           "lerp: expected start and end of one floating dtype, got ", start.dtype(), " and ", end.dtype());
+  // Two forms, as PyTorch's: from start for small weights, back from end for large ones, each exact at
+  // its own end.
+  const double w = weight.to_double();
+  const Tensor span = sub(end, start);
+  return std::abs(w) < 0.5 ? add(start, mul(span, w)) : sub(end, mul(span, 1 - w));
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  kernels::check_defined(start, "lerp", "input");
+  kernels::check_defined(end, "lerp", "end");
+  kernels::check_defined(weight, "lerp", "weight");
+  TD_CHECK(start.dtype() == end.dtype() && start.dtype() == weight.dtype() && is_floating(start.dtype()),
+           "lerp: expected start, end and weight of one floating dtype, got ", start.dtype(), ", ", end.dtype(),
+           " and ", weight.dtype());
+  const Tensor span = sub(end, start);
+  return where(lt(abs(weight.detach()), 0.5), start + span * weight, end - span * (1 - weight));
+}
+
+Tensor addcmul(const Tensor& self, const Tensor& a, const Tensor& b, Scalar value) {
+  kernels::check_defined(self, "addcmul", "input");
+  return add(self, mul(mul(a, b), value));
+}
+
+Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, Scalar value) {
+  kernels::check_defined(self, "addcdiv", "input");
+  kernels::check_defined(a, "addcdiv", "tensor1");
+  kernels::check_defined(b, "addcdiv", "tensor2");
+  TD_CHECK(is_floating(a.dtype()) || is_floating(b.dtype()),
+           "addcdiv: integer division of tensors is not supported (use div with a rounding mode), got ", a.dtype(),
+           " and ", b.dtype());
+  return add(self, mul(div(a, b), value));
+}
+
+Tensor deg2rad(const Tensor& x) {
+  kernels::check_defined(x, "deg2rad", "input");
+  return mul(is_floating(x.dtype()) ? x : x.to(kDefaultFloat), std::numbers::pi / 180);
+}
+
+Tensor rad2deg(const Tensor& x) {
+  kernels::check_defined(x, "rad2deg", "input");
+  return mul(is_floating(x.dtype()) ? x : x.to(kDefaultFloat), 180 / std::numbers::pi);
+}
+
+Tensor logit(const Tensor& x, std::optional<double> eps) {
+  kernels::check_defined(x, "logit", "input");
+  const Tensor p = eps ? clamp(x, *eps, 1 - *eps) : x;
+  return log(p / (1 - p));
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  kernels::check_defined(a, "isclose", "input");
+  kernels::check_defined(b, "isclose", "other");
+  TD_CHECK(a.dtype() == b.dtype(), "isclose: expected two tensors of one dtype, got ", a.dtype(), " and ", b.dtype());
+  TD_CHECK(rtol >= 0 && atol >= 0, "isclose: rtol and atol must be non-negative, got ", rtol, " and ", atol);
+  const Tensor x = a.detach(), y = b.detach();
+  Tensor close = eq(x, y);  // equal infinities too, whose difference is NaN
+  if (x.dtype() == kBool) return close;
+  const Tensor wide_x = x.to(kFloat64), wide_y = y.to(kFloat64);
+  close = logical_or(close, le(abs(wide_x - wide_y), abs(wide_y) * rtol + atol));
+  if (equal_nan) close = logical_or(close, logical_and(isnan(x), isnan(y)));
+  return close;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return all(isclose(a, b, rtol, atol, equal_nan)).item<bool>();
+}
+
+}  // namespace tandem

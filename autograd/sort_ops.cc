@@ -1,0 +1,65 @@
+// Sorting and the order statistics taken from it. The kernels give the indices; the values that
+// carry gradients are gathered from the input at them, so gradients (of any order) flow back
+// through gather to the positions each value came from.
+#include "autograd/ops.h"
+#include "autograd/record.h"
+#include "kernels/backend.h"
+#include "kernels/sort.h"
+
+namespace tandem {
+
+namespace {
+
+// values, or (when x needs a gradient) the same values gathered from x at `indices` along dim.
+Tensor differentiable_values(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices, bool squeezed) {
+  if (!autograd::needs_grad({&x})) return values;
+  if (x.dim() == 0) return x * 1;
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  if (!squeezed) return gather(x, d, indices);
+  return squeeze(gather(x, d, unsqueeze(indices, d)), d);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  auto [values, indices] = kernels::sort(x, dim, descending);
+  return {differentiable_values(x, dim, values, indices, false), indices};
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) { return std::get<1>(kernels::sort(x, dim, descending)); }
+
+Tensor msort(const Tensor& x) { return std::get<0>(sort(x, 0)); }
+
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+  auto [values, indices] = kernels::topk(x, k, dim, largest);
+  return {differentiable_values(x, dim, values, indices, false), indices};
+}
+
+std::tuple<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
+  auto [values, indices] = kernels::kthvalue(x, k, dim, keepdim);
+  return {differentiable_values(x, dim, values, indices, !keepdim), indices};
+}
+
+std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim) {
+  auto [values, indices] = kernels::median(x, dim, keepdim);
+  return {differentiable_values(x, dim, values, indices, !keepdim), indices};
+}
+
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim) {
+  auto [values, indices] = kernels::median(x, dim, keepdim, true);
+  return {differentiable_values(x, dim, values, indices, !keepdim), indices};
+}
+
+Tensor median(const Tensor& x) {
+  kernels::check_defined(x, "median", "input");
+  TD_CHECK(x.numel() > 0, "median: the input ", shape_str(x.sizes()), " has no elements");
+  return std::get<0>(median(reshape(x, {-1}), 0));
+}
+
+Tensor nanmedian(const Tensor& x) {
+  kernels::check_defined(x, "nanmedian", "input");
+  TD_CHECK(x.numel() > 0, "nanmedian: the input ", shape_str(x.sizes()), " has no elements");
+  return std::get<0>(nanmedian(reshape(x, {-1}), 0));
+}
+
+}  // namespace tandem

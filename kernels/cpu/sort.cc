@@ -1,0 +1,45 @@
+// Sorting rows on the CPU: each row's positions ordered by a stable sort on its values, rows in
+// parallel. Values compare in op-math (float for the 16-bit floats).
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/functors.h"
+
+namespace tandem::kernels::cpu {
+
+void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending) {
+  const int64_t rows = in.size(0), n = in.size(1);
+  if (rows == 0 || n == 0) return;
+  dispatch_all(in.dtype(), "sort", [&]<typename T>() {
+    using M = opmath_t<T>;
+    const T* src = in.data_ptr<T>();
+    T* out = values.data_ptr<T>();
+    int64_t* positions = indices.data_ptr<int64_t>();
+    parallel_for(0, rows, std::max<int64_t>(1, 4096 / n), [&](int64_t first, int64_t last) {
+      std::vector<M> keys(static_cast<size_t>(n));
+      for (int64_t r = first; r < last; ++r) {
+        const T* row = src + r * n;
+        int64_t* order = positions + r * n;
+        for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<M>(row[i]);
+        std::iota(order, order + n, int64_t{0});
+        // NaN is above every number: last going up, first going down.
+        if (descending) {
+          std::stable_sort(order, order + n, [&](int64_t a, int64_t b) {
+            return (fn::is_nan(keys[a]) && !fn::is_nan(keys[b])) || keys[a] > keys[b];
+          });
+        } else {
+          std::stable_sort(order, order + n, [&](int64_t a, int64_t b) {
+            return (!fn::is_nan(keys[a]) && fn::is_nan(keys[b])) || keys[a] < keys[b];
+          });
+        }
+        for (int64_t i = 0; i < n; ++i) out[r * n + i] = row[order[i]];
+      }
+    });
+  });
+}
+
+}  // namespace tandem::kernels::cpu
