@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <numeric>
 
 #include "autograd/ops.h"
 #include "kernels/backend.h"
@@ -199,6 +200,48 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   return all(isclose(a, b, rtol, atol, equal_nan)).item<bool>();
+}
+
+// ---- reductions that skip NaN, and pairs of reductions ----
+
+namespace {
+
+// The dims a reduction takes: those given, or (none given) every dim.
+Shape reduced_dims(const Tensor& x, IntList dims) {
+  if (!dims.empty()) return dims.vec();
+  Shape all(static_cast<size_t>(x.dim()));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return all;
+}
+
+}  // namespace
+
+Tensor nansum(const Tensor& x, IntList dims, bool keepdim) {
+  kernels::check_defined(x, "nansum", "input");
+  const Tensor numbers = is_floating(x.dtype()) ? where(isnan(x), 0, x) : x;
+  return x.dim() == 0 ? sum(numbers) : sum(numbers, reduced_dims(x, dims), keepdim);
+}
+
+Tensor nanmean(const Tensor& x, IntList dims, bool keepdim) {
+  kernels::check_defined(x, "nanmean", "input");
+  TD_CHECK(is_floating(x.dtype()), "nanmean: expected a floating tensor, got dtype ", x.dtype());
+  const Tensor counted = logical_not(isnan(x));
+  const Tensor count = x.dim() == 0 ? sum(counted) : sum(counted, reduced_dims(x, dims), keepdim);
+  return div(nansum(x, dims, keepdim), count);
+}
+
+std::tuple<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  kernels::check_defined(x, "aminmax", "input");
+  if (!dim) return {amin(x), amax(x)};
+  return {amin(x, *dim, keepdim), amax(x, *dim, keepdim)};
+}
+
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  return {var(x, dims, correction, keepdim), x.dim() == 0 ? mean(x) : mean(x, reduced_dims(x, dims), keepdim)};
+}
+
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  return {std(x, dims, correction, keepdim), x.dim() == 0 ? mean(x) : mean(x, reduced_dims(x, dims), keepdim)};
 }
 
 }  // namespace tandem

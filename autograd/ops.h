@@ -226,6 +226,73 @@ Tensor median(const Tensor& x);
 std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor nanmedian(const Tensor& x);
 
+// Reductions that skip NaN (no dims: all of them), and pairs of reductions in one call.
+Tensor nansum(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor nanmean(const Tensor& x, IntList dims = {}, bool keepdim = false);
+std::tuple<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor count_nonzero(const Tensor& x, IntList dims = {});
+
+// ---- rearranging, joining and indexing composed of views, cat and index ops (autograd/arrange_ops.cc) ----
+// Shifted cyclically along dims (none: the flattened tensor, then its shape back).
+Tensor roll(const Tensor& x, IntList shifts, IntList dims = {});
+Tensor repeat(const Tensor& x, IntList repeats);  // the whole tensor repeated along each dim
+Tensor tile(const Tensor& x, IntList reps);       // repeat, with leading 1s for missing reps
+// Each element repeated in place (no dim: of the flattened tensor); repeats one number or one per element.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
+Tensor movedim(const Tensor& x, IntList source, IntList destination);
+Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
+Tensor rot90(const Tensor& x, int64_t k = 1, IntList dims = {0, 1});
+Tensor fliplr(const Tensor& x);
+Tensor flipud(const Tensor& x);
+// A view of the offset-th diagonal of dims dim1 and dim2, as the last dim.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor diag(const Tensor& x, int64_t offset = 0);  // 1-D: the matrix with x on a diagonal; 2-D: a copy of one
+Tensor diff(const Tensor& x, int64_t n = 1, int64_t dim = -1);
+Tensor atleast_1d(const Tensor& x);
+Tensor atleast_2d(const Tensor& x);
+Tensor atleast_3d(const Tensor& x);
+Tensor hstack(const std::vector<Tensor>& tensors);
+Tensor vstack(const std::vector<Tensor>& tensors);
+Tensor dstack(const std::vector<Tensor>& tensors);
+Tensor column_stack(const std::vector<Tensor>& tensors);
+// Grids of 0-D or 1-D tensors expanded to each other's sizes; "ij" (matrix) or "xy" (Cartesian) indexing.
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
+// The positions of the nonzero elements, [count, dims], in row-major order (read on the host).
+Tensor nonzero(const Tensor& x);
+Tensor argwhere(const Tensor& x);
+std::vector<Tensor> where(const Tensor& condition);         // nonzero's columns
+Tensor masked_select(const Tensor& x, const Tensor& mask);  // 1-D: the elements where mask (broadcast) is true
+// x with source's rows added (index_add: alpha times), copied or value filled at index's positions of dim.
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
+Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source);
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+Tensor take(const Tensor& x, const Tensor& index);  // of the flattened x, shaped as index
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+// Counts (or weight sums) of each value of a 1-D non-negative integer tensor.
+Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
+// Where values would go in sorted_sequence (1-D, or batched along the last dim) to keep it sorted:
+// before equal elements, or after them with right. bucketize: the same with x's values in boundaries.
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool right = false);
+Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right = false);
+// The sorted distinct values of x; the inverse (each element's place among them, x's shape) and the
+// counts when asked for (undefined otherwise).
+std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
+// Products that are matmul by another name; add* are beta * input + alpha * product.
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& m, const Tensor& v);
+Tensor outer(const Tensor& a, const Tensor& b);
+Tensor addmv(const Tensor& input, const Tensor& m, const Tensor& v, Scalar beta = 1, Scalar alpha = 1);
+Tensor addr(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+Tensor addbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+// A random permutation of 0..n-1 (int64 unless options say), from the device's generator.
+Tensor randperm(int64_t n, TensorOptions options = {});
+// num_samples category indices per row of weights (1-D or 2-D), drawn with or without replacement.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+
 // ---- matrix products (kernels/linalg.h) ----
 Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);

@@ -1,5 +1,7 @@
 // Differentiable views, copies, joins and indexing. A view's gradient is the gradient reshaped
 // the other way (permute back, sum over what expand broadcast, put a slice back in place).
+#include <algorithm>
+
 #include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -158,6 +160,28 @@ Tensor as_strided(const Tensor& x, IntList sizes, IntList strides, std::optional
   TD_CHECK(!needs_grad({&x}), "as_strided: its gradient is not supported; call it on a detached tensor or under "
            "td::NoGradGuard");
   return kernels::as_strided(x, sizes, strides, offset);
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  kernels::check_defined(x, "diagonal", "input");
+  TD_CHECK(x.dim() >= 2, "diagonal: expected a tensor of at least 2 dims, got shape ", shape_str(x.sizes()));
+  const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"), d2 = wrap_dim(dim2, x.dim(), "diagonal");
+  TD_CHECK(d1 != d2, "diagonal: dim1 and dim2 cannot be the same dim (", dim1, " and ", dim2, ")");
+  // The diagonal's elements step along both dims at once; the other dims keep their order, first.
+  const int64_t n1 = x.size(d1), n2 = x.size(d2);
+  const int64_t length = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  int64_t start = x.storage_offset();
+  if (length > 0) start += offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1);
+  Shape sizes, strides;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    sizes.push_back(x.size(d));
+    strides.push_back(x.stride(d));
+  }
+  sizes.push_back(length);
+  strides.push_back(x.stride(d1) + x.stride(d2));
+  return part_view(x, kernels::as_strided(x, sizes, strides, start), "DiagonalBackward0",
+                   [offset, d1, d2](const Tensor& t) { return diagonal(t, offset, d1, d2); });
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim) {

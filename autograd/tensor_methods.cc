@@ -241,6 +241,81 @@ bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_
   return tandem::allclose(*this, other, rtol, atol, equal_nan);
 }
 
+// ---- rearranging, joining and indexing ----
+
+Tensor Tensor::roll(IntList shifts, IntList dims) const { return tandem::roll(*this, shifts, dims); }
+Tensor Tensor::repeat(IntList repeats) const { return tandem::repeat(*this, repeats); }
+Tensor Tensor::tile(IntList reps) const { return tandem::tile(*this, reps); }
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+  return tandem::repeat_interleave(*this, repeats, dim);
+}
+Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim) const {
+  return tandem::repeat_interleave(*this, repeats, dim);
+}
+Tensor Tensor::movedim(IntList source, IntList destination) const {
+  return tandem::movedim(*this, source, destination);
+}
+Tensor Tensor::movedim(int64_t source, int64_t destination) const {
+  return tandem::movedim(*this, source, destination);
+}
+Tensor Tensor::rot90(int64_t k, IntList dims) const { return tandem::rot90(*this, k, dims); }
+Tensor Tensor::fliplr() const { return tandem::fliplr(*this); }
+Tensor Tensor::flipud() const { return tandem::flipud(*this); }
+Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  return tandem::diagonal(*this, offset, dim1, dim2);
+}
+Tensor Tensor::diag(int64_t offset) const { return tandem::diag(*this, offset); }
+Tensor Tensor::diff(int64_t n, int64_t dim) const { return tandem::diff(*this, n, dim); }
+Tensor Tensor::nonzero() const { return tandem::nonzero(*this); }
+Tensor Tensor::argwhere() const { return tandem::argwhere(*this); }
+Tensor Tensor::masked_select(const Tensor& mask) const { return tandem::masked_select(*this, mask); }
+Tensor Tensor::count_nonzero(IntList dims) const { return tandem::count_nonzero(*this, dims); }
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) const {
+  return tandem::index_add(*this, dim, index, source, alpha);
+}
+Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source) const {
+  return tandem::index_copy(*this, dim, index, source);
+}
+Tensor Tensor::index_fill(int64_t dim, const Tensor& index, Scalar value) const {
+  return tandem::index_fill(*this, dim, index, value);
+}
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  return tandem::copy_(*this, tandem::index_add(*this, dim, index, source, alpha));
+}
+Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) {
+  return tandem::copy_(*this, tandem::index_copy(*this, dim, index, source));
+}
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, Scalar value) {
+  return tandem::copy_(*this, tandem::index_fill(*this, dim, index, value));
+}
+Tensor Tensor::take(const Tensor& index) const { return tandem::take(*this, index); }
+Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim) const {
+  return tandem::take_along_dim(*this, indices, dim);
+}
+Tensor Tensor::bincount(const Tensor& weights, int64_t minlength) const {
+  return tandem::bincount(*this, weights, minlength);
+}
+Tensor Tensor::dot(const Tensor& other) const { return tandem::dot(*this, other); }
+Tensor Tensor::mv(const Tensor& vec) const { return tandem::mv(*this, vec); }
+Tensor Tensor::outer(const Tensor& vec2) const { return tandem::outer(*this, vec2); }
+Tensor Tensor::addmv(const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) const {
+  return tandem::addmv(*this, mat, vec, beta, alpha);
+}
+Tensor Tensor::addr(const Tensor& vec1, const Tensor& vec2, Scalar beta, Scalar alpha) const {
+  return tandem::addr(*this, vec1, vec2, beta, alpha);
+}
+Tensor Tensor::baddbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) const {
+  return tandem::baddbmm(*this, batch1, batch2, beta, alpha);
+}
+Tensor Tensor::addbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) const {
+  return tandem::addbmm(*this, batch1, batch2, beta, alpha);
+}
+Tensor Tensor::nansum(IntList dims, bool keepdim) const { return tandem::nansum(*this, dims, keepdim); }
+Tensor Tensor::nanmean(IntList dims, bool keepdim) const { return tandem::nanmean(*this, dims, keepdim); }
+std::tuple<Tensor, Tensor> Tensor::aminmax(std::optional<int64_t> dim, bool keepdim) const {
+  return tandem::aminmax(*this, dim, keepdim);
+}
+
 // ---- sorting ----
 
 std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {

@@ -384,6 +384,47 @@ class Tensor {
   Tensor nanmedian() const;
   std::tuple<Tensor, Tensor> nanmedian(int64_t dim, bool keepdim = false) const;
 
+  // ---- rearranging, joining and indexing (autograd/ops.h has the rules) ----
+  Tensor roll(IntList shifts, IntList dims = {}) const;
+  Tensor repeat(IntList repeats) const;
+  Tensor tile(IntList reps) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor movedim(IntList source, IntList destination) const;
+  Tensor movedim(int64_t source, int64_t destination) const;
+  Tensor swapaxes(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+  Tensor swapdims(int64_t dim0, int64_t dim1) const { return transpose(dim0, dim1); }
+  Tensor rot90(int64_t k = 1, IntList dims = {0, 1}) const;
+  Tensor fliplr() const;
+  Tensor flipud() const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor diag(int64_t offset = 0) const;
+  Tensor trace() const;  // the sum of the main diagonal of a matrix
+  Tensor diff(int64_t n = 1, int64_t dim = -1) const;
+  Tensor nonzero() const;
+  Tensor argwhere() const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor count_nonzero(IntList dims = {}) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1) const;
+  Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor index_fill(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
+  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value);
+  Tensor take(const Tensor& index) const;
+  Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor bincount(const Tensor& weights = Tensor(), int64_t minlength = 0) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor outer(const Tensor& vec2) const;
+  Tensor addmv(const Tensor& mat, const Tensor& vec, Scalar beta = 1, Scalar alpha = 1) const;
+  Tensor addr(const Tensor& vec1, const Tensor& vec2, Scalar beta = 1, Scalar alpha = 1) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta = 1, Scalar alpha = 1) const;
+  Tensor addbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta = 1, Scalar alpha = 1) const;
+  Tensor nansum(IntList dims = {}, bool keepdim = false) const;
+  Tensor nanmean(IntList dims = {}, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> aminmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;

@@ -143,7 +143,7 @@ void LBFGSParamState::follow(const Tensor& param) {
 
 namespace {
 
-double dot(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
+double dot_value(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
 
 // The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, held within
 // `bounds` (the interval between x1 and x2 unless given); the bounds' middle where the cubic has
@@ -177,7 +177,7 @@ LineSearchEnd strong_wolfe(const std::function<std::pair<double, Tensor>(double)
   const double d_norm = direction.abs().max().item<double>();
   auto [f_new, g_new] = at(t);
   int64_t evaluations = 1;
-  double gtd_new = dot(g_new, direction);
+  double gtd_new = dot_value(g_new, direction);
 
   double t_prev = 0, f_prev = f, gtd_prev = gtd;
   Tensor g_prev = g;
@@ -216,7 +216,7 @@ LineSearchEnd strong_wolfe(const std::function<std::pair<double, Tensor>(double)
     gtd_prev = gtd_new;
     std::tie(f_new, g_new) = at(t);
     ++evaluations;
-    gtd_new = dot(g_new, direction);
+    gtd_new = dot_value(g_new, direction);
     ++iterations;
   }
   if (iterations == max_evaluations) {
@@ -245,7 +245,7 @@ LineSearchEnd strong_wolfe(const std::function<std::pair<double, Tensor>(double)
     }
     std::tie(f_new, g_new) = at(t);
     ++evaluations;
-    gtd_new = dot(g_new, direction);
+    gtd_new = dot_value(g_new, direction);
     ++iterations;
     if (f_new > f + c1 * t * gtd || f_new >= bracket_f[low]) {
       // Not enough decrease, or no lower than the low end: the new high end.
@@ -390,7 +390,7 @@ Tensor LBFGS::step(LossClosure closure) {
       state.h_diag = 1;
     } else {
       const Tensor y = flat.sub(state.prev_flat_grad), s = d.mul(t);
-      const double ys = dot(y, s);
+      const double ys = dot_value(y, s);
       if (ys > 1e-10) {
         if (static_cast<int64_t>(state.old_dirs.size()) == o.history_size()) {
           state.old_dirs.erase(state.old_dirs.begin());
@@ -400,18 +400,18 @@ Tensor LBFGS::step(LossClosure closure) {
         state.old_dirs.push_back(y);
         state.old_stps.push_back(s);
         state.ro.push_back(1.0 / ys);
-        state.h_diag = ys / dot(y, y);  // the initial inverse Hessian's scale
+        state.h_diag = ys / dot_value(y, y);  // the initial inverse Hessian's scale
       }
       const size_t kept = state.old_dirs.size();
       std::vector<double> al(kept);
       Tensor q = flat.neg();
       for (size_t i = kept; i-- > 0;) {
-        al[i] = dot(state.old_stps[i], q) * state.ro[i];
+        al[i] = dot_value(state.old_stps[i], q) * state.ro[i];
         q.add_(state.old_dirs[i], -al[i]);
       }
       d = q.mul(state.h_diag);
       for (size_t i = 0; i < kept; ++i) {
-        const double be_i = dot(state.old_dirs[i], d) * state.ro[i];
+        const double be_i = dot_value(state.old_dirs[i], d) * state.ro[i];
         d.add_(state.old_stps[i], al[i] - be_i);
       }
     }
@@ -421,7 +421,7 @@ Tensor LBFGS::step(LossClosure closure) {
 
     // The step: lr (the first ever scaled down to a unit step in the gradient's 1-norm).
     t = state.n_iter == 1 ? std::min(1.0, 1.0 / flat.abs().sum().item<double>()) * o.lr() : o.lr();
-    const double gtd = dot(flat, d);
+    const double gtd = dot_value(flat, d);
     if (gtd > -o.tolerance_change()) break;  // not a descent direction (any more)
 
     int64_t ls_func_evals = 0;

@@ -145,6 +145,58 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        [](V x) { return td::where(x[0] > 0, 1.5, x[0] * 2) + td::where(x[0] > 0, x[0], -0.5); }},
       {"masked_fill broadcast beyond x", {{{3, 4}}},
        [](V x) { return td::masked_fill(x[0], on(x[0], td::tensor({true, false})).view({2, 1, 1}), 2.0); }},
+      // rearranging, joining and indexing compositions
+      {"roll repeat tile", {{{3, 4}}},
+       [](V x) { return td::roll(x[0], {1, -2}, {0, 1}) + x[0].repeat({2, 1}).narrow(0, 1, 3) + x[0].tile({1, 1}); }},
+      {"repeat_interleave", {{{3, 2}}},
+       [](V x) {
+         return td::repeat_interleave(x[0], 2, 0).sum(0) +
+                td::repeat_interleave(x[0], on(x[0], td::tensor({1, 0})), 1).sum(1).sum();
+       }},
+      {"movedim rot90 flips", {{{2, 3, 4}}},
+       [](V x) {
+         return td::movedim(x[0], 0, 2).sum(2) + td::rot90(x[0], 1, {1, 2}).sum(0).t() + x[0].fliplr().sum(0);
+       }},
+      {"diagonal diag trace", {{{3, 4}}, {{3}}},
+       [](V x) {
+         return td::diagonal(x[0], 1).sum() + td::diag(x[1], -1).sum(0) * x[0].diag(0).sum() +
+                x[0].narrow(1, 0, 3).trace();
+       }},
+      {"diff", {{{3, 5}}}, [](V x) { return td::diff(x[0], 2, 1); }},
+      {"stacks meshgrid", {{{3}}, {{3}}},
+       [](V x) {
+         auto grids = td::meshgrid({x[0], x[1]}, "xy");
+         return td::hstack({x[0], x[1]}).sum() + td::vstack({x[0], x[1]}).prod(0) + grids[0] * grids[1];
+       }},
+      {"masked_select", {{{3, 4}, -2, 2, true, {0}}}, [](V x) { return td::masked_select(x[0], x[0].detach() > 0); }},
+      {"index_add index_copy index_fill", {{{4, 3}}, {{2, 3}}},
+       [](V x) {
+         const Tensor index = on(x[0], td::tensor({2, 0}));
+         return x[0].index_add(0, index, x[1], 0.5) + x[0].index_copy(0, index, x[1]) * 2 +
+                x[0].index_fill(1, index, 1.5);
+       }},
+      {"take take_along_dim", {{{3, 4}}},
+       [](V x) {
+         return td::take(x[0], on(x[0], td::tensor({0, 11, -1, 5}))) +
+                td::take_along_dim(x[0], on(x[0], td::tensor({1, 0, 2, 2}).view({1, 4})), 0).view({4});
+       }},
+      {"dot mv outer", {{{3}}, {{3, 3}}},
+       [](V x) { return td::dot(x[0], x[0] * 2) + td::mv(x[1], x[0]) + td::outer(x[0], x[0]).sum(0); }},
+      {"addmv addr baddbmm addbmm", {{{2}}, {{2, 3}}, {{2, 3, 2}}},
+       [](V x) {
+         const Tensor vec = x[1].select(0, 0);
+         return td::addmv(x[0], x[1], vec, 0.5, 2) + td::addr(x[1], x[0], vec, 2, -1).sum(1) +
+                td::baddbmm(x[1].unsqueeze(2).narrow(1, 0, 2).expand({2, 2, 2}).contiguous(), x[2].transpose(1, 2),
+                            x[2], 1.5, 0.5)
+                    .sum({0, 2}) +
+                td::addbmm(x[0].unsqueeze(1).expand({2, 2}), x[2].transpose(1, 2), x[2]).sum(1);
+       }},
+      {"nansum nanmean var_mean", {{{3, 4}}},
+       [](V x) {
+         const Tensor holes = td::where(on(x[0], td::tensor({true, false, false, true})), NAN, x[0]);
+         return td::nansum(holes, {1}) + td::nanmean(holes, {1}) + std::get<0>(td::var_mean(x[0], {1})) +
+                std::get<1>(td::std_mean(x[0], {1}));
+       }},
       // reductions
       {"sum", {{{3, 4, 5}}}, [](V x) { return x[0].sum(); }},
       {"sum dims", {{{3, 4, 5}}}, [](V x) { return x[0].sum({0, 2}); }},

@@ -2935,3 +2935,68 @@ TEST_CASE("sort, topk, kthvalue and median match the CPU: ties, NaN, every dtype
     }
   }
 }
+
+TEST_CASE("rearranging, indexing and counting compositions match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(72);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kInt64}) {
+    for (const Shape& shape : std::vector<Shape>{{7, 33}, {1, 1000003}, {3, 5, 2}}) {
+      for (Layout layout : layouts_for(shape)) {
+        Pair x = ct::random_pair(shape, dtype, layout, -3, 3);
+        const std::string what = describe("compositions", dtype, shape, layout);
+        const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+        check_equal(td::roll(x.dev, {3, -1}, {0, last}), td::roll(x.cpu, {3, -1}, {0, last}), what + " roll");
+        check_equal(x.dev.repeat(Shape(shape.size(), 2)), x.cpu.repeat(Shape(shape.size(), 2)), what + " repeat");
+        check_equal(td::repeat_interleave(x.dev, 3, 0), td::repeat_interleave(x.cpu, 3, 0),
+                    what + " repeat_interleave");
+        check_equal(td::diagonal(x.dev, 1, 0, last), td::diagonal(x.cpu, 1, 0, last), what + " diagonal");
+        check_equal(td::nonzero(x.dev), td::nonzero(x.cpu), what + " nonzero");
+        check_equal(td::masked_select(x.dev, x.dev > 0), td::masked_select(x.cpu, x.cpu > 0), what + " masked_select");
+        check_equal(x.dev.count_nonzero({0}), x.cpu.count_nonzero({0}), what + " count_nonzero");
+        const Tensor index_cpu = td::tensor({2, 0, 0});
+        const Tensor index_dev = index_cpu.to(ct::device());
+        const Tensor rows_cpu = x.cpu.narrow(0, 0, 1)
+                                    .expand([&] {
+                                      Shape s3 = shape;
+                                      s3[0] = 3;
+                                      return s3;
+                                    }())
+                                    .contiguous();
+        const Tensor rows_dev = rows_cpu.to(ct::device());
+        if (shape[0] >= 3) {
+          check_close(x.dev.index_add(0, index_dev, rows_dev, 2), x.cpu.index_add(0, index_cpu, rows_cpu, 2), 1e-3,
+                      1e-3, what + " index_add");
+          check_equal(x.dev.index_fill(0, index_dev, 1), x.cpu.index_fill(0, index_cpu, 1), what + " index_fill");
+        }
+        const Tensor flat_index = td::tensor({0, -1, 5});
+        check_equal(td::take(x.dev, flat_index.to(ct::device())), td::take(x.cpu, flat_index), what + " take");
+        check_equal(std::get<0>(td::unique(x.dev)), std::get<0>(td::unique(x.cpu)), what + " unique");
+        check_equal(std::get<1>(td::unique(x.dev, true)), std::get<1>(td::unique(x.cpu, true)),
+                    what + " unique inverse");
+        if (td::is_floating(dtype)) {
+          check_equal(td::nansum(td::where(x.dev > 2, kNaN, x.dev)).to(td::kFloat64).round(),
+                      td::nansum(td::where(x.cpu > 2, kNaN, x.cpu)).to(td::kFloat64).round(), what + " nansum");
+        }
+      }
+    }
+  }
+  const Tensor seq = td::tensor({-2.0, -1.0, 0.5, 0.5, 2.0});
+  Pair v = ct::random_pair({33, 7}, td::kFloat32, Layout::Strided, -3, 3);
+  check_equal(td::searchsorted(seq.to(ct::device()), v.dev, true), td::searchsorted(seq, v.cpu, true), "searchsorted");
+  const Tensor ints = td::tensor({0, 3, 3, 1, 7, 0});
+  check_equal(td::bincount(ints.to(ct::device()), Tensor(), 9), td::bincount(ints, Tensor(), 9), "bincount");
+  const Tensor perm = td::randperm(100003, td::TensorOptions().device(ct::device()));
+  CHECK(perm.device() == ct::device());
+  check_equal(std::get<0>(td::sort(perm)).cpu(), td::arange(100003), "randperm is a permutation");
+  const Tensor drawn = td::multinomial(td::tensor({1.0, 0.0, 3.0}).to(ct::device()), 1000, true);
+  CHECK_FALSE(td::any(drawn == 1).item<bool>());
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    Pair a = ct::random_pair({33}, dtype, Layout::Strided, -1, 1);
+    Pair m = ct::random_pair({7, 33}, dtype, Layout::Permuted, -1, 1);
+    const double tol = rtol_for(dtype) * 40;
+    check_close(td::dot(a.dev, a.dev), td::dot(a.cpu, a.cpu), tol, tol, "dot");
+    check_close(td::mv(m.dev, a.dev), td::mv(m.cpu, a.cpu), tol, tol, "mv");
+    check_close(td::outer(a.dev, a.dev), td::outer(a.cpu, a.cpu), tol, tol, "outer");
+  }
+}
