@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "kernels/backend.h"
 #include "kernels/factory.h"
+#include "kernels/sort.h"
 
 namespace tandem {
 
@@ -297,7 +298,8 @@ Tensor nonzero(const Tensor& x) {
 Tensor argwhere(const Tensor& x) { return nonzero(x); }
 
 std::vector<Tensor> where(const Tensor& condition) {
-  const Tensor coords = nonzero(condition);
+  kernels::check_defined(condition, "where", "condition");
+  const Tensor coords = nonzero(atleast_1d(condition));  // a 0-dim condition counts as one element
   std::vector<Tensor> per_dim;
   for (int64_t d = 0; d < coords.size(1); ++d) per_dim.push_back(contiguous(select(coords, 1, d)));
   return per_dim;
@@ -328,6 +330,7 @@ Tensor checked_index(const Tensor& x, int64_t d, const Tensor& index, const char
   for (int64_t i : host_integers(index, op, "index")) {
     TD_CHECK(i >= -n && i < n, op, ": index ", i, " is out of range for dim ", d, " of size ", n);
   }
+  if (index.numel() == 0) return zeros({0}, TensorOptions(kInt64).device(x.device()));
   const Tensor wrapped = remainder(index.to(kInt64), n);  // negative positions count from the end
   return reshape(wrapped, {-1}).to(x.device());
 }
@@ -342,18 +345,21 @@ Tensor positions_mask(const Tensor& x, int64_t d, const Tensor& index) {
   return reshape(gt(hit, 0), shape);
 }
 
-// source's rows (along d) scattered to the positions of index in zeros shaped like x.
-Tensor scattered_rows(const Tensor& x, int64_t d, const Tensor& index, const Tensor& source, const char* op) {
+// Checks that source holds one row (along d) of x's shape for each of `count` positions.
+void check_source(const Tensor& x, int64_t d, int64_t count, const Tensor& source, const char* op) {
   kernels::check_defined(source, op, "source");
   Shape want = x.sizes();
-  if (x.dim() > 0) want[d] = index.numel();
-  TD_CHECK(source.sizes() == want || (x.dim() == 0 && source.numel() == 1), op, ": source of shape ",
-           shape_str(source.sizes()), " does not match ", shape_str(want), " (the input's with index's ", index.numel(),
-           " rows along dim ", d, ")");
+  want[d] = count;
+  TD_CHECK(source.sizes() == want, op, ": source of shape ", shape_str(source.sizes()), " does not match ",
+           shape_str(want), " (the input's with index's ", count, " rows along dim ", d, ")");
   TD_CHECK(source.dtype() == x.dtype(), op, ": source has dtype ", source.dtype(), " but the input has ", x.dtype());
+}
+
+// source's rows (along d) scattered to the positions of index in zeros shaped like x.
+Tensor scattered_rows(const Tensor& x, int64_t d, const Tensor& index, const Tensor& source) {
   Shape index_shape(static_cast<size_t>(x.dim()), 1);
   index_shape[d] = index.numel();
-  return scatter_add(zeros_like(x), d, expand(reshape(index, index_shape), want), source);
+  return scatter_add(zeros_like(x), d, expand(reshape(index, index_shape), source.sizes()), source);
 }
 
 }  // namespace
@@ -363,7 +369,8 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   TD_CHECK(x.dim() >= 1, "index_add: expected a tensor of at least 1 dim");
   const int64_t d = wrap_dim(dim, x.dim(), "index_add");
   const Tensor at = checked_index(x, d, index, "index_add");
-  const Tensor added = scattered_rows(x, d, at, source, "index_add");
+  check_source(x, d, at.numel(), source, "index_add");
+  const Tensor added = scattered_rows(x, d, at, source);
   return add(x, added, alpha);
 }
 
@@ -372,8 +379,20 @@ Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
   TD_CHECK(x.dim() >= 1, "index_copy: expected a tensor of at least 1 dim");
   const int64_t d = wrap_dim(dim, x.dim(), "index_copy");
   const Tensor at = checked_index(x, d, index, "index_copy");
-  const Tensor rows = scattered_rows(x, d, at, source, "index_copy");
-  return where(positions_mask(x, d, at), rows, x);
+  check_source(x, d, at.numel(), source, "index_copy");
+  // A position named twice takes its last row (PyTorch leaves the choice open), so no two rows add up.
+  const std::vector<int64_t> positions = host_integers(at, "index_copy", "index");
+  std::vector<int64_t> last_row(static_cast<size_t>(x.size(d)), -1);
+  for (size_t k = 0; k < positions.size(); ++k) last_row[positions[k]] = static_cast<int64_t>(k);
+  std::vector<int64_t> kept_rows, kept_positions;
+  for (size_t k = 0; k < positions.size(); ++k) {
+    if (last_row[positions[k]] != static_cast<int64_t>(k)) continue;
+    kept_rows.push_back(static_cast<int64_t>(k));
+    kept_positions.push_back(positions[k]);
+  }
+  const Tensor kept_at = long_tensor(kept_positions, x.device());
+  const Tensor rows = scattered_rows(x, d, kept_at, index_select(source, d, long_tensor(kept_rows, x.device())));
+  return where(positions_mask(x, d, kept_at), rows, x);
 }
 
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
@@ -430,20 +449,7 @@ Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
 }
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool right) {
-  kernels::check_defined(sorted_sequence, "searchsorted", "sorted_sequence");
-  kernels::check_defined(values, "searchsorted", "values");
-  TD_CHECK(sorted_sequence.dim() >= 1, "searchsorted: sorted_sequence must have at least 1 dim");
-  const bool one_sequence = sorted_sequence.dim() == 1;
-  TD_CHECK(
-      one_sequence || (values.dim() == sorted_sequence.dim() &&
-                       std::equal(values.sizes().begin(), values.sizes().end() - 1, sorted_sequence.sizes().begin())),
-      "searchsorted: a batched sorted_sequence ", shape_str(sorted_sequence.sizes()),
-      " needs values with the same leading dims, got ", shape_str(values.sizes()));
-  // Each value's position: how many of its sequence's elements lie below it (or not above it, right).
-  const Tensor seq = one_sequence ? sorted_sequence : unsqueeze(sorted_sequence, -2);
-  const Tensor v = unsqueeze(values.detach(), -1);
-  const Tensor below = right ? le(seq.detach(), v) : lt(seq.detach(), v);
-  return sum(below, {-1});
+  return kernels::searchsorted(sorted_sequence.detach(), values.detach(), right);
 }
 
 Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right) {
@@ -507,7 +513,8 @@ namespace {
 // beta * input + alpha * product, with PyTorch's rule that beta 0 ignores input (NaN included).
 Tensor scaled_sum(const Tensor& input, const Tensor& product, Scalar beta, Scalar alpha) {
   const Tensor scaled = alpha.to_double() == 1 ? product : mul(product, alpha);
-  if (beta.to_double() == 0) return add(zeros_like(input), scaled);
+  // The input's values are dropped (a NaN too); its gradient is zero.
+  if (beta.to_double() == 0) return add(masked_fill(input, ones_like(input, kBool), 0), scaled);
   return add(beta.to_double() == 1 ? input : mul(input, beta), scaled);
 }
 
@@ -533,12 +540,263 @@ Tensor addbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta
   return scaled_sum(input, sum(bmm(a, b), {0}), beta, alpha);
 }
 
+// ---- einsum ----
+
+namespace {
+
+// An operand of einsum with one label per dim. Letters are labels 0-51; the dims an ellipsis
+// covers are labels from 52, aligned on the right across operands, as broadcasting aligns them.
+struct Labeled {
+  Tensor t;
+  std::vector<int> labels;
+};
+
+constexpr int kEllipsisLabel = 52;
+
+int letter_label(char c, const std::string& equation) {
+  if (c >= 'a' && c <= 'z') return c - 'a';
+  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
+  TD_FAIL("einsum: '", c, "' in \"", equation, "\" is not a letter, an ellipsis, ',' or '->'");
+}
+
+// The labels of one term for an operand of `ndim` dims; `ellipsis_dims` of the widest ellipsis.
+std::vector<int> term_labels(const std::string& term, int64_t ndim, int64_t ellipsis_dims, const std::string& equation,
+                             const char* what) {
+  std::vector<int> labels;
+  const size_t dots = term.find("...");
+  TD_CHECK(dots == std::string::npos || term.find("...", dots + 3) == std::string::npos, "einsum: ", what, " \"", term,
+           "\" has more than one ellipsis");
+  int64_t letters = 0;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (i == dots) {
+      i += 2;
+      continue;
+    }
+    ++letters;
+  }
+  const bool has_dots = dots != std::string::npos;
+  if (ndim >= 0) {
+    TD_CHECK(has_dots ? letters <= ndim : letters == ndim, "einsum: ", what, " \"", term, "\" has ", letters,
+             " labels but its operand has ", ndim, " dims");
+  }
+  const int64_t covered = has_dots ? (ndim >= 0 ? ndim - letters : ellipsis_dims) : 0;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (has_dots && i == dots) {
+      for (int64_t k = 0; k < covered; ++k) {
+        labels.push_back(kEllipsisLabel + static_cast<int>(ellipsis_dims - covered + k));
+      }
+      i += 2;
+      continue;
+    }
+    labels.push_back(letter_label(term[i], equation));
+  }
+  return labels;
+}
+
+// A label that appears twice in one operand takes that operand's diagonal, until each appears once.
+void take_diagonals(Labeled& x) {
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    for (size_t j = i + 1; j < x.labels.size(); ++j) {
+      if (x.labels[i] != x.labels[j]) continue;
+      TD_CHECK(x.t.size(static_cast<int64_t>(i)) == x.t.size(static_cast<int64_t>(j)),
+               "einsum: a label repeated in one operand spans dims of sizes ", x.t.size(static_cast<int64_t>(i)),
+               " and ", x.t.size(static_cast<int64_t>(j)));
+      const int label = x.labels[i];
+      x.t = diagonal(x.t, 0, static_cast<int64_t>(i), static_cast<int64_t>(j));
+      x.labels.erase(x.labels.begin() + static_cast<std::ptrdiff_t>(j));
+      x.labels.erase(x.labels.begin() + static_cast<std::ptrdiff_t>(i));
+      x.labels.push_back(label);
+      i = static_cast<size_t>(-1);  // start over: the positions moved
+      break;
+    }
+  }
+}
+
+// Sums x over its labels that `keep` does not hold.
+void sum_unneeded(Labeled& x, const std::vector<bool>& keep) {
+  Shape dims;
+  std::vector<int> left;
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    if (keep[x.labels[i]]) {
+      left.push_back(x.labels[i]);
+    } else {
+      dims.push_back(static_cast<int64_t>(i));
+    }
+  }
+  if (dims.empty()) return;
+  x.t = sum(x.t, dims);
+  x.labels = left;
+}
+
+int64_t label_size(const Labeled& x, int label) {
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    if (x.labels[i] == label) return x.t.size(static_cast<int64_t>(i));
+  }
+  return 1;
+}
+
+// x's dims in the order of `labels` (each of x's labels among them), a missing one as a dim of 1,
+// expanded to `sizes`.
+Tensor arranged(const Labeled& x, const std::vector<int>& labels, const Shape& sizes) {
+  Shape order, unit_shape;
+  for (int label : labels) {
+    for (size_t i = 0; i < x.labels.size(); ++i) {
+      if (x.labels[i] == label) order.push_back(static_cast<int64_t>(i));
+    }
+  }
+  Tensor t = permute(x.t, order);
+  for (int label : labels) unit_shape.push_back(label_size(x, label));
+  return expand(reshape(t, unit_shape), sizes);
+}
+
+// a and b contracted over the labels they share that `keep` does not hold; batch labels (shared,
+// kept) broadcast. The result's labels: batch, a's own, b's own.
+Labeled contract(const Labeled& a, const Labeled& b, const std::vector<bool>& keep, const std::string& equation) {
+  auto has = [](const Labeled& x, int label) {
+    return std::find(x.labels.begin(), x.labels.end(), label) != x.labels.end();
+  };
+  std::vector<int> batch, summed, a_own, b_own;
+  for (int label : a.labels) {
+    if (!has(b, label)) {
+      a_own.push_back(label);
+    } else {
+      (keep[label] ? batch : summed).push_back(label);
+    }
+  }
+  for (int label : b.labels) {
+    if (!has(a, label)) b_own.push_back(label);
+  }
+  auto common = [&](int label) {
+    const int64_t sa = label_size(a, label), sb = label_size(b, label);
+    TD_CHECK(sa == sb || sa == 1 || sb == 1, "einsum: in \"", equation, "\" a label spans sizes ", sa, " and ", sb,
+             ", which do not broadcast");
+    return std::max(sa, sb);
+  };
+  Shape batch_sizes, summed_sizes, a_sizes, b_sizes;
+  int64_t batch_n = 1, summed_n = 1, a_n = 1, b_n = 1;
+  for (int l : batch) batch_n *= batch_sizes.emplace_back(common(l));
+  for (int l : summed) summed_n *= summed_sizes.emplace_back(common(l));
+  for (int l : a_own) a_n *= a_sizes.emplace_back(label_size(a, l));
+  for (int l : b_own) b_n *= b_sizes.emplace_back(label_size(b, l));
+  auto concat = [](std::initializer_list<const std::vector<int>*> parts) {
+    std::vector<int> out;
+    for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+    return out;
+  };
+  auto concat_sizes = [](std::initializer_list<const Shape*> parts) {
+    Shape out;
+    for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+    return out;
+  };
+  const Tensor left =
+      reshape(arranged(a, concat({&batch, &a_own, &summed}), concat_sizes({&batch_sizes, &a_sizes, &summed_sizes})),
+              {batch_n, a_n, summed_n});
+  const Tensor right =
+      reshape(arranged(b, concat({&batch, &summed, &b_own}), concat_sizes({&batch_sizes, &summed_sizes, &b_sizes})),
+              {batch_n, summed_n, b_n});
+  Labeled out;
+  out.t = reshape(bmm(left, right), concat_sizes({&batch_sizes, &a_sizes, &b_sizes}));
+  out.labels = concat({&batch, &a_own, &b_own});
+  return out;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq += c;
+  }
+  TD_CHECK(!operands.empty(), "einsum: no operands");
+  const size_t arrow = eq.find("->");
+  const std::string inputs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = inputs.find(',', start);
+    terms.push_back(inputs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  TD_CHECK(terms.size() == operands.size(), "einsum: \"", equation, "\" has ", terms.size(), " input terms for ",
+           operands.size(), " operands");
+  int64_t ellipsis_dims = 0;  // the most dims any operand's ellipsis covers
+  for (size_t k = 0; k < terms.size(); ++k) {
+    kernels::check_defined(operands[k], "einsum", "operands");
+    TD_CHECK(operands[k].dtype() == operands[0].dtype(), "einsum: operand ", k, " has dtype ", operands[k].dtype(),
+             " but operand 0 has ", operands[0].dtype());
+    if (terms[k].find("...") != std::string::npos) {
+      int64_t letters = static_cast<int64_t>(terms[k].size()) - 3;
+      ellipsis_dims = std::max(ellipsis_dims, operands[k].dim() - letters);
+    }
+  }
+  TD_CHECK(ellipsis_dims <= 64, "einsum: an ellipsis covers ", ellipsis_dims, " dims; at most 64 are supported");
+  std::vector<Labeled> xs;
+  std::vector<int> uses(kEllipsisLabel + 64, 0);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const std::string what = "the term of operand " + std::to_string(k);
+    Labeled x{operands[k], term_labels(terms[k], operands[k].dim(), ellipsis_dims, equation, what.c_str())};
+    for (int label : x.labels) ++uses[label];
+    xs.push_back(std::move(x));
+  }
+  // The output's labels: as written, or (no "->") the ellipsis's and then the letters used once, in
+  // alphabetical order.
+  std::vector<int> out_labels;
+  if (arrow != std::string::npos) {
+    out_labels = term_labels(eq.substr(arrow + 2), -1, ellipsis_dims, equation, "the output term");
+    for (size_t i = 0; i < out_labels.size(); ++i) {
+      TD_CHECK(uses[out_labels[i]] > 0, "einsum: the output of \"", equation, "\" names a label no input has");
+      TD_CHECK(std::count(out_labels.begin(), out_labels.end(), out_labels[i]) == 1, "einsum: the output of \"",
+               equation, "\" names a label twice");
+    }
+  } else {
+    for (int64_t k = 0; k < ellipsis_dims; ++k) out_labels.push_back(kEllipsisLabel + static_cast<int>(k));
+    for (int label = 0; label < kEllipsisLabel; ++label) {
+      if (uses[label] == 1) out_labels.push_back(label);
+    }
+  }
+  std::vector<bool> in_output(uses.size(), false);
+  for (int label : out_labels) in_output[label] = true;
+
+  // Operand by operand: its diagonals taken, its labels nobody else needs summed away, then
+  // contracted with what came before it.
+  auto needed_after = [&](size_t k) {  // labels in the output or in operands after k
+    std::vector<bool> keep = in_output;
+    for (size_t j = k + 1; j < xs.size(); ++j) {
+      for (int label : xs[j].labels) keep[label] = true;
+    }
+    return keep;
+  };
+  Labeled result = xs[0];
+  take_diagonals(result);
+  {
+    std::vector<bool> keep = needed_after(0);
+    sum_unneeded(result, keep);
+  }
+  for (size_t k = 1; k < xs.size(); ++k) {
+    Labeled next = xs[k];
+    take_diagonals(next);
+    std::vector<bool> keep = needed_after(k);
+    // Labels of either side that the other side and everything after do not need are summed first.
+    std::vector<bool> keep_result = keep, keep_next = keep;
+    for (int label : next.labels) keep_result[label] = true;
+    for (int label : result.labels) keep_next[label] = true;
+    sum_unneeded(result, keep_result);
+    sum_unneeded(next, keep_next);
+    result = contract(result, next, keep, equation);
+  }
+  Shape order;
+  for (int label : out_labels) {
+    order.push_back(std::find(result.labels.begin(), result.labels.end(), label) - result.labels.begin());
+  }
+  return permute(result.t, order);
+}
+
 // ---- random ----
 
 Tensor randperm(int64_t n, TensorOptions options) {
   TD_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  // The order of n uniform draws (ties, at 2^-24 apart, keep their positions' order).
-  const Tensor keys = rand({n}, TensorOptions(kFloat32).device(options.device()));
+  // The order of n uniform float64 draws (a tie, 2^-53 apart, is rarer than one in 10^6 for n = 10^5).
+  const Tensor keys = rand({n}, TensorOptions(kFloat64).device(options.device()));
   const Tensor order = argsort(keys);
   const DType dtype = options.dtype_or(kInt64);
   return dtype == kInt64 ? order : order.to(dtype);

@@ -305,16 +305,35 @@ const char* binary_node(BinaryOp op) {
   }
 }
 
-bool reads_nothing(BinaryOp op) {
-  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor;
+// Which values one input's gradient reads: a, b, the output y (binary_grads' formulas).
+struct GradReads {
+  bool a = false, b = false, y = false;
+};
+
+GradReads grad_reads(BinaryOp op, bool for_a) {
+  switch (op) {
+    case BinaryOp::Mul: return for_a ? GradReads{false, true} : GradReads{true, false};
+    case BinaryOp::Div: return for_a ? GradReads{false, true} : GradReads{true, true};
+    case BinaryOp::Pow: return for_a ? GradReads{true, true} : GradReads{true, true, true};
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum:
+    case BinaryOp::Fmax:
+    case BinaryOp::Fmin:
+    case BinaryOp::Atan2:
+    case BinaryOp::LogAddExp: return {true, true};
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod: return for_a ? GradReads{} : GradReads{true, true};
+    case BinaryOp::Hypot: return for_a ? GradReads{true, false, true} : GradReads{false, true, true};
+    case BinaryOp::Copysign: return for_a ? GradReads{true, false, true} : GradReads{};
+    default: return {};  // add, sub, the rounded divisions: constants
+  }
 }
-bool uses_a(BinaryOp op) { return !reads_nothing(op); }
-bool uses_b(BinaryOp op) { return !reads_nothing(op); }
-bool uses_output(BinaryOp op) { return op == BinaryOp::Pow || op == BinaryOp::Hypot || op == BinaryOp::Copysign; }
-// Whether a's own gradient reads a's value (mul's reads b; remainder's and fmod's read nothing).
-bool a_grad_reads_a(BinaryOp op) {
-  return uses_a(op) && op != BinaryOp::Mul && op != BinaryOp::Div && op != BinaryOp::Remainder &&
-         op != BinaryOp::Fmod;
+
+// What the needed gradients read, together.
+GradReads needed_reads(BinaryOp op, bool need_a, bool need_b) {
+  const GradReads ra = grad_reads(op, true), rb = grad_reads(op, false);
+  return {(need_a && ra.a) || (need_b && rb.a), (need_a && ra.b) || (need_b && rb.b),
+          (need_a && ra.y) || (need_b && rb.y)};
 }
 
 // Records y = op(a, b); for an in-place op y is a itself, and a_value and b_value are the
@@ -324,13 +343,11 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& a_value, const Te
   const char* node = binary_node(op);
   const bool need_a = a.requires_grad(), need_b = b.defined() && b.requires_grad();
   // Only what the needed gradients read is saved: a saved tensor written in place afterwards fails
-  // backward (x.div_(t).mul_(2) with a constant t must work). Mul's gradient for a reads only b,
-  // and b's only a; Div's for a reads only b.
-  const bool save_a = uses_a(op) && (need_b || (op != BinaryOp::Mul && op != BinaryOp::Div));
-  const bool save_b = uses_b(op) && (need_a || op != BinaryOp::Mul);
-  SavedTensor sa = SavedTensor::input_if(save_a, a_value);
-  SavedTensor sb = SavedTensor::input_if(save_b, b_value);
-  SavedTensor sy = SavedTensor::output_if(uses_output(op), y);
+  // backward (x.div_(t).mul_(2) with a constant t must work, and so must h.remainder_(2).mul_(2)).
+  const GradReads save = needed_reads(op, need_a, need_b);
+  SavedTensor sa = SavedTensor::input_if(save.a, a_value);
+  SavedTensor sb = SavedTensor::input_if(save.b, b_value);
+  SavedTensor sy = SavedTensor::output_if(save.y, y);
   Shape a_shape = a.sizes(), b_shape = b.sizes();
   DType a_dtype = a.dtype(), b_dtype = b.dtype();
   autograd::BackwardFn backward = [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -385,9 +402,9 @@ Tensor& binary_(BinaryOp op, Tensor& self, const Tensor& other, Scalar alpha) {
   // The gradients of mul, div, pow and the like need the operands' values from before the write:
   // self's, and other's too when it shares self's memory (x.mul_(x)). The copies are recorded, so
   // the gradient stays differentiable.
-  const bool keep_self = recording && uses_a(op) && (other.requires_grad() || a_grad_reads_a(op));
-  Tensor before = keep_self ? clone(self) : Tensor();
-  Tensor other_before = recording && uses_b(op) && other.is_alias_of(self) ? clone(other) : other;
+  const GradReads reads = needed_reads(op, self.requires_grad(), other.requires_grad());
+  Tensor before = recording && reads.a ? clone(self) : Tensor();
+  Tensor other_before = recording && reads.b && other.is_alias_of(self) ? clone(other) : other;
   kd::binary_(op, self, other, alpha);
   if (recording) record_binary(op, self, before.defined() ? before : self, other, other_before, self, alpha, true);
   return self;

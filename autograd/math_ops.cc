@@ -110,9 +110,11 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan_value, std::optiona
   kernels::check_defined(x, "nan_to_num", "input");
   if (!is_floating(x.dtype())) return clone(x);
   const double largest = largest_finite(x.dtype());
-  Tensor y = where(isnan(x), nan_value.value_or(0.0), x);
-  y = where(isposinf(x), posinf_value.value_or(largest), y);
-  return where(isneginf(x), neginf_value.value_or(-largest), y);
+  // The values rounded to x's dtype as a cast rounds them: one beyond its range becomes an infinity.
+  const auto in_dtype = [&](double v) { return full({}, v, TensorOptions(kFloat64).device(x.device())).to(x.dtype()); };
+  Tensor y = where(isnan(x), in_dtype(nan_value.value_or(0.0)), x);
+  y = where(isposinf(x), in_dtype(posinf_value.value_or(largest)), y);
+  return where(isneginf(x), in_dtype(neginf_value.value_or(-largest)), y);
 }
 
 Tensor xlogy(const Tensor& x, const Tensor& y) {
@@ -120,9 +122,11 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
   kernels::check_defined(y, "xlogy", "other");
   // 0 where x is 0 (log y may be -inf there), NaN wherever y is. y is replaced by 1 where x is 0, so
   // no infinite log reaches the gradients through the branch not taken.
-  const Tensor x_zero = eq(x, 0);
-  const Tensor product = mul(x, log(where(x_zero, 1, y)));
-  return where(isnan(y), std::numeric_limits<double>::quiet_NaN(), where(x_zero, 0, product));
+  // Where x is 0 and log(y) is not finite (y <= 0 or +inf), y is replaced by 1: the product is 0 there
+  // and its gradients finite (x's is log y, 0 at the replaced points, as PyTorch's).
+  const Tensor replaced = logical_and(eq(x, 0), logical_or(le(y, 0), isposinf(y)));
+  const Tensor product = mul(x, log(where(replaced, 1, y)));
+  return where(isnan(y), std::numeric_limits<double>::quiet_NaN(), product);
 }
 
 Tensor xlogy(const Tensor& x, Scalar y) {
@@ -180,7 +184,8 @@ Tensor rad2deg(const Tensor& x) {
 
 Tensor logit(const Tensor& x, std::optional<double> eps) {
   kernels::check_defined(x, "logit", "input");
-  const Tensor p = eps ? clamp(x, *eps, 1 - *eps) : x;
+  // Clamped to [eps, 1 - eps]; the gradient flows within the bounds, the bounds included, as PyTorch's.
+  const Tensor p = eps ? where(logical_or(lt(x, *eps), gt(x, 1 - *eps)), clamp(x.detach(), *eps, 1 - *eps), x) : x;
   return log(p / (1 - p));
 }
 
@@ -192,8 +197,10 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   const Tensor x = a.detach(), y = b.detach();
   Tensor close = eq(x, y);  // equal infinities too, whose difference is NaN
   if (x.dtype() == kBool) return close;
+  // A finite gap within the tolerance: an infinite one is never within an infinite tolerance.
   const Tensor wide_x = x.to(kFloat64), wide_y = y.to(kFloat64);
-  close = logical_or(close, le(abs(wide_x - wide_y), abs(wide_y) * rtol + atol));
+  const Tensor gap = abs(wide_x - wide_y);
+  close = logical_or(close, logical_and(isfinite(gap), le(gap, abs(wide_y) * rtol + atol)));
   if (equal_nan) close = logical_or(close, logical_and(isnan(x), isnan(y)));
   return close;
 }

@@ -288,6 +288,10 @@ Tensor addmv(const Tensor& input, const Tensor& m, const Tensor& v, Scalar beta 
 Tensor addr(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
 Tensor addbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
+// Einstein summation, as torch.einsum: "ij,jk->ik", an ellipsis for broadcast dims, repeated labels
+// for diagonals; no "->": the ellipsis's dims, then the labels used once in alphabetical order.
+// Each pair of operands is contracted by one bmm, left to right.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 // A random permutation of 0..n-1 (int64 unless options say), from the device's generator.
 Tensor randperm(int64_t n, TensorOptions options = {});
 // num_samples category indices per row of weights (1-D or 2-D), drawn with or without replacement.

@@ -1,9 +1,12 @@
 // Sorting and the order statistics taken from it. The kernels give the indices; the values that
 // carry gradients are gathered from the input at them, so gradients (of any order) flow back
 // through gather to the positions each value came from.
+#include <limits>
+
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
+#include "kernels/factory.h"
 #include "kernels/sort.h"
 
 namespace tandem {
@@ -50,15 +53,26 @@ std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim)
   return {differentiable_values(x, dim, values, indices, !keepdim), indices};
 }
 
+namespace {
+
+// The median of no elements: NaN for floating dtypes, as PyTorch's; integers have no NaN.
+Tensor empty_median(const Tensor& x, const char* op) {
+  TD_CHECK(is_floating(x.dtype()), op, ": the input ", shape_str(x.sizes()), " of dtype ", x.dtype(),
+           " has no elements");
+  return full({}, std::numeric_limits<double>::quiet_NaN(), x.options());
+}
+
+}  // namespace
+
 Tensor median(const Tensor& x) {
   kernels::check_defined(x, "median", "input");
-  TD_CHECK(x.numel() > 0, "median: the input ", shape_str(x.sizes()), " has no elements");
+  if (x.numel() == 0) return empty_median(x, "median");
   return std::get<0>(median(reshape(x, {-1}), 0));
 }
 
 Tensor nanmedian(const Tensor& x) {
   kernels::check_defined(x, "nanmedian", "input");
-  TD_CHECK(x.numel() > 0, "nanmedian: the input ", shape_str(x.sizes()), " has no elements");
+  if (x.numel() == 0) return empty_median(x, "nanmedian");
   return std::get<0>(nanmedian(reshape(x, {-1}), 0));
 }
 

@@ -152,6 +152,18 @@ Tensor Tensor::logit(std::optional<double> eps) const { return tandem::logit(*th
 Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
   return tandem::nan_to_num(*this, nan, posinf, neginf);
 }
+namespace {
+
+// The composed forms' in-place versions write their result back (what their graphs saved is not
+// self); a result that broadcast beyond self is refused first, naming the op.
+Tensor& write_back(Tensor& self, const Tensor& result, const char* op) {
+  TD_CHECK(result.sizes() == self.sizes(), op, ": output with shape ", shape_str(self.sizes()),
+           " doesn't match the broadcast shape ", shape_str(result.sizes()));
+  return tandem::copy_(self, result);
+}
+
+}  // namespace
+
 // The composed forms' in-place versions write their result back: what their graphs saved is not self.
 Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
   return tandem::copy_(*this, tandem::nan_to_num(*this, nan, posinf, neginf));
@@ -205,10 +217,10 @@ Tensor Tensor::fmin(const Tensor& other) const { return tandem::fmin(*this, othe
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return tandem::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return tandem::lerp(*this, end, weight); }
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
-  return tandem::copy_(*this, tandem::lerp(*this, end, weight));
+  return write_back(*this, tandem::lerp(*this, end, weight), "lerp_");
 }
 Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
-  return tandem::copy_(*this, tandem::lerp(*this, end, weight));
+  return write_back(*this, tandem::lerp(*this, end, weight), "lerp_");
 }
 Tensor Tensor::addcmul(const Tensor& a, const Tensor& b, Scalar value) const {
   return tandem::addcmul(*this, a, b, value);
@@ -217,10 +229,10 @@ Tensor Tensor::addcdiv(const Tensor& a, const Tensor& b, Scalar value) const {
   return tandem::addcdiv(*this, a, b, value);
 }
 Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, Scalar value) {
-  return tandem::copy_(*this, tandem::addcmul(*this, a, b, value));
+  return write_back(*this, tandem::addcmul(*this, a, b, value), "addcmul_");
 }
 Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, Scalar value) {
-  return tandem::copy_(*this, tandem::addcdiv(*this, a, b, value));
+  return write_back(*this, tandem::addcdiv(*this, a, b, value), "addcdiv_");
 }
 Tensor Tensor::bitwise_and(const Tensor& other) const { return tandem::bitwise_and(*this, other); }
 Tensor Tensor::bitwise_and(Scalar other) const { return tandem::bitwise_and(*this, other); }

@@ -332,7 +332,7 @@ void check_integer_divisor(BinaryOp op, const Tensor& divisor) {
 }
 
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
-  check_integer_divisor(op, b);
+  if (out.numel() > 0) check_integer_divisor(op, b);  // an empty result divides nothing
   alpha = alpha_in(a.dtype(), alpha);
   out.is_cuda() ? cuda::binary(op, out, a, b, alpha) : cpu::binary(op, out, a, b, alpha);
 }

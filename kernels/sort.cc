@@ -2,6 +2,8 @@
 // row sort, then the dims put back; topk, kthvalue and median pick from the sorted lines.
 #include "kernels/sort.h"
 
+#include <algorithm>
+
 #include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -74,6 +76,33 @@ std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim, bo
   Tensor v = gather(values, d, position), i = gather(indices, d, position);
   if (keepdim) return {v, i};
   return {squeeze(v, d), squeeze(i, d)};
+}
+
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool right) {
+  check_defined(sorted_sequence, "searchsorted", "sorted_sequence");
+  check_defined(values, "searchsorted", "values");
+  const Device device = common_device("searchsorted", {&sorted_sequence, &values});
+  TD_CHECK(sorted_sequence.dim() >= 1, "searchsorted: sorted_sequence must have at least 1 dim");
+  const bool one_sequence = sorted_sequence.dim() == 1;
+  TD_CHECK(
+      one_sequence || (values.dim() == sorted_sequence.dim() &&
+                       std::equal(values.sizes().begin(), values.sizes().end() - 1, sorted_sequence.sizes().begin())),
+      "searchsorted: a batched sorted_sequence ", shape_str(sorted_sequence.sizes()),
+      " needs values with the same leading dims, got ", shape_str(values.sizes()));
+  TD_CHECK(sorted_sequence.dtype() != kBool && values.dtype() != kBool, "searchsorted: bool tensors are not supported");
+  const DType t = result_type(sorted_sequence, values);
+  const int64_t n = sorted_sequence.size(-1);
+  const int64_t rows =
+      one_sequence ? 1 : numel_of(Shape(sorted_sequence.sizes().begin(), sorted_sequence.sizes().end() - 1));
+  const int64_t m = one_sequence ? values.numel() : (values.dim() == 0 ? 1 : values.size(-1));
+  const Tensor seq = contiguous(to(sorted_sequence, t));
+  const Tensor v = contiguous(to(values, t));
+  Tensor out = empty_tensor(values.sizes(), kInt64, device);
+  if (out.numel() == 0) return out;
+  const Tensor seq_rows = view(seq, {rows, n}), value_rows = view(v, {rows, m}), out_rows = view(out, {rows, m});
+  device.is_cuda() ? cuda::searchsorted_rows(out_rows, seq_rows, value_rows, right)
+                   : cpu::searchsorted_rows(out_rows, seq_rows, value_rows, right);
+  return out;
 }
 
 }  // namespace tandem::kernels

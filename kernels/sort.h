@@ -20,4 +20,8 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1
 // in the line) where the line holds one. nanmedian skips NaNs (NaN only for a line of NaNs).
 std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false, bool skip_nan = false);
 
+// Where each value would go in sorted_sequence (1-D, or [..., n] with values [..., m] of the same
+// leading dims) to keep it sorted: int64 positions shaped as values. Binary search per value.
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool right = false);
+
 }  // namespace tandem::kernels

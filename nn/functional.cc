@@ -878,6 +878,26 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
   return out;
 }
 
+Tensor rms_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  TD_CHECK(x.defined() && x.dim() >= k && Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape.vec(),
+           "rms_norm: input of shape ", x.defined() ? shape_str(x.sizes()) : "undefined",
+           " does not end in the normalized shape ", shape_str(normalized_shape.vec()));
+  TD_CHECK(is_floating(x.dtype()), "rms_norm: expected a floating input, got dtype ", x.dtype());
+  TD_CHECK(!weight.defined() || weight.sizes() == normalized_shape.vec(),
+           "rms_norm: expected weight of the normalized shape ", shape_str(normalized_shape.vec()), ", got ",
+           shape_str(weight.sizes()));
+  // The machine epsilon of the dtype it computes in (float32 for the 16-bit ones), as PyTorch's default.
+  const double epsilon = eps ? *eps : x.dtype() == kFloat64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  const bool narrow = x.dtype() == kFloat16 || x.dtype() == kBFloat16;
+  const Tensor wide = narrow ? x.to(kFloat32) : x;
+  Shape dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  Tensor out = k == 0 ? wide * rsqrt(wide * wide + epsilon) : wide * rsqrt((wide * wide).mean(dims, true) + epsilon);
+  if (weight.defined()) out = out * weight;
+  return narrow && out.dtype() == kFloat32 ? out.to(x.dtype()) : out;
+}
+
 Tensor dropout(const Tensor& x, double p, bool training) {
   TD_CHECK(p >= 0 && p <= 1, "dropout: probability must be in [0, 1], got ", p);
   if (!training || p == 0) return x;
@@ -2707,6 +2727,30 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
     const Tensor reached = d.abs() == d.abs().amax({-1}, true);
     return where(reached, g.unsqueeze(-1) * sign(d), 0);
   });
+}
+
+Tensor pdist(const Tensor& x, double p) {
+  TD_CHECK(x.defined() && x.dim() == 2, "pdist: expected a 2-D input [N, M], got ",
+           x.defined() ? shape_str(x.sizes()) : "undefined");
+  const int64_t n = x.size(0);
+  const Tensor upper = triu(ones({n, n}, TensorOptions(kBool).device(x.device())), 1);
+  return masked_select(cdist(x, x, p), upper);
+}
+
+Tensor gumbel_softmax(const Tensor& logits, double tau, bool hard, int64_t dim) {
+  TD_CHECK(logits.defined() && is_floating(logits.dtype()), "gumbel_softmax: expected floating logits, got ",
+           logits.defined() ? dtype_name(logits.dtype()) : "undefined");
+  TD_CHECK(tau > 0, "gumbel_softmax: tau must be positive, got ", tau);
+  // -log(-log(u)) for u uniform in [0, 1) is Gumbel(0, 1) noise (u = 0 gives -inf, a zero weight).
+  const DType draw = logits.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor u = rand_like(logits, TensorOptions(draw).device(logits.device())).to(logits.dtype());
+  const Tensor gumbels = -log(-log(u));
+  const Tensor soft = softmax((logits + gumbels) / tau, dim);
+  if (!hard) return soft;
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(logits.dim(), 1), "gumbel_softmax");
+  const Tensor one_hot_last = one_hot(soft.detach().argmax(d), soft.dim() == 0 ? 1 : soft.size(d)).to(soft.dtype());
+  const Tensor hard_sample = movedim(one_hot_last, -1, d);
+  return hard_sample - soft.detach() + soft;  // the forward value is hard_sample, the gradient soft's
 }
 
 }  // namespace tandem::nn::functional

@@ -162,6 +162,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 // Normalizes over the last normalized_shape.size() dims.
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+// x / sqrt(mean(x^2) + eps) over the last normalized_shape.size() dims, times weight (of the
+// normalized shape) if given; eps nullopt: the machine epsilon of the dtype it computes in (16-bit
+// inputs compute in float32).
+Tensor rms_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
 // Normalizes x [N, C, ...] over each group of C / num_groups channels (and all positions) of each
 // sample, with biased variance, then applies weight and bias [C] if given. Unlike batch_norm it
 // does not depend on the batch: each DataParallel replica computes what one device would.
@@ -325,6 +330,12 @@ Tensor rrelu(const Tensor& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bo
 // largest difference); the difference is taken directly (PyTorch's default switches to a
 // matrix product for p = 2 above 25 rows, which rounds differently).
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
+// The p-norm distances between the rows of x [N, M], each pair i < j once, in row-major order:
+// [N (N - 1) / 2], the upper triangle of cdist(x, x).
+Tensor pdist(const Tensor& x, double p = 2);
+// A sample of the Gumbel-softmax distribution over dim: softmax((logits + Gumbel noise) / tau).
+// hard: one-hot of its argmax in the forward pass, the soft sample's gradient in the backward.
+Tensor gumbel_softmax(const Tensor& logits, double tau = 1, bool hard = false, int64_t dim = -1);
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);

@@ -1,8 +1,11 @@
 #include "nn/init.h"
 
 #include <cmath>
+#include <numbers>
+#include <vector>
 
 #include "autograd/grad_mode.h"
+#include "autograd/ops.h"
 #include "kernels/factory.h"
 
 namespace tandem::nn::init {
@@ -71,6 +74,73 @@ Tensor& xavier_uniform_(Tensor& t, double gain) {
 Tensor& xavier_normal_(Tensor& t, double gain) {
   auto [in, out] = calculate_fan_in_and_fan_out(t);
   return init::normal_(t, 0, gain * std::sqrt(2.0 / static_cast<double>(in + out)));
+}
+
+Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b) {
+  TD_CHECK(std > 0 && a < b, "trunc_normal_: expected std > 0 and a < b, got std ", std, ", a ", a, ", b ", b);
+  const auto cdf = [](double x) { return (1 + std::erf(x / std::numbers::sqrt2)) / 2; };
+  const double low = cdf((a - mean) / std), high = cdf((b - mean) / std);
+  NoGradGuard no_grad;
+  tandem::uniform_(t, 2 * low - 1, 2 * high - 1);
+  t.erfinv_();
+  t.mul_(std * std::numbers::sqrt2);
+  t.add_(mean);
+  return t.clamp_(a, b);
+}
+
+Tensor& eye_(Tensor& t) {
+  TD_CHECK(t.dim() == 2, "eye_: expected a 2-D tensor, got shape ", shape_str(t.sizes()));
+  NoGradGuard no_grad;
+  t.zero_();
+  t.diagonal().fill_(1);
+  return t;
+}
+
+Tensor& dirac_(Tensor& t, int64_t groups) {
+  TD_CHECK(t.dim() >= 3 && t.dim() <= 5, "dirac_: expected a tensor of 3 to 5 dims, got shape ", shape_str(t.sizes()));
+  TD_CHECK(groups > 0 && t.size(0) % groups == 0, "dirac_: dim 0 (", t.size(0), ") must divide into ", groups,
+           " groups");
+  NoGradGuard no_grad;
+  t.zero_();
+  const int64_t per_group = t.size(0) / groups, channels = std::min(per_group, t.size(1));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t c = 0; c < channels; ++c) {
+      Tensor centre = t.select(0, g * per_group + c).select(0, c);
+      while (centre.dim() > 0) centre = centre.select(0, centre.size(0) / 2);
+      centre.fill_(1);
+    }
+  }
+  return t;
+}
+
+Tensor& orthogonal_(Tensor& t, double gain) {
+  TD_CHECK(t.dim() >= 2, "orthogonal_: expected a tensor of at least 2 dims, got shape ", shape_str(t.sizes()));
+  if (t.numel() == 0) return t;
+  const int64_t rows = t.size(0), cols = t.numel() / rows;
+  NoGradGuard no_grad;
+  Tensor drawn = empty({rows, cols}, TensorOptions(kFloat64).device(t.device()));
+  tandem::normal_(drawn, 0, 1);
+  // Gram-Schmidt (modified, in float64) on the columns of the tall orientation: its Q is the QR
+  // factorisation's with R's diagonal positive, as PyTorch fixes the signs.
+  const bool wide = rows < cols;
+  const Tensor m = (wide ? drawn.t() : drawn).contiguous().cpu();
+  const int64_t n = m.size(0), k = m.size(1);
+  std::vector<double> q(m.data_ptr<double>(), m.data_ptr<double>() + n * k);
+  for (int64_t j = 0; j < k; ++j) {
+    for (int64_t i = 0; i < j; ++i) {
+      double dot = 0;
+      for (int64_t r = 0; r < n; ++r) dot += q[r * k + i] * q[r * k + j];
+      for (int64_t r = 0; r < n; ++r) q[r * k + j] -= dot * q[r * k + i];
+    }
+    double norm = 0;
+    for (int64_t r = 0; r < n; ++r) norm += q[r * k + j] * q[r * k + j];
+    norm = std::sqrt(norm);
+    for (int64_t r = 0; r < n; ++r) q[r * k + j] /= norm;
+  }
+  Tensor result = tensor(q, TensorOptions(kFloat64)).view({n, k});
+  if (wide) result = result.t();
+  t.copy_((result * gain).reshape(t.sizes()));
+  return t;
 }
 
 }  // namespace tandem::nn::init

@@ -26,5 +26,14 @@ Tensor& kaiming_normal_(Tensor& t, double a = 0, FanMode mode = FanMode::FanIn,
                         const std::string& nonlinearity = "leaky_relu");
 Tensor& xavier_uniform_(Tensor& t, double gain = 1);
 Tensor& xavier_normal_(Tensor& t, double gain = 1);
+// Normal(mean, std) draws kept within [a, b]: the inverse CDF of uniform draws between the bounds' CDFs.
+Tensor& trunc_normal_(Tensor& t, double mean = 0, double std = 1, double a = -2, double b = 2);
+Tensor& eye_(Tensor& t);  // the identity, for a 2-D tensor
+// Convolution weights [out, in, k...] (3-5 dims) that pass each of the first channels through: a 1 at
+// the kernel's centre for channel i of output i, in each of `groups` groups.
+Tensor& dirac_(Tensor& t, int64_t groups = 1);
+// A (semi-)orthogonal matrix from a normal draw: the Q of its QR factorisation with R's diagonal
+// positive, times gain; t flattened to [size(0), rest].
+Tensor& orthogonal_(Tensor& t, double gain = 1);
 
 }  // namespace tandem::nn::init

@@ -526,6 +526,21 @@ std::string LayerNormImpl::extra_repr() const {
          ", elementwise_affine=" + python_bool(options.elementwise_affine_) + ", bias=" + python_bool(bias.defined());
 }
 
+// ---- RMSNorm ----
+
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_) : options(options_) { reset(); }
+
+void RMSNormImpl::reset() {
+  weight = register_parameter("weight", options.elementwise_affine_ ? ones(options.normalized_shape_) : Tensor());
+}
+
+Tensor RMSNormImpl::forward(const Tensor& x) { return F::rms_norm(x, options.normalized_shape_, weight, options.eps_); }
+
+std::string RMSNormImpl::extra_repr() const {
+  return python_tuple(options.normalized_shape_) + ", eps=" + (options.eps_ ? python_float(*options.eps_) : "None") +
+         ", elementwise_affine=" + python_bool(options.elementwise_affine_);
+}
+
 // ---- GroupNorm ----
 
 GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options_) {

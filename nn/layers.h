@@ -415,6 +415,30 @@ class LayerNorm : public ModuleHolder<LayerNormImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> shape) : normalized_shape_(std::move(shape)) {}
+  RMSNormOptions& eps(std::optional<double> e) { eps_ = e; return *this; }
+  RMSNormOptions& elementwise_affine(bool a) { elementwise_affine_ = a; return *this; }
+  std::vector<int64_t> normalized_shape_;
+  std::optional<double> eps_;  // nullopt: machine epsilon (float32's for 16-bit inputs)
+  bool elementwise_affine_ = true;
+};
+
+// rms_norm over the last dims; with elementwise_affine, a weight (ones) of the normalized shape.
+class RMSNormImpl : public Cloneable<RMSNormImpl> {
+ public:
+  explicit RMSNormImpl(const RMSNormOptions& options);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  RMSNormOptions options;
+  Tensor weight;
+};
+class RMSNorm : public ModuleHolder<RMSNormImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+};
+
 struct GroupNormOptions {
   GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
   GroupNormOptions& eps(double e) { eps_ = e; return *this; }

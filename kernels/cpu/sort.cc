@@ -42,4 +42,34 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bo
   });
 }
 
+void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& values, bool right) {
+  const int64_t rows = values.size(0), m = values.size(1), n = sorted.size(1);
+  if (rows == 0 || m == 0) return;
+  dispatch_all(values.dtype(), "searchsorted", [&]<typename T>() {
+    using M = opmath_t<T>;
+    const T* seq = sorted.data_ptr<T>();
+    const T* v = values.data_ptr<T>();
+    int64_t* positions = out.data_ptr<int64_t>();
+    // NaN is above every number, as in sort.
+    const auto before = [](M a, M b) { return (!fn::is_nan(a) && fn::is_nan(b)) || a < b; };
+    parallel_for(0, rows * m, 2048, [&](int64_t first, int64_t last) {
+      for (int64_t e = first; e < last; ++e) {
+        const T* row = seq + (e / m) * n;
+        const M key = static_cast<M>(v[e]);
+        int64_t lo = 0, hi = n;
+        while (lo < hi) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          const M element = static_cast<M>(row[mid]);
+          if (right ? !before(key, element) : before(element, key)) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        positions[e] = lo;
+      }
+    });
+  });
+}
+
 }  // namespace tandem::kernels::cpu

@@ -65,6 +65,10 @@ void cumprod(const Tensor& out, const Tensor& in, int64_t dim);  // out contiguo
 // both contiguous [rows, n]: stable (equal elements keep their order), NaN above everything
 // (cpu/sort.cc, cuda/sort.cu).
 void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending);
+// For each value of row r of `values` ([rows, m]), the position in row r of `sorted` ([rows, n], one
+// dtype with values, both contiguous) that keeps it sorted: before equal elements, or after them with
+// `right`; NaN sorts above every number. out: int64 [rows, m].
+void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& values, bool right);
 
 // ---- matrix products (cuda/blas.cu: cuBLAS) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],

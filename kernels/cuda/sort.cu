@@ -52,6 +52,27 @@ __global__ void merge_pass(T* out_keys, int64_t* out_positions, const T* keys, c
   }
 }
 
+template <typename T>
+__global__ void search_kernel(int64_t* out, const T* sorted, const T* values, int64_t total, int64_t m, int64_t n,
+                              bool right) {
+  using M = opmath_t<T>;
+  TD_GRID_STRIDE(e, total) {
+    const T* row = sorted + (e / m) * n;
+    const M key = static_cast<M>(values[e]);
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      const M element = static_cast<M>(row[mid]);
+      if (right ? !before(key, element, false) : before(element, key, false)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[e] = lo;
+  }
+}
+
 __global__ void iota_rows(int64_t* positions, int64_t total, int64_t n) {
   TD_GRID_STRIDE(e, total) { positions[e] = e % n; }
 }
@@ -79,6 +100,15 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bo
       copy(values, spare_values);
       copy(indices, spare_indices);
     }
+  });
+}
+
+void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& values, bool right) {
+  const int64_t m = values.size(1), n = sorted.size(1), total = values.size(0) * m;
+  if (total == 0) return;
+  dispatch_all(values.dtype(), "searchsorted", [&]<typename T>() {
+    launch("searchsorted", out.device(), total, search_kernel<T>, out.data_ptr<int64_t>(), sorted.data_ptr<T>(),
+           values.data_ptr<T>(), total, m, n, right);
   });
 }
 

@@ -191,6 +191,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
                     .sum({0, 2}) +
                 td::addbmm(x[0].unsqueeze(1).expand({2, 2}), x[2].transpose(1, 2), x[2]).sum(1);
        }},
+      {"einsum", {{{2, 3, 4}}, {{2, 4, 3}}, {{4}}},
+       [](V x) {
+         const Tensor product = td::einsum("bij,bjk->bik", {x[0], x[1]});
+         return product + td::einsum("bii->bi", {product}).unsqueeze(2) +
+                td::einsum("...j,j->...", {x[0], x[2]}).unsqueeze(2);
+       }},
       {"nansum nanmean var_mean", {{{3, 4}}},
        [](V x) {
          const Tensor holes = td::where(on(x[0], td::tensor({true, false, false, true})), NAN, x[0]);
@@ -504,6 +510,9 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"binary_cross_entropy", {{{3, 4}, 0.05, 0.95}, {{3, 4}, 0, 1}, {{4}, 0.5, 2}},
        [](V x) { return td::nn::F::binary_cross_entropy(x[0], x[1], x[2]); }},
       {"layer_norm", {{{3, 5}}, {{5}}, {{5}}}, [](V x) { return td::nn::F::layer_norm(x[0], {5}, x[1], x[2]); }},
+      {"rms_norm", {{{3, 5}}, {{5}}}, [](V x) { return td::nn::F::rms_norm(x[0], {5}, x[1], 1e-3); }},
+      {"pdist", {{{4, 3}, -2, 2, true, {}, true}},
+       [](V x) { return td::nn::F::pdist(x[0]) + td::nn::F::pdist(x[0], 1.5); }},
       // in-place ops on non-leaves
       {"in-place chain", {{{3, 4}}, {{4}}}, [](V x) {
          Tensor y = x[0] * 1;

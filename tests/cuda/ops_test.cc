@@ -2981,6 +2981,27 @@ TEST_CASE("rearranging, indexing and counting compositions match the CPU", "[cud
       }
     }
   }
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    Pair a = ct::random_pair({3, 5, 4}, dtype, Layout::Permuted, -1, 1);
+    Pair b = ct::random_pair({3, 4, 6}, dtype, Layout::Strided, -1, 1);
+    const double tol = rtol_for(dtype) * 40;
+    check_close(td::einsum("bij,bjk->bki", {a.dev, b.dev}), td::einsum("bij,bjk->bki", {a.cpu, b.cpu}), tol, tol,
+                "einsum");
+    check_close(td::nn::functional::rms_norm(a.dev, {4}), td::nn::functional::rms_norm(a.cpu, {4}), tol, tol,
+                "rms_norm");
+    check_close(td::nn::functional::pdist(a.dev.select(0, 0)), td::nn::functional::pdist(a.cpu.select(0, 0)), tol, tol,
+                "pdist");
+  }
+  // Batched rows, NaN among the values, both sides.
+  Pair rows = ct::random_pair({40, 17}, td::kFloat32, Layout::Contiguous, -3, 3);
+  const Tensor sorted_rows = std::get<0>(td::sort(rows.cpu, 1));
+  Pair probes = ct::random_pair({40, 1003}, td::kFloat32, Layout::Strided, -4, 4);
+  const Tensor probes_cpu = td::where(td::remainder(td::arange(40 * 1003).view({40, 1003}), 97) == 0, kNaN, probes.cpu);
+  for (bool right : {false, true}) {
+    check_equal(td::searchsorted(sorted_rows.to(ct::device()), probes_cpu.to(ct::device()), right),
+                td::searchsorted(sorted_rows, probes_cpu, right),
+                right ? "batched searchsorted right" : "batched searchsorted");
+  }
   const Tensor seq = td::tensor({-2.0, -1.0, 0.5, 0.5, 2.0});
   Pair v = ct::random_pair({33, 7}, td::kFloat32, Layout::Strided, -3, 3);
   check_equal(td::searchsorted(seq.to(ct::device()), v.dev, true), td::searchsorted(seq, v.cpu, true), "searchsorted");

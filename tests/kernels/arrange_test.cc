@@ -138,6 +138,24 @@ TEST_CASE("nonzero, masked_select, the index ops, take, bincount, searchsorted a
   check_is(ui, {2, 1, 2, 3, 1, 0}, {2, 3}, "unique inverse");
   check_is(uc, {1, 2, 2, 1}, {4}, "unique counts");
   CHECK_FALSE(std::get<1>(td::unique(td::tensor({1, 1}))).defined());
+  // A position named twice by index_copy takes one row (the last), never their sum.
+  check_is(td::zeros({3}).index_copy(0, td::tensor({0, 0}), td::tensor({1.0, 2.0})), {2, 0, 0}, {3},
+           "index_copy with a repeated position");
+  // Empty indices and empty dims give empty results, not errors.
+  CHECK(td::take(td::zeros({2, 0}), td::zeros({0}, td::kInt64)).numel() == 0);
+  check_is(td::zeros({2, 0}).index_fill(1, td::zeros({0}, td::kInt64), 1.0), {}, {2, 0}, "index_fill of an empty dim");
+  check_is(td::ones({2}).index_add(0, td::zeros({0}, td::kInt64), td::zeros({0})), {1, 1}, {2}, "index_add of nothing");
+  CHECK(td::remainder(td::zeros({0}, td::kInt64), 0).numel() == 0);
+  // A 0-dim condition counts as one element.
+  const auto yes = td::where(td::tensor(true)), no = td::where(td::tensor(false));
+  REQUIRE(yes.size() == 1);
+  check_is(yes[0], {0}, {1}, "where of a true 0-dim condition");
+  REQUIRE(no.size() == 1);
+  CHECK(no[0].numel() == 0);
+  // NaN sorts above every number: its place is the end.
+  check_is(td::searchsorted(td::tensor({1.0, 2.0, 3.0}), td::tensor({kNaN, 2.0}), true), {3, 2}, {2},
+           "searchsorted of NaN, right");
+  check_is(td::searchsorted(td::tensor({1.0, 2.0, 3.0}), td::tensor({kNaN, 2.0})), {3, 1}, {2}, "searchsorted of NaN");
 
   td::testing::Snapshot before(x);
   check_error(
@@ -172,7 +190,11 @@ TEST_CASE("dot, mv, outer, addmv, addr, baddbmm and addbmm as PyTorch's", "[cpu]
            "baddbmm");
   check_is(td::addbmm(td::ones({2, 1}, td::kFloat64), b1, b2), {92, 137}, {2, 1}, "addbmm");
   // beta 0 ignores the input, NaN included.
-  check_is(td::addmv(td::full({3}, kNaN, td::kFloat64), x.narrow(1, 0, 3), a, 0), {8, 32, 56}, {3}, "addmv beta 0");
+  Tensor ignored = td::full({3}, kNaN, td::kFloat64).requires_grad_();
+  const Tensor product = td::addmv(ignored, x.narrow(1, 0, 3), a, 0);
+  check_is(product, {8, 32, 56}, {3}, "addmv beta 0");
+  product.sum().backward();
+  check_is(ignored.grad(), {0, 0, 0}, {3}, "the ignored input's gradient: zeros");
   check_error([&] { td::dot(a, b.narrow(0, 0, 2)); }, {"dot", "[3]", "[2]"});
   check_error([&] { td::mv(x, a); }, {"mv", "[3, 4]", "[3]"});
 }
@@ -262,4 +284,98 @@ TEST_CASE("randperm is a permutation from the generator; multinomial draws in pr
   check_error([&] { td::multinomial(rows, 4, false); }, {"multinomial", "without replacement"});
   check_error([&] { td::multinomial(td::tensor({1.0, -1.0}), 1); }, {"multinomial", "non-negative"});
   check_error([&] { td::multinomial(td::tensor({0.0, 0.0}), 1, true); }, {"multinomial", "positive sum"});
+}
+
+namespace {
+
+// sin(scale * i), i in row-major order: a float64 input that PyTorch's script builds the same way.
+Tensor sine(int64_t n, const td::Shape& shape, double scale) {
+  return td::sin(td::arange(static_cast<double>(n)).to(td::kFloat64) * scale).view(shape);
+}
+
+}  // namespace
+
+TEST_CASE("einsum contracts, broadcasts ellipses, takes diagonals and sums as torch.einsum", "[cpu]") {
+  const Tensor a = sine(6, {2, 3}, 0.7), b = sine(12, {3, 4}, 1.3), c = sine(24, {2, 3, 4}, 0.9),
+               d = sine(8, {2, 4}, 0.4);
+  struct Case {
+    std::string equation;
+    std::vector<Tensor> operands;
+    std::vector<double> want;
+    td::Shape shape;
+  };
+  const Case cases[] = {
+      {"ij,jk->ik",
+       {a, b},
+       {-1.3849184855251653, -0.6123124158241172, 1.0573327775546797, 1.1779829747486346, -0.005559200073549209,
+        1.1711061588480334, 0.6320982514473272, -0.8329350751724138},
+       {2, 4}},
+      {"ij,jk",
+       {a, b},
+       {-1.3849184855251653, -0.6123124158241172, 1.0573327775546797, 1.1779829747486346, -0.005559200073549209,
+        1.1711061588480334, 0.6320982514473272, -0.8329350751724138},
+       {2, 4}},
+      {"bij,bjk->bik",
+       {c.narrow(2, 0, 3), c.transpose(1, 2).narrow(1, 0, 3)},
+       {1.561980255513617, -1.5182805115715912, 1.161081398702261, -1.5182805115715912, 1.7485544269038784,
+        -1.6177812859171774, 1.161081398702261, -1.6177812859171774, 1.7404365691659551, 1.5439853789235882,
+        -1.265442769419772, 0.7256075288091548, -1.265442769419772, 1.3130805570107733, -1.0895893122285094,
+        0.7256075288091548, -1.0895893122285094, 1.2285892433681476},
+       {2, 3, 3}},
+      {"ii->i", {b.narrow(1, 0, 3)}, {0.0, 0.21511998808781552, 0.4201670368266409}, {3}},
+      {"ii", {b.narrow(1, 0, 3)}, {0.6352870249144564}, {}},
+      {"i,j->ij",
+       {a.select(0, 0), d.select(0, 1)},
+       {0.0, 0.0, 0.0, 0.0, 0.6439429947752443, 0.5857854853208243, 0.4351453279888772, 0.21580529134546927,
+        0.9850295372208434, 0.8960669037445697, 0.6656350088912779, 0.33011398212047},
+       {3, 4}},
+      {"ijk->", {c}, {1.801354459899971}, {}},
+      {"...j,j->...",
+       {c, d.select(0, 0)},
+       {1.4019721491853574, -0.9193442575180809, 0.24688725169025488, 0.47654781584039474, -1.1015837809713132,
+        1.49916123792604},
+       {2, 3}},
+      {"ij,jk,kl->il",
+       {a, b, d.t()},
+       {1.6179645972109986, -0.8323023661631994, 0.13316170363499102, 1.207262702444135},
+       {2, 2}},
+      {"ij,ij->ij",
+       {a, a},
+       {0.0, 0.41501642854987947, 0.971111170334329, 0.74513041067035, 0.11221706074487522, 0.12304887282834767},
+       {2, 3}},
+      {"iij->ij",
+       {sine(18, {3, 3, 2}, 0.5)},
+       {0.0, 0.479425538604203, -0.7568024953079282, -0.977530117665097, 0.9893582466233818, 0.7984871126234903},
+       {3, 2}},
+  };
+  for (const Case& k : cases) {
+    const Tensor y = td::einsum(k.equation, k.operands);
+    INFO(k.equation);
+    CHECK(y.sizes() == k.shape);
+    check_close(y, k.want, 1e-14, 1e-15, k.equation);
+  }
+  const Tensor t = td::einsum("ijk->kji", {c});
+  CHECK(t.sizes() == td::Shape{4, 3, 2});
+  check_close(t, values(c.permute({2, 1, 0}).contiguous()), 0, 0, "a transpose");
+  const Tensor attention = td::einsum("b q d, b k d -> b q k", {c, c});
+  check_close(attention, values(td::bmm(c, c.transpose(1, 2))), 1e-14, 1e-15, "spaces and a batched product");
+
+  Tensor ga = a.clone().requires_grad_(), gb = b.clone().requires_grad_();
+  (td::einsum("ij,jk->ik", {ga, gb}) * sine(8, {2, 4}, 0.2)).sum().backward();
+  check_close(ga.grad(),
+              {0.003833164312444237, 0.6117653269264043, 0.569411344864647, 0.6135147067469963, 0.7924024718522564,
+               0.12899283013782292},
+              1e-14, 1e-15, "einsum's gradient to a");
+  check_close(gb.grad(),
+              {0.6192284968870891, 0.7263656358494286, 0.8045448690897649, 0.8506494372876426, 0.24030578989350246,
+               0.40986910542051913, 0.5630922331311761, 0.6938666504471898, -0.2516364849685429, -0.09939526966909581,
+               0.05680852137214665, 0.2107475359359376},
+              1e-14, 1e-15, "einsum's gradient to b");
+
+  check_error([&] { td::einsum("ij,jk->ik", {a}); }, {"einsum", "2 input terms for 1 operands"});
+  check_error([&] { td::einsum("ijk->i", {a}); }, {"einsum", "3 labels", "2 dims"});
+  check_error([&] { td::einsum("ij,jk->ik", {a, a}); }, {"einsum", "sizes 3 and 2"});
+  check_error([&] { td::einsum("ij->iz", {a}); }, {"einsum", "no input has"});
+  check_error([&] { td::einsum("i1->i", {a}); }, {"einsum", "'1'", "not a letter"});
+  check_error([&] { td::einsum("ij,jk->ik", {a, b.to(td::kFloat32)}); }, {"einsum", "float32", "float64"});
 }

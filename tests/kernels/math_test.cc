@@ -251,6 +251,9 @@ TEST_CASE("nan_to_num, xlogy, lerp, addcmul, addcdiv, logit, square, deg2rad and
   in_place.nan_to_num_(2.0);
   check_values(in_place, {2.0, 3.4028234663852886e+38, -3.4028234663852886e+38, 1.5}, 0, "nan_to_num_");
   CHECK(values(td::nan_to_num(td::tensor({1, 2}))) == std::vector<double>{1, 2});
+  // Replacements beyond the dtype's range round to infinities, as a cast does.
+  check_values(td::nan_to_num(specials.to(td::kFloat16), 1e6, 1e10, -1e10), {kInf, kInf, -kInf, 1.5}, 0,
+               "nan_to_num float16 with values beyond its range");
 
   check_values(td::xlogy(td::tensor({0.0, 0.0, 2.0, 3.0, 0.0}), td::tensor({0.0, kNaN, 3.0, 0.0, -1.0})),
                {0.0, kNaN, 2.1972246170043945, -kInf, 0.0}, 1e-7, "xlogy");
@@ -282,6 +285,10 @@ TEST_CASE("nan_to_num, xlogy, lerp, addcmul, addcdiv, logit, square, deg2rad and
                           td::tensor({1.00001, 1.0001, kNaN, kInf, 0.0, 100.001}))) ==
         std::vector<bool>{false, false, false, true, true, true});
   CHECK(bools(td::isclose(td::tensor({kNaN}), td::tensor({kNaN}), 1e-5, 1e-8, true)) == std::vector<bool>{true});
+  // An infinite gap is never within an infinite tolerance.
+  CHECK(bools(td::isclose(td::tensor({1.0, -kInf, kInf}), td::tensor({kInf, kInf, kInf}))) ==
+        std::vector<bool>{false, false, true});
+  CHECK_FALSE(td::allclose(td::tensor({1.0}), td::tensor({kInf})));
   CHECK(bools(td::isclose(td::tensor({100, 100}), td::tensor({101, 100}), 0.02)) == std::vector<bool>{true, true});
   CHECK(td::allclose(td::tensor({1.0, 2.0}), td::tensor({1.0, 2.000001})));
   CHECK_FALSE(td::tensor({1.0, 2.0}).allclose(td::tensor({1.0, 2.1})));
@@ -388,6 +395,36 @@ TEST_CASE("gradients of the new element-wise ops equal PyTorch's", "[cpu]") {
   check_close(start.grad(), {0.22499999999999998, -0.05, 0.65}, 1e-14, 1e-15, "lerp start");
   check_close(end.grad(), {0.075, -0.15000000000000002, -0.15}, 1e-14, 1e-15, "lerp end");
   check_close(weight.grad(), {0.21, -0.34, -1.6}, 1e-14, 1e-15, "lerp weight");
+
+  // xlogy at x = 0: x's gradient is log y where that is finite, 0 where y <= 0 (PyTorch's).
+  Tensor xs = f64({0.0, 0.0, 1.0, 0.0}).requires_grad_(), ys = f64({2.0, 0.0, 3.0, -1.0});
+  td::xlogy(xs, ys).sum().backward();
+  check_close(xs.grad(), {0.6931471805599453, 0.0, 1.0986122886681098, 0.0}, 1e-15, 0, "xlogy's gradient at x = 0");
+  // logit with eps passes the gradient within the bounds, the bounds included.
+  Tensor ps = f64({0.1, 0.05, 0.5, 0.9, 0.95}).requires_grad_();
+  td::logit(ps, 0.1).sum().backward();
+  check_close(ps.grad(), {11.111111111111109, 0.0, 4.0, 11.111111111111112, 0.0}, 1e-14, 0, "logit's gradient");
+  // remainder, fmod and copysign save only what their gradients read: an operand written in place
+  // afterwards (x's, when only it needs a gradient) does not break backward, in place or not.
+  for (const char* op : {"remainder", "fmod", "copysign"}) {
+    INFO(op);
+    Tensor h = f64({1.5, 2.5}).requires_grad_();
+    Tensor other = f64({1.0, -1.0});
+    const std::string name = op;
+    Tensor y = name == "remainder" ? td::remainder(h * 1, other)
+               : name == "fmod"    ? td::fmod(h * 1, other)
+                                   : td::copysign(h * 1, other);
+    other.add_(1);  // written after: its gradient is not needed, so nothing of it is saved
+    y.sum().backward();
+    CHECK(values(h.grad()) == (name == "copysign" ? std::vector<double>{1, -1} : std::vector<double>{1, 1}));
+    Tensor in_place_leaf = f64({1.5, 2.5}).requires_grad_();
+    Tensor z = in_place_leaf * 1;
+    if (name == "remainder") z.remainder_(2.0);
+    if (name == "fmod") z.fmod_(2.0);
+    z.mul_(2);
+    z.sum().backward();
+    if (name != "copysign") CHECK(values(in_place_leaf.grad()) == std::vector<double>{2, 2});
+  }
 
   // nan_to_num passes the gradient where the input was finite only; atan2_ in place keeps self's old value.
   Tensor s = td::tensor({kNaN, kInf, 1.5}, td::kFloat64).requires_grad_();

@@ -150,6 +150,8 @@ TEST_CASE("topk, kthvalue, median and nanmedian as PyTorch's", "[cpu]") {
   CHECK(td::nanmedian(z).item<double>() == 2);
   CHECK(std::isnan(z.median().item<double>()));
   CHECK(values(std::get<0>(td::median(td::tensor({7, 1, 4, 2}), 0))) == std::vector<double>{2});
+  CHECK(std::isnan(td::median(td::zeros({0})).item<double>()));  // no elements: NaN, as PyTorch's
+  CHECK(std::isnan(td::zeros({2, 0}).nanmedian().item<double>()));
   // 0-dim inputs: the value itself at index 0.
   auto [ov, oi] = td::sort(td::full({}, 2.5));
   CHECK(ov.item<double>() == 2.5);
@@ -181,7 +183,7 @@ TEST_CASE("sorting refuses what PyTorch refuses and leaves its input as it was",
   check_error([&] { td::kthvalue(x, 0, 1); }, {"kthvalue", "k (0)", "[1, 3]"});
   check_error([&] { td::sort(x, 2); }, {"sort", "dim"});
   check_error([&] { td::median(td::zeros({2, 0}), 1); }, {"median", "empty"});
-  check_error([&] { td::median(td::zeros({0})); }, {"median", "no elements"});
+  check_error([&] { td::median(td::zeros({0}, td::kInt64)); }, {"median", "int64", "no elements"});
   check_error([&] { td::sort(Tensor()); }, {"sort", "input"});
   before.check_unchanged(x);
 }
