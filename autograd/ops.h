@@ -292,6 +292,56 @@ Tensor addbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta
 // for diagonals; no "->": the ellipsis's dims, then the labels used once in alphabetical order.
 // Each pair of operands is contracted by one bmm, left to right.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// ---- more compositions (autograd/combine_ops.cc) ----
+// Views of x cut along dim: into `sections` parts (the first n % sections one longer), or before each index.
+std::vector<Tensor> tensor_split(const Tensor& x, int64_t sections, int64_t dim = 0);
+std::vector<Tensor> tensor_split(const Tensor& x, const std::vector<int64_t>& indices, int64_t dim = 0);
+std::vector<Tensor> hsplit(const Tensor& x, int64_t sections);  // equal parts along dim 1 (dim 0 for 1-D)
+std::vector<Tensor> vsplit(const Tensor& x, int64_t sections);  // along dim 0
+std::vector<Tensor> dsplit(const Tensor& x, int64_t sections);  // along dim 2
+// The cross product of 3-vectors along dim (of size 3), operands broadcast (torch.linalg.cross).
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
+Tensor kron(const Tensor& a, const Tensor& b);
+// a and b contracted over dims_a / dims_b (pairwise), or a's last `dims` with b's first.
+Tensor tensordot(const Tensor& a, const Tensor& b, IntList dims_a, IntList dims_b);
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims = 2);
+// [2, count] row and column indices of a row x col matrix's lower / upper triangle (from `offset`).
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions options = {});
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions options = {});
+Tensor combinations(const Tensor& x, int64_t r = 2, bool with_replacement = false);  // [count, r], lexicographic
+Tensor cartesian_prod(const std::vector<Tensor>& tensors);
+Tensor block_diag(const std::vector<Tensor>& tensors);
+// The covariance of the rows (variables) of x over its columns (observations), with optional integer
+// frequency and real observation weights; corrcoef: normalised to correlations in [-1, 1].
+Tensor cov(const Tensor& x, int64_t correction = 1, const Tensor& fweights = Tensor(),
+           const Tensor& aweights = Tensor());
+Tensor corrcoef(const Tensor& x);
+// The trapezoid rule along dim, with a spacing or sample points x.
+Tensor trapezoid(const Tensor& y, double dx = 1, int64_t dim = -1);
+Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+Tensor heaviside(const Tensor& x, const Tensor& values);  // 0, values, 1 for x < 0, = 0, > 0; not differentiable
+Tensor logaddexp2(const Tensor& a, const Tensor& b);
+Tensor sinc(const Tensor& x);                          // sin(pi x) / (pi x), 1 at 0
+Tensor float_power(const Tensor& a, const Tensor& b);  // pow in float64
+Tensor float_power(const Tensor& a, Scalar b);
+// Whether each element is among test_elements (not, with invert).
+Tensor isin(const Tensor& elements, const Tensor& test_elements, bool invert = false);
+// The first of each run of equal consecutive elements (flattened), and optionally each element's run
+// and the runs' lengths.
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& x, bool return_inverse = false,
+                                                      bool return_counts = false);
+// A copy of x with src written into one of its views: a select, a slice or a diagonal.
+Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index);
+Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
+                     std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+// x with source's elements, in order, at the places mask (broadcast) sets.
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+// Advanced indexing of x's leading dims by integer tensors (broadcast together) or bool masks, as
+// x[i, j] in PyTorch; index_put writes (or with accumulate, adds) values there.
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+
 // A random permutation of 0..n-1 (int64 unless options say), from the device's generator.
 Tensor randperm(int64_t n, TensorOptions options = {});
 // num_samples category indices per row of weights (1-D or 2-D), drawn with or without replacement.
@@ -344,6 +394,12 @@ Tensor flip(const Tensor& x, IntList dims);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// src's elements (or value) written at index's positions along dim; of several writes to one place,
+// the last on the CPU, any one on a GPU (as PyTorch's).
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 

@@ -441,6 +441,59 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   return x;
 }
 
+namespace {
+
+// The places scatter wrote lose x's gradient (zeroed); src's comes from them, as PyTorch's (a place
+// written twice gives each of its sources the gradient).
+autograd::BackwardFn scatter_backward(const Tensor& index, const Shape& src_shape, int64_t d, bool with_src) {
+  SavedTensor saved_index(index, false);
+  return [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor idx = saved_index.unpack("ScatterBackward0").to(kInt64);
+    std::vector<Tensor> grads = {scatter(g[0], d, idx, 0)};
+    if (with_src) grads.push_back(pad_to(gather(g[0], d, idx), src_shape));
+    return grads;
+  };
+}
+
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor y = kernels::scatter(x, dim, index, src);
+  if (!needs_grad({&x, &src})) return y;
+  record("ScatterBackward0", {&x, &src}, {&y},
+         scatter_backward(index, src.sizes(), wrap_dim(dim, x.dim(), "scatter"), true));
+  return y;
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  Tensor y = kernels::scatter(x, dim, index, value);
+  if (!needs_grad({&x})) return y;
+  record("ScatterBackward1", {&x}, {&y}, scatter_backward(index, {}, wrap_dim(dim, x.dim(), "scatter"), false));
+  return y;
+}
+
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  const bool recording = needs_grad({&x, &src});
+  autograd::check_inplace(x, "ScatterBackward0", recording);
+  kernels::scatter_(x, dim, index, src);
+  if (recording) {
+    autograd::record_inplace("ScatterBackward0", x, {&src},
+                             scatter_backward(index, src.sizes(), wrap_dim(dim, x.dim(), "scatter_"), true));
+  }
+  return x;
+}
+
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  const bool recording = needs_grad({&x});
+  autograd::check_inplace(x, "ScatterBackward1", recording);
+  kernels::scatter_(x, dim, index, value);
+  if (recording) {
+    autograd::record_inplace("ScatterBackward1", x, {},
+                             scatter_backward(index, {}, wrap_dim(dim, x.dim(), "scatter_"), false));
+  }
+  return x;
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor y = kernels::embedding(weight, indices);
   if (!needs_grad({&weight})) return y;

@@ -328,6 +328,33 @@ std::tuple<Tensor, Tensor> Tensor::aminmax(std::optional<int64_t> dim, bool keep
   return tandem::aminmax(*this, dim, keepdim);
 }
 
+std::vector<Tensor> Tensor::tensor_split(int64_t sections, int64_t dim) const {
+  return tandem::tensor_split(*this, sections, dim);
+}
+std::vector<Tensor> Tensor::tensor_split(const std::vector<int64_t>& indices, int64_t dim) const {
+  return tandem::tensor_split(*this, indices, dim);
+}
+Tensor Tensor::cross(const Tensor& other, int64_t dim) const { return tandem::cross(*this, other, dim); }
+Tensor Tensor::kron(const Tensor& other) const { return tandem::kron(*this, other); }
+Tensor Tensor::heaviside(const Tensor& values) const { return tandem::heaviside(*this, values); }
+Tensor Tensor::logaddexp2(const Tensor& other) const { return tandem::logaddexp2(*this, other); }
+Tensor Tensor::sinc() const { return tandem::sinc(*this); }
+Tensor Tensor::float_power(const Tensor& exponent) const { return tandem::float_power(*this, exponent); }
+Tensor Tensor::float_power(Scalar exponent) const { return tandem::float_power(*this, exponent); }
+Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
+  return tandem::masked_scatter(*this, mask, source);
+}
+Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
+  return write_back(*this, tandem::masked_scatter(*this, mask, source), "masked_scatter_");
+}
+Tensor Tensor::index(const std::vector<Tensor>& indices) const { return tandem::index(*this, indices); }
+Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) const {
+  return tandem::index_put(*this, indices, values, accumulate);
+}
+Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  return write_back(*this, tandem::index_put(*this, indices, values, accumulate), "index_put_");
+}
+
 // ---- sorting ----
 
 std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
@@ -435,6 +462,18 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
 }
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   return tandem::scatter_add_(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return tandem::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, Scalar value) const {
+  return tandem::scatter(*this, dim, index, value);
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+  return tandem::scatter_(*this, dim, index, src);
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, Scalar value) {
+  return tandem::scatter_(*this, dim, index, value);
 }
 
 // ---- autograd ----

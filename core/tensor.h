@@ -424,6 +424,20 @@ class Tensor {
   Tensor nansum(IntList dims = {}, bool keepdim = false) const;
   Tensor nanmean(IntList dims = {}, bool keepdim = false) const;
   std::tuple<Tensor, Tensor> aminmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  std::vector<Tensor> tensor_split(int64_t sections, int64_t dim = 0) const;
+  std::vector<Tensor> tensor_split(const std::vector<int64_t>& indices, int64_t dim = 0) const;
+  Tensor cross(const Tensor& other, int64_t dim = -1) const;
+  Tensor kron(const Tensor& other) const;
+  Tensor heaviside(const Tensor& values) const;
+  Tensor logaddexp2(const Tensor& other) const;
+  Tensor sinc() const;
+  Tensor float_power(const Tensor& exponent) const;
+  Tensor float_power(Scalar exponent) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor index(const std::vector<Tensor>& indices) const;
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
 
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;
@@ -438,6 +452,10 @@ class Tensor {
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, Scalar value);
 
   TensorImpl& impl() const {
     TD_CHECK(impl_ != nullptr, "the tensor is undefined (default-constructed)");

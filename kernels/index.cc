@@ -126,42 +126,74 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 namespace {
 
-Tensor& scatter_add_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool in_place) {
-  check_defined(x, "scatter_add_", "self");
-  check_defined(index, "scatter_add_", "index");
-  check_defined(src, "scatter_add_", "src");
-  common_device("scatter_add_", {&x, &index, &src});
-  check_index_dtype(index, "scatter_add_");
-  TD_CHECK(src.dtype() == x.dtype(), "scatter_add_: expected src of dtype ", x.dtype(), ", got ", src.dtype());
-  TD_CHECK(x.dtype() != kBool, "scatter_add_: bool tensors are not supported");
-  int64_t d = wrap_dim(dim, x.dim(), "scatter_add_");
-  TD_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), "scatter_add_: self ", shape_str(x.sizes()), ", index ",
+// scatter_add (accumulate) or scatter into x; `op` names the form called.
+Tensor& scatter_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool in_place, bool accumulate,
+                     const char* op) {
+  check_defined(x, op, "self");
+  check_defined(index, op, "index");
+  check_defined(src, op, "src");
+  common_device(op, {&x, &index, &src});
+  check_index_dtype(index, op);
+  TD_CHECK(src.dtype() == x.dtype(), op, ": expected src of dtype ", x.dtype(), ", got ", src.dtype());
+  TD_CHECK(!accumulate || x.dtype() != kBool, op, ": bool tensors are not supported");
+  int64_t d = wrap_dim(dim, x.dim(), op);
+  TD_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), op, ": self ", shape_str(x.sizes()), ", index ",
            shape_str(index.sizes()), " and src ", shape_str(src.sizes()), " must have the same number of dimensions");
   for (int64_t k = 0; k < index.dim(); ++k) {
-    TD_CHECK(index.sizes()[k] <= src.sizes()[k] && (k == d || index.sizes()[k] <= x.sizes()[k]),
-             "scatter_add_: index of shape ", shape_str(index.sizes()), " is larger than src ",
-             shape_str(src.sizes()), " or self ", shape_str(x.sizes()), " in dim ", k);
+    TD_CHECK(index.sizes()[k] <= src.sizes()[k] && (k == d || index.sizes()[k] <= x.sizes()[k]), op,
+             ": index of shape ", shape_str(index.sizes()), " is larger than src ", shape_str(src.sizes()), " or self ",
+             shape_str(x.sizes()), " in dim ", k);
   }
-  check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], "scatter_add_", "dim " + std::to_string(d));
-  check_no_internal_overlap(x, "scatter_add_");
-  check_no_overlap(x, src, "scatter_add_", "src");
-  check_no_overlap(x, index, "scatter_add_", "index");
+  check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], op, "dim " + std::to_string(d));
+  check_no_internal_overlap(x, op);
+  check_no_overlap(x, src, op, "src");
+  check_no_overlap(x, index, op, "index");
   Tensor i64 = to(index, kInt64);
-  x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
+  if (accumulate) {
+    x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
+  } else {
+    x.is_cuda() ? cuda::scatter(x, d, i64, src) : cpu::scatter(x, d, i64, src);
+  }
   if (in_place) x.bump_version();
   return x;
+}
+
+// value as a src of index's shape: one element seen at every position.
+Tensor value_source(const Tensor& x, const Tensor& index, Scalar value, const char* op) {
+  check_defined(x, op, "self");
+  check_defined(index, op, "index");
+  check_value_fits(value, x.dtype(), op);
+  return expand(detail::scalar_tensor(value, x.dtype(), x.device()), index.sizes());
 }
 
 }  // namespace
 
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_add_into(x, dim, index, src, true);
+  return scatter_into(x, dim, index, src, true, true, "scatter_add_");
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined(x, "scatter_add", "input");
   Tensor out = clone(x);
-  return scatter_add_into(out, dim, index, src, false);
+  return scatter_into(out, dim, index, src, false, true, "scatter_add");
+}
+
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_into(x, dim, index, src, true, false, "scatter_");
+}
+
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return scatter_(x, dim, index, value_source(x, index, value, "scatter_"));
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_defined(x, "scatter", "input");
+  Tensor out = clone(x);
+  return scatter_into(out, dim, index, src, false, false, "scatter");
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return scatter(x, dim, index, value_source(x, index, value, "scatter"));
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

@@ -22,6 +22,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 // in a fixed order.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// x with src's elements (or value) written at the positions index names along dim, as scatter_add
+// places them. Of several writes to one place the last one stays on the CPU; on a GPU any one may,
+// as in PyTorch.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 // Rows of weight [num, dim] picked by indices of any shape: out is indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // int64 indices to int64 one-hot vectors; num_classes = -1 means max(indices) + 1.

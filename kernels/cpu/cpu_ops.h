@@ -95,6 +95,9 @@ std::string blas_description();
 void index_select(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
 void gather(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);  // out contiguous
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);  // in place
+// self[..., index[i], ...] = src[i] along dim, in place; of several writes to one place, the last
+// (CPU) or any one (GPU).
+void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 void one_hot(const Tensor& out, const Tensor& indices);  // out zeroed, contiguous [indices.numel(), C]
 
 // ---- softmax, pooling, im2col (cpu/softmax.cc, cpu/pool.cc, cpu/im2col.cc) ----

@@ -110,6 +110,27 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   });
 }
 
+void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  Lines lines(index.sizes(), dim, {&self, &index, &src});
+  const int64_t* idx = index.data_ptr<int64_t>();
+  dispatch_all(self.dtype(), "scatter", [&]<typename T>() {
+    T* dst = static_cast<T*>(self.data_ptr());
+    const T* from = static_cast<const T*>(src.data_ptr());
+    // Each line writes only its own line of self, in order: the last write to a place stays.
+    parallel_for(0, lines.count, std::max<int64_t>(1, 4096 / std::max<int64_t>(lines.length, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t line = b; line < e; ++line) {
+                     T* o = dst + lines.offset(line, 0);
+                     const int64_t* i = idx + lines.offset(line, 1);
+                     const T* s = from + lines.offset(line, 2);
+                     for (int64_t k = 0; k < lines.length; ++k) {
+                       o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]] = s[k * lines.dim_strides[2]];
+                     }
+                   }
+                 });
+  });
+}
+
 void one_hot(const Tensor& out, const Tensor& indices) {
   const int64_t* idx = indices.data_ptr<int64_t>();
   int64_t* dst = out.data_ptr<int64_t>();

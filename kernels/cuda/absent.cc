@@ -47,6 +47,7 @@ int64_t addmm_bias_epilogue_count() { return 0; }
 void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("index_select"); }
 void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { absent("gather"); }
 void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { absent("scatter_add"); }
+void scatter(const Tensor&, int64_t, const Tensor&, const Tensor&) { absent("scatter"); }
 void one_hot(const Tensor&, const Tensor&) { absent("one_hot"); }
 void softmax(const Tensor&, const Tensor&, int64_t, bool) { absent("softmax"); }
 void max_pool2d(const Tensor&, const Tensor&, const Tensor&, const Pool2d&) { absent("max_pool2d"); }

@@ -111,6 +111,17 @@ __global__ void scatter_add_kernel(Indexer<3> ix, int64_t n, int64_t self_step) 
   }
 }
 
+// Operands as scatter_add_kernel's; the element is written whole, as an opaque word.
+template <typename W>
+__global__ void scatter_kernel(Indexer<3> ix, int64_t n, int64_t self_step) {
+  TD_GRID_STRIDE(e, n) {
+    char* p[3];
+    ix.pointers(e, p);
+    const int64_t k = *reinterpret_cast<const int64_t*>(p[0]);
+    *reinterpret_cast<W*>(p[2] + k * self_step) = *reinterpret_cast<const W*>(p[1]);
+  }
+}
+
 __global__ void one_hot_kernel(int64_t* out, const int64_t* indices, int64_t n, int64_t classes) {
   TD_GRID_STRIDE(i, n) { out[i * classes + indices[i]] = 1; }
 }
@@ -166,6 +177,17 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   const auto shape = cpu::loop_shape<3>({&index, &from, &target});
   dispatch_numeric(self.dtype(), "scatter_add", [&]<typename T>() {
     launch("scatter_add", self.device(), shape.numel, scatter_add_kernel<T>, make_indexer<3>(shape), shape.numel,
+           dim_step(self, dim));
+  });
+}
+
+void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (index.numel() == 0) return;
+  const Tensor from = as_strided(src, index.sizes(), src.strides());
+  const Tensor target = along_index(self, index.sizes(), dim);
+  const auto shape = cpu::loop_shape<3>({&index, &from, &target});
+  dispatch_word(self.element_size(), "scatter", [&]<typename W>() {
+    launch("scatter", self.device(), shape.numel, scatter_kernel<W>, make_indexer<3>(shape), shape.numel,
            dim_step(self, dim));
   });
 }

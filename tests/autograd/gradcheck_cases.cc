@@ -197,6 +197,35 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return product + td::einsum("bii->bi", {product}).unsqueeze(2) +
                 td::einsum("...j,j->...", {x[0], x[2]}).unsqueeze(2);
        }},
+      {"cross kron tensordot", {{{2, 3}}, {{2, 3}}, {{3, 2}}},
+       [](V x) {
+         return td::cross(x[0], x[1]) + td::kron(x[0], x[2]).sum(1).narrow(0, 0, 2).unsqueeze(1) +
+                td::tensordot(x[0], x[2], {1}, {0}).sum(1, true);
+       }},
+      {"cov corrcoef trapezoid", {{{3, 5}}},
+       [](V x) {
+         return td::cov(x[0]).sum(1) + td::corrcoef(x[0]).sum(0) + td::trapezoid(x[0]) +
+                td::trapezoid(x[0], on(x[0], td::tensor({0.0, 0.5, 1.5, 2.0, 4.0}, td::kFloat64)));
+       }},
+      {"logaddexp2 sinc", {{{3, 4}}, {{3, 4}}}, [](V x) { return td::logaddexp2(x[0], x[1]) + td::sinc(x[0]); }},
+      {"scatter forms", {{{3, 4}}, {{4}}, {{3}}},
+       [](V x) {
+         return td::select_scatter(x[0], x[1], 0, 1) +
+                td::slice_scatter(x[0], x[1].view({1, 4}).expand({2, 4}), 0, 0, 3, 2) +
+                td::diagonal_scatter(x[0], x[2]) +
+                x[0].masked_scatter(on(x[0], td::tensor({true, false, true, true})), x[1].repeat({3}) * 2);
+       }},
+      {"index index_put", {{{4, 3}}, {{2, 3}}},
+       [](V x) {
+         const Tensor rows = on(x[0], td::tensor({2, 0}));
+         return x[0].index({rows, on(x[0], td::tensor({1, 1}))}).sum() * x[0] +
+                x[0].index_put({rows}, x[1]) + x[0].index_put({on(x[0], td::tensor({1, 1}))}, x[1], true);
+       }},
+      {"block_diag cartesian_prod combinations", {{{2}}, {{3}}},
+       [](V x) {
+         return td::block_diag({x[0], x[1]}).sum(0).narrow(0, 0, 3) + td::cartesian_prod({x[0], x[1]}).sum(0).sum() +
+                td::combinations(x[1]).prod(1);
+       }},
       {"nansum nanmean var_mean", {{{3, 4}}},
        [](V x) {
          const Tensor holes = td::where(on(x[0], td::tensor({true, false, false, true})), NAN, x[0]);
@@ -313,6 +342,10 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"scatter_add of a larger src", {{{3, 4}}, {{4, 5}}}, [](V x) {
          return x[0].scatter_add(1, on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}})), x[1]);  // only src[:3, :2] is added
+       }},
+      {"scatter", {{{3, 4}}, {{3, 2}}}, [](V x) {
+         return x[0].scatter(1, on(x[0], td::tensor({{0, 2}, {3, 1}, {2, 0}})), x[1] * x[1]) +
+                x[0].scatter(0, on(x[0], td::tensor({{1, 0, 2, 1}})), 0.5);
        }},
       {"embedding", {{{5, 3}}},
        [](V x) { return td::embedding(x[0], on(x[0], td::tensor({{1, 4}, {1, 0}}))) * on(x[0], td::arange(3.0)); }},

@@ -3021,3 +3021,51 @@ TEST_CASE("rearranging, indexing and counting compositions match the CPU", "[cud
     check_close(td::outer(a.dev, a.dev), td::outer(a.cpu, a.cpu), tol, tol, "outer");
   }
 }
+
+TEST_CASE("scatter and scatter_ match the CPU where no place is written twice, every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(73);
+  for (DType dtype : kAll) {
+    for (const Shape& shape : std::vector<Shape>{{7, 33}, {3, 1000003 / 3}, {4, 5, 6}}) {
+      for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+        Pair x = ct::random_pair(shape, dtype, layout, -5, 5);
+        // Distinct positions along the last dim: the first half of a random permutation of each line.
+        const int64_t last = static_cast<int64_t>(shape.size()) - 1, n = shape.back();
+        const Tensor order = td::argsort(td::rand(shape, td::kFloat64), last).narrow(last, 0, n / 2).contiguous();
+        Pair src = ct::random_pair(order.sizes(), dtype, Layout::Strided, -5, 5);
+        const std::string what = describe("scatter", dtype, shape, layout);
+        check_equal(x.dev.scatter(last, order.to(ct::device()), src.dev), x.cpu.scatter(last, order, src.cpu), what);
+        check_equal(x.dev.scatter(last, order.to(ct::device()), 1), x.cpu.scatter(last, order, 1), what + " value");
+        x.dev.scatter_(last, order.to(ct::device()), src.dev);
+        x.cpu.scatter_(last, order, src.cpu);
+        check_equal(x.dev, x.cpu, what + " in place");
+        check_outside_equal(x.dev, x.cpu, what + " in place");
+      }
+    }
+  }
+}
+
+TEST_CASE("cross, kron, cov, isin, masked_scatter, index and index_put match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(74);
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    const double tol = rtol_for(dtype) * 40;
+    Pair a = ct::random_pair({33, 3}, dtype, Layout::Permuted, -2, 2);
+    Pair b = ct::random_pair({33, 3}, dtype, Layout::Strided, -2, 2);
+    check_close(td::cross(a.dev, b.dev), td::cross(a.cpu, b.cpu), tol, tol, "cross");
+    check_close(td::kron(a.dev, b.dev), td::kron(a.cpu, b.cpu), tol, tol, "kron");
+    check_close(td::cov(a.dev.t()), td::cov(a.cpu.t()), tol, tol, "cov");
+    const Tensor mask_cpu = a.cpu > 0;
+    check_equal(a.dev.masked_scatter(mask_cpu.to(ct::device()), b.dev.reshape({-1})),
+                a.cpu.masked_scatter(mask_cpu, b.cpu.reshape({-1})), "masked_scatter");
+    const Tensor rows = td::tensor({5, 0, 32, 5}), cols = td::tensor({2, 1, 0, 2});
+    check_equal(a.dev.index({rows.to(ct::device()), cols.to(ct::device())}), a.cpu.index({rows, cols}), "index");
+    check_close(a.dev.index_put({rows.to(ct::device())}, b.dev.narrow(0, 0, 4), true),
+                a.cpu.index_put({rows}, b.cpu.narrow(0, 0, 4), true), tol, tol, "index_put accumulating");
+  }
+  Pair ints = ct::random_pair({7, 33}, td::kInt64, Layout::Strided, -10, 10);
+  const Tensor tests = td::tensor({-3, 0, 4, 9});
+  check_equal(td::isin(ints.dev, tests.to(ct::device())), td::isin(ints.cpu, tests), "isin");
+}

@@ -713,3 +713,40 @@ TEST_CASE("cat promotes over every tensor, the skipped empty 1-D ones included",
   CHECK(out.dtype() == td::kFloat32);  // as torch.cat
   CHECK(out.sizes() == td::Shape{2, 2});
 }
+
+TEST_CASE("scatter and scatter_ write src or a value at index's positions, as PyTorch's; gradients too", "[cpu]") {
+  const td::Tensor placed = td::zeros({3, 5}).scatter(0, td::tensor({0, 1, 2, 0, 0, 2, 0, 0, 1, 2}).view({2, 5}),
+                                                      td::arange(1.0, 11.0).view({2, 5}));
+  CHECK(tt::values(placed) == std::vector<double>{1, 7, 8, 4, 5, 0, 2, 0, 9, 0, 6, 0, 3, 0, 10});
+  td::Tensor one_hot = td::zeros({2, 4});
+  const uint32_t version = one_hot.version();
+  one_hot.scatter_(1, td::tensor({2, 1}).view({2, 1}), 1.25);
+  CHECK(tt::values(one_hot) == std::vector<double>{0, 0, 1.25, 0, 0, 1.25, 0, 0});
+  CHECK(one_hot.version() == version + 1);
+  CHECK(tt::values(td::zeros({3}, td::kBool).scatter(0, td::tensor({1}), true)) == std::vector<double>{0, 1, 0});
+  // A place written twice keeps the last write on the CPU.
+  CHECK(tt::values(td::zeros({2}).scatter(0, td::tensor({1, 1, 1}), td::tensor({1.0, 2.0, 3.0}))) ==
+        std::vector<double>{0, 3});
+  // Gradients: the written places lose x's; src's come from them.
+  td::Tensor a = td::arange(12.0).to(td::kFloat64).view({3, 4}).requires_grad_();
+  td::Tensor s = td::tensor({10.0, 20.0, 60.0, 70.0}, td::kFloat64).view({2, 2}).requires_grad_();
+  const td::Tensor y = a.narrow(0, 0, 2).scatter(1, td::tensor({0, 2, 3, 3}).view({2, 2}), s);
+  CHECK(tt::values(y) == std::vector<double>{10, 1, 20, 3, 4, 5, 6, 70});
+  (y * td::arange(1.0, 9.0).to(td::kFloat64).view({2, 4})).sum().backward();
+  CHECK(tt::values(a.grad()) == std::vector<double>{0, 2, 0, 4, 5, 6, 7, 0, 0, 0, 0, 0});
+  CHECK(tt::values(s.grad()) == std::vector<double>{1, 3, 8, 8});
+  td::Tensor b = td::ones({2, 3}).requires_grad_();
+  (b * 1).scatter_(1, td::tensor({0, 2}).view({2, 1}), 5.0).sum().backward();
+  CHECK(tt::values(b.grad()) == std::vector<double>{0, 1, 1, 1, 1, 0});
+
+  td::Tensor x = td::zeros({2, 3});
+  td::testing::Snapshot before(x);
+  check_error([&] { x.scatter_(1, td::tensor({3}).view({1, 1}), 1.0); }, {"scatter_", "index 3", "out of range"});
+  check_error(
+      [&] {
+        x.scatter_(1, td::tensor({0}).view({1, 1}), td::ones({1, 1}, td::kFloat64));
+      },
+      {"scatter_", "float64", "float32"});
+  check_error([&] { x.scatter_(1, td::tensor({0}).view({1, 1}), 1e40); }, {"scatter_", "overflow"});
+  before.check_unchanged(x);
+}

@@ -1,0 +1,515 @@
+// More compositions: splitting at sections, products of whole tensors (cross, kron, tensordot),
+// index sets (tril/triu_indices, combinations, cartesian_prod), block_diag, covariance and
+// correlation, the trapezoid rule, a few element-wise formulas, membership (isin), consecutive
+// runs, writes of one tensor into a view of a copy of another (the *_scatter forms,
+// masked_scatter), and indexing by integer or bool tensors (index, index_put). Autograd
+// differentiates them through their parts.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <numeric>
+
+#include "autograd/ops.h"
+#include "kernels/backend.h"
+#include "kernels/factory.h"
+
+namespace tandem {
+
+namespace {
+
+Tensor long_tensor(const std::vector<int64_t>& values, Device device) {
+  return tensor(values, TensorOptions(kInt64)).to(device);
+}
+
+}  // namespace
+
+// ---- splitting ----
+
+std::vector<Tensor> tensor_split(const Tensor& x, int64_t sections, int64_t dim) {
+  kernels::check_defined(x, "tensor_split", "input");
+  TD_CHECK(x.dim() >= 1, "tensor_split: expected a tensor of at least 1 dim, got a 0-dim tensor");
+  TD_CHECK(sections > 0, "tensor_split: sections must be positive, got ", sections);
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  // The first n % sections parts take one more element than the rest.
+  std::vector<Tensor> parts;
+  for (int64_t k = 0, start = 0; k < sections; ++k) {
+    const int64_t length = n / sections + (k < n % sections ? 1 : 0);
+    parts.push_back(narrow(x, d, start, length));
+    start += length;
+  }
+  return parts;
+}
+
+std::vector<Tensor> tensor_split(const Tensor& x, const std::vector<int64_t>& indices, int64_t dim) {
+  kernels::check_defined(x, "tensor_split", "input");
+  TD_CHECK(x.dim() >= 1, "tensor_split: expected a tensor of at least 1 dim, got a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  // Cut before each index (clamped to the dim, as Python slices clamp).
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t cut : indices) {
+    cut = std::clamp(cut < 0 ? cut + n : cut, int64_t{0}, n);
+    const int64_t end = std::max(cut, start);
+    parts.push_back(narrow(x, d, start, end - start));
+    start = end;
+  }
+  parts.push_back(narrow(x, d, start, n - start));
+  return parts;
+}
+
+namespace {
+
+std::vector<Tensor> split_evenly(const Tensor& x, int64_t sections, int64_t dim, const char* op) {
+  TD_CHECK(sections > 0 && x.size(dim) % sections == 0, op, ": dim ", dim, " of size ", x.size(dim),
+           " does not split into ", sections, " equal parts");
+  return tensor_split(x, sections, dim);
+}
+
+}  // namespace
+
+std::vector<Tensor> hsplit(const Tensor& x, int64_t sections) {
+  kernels::check_defined(x, "hsplit", "input");
+  TD_CHECK(x.dim() >= 1, "hsplit: expected a tensor of at least 1 dim, got a 0-dim tensor");
+  return split_evenly(x, sections, x.dim() == 1 ? 0 : 1, "hsplit");
+}
+
+std::vector<Tensor> vsplit(const Tensor& x, int64_t sections) {
+  kernels::check_defined(x, "vsplit", "input");
+  TD_CHECK(x.dim() >= 2, "vsplit: expected a tensor of at least 2 dims, got shape ", shape_str(x.sizes()));
+  return split_evenly(x, sections, 0, "vsplit");
+}
+
+std::vector<Tensor> dsplit(const Tensor& x, int64_t sections) {
+  kernels::check_defined(x, "dsplit", "input");
+  TD_CHECK(x.dim() >= 3, "dsplit: expected a tensor of at least 3 dims, got shape ", shape_str(x.sizes()));
+  return split_evenly(x, sections, 2, "dsplit");
+}
+
+// ---- products of whole tensors ----
+
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim) {
+  kernels::check_defined(a, "cross", "input");
+  kernels::check_defined(b, "cross", "other");
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "cross");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cross");
+  TD_CHECK(shape[d] == 3 && (a.dim() == 0 || a.size(d - static_cast<int64_t>(shape.size()) + a.dim()) == 3) &&
+               (b.dim() == 0 || b.size(d - static_cast<int64_t>(shape.size()) + b.dim()) == 3),
+           "cross: dim ", dim, " must have size 3 in both inputs, got ", shape_str(a.sizes()), " and ",
+           shape_str(b.sizes()));
+  const Tensor x = expand(a, shape), y = expand(b, shape);
+  auto at = [&](const Tensor& t, int64_t k) { return narrow(t, d, k, 1); };
+  return cat({at(x, 1) * at(y, 2) - at(x, 2) * at(y, 1), at(x, 2) * at(y, 0) - at(x, 0) * at(y, 2),
+              at(x, 0) * at(y, 1) - at(x, 1) * at(y, 0)},
+             d);
+}
+
+Tensor kron(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "kron", "input");
+  kernels::check_defined(b, "kron", "other");
+  // Both seen with one number of dims; a's dim k as [n_k, 1] and b's as [1, m_k], multiplied to
+  // [n_k, m_k] and merged: element (i, j) of each pair lands at i * m_k + j.
+  const int64_t ndim = std::max(a.dim(), b.dim());
+  Shape a_pairs, b_pairs, merged;
+  for (int64_t k = 0; k < ndim; ++k) {
+    const int64_t n = k < ndim - a.dim() ? 1 : a.size(k - (ndim - a.dim()));
+    const int64_t m = k < ndim - b.dim() ? 1 : b.size(k - (ndim - b.dim()));
+    a_pairs.insert(a_pairs.end(), {n, 1});
+    b_pairs.insert(b_pairs.end(), {1, m});
+    merged.push_back(n * m);
+  }
+  return reshape(mul(reshape(a, a_pairs), reshape(b, b_pairs)), merged);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, IntList dims_a, IntList dims_b) {
+  kernels::check_defined(a, "tensordot", "input");
+  kernels::check_defined(b, "tensordot", "other");
+  TD_CHECK(dims_a.size() == dims_b.size(), "tensordot: ", dims_a.size(), " dims of the first tensor for ",
+           dims_b.size(), " of the second");
+  std::vector<bool> a_contracted(static_cast<size_t>(a.dim()), false),
+      b_contracted(static_cast<size_t>(b.dim()), false);
+  Shape a_order, b_order, out_shape;
+  int64_t summed = 1;
+  for (size_t k = 0; k < dims_a.size(); ++k) {
+    const int64_t da = wrap_dim(dims_a[k], a.dim(), "tensordot"), db = wrap_dim(dims_b[k], b.dim(), "tensordot");
+    TD_CHECK(!a_contracted[da] && !b_contracted[db], "tensordot: a dim is contracted twice");
+    TD_CHECK(a.size(da) == b.size(db), "tensordot: contracted dims of sizes ", a.size(da), " and ", b.size(db));
+    a_contracted[da] = b_contracted[db] = true;
+    summed *= a.size(da);
+  }
+  int64_t a_free = 1, b_free = 1;
+  for (int64_t k = 0; k < a.dim(); ++k) {
+    if (a_contracted[k]) continue;
+    a_order.push_back(k);
+    out_shape.push_back(a.size(k));
+    a_free *= a.size(k);
+  }
+  for (size_t k = 0; k < dims_a.size(); ++k) a_order.push_back(wrap_dim(dims_a[k], a.dim(), "tensordot"));
+  for (size_t k = 0; k < dims_b.size(); ++k) b_order.push_back(wrap_dim(dims_b[k], b.dim(), "tensordot"));
+  for (int64_t k = 0; k < b.dim(); ++k) {
+    if (b_contracted[k]) continue;
+    b_order.push_back(k);
+    out_shape.push_back(b.size(k));
+    b_free *= b.size(k);
+  }
+  const Tensor left = reshape(permute(a, a_order), {a_free, summed});
+  const Tensor right = reshape(permute(b, b_order), {summed, b_free});
+  return reshape(matmul(left, right), out_shape);
+}
+
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
+  kernels::check_defined(a, "tensordot", "input");
+  kernels::check_defined(b, "tensordot", "other");
+  TD_CHECK(dims >= 0 && dims <= a.dim() && dims <= b.dim(), "tensordot: cannot contract ", dims, " dims of tensors of ",
+           a.dim(), " and ", b.dim(), " dims");
+  Shape dims_a, dims_b;
+  for (int64_t k = 0; k < dims; ++k) {
+    dims_a.push_back(a.dim() - dims + k);
+    dims_b.push_back(k);
+  }
+  return tensordot(a, b, dims_a, dims_b);
+}
+
+// ---- index sets ----
+
+namespace {
+
+Tensor triangle_indices(int64_t rows, int64_t cols, int64_t offset, bool upper, TensorOptions options, const char* op) {
+  TD_CHECK(rows >= 0 && cols >= 0, op, ": row and col must be non-negative, got ", rows, " and ", cols);
+  std::vector<int64_t> r, c;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      if (upper ? j - i >= offset : j - i <= offset) {
+        r.push_back(i);
+        c.push_back(j);
+      }
+    }
+  }
+  r.insert(r.end(), c.begin(), c.end());
+  const Tensor out = reshape(long_tensor(r, options.device()), {2, static_cast<int64_t>(c.size())});
+  const DType dtype = options.dtype_or(kInt64);
+  return dtype == kInt64 ? out : out.to(dtype);
+}
+
+}  // namespace
+
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset, TensorOptions options) {
+  return triangle_indices(row, col, offset, false, options, "tril_indices");
+}
+
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions options) {
+  return triangle_indices(row, col, offset, true, options, "triu_indices");
+}
+
+Tensor combinations(const Tensor& x, int64_t r, bool with_replacement) {
+  kernels::check_defined(x, "combinations", "input");
+  TD_CHECK(x.dim() == 1, "combinations: expected a 1-D tensor, got shape ", shape_str(x.sizes()));
+  TD_CHECK(r >= 0, "combinations: r must be non-negative, got ", r);
+  const int64_t n = x.size(0);
+  if (r == 0) return empty({0}, x.options());
+  // The index tuples in lexicographic order (as itertools.combinations), one column per place.
+  std::vector<std::vector<int64_t>> columns(static_cast<size_t>(r));
+  std::vector<int64_t> pick(static_cast<size_t>(r));
+  const auto visit = [&](auto&& self, int64_t place, int64_t from) -> void {
+    if (place == r) {
+      for (int64_t k = 0; k < r; ++k) columns[k].push_back(pick[k]);
+      return;
+    }
+    for (int64_t i = from; i < n; ++i) {
+      pick[place] = i;
+      self(self, place + 1, with_replacement ? i : i + 1);
+    }
+  };
+  visit(visit, 0, 0);
+  std::vector<Tensor> parts;
+  for (const auto& column : columns) parts.push_back(index_select(x, 0, long_tensor(column, x.device())));
+  return stack(parts, 1);
+}
+
+Tensor cartesian_prod(const std::vector<Tensor>& tensors) {
+  TD_CHECK(!tensors.empty(), "cartesian_prod: expected a non-empty list of tensors");
+  for (const Tensor& t : tensors) {
+    kernels::check_defined(t, "cartesian_prod", "tensors");
+    TD_CHECK(t.dim() == 1, "cartesian_prod: expected 1-D tensors, got shape ", shape_str(t.sizes()));
+  }
+  if (tensors.size() == 1) return tensors[0];
+  std::vector<Tensor> columns;
+  for (const Tensor& grid : meshgrid(tensors, "ij")) columns.push_back(reshape(grid, {-1}));
+  return stack(columns, 1);
+}
+
+Tensor block_diag(const std::vector<Tensor>& tensors) {
+  // Each block (0-D: 1 x 1, 1-D: one row) between zeros to its left and right, the rows stacked.
+  std::vector<Tensor> blocks;
+  int64_t width = 0;
+  for (const Tensor& t : tensors) {
+    kernels::check_defined(t, "block_diag", "tensors");
+    TD_CHECK(t.dim() <= 2, "block_diag: expected tensors of at most 2 dims, got shape ", shape_str(t.sizes()));
+    blocks.push_back(t.dim() == 0 ? reshape(t, {1, 1}) : t.dim() == 1 ? unsqueeze(t, 0) : t);
+    width += blocks.back().size(1);
+  }
+  if (blocks.empty()) return empty({1, 0});
+  DType dtype = blocks[0].dtype();
+  for (const Tensor& b : blocks) dtype = promote_types(dtype, b.dtype());
+  std::vector<Tensor> rows;
+  int64_t left = 0;
+  for (const Tensor& b : blocks) {
+    const TensorOptions options = TensorOptions(dtype).device(b.device());
+    const int64_t h = b.size(0), w = b.size(1);
+    rows.push_back(cat({zeros({h, left}, options), b.to(dtype), zeros({h, width - left - w}, options)}, 1));
+    left += w;
+  }
+  return cat(rows, 0);
+}
+
+// ---- covariance, correlation, integration ----
+
+Tensor cov(const Tensor& x, int64_t correction, const Tensor& fweights, const Tensor& aweights) {
+  kernels::check_defined(x, "cov", "input");
+  TD_CHECK(x.dim() <= 2, "cov: expected a tensor of at most 2 dims (variables by observations), got shape ",
+           shape_str(x.sizes()));
+  const Tensor obs = x.dim() < 2 ? reshape(x, {1, -1}) : x;
+  const Tensor values = is_floating(obs.dtype()) ? obs : obs.to(kDefaultFloat);
+  const int64_t n = values.size(1);
+  Tensor w;
+  for (const auto& [weights, name] : {std::pair{&fweights, "fweights"}, std::pair{&aweights, "aweights"}}) {
+    if (!weights->defined()) continue;
+    TD_CHECK(weights->dim() <= 1 && weights->numel() == n, "cov: ", name,
+             " must be 1-D with one weight per observation (", n, "), got shape ", shape_str(weights->sizes()));
+    TD_CHECK(name == std::string("aweights") || is_integral(weights->dtype(), false), "cov: fweights must be integers");
+    TD_CHECK(!any(lt(*weights, 0)).item<bool>(), "cov: ", name, " must be non-negative");
+    const Tensor as_values = weights->to(values.dtype()).reshape({n});
+    w = w.defined() ? w * as_values : as_values;
+  }
+  // The weighted mean, then the sum of weighted products of deviations over the corrected weight sum.
+  const Tensor weight_sum = w.defined() ? sum(w) : full({}, static_cast<double>(n), values.options());
+  const Tensor mean_ = w.defined() ? sum(values * w, {1}, true) / weight_sum : mean(values, {1}, true);
+  Tensor norm = weight_sum;
+  if (correction != 0) {
+    norm = aweights.defined() ? weight_sum - correction * sum(w * aweights.to(values.dtype()).reshape({n})) / weight_sum
+                              : weight_sum - static_cast<double>(correction);
+  }
+  norm = clamp(norm, 0, std::nullopt);  // PyTorch's: too few observations give inf or NaN, not a sign flip
+  const Tensor deviation = values - mean_;
+  const Tensor weighted = w.defined() ? deviation * w : deviation;
+  const Tensor c = matmul(weighted, deviation.t()) / norm;
+  return x.dim() < 2 ? reshape(c, {}) : c;
+}
+
+Tensor corrcoef(const Tensor& x) {
+  kernels::check_defined(x, "corrcoef", "input");
+  const Tensor c = cov(x);
+  if (c.dim() == 0) return c / c;
+  const Tensor d = sqrt(diagonal(c, 0, 0, 1));
+  return clamp(c / unsqueeze(d, 1) / unsqueeze(d, 0), -1, 1);
+}
+
+Tensor trapezoid(const Tensor& y, double dx, int64_t dim) {
+  kernels::check_defined(y, "trapezoid", "y");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(y.dim(), 1), "trapezoid");
+  const int64_t n = y.dim() == 0 ? 1 : y.size(d);
+  if (n <= 1) return sum(mul(y, 0), {d});
+  return mul(sum(add(narrow(y, d, 1, n - 1), narrow(y, d, 0, n - 1)), {d}), dx / 2);
+}
+
+Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  kernels::check_defined(y, "trapezoid", "y");
+  kernels::check_defined(x, "trapezoid", "x");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(y.dim(), 1), "trapezoid");
+  const int64_t n = y.dim() == 0 ? 1 : y.size(d);
+  if (n <= 1) return sum(mul(y, 0), {d});
+  // x is 1-D along dim, or broadcasts against y.
+  const Tensor spacing = x.dim() == 1 ? diff(x) : diff(x, 1, dim);
+  Shape along(static_cast<size_t>(y.dim()), 1);
+  along[d] = n - 1;
+  const Tensor dx = x.dim() == 1 ? reshape(spacing, along) : spacing;
+  TD_CHECK(x.dim() != 1 || x.size(0) == n, "trapezoid: x has ", x.size(0), " points for ", n, " samples of y");
+  return sum(mul(add(narrow(y, d, 1, n - 1), narrow(y, d, 0, n - 1)), dx), {d}) / 2;
+}
+
+// ---- element-wise formulas ----
+
+Tensor heaviside(const Tensor& x, const Tensor& values) {
+  kernels::check_defined(x, "heaviside", "input");
+  kernels::check_defined(values, "heaviside", "values");
+  TD_CHECK(x.dtype() == values.dtype(), "heaviside: input (", x.dtype(), ") and values (", values.dtype(),
+           ") must have one dtype");
+  const Tensor step = gt(x.detach(), 0).to(x.dtype());
+  return where(eq(x.detach(), 0), values.detach(), step);
+}
+
+Tensor logaddexp2(const Tensor& a, const Tensor& b) {
+  return div(logaddexp(mul(a, std::numbers::ln2), mul(b, std::numbers::ln2)), std::numbers::ln2);
+}
+
+Tensor sinc(const Tensor& x) {
+  kernels::check_defined(x, "sinc", "input");
+  // sin(pi x) / (pi x), 1 at 0; x is replaced by 1 there so the branch not taken stays finite.
+  const Tensor at_zero = eq(x, 0);
+  const Tensor angle = mul(where(at_zero, 1, x), std::numbers::pi);
+  return where(at_zero, 1.0, div(sin(angle), angle));
+}
+
+Tensor float_power(const Tensor& a, const Tensor& b) { return pow(a.to(kFloat64), b.to(kFloat64)); }
+
+Tensor float_power(const Tensor& a, Scalar b) { return pow(a.to(kFloat64), b.to_double()); }
+
+Tensor isin(const Tensor& elements, const Tensor& test_elements, bool invert) {
+  kernels::check_defined(elements, "isin", "elements");
+  kernels::check_defined(test_elements, "isin", "test_elements");
+  const DType t = result_type(elements, test_elements);
+  if (test_elements.numel() == 0) return full(elements.sizes(), invert, TensorOptions(kBool).device(elements.device()));
+  // Each element's place in the sorted test elements holds it, or nothing does.
+  const Tensor sorted = std::get<0>(sort(reshape(test_elements.detach(), {-1}).to(t)));
+  const Tensor e = elements.detach().to(t);
+  const Tensor at = clamp(searchsorted(sorted, e), std::nullopt, sorted.numel() - 1);
+  const Tensor found = eq(reshape(index_select(sorted, 0, reshape(at, {-1})), e.sizes()), e);
+  return invert ? logical_not(found) : found;
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& x, bool return_inverse, bool return_counts) {
+  kernels::check_defined(x, "unique_consecutive", "input");
+  const Tensor flat = reshape(x.detach(), {-1});
+  const int64_t n = flat.numel();
+  Tensor starts = ones({n}, TensorOptions(kBool).device(x.device()));
+  if (n > 1) {
+    starts = cat(
+        {ones({1}, TensorOptions(kBool).device(x.device())), ne(narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1))});
+  }
+  const Tensor values = masked_select(flat, starts);
+  const Tensor group = sub(cumsum(starts, 0), 1);
+  Tensor inverse, counts;
+  if (return_inverse) inverse = reshape(group, x.sizes());
+  if (return_counts) counts = bincount(group, Tensor(), values.numel());
+  return {values, inverse, counts};
+}
+
+// ---- one tensor written into a view of a copy of another ----
+
+namespace {
+
+// A copy of x with src written where `place` views it; x's gradient there is zero, src's is the view's.
+Tensor scattered_copy(const Tensor& x, const Tensor& src, const std::function<Tensor(const Tensor&)>& place,
+                      const char* op) {
+  kernels::check_defined(x, op, "input");
+  kernels::check_defined(src, op, "src");
+  Tensor out = clone(x);
+  Tensor view_of_out = place(out);
+  TD_CHECK(src.sizes() == view_of_out.sizes(), op, ": src of shape ", shape_str(src.sizes()),
+           " does not match the place it goes to, ", shape_str(view_of_out.sizes()));
+  copy_(view_of_out, src);
+  return out;
+}
+
+}  // namespace
+
+Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index) {
+  return scattered_copy(
+      x, src, [&](const Tensor& t) { return select(t, dim, index); }, "select_scatter");
+}
+
+Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim, std::optional<int64_t> start,
+                     std::optional<int64_t> end, int64_t step) {
+  return scattered_copy(
+      x, src, [&](const Tensor& t) { return slice(t, dim, start, end, step); }, "slice_scatter");
+}
+
+Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset, int64_t dim1, int64_t dim2) {
+  return scattered_copy(
+      x, src, [&](const Tensor& t) { return diagonal(t, offset, dim1, dim2); }, "diagonal_scatter");
+}
+
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source) {
+  kernels::check_defined(x, "masked_scatter", "input");
+  kernels::check_defined(mask, "masked_scatter", "mask");
+  kernels::check_defined(source, "masked_scatter", "source");
+  TD_CHECK(mask.dtype() == kBool, "masked_scatter: expected a bool mask, got dtype ", mask.dtype());
+  TD_CHECK(source.dtype() == x.dtype(), "masked_scatter: source has dtype ", source.dtype(), " but the input has ",
+           x.dtype());
+  const Tensor m = expand(mask, x.sizes());
+  // The k-th set place (row-major) takes source's k-th element.
+  const Tensor rank = sub(cumsum(reshape(m, {-1}), 0), 1);
+  const int64_t count = m.numel() == 0 ? 0 : rank.numel() == 0 ? 0 : select(rank, 0, -1).item<int64_t>() + 1;
+  TD_CHECK(count <= source.numel(), "masked_scatter: the mask sets ", count, " places but source has only ",
+           source.numel(), " elements");
+  if (count == 0) return clone(x);
+  const Tensor position = where(reshape(m, {-1}), rank, 0);
+  const Tensor taken = reshape(index_select(reshape(source, {-1}), 0, position), x.sizes());
+  return where(m, taken, x);
+}
+
+// ---- indexing by tensors ----
+
+namespace {
+
+// The flat position, in the leading indices.size() dims of x, that the (broadcast) index tensors
+// name; bool indices stand for the positions they set. Returns the positions and their shape.
+std::pair<Tensor, Shape> flat_positions(const Tensor& x, const std::vector<Tensor>& indices, const char* op) {
+  TD_CHECK(!indices.empty(), op, ": no index tensors");
+  std::vector<Tensor> per_dim;
+  for (const Tensor& index : indices) {
+    kernels::check_defined(index, op, "indices");
+    if (index.dtype() == kBool) {
+      for (const Tensor& column : where(index)) per_dim.push_back(column);  // a mask covers index.dim() dims
+    } else {
+      TD_CHECK(is_integral(index.dtype(), false), op, ": indices must be integer or bool tensors, got dtype ",
+               index.dtype());
+      per_dim.push_back(index.to(kInt64));
+    }
+  }
+  TD_CHECK(static_cast<int64_t>(per_dim.size()) <= x.dim(), op, ": too many indices (", per_dim.size(),
+           ") for a tensor of ", x.dim(), " dims");
+  Shape shape = per_dim[0].sizes();
+  for (const Tensor& p : per_dim) shape = broadcast_shapes(shape, p.sizes(), op);
+  Tensor flat = zeros(shape, TensorOptions(kInt64).device(x.device()));
+  for (size_t k = 0; k < per_dim.size(); ++k) {
+    const int64_t n = x.size(static_cast<int64_t>(k));
+    const Tensor p = per_dim[k].to(x.device());
+    TD_CHECK(p.numel() == 0 || (all(ge(p, -n)).item<bool>() && all(lt(p, n)).item<bool>()), op,
+             ": an index is out of range for dim ", k, " of size ", n);
+    flat = add(mul(flat, n), p.numel() == 0 ? p : remainder(p, n));
+  }
+  return {flat, shape};
+}
+
+// x seen as [positions of the leading k dims, the rest...].
+Tensor leading_merged(const Tensor& x, size_t k) {
+  Shape shape = {numel_of(Shape(x.sizes().begin(), x.sizes().begin() + static_cast<int64_t>(k)))};
+  shape.insert(shape.end(), x.sizes().begin() + static_cast<int64_t>(k), x.sizes().end());
+  return reshape(x, shape);
+}
+
+size_t indexed_dims(const std::vector<Tensor>& indices) {
+  size_t k = 0;
+  for (const Tensor& index : indices)
+    k += index.dtype() == kBool ? static_cast<size_t>(std::max<int64_t>(index.dim(), 1)) : 1;
+  return k;
+}
+
+}  // namespace
+
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
+  kernels::check_defined(x, "index", "input");
+  const auto [flat, shape] = flat_positions(x, indices, "index");
+  const size_t k = indexed_dims(indices);
+  Shape out_shape = shape;
+  out_shape.insert(out_shape.end(), x.sizes().begin() + static_cast<int64_t>(k), x.sizes().end());
+  return reshape(index_select(leading_merged(x, k), 0, reshape(flat, {-1})), out_shape);
+}
+
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  kernels::check_defined(x, "index_put", "input");
+  kernels::check_defined(values, "index_put", "values");
+  const auto [flat, shape] = flat_positions(x, indices, "index_put");
+  const size_t k = indexed_dims(indices);
+  Shape rows_shape = shape;
+  rows_shape.insert(rows_shape.end(), x.sizes().begin() + static_cast<int64_t>(k), x.sizes().end());
+  const Tensor merged = leading_merged(x, k);
+  Shape source_shape = merged.sizes();
+  source_shape[0] = flat.numel();
+  const Tensor source = reshape(expand(values.to(x.dtype()), rows_shape), source_shape);
+  const Tensor positions = reshape(flat, {-1});
+  const Tensor out = accumulate ? index_add(merged, 0, positions, source) : index_copy(merged, 0, positions, source);
+  return reshape(out, x.sizes());
+}
+
+}  // namespace tandem
