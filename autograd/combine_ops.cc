@@ -44,14 +44,14 @@ std::vector<Tensor> tensor_split(const Tensor& x, const std::vector<int64_t>& in
   kernels::check_defined(x, "tensor_split", "input");
   TD_CHECK(x.dim() >= 1, "tensor_split: expected a tensor of at least 1 dim, got a 0-dim tensor");
   const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
-  // Cut before each index (clamped to the dim, as Python slices clamp).
+  // Part k is x[cut[k-1]:cut[k]] along dim, each cut clamped to the dim as Python slices clamp
+  // (a cut below the one before it gives an empty part, and the next part starts there).
   std::vector<Tensor> parts;
   int64_t start = 0;
   for (int64_t cut : indices) {
     cut = std::clamp(cut < 0 ? cut + n : cut, int64_t{0}, n);
-    const int64_t end = std::max(cut, start);
-    parts.push_back(narrow(x, d, start, end - start));
-    start = end;
+    parts.push_back(narrow(x, d, start, std::max<int64_t>(cut - start, 0)));
+    start = cut;
   }
   parts.push_back(narrow(x, d, start, n - start));
   return parts;
@@ -90,12 +90,12 @@ std::vector<Tensor> dsplit(const Tensor& x, int64_t sections) {
 Tensor cross(const Tensor& a, const Tensor& b, int64_t dim) {
   kernels::check_defined(a, "cross", "input");
   kernels::check_defined(b, "cross", "other");
+  TD_CHECK(a.dim() == b.dim() && a.dim() >= 1, "cross: inputs must have one number of dims (at least 1), got ",
+           shape_str(a.sizes()), " and ", shape_str(b.sizes()));
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "cross");
-  const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cross");
-  TD_CHECK(shape[d] == 3 && (a.dim() == 0 || a.size(d - static_cast<int64_t>(shape.size()) + a.dim()) == 3) &&
-               (b.dim() == 0 || b.size(d - static_cast<int64_t>(shape.size()) + b.dim()) == 3),
-           "cross: dim ", dim, " must have size 3 in both inputs, got ", shape_str(a.sizes()), " and ",
-           shape_str(b.sizes()));
+  const int64_t d = wrap_dim(dim, a.dim(), "cross");
+  TD_CHECK(a.size(d) == 3 && b.size(d) == 3, "cross: dim ", dim, " must have size 3 in both inputs, got ",
+           shape_str(a.sizes()), " and ", shape_str(b.sizes()));
   const Tensor x = expand(a, shape), y = expand(b, shape);
   auto at = [&](const Tensor& t, int64_t k) { return narrow(t, d, k, 1); };
   return cat({at(x, 1) * at(y, 2) - at(x, 2) * at(y, 1), at(x, 2) * at(y, 0) - at(x, 0) * at(y, 2),
@@ -303,27 +303,44 @@ Tensor corrcoef(const Tensor& x) {
   return clamp(c / unsqueeze(d, 1) / unsqueeze(d, 0), -1, 1);
 }
 
-Tensor trapezoid(const Tensor& y, double dx, int64_t dim) {
+namespace {
+
+// y as trapezoid integrates it: floating (integers give float32), at least 1-D; its dim and length.
+std::tuple<Tensor, int64_t, int64_t> samples(const Tensor& y, int64_t dim) {
   kernels::check_defined(y, "trapezoid", "y");
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(y.dim(), 1), "trapezoid");
-  const int64_t n = y.dim() == 0 ? 1 : y.size(d);
-  if (n <= 1) return sum(mul(y, 0), {d});
-  return mul(sum(add(narrow(y, d, 1, n - 1), narrow(y, d, 0, n - 1)), {d}), dx / 2);
+  TD_CHECK(y.dim() >= 1, "trapezoid: y must have at least 1 dim, got a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, y.dim(), "trapezoid");
+  return {is_floating(y.dtype()) ? y : y.to(kDefaultFloat), d, y.size(d)};
+}
+
+}  // namespace
+
+Tensor trapezoid(const Tensor& y, double dx, int64_t dim) {
+  const auto [v, d, n] = samples(y, dim);
+  if (n <= 1) return sum(mul(v, 0), {d});
+  return mul(sum(add(narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)), {d}), dx / 2);
 }
 
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
-  kernels::check_defined(y, "trapezoid", "y");
   kernels::check_defined(x, "trapezoid", "x");
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(y.dim(), 1), "trapezoid");
-  const int64_t n = y.dim() == 0 ? 1 : y.size(d);
-  if (n <= 1) return sum(mul(y, 0), {d});
-  // x is 1-D along dim, or broadcasts against y.
-  const Tensor spacing = x.dim() == 1 ? diff(x) : diff(x, 1, dim);
-  Shape along(static_cast<size_t>(y.dim()), 1);
-  along[d] = n - 1;
-  const Tensor dx = x.dim() == 1 ? reshape(spacing, along) : spacing;
-  TD_CHECK(x.dim() != 1 || x.size(0) == n, "trapezoid: x has ", x.size(0), " points for ", n, " samples of y");
-  return sum(mul(add(narrow(y, d, 1, n - 1), narrow(y, d, 0, n - 1)), dx), {d}) / 2;
+  const auto [v, d, n] = samples(y, dim);
+  // x: one point per sample along dim (1-D), or a tensor that broadcasts against y, missing leading
+  // dims counting as 1.
+  TD_CHECK(x.dim() != 1 || x.size(0) == n, "trapezoid: there must be one x value for each sample point; x has ",
+           x.size(0), " for ", n);
+  TD_CHECK(x.dim() <= v.dim(), "trapezoid: x ", shape_str(x.sizes()), " has more dims than y ", shape_str(v.sizes()));
+  if (n <= 1) return sum(mul(v, 0), {d});
+  Tensor spacing;
+  if (x.dim() == 1) {
+    Shape along(static_cast<size_t>(v.dim()), 1);
+    along[d] = n - 1;
+    spacing = reshape(diff(x), along);
+  } else {
+    Shape padded(static_cast<size_t>(v.dim() - x.dim()), 1);
+    padded.insert(padded.end(), x.sizes().begin(), x.sizes().end());
+    spacing = diff(reshape(x, padded), 1, d);
+  }
+  return sum(mul(add(narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)), spacing), {d}) / 2;
 }
 
 // ---- element-wise formulas ----
@@ -425,16 +442,18 @@ Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source)
   TD_CHECK(mask.dtype() == kBool, "masked_scatter: expected a bool mask, got dtype ", mask.dtype());
   TD_CHECK(source.dtype() == x.dtype(), "masked_scatter: source has dtype ", source.dtype(), " but the input has ",
            x.dtype());
-  const Tensor m = expand(mask, x.sizes());
+  // Out of place, x and mask broadcast together.
+  const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_scatter");
+  const Tensor m = expand(mask, shape), base = expand(x, shape);
   // The k-th set place (row-major) takes source's k-th element.
   const Tensor rank = sub(cumsum(reshape(m, {-1}), 0), 1);
   const int64_t count = m.numel() == 0 ? 0 : rank.numel() == 0 ? 0 : select(rank, 0, -1).item<int64_t>() + 1;
   TD_CHECK(count <= source.numel(), "masked_scatter: the mask sets ", count, " places but source has only ",
            source.numel(), " elements");
-  if (count == 0) return clone(x);
+  if (count == 0) return clone(base);
   const Tensor position = where(reshape(m, {-1}), rank, 0);
-  const Tensor taken = reshape(index_select(reshape(source, {-1}), 0, position), x.sizes());
-  return where(m, taken, x);
+  const Tensor taken = reshape(index_select(reshape(source, {-1}), 0, position), shape);
+  return where(m, taken, base);
 }
 
 // ---- indexing by tensors ----
@@ -446,10 +465,20 @@ namespace {
 std::pair<Tensor, Shape> flat_positions(const Tensor& x, const std::vector<Tensor>& indices, const char* op) {
   TD_CHECK(!indices.empty(), op, ": no index tensors");
   std::vector<Tensor> per_dim;
-  for (const Tensor& index : indices) {
-    kernels::check_defined(index, op, "indices");
+  for (const Tensor& given : indices) {
+    kernels::check_defined(given, op, "indices");
+    // uint8 indices are masks, as PyTorch (still) reads them.
+    const Tensor index = given.dtype() == kUInt8 ? given.to(kBool) : given;
     if (index.dtype() == kBool) {
-      for (const Tensor& column : where(index)) per_dim.push_back(column);  // a mask covers index.dim() dims
+      // A mask covers index.dim() dims, which it must match.
+      TD_CHECK(index.dim() >= 1, op,
+               ": a 0-dim bool index is not supported (unsqueeze the tensor and index with a 1-D mask)");
+      const int64_t at = static_cast<int64_t>(per_dim.size());
+      TD_CHECK(at + index.dim() <= x.dim() &&
+                   Shape(x.sizes().begin() + at, x.sizes().begin() + at + index.dim()) == index.sizes(),
+               op, ": the mask of shape ", shape_str(index.sizes()), " at dim ", at,
+               " does not match the shape of the indexed tensor ", shape_str(x.sizes()));
+      for (const Tensor& column : where(index)) per_dim.push_back(column);
     } else {
       TD_CHECK(is_integral(index.dtype(), false), op, ": indices must be integer or bool tensors, got dtype ",
                index.dtype());
@@ -480,8 +509,10 @@ Tensor leading_merged(const Tensor& x, size_t k) {
 
 size_t indexed_dims(const std::vector<Tensor>& indices) {
   size_t k = 0;
-  for (const Tensor& index : indices)
-    k += index.dtype() == kBool ? static_cast<size_t>(std::max<int64_t>(index.dim(), 1)) : 1;
+  for (const Tensor& index : indices) {
+    const bool mask = index.dtype() == kBool || index.dtype() == kUInt8;
+    k += mask ? static_cast<size_t>(index.dim()) : 1;
+  }
   return k;
 }
 
@@ -499,14 +530,18 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
   kernels::check_defined(x, "index_put", "input");
   kernels::check_defined(values, "index_put", "values");
+  TD_CHECK(values.dtype() == x.dtype(), "index_put: values have dtype ", values.dtype(), " but the input has ",
+           x.dtype(), "; they must match");
   const auto [flat, shape] = flat_positions(x, indices, "index_put");
   const size_t k = indexed_dims(indices);
   Shape rows_shape = shape;
   rows_shape.insert(rows_shape.end(), x.sizes().begin() + static_cast<int64_t>(k), x.sizes().end());
+  TD_CHECK(broadcast_shapes(values.sizes(), rows_shape, "index_put") == rows_shape, "index_put: values of shape ",
+           shape_str(values.sizes()), " cannot be broadcast to the indexing result of shape ", shape_str(rows_shape));
   const Tensor merged = leading_merged(x, k);
   Shape source_shape = merged.sizes();
   source_shape[0] = flat.numel();
-  const Tensor source = reshape(expand(values.to(x.dtype()), rows_shape), source_shape);
+  const Tensor source = reshape(expand(values, rows_shape), source_shape);
   const Tensor positions = reshape(flat, {-1});
   const Tensor out = accumulate ? index_add(merged, 0, positions, source) : index_copy(merged, 0, positions, source);
   return reshape(out, x.sizes());

@@ -225,6 +225,11 @@ std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = f
 Tensor median(const Tensor& x);
 std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor nanmedian(const Tensor& x);
+// The running maximum (minimum) along dim and the position of the element it holds (the latest of
+// equal ones; a NaN takes over and stays); logcumsumexp: log(cumsum(exp(x))) without overflow.
+std::tuple<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);
+std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
 
 // Reductions that skip NaN (no dims: all of them), and pairs of reductions in one call.
 Tensor nansum(const Tensor& x, IntList dims = {}, bool keepdim = false);

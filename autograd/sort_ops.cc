@@ -1,6 +1,7 @@
 // Sorting and the order statistics taken from it. The kernels give the indices; the values that
 // carry gradients are gathered from the input at them, so gradients (of any order) flow back
 // through gather to the positions each value came from.
+#include <cmath>
 #include <limits>
 
 #include "autograd/ops.h"
@@ -74,6 +75,59 @@ Tensor nanmedian(const Tensor& x) {
   kernels::check_defined(x, "nanmedian", "input");
   if (x.numel() == 0) return empty_median(x, "nanmedian");
   return std::get<0>(nanmedian(reshape(x, {-1}), 0));
+}
+
+std::tuple<Tensor, Tensor> cummax(const Tensor& x, int64_t dim) {
+  auto [values, indices] = kernels::cummax(x, dim);
+  return {differentiable_values(x, dim, values, indices, false), indices};
+}
+
+std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim) {
+  auto [values, indices] = kernels::cummin(x, dim);
+  return {differentiable_values(x, dim, values, indices, false), indices};
+}
+
+namespace {
+
+// The largest finite value of a floating dtype.
+double largest_finite(DType t) {
+  switch (t) {
+    case kFloat16:
+      return 65504.0;
+    case kBFloat16:
+      return 3.3895313892515355e38;
+    case kFloat32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
+// flip(logcumsumexp(flip(z))) along d: the log-sum-exp of each element and those after it.
+Tensor reverse_logcumsumexp(const Tensor& z, int64_t d) { return flip(logcumsumexp(flip(z, {d}), d), {d}); }
+
+}  // namespace
+
+Tensor logcumsumexp(const Tensor& x, int64_t dim) {
+  Tensor y = kernels::logcumsumexp(x, dim);
+  if (!autograd::needs_grad({&x})) return y;
+  const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "logcumsumexp");
+  SavedTensor sx(x, false), sy(y, true);
+  autograd::record("LogcumsumexpBackward0", {&x}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor xs = sx.unpack("LogcumsumexpBackward0"), ys = sy.unpack("LogcumsumexpBackward0");
+    if (xs.dim() == 0) return {g[0]};
+    // dy_i/dx_j = exp(x_j - y_i) for j <= i; summed against g in log space, the positive and the
+    // negative parts of g apart, so no exp overflows. An element of the other sign weighs half the
+    // dtype's lowest value there, set by where: its exp is 0, and unlike a log of 0 (-inf) it keeps
+    // the second derivative finite (-inf - -inf would be NaN).
+    const double nothing = -0.5 * largest_finite(xs.dtype());
+    const auto part = [&](const Tensor& positive, const Tensor& magnitude) {
+      const Tensor log_weight = where(positive, log(where(positive, magnitude, 1)), nothing);
+      return exp(xs + reverse_logcumsumexp(log_weight - ys, d));
+    };
+    return {part(g[0] > 0, g[0]) - part(g[0] < 0, -g[0])};
+  });
+  return y;
 }
 
 }  // namespace tandem

@@ -376,6 +376,9 @@ Tensor Tensor::nanmedian() const { return tandem::nanmedian(*this); }
 std::tuple<Tensor, Tensor> Tensor::nanmedian(int64_t dim, bool keepdim) const {
   return tandem::nanmedian(*this, dim, keepdim);
 }
+std::tuple<Tensor, Tensor> Tensor::cummax(int64_t dim) const { return tandem::cummax(*this, dim); }
+std::tuple<Tensor, Tensor> Tensor::cummin(int64_t dim) const { return tandem::cummin(*this, dim); }
+Tensor Tensor::logcumsumexp(int64_t dim) const { return tandem::logcumsumexp(*this, dim); }
 
 Tensor Tensor::add(const Tensor& other, Scalar alpha) const { return tandem::add(*this, other, alpha); }
 Tensor Tensor::add(Scalar other, Scalar alpha) const { return tandem::add(*this, other, alpha); }

@@ -383,6 +383,9 @@ class Tensor {
   std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
   Tensor nanmedian() const;
   std::tuple<Tensor, Tensor> nanmedian(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> cummax(int64_t dim) const;
+  std::tuple<Tensor, Tensor> cummin(int64_t dim) const;
+  Tensor logcumsumexp(int64_t dim) const;
 
   // ---- rearranging, joining and indexing (autograd/ops.h has the rules) ----
   Tensor roll(IntList shifts, IntList dims = {}) const;

@@ -562,6 +562,21 @@ struct Minimum {
     return above(a, b) ? b : a;
   }
 };
+// Whether a running maximum (or minimum) moves to x: NaN always takes over and then stays; of equal
+// values the latest is taken, as PyTorch's cummax and cummin.
+struct TakesRunningMax {
+  template <typename T>
+  TD_INLINE bool operator()(T x, T best) const {
+    return is_nan(x) || (!is_nan(best) && x >= best);
+  }
+};
+struct TakesRunningMin {
+  template <typename T>
+  TD_INLINE bool operator()(T x, T best) const {
+    return is_nan(x) || (!is_nan(best) && x <= best);
+  }
+};
+
 // fmax and fmin: a NaN operand gives way to the other (NaN only when both are).
 struct Fmax {
   template <typename T> TD_INLINE T operator()(T a, T b) const {

@@ -20,6 +20,10 @@ enum class BinaryOp {
 
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
+// Scans along each row (cummax, cummin, logcumsumexp): the running value, and for the extremes the
+// position it came from.
+enum class RowScan { Max, Min, LogSumExp };
+
 // A 2-D window: kernel size, stride, padding and dilation (pooling, im2col and convolution).
 struct Pool2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;

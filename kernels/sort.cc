@@ -11,6 +11,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
 #include "kernels/index.h"
+#include "kernels/op_codes.h"
 #include "kernels/reduce.h"
 #include "kernels/views.h"
 
@@ -103,6 +104,36 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ri
   device.is_cuda() ? cuda::searchsorted_rows(out_rows, seq_rows, value_rows, right)
                    : cpu::searchsorted_rows(out_rows, seq_rows, value_rows, right);
   return out;
+}
+
+namespace {
+
+// values (and, for the extremes, int64 indices) of a row scan of x along dim.
+std::tuple<Tensor, Tensor> row_scan(RowScan kind, const Tensor& x, int64_t dim, const char* op) {
+  check_defined(x, op, "input");
+  if (kind == RowScan::LogSumExp) {
+    TD_CHECK(is_floating(x.dtype()), op, ": expected a floating tensor, got dtype ", x.dtype());
+  }
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  if (x.dim() == 0) return {clone(x), zeros({}, TensorOptions(kInt64).device(x.device()))};
+  const Tensor last = contiguous(transpose(x, d, -1));
+  const int64_t n = last.size(-1), rows = n == 0 ? 0 : last.numel() / n;
+  Tensor values = empty_tensor(last.sizes(), x.dtype(), x.device());
+  Tensor indices = kind == RowScan::LogSumExp ? Tensor() : empty_tensor(last.sizes(), kInt64, x.device());
+  const Tensor index_rows = indices.defined() ? view(indices, {rows, n}) : Tensor();
+  x.is_cuda() ? cuda::scan_rows(kind, view(values, {rows, n}), index_rows, view(last, {rows, n}))
+              : cpu::scan_rows(kind, view(values, {rows, n}), index_rows, view(last, {rows, n}));
+  return {contiguous(transpose(values, d, -1)), indices.defined() ? contiguous(transpose(indices, d, -1)) : Tensor()};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> cummax(const Tensor& x, int64_t dim) { return row_scan(RowScan::Max, x, dim, "cummax"); }
+
+std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim) { return row_scan(RowScan::Min, x, dim, "cummin"); }
+
+Tensor logcumsumexp(const Tensor& x, int64_t dim) {
+  return std::get<0>(row_scan(RowScan::LogSumExp, x, dim, "logcumsumexp"));
 }
 
 }  // namespace tandem::kernels

@@ -24,4 +24,11 @@ std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = f
 // leading dims) to keep it sorted: int64 positions shaped as values. Binary search per value.
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool right = false);
 
+// The running maximum (minimum) along dim and the position of the element it holds: of equal ones
+// the latest; a NaN takes over and stays, as PyTorch's cummax (cummin).
+std::tuple<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);
+std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
+// log(cumsum(exp(x))) along dim, accumulated as log-add-exps (no overflow, no underflow to -inf).
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
+
 }  // namespace tandem::kernels

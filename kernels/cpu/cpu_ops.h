@@ -73,6 +73,10 @@ void sort_rows(const Tensor& values, const Tensor& indices, const Tensor& in, bo
 // dtype with values, both contiguous) that keeps it sorted: before equal elements, or after them with
 // `right`; NaN sorts above every number. out: int64 [rows, m].
 void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& values, bool right);
+// The running maximum or minimum of each row of `in` ([rows, n], contiguous) with the position it
+// came from (the latest of equal ones; NaN wins and stays), or the running log-sum-exp (indices
+// undefined). values and indices: contiguous [rows, n].
+void scan_rows(RowScan kind, const Tensor& values, const Tensor& indices, const Tensor& in);
 
 // ---- matrix products (cpu/blas.cc) ----
 // out[b] = beta * out[b] + alpha * a[b] @ b[b] for each batch b; out is contiguous [B, n, m],

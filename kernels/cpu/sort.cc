@@ -1,6 +1,7 @@
 // Sorting rows on the CPU: each row's positions ordered by a stable sort on its values, rows in
 // parallel. Values compare in op-math (float for the 16-bit floats).
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -67,6 +68,62 @@ void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& va
           }
         }
         positions[e] = lo;
+      }
+    });
+  });
+}
+
+namespace {
+
+template <typename T, typename Takes>
+void running_extreme(const T* row, T* out, int64_t* at, int64_t n, Takes takes) {
+  using M = opmath_t<T>;
+  M best = static_cast<M>(row[0]);
+  int64_t where = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const M x = static_cast<M>(row[i]);
+    if (i == 0 || takes(x, best)) {
+      best = x;
+      where = i;
+    }
+    out[i] = static_cast<T>(best);
+    at[i] = where;
+  }
+}
+
+}  // namespace
+
+void scan_rows(RowScan kind, const Tensor& values, const Tensor& indices, const Tensor& in) {
+  const int64_t rows = in.size(0), n = in.size(1);
+  if (rows == 0 || n == 0) return;
+  const auto each_row = [&](auto&& body) {
+    parallel_for(0, rows, std::max<int64_t>(1, 4096 / n), [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) body(r);
+    });
+  };
+  if (kind == RowScan::LogSumExp) {
+    return dispatch_floating(in.dtype(), "logcumsumexp", [&]<typename T>() {
+      using M = opmath_t<T>;
+      const T* src = in.data_ptr<T>();
+      T* out = values.data_ptr<T>();
+      each_row([&](int64_t r) {
+        M running = -std::numeric_limits<M>::infinity();
+        for (int64_t i = 0; i < n; ++i) {
+          running = fn::LogAddExp{}(running, static_cast<M>(src[r * n + i]));
+          out[r * n + i] = static_cast<T>(running);
+        }
+      });
+    });
+  }
+  dispatch_all(in.dtype(), kind == RowScan::Max ? "cummax" : "cummin", [&]<typename T>() {
+    const T* src = in.data_ptr<T>();
+    T* out = values.data_ptr<T>();
+    int64_t* at = indices.data_ptr<int64_t>();
+    each_row([&](int64_t r) {
+      if (kind == RowScan::Max) {
+        running_extreme(src + r * n, out + r * n, at + r * n, n, fn::TakesRunningMax{});
+      } else {
+        running_extreme(src + r * n, out + r * n, at + r * n, n, fn::TakesRunningMin{});
       }
     });
   });

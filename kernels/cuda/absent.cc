@@ -41,6 +41,7 @@ void cumsum(const Tensor&, const Tensor&, int64_t) { absent("cumsum"); }
 void cumprod(const Tensor&, const Tensor&, int64_t) { absent("cumprod"); }
 void sort_rows(const Tensor&, const Tensor&, const Tensor&, bool) { absent("sort"); }
 void searchsorted_rows(const Tensor&, const Tensor&, const Tensor&, bool) { absent("searchsorted"); }
+void scan_rows(RowScan, const Tensor&, const Tensor&, const Tensor&) { absent("scan"); }
 void bmm(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar) { absent("bmm"); }
 bool addmm_bias_epilogue(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("addmm"); }
 int64_t addmm_bias_epilogue_count() { return 0; }

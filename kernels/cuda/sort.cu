@@ -73,6 +73,38 @@ __global__ void search_kernel(int64_t* out, const T* sorted, const T* values, in
   }
 }
 
+// One thread per row: rows are scanned in order, as on the CPU (a long single row is slow here).
+template <typename T, typename Takes>
+__global__ void running_extreme_kernel(T* out, int64_t* at, const T* in, int64_t rows, int64_t n, Takes takes) {
+  using M = opmath_t<T>;
+  TD_GRID_STRIDE(r, rows) {
+    const T* row = in + r * n;
+    M best = static_cast<M>(row[0]);
+    int64_t where = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const M x = static_cast<M>(row[i]);
+      if (i == 0 || takes(x, best)) {
+        best = x;
+        where = i;
+      }
+      out[r * n + i] = static_cast<T>(best);
+      at[r * n + i] = where;
+    }
+  }
+}
+
+template <typename T>
+__global__ void log_sum_exp_scan_kernel(T* out, const T* in, int64_t rows, int64_t n) {
+  using M = opmath_t<T>;
+  TD_GRID_STRIDE(r, rows) {
+    M running = -std::numeric_limits<M>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+      running = fn::LogAddExp{}(running, static_cast<M>(in[r * n + i]));
+      out[r * n + i] = static_cast<T>(running);
+    }
+  }
+}
+
 __global__ void iota_rows(int64_t* positions, int64_t total, int64_t n) {
   TD_GRID_STRIDE(e, total) { positions[e] = e % n; }
 }
@@ -109,6 +141,26 @@ void searchsorted_rows(const Tensor& out, const Tensor& sorted, const Tensor& va
   dispatch_all(values.dtype(), "searchsorted", [&]<typename T>() {
     launch("searchsorted", out.device(), total, search_kernel<T>, out.data_ptr<int64_t>(), sorted.data_ptr<T>(),
            values.data_ptr<T>(), total, m, n, right);
+  });
+}
+
+void scan_rows(RowScan kind, const Tensor& values, const Tensor& indices, const Tensor& in) {
+  const int64_t rows = in.size(0), n = in.size(1);
+  if (rows == 0 || n == 0) return;
+  const Device device = values.device();
+  if (kind == RowScan::LogSumExp) {
+    return dispatch_floating(in.dtype(), "logcumsumexp", [&]<typename T>() {
+      launch("logcumsumexp", device, rows, log_sum_exp_scan_kernel<T>, values.data_ptr<T>(), in.data_ptr<T>(), rows, n);
+    });
+  }
+  dispatch_all(in.dtype(), kind == RowScan::Max ? "cummax" : "cummin", [&]<typename T>() {
+    if (kind == RowScan::Max) {
+      launch("cummax", device, rows, running_extreme_kernel<T, fn::TakesRunningMax>, values.data_ptr<T>(),
+             indices.data_ptr<int64_t>(), in.data_ptr<T>(), rows, n, fn::TakesRunningMax{});
+    } else {
+      launch("cummin", device, rows, running_extreme_kernel<T, fn::TakesRunningMin>, values.data_ptr<T>(),
+             indices.data_ptr<int64_t>(), in.data_ptr<T>(), rows, n, fn::TakesRunningMin{});
+    }
   });
 }
 

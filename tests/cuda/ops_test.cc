@@ -3069,3 +3069,33 @@ TEST_CASE("cross, kron, cov, isin, masked_scatter, index and index_put match the
   const Tensor tests = td::tensor({-3, 0, 4, 9});
   check_equal(td::isin(ints.dev, tests.to(ct::device())), td::isin(ints.cpu, tests), "isin");
 }
+
+TEST_CASE("cummax, cummin and logcumsumexp match the CPU along every dim, ties and NaN included", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(75);
+  for (DType dtype : kAll) {
+    for (const Shape& shape : std::vector<Shape>{{7, 33}, {3, 100003}, {4, 5, 6}, {1}}) {
+      const double lo = dtype == td::kUInt8 ? 0 : -5;
+      Tensor cpu = td::round(tt::random_tensor(shape, td::kFloat64, Layout::Permuted, lo, 5)).to(dtype);
+      if (td::is_floating(dtype) && cpu.numel() > 3) {
+        cpu = td::where(td::remainder(td::arange(static_cast<double>(cpu.numel())).view(shape), 13) == 0, kNaN,
+                        cpu.to(td::kFloat64))
+                  .to(dtype);
+      }
+      const Tensor dev = cpu.to(ct::device());
+      for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
+        const std::string what = describe("scan", dtype, shape, Layout::Permuted) + " along " + std::to_string(dim);
+        auto [cv, ci] = td::cummax(cpu, dim);
+        auto [dv, di] = td::cummax(dev, dim);
+        check_equal(dv, cv, what + " cummax");
+        check_equal(di, ci, what + " cummax indices");
+        check_equal(std::get<1>(td::cummin(dev, dim)), std::get<1>(td::cummin(cpu, dim)), what + " cummin indices");
+        if (td::is_floating(dtype)) {
+          const double r = rtol_for(dtype) * 4;
+          check_close(td::logcumsumexp(dev, dim), td::logcumsumexp(cpu, dim), r, r, what + " logcumsumexp");
+        }
+      }
+    }
+  }
+}

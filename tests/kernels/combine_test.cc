@@ -182,3 +182,43 @@ TEST_CASE("the scatter forms, masked_scatter, index and index_put as PyTorch's, 
       },
       {"index", "too many indices"});
 }
+
+TEST_CASE("indexing checks masks, tensor_split cuts back, cross and trapezoid follow PyTorch's rules", "[cpu]") {
+  // A mask must match the dims it covers; uint8 indices are masks; a 0-dim mask is refused.
+  const Tensor v = td::arange(4.0);
+  check_error([&] { v.index({td::tensor({true, false, true})}); }, {"index", "mask of shape [3]", "[4]"});
+  check_is(v.index({td::tensor({1, 0, 1, 0}).to(td::kUInt8)}), {0, 2}, {2}, "a uint8 mask");
+  check_error([&] { v.index({td::tensor(true)}); }, {"index", "0-dim bool"});
+  const Tensor m = td::arange(6.0).view({2, 3});
+  check_is(m.index({td::tensor({true, false, true, false, true, true}).view({2, 3})}), {0, 2, 4, 5}, {4},
+           "a mask over two dims");
+  // index_put: values must broadcast to the indexed shape and share the input's dtype.
+  Tensor target = td::zeros({3, 2});
+  td::testing::Snapshot before(target);
+  check_error(
+      [&] {
+        target.index_put_({td::tensor({0, 1})}, td::ones({3}));
+      },
+      {"index_put", "[3]", "cannot be broadcast", "[2, 2]"});
+  check_error(
+      [&] {
+        target.index_put_({td::tensor({0})}, td::ones({1, 2}, td::kFloat64));
+      },
+      {"index_put", "float64", "float32"});
+  before.check_unchanged(target);
+  // A cut below the one before it: an empty part, and the next part starts at the lower cut.
+  const auto parts = td::tensor_split(td::arange(5), std::vector<int64_t>{3, 1});
+  REQUIRE(parts.size() == 3);
+  check_is(parts[1], {}, {0}, "an empty part");
+  check_is(parts[2], {1, 2, 3, 4}, {4}, "from the lower cut");
+  check_error([] { td::cross(td::ones({3}), td::ones({3, 3})); }, {"cross", "one number of dims"});
+  // trapezoid: integers integrate in float32; x with fewer dims than y counts its missing dims as 1.
+  CHECK(td::trapezoid(td::tensor({1, 2, 3}).view({1, 3}), 1.0, 0).dtype() == td::kFloat32);
+  const Tensor y = sine(24, {2, 3, 4}, 0.6), points = td::cumsum(td::exp(sine(12, {3, 4}, 0.2)), 0);
+  check_close(td::trapezoid(y, points, 1), values(td::trapezoid(y, points.expand({2, 3, 4}), 1)), 1e-15, 1e-15,
+              "x broadcast from fewer dims");
+  check_error([] { td::trapezoid(td::ones({4}), td::ones({3})); }, {"trapezoid", "one x value for each sample"});
+  // masked_scatter out of place broadcasts the input and the mask together.
+  const Tensor spread = td::zeros({3}).masked_scatter(td::ones({2, 3}, td::kBool), td::arange(6.0));
+  check_is(spread, {0, 1, 2, 3, 4, 5}, {2, 3}, "masked_scatter broadcast");
+}

@@ -187,3 +187,36 @@ TEST_CASE("sorting refuses what PyTorch refuses and leaves its input as it was",
   check_error([&] { td::sort(Tensor()); }, {"sort", "input"});
   before.check_unchanged(x);
 }
+
+TEST_CASE("cummax, cummin and logcumsumexp as PyTorch's: ties, NaN, extreme values, gradients", "[cpu]") {
+  const Tensor x =
+      td::tensor({1.0, 3.0, 2.0, 3.0, kNaN, 5.0, kNaN, 0.0, 2.0, 2.0, -1.0, 4.0, 4.0, 1.0, 0.0, 9.0}, td::kFloat64)
+          .view({2, 8});
+  auto [mv, mi] = td::cummax(x, 1);
+  check_same(mv, {1, 3, 3, 3, kNaN, kNaN, kNaN, kNaN, 2, 2, 2, 4, 4, 4, 4, 9}, "cummax");
+  CHECK(values(mi) == as_doubles({0, 1, 1, 3, 4, 4, 6, 6, 0, 1, 1, 3, 4, 4, 4, 7}));
+  auto [nv, ni] = x.cummin(1);
+  check_same(nv, {1, 1, 1, 1, kNaN, kNaN, kNaN, kNaN, 2, 2, -1, -1, -1, -1, -1, -1}, "cummin");
+  CHECK(values(ni) == as_doubles({0, 0, 0, 0, 4, 4, 6, 6, 0, 1, 2, 2, 2, 2, 2, 2}));
+  auto [iv, ii] = td::cummax(td::tensor({1, 5, 3, 2, 3, 7}).view({3, 2}), 0);
+  CHECK(values(iv) == std::vector<double>{1, 5, 3, 5, 3, 7});
+  CHECK(values(ii) == as_doubles({0, 0, 1, 0, 2, 2}));
+  // Far apart values: no overflow and no underflow to -inf.
+  const Tensor y = td::tensor({0.5, -1.0, 1000.0, 2.0, -1000.0, -1001.0, 3.0, 0.0}, td::kFloat64).view({2, 4});
+  check_close(td::logcumsumexp(y, 1),
+              {0.5, 0.7014132779827524, 1000.0, 1000.0, -1000.0, -999.6867383124818, 3.0, 3.048587351573742}, 1e-15, 0,
+              "logcumsumexp");
+  Tensor g = y.clone().requires_grad_();
+  (td::logcumsumexp(g, 1) * td::tensor({1.0, -2.0, 0.5, 3.0, 2.0, 1.0, -1.0, 0.25}, td::kFloat64).view({2, 4}))
+      .sum()
+      .backward();
+  check_close(g.grad(),
+              {-0.6351489523872873, -0.3648510476127127, 3.5000000000001243, 0.0, 2.731058578629925, 0.2689414213699995,
+               -0.7618564682943918, 0.011856468294391694},
+              1e-12, 1e-15, "logcumsumexp's gradient");
+  Tensor m = td::nan_to_num(x).requires_grad_();
+  (std::get<0>(td::cummax(m, 1)) * td::arange(16.0).to(td::kFloat64).view({2, 8})).sum().backward();
+  CHECK(values(m.grad()) == std::vector<double>{0, 3, 0, 7, 0, 18, 0, 0, 8, 19, 0, 11, 39, 0, 0, 15});
+  check_error([] { td::logcumsumexp(td::tensor({1, 2}), 0); }, {"logcumsumexp", "floating", "int64"});
+  check_error([&] { td::cummax(x, 2); }, {"cummax", "dim"});
+}
