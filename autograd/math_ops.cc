@@ -19,20 +19,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Tensor all_false(const Tensor& x) { return zeros_like(x, kBool); }
 
-// The largest finite value of a floating dtype.
-double largest_finite(DType t) {
-  switch (t) {
-    case kFloat16:
-      return 65504.0;
-    case kBFloat16:
-      return 3.3895313892515355e38;
-    case kFloat32:
-      return std::numeric_limits<float>::max();
-    default:
-      return std::numeric_limits<double>::max();
-  }
-}
-
 // Each element's truth, as Python's bool(): nonzero, NaN included.
 Tensor truth(const Tensor& x) { return x.dtype() == kBool ? x : ne(x, 0); }
 
@@ -109,7 +95,7 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan_value, std::optiona
                   std::optional<double> neginf_value) {
   kernels::check_defined(x, "nan_to_num", "input");
   if (!is_floating(x.dtype())) return clone(x);
-  const double largest = largest_finite(x.dtype());
+  const double largest = kernels::largest_finite(x.dtype());
   // The values rounded to x's dtype as a cast rounds them: one beyond its range becomes an infinity.
   const auto in_dtype = [&](double v) { return full({}, v, TensorOptions(kFloat64).device(x.device())).to(x.dtype()); };
   Tensor y = where(isnan(x), in_dtype(nan_value.value_or(0.0)), x);

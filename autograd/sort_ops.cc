@@ -89,20 +89,6 @@ std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim) {
 
 namespace {
 
-// The largest finite value of a floating dtype.
-double largest_finite(DType t) {
-  switch (t) {
-    case kFloat16:
-      return 65504.0;
-    case kBFloat16:
-      return 3.3895313892515355e38;
-    case kFloat32:
-      return std::numeric_limits<float>::max();
-    default:
-      return std::numeric_limits<double>::max();
-  }
-}
-
 // flip(logcumsumexp(flip(z))) along d: the log-sum-exp of each element and those after it.
 Tensor reverse_logcumsumexp(const Tensor& z, int64_t d) { return flip(logcumsumexp(flip(z, {d}), d), {d}); }
 
@@ -120,7 +106,7 @@ Tensor logcumsumexp(const Tensor& x, int64_t dim) {
     // negative parts of g apart, so no exp overflows. An element of the other sign weighs half the
     // dtype's lowest value there, set by where: its exp is 0, and unlike a log of 0 (-inf) it keeps
     // the second derivative finite (-inf - -inf would be NaN).
-    const double nothing = -0.5 * largest_finite(xs.dtype());
+    const double nothing = -0.5 * kernels::largest_finite(xs.dtype());
     const auto part = [&](const Tensor& positive, const Tensor& magnitude) {
       const Tensor log_weight = where(positive, log(where(positive, magnitude, 1)), nothing);
       return exp(xs + reverse_logcumsumexp(log_weight - ys, d));

@@ -97,6 +97,16 @@ std::pair<int64_t, int64_t> integer_range(DType dtype) {
   }
 }
 
+double largest_finite(DType dtype) {
+  switch (dtype) {
+    case kFloat16: return 65504.0;
+    case kBFloat16: return 3.3895313892515355e38;
+    case kFloat32: return std::numeric_limits<float>::max();
+    case kFloat64: return std::numeric_limits<double>::max();
+    default: TD_FAIL("largest_finite: ", dtype, " is not a floating dtype");
+  }
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   dst.is_cpu() && src.is_cpu() ? cpu::copy(dst, src) : cuda::copy(dst, src);
 }

@@ -40,6 +40,8 @@ void fill_into(const Tensor& dst, Scalar value);
 void check_value_fits(Scalar value, DType dtype, const char* op);
 // The values of an integer dtype (bool: 0 and 1), lowest and largest.
 std::pair<int64_t, int64_t> integer_range(DType dtype);
+// The largest finite value of a floating dtype.
+double largest_finite(DType dtype);
 
 // A fresh contiguous tensor.
 Tensor empty_tensor(IntList sizes, DType dtype, Device device);

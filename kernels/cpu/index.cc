@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "core/dispatch.h"
-#include "kernels/functors.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/functors.h"
 
 namespace tandem::kernels::cpu {
 
@@ -88,47 +88,43 @@ void gather(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index
   });
 }
 
-void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+namespace {
+
+// src's elements written (or, accumulating, added) at index's positions along dim. Each line
+// writes only its own line of self, in order: of several writes to one place the last one stays.
+template <bool kAccumulate, typename T>
+void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   Lines lines(index.sizes(), dim, {&self, &index, &src});
   const int64_t* idx = index.data_ptr<int64_t>();
-  dispatch_numeric(self.dtype(), "scatter_add", [&]<typename T>() {
-    T* dst = static_cast<T*>(self.data_ptr());
-    const T* from = static_cast<const T*>(src.data_ptr());
-    parallel_for(0, lines.count, std::max<int64_t>(1, 4096 / std::max<int64_t>(lines.length, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t line = b; line < e; ++line) {
-                     T* o = dst + lines.offset(line, 0);
-                     const int64_t* i = idx + lines.offset(line, 1);
-                     const T* s = from + lines.offset(line, 2);
-                     for (int64_t k = 0; k < lines.length; ++k) {
-                       T& target = o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]];
-                       target = static_cast<T>(fn::sum(static_cast<opmath_t<T>>(target),
-                                                       static_cast<opmath_t<T>>(s[k * lines.dim_strides[2]])));
-                     }
-                   }
-                 });
-  });
+  T* dst = static_cast<T*>(self.data_ptr());
+  const T* from = static_cast<const T*>(src.data_ptr());
+  parallel_for(
+      0, lines.count, std::max<int64_t>(1, 4096 / std::max<int64_t>(lines.length, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t line = b; line < e; ++line) {
+          T* o = dst + lines.offset(line, 0);
+          const int64_t* i = idx + lines.offset(line, 1);
+          const T* s = from + lines.offset(line, 2);
+          for (int64_t k = 0; k < lines.length; ++k) {
+            T& target = o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]];
+            const T value = s[k * lines.dim_strides[2]];
+            if constexpr (kAccumulate) {
+              target = static_cast<T>(fn::sum(static_cast<opmath_t<T>>(target), static_cast<opmath_t<T>>(value)));
+            } else {
+              target = value;
+            }
+          }
+        }
+      });
+}
+
+}  // namespace
+
+void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  dispatch_numeric(self.dtype(), "scatter_add", [&]<typename T>() { scatter_lines<true, T>(self, dim, index, src); });
 }
 
 void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  Lines lines(index.sizes(), dim, {&self, &index, &src});
-  const int64_t* idx = index.data_ptr<int64_t>();
-  dispatch_all(self.dtype(), "scatter", [&]<typename T>() {
-    T* dst = static_cast<T*>(self.data_ptr());
-    const T* from = static_cast<const T*>(src.data_ptr());
-    // Each line writes only its own line of self, in order: the last write to a place stays.
-    parallel_for(0, lines.count, std::max<int64_t>(1, 4096 / std::max<int64_t>(lines.length, 1)),
-                 [&](int64_t b, int64_t e) {
-                   for (int64_t line = b; line < e; ++line) {
-                     T* o = dst + lines.offset(line, 0);
-                     const int64_t* i = idx + lines.offset(line, 1);
-                     const T* s = from + lines.offset(line, 2);
-                     for (int64_t k = 0; k < lines.length; ++k) {
-                       o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]] = s[k * lines.dim_strides[2]];
-                     }
-                   }
-                 });
-  });
+  dispatch_all(self.dtype(), "scatter", [&]<typename T>() { scatter_lines<false, T>(self, dim, index, src); });
 }
 
 void one_hot(const Tensor& out, const Tensor& indices) {
