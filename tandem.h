@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph.h"
+#include "autograd/linalg.h"
 #include "autograd/ops.h"
 #include "core/allocator.h"
 #include "core/cuda.h"

@@ -66,6 +66,12 @@ cc_library(
 )
 
 cc_library(
+    name = "cusolver",
+    srcs = ["lib64/libcusolver.so"],
+    deps = [":headers"],
+)
+
+cc_library(
     name = "nccl",
     srcs = ["lib64/libnccl.so"],
     deps = [":headers"],
@@ -77,7 +83,7 @@ exports_files(["bin/nvcc"])
 _NO_CUDA_BUILD = """# No CUDA toolkit was found: tandem builds CPU-only.
 package(default_visibility = ["//visibility:public"])
 
-[cc_library(name = n) for n in ["headers", "cudart", "cublas", "cudnn", "nccl"]]
+[cc_library(name = n) for n in ["headers", "cudart", "cublas", "cudnn", "cusolver", "nccl"]]
 """
 
 def _cuda_configure_impl(ctx):

@@ -80,4 +80,13 @@ void cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const T
   absent("cross_entropy_backward");
 }
 
+void lu_factor(const Tensor&, const Tensor&, const Tensor&) { absent("lu_factor"); }
+void lu_solve(const Tensor&, const Tensor&, const Tensor&, bool) { absent("lu_solve"); }
+void cholesky(const Tensor&, const Tensor&) { absent("cholesky"); }
+void triangular_solve(const Tensor&, const Tensor&, bool, bool, bool, bool) { absent("solve_triangular"); }
+void qr(const Tensor&, const Tensor&) { absent("qr"); }
+void qr_q(const Tensor&, const Tensor&) { absent("qr"); }
+void eigh(const Tensor&, const Tensor&, const Tensor&, bool) { absent("eigh"); }
+void svd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("svd"); }
+
 }  // namespace tandem::kernels::cuda

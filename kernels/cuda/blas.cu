@@ -20,51 +20,12 @@
 #include "kernels/functors.h"
 #include "kernels/gemm_operand.h"
 #include "kernels/views.h"
+#include "kernels/cuda/handles.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace tandem::kernels::cuda {
 
 namespace {
-
-// A failed call may leave a CUDA error of its own behind, which the next launch check would blame
-// on an innocent kernel: it is cleared.
-#define TD_CUBLAS_CHECK(call, ...)                                                                        \
-  do {                                                                                                    \
-    cublasStatus_t td_status_ = (call);                                                                   \
-    if (td_status_ != CUBLAS_STATUS_SUCCESS) (void)cudaGetLastError();                                    \
-    TD_CHECK(td_status_ == CUBLAS_STATUS_SUCCESS, __VA_ARGS__, ": cuBLAS error ", cublasGetStatusName(td_status_), \
-             " (", cublasGetStatusString(td_status_), ") in " #call);                                     \
-  } while (0)
-
-// This thread's value for a logical device, made (with the device current) on first use: one
-// handle per device and thread, as a handle must not be used by two threads at once. They live
-// as long as the process, as the device threads of DataParallel do.
-template <typename T, typename Make>
-T per_thread_and_device(Device device, const Make& make) {
-  thread_local std::vector<T> values;  // one list per call site (each has its own Make)
-  const int d = device.index();
-  if (static_cast<int>(values.size()) <= d) values.resize(d + 1, T{});
-  if (values[d] == T{}) {
-    tandem::cuda::DeviceGuard guard(d);
-    values[d] = make();
-  }
-  return values[d];
-}
-
-cublasHandle_t handle_for(Device device) {
-  cublasHandle_t handle = per_thread_and_device<cublasHandle_t>(device, [&] {
-    cublasHandle_t h = nullptr;
-    TD_CUBLAS_CHECK(cublasCreate(&h), "matmul on ", device, ": creating the cuBLAS handle");
-    // float16/bfloat16 products accumulate in float32 throughout, as on the CPU: cuBLAS would
-    // otherwise be free to add split-K partial sums in 16 bits.
-    TD_CUBLAS_CHECK(cublasSetMathMode(h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                                                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-                    "matmul on ", device, ": setting the cuBLAS math mode");
-    return h;
-  });
-  TD_CUBLAS_CHECK(cublasSetStream(handle, stream_of(device)), "matmul on ", device);
-  return handle;
-}
 
 // The cuBLAS element and compute types of a floating dtype: float16 and bfloat16 compute in
 // float32, and float32 in TF32 only where the user allowed it. Other dtypes have none.
@@ -102,7 +63,7 @@ void cublas_bmm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Scala
            ": a dimension beyond 2^31 - 1 is not supported by cuBLAS (out [", batch, ", ", n, ", ", m, "], k ", k, ")");
   tandem::cuda::DeviceGuard guard(device.index());
   // out^T (m x n, column-major, ld m) = op(b as column-major) @ op(a as column-major)
-  TD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle_for(device), op_b, op_a, static_cast<int>(m),
+  TD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas_handle(device), op_b, op_a, static_cast<int>(m),
                                              static_cast<int>(n), static_cast<int>(k), alpha_ptr, b.data_ptr(), type,
                                              static_cast<int>(lb.ld), b.strides()[0], a.data_ptr(), type,
                                              static_cast<int>(la.ld), a.strides()[0], beta_ptr, out.data_ptr(), type,
@@ -175,6 +136,21 @@ std::atomic<int64_t> lt_addmm_calls{0};
 
 }  // namespace
 
+cublasHandle_t cublas_handle(Device device) {
+  cublasHandle_t handle = per_thread_and_device<cublasHandle_t>(device, [&] {
+    cublasHandle_t h = nullptr;
+    TD_CUBLAS_CHECK(cublasCreate(&h), "matmul on ", device, ": creating the cuBLAS handle");
+    // float16/bfloat16 products accumulate in float32 throughout, as on the CPU: cuBLAS would
+    // otherwise be free to add split-K partial sums in 16 bits.
+    TD_CUBLAS_CHECK(cublasSetMathMode(h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                    "matmul on ", device, ": setting the cuBLAS math mode");
+    return h;
+  });
+  TD_CUBLAS_CHECK(cublasSetStream(handle, stream_of(device)), "matmul on ", device);
+  return handle;
+}
+
 bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_in, const Tensor& b_in) {
   const int64_t n = out.sizes()[0], m = out.sizes()[1], k = a_in.sizes()[1];
   const DType dtype = out.dtype();
@@ -227,7 +203,7 @@ bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a_
   auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
     return cublasLtMatmulPreferenceSetAttribute(p.preference, attribute, &value, sizeof(value)) == CUBLAS_STATUS_SUCCESS;
   };
-  // Split-K partial sums in float32 (or none), never in a 16-bit output type; see handle_for.
+  // Split-K partial sums in float32 (or none), never in a 16-bit output type; see cublas_handle.
   const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   if (!prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace_bytes) ||
       !prefer(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reductions) ||

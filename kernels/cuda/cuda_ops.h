@@ -84,6 +84,32 @@ void bmm(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scala
 bool addmm_bias_epilogue(const Tensor& out, const Tensor& bias, const Tensor& a, const Tensor& b);
 int64_t addmm_bias_epilogue_count();  // how many addmm calls it served
 
+// ---- factorizations (cuda/solver.cu: cuSOLVER) ----
+// Each works in place on a batch of column-major matrices: a contiguous float32/float64 tensor
+// [B, cols, rows] holds column j of matrix b at [b, j, :], as LAPACK reads it. info: int32 [B] on
+// the matrices' device, LAPACK's (0: done; k > 0: the failure at the k-th pivot or minor).
+// a [B, n, n] becomes its LU factors (unit L below the diagonal); pivots: int32 [B, n], 1-based.
+void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info);
+// b [B, k, n] becomes A^-1 b (transposed: A^-T b) from lu_factor's results.
+void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool transposed);
+// a [B, n, n] (its lower triangle) becomes its lower Cholesky factor there.
+void cholesky(const Tensor& a, const Tensor& info);
+// b becomes op(A)^-1 b (left: b [B, k, n]) or b op(A)^-1 (b [B, n, k]) for a triangular a [B, n, n]
+// (its lower or upper triangle; unit: ones on the diagonal), op transposing a where asked.
+void triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool left, bool transposed, bool unit);
+// Householder QR of a [B, n, m]: R on and above the diagonal, the reflectors below, their
+// scales in tau [B, min(m, n)].
+void qr(const Tensor& a, const Tensor& tau);
+// q [B, c, m] holding qr's reflectors in its first tau.size(1) columns becomes the first c columns
+// of Q.
+void qr_q(const Tensor& q, const Tensor& tau);
+// The eigenvalues of symmetric a [B, n, n] (its lower triangle) into w [B, n], ascending; with
+// vectors, a becomes the eigenvectors (columns).
+void eigh(const Tensor& a, const Tensor& w, const Tensor& info, bool vectors);
+// a [B, n, m] with m >= n (destroyed): s [B, n] descending; with u and vt defined (u [B, n or m, m],
+// vt [B, n, n]) the singular vectors too.
+void svd(const Tensor& a, const Tensor& s, const Tensor& u, const Tensor& vt, const Tensor& info);
+
 // ---- indexing (cuda/index.cu); indices already checked to be in range ----
 // x contiguous viewed as [outer, size, inner]; out contiguous [outer, index.numel(), inner].
 void index_select(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);

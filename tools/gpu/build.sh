@@ -31,7 +31,7 @@ cp tools/gpu/run.sh tools/gpu/summary.py "$out/"
 # glibc, libstdc++ and libgcc, which every Linux has, nor CUDA's libraries, which run.sh finds on
 # the GPU machine.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+)\.'
-cuda='^lib(cuda|cublas|cublasLt|cudnn|nccl|cudart)'
+cuda='^lib(cuda|cublas|cublasLt|cudnn|nccl|cudart|cusolver|cusparse|nvJitLink)'
 for bin in "${programs[@]}"; do
   ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do

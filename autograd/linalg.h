@@ -1,0 +1,92 @@
+// torch.linalg's factorizations and what is built on them, differentiable to any order. The
+// factorizations run in LAPACK (OpenBLAS's) on the CPU and in cuSOLVER on a GPU; everything else
+// is composed of them and of the tensor ops. Inputs are float32 or float64 batches of matrices
+// [*, m, n]; float16/bfloat16 and integers are refused, as PyTorch's. Errors name the op as
+// PyTorch's do ("linalg.inv: ..."), with the batch element that failed.
+//
+// Gradients are PyTorch's formulas: they assume what the factorization needs to be smooth
+// (distinct eigenvalues for eigh's vectors, distinct nonzero singular values for svd's vectors,
+// a constant rank for pinv). Returned factors may be non-contiguous views (column-major), as
+// PyTorch's are.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tandem::linalg {
+
+// ---- solving ----
+// A^-1; a singular matrix is an error.
+Tensor inv(const Tensor& a);
+// X with A X = B (left) or X A = B (not left). B is a batch of vectors where B is 1-D or has one
+// dim fewer than A with A's leading sizes ([*, n]); batch dims broadcast.
+Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
+// solve for a triangular A (only its upper or lower triangle is read; with unitriangular its
+// diagonal is taken as ones). B is [*, n, k] (left) or [*, k, n]; batch dims broadcast.
+Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
+// X with A X = B (full column rank, m >= n: least squares; m < n: the least-norm solution), through
+// QR as LAPACK's gels. residuals: the squared residual norm of each column of X where m > n, else empty.
+struct LstsqResult {
+  Tensor solution, residuals;
+};
+LstsqResult lstsq(const Tensor& a, const Tensor& b);
+
+// ---- determinants ----
+Tensor det(const Tensor& a);
+// sign (0 for a singular matrix) and log|det A| (-inf for one).
+std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
+
+// ---- factorizations ----
+// The lower (or upper) triangular factor of a symmetric positive-definite matrix (its lower
+// triangle read): A = L L^T = U^T U.
+Tensor cholesky(const Tensor& a, bool upper = false);
+// mode "reduced" (Q [m, k], R [k, n], k = min(m, n)), "complete" (Q [m, m], R [m, n]) or "r" (R only,
+// Q empty: not differentiable).
+std::tuple<Tensor, Tensor> qr(const Tensor& a, const std::string& mode = "reduced");
+// Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix, from its lower ("L")
+// or upper ("U") triangle.
+std::tuple<Tensor, Tensor> eigh(const Tensor& a, const std::string& uplo = "L");
+Tensor eigvalsh(const Tensor& a, const std::string& uplo = "L");
+// A = U diag(S) Vh, S descending. full_matrices: U [m, m] and Vh [n, n]; else U [m, k], Vh [k, n].
+std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices = true);
+Tensor svdvals(const Tensor& a);
+
+// ---- built on them ----
+// The pseudo-inverse: singular values at or below max(atol, rtol * largest) count as zero. rtol
+// defaults to max(m, n) * the dtype's epsilon when neither is given, else to 0.
+Tensor pinv(const Tensor& a, std::optional<double> atol = std::nullopt, std::optional<double> rtol = std::nullopt);
+// The number of singular values above that tolerance (int64).
+Tensor matrix_rank(const Tensor& a, std::optional<double> atol = std::nullopt,
+                   std::optional<double> rtol = std::nullopt);
+// A^n by repeated squaring; n < 0 inverts first, n = 0 gives identities.
+Tensor matrix_power(const Tensor& a, int64_t n);
+// The product of the matrices, in the order of fewest multiplications; the first may be a 1-D row
+// and the last a 1-D column, as torch.linalg.multi_dot.
+Tensor multi_dot(const std::vector<Tensor>& tensors);
+// ord in {2 (default), inf, -inf, 0, any p}: the vector norm over dims (all when empty).
+Tensor vector_norm(const Tensor& x, double ord = 2, IntList dims = {}, bool keepdim = false);
+// ord "fro" (default) or "nuc" over the two dims.
+Tensor matrix_norm(const Tensor& a, const std::string& ord = "fro", IntList dims = {-2, -1}, bool keepdim = false);
+// ord 1, -1 (largest/smallest column sum), inf, -inf (row sum), 2, -2 (largest/smallest singular value).
+Tensor matrix_norm(const Tensor& a, double ord, IntList dims = {-2, -1}, bool keepdim = false);
+// The 2-norm condition number: the largest singular value over the smallest.
+Tensor cond(const Tensor& a);
+// sum(x * y) along dim.
+Tensor vecdot(const Tensor& x, const Tensor& y, int64_t dim = -1);
+
+}  // namespace tandem::linalg
+
+namespace tandem {
+
+// log det A: NaN where det A < 0, -inf where it is 0 (torch.logdet).
+Tensor logdet(const Tensor& a);
+// X with A X = B given A's Cholesky factor (lower, or upper): torch.cholesky_solve(B, L).
+Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper = false);
+// A^-1 from A's Cholesky factor.
+Tensor cholesky_inverse(const Tensor& factor, bool upper = false);
+
+}  // namespace tandem
