@@ -247,7 +247,8 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
 
 Tensor cholesky(const Tensor& a, bool upper) {
   kernels::check_matrices(a, "linalg.cholesky", true);
-  Tensor l = kernels::cholesky(a, "linalg.cholesky");
+  // U = L^T reads A's upper triangle: the lower one of A^T.
+  Tensor l = kernels::cholesky(upper ? mT(a) : a, "linalg.cholesky");
   if (needs_grad({&a})) {
     SavedTensor sl(l, true);
     record("LinalgCholeskyBackward0", {&a}, {&l}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -257,7 +258,8 @@ Tensor cholesky(const Tensor& a, bool upper) {
       const Tensor m = matmul(mT(lv), tril(g[0]));
       const Tensor phi = tril(m, -1) + m * identity(cols(m), m) * 0.5;
       const Tensor right = solve_triangular(lv, phi, false, false);
-      return {symmetric_part(solve_triangular(mT(lv), right, true))};
+      const Tensor grad = symmetric_part(solve_triangular(mT(lv), right, true));
+      return {upper ? mT(grad) : grad};
     });
   }
   return upper ? mT(l) : l;
@@ -319,9 +321,9 @@ std::tuple<Tensor, Tensor> eigh(const Tensor& a, const std::string& uplo) {
 }
 
 Tensor eigvalsh(const Tensor& a, const std::string& uplo) {
-  if (needs_grad({&a})) return std::get<0>(eigh(a, uplo));  // the gradient needs the vectors
   TD_CHECK(uplo == "L" || uplo == "U", "linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   kernels::check_matrices(a, "linalg.eigvalsh", true);
+  if (needs_grad({&a})) return std::get<0>(eigh(a, uplo));  // the gradient needs the vectors
   return std::get<0>(kernels::eigh(a, uplo == "U", false, "linalg.eigvalsh"));
 }
 
@@ -357,8 +359,8 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices) {
 }
 
 Tensor svdvals(const Tensor& a) {
-  if (needs_grad({&a})) return std::get<1>(svd(a, false));  // the gradient needs the vectors
   kernels::check_matrices(a, "linalg.svdvals", false);
+  if (needs_grad({&a})) return std::get<1>(svd(a, false));  // the gradient needs the vectors
   return std::get<1>(kernels::svd(a, false, false, "linalg.svdvals"));
 }
 

@@ -4,9 +4,10 @@
 // [*, m, n]; float16/bfloat16 and integers are refused, as PyTorch's. Errors name the op as
 // PyTorch's do ("linalg.inv: ..."), with the batch element that failed.
 //
-// Gradients are PyTorch's formulas: they assume what the factorization needs to be smooth
-// (distinct eigenvalues for eigh's vectors, distinct nonzero singular values for svd's vectors,
-// a constant rank for pinv). Returned factors may be non-contiguous views (column-major), as
+// Gradients are PyTorch's formulas, but for det's at a singular matrix (the cofactor matrix here,
+// zeros in PyTorch) and cholesky_solve's (below). They assume what the factorization needs to be
+// smooth: distinct eigenvalues for eigh's vectors, distinct nonzero singular values for svd's
+// vectors, a constant rank for pinv. Returned factors may be non-contiguous views (column-major), as
 // PyTorch's are.
 #pragma once
 
@@ -29,7 +30,8 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
 // diagonal is taken as ones). B is [*, n, k] (left) or [*, k, n]; batch dims broadcast.
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
 // X with A X = B (full column rank, m >= n: least squares; m < n: the least-norm solution), through
-// QR as LAPACK's gels. residuals: the squared residual norm of each column of X where m > n, else empty.
+// QR as LAPACK's gels (no rank, singular values, driver or rcond). residuals: the squared residual
+// norm of each column of X where m > n (for a rank-deficient A too), else empty.
 struct LstsqResult {
   Tensor solution, residuals;
 };
@@ -41,8 +43,8 @@ Tensor det(const Tensor& a);
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
 
 // ---- factorizations ----
-// The lower (or upper) triangular factor of a symmetric positive-definite matrix (its lower
-// triangle read): A = L L^T = U^T U.
+// The lower (or upper) triangular factor of a symmetric positive-definite matrix, from its lower
+// (or upper) triangle: A = L L^T = U^T U.
 Tensor cholesky(const Tensor& a, bool upper = false);
 // mode "reduced" (Q [m, k], R [k, n], k = min(m, n)), "complete" (Q [m, m], R [m, n]) or "r" (R only,
 // Q empty: not differentiable).
@@ -84,7 +86,8 @@ namespace tandem {
 
 // log det A: NaN where det A < 0, -inf where it is 0 (torch.logdet).
 Tensor logdet(const Tensor& a);
-// X with A X = B given A's Cholesky factor (lower, or upper): torch.cholesky_solve(B, L).
+// X with A X = B given A's Cholesky factor (lower, or upper): torch.cholesky_solve(B, L). The
+// factor's other triangle is never read, so it gets no gradient (PyTorch's formula gives it one).
 Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper = false);
 // A^-1 from A's Cholesky factor.
 Tensor cholesky_inverse(const Tensor& factor, bool upper = false);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "autograd/linalg.h"
+
 namespace tandem::testing {
 
 namespace {
@@ -17,6 +19,39 @@ Tensor on(const Tensor& x, const Tensor& constant) { return constant.to(x.device
 
 // A value away from 0 (where abs, relu, sign... have kinks): uniform magnitude in [0.1, 2].
 Input away_from_zero(Shape shape) { return {shape, 0.1, 2}; }
+
+// x plus `by` on the diagonal of each matrix: with entries in [-1, 1] and `by` 4, a 3 by 3 matrix is
+// strictly diagonally dominant by at least 1, far from singular.
+Tensor plus_identity(const Tensor& x, double by) {
+  return x + on(x, td::eye(x.size(-2), x.size(-1), td::kFloat64)) * by;
+}
+
+// x x^T + 3 I: symmetric positive-definite.
+Tensor spd_of(const Tensor& x) { return plus_identity(td::matmul(x, x.transpose(-2, -1)), 3); }
+
+// x + x^T + diag(0, 3, 6) for x [*, 3, 3] in [-0.2, 0.2]: symmetric, its eigenvalues at least 0.6 apart
+// (the smooth part of eigh's vectors' derivatives divides by their gaps).
+Tensor symmetric_apart(const Tensor& x) {
+  return x + x.transpose(-2, -1) + on(x, td::diag(td::tensor({0.0, 3.0, 6.0}, td::kFloat64)));
+}
+
+// x in [-0.2, 0.2] plus a [4, 3] (or, for a wide x, [3, 4]) matrix of singular values 6, 4 and 2:
+// singular values at least 0.6 apart and above 1.3, a constant rank.
+Tensor singular_values_apart(const Tensor& x) {
+  const Tensor base = td::tensor({{6.0, 0.0, 0.0}, {0.0, 4.0, 0.0}, {0.0, 0.0, 2.0}, {0.0, 0.0, 0.0}}, td::kFloat64);
+  return x + on(x, x.size(-2) >= x.size(-1) ? base : base.t());
+}
+
+// Each eigen- or singular vector (a column of v) times its own sum: blind to the vector's sign,
+// which a factorization is free to choose, yet smooth.
+Tensor sign_blind(const Tensor& v) { return v * v.sum(-2, true); }
+
+// Q and R with R's diagonal made positive: unique, whichever signs LAPACK or cuSOLVER chose.
+Tensor qr_normalized(const Tensor& x) {
+  auto [q, r] = td::linalg::qr(x);
+  const Tensor d = td::sign(td::diagonal(r, 0, -2, -1));
+  return td::cat({(q * d.unsqueeze(-2)).flatten(), (r * d.unsqueeze(-1)).flatten()});
+}
 
 }  // namespace
 
@@ -299,6 +334,80 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"linear 3-D transposed input", {{{4, 3, 5}}, {{2, 5}}, {{2}}},
        [](V x) { return td::nn::F::linear(x[0].transpose(0, 1), x[1], x[2]); }},
       {"linear 3-D without bias", {{{2, 3, 5}}, {{2, 5}}}, [](V x) { return td::nn::F::linear(x[0], x[1]); }},
+      // linalg (autograd/linalg.h): inputs kept away from where the factorizations stop being smooth
+      {"linalg.inv", {{{2, 3, 3}, -1, 1}}, [](V x) { return td::linalg::inv(plus_identity(x[0], 4)); }},
+      {"linalg.solve", {{{2, 3, 3}, -1, 1}, {{3, 2}}},
+       [](V x) {
+         const Tensor a = plus_identity(x[0], 4);
+         return td::linalg::solve(a, x[1]) + td::linalg::solve(a, x[1].select(1, 0)).unsqueeze(-1);
+       }},
+      {"linalg.solve left=false", {{{3, 3}, -1, 1}, {{2, 3}}},
+       [](V x) { return td::linalg::solve(plus_identity(x[0], 4), x[1], false); }},
+      {"linalg.solve_triangular", {{{3, 3}, -1, 1}, {{3, 2}}},
+       [](V x) {
+         const Tensor a = plus_identity(x[0], 4);
+         return td::linalg::solve_triangular(a, x[1], true) + td::linalg::solve_triangular(a, x[1], false) +
+                td::linalg::solve_triangular(x[0], x[1].t(), false, false, true).t();
+       }},
+      {"linalg.det", {{{2, 3, 3}, -1, 1}}, [](V x) { return td::linalg::det(plus_identity(x[0], 4)); }},
+      {"linalg.slogdet logdet", {{{3, 3}, -1, 1}},
+       [](V x) {
+         const Tensor negative = x[0] + on(x[0], td::diag(td::tensor({4.0, -4.0, 4.0}, td::kFloat64)));
+         return std::get<1>(td::linalg::slogdet(negative)) + td::logdet(plus_identity(x[0], 4));
+       }},
+      {"linalg.cholesky", {{{2, 3, 3}, -1, 1}},
+       [](V x) { return td::linalg::cholesky(spd_of(x[0])) + td::linalg::cholesky(spd_of(x[0]), true); }},
+      // The factor as tril() makes it: the gradient reaches the triangle that is read.
+      {"cholesky_solve cholesky_inverse", {{{3, 3}, -1, 1}, {{3, 2}}},
+       [](V x) {
+         const Tensor factor = td::tril(plus_identity(x[0], 3));
+         return td::cholesky_solve(x[1], factor) + td::cholesky_solve(x[1], factor.t(), true) +
+                td::cholesky_inverse(factor).narrow(1, 0, 2) + td::cholesky_inverse(factor.t(), true).narrow(1, 1, 2);
+       }},
+      {"linalg.qr tall", {{{4, 3}, -1, 1}}, [](V x) { return qr_normalized(plus_identity(x[0], 4)); }},
+      {"linalg.qr square", {{{3, 3}, -1, 1}}, [](V x) { return qr_normalized(plus_identity(x[0], 4)); }},
+      {"linalg.qr wide", {{{3, 4}, -1, 1}}, [](V x) { return qr_normalized(plus_identity(x[0], 4)); }},
+      {"linalg.eigh eigvalsh", {{{2, 3, 3}, -0.2, 0.2}},
+       [](V x) {
+         auto [l, v] = td::linalg::eigh(symmetric_apart(x[0]));
+         return l.unsqueeze(-2) + sign_blind(v) + td::linalg::eigvalsh(symmetric_apart(x[0]), "U").unsqueeze(-1);
+       }},
+      {"linalg.svd tall", {{{4, 3}, -0.2, 0.2}},
+       [](V x) {
+         auto [u, s, vh] = td::linalg::svd(singular_values_apart(x[0]), false);
+         return td::cat({s, td::matmul(u, vh).flatten(), sign_blind(u).flatten(), sign_blind(vh.t()).flatten()});
+       }},
+      {"linalg.svd wide", {{{3, 4}, -0.2, 0.2}},
+       [](V x) {
+         auto [u, s, vh] = td::linalg::svd(singular_values_apart(x[0]), false);
+         return td::cat({s, td::matmul(u, vh).flatten(), sign_blind(u).flatten(), sign_blind(vh.t()).flatten()});
+       }},
+      {"linalg.svdvals matrix_norm cond", {{{4, 3}, -0.2, 0.2}},
+       [](V x) {
+         const Tensor a = singular_values_apart(x[0]);
+         return td::linalg::svdvals(a) + td::linalg::matrix_norm(a, "nuc") + td::linalg::matrix_norm(a, 2.0) +
+                td::linalg::matrix_norm(a, -2.0) + td::linalg::matrix_norm(a) + td::linalg::cond(a);
+       }},
+      {"linalg.pinv", {{{4, 3}, -0.2, 0.2}}, [](V x) { return td::linalg::pinv(singular_values_apart(x[0])); }},
+      {"linalg.pinv wide", {{{3, 4}, -0.2, 0.2}}, [](V x) { return td::linalg::pinv(singular_values_apart(x[0])); }},
+      {"linalg.matrix_power", {{{3, 3}, -1, 1}},
+       [](V x) {
+         const Tensor a = plus_identity(x[0], 4);
+         return td::linalg::matrix_power(a, -2) + td::linalg::matrix_power(a, 3) * 0.01;
+       }},
+      {"linalg.lstsq tall", {{{4, 3}, -0.2, 0.2}, {{4, 2}}},
+       [](V x) {
+         const td::linalg::LstsqResult r = td::linalg::lstsq(singular_values_apart(x[0]), x[1]);
+         return td::cat({r.solution.flatten(), r.residuals});
+       }},
+      {"linalg.lstsq wide", {{{3, 4}, -0.2, 0.2}, {{3, 2}}},
+       [](V x) { return td::linalg::lstsq(singular_values_apart(x[0]), x[1]).solution; }},
+      {"linalg.multi_dot vector_norm vecdot", {{{3}}, {{3, 4}}, {{4, 2}}, {{2}}},
+       [](V x) {
+         return td::linalg::multi_dot({x[0], x[1], x[2], x[3]}) + td::linalg::multi_dot({x[1].t(), x[0]}) * 0.5 +
+                td::linalg::vector_norm(x[1], 3) + td::linalg::vector_norm(x[1], 2, {0}) +
+                td::linalg::vecdot(x[1], x[1] * 0.5, 0);
+       }},
       // views and copies
       {"view", {{{3, 4}, -2, 2, false}}, [](V x) { return x[0].view({2, 6}) * on(x[0], td::arange(6.0)); }},
       {"reshape copy", {{{3, 4}}}, [](V x) { return x[0].t().reshape({12}) * on(x[0], td::arange(12.0)); }},

@@ -5,6 +5,7 @@
 // Each sweep runs twice: [cuda] on small inputs whose layouts take turns, light enough for the
 // compute-sanitizer runs of tools/gpu/run.sh (which leave out [large]) yet running every kernel and
 // dtype; and [cuda][large] on every size, long ones included, in every layout.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -12,8 +13,10 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "autograd/linalg.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/elementwise.h"
 #include "kernels/nn_ops.h"
@@ -3098,4 +3101,195 @@ TEST_CASE("cummax, cummin and logcumsumexp match the CPU along every dim, ties a
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// linalg: cuSOLVER against LAPACK
+
+namespace {
+
+namespace la = td::linalg;
+
+Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
+
+// float64 values as `dtype` on the CPU, stored column by column when `transposed`, and their twin.
+Pair as_pair(const Tensor& values64, DType dtype, bool transposed) {
+  Tensor cpu = values64.to(dtype).contiguous();
+  if (transposed) cpu = mT(mT(cpu).contiguous());
+  return {cpu, ct::twin(cpu)};
+}
+
+Shape with_matrix(Shape batch, int64_t m, int64_t n) {
+  batch.push_back(m);
+  batch.push_back(n);
+  return batch;
+}
+
+// Random [*, m, n] matrices near the identity: entries in [-1, 1] over max(m, n) + 1, plus I.
+// Their singular values lie within 0.5 of 1, so every factorization is well-conditioned.
+Tensor near_identity(const Shape& batch, int64_t m, int64_t n) {
+  return tt::random_tensor(with_matrix(batch, m, n), td::kFloat64, Layout::Contiguous, -1, 1) /
+             static_cast<double>(std::max(m, n) + 1) +
+         td::eye(m, n, td::kFloat64);
+}
+
+// R's diagonal made positive (Q's columns and R's rows flipped with it): unique for full rank.
+std::pair<Tensor, Tensor> normalize_qr(const Tensor& q, const Tensor& r) {
+  const Tensor d = td::sign(td::diagonal(r, 0, -2, -1));
+  return {q * d.unsqueeze(-2), r * d.unsqueeze(-1)};
+}
+
+// Q^T Q = I for each matrix of q (on the device).
+void check_orthonormal(const Tensor& q, double tol, const std::string& what) {
+  const Tensor gram = td::matmul(mT(q), q);
+  check_close(gram, td::eye(q.size(-1), q.size(-1), q.dtype()).expand(gram.sizes()).contiguous(), tol, tol,
+              what + ": orthonormal columns");
+}
+
+}  // namespace
+
+TEST_CASE("linalg on the device matches the CPU: sizes 1, 7 and 33, batches, transposed inputs, both dtypes",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(76);
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    // Square: the solvers, determinants, cholesky and eigh.
+    for (int64_t n : {1, 7, 33}) {
+      // float32 against float64 stays within a hundredth of this (PyTorch on the CPU, 20 draws).
+      const double tol = rtol_for(dtype) * 2 * static_cast<double>(n + 1);
+      for (const Shape& batch : std::vector<Shape>{{}, {3}}) {
+        for (bool transposed : {false, true}) {
+          std::ostringstream name;
+          name << td::dtype_name(dtype) << " " << td::shape_str(with_matrix(batch, n, n))
+               << (transposed ? " transposed" : "");
+          const std::string what = name.str();
+          INFO(what);
+          const Tensor a64 = near_identity(batch, n, n);
+          const Pair a = as_pair(a64, dtype, transposed);
+          const Pair b = as_pair(tt::random_tensor(with_matrix(batch, n, 2), td::kFloat64, Layout::Contiguous, -1, 1),
+                                 dtype, false);
+          check_close(la::inv(a.dev), la::inv(a.cpu), tol, tol, what + " inv");
+          check_close(la::solve(a.dev, b.dev), la::solve(a.cpu, b.cpu), tol, tol, what + " solve");
+          check_close(la::solve(a.dev, b.dev.select(-1, 0)), la::solve(a.cpu, b.cpu.select(-1, 0)), tol, tol,
+                      what + " solve for vectors");
+          check_close(la::solve(a.dev, mT(b.dev), false), la::solve(a.cpu, mT(b.cpu), false), tol, tol,
+                      what + " solve, left=false");
+          check_close(la::det(a.dev), la::det(a.cpu), tol, tol, what + " det");
+          auto [sign_dev, log_dev] = la::slogdet(a.dev);
+          auto [sign_cpu, log_cpu] = la::slogdet(a.cpu);
+          check_equal(sign_dev, sign_cpu, what + " slogdet's sign");
+          check_close(log_dev, log_cpu, tol, tol, what + " slogdet's logabsdet");
+          for (bool upper : {false, true}) {
+            const std::string side = upper ? " upper" : " lower";
+            check_close(la::solve_triangular(a.dev, b.dev, upper), la::solve_triangular(a.cpu, b.cpu, upper), tol,
+                        tol, what + " solve_triangular" + side);
+            check_close(la::solve_triangular(a.dev, mT(b.dev), upper, false, true),
+                        la::solve_triangular(a.cpu, mT(b.cpu), upper, false, true), tol, tol,
+                        what + " solve_triangular" + side + ", right, unitriangular");
+          }
+          const Pair spd = as_pair(td::matmul(a64, mT(a64)), dtype, transposed);
+          check_close(la::cholesky(spd.dev), la::cholesky(spd.cpu), tol, tol, what + " cholesky");
+          check_close(la::cholesky(spd.dev, true), la::cholesky(spd.cpu, true), tol, tol, what + " cholesky upper");
+          // eigh of a symmetric matrix with spread eigenvalues: the values, and the vectors through
+          // the reconstruction (their signs are free).
+          const Tensor r64 = tt::random_tensor(with_matrix(batch, n, n), td::kFloat64, Layout::Contiguous, -1, 1);
+          const Pair sym = as_pair((r64 + mT(r64)) / 2, dtype, transposed);
+          auto [l_dev, v_dev] = la::eigh(sym.dev);
+          auto [l_cpu, v_cpu] = la::eigh(sym.cpu);
+          check_close(l_dev, l_cpu, tol, tol, what + " eigh's eigenvalues");
+          CHECK(v_dev.sizes() == v_cpu.sizes());
+          check_close(td::matmul(v_dev * l_dev.unsqueeze(-2), mT(v_dev)), sym.cpu, tol, tol,
+                      what + " eigh's V diag(L) V^T");
+          check_orthonormal(v_dev, tol, what + " eigh's vectors");
+          check_close(la::eigvalsh(sym.dev, "U"), la::eigvalsh(sym.cpu, "U"), tol, tol, what + " eigvalsh U");
+        }
+      }
+    }
+    // Any shape: qr, svd, pinv and lstsq.
+    for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 1}, {33, 7}, {7, 33}, {1, 7}}) {
+      const double tol = rtol_for(dtype) * 2 * static_cast<double>(std::max(m, n) + 1);
+      for (const Shape& batch : std::vector<Shape>{{}, {2}}) {
+        for (bool transposed : {false, true}) {
+          std::ostringstream name;
+          name << td::dtype_name(dtype) << " " << td::shape_str(with_matrix(batch, m, n))
+               << (transposed ? " transposed" : "");
+          const std::string what = name.str();
+          INFO(what);
+          const Pair x = as_pair(near_identity(batch, m, n), dtype, transposed);
+          auto [q_dev, r_dev] = la::qr(x.dev);
+          auto [q_cpu, r_cpu] = la::qr(x.cpu);
+          check_close(td::matmul(q_dev, r_dev), x.cpu, tol, tol, what + " qr's Q R");
+          check_orthonormal(q_dev, tol, what + " qr's Q");
+          auto [qn_dev, rn_dev] = normalize_qr(q_dev, r_dev);
+          auto [qn_cpu, rn_cpu] = normalize_qr(q_cpu, r_cpu);
+          check_close(qn_dev, qn_cpu, tol, tol, what + " qr's Q, R's diagonal made positive");
+          check_close(rn_dev, rn_cpu, tol, tol, what + " qr's R, its diagonal made positive");
+          auto [qc_dev, rc_dev] = la::qr(x.dev, "complete");
+          CHECK(qc_dev.sizes() == with_matrix(batch, m, m));
+          check_close(td::matmul(qc_dev, rc_dev), x.cpu, tol, tol, what + " complete qr's Q R");
+          check_orthonormal(qc_dev, tol, what + " complete qr's Q");
+          check_close(td::abs(std::get<1>(la::qr(x.dev, "r"))), td::abs(r_cpu), tol, tol, what + " qr's mode r");
+
+          // svd of a random matrix (singular values spread, the smallest perhaps small).
+          const Pair g = as_pair(tt::random_tensor(with_matrix(batch, m, n), td::kFloat64, Layout::Contiguous, -1, 1),
+                                 dtype, transposed);
+          auto [u_dev, s_dev, vh_dev] = la::svd(g.dev, false);
+          auto [u_cpu, s_cpu, vh_cpu] = la::svd(g.cpu, false);
+          check_close(s_dev, s_cpu, tol, tol, what + " svd's S");
+          CHECK(u_dev.sizes() == u_cpu.sizes());
+          CHECK(vh_dev.sizes() == vh_cpu.sizes());
+          check_close(td::matmul(u_dev * s_dev.unsqueeze(-2), vh_dev), g.cpu, tol, tol, what + " svd's U diag(S) Vh");
+          check_orthonormal(u_dev, tol, what + " svd's U");
+          check_orthonormal(mT(vh_dev), tol, what + " svd's V");
+          auto [uf_dev, sf_dev, vhf_dev] = la::svd(g.dev);
+          CHECK(uf_dev.sizes() == with_matrix(batch, m, m));
+          CHECK(vhf_dev.sizes() == with_matrix(batch, n, n));
+          check_close(sf_dev, s_cpu, tol, tol, what + " full svd's S");
+          check_orthonormal(uf_dev, tol, what + " full svd's U");
+          check_orthonormal(mT(vhf_dev), tol, what + " full svd's V");
+          check_close(la::svdvals(g.dev), s_cpu, tol, tol, what + " svdvals");
+
+          check_close(la::pinv(x.dev), la::pinv(x.cpu), tol, tol, what + " pinv");
+          const Pair rhs = as_pair(tt::random_tensor(with_matrix(batch, m, 2), td::kFloat64, Layout::Contiguous, -1, 1),
+                                   dtype, false);
+          const la::LstsqResult sol_dev = la::lstsq(x.dev, rhs.dev), sol_cpu = la::lstsq(x.cpu, rhs.cpu);
+          check_close(sol_dev.solution, sol_cpu.solution, tol, tol, what + " lstsq's solution");
+          if (m > n) {
+            check_close(sol_dev.residuals, sol_cpu.residuals, tol, tol, what + " lstsq's residuals");
+          } else {
+            CHECK(sol_dev.residuals.numel() == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linalg on the device: singular and non-positive-definite inputs are errors naming the batch element",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    INFO(td::dtype_name(dtype));
+    const Tensor z_cpu =
+        td::stack({td::eye(3, 3, td::kFloat64), td::diag(td::tensor({1.0, 2.0, 0.0}, td::kFloat64))}).to(dtype);
+    const Tensor z = z_cpu.to(ct::device());
+    const Tensor not_pd = td::tensor({{1.0, 2.0}, {2.0, 1.0}}, td::kFloat64).to(dtype).to(ct::device());
+    const ct::Unchanged z_before(z), not_pd_before(not_pd);
+    tt::check_error([&] { la::inv(z); }, {"linalg.inv", "Batch element 1", "singular"});
+    tt::check_error([&] { la::solve(z, td::ones({3, 2}, on_device(dtype))); },
+                    {"linalg.solve", "Batch element 1", "singular"});
+    tt::check_error([&] { la::cholesky(not_pd); }, {"linalg.cholesky", "positive-definite", "order 2"});
+    tt::check_error([&] { la::cholesky(td::stack({td::eye(2, 2, on_device(dtype)), not_pd})); },
+                    {"linalg.cholesky", "Batch element 1", "positive-definite"});
+    z_before.check();
+    not_pd_before.check();
+    // det and slogdet of a singular matrix are no error: 0, and sign 0 with log|det| -inf.
+    check_close(la::det(z), la::det(z_cpu), 0, 0, "det of a singular matrix");
+    check_close(std::get<1>(la::slogdet(z)), std::get<1>(la::slogdet(z_cpu)), 0, 0, "slogdet of a singular matrix");
+  }
+  const std::string host = td::Device(td::kCPU).str(), dev = ct::device().str();
+  tt::check_error([&] { la::solve(td::eye(3, 3, td::kFloat64), td::ones({3, 2}, on_device(td::kFloat64))); },
+                  {"linalg.solve", host, dev});
 }
