@@ -88,7 +88,8 @@ bool is_vector_side(const Tensor& a, const Tensor& b) {
 Tensor tolerance(const Tensor& s, int64_t m, int64_t n, std::optional<double> atol, std::optional<double> rtol) {
   const double eps = s.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
                                            : static_cast<double>(std::numeric_limits<float>::epsilon());
-  const double relative = rtol ? *rtol : (atol ? 0.0 : eps * static_cast<double>(std::max(m, n)));
+  // An rtol left unset is 0 where a positive atol is given (PyTorch's rule), else the default.
+  const double relative = rtol ? *rtol : (atol && *atol > 0 ? 0.0 : eps * static_cast<double>(std::max(m, n)));
   const Tensor largest =
       s.size(-1) == 0 ? zeros(with(batch_of(unsqueeze(s, -1)), {1}), s.options()) : narrow(s, -1, 0, 1);
   return maximum(largest * relative, full({}, atol.value_or(0.0), s.options()));
@@ -140,7 +141,9 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left) {
   kernels::check_matrices(a, "linalg.solve", true);
   check_right_side(a, b, "linalg.solve");
   if (is_vector_side(a, b)) {
-    return squeeze(solve_matrices(left ? a : mT(a), unsqueeze(b, -1), "linalg.solve", false), -1);
+    TD_CHECK(left, "linalg.solve: Incompatible shapes of A and B for the equation XA = B (", shape_str(a.sizes()),
+             " and ", shape_str(b.sizes()), "): B is a vector");
+    return squeeze(solve_matrices(a, unsqueeze(b, -1), "linalg.solve", false), -1);
   }
   if (!left) return mT(solve_matrices(mT(a), mT(b), "linalg.solve", false));
   return solve_matrices(a, b, "linalg.solve", false);
@@ -187,6 +190,7 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b) {
   const Tensor bm = vector ? unsqueeze(b, -1) : b;
   TD_CHECK(bm.dim() >= 2 && rows(bm) == rows(a), op, ": Incompatible shapes of A and B for the equation AX = B (",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
+  broadcast_shapes(batch_of(a), batch_of(bm), op);
   const int64_t m = rows(a), n = cols(a);
   Tensor x, residuals;
   if (m >= n) {
@@ -198,10 +202,8 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b) {
     x = matmul(q, solve_triangular(mT(r), bm, false));
   }
   if (!residuals.defined()) residuals = empty({0}, a.options());
-  if (vector) {
-    x = squeeze(x, -1);
-    if (residuals.numel() > 0) residuals = squeeze(residuals, -1);
-  }
+  // A vector B keeps its residuals' last dim (of size 1), as PyTorch's.
+  if (vector) x = squeeze(x, -1);
   return {x, residuals};
 }
 
@@ -236,10 +238,18 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
     log_abs = sum(log(abs(d)), {-1});
   }
   if (!needs_grad({&a})) return {sign_of, log_abs};
-  SavedTensor sa(a, false);
+  SavedTensor sa(a, false), ssign(sign_of, false);
   record("LinalgSlogdetBackward0", {&a}, {&log_abs}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     const Tensor av = sa.unpack("LinalgSlogdetBackward0");
-    const Tensor inverse_t = solve_matrices(mT(av), expand(identity(cols(av), av), av.sizes()), "linalg.slogdet", true);
+    const Tensor id = expand(identity(cols(av), av), av.sizes());
+    Tensor inverse_t;
+    if (NoGradGuard no_grad; any(ssign.unpack("LinalgSlogdetBackward0") == 0).item<bool>()) {
+      // log|det| falls to -inf at a singular matrix: its gradient is what A^-T's division by zero
+      // gives there (inf, NaN), as PyTorch's, not an error.
+      inverse_t = kernels::solve(mT(av), id, "linalg.slogdet", true, false);
+    } else {
+      inverse_t = solve_matrices(mT(av), id, "linalg.slogdet", true);
+    }
     return {unsqueeze(unsqueeze(g[0], -1), -1) * inverse_t};
   });
   return {sign_of, log_abs};
@@ -280,7 +290,7 @@ std::tuple<Tensor, Tensor> qr(const Tensor& a, const std::string& mode) {
                                           "differentiate through linalg.qr."
                                         : "The QR decomposition is not differentiable when mode='complete' and "
                                           "nrows > ncols.";
-    record("LinalgQrBackward0", {&a}, {&r}, [why](const std::vector<Tensor>&) -> std::vector<Tensor> {
+    record("LinalgQrBackward0", {&a}, {&q, &r}, [why](const std::vector<Tensor>&) -> std::vector<Tensor> {
       TD_CHECK(false, "linalg.qr: ", why);
       return {};
     });
@@ -300,10 +310,13 @@ std::tuple<Tensor, Tensor> qr(const Tensor& a, const std::string& mode) {
   return {q, r};
 }
 
-std::tuple<Tensor, Tensor> eigh(const Tensor& a, const std::string& uplo) {
-  TD_CHECK(uplo == "L" || uplo == "U", "linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got ", uplo);
-  kernels::check_matrices(a, "linalg.eigh", true);
-  auto [w, v] = kernels::eigh(a, uplo == "U", true, "linalg.eigh");
+namespace {
+
+// eigh, its errors named as op's.
+std::tuple<Tensor, Tensor> recorded_eigh(const Tensor& a, const std::string& uplo, const char* op) {
+  TD_CHECK(uplo == "L" || uplo == "U", op, ": Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  kernels::check_matrices(a, op, true);
+  auto [w, v] = kernels::eigh(a, uplo == "U", true, op);
   if (!needs_grad({&a})) return {w, v};
   SavedTensor sw(w, true, 0), sv(v, true, 1);
   record("LinalgEighBackward0", {&a}, {&w, &v}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -320,10 +333,16 @@ std::tuple<Tensor, Tensor> eigh(const Tensor& a, const std::string& uplo) {
   return {w, v};
 }
 
+}  // namespace
+
+std::tuple<Tensor, Tensor> eigh(const Tensor& a, const std::string& uplo) {
+  return recorded_eigh(a, uplo, "linalg.eigh");
+}
+
 Tensor eigvalsh(const Tensor& a, const std::string& uplo) {
   TD_CHECK(uplo == "L" || uplo == "U", "linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   kernels::check_matrices(a, "linalg.eigvalsh", true);
-  if (needs_grad({&a})) return std::get<0>(eigh(a, uplo));  // the gradient needs the vectors
+  if (needs_grad({&a})) return std::get<0>(recorded_eigh(a, uplo, "linalg.eigvalsh"));  // the gradient needs V
   return std::get<0>(kernels::eigh(a, uplo == "U", false, "linalg.eigvalsh"));
 }
 
@@ -399,7 +418,16 @@ Tensor matrix_power(const Tensor& a, int64_t n) {
   kernels::check_defined(a, "linalg.matrix_power", "A");
   TD_CHECK(a.dim() >= 2 && rows(a) == cols(a), "linalg.matrix_power: A must be batches of square matrices, got shape ",
            shape_str(a.sizes()));
-  if (n == 0) return contiguous(expand(identity(cols(a), a), a.sizes()));
+  if (n == 0) {
+    Tensor y = contiguous(expand(identity(cols(a), a), a.sizes()));
+    // Constant in A, but connected to it, as PyTorch's: a backward through it gives zeros.
+    if (needs_grad({&a})) {
+      autograd::record("LinalgMatrixPowerBackward0", {&a}, {&y},
+                       [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {zeros_like(g[0])}; })
+          ->saves_nothing = true;
+    }
+    return y;
+  }
   Tensor base = n < 0 ? inv(a) : a;
   if (n == 1 || n == -1) return n == 1 ? clone(base) : base;
   Tensor result;
@@ -460,7 +488,7 @@ Tensor multi_dot(const std::vector<Tensor>& tensors) {
 Tensor vector_norm(const Tensor& x, double ord, IntList dims, bool keepdim) {
   kernels::check_defined(x, "linalg.vector_norm", "x");
   TD_CHECK(is_floating(x.dtype()), "linalg.vector_norm: Expected a floating point tensor as input. Got ", x.dtype());
-  return norm(x, ord, dims, keepdim);
+  return tandem::norm(x, ord, dims, keepdim);
 }
 
 namespace {
@@ -497,7 +525,7 @@ Tensor matrix_norm(const Tensor& a, const std::string& ord, IntList dims, bool k
   const auto [d0, d1] = matrix_dims(a, dims, "linalg.matrix_norm");
   TD_CHECK(ord == "fro" || ord == "nuc", "linalg.matrix_norm: Order ", ord, " not supported.");
   if (ord == "nuc") return singular_value_norm(a, d0, d1, keepdim, true, true);
-  return norm(a, 2, {d0, d1}, keepdim);
+  return tandem::norm(a, 2, {d0, d1}, keepdim);
 }
 
 Tensor matrix_norm(const Tensor& a, double ord, IntList dims, bool keepdim) {
@@ -516,7 +544,7 @@ Tensor matrix_norm(const Tensor& a, double ord, IntList dims, bool keepdim) {
 Tensor cond(const Tensor& a) {
   kernels::check_matrices(a, "linalg.cond", false);
   const Tensor s = svdvals(a);
-  TD_CHECK(s.size(-1) > 0, "linalg.cond: the matrices have no singular values (shape ", shape_str(a.sizes()), ")");
+  if (s.size(-1) == 0) return zeros(batch_of(a), a.options());  // as PyTorch's
   return select(s, -1, 0) / select(s, -1, s.size(-1) - 1);
 }
 
@@ -539,6 +567,10 @@ Tensor logdet(const Tensor& a) {
 Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper) {
   kernels::check_matrices(factor, "cholesky_solve", true);
   check_right_side(factor, b, "cholesky_solve");
+  TD_CHECK(b.dim() >= 2, "cholesky_solve: b should have at least 2 dimensions, but has ", b.dim(),
+           " dimensions instead");
+  TD_CHECK(rows(b) == cols(factor), "cholesky_solve: Incompatible shapes of A and B for the equation AX = B (",
+           shape_str(factor.sizes()), " and ", shape_str(b.sizes()), ")");
   // A = L L^T (or U^T U): two triangular solves.
   const Tensor lower = upper ? mT(factor) : factor;
   return linalg::solve_triangular(mT(lower), linalg::solve_triangular(lower, b, false), true);

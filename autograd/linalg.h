@@ -5,7 +5,7 @@
 // PyTorch's do ("linalg.inv: ..."), with the batch element that failed.
 //
 // Gradients are PyTorch's formulas, but for det's at a singular matrix (the cofactor matrix here,
-// zeros in PyTorch) and cholesky_solve's (below). They assume what the factorization needs to be
+// zeros in PyTorch's first-order backward) and cholesky_solve's (below). They assume what the factorization needs to be
 // smooth: distinct eigenvalues for eigh's vectors, distinct nonzero singular values for svd's
 // vectors, a constant rank for pinv. Returned factors may be non-contiguous views (column-major), as
 // PyTorch's are.
@@ -30,8 +30,9 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
 // diagonal is taken as ones). B is [*, n, k] (left) or [*, k, n]; batch dims broadcast.
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
 // X with A X = B (full column rank, m >= n: least squares; m < n: the least-norm solution), through
-// QR as LAPACK's gels (no rank, singular values, driver or rcond). residuals: the squared residual
-// norm of each column of X where m > n (for a rank-deficient A too), else empty.
+// QR as LAPACK's gels, PyTorch's driver on a GPU (no rank, singular values, driver or rcond; PyTorch's
+// default CPU driver, gelsy, also takes rank-deficient A and gives no residuals). residuals: the
+// squared residual norm of each column of X where m > n ([*, k], [*, 1] for a vector B), else empty.
 struct LstsqResult {
   Tensor solution, residuals;
 };
@@ -58,8 +59,8 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices = tru
 Tensor svdvals(const Tensor& a);
 
 // ---- built on them ----
-// The pseudo-inverse: singular values at or below max(atol, rtol * largest) count as zero. rtol
-// defaults to max(m, n) * the dtype's epsilon when neither is given, else to 0.
+// The pseudo-inverse: singular values at or below max(atol, rtol * largest) count as zero. An unset
+// rtol is 0 where atol > 0 is given, else max(m, n) * the dtype's epsilon (PyTorch's rule).
 Tensor pinv(const Tensor& a, std::optional<double> atol = std::nullopt, std::optional<double> rtol = std::nullopt);
 // The number of singular values above that tolerance (int64).
 Tensor matrix_rank(const Tensor& a, std::optional<double> atol = std::nullopt,
@@ -79,6 +80,23 @@ Tensor matrix_norm(const Tensor& a, double ord, IntList dims = {-2, -1}, bool ke
 Tensor cond(const Tensor& a);
 // sum(x * y) along dim.
 Tensor vecdot(const Tensor& x, const Tensor& y, int64_t dim = -1);
+// ord unset: the 2-norm of every element (or over dims); with a number for ord, the vector norm of a
+// 1-D input or over one dim, the matrix norm of a 2-D input or over two dims (torch.linalg.norm).
+Tensor norm(const Tensor& x, std::optional<double> ord = std::nullopt,
+            std::optional<std::vector<int64_t>> dims = std::nullopt, bool keepdim = false);
+// "fro" or "nuc" over two dims (of a 2-D input when dims are unset).
+Tensor norm(const Tensor& x, const std::string& ord, std::optional<std::vector<int64_t>> dims = std::nullopt,
+            bool keepdim = false);
+
+// ---- matrix functions and tensor equations (matrix_functions.cc) ----
+// exp(A) = sum of A^k / k!, by scaling and squaring a Pade approximant.
+Tensor matrix_exp(const Tensor& a);
+// The Vandermonde matrices [..., x^0, x^1, ..., x^(n-1)] of x along its last dim (n defaults to its size).
+Tensor vander(const Tensor& x, std::optional<int64_t> n = std::nullopt);
+// The inverse of A for tensordot over its first ind dims: shape A.shape[ind:] + A.shape[:ind].
+Tensor tensorinv(const Tensor& a, int64_t ind = 2);
+// X with tensordot(A, X, X.dim()) = B; dims of A moved to the end first.
+Tensor tensorsolve(const Tensor& a, const Tensor& b, std::optional<std::vector<int64_t>> dims = std::nullopt);
 
 }  // namespace tandem::linalg
 

@@ -24,7 +24,8 @@ LuFactors lu_factor(const Tensor& a);
 
 // X with A X = B for a [*, n, n] and b [*, n, k] of one batch shape. A singular matrix is an
 // error of op's: as inv's ("The diagonal element k is zero ...") where inverting, else as solve's.
-Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting);
+// Unchecked, a singular matrix gives what dividing by U's zero gives (inf, NaN).
+Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check = true);
 // The lower Cholesky factor (zeros above the diagonal) from a's lower triangle; a matrix that is
 // not positive-definite is an error of op's.
 Tensor cholesky(const Tensor& a, const char* op);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -78,6 +79,8 @@ struct Batch {
   int cols, rows;
 };
 Batch batch_of(const Tensor& t) {
+  TD_CHECK(t.sizes()[1] <= INT32_MAX && t.sizes()[2] <= INT32_MAX,
+           "linalg: a matrix dimension beyond 2^31 - 1 is not supported by LAPACK (", shape_str(t.sizes()), ")");
   return {t.sizes()[0], static_cast<int>(t.sizes()[1]), static_cast<int>(t.sizes()[2])};
 }
 

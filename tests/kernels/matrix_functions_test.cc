@@ -1,0 +1,159 @@
+// matrix_exp, vander, tensorinv, tensorsolve and linalg::norm against PyTorch 2.15, and the edges
+// of the factorizations' compositions that a review found: tolerances with atol, lstsq's residuals
+// for a vector, non-finite input to the SVD, solve's XA = B with a vector, cond of no matrix,
+// slogdet's gradient at a singular matrix, qr's refused Q, matrix_power's 0.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "autograd/linalg.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace la = tandem::linalg;
+using td::Shape;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::sine_ramp;
+using td::testing::values;
+
+namespace {
+
+Tensor f64(std::initializer_list<double> v, const Shape& shape) {
+  return td::tensor(std::vector<double>(v), td::kFloat64).view(shape);
+}
+
+Tensor eye(int64_t n) { return td::eye(n, n, td::TensorOptions(td::kFloat64)); }
+
+}  // namespace
+
+TEST_CASE("matrix_exp as PyTorch's: values, a batch of small and large norms, float32, gradients", "[cpu]") {
+  const Tensor a = f64({1, 2, 3, 4}, {2, 2});
+  check_close(la::matrix_exp(a), {51.96895619870503, 74.73656456700323, 112.10484685050488, 164.07380304920986}, 1e-14,
+              0, "exp of [[1, 2], [3, 4]]");
+  const Tensor batch = td::stack({sine_ramp({3, 3}, 0.7) * 0.1, sine_ramp({3, 3}, 1.3) * 9});
+  check_close(la::matrix_exp(batch),
+              {0.9985005293795208, 0.060723098916166146, 0.09438664620794471, 0.08930307028143131, 1.0385289591506617,
+               -0.030365923500257564, -0.08866914370029677, -0.09962548879916344, 0.93627359017542, 0.8175696295462361,
+               1.187274023155945, 0.8176191913549965, -0.437810541432056, -0.6351000693477411, -0.4369641650369492,
+               0.8180720007435293, 1.1866698987228839, 0.8167936150013283},
+              1e-13, 1e-15, "a batch: one norm below theta, one far above");
+  const Tensor single = la::matrix_exp(a.to(td::kFloat32));
+  CHECK(single.dtype() == td::kFloat32);
+  check_close(single, {51.968955993652344, 74.73655700683594, 112.10485076904297, 164.0738067626953}, 1e-6, 0,
+              "float32");
+  check_close(la::matrix_exp(td::zeros({3, 3}, td::kFloat64)), values(eye(3)), 0, 1e-15, "exp(0) = I");
+  CHECK(la::matrix_exp(td::zeros({0, 2, 2}, td::kFloat64)).sizes() == Shape{0, 2, 2});
+
+  Tensor x = sine_ramp({3, 3}, 0.9).requires_grad_(true);
+  (la::matrix_exp(x * 3) * sine_ramp({3, 3}, 0.4)).sum().backward();
+  check_close(x.grad(),
+              {7.187791366843699, -1.8347127737082856, 7.151312097642174, 6.817705814471417, 2.9666333571204557,
+               0.637578031492434, -1.6342610878918002, 2.677119952312777, -3.9663376771310372},
+              1e-12, 1e-14, "gradient");
+  const Tensor rect = sine_ramp({2, 3}, 0.5);
+  check_error([&] { la::matrix_exp(rect); }, {"linalg.matrix_exp", "square", "2 by 3"});
+}
+
+TEST_CASE("vander, tensorinv and tensorsolve as PyTorch's", "[cpu]") {
+  check_close(la::vander(f64({1.5, -2, 3}, {3}), 4), {1, 1.5, 2.25, 3.375, 1, -2, 4, -8, 1, 3, 9, 27}, 0, 0, "vander");
+  CHECK(la::vander(td::arange(3)).dtype() == td::kInt64);
+  Tensor v = f64({0.5, 2, -1}, {3}).requires_grad_(true);
+  la::vander(v).sum().backward();
+  check_close(v.grad(), {2.0, 5.0, -1.0}, 0, 0, "vander's gradient");
+  check_error([] { la::vander(td::ones({}, td::kFloat64)); }, {"linalg.vander", "one dimension"});
+
+  const Tensor square = sine_ramp({6, 6}, 0.37) + eye(6) * 3;
+  const Tensor inverse = la::tensorinv(square.view({6, 2, 3}), 1);
+  CHECK(inverse.sizes() == Shape{2, 3, 6});
+  check_close(inverse.reshape({-1}).narrow(0, 0, 6),
+              {0.31709696360820244, -0.05889944111593609, -0.09359074946146835, -0.11561498892144435,
+               -0.12199128200533416, -0.11185662735677644},
+              1e-14, 1e-15, "tensorinv");
+  check_error([&] { la::tensorinv(square.view({6, 2, 3}), 2); }, {"linalg.tensorinv", "prod"});
+
+  const std::vector<double> solution{-0.40018660265323286, 0.3431961292942832, 0.45894213093379355,
+                                     -0.06665617270860093, 0.6072668604730145, 0.2308746466399768};
+  const Tensor x = la::tensorsolve(square.view({2, 3, 6}), sine_ramp({2, 3}, 0.5));
+  CHECK(x.sizes() == Shape{6});
+  check_close(x, solution, 1e-14, 1e-15, "tensorsolve");
+  const Tensor moved = square.view({6, 2, 3}).permute({1, 0, 2});
+  check_close(la::tensorsolve(moved, sine_ramp({6}, 0.5), std::vector<int64_t>{0}).reshape({-1}),
+              {-0.40018660265323286, -0.06665617270860087, 0.34319612929428317, 0.6072668604730144, 0.4589421309337936,
+               0.23087464663997675},
+              1e-14, 1e-15, "tensorsolve with dims");
+  check_error([&] { la::tensorsolve(square, sine_ramp({3}, 0.5)); }, {"linalg.tensorsolve", "shape"});
+}
+
+TEST_CASE("linalg::norm picks the vector or the matrix norm as PyTorch's", "[cpu]") {
+  const Tensor t = sine_ramp({2, 3, 4}, 0.8);
+  check_close(la::norm(t), {3.432853645159917}, 1e-15, 0, "every element");
+  CHECK(la::norm(t, std::nullopt, std::nullopt, true).sizes() == Shape{1, 1, 1});
+  check_close(la::norm(t, 3, std::vector<int64_t>{1}),
+              {0.12123909869806332, 1.092105514161478, 1.43511081885227, 0.9125225907483883, 0.3464116866133324,
+               1.2387161737813106, 1.3913662763096168, 0.7058191807378966},
+              1e-14, 0, "ord 3 over one dim");
+  check_close(la::norm(t, std::nullopt, std::vector<int64_t>{0, 2}),
+              {1.9830238698755278, 1.9818762581623859, 1.980976268894677}, 1e-14, 0, "Frobenius over two dims");
+  check_close(la::norm(t.select(0, 0), std::numeric_limits<double>::infinity()), {2.48449250821479}, 1e-15, 0,
+              "inf of a matrix: its largest row sum");
+  check_close(la::norm(t.select(0, 0).select(0, 0), 1), {2.3923928744921783}, 1e-15, 0, "1 of a vector");
+  check_close(la::norm(t, "nuc", std::vector<int64_t>{1, 2}), {2.544135646284899, 2.5405149868053054}, 1e-14, 0,
+              "nuclear over two dims");
+  check_error([&] { la::norm(t, 2); }, {"linalg.norm", "1D or 2D", "3D"});
+  check_error([&] { la::norm(t, "fro"); }, {"linalg.norm", "fro"});
+}
+
+TEST_CASE("pinv and matrix_rank: an atol that is not positive leaves the default rtol, as PyTorch's", "[cpu]") {
+  const Tensor d = td::diag(f64({1, 1e-17}, {2}));
+  CHECK(la::matrix_rank(d, 0.0).item<int64_t>() == 1);
+  CHECK(la::matrix_rank(d, -1.0).item<int64_t>() == 1);
+  CHECK(la::matrix_rank(d, 0.5).item<int64_t>() == 1);
+  CHECK(la::matrix_rank(d, 0.0, 0.0).item<int64_t>() == 2);
+  check_close(la::pinv(d, 0.0), {1.0, 0.0, 0.0, 0.0}, 0, 0, "pinv with atol 0");
+}
+
+TEST_CASE("lstsq keeps a vector's residuals as [*, 1]; bad batches are lstsq's errors", "[cpu]") {
+  const Tensor a = sine_ramp({4, 2}, 0.6) + f64({1, 0, 0, 1, 0, 0, 1, 1}, {4, 2});
+  const la::LstsqResult r = la::lstsq(a, sine_ramp({4}, 0.3));
+  CHECK(r.solution.sizes() == Shape{2});
+  CHECK(r.residuals.sizes() == Shape{1});
+  check_close(r.residuals, {0.5133335067226218}, 1e-13, 0, "residual of a vector");
+  const Tensor batch = sine_ramp({3, 4, 2}, 0.6) + f64({1, 0, 0, 1, 0, 0, 1, 1}, {4, 2});
+  CHECK(la::lstsq(batch, sine_ramp({3, 4}, 0.3)).residuals.sizes() == Shape{3, 1});
+  check_error([&] { la::lstsq(batch, sine_ramp({2, 4, 1}, 0.3)); }, {"linalg.lstsq", "[3]", "[2]"});
+}
+
+TEST_CASE("the SVD of a non-finite matrix, solve's XA = B with a vector and cond of no matrix as PyTorch's", "[cpu]") {
+  Tensor bad = eye(3);
+  bad.select(0, 1).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
+  check_error([&] { la::svd(bad); }, {"linalg.svd", "non-finite"});
+  check_error([&] { la::svdvals(td::stack({eye(3), bad})); }, {"linalg.svdvals", "Batch element 1", "non-finite"});
+  check_error([&] { la::solve(eye(3) * 2, td::ones({3}, td::kFloat64), false); }, {"linalg.solve", "XA = B"});
+  check_close(la::cond(td::zeros({0, 0}, td::kFloat64)), {0.0}, 0, 0, "cond of a 0 x 0 matrix");
+  CHECK(la::cond(td::zeros({2, 0, 0}, td::kFloat64)).sizes() == Shape{2});
+  check_error([] { td::cholesky_solve(td::ones({3}, td::kFloat64), eye(3)); },
+              {"cholesky_solve", "at least 2 dimensions"});
+}
+
+TEST_CASE(
+    "slogdet's gradient at a singular matrix is infinite, not an error; qr's Q and matrix_power(A, 0) "
+    "stay in the graph",
+    "[cpu]") {
+  Tensor s = f64({1, 2, 2, 4}, {2, 2}).requires_grad_(true);
+  std::get<1>(la::slogdet(s)).backward();
+  const std::vector<double> grad = values(s.grad());
+  CHECK(std::none_of(grad.begin(), grad.end(), [](double g) { return std::isfinite(g); }));
+
+  Tensor tall = sine_ramp({4, 2}, 0.7).requires_grad_(true);
+  auto [q, r] = la::qr(tall, "complete");
+  CHECK(q.requires_grad());
+  check_error([&] { q.sum().backward(); }, {"linalg.qr", "complete"});
+
+  Tensor m = sine_ramp({3, 3}, 0.4).requires_grad_(true);
+  const Tensor id = la::matrix_power(m, 0);
+  CHECK(id.requires_grad());
+  id.sum().backward();
+  check_close(m.grad(), std::vector<double>(9, 0.0), 0, 0, "matrix_power(A, 0)'s gradient");
+}
