@@ -44,6 +44,15 @@ Tensor det(const Tensor& a);
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
 
 // ---- factorizations ----
+// A = P L U with partial pivoting, for any m x n: LU packs L's part below the diagonal (its diagonal
+// is ones) and U; pivots (int32 [*, min(m, n)]) are LAPACK's, 1-based: row i was swapped with row
+// pivots[i] in turn. A zero on U's diagonal is an error (lu does not check).
+std::tuple<Tensor, Tensor> lu_factor(const Tensor& a);
+// P [*, m, m], L [*, m, k] and U [*, k, n] (k = min(m, n)) of lu_factor's results; differentiable in LU.
+std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& pivots);
+std::tuple<Tensor, Tensor, Tensor> lu(const Tensor& a);
+// X with A X = B (left) or X A = B from A's LU factors (A square); adjoint solves with A^T instead.
+Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool left = true, bool adjoint = false);
 // The lower (or upper) triangular factor of a symmetric positive-definite matrix, from its lower
 // (or upper) triangle: A = L L^T = U^T U.
 Tensor cholesky(const Tensor& a, bool upper = false);

@@ -91,17 +91,17 @@ void check_matrices(const Tensor& a, const char* op, bool square) {
 }
 
 LuFactors lu_factor(const Tensor& a) {
-  check_matrices(a, "linalg.lu_factor", true);
+  check_matrices(a, "linalg.lu_factor", false);
   const Shape batch = batch_shape(a);
-  const int64_t n = a.sizes().back();
+  const int64_t k = std::min(a.sizes()[a.dim() - 2], a.sizes()[a.dim() - 1]);
   Tensor buffer = column_major(a);
-  Tensor pivots = int32_tensor({buffer.sizes()[0], n}, a.device());
+  Tensor pivots = int32_tensor({buffer.sizes()[0], k}, a.device());
   Tensor info = int32_tensor({buffer.sizes()[0]}, a.device());
   fill_into(info, 0);
   if (a.numel() > 0) {
     a.is_cuda() ? cuda::lu_factor(buffer, pivots, info) : cpu::lu_factor(buffer, pivots, info);
   }
-  return {matrices(buffer, batch), view(pivots, with(batch, {n})), view(info, batch)};
+  return {matrices(buffer, batch), view(pivots, with(batch, {k})), view(info, batch)};
 }
 
 Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check) {

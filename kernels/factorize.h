@@ -15,8 +15,8 @@ namespace tandem::kernels {
 // error naming op.
 void check_matrices(const Tensor& a, const char* op, bool square);
 
-// LU factors with partial pivoting: lu [*, n, n] (unit L below the diagonal, U on and above),
-// pivots int32 [*, n] (1-based, LAPACK's), info int32 [*] (k > 0: U[k-1, k-1] is exactly 0).
+// LU factors with partial pivoting of a [*, m, n]: lu [*, m, n] (unit L below the diagonal, U on and
+// above), pivots int32 [*, min(m, n)] (1-based, LAPACK's), info int32 [*] (k > 0: U[k-1, k-1] is 0).
 struct LuFactors {
   Tensor lu, pivots, info;
 };

@@ -98,9 +98,9 @@ std::string blas_description();
 // Each works in place on a batch of column-major matrices: a contiguous float32/float64 tensor
 // [B, cols, rows] holds column j of matrix b at [b, j, :], as LAPACK reads it. info: int32 [B] on
 // the matrices' device, LAPACK's (0: done; k > 0: the failure at the k-th pivot or minor).
-// a [B, n, n] becomes its LU factors (unit L below the diagonal); pivots: int32 [B, n], 1-based.
+// a [B, n, m] becomes its LU factors (unit L below the diagonal); pivots: int32 [B, min(m, n)], 1-based.
 void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info);
-// b [B, k, n] becomes A^-1 b (transposed: A^-T b) from lu_factor's results.
+// b [B, k, n] becomes A^-1 b (transposed: A^-T b) from a square A's lu_factor results.
 void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool transposed);
 // a [B, n, n] (its lower triangle) becomes its lower Cholesky factor there.
 void cholesky(const Tensor& a, const Tensor& info);

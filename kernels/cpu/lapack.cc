@@ -104,7 +104,7 @@ void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info) {
   const Batch m = batch_of(a);
   dispatch_types<float, double>(a.dtype(), "lu_factor", [&]<typename T>() {
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::getrf(&m.rows, &m.cols, matrix<T>(a, b), &m.rows, pivots.data_ptr<int32_t>() + b * m.cols,
+      Lapack<T>::getrf(&m.rows, &m.cols, matrix<T>(a, b), &m.rows, pivots.data_ptr<int32_t>() + b * pivots.sizes()[1],
                        info.data_ptr<int32_t>() + b);
     }
   });
@@ -116,7 +116,7 @@ void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool tran
   dispatch_types<float, double>(lu.dtype(), "lu_solve", [&]<typename T>() {
     for (int64_t i = 0; i < m.batch; ++i) {
       int info = 0;
-      Lapack<T>::getrs(&trans, &m.rows, &rhs.cols, matrix<T>(lu, i), &m.rows, pivots.data_ptr<int32_t>() + i * m.cols,
+      Lapack<T>::getrs(&trans, &m.rows, &rhs.cols, matrix<T>(lu, i), &m.rows, pivots.data_ptr<int32_t>() + i * pivots.sizes()[1],
                        matrix<T>(b, i), &rhs.rows, &info, 1);
     }
   });

@@ -115,7 +115,7 @@ void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info) {
     Tensor work = scratch<T>(lwork, device);
     for (int64_t b = 0; b < m.batch; ++b) {
       TD_CUSOLVER_CHECK(Solver<T>::getrf(handle, m.rows, m.cols, matrix<T>(a, b), ld(m.rows), work.data_ptr<T>(),
-                                         pivots.data_ptr<int32_t>() + b * m.cols, info.data_ptr<int32_t>() + b),
+                                         pivots.data_ptr<int32_t>() + b * pivots.sizes()[1], info.data_ptr<int32_t>() + b),
                         "lu_factor on ", device);
     }
   });
@@ -130,7 +130,7 @@ void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool tran
     Tensor info = scratch<int32_t>(1, device);
     for (int64_t i = 0; i < m.batch; ++i) {
       TD_CUSOLVER_CHECK(Solver<T>::getrs(handle, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, m.rows, rhs.cols,
-                                         matrix<T>(lu, i), ld(m.rows), pivots.data_ptr<int32_t>() + i * m.cols,
+                                         matrix<T>(lu, i), ld(m.rows), pivots.data_ptr<int32_t>() + i * pivots.sizes()[1],
                                          matrix<T>(b, i), ld(rhs.rows), info.data_ptr<int32_t>()),
                         "lu_solve on ", device);
     }

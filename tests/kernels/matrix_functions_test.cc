@@ -1,10 +1,12 @@
 // matrix_exp, vander, tensorinv, tensorsolve and linalg::norm against PyTorch 2.15, and the edges
 // of the factorizations' compositions that a review found: tolerances with atol, lstsq's residuals
 // for a vector, non-finite input to the SVD, solve's XA = B with a vector, cond of no matrix,
-// slogdet's gradient at a singular matrix, qr's refused Q, matrix_power's 0.
+// slogdet's gradient at a singular matrix, qr's refused Q, matrix_power's 0; the LU decomposition.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "autograd/linalg.h"
 #include "tests/testing.h"
@@ -156,4 +158,107 @@ TEST_CASE(
   CHECK(id.requires_grad());
   id.sum().backward();
   check_close(m.grad(), std::vector<double>(9, 0.0), 0, 0, "matrix_power(A, 0)'s gradient");
+}
+
+TEST_CASE("lu_factor, lu, lu_unpack and lu_solve as PyTorch's: square, wide and tall, with gradients", "[cpu]") {
+  struct Case {
+    std::string name;
+    Shape shape;
+    std::vector<double> lu, pivots, grad;
+  };
+  const std::vector<Case> cases{
+      {"square",
+       {4, 4},
+       {1.0, 0.6961352386273567, 0.9995258306054791, 0.7390052780594708, -0.12287399510655005, 0.6881844863265671,
+        2.1109839658956884, 0.9069899994398224, 0.06155371742991315, 0.44541130649362315, -1.997515829839923,
+        -1.2285447953234314, 0.183728278586583, -0.9885201251693939, -0.4637035911148847, 0.3409181496460336},
+       {1.0, 3.0, 3.0, 4.0},
+       {-0.22959164740354024, 0.6462513305958478, 0.5684732197850544, 1.0498850394007848, 0.7522208837238322,
+        -0.20404820839491022, 0.5424497844582314, -0.7279975732524165, 0.43287517017152166, -1.9990944814819005,
+        1.7846073641336861, 0.1634464446043573, 1.2871113747026415, -3.125645645535696, 1.0801493273336509,
+        -0.9980544387588794}},
+      {"wide",
+       {3, 5},
+       {1.0, 0.6961352386273567, 0.9995258306054791, 0.7390052780594708, 0.06155371742991315, -0.6506251370651673,
+        0.45718791198557157, -0.12875604209353753, 0.3579414152227752, 0.6426959642616802, 0.9881682338770004,
+        0.28059958687170555, 0.23215749606140748, -1.383084239188302, -1.21801936062944},
+       {1.0, 2.0, 3.0},
+       {-1.0850991541862665, -0.45629773577179955, 1.7583410914191848, 2.1099163711324644, 2.260347288342594,
+        -1.0673265922257285, 0.626525735882963, 0.97918627505971, 0.8321387097709134, 0.6057609811727408,
+        0.3953473006244518, 1.1829865856064925, -0.5466910470692868, -0.7760683270883323, -0.9314607937532425}},
+      {"tall",
+       {5, 3},
+       {1.0, 0.6961352386273567, 0.9995258306054791, 0.183728278586583, -0.6802842145631732, -1.1604948705921885,
+        0.7390052780594708, -0.8042316580760547, -2.3225867154045052, 0.6026475684219723, -0.8358918417510456,
+        0.3255958249376951, -0.9957351730622453, 0.12628005836829034, -0.869262007491696},
+       {1.0, 5.0, 5.0},
+       {-2.987399815235585, 3.2670491984144907, -0.10133757003309819, 1.9775584201677316, -2.793219084810643,
+        0.9258100878631301, -1.2654421331351597, 0.4566593674850939, 0.40104457137180255, 0.4084101391465911,
+        -0.2559041637096058, 0.1141813754952036, 0.10777375426278768, -1.5721863907928328, 1.7891488945902965}},
+  };
+  for (const Case& c : cases) {
+    Tensor a = (sine_ramp(c.shape, 0.77) + td::eye(c.shape[0], c.shape[1], td::TensorOptions(td::kFloat64)))
+                   .requires_grad_(true);
+    auto [lu, pivots] = la::lu_factor(a);
+    check_close(lu, c.lu, 1e-14, 1e-15, c.name + ": LU");
+    CHECK(pivots.dtype() == td::kInt32);
+    check_close(pivots.to(td::kFloat64), c.pivots, 0, 0, c.name + ": pivots");
+    (lu * sine_ramp(c.shape, 0.31)).sum().backward();
+    check_close(a.grad(), c.grad, 1e-13, 1e-14, c.name + ": gradient");
+    auto [p, l, u] = la::lu(a.detach());
+    check_close(td::matmul(p, td::matmul(l, u)), values(a), 1e-14, 1e-15, c.name + ": P L U");
+    auto [pu, lu_l, lu_u] = la::lu_unpack(lu.detach(), pivots);
+    check_close(pu, p, 0, 0, c.name + ": lu_unpack's P");
+    check_close(lu_l, l, 0, 0, c.name + ": lu_unpack's L");
+    check_close(lu_u, u, 0, 0, c.name + ": lu_unpack's U");
+  }
+
+  const Tensor a = sine_ramp({4, 4}, 0.77) + eye(4);
+  auto [lu, pivots] = la::lu_factor(a);
+  const Tensor b = sine_ramp({4, 2}, 0.5);
+  check_close(la::lu_solve(lu, pivots, b),
+              {-3.0634103218154327, -1.3689979353830952, 4.063836990815322, 2.866199897482403, -2.459803582693247,
+               -1.2834272228695505, 3.644178854393254, 1.5371735751914803},
+              1e-14, 1e-15, "lu_solve");
+  check_close(la::lu_solve(lu, pivots, b, true, true),
+              {0.03233872502120051, 0.6230139965931389, 0.9191081109124679, 0.41415700313643156, 0.9884317441812852,
+               -0.38268543852645676, 0.17710562347922834, -1.1762122385021057},
+              1e-14, 1e-15, "lu_solve adjoint");
+  check_close(la::lu_solve(lu, pivots, b.transpose(0, 1), false),
+              {0.03233872502120051, 0.9191081109124679, 0.9884317441812852, 0.17710562347922834, 0.6230139965931389,
+               0.41415700313643156, -0.38268543852645676, -1.1762122385021057},
+              1e-14, 1e-15, "lu_solve XA = B");
+  check_close(la::lu_solve(lu, pivots, b.transpose(0, 1), false, true),
+              {-3.0634103218154327, 4.063836990815322, -2.459803582693247, 3.644178854393254, -1.3689979353830952,
+               2.866199897482403, -1.2834272228695505, 1.5371735751914803},
+              1e-14, 1e-15, "lu_solve XA^T = B");
+  Tensor lu_leaf = lu.detach().requires_grad_(true), b_leaf = b.detach().requires_grad_(true);
+  (la::lu_solve(lu_leaf, pivots, b_leaf) * sine_ramp({4, 2}, 0.2)).sum().backward();
+  check_close(lu_leaf.grad(),
+              {0.27197790368238, -0.5694260155577021, 0.2549776274916575, -0.3053892454991431, -0.9799526215032447,
+               -4.07523477241423, 2.187017105828971, -3.0144116933979865, -0.6067047305786961, -1.9300675865376757,
+               1.014806934968139, -1.3821959704795395, -0.964243051465461, -3.2219632348681806, -2.2698539082946034,
+               -10.70546862410745},
+              1e-13, 1e-14, "lu_solve's gradient in LU");
+  check_close(b_leaf.grad(),
+              {-0.20099675477154472, 0.002407458327948475, 1.2077051670187144, 1.2654827115490184, 2.093266530193897,
+               2.0440142266018473, 2.0893138308541848, 2.0112467397392964},
+              1e-13, 1e-14, "lu_solve's gradient in B");
+  // A batch of B against one factorization broadcasts.
+  const Tensor bs = td::stack({b, b * 2});
+  check_close(la::lu_solve(lu, pivots, bs).select(0, 1), la::lu_solve(lu, pivots, b) * 2, 1e-14, 1e-15,
+              "lu_solve over a batch of B");
+
+  // A zero on U's diagonal: lu_factor refuses it, lu gives the factors.
+  const Tensor singular = f64({1, 2, 2, 4}, {2, 2});
+  const std::vector<double> before = values(singular);
+  check_error([&] { la::lu_factor(singular); }, {"linalg.lu_factor", "U[2,2] is zero"});
+  check_error([&] { la::lu_factor(td::stack({eye(2), singular})); }, {"linalg.lu_factor", "Batch element 1"});
+  CHECK(values(singular) == before);
+  auto [sp, sl, su] = la::lu(singular);
+  check_close(td::matmul(sp, td::matmul(sl, su)), before, 0, 1e-15, "lu of a singular matrix");
+  check_error([&] { la::lu_unpack(lu, pivots.to(td::kInt64)); }, {"lu_unpack", "int32"});
+  check_error([&] { la::lu_unpack(lu, pivots.narrow(0, 0, 3)); }, {"lu_unpack", "[3]", "[4, 4]"});
+  check_error([&] { la::lu_solve(lu, pivots, sine_ramp({3, 2}, 0.5)); }, {"linalg.lu_solve", "AX = B"});
+  check_error([&] { la::lu_solve(lu, pivots, b.to(td::kFloat32)); }, {"linalg.lu_solve", "float32"});
 }

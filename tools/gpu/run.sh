@@ -76,7 +76,7 @@ trap 'stop 130' INT
 
 # Programs and libraries, unpacked once into the suite's folder (not /tmp, which may not allow
 # running programs, nor RESULTS_DIR, which is brought back), with xz or, where it is missing,
-# Python's lzma; then cuBLAS/cuDNN/NCCL from the system's CUDA or from the NVIDIA packages PyTorch
+# Python's lzma; then cuBLAS/cuSOLVER/cuDNN/NCCL from the system's CUDA or from the NVIDIA packages PyTorch
 # installed. A killed run's folder is removed by the next run.
 rm -rf "$here"/work.*
 work=$(mktemp -d -p "$here" work.XXXX)
