@@ -7,6 +7,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/graph.h"
 #include "autograd/linalg.h"
+#include "autograd/special.h"
 #include "autograd/ops.h"
 #include "core/allocator.h"
 #include "core/cuda.h"

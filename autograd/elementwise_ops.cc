@@ -8,6 +8,7 @@
 #include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
+#include "autograd/special.h"
 #include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/elementwise.h"
@@ -101,6 +102,31 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::Log10:
       return {"Log10Backward0", true, false, [](T g, T x, T) { return g / (x * std::numbers::ln10); }};
     case UnaryOp::Exp2: return {"Exp2Backward0", false, true, [](T g, T, T y) { return g * y * std::numbers::ln2; }};
+    case UnaryOp::Lgamma: return {"LgammaBackward0", true, false, [](T g, T x, T) { return g * digamma(x); }};
+    case UnaryOp::Digamma: return {"DigammaBackward0", true, false, [](T g, T x, T) { return g * polygamma(1, x); }};
+    case UnaryOp::Erfcx:
+      return {"SpecialErfcxBackward0", true, true, [](T g, T x, T y) {
+                return g * (x * y * 2 - 2 / std::sqrt(std::numbers::pi));
+              }};
+    case UnaryOp::I0: return {"I0Backward0", true, false, [](T g, T x, T) { return g * special::i1(x); }};
+    case UnaryOp::I0e:
+      return {"SpecialI0EBackward0", true, true, [](T g, T x, T y) { return g * (special::i1e(x) - sign(x) * y); }};
+    // I1'(x) = I0(x) - I1(x) / x, 1/2 at 0; the division sees 1 there, so no 0 / 0 reaches a
+    // second derivative.
+    case UnaryOp::I1:
+      return {"SpecialI1Backward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, 0.5, i0(x) - y / where(at_zero, 1, x));
+              }};
+    case UnaryOp::I1e:
+      return {"SpecialI1EBackward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, 0.5, special::i0e(x) - y * (sign(x) + 1 / where(at_zero, 1, x)));
+              }};
+    case UnaryOp::Ndtri:
+      return {"SpecialNdtriBackward0", false, true, [](T g, T, T y) {
+                return g * exp(y * y * 0.5) * std::sqrt(2 * std::numbers::pi);
+              }};
     // Integers and bool: never differentiated (their in-place form asks for the node's name).
     case UnaryOp::BitwiseNot: return {"BitwiseNotBackward0", false, false, [](T g, T, T) { return zeros_like(g); }};
   }
@@ -188,6 +214,17 @@ Tensor exp2(const Tensor& x) { return unary(UnaryOp::Exp2, x); }
 Tensor erfc(const Tensor& x) { return unary(UnaryOp::Erfc, x); }
 Tensor erfinv(const Tensor& x) { return float32_unary(UnaryOp::Erfinv, x); }
 Tensor bitwise_not(const Tensor& x) { return kernels::bitwise_not(x); }
+Tensor lgamma(const Tensor& x) { return unary(UnaryOp::Lgamma, x); }
+Tensor digamma(const Tensor& x) { return unary(UnaryOp::Digamma, x); }
+Tensor i0(const Tensor& x) { return unary(UnaryOp::I0, x); }
+
+namespace special {
+Tensor erfcx(const Tensor& x) { return unary(UnaryOp::Erfcx, x); }
+Tensor i0e(const Tensor& x) { return unary(UnaryOp::I0e, x); }
+Tensor i1(const Tensor& x) { return unary(UnaryOp::I1, x); }
+Tensor i1e(const Tensor& x) { return unary(UnaryOp::I1e, x); }
+Tensor ndtri(const Tensor& x) { return unary(UnaryOp::Ndtri, x); }
+}  // namespace special
 
 // ---- clamp ----
 
@@ -278,6 +315,10 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
       return {need_a ? g * masked_fill(y / a, a == 0, 0) : Tensor(), need_b ? zeros_like(g) : Tensor()};
     case BinaryOp::LogAddExp:
       return {need_a ? g / (exp(b - a) + 1) : Tensor(), need_b ? g / (exp(a - b) + 1) : Tensor()};
+    // d/dq zeta(x, q) = -x zeta(x + 1, q); PyTorch has no derivative in x either.
+    case BinaryOp::Zeta:
+      TD_CHECK(!need_a, "zeta: the derivative with respect to x (the exponent) is not implemented, as in PyTorch");
+      return {Tensor(), need_b ? -g * a * special::zeta(a + 1, b) : Tensor()};
     default: TD_FAIL(kernels::op_name(op), " is not differentiable");
   }
 }
@@ -301,6 +342,7 @@ const char* binary_node(BinaryOp op) {
     case BinaryOp::Hypot: return "HypotBackward0";
     case BinaryOp::Copysign: return "CopysignBackward0";
     case BinaryOp::LogAddExp: return "LogaddexpBackward0";
+    case BinaryOp::Zeta: return "SpecialZetaBackward0";
     default: return "BinaryBackward";
   }
 }
@@ -324,6 +366,7 @@ GradReads grad_reads(BinaryOp op, bool for_a) {
     case BinaryOp::Remainder:
     case BinaryOp::Fmod: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Hypot: return for_a ? GradReads{true, false, true} : GradReads{false, true, true};
+    case BinaryOp::Zeta: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Copysign: return for_a ? GradReads{true, false, true} : GradReads{};
     default: return {};  // add, sub, the rounded divisions: constants
   }
@@ -460,6 +503,14 @@ Tensor hypot(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp:
 Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
+namespace special {
+Tensor zeta(const Tensor& x, const Tensor& q) { return detail::binary(BinaryOp::Zeta, x, q); }
+Tensor zeta(const Tensor& x, Scalar q) { return detail::binary(BinaryOp::Zeta, x, q); }
+Tensor zeta(Scalar x, const Tensor& q) {
+  kernels::check_defined(q, "zeta", "other");
+  return zeta(kd::scalar_tensor(x, is_floating(q.dtype()) ? q.dtype() : kDefaultFloat, q.device()), q);
+}
+}  // namespace special
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return kernels::bitwise_and(a, b); }

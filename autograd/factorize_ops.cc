@@ -243,7 +243,11 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
     const Tensor av = sa.unpack("LinalgSlogdetBackward0");
     const Tensor id = expand(identity(cols(av), av), av.sizes());
     Tensor inverse_t;
-    if (NoGradGuard no_grad; any(ssign.unpack("LinalgSlogdetBackward0") == 0).item<bool>()) {
+    const bool singular = [&] {
+      NoGradGuard no_grad;
+      return any(ssign.unpack("LinalgSlogdetBackward0") == 0).item<bool>();
+    }();
+    if (singular) {
       // log|det| falls to -inf at a singular matrix: its gradient is what A^-T's division by zero
       // gives there (inf, NaN), as PyTorch's, not an error.
       inverse_t = kernels::solve(mT(av), id, "linalg.slogdet", true, false);

@@ -24,7 +24,7 @@ int64_t cols(const Tensor& a) { return a.sizes()[a.dim() - 1]; }
 // LAPACK's pivots (row i swapped with row pivots[i] - 1, in turn) as the permutation they make:
 // row i of L U is row order[i] of A (order int64 [*, m], on the pivots' device); `inverse` gives
 // the inverse permutation instead. Read on the host, as PyTorch's lu_unpack does on a CPU.
-Tensor row_order(const Tensor& pivots, int64_t m, bool inverse) {
+Tensor row_order(const Tensor& pivots, int64_t m, bool inverse, const char* op) {
   NoGradGuard no_grad;
   const Tensor host = pivots.to(Device(kCPU)).contiguous();
   const int64_t k = host.dim() == 0 ? 0 : host.sizes().back();
@@ -38,8 +38,8 @@ Tensor row_order(const Tensor& pivots, int64_t m, bool inverse) {
     std::iota(o, o + m, int64_t{0});
     for (int64_t i = 0; i < k; ++i) {
       const int64_t j = swaps[b * k + i] - 1;
-      TD_CHECK(j >= i && j < m, "linalg.lu_unpack: pivot ", j + 1, " at position ", i + 1, " is out of range for ", m,
-               " rows");
+      TD_CHECK(j >= 0 && j < m, op, ": pivots must be between 1 and the ", m, " rows of LU inclusive, got ", j + 1,
+               " at position ", i + 1);
       std::swap(o[i], o[j]);
     }
     if (inverse) {
@@ -71,7 +71,7 @@ Tensor lu_factor_backward(const Tensor& grad, const Tensor& lu, const Tensor& pi
   const int64_t m = rows(lu), n = cols(lu), k = std::min(m, n);
   auto [l, u] = unpack_factors(lu);
   const Tensor gl = narrow(tril(grad, -1), -1, 0, k), gu = narrow(triu(grad), -2, 0, k);
-  const Tensor to_a = row_order(pivots, m, true);  // P X: the rows of X put back in A's order
+  const Tensor to_a = row_order(pivots, m, true, "linalg.lu_factor");  // P X: the rows of X put back in A's order
   if (m <= n) {
     // A = P L [U1 | U2].
     const Tensor u1 = narrow(u, -1, 0, m), gu1 = narrow(gu, -1, 0, m);
@@ -139,7 +139,8 @@ std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& piv
   // P's column i is the unit vector of row order[i]: P^T's rows are the identity's in that order.
   Shape square = batch;
   square.insert(square.end(), {m, m});
-  const Tensor p = mT(take_rows(contiguous(expand(eye(m, m, lu.options()), square)), row_order(pivots, m, false)));
+  const Tensor p =
+      mT(take_rows(contiguous(expand(eye(m, m, lu.options()), square)), row_order(pivots, m, false, "lu_unpack")));
   return {contiguous(p), l, u};
 }
 
@@ -157,14 +158,19 @@ Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool le
            " and B of type ", b.dtype(), " instead");
   kernels::common_device(op, {&lu, &pivots, &b});
   const int64_t n = cols(lu);
+  TD_CHECK(pivots.dtype() == kInt32, op, ": pivots should be int32 (as lu_factor gives them), got ", pivots.dtype());
+  Shape pivot_shape(lu.sizes().begin(), lu.sizes().end() - 1);
+  TD_CHECK(pivots.sizes() == pivot_shape, op, ": Expected LU.shape[:-1] and pivots.shape to be the same, but got LU ",
+           shape_str(lu.sizes()), " and pivots ", shape_str(pivots.sizes()));
   TD_CHECK(b.dim() >= 2 && (left ? rows(b) : cols(b)) == n, op, ": Incompatible shapes of A and B for the equation ",
            left ? "AX = B" : "XA = B", " (", shape_str(lu.sizes()), " and ", shape_str(b.sizes()), ")");
   // X A = B is A^T X^T = B^T, and X A^T = B is A X^T = B^T.
   if (!left) return mT(lu_solve(lu, pivots, mT(b), true, !adjoint));
   const Shape batch = broadcast_shapes(Shape(lu.sizes().begin(), lu.sizes().end() - 2),
                                        Shape(b.sizes().begin(), b.sizes().end() - 2), op);
-  Shape matrix_shape = batch, pivot_shape = batch, b_shape = batch;
+  Shape matrix_shape = batch, b_shape = batch;
   matrix_shape.insert(matrix_shape.end(), {n, n});
+  pivot_shape = batch;
   pivot_shape.push_back(n);
   b_shape.insert(b_shape.end(), {n, cols(b)});
   const Tensor factors = expand(lu, matrix_shape), bb = expand(b, b_shape);
@@ -172,12 +178,12 @@ Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool le
   const Tensor expanded_pivots = contiguous(expand(pivots, pivot_shape));
   if (!adjoint) {
     // A = P L U: X = U^-1 L^-1 P^T B.
-    const Tensor y = solve_triangular(l, take_rows(bb, row_order(expanded_pivots, n, false)), false, true, true);
+    const Tensor y = solve_triangular(l, take_rows(bb, row_order(expanded_pivots, n, false, op)), false, true, true);
     return solve_triangular(u, y, true);
   }
   // A^T = U^T L^T P^T: X = P L^-T U^-T B.
   const Tensor w = solve_triangular(mT(l), solve_triangular(mT(u), bb, false), true, true, true);
-  return take_rows(w, row_order(expanded_pivots, n, true));
+  return take_rows(w, row_order(expanded_pivots, n, true, op));
 }
 
 }  // namespace tandem::linalg

@@ -111,7 +111,8 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
   // Where x is 0 and log(y) is not finite (y <= 0 or +inf), y is replaced by 1: the product is 0 there
   // and its gradients finite (x's is log y, 0 at the replaced points, as PyTorch's).
   const Tensor replaced = logical_and(eq(x, 0), logical_or(le(y, 0), isposinf(y)));
-  const Tensor product = mul(x, log(where(replaced, 1, y)));
+  // + 0 turns the -0 of a zero x times a negative log into +0, as PyTorch's, and changes nothing else.
+  const Tensor product = mul(x, log(where(replaced, 1, y))) + 0.0;
   return where(isnan(y), std::numeric_limits<double>::quiet_NaN(), product);
 }
 

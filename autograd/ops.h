@@ -58,6 +58,12 @@ Tensor log10(const Tensor& x);
 Tensor exp2(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor erfinv(const Tensor& x);
+// Special functions (more in autograd/special.h); integers give float32.
+Tensor lgamma(const Tensor& x);                // log |Gamma(x)|
+Tensor digamma(const Tensor& x);               // Gamma'(x) / Gamma(x)
+Tensor polygamma(int64_t n, const Tensor& x);  // the n-th derivative of digamma
+Tensor mvlgamma(const Tensor& x, int64_t p);   // the multivariate log-gamma of dimension p
+Tensor i0(const Tensor& x);                    // the modified Bessel function of the first kind, order 0
 Tensor square(const Tensor& x);  // x * x; bool gives int64
 Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);
@@ -405,6 +411,14 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+// scatter_reduce: src's elements combined into x at index's positions by reduce ("sum", "prod",
+// "mean", "amax", "amin"), x's own element among them or not (kernels/index.h); differentiable in
+// x and src as PyTorch's. index_reduce: the slices of source combined into the slices of x that a
+// 1-D index names along dim ("prod", "mean", "amax", "amin").
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self = true);
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                    bool include_self = true);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 

@@ -494,6 +494,106 @@ Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
   return x;
 }
 
+namespace {
+
+// The part of src that index reads: its leading corner of index's shape.
+Tensor used_part(const Tensor& src, const Tensor& index) {
+  Tensor part = src;
+  for (int64_t k = 0; k < index.dim(); ++k) part = narrow(part, k, 0, index.sizes()[k]);
+  return part;
+}
+
+// The gradients of y = scatter_reduce(x, d, index, src, reduce, include_self), PyTorch's: the sum's
+// pass through; the mean's are divided by the count; the product's are y over the factor, with a
+// factor that is 0 (alone at its place) getting the product of the others instead; amax and amin
+// share the gradient evenly among the elements equal to the result. Without self, the places
+// anything lands on give x none.
+std::vector<Tensor> scatter_reduce_backward(const Tensor& g, const Tensor& x, int64_t d, const Tensor& index,
+                                            const Tensor& src, const Tensor& y, const std::string& reduce,
+                                            bool include_self) {
+  const Tensor s = used_part(src, index);
+  const Tensor landed = kernels::scatter(zeros(x.sizes(), TensorOptions(kBool).device(x.device())), d, index, true);
+  const auto counted = [&](const Tensor& flags) { return scatter_add(zeros_like(x), d, index, flags.to(x.dtype())); };
+  Tensor grad_x, grad_s;
+  if (reduce == "sum") {
+    grad_x = g;
+    grad_s = gather(g, d, index);
+  } else if (reduce == "mean") {
+    const Tensor n = counted(ones_like(s)) + (include_self ? 1 : 0);
+    const Tensor per_element = g / where(n == 0, 1, n);
+    grad_x = per_element;
+    grad_s = gather(per_element, d, index);
+  } else if (reduce == "prod") {
+    const Tensor x_nonzero = where(x == 0, 1, x);
+    grad_x = g * scatter_reduce(x_nonzero, d, index, src, "prod", include_self) / x_nonzero;
+    const Tensor s_zero = s == 0;
+    const Tensor lone_zero = logical_and(s_zero, gather(counted(s_zero), d, index) == 1);
+    const Tensor others = scatter_reduce(x, d, index, where(lone_zero, 1, s), "prod", include_self);
+    grad_s = where(lone_zero, gather(g * others, d, index), gather(g * y, d, index) / where(s_zero, 1, s));
+  } else {  // amax, amin: a NaN result counts as equal to the NaN it came from
+    const auto same = [](const Tensor& a, const Tensor& b) {
+      return logical_or(a == b, logical_and(isnan(a), isnan(b)));
+    };
+    const Tensor x_is = include_self ? same(x, y) : logical_and(same(x, y), logical_not(landed));
+    const Tensor s_is = same(s, gather(y, d, index));
+    const Tensor n = x_is.to(x.dtype()) + counted(s_is);
+    const Tensor shared = g / where(n == 0, 1, n);
+    grad_x = where(x_is, shared, 0);
+    grad_s = where(s_is, gather(shared, d, index), 0);
+  }
+  if (!include_self) grad_x = where(landed, 0, grad_x);
+  return {grad_x, pad_to(grad_s, src.sizes())};
+}
+
+}  // namespace
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self) {
+  Tensor y = kernels::scatter_reduce(x, dim, index, src, reduce, include_self);
+  if (!needs_grad({&x, &src})) return y;
+  const int64_t d = wrap_dim(dim, x.dim(), "scatter_reduce");
+  SavedTensor sx(x, false), ssrc(src, false), sy(y, true), sindex(index, false);
+  record("ScatterReduceBackward0", {&x, &src}, {&y}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const char* node = "ScatterReduceBackward0";
+    return scatter_reduce_backward(g[0], sx.unpack(node), d, sindex.unpack(node).to(kInt64), ssrc.unpack(node),
+                                   sy.unpack(node), reduce, include_self);
+  });
+  return y;
+}
+
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                    bool include_self) {
+  const char* op = "index_reduce";
+  kernels::check_defined(x, op, "self");
+  kernels::check_defined(index, op, "index");
+  kernels::check_defined(source, op, "source");
+  kernels::common_device(op, {&x, &index, &source});
+  TD_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin", op,
+           "(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  TD_CHECK(index.dim() <= 1 && (index.dtype() == kInt64 || index.dtype() == kInt32), op,
+           "(): Index should have dimension 1 or 0 and dtype int64 or int32, got shape ", shape_str(index.sizes()),
+           " and dtype ", index.dtype());
+  TD_CHECK(source.dtype() == x.dtype(), op, "(): self (", x.dtype(), ") and source (", source.dtype(),
+           ") must have the same scalar type");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  bool slices_match =
+      source.dim() == x.dim() && (x.dim() == 0 ? index.numel() == 1 : source.sizes()[d] == index.numel());
+  for (int64_t k = 0; slices_match && k < x.dim(); ++k) slices_match = k == d || source.sizes()[k] == x.sizes()[k];
+  TD_CHECK(slices_match, op, "(): Source/destination tensor must have same slice shapes, and source must have ",
+           index.numel(), " (the index's length) along dim ", d, "; got self ", shape_str(x.sizes()), " and source ",
+           shape_str(source.sizes()));
+  kernels::check_index_range(index, x.dim() == 0 ? 1 : x.sizes()[d], op, "dim " + std::to_string(d));
+  const Tensor src = x.dim() == 0 ? reshape(source, {1}) : source;
+  const Tensor self = x.dim() == 0 ? reshape(x, {1}) : x;
+  // Each slice of source goes to the slice of self its index names: a scatter along d with the index
+  // repeated across the slice.
+  Shape along(static_cast<size_t>(src.dim()), 1);
+  along[d] = index.numel();
+  const Tensor spread = expand(reshape(index.to(kInt64), along), src.sizes());
+  const Tensor y = scatter_reduce(self, d, spread, src, reduce, include_self);
+  return x.dim() == 0 ? reshape(y, {}) : y;
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor y = kernels::embedding(weight, indices);
   if (!needs_grad({&weight})) return y;

@@ -145,6 +145,14 @@ Tensor& Tensor::exp2_() { return detail::unary_(UnaryOp::Exp2, *this); }
 Tensor& Tensor::erfc_() { return detail::unary_(UnaryOp::Erfc, *this); }
 Tensor& Tensor::erfinv_() { return detail::unary_(UnaryOp::Erfinv, *this); }
 Tensor& Tensor::bitwise_not_() { return detail::unary_(UnaryOp::BitwiseNot, *this); }
+Tensor Tensor::lgamma() const { return tandem::lgamma(*this); }
+Tensor Tensor::digamma() const { return tandem::digamma(*this); }
+Tensor Tensor::polygamma(int64_t n) const { return tandem::polygamma(n, *this); }
+Tensor Tensor::mvlgamma(int64_t p) const { return tandem::mvlgamma(*this, p); }
+Tensor Tensor::i0() const { return tandem::i0(*this); }
+Tensor& Tensor::lgamma_() { return detail::unary_(UnaryOp::Lgamma, *this); }
+Tensor& Tensor::digamma_() { return detail::unary_(UnaryOp::Digamma, *this); }
+Tensor& Tensor::i0_() { return detail::unary_(UnaryOp::I0, *this); }
 Tensor Tensor::square() const { return tandem::square(*this); }
 Tensor Tensor::deg2rad() const { return tandem::deg2rad(*this); }
 Tensor Tensor::rad2deg() const { return tandem::rad2deg(*this); }
@@ -219,6 +227,19 @@ Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return tand
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
   return write_back(*this, tandem::lerp(*this, end, weight), "lerp_");
 }
+
+// A floating result written back into self; computed from a copy, since the write would change what
+// the result's graph saved of self.
+Tensor& Tensor::polygamma_(int64_t n) {
+  TD_CHECK(is_floating(dtype()), "polygamma_: result type ", kDefaultFloat, " can't be cast to the desired output type ",
+           dtype());
+  return write_back(*this, tandem::polygamma(n, tandem::clone(*this)), "polygamma_");
+}
+Tensor& Tensor::mvlgamma_(int64_t p) {
+  TD_CHECK(is_floating(dtype()), "mvlgamma_: result type ", kDefaultFloat, " can't be cast to the desired output type ",
+           dtype());
+  return write_back(*this, tandem::mvlgamma(tandem::clone(*this), p), "mvlgamma_");
+}
 Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
   return write_back(*this, tandem::lerp(*this, end, weight), "lerp_");
 }
@@ -290,6 +311,22 @@ Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source
 }
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, Scalar value) const {
   return tandem::index_fill(*this, dim, index, value);
+}
+Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                              bool include_self) const {
+  return tandem::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                                bool include_self) {
+  return write_back(*this, tandem::scatter_reduce(*this, dim, index, src, reduce, include_self), "scatter_reduce_");
+}
+Tensor Tensor::index_reduce(int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                            bool include_self) const {
+  return tandem::index_reduce(*this, dim, index, source, reduce, include_self);
+}
+Tensor& Tensor::index_reduce_(int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                              bool include_self) {
+  return write_back(*this, tandem::index_reduce(*this, dim, index, source, reduce, include_self), "index_reduce_");
 }
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
   return tandem::copy_(*this, tandem::index_add(*this, dim, index, source, alpha));

@@ -280,6 +280,16 @@ class Tensor {
   Tensor& erfc_();
   Tensor& erfinv_();
   Tensor& bitwise_not_();
+  Tensor lgamma() const;
+  Tensor digamma() const;
+  Tensor polygamma(int64_t n) const;
+  Tensor mvlgamma(int64_t p) const;
+  Tensor i0() const;
+  Tensor& lgamma_();
+  Tensor& digamma_();
+  Tensor& polygamma_(int64_t n);
+  Tensor& mvlgamma_(int64_t p);
+  Tensor& i0_();
   Tensor square() const;
   Tensor deg2rad() const;
   Tensor rad2deg() const;
@@ -411,6 +421,14 @@ class Tensor {
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1) const;
   Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
   Tensor index_fill(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self = true) const;
+  Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                          bool include_self = true);
+  Tensor index_reduce(int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                      bool include_self = true) const;
+  Tensor& index_reduce_(int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                        bool include_self = true);
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
   Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
   Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value);

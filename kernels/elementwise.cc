@@ -199,6 +199,14 @@ Tensor exp2(const Tensor& x) { return detail::unary(UnaryOp::Exp2, x); }
 Tensor erfc(const Tensor& x) { return detail::unary(UnaryOp::Erfc, x); }
 Tensor erfinv(const Tensor& x) { return detail::unary(UnaryOp::Erfinv, x); }
 Tensor bitwise_not(const Tensor& x) { return detail::unary(UnaryOp::BitwiseNot, x); }
+Tensor lgamma(const Tensor& x) { return detail::unary(UnaryOp::Lgamma, x); }
+Tensor digamma(const Tensor& x) { return detail::unary(UnaryOp::Digamma, x); }
+Tensor erfcx(const Tensor& x) { return detail::unary(UnaryOp::Erfcx, x); }
+Tensor i0(const Tensor& x) { return detail::unary(UnaryOp::I0, x); }
+Tensor i0e(const Tensor& x) { return detail::unary(UnaryOp::I0e, x); }
+Tensor i1(const Tensor& x) { return detail::unary(UnaryOp::I1, x); }
+Tensor i1e(const Tensor& x) { return detail::unary(UnaryOp::I1e, x); }
+Tensor ndtri(const Tensor& x) { return detail::unary(UnaryOp::Ndtri, x); }
 
 namespace detail {
 UnaryOp gelu_op(const std::string& approximate) {
@@ -293,6 +301,7 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
       return common;
     case BinaryOp::Div:
     case BinaryOp::Atan2:
+    case BinaryOp::Zeta:
     case BinaryOp::Copysign: return is_floating(common) ? common : kDefaultFloat;
     case BinaryOp::Pow:
     case BinaryOp::DivTrunc:
@@ -457,6 +466,7 @@ Tensor hypot(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp:
 Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
+Tensor zeta(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Zeta, a, b); }
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
@@ -620,6 +630,14 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Exp2: return "exp2";
     case UnaryOp::Erfc: return "erfc";
     case UnaryOp::Erfinv: return "erfinv";
+    case UnaryOp::Lgamma: return "lgamma";
+    case UnaryOp::Digamma: return "digamma";
+    case UnaryOp::Erfcx: return "erfcx";
+    case UnaryOp::I0: return "i0";
+    case UnaryOp::I0e: return "i0e";
+    case UnaryOp::I1: return "i1";
+    case UnaryOp::I1e: return "i1e";
+    case UnaryOp::Ndtri: return "ndtri";
     case UnaryOp::BitwiseNot: return "bitwise_not";
   }
   return "unary";
@@ -642,6 +660,7 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Hypot: return "hypot";
     case BinaryOp::Copysign: return "copysign";
     case BinaryOp::LogAddExp: return "logaddexp";
+    case BinaryOp::Zeta: return "zeta";
     case BinaryOp::Fmax: return "fmax";
     case BinaryOp::Fmin: return "fmin";
     case BinaryOp::BitwiseAnd: return "bitwise_and";

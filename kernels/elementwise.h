@@ -59,6 +59,15 @@ Tensor exp2(const Tensor& x);  // 2^x
 Tensor erfc(const Tensor& x);  // 1 - erf(x), exact in the tail
 Tensor erfinv(const Tensor& x);
 Tensor bitwise_not(const Tensor& x);  // integers and bool only
+// Special functions (kernels/special.h); integers give float32.
+Tensor lgamma(const Tensor& x);   // log |Gamma(x)|
+Tensor digamma(const Tensor& x);  // Gamma'(x) / Gamma(x)
+Tensor erfcx(const Tensor& x);    // exp(x^2) erfc(x)
+Tensor i0(const Tensor& x);       // modified Bessel functions of the first kind, order 0 and 1,
+Tensor i0e(const Tensor& x);      // and scaled by exp(-|x|)
+Tensor i1(const Tensor& x);
+Tensor i1e(const Tensor& x);
+Tensor ndtri(const Tensor& x);  // the inverse of the standard normal CDF
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 // ---- binary ----
@@ -93,6 +102,7 @@ Tensor hypot(const Tensor& a, const Tensor& b);  // floating only
 Tensor copysign(const Tensor& a, const Tensor& b);
 Tensor copysign(const Tensor& a, Scalar b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
+Tensor zeta(const Tensor& a, const Tensor& b);  // the Hurwitz zeta function; integers give float32
 Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
 Tensor fmin(const Tensor& a, const Tensor& b);
 // Integers and bool only.

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/macros.h"
+#include "kernels/special.h"
 
 namespace tandem::fn {
 
@@ -370,6 +371,23 @@ struct Erfinv {
   }
 };
 
+// The special functions of kernels/special.h, computed in double for every floating dtype.
+#define TD_UNARY_SPECIAL(Name, f) \
+  struct Name { \
+    template <typename T> TD_INLINE T operator()(T x) const { \
+      return static_cast<T>(special::f(static_cast<double>(x))); \
+    } \
+  };
+TD_UNARY_SPECIAL(Lgamma, lgamma)
+TD_UNARY_SPECIAL(Digamma, digamma)
+TD_UNARY_SPECIAL(Erfcx, erfcx)
+TD_UNARY_SPECIAL(I0, bessel_i0)
+TD_UNARY_SPECIAL(I0e, bessel_i0e)
+TD_UNARY_SPECIAL(I1, bessel_i1)
+TD_UNARY_SPECIAL(I1e, bessel_i1e)
+TD_UNARY_SPECIAL(Ndtri, ndtri)
+#undef TD_UNARY_SPECIAL
+
 // ~x for integers, not x for bool.
 struct BitwiseNot {
   template <typename T> TD_INLINE T operator()(T x) const {
@@ -529,6 +547,12 @@ struct LogAddExp {
     const T gap = math::fabs(a - b);
     if (gap != gap) return gap;  // a NaN operand
     return larger + math::log1p(math::exp(-gap));
+  }
+};
+
+struct Zeta {  // the Hurwitz zeta function of a at b, in double
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    return static_cast<T>(special::zeta(static_cast<double>(a), static_cast<double>(b)));
   }
 };
 

@@ -1,5 +1,8 @@
 #include "kernels/index.h"
 
+#include <limits>
+#include <string>
+
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -16,7 +19,8 @@ void check_index_dtype(const Tensor& index, const char* op) {
            index.dtype());
 }
 
-// Every index in [0, size), or an error naming the offending value and where it sits.
+}  // namespace
+
 void check_index_range(const Tensor& index, int64_t size, const char* op, const std::string& what) {
   if (index.numel() == 0) return;
   int64_t lo = item(amin(index)).to_int(), hi = item(amax(index)).to_int();
@@ -26,8 +30,6 @@ void check_index_range(const Tensor& index, int64_t size, const char* op, const 
   TD_FAIL(op, ": index ", bad, " (at flat position ", at, " of the index tensor) is out of range for ", what,
           " of size ", size);
 }
-
-}  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   TD_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
@@ -126,16 +128,14 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 namespace {
 
-// scatter_add (accumulate) or scatter into x; `op` names the form called.
-Tensor& scatter_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool in_place, bool accumulate,
-                     const char* op) {
+// The checks of the scatter forms (`op` names the one called); the dim, wrapped.
+int64_t check_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const char* op) {
   check_defined(x, op, "self");
   check_defined(index, op, "index");
   check_defined(src, op, "src");
   common_device(op, {&x, &index, &src});
   check_index_dtype(index, op);
   TD_CHECK(src.dtype() == x.dtype(), op, ": expected src of dtype ", x.dtype(), ", got ", src.dtype());
-  TD_CHECK(!accumulate || x.dtype() != kBool, op, ": bool tensors are not supported");
   int64_t d = wrap_dim(dim, x.dim(), op);
   TD_CHECK(index.dim() == x.dim() && src.dim() == x.dim(), op, ": self ", shape_str(x.sizes()), ", index ",
            shape_str(index.sizes()), " and src ", shape_str(src.sizes()), " must have the same number of dimensions");
@@ -148,6 +148,14 @@ Tensor& scatter_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   check_no_internal_overlap(x, op);
   check_no_overlap(x, src, op, "src");
   check_no_overlap(x, index, op, "index");
+  return d;
+}
+
+// scatter_add (accumulate) or scatter into x.
+Tensor& scatter_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool in_place, bool accumulate,
+                     const char* op) {
+  TD_CHECK(!accumulate || !x.defined() || x.dtype() != kBool, op, ": bool tensors are not supported");
+  const int64_t d = check_scatter(x, dim, index, src, op);
   Tensor i64 = to(index, kInt64);
   if (accumulate) {
     x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
@@ -194,6 +202,95 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
   return scatter(x, dim, index, value_source(x, index, value, "scatter"));
+}
+
+namespace {
+
+enum class Reduction { Sum, Prod, Mean, Max, Min };
+
+Reduction reduction_of(const std::string& reduce, const char* op) {
+  if (reduce == "sum") return Reduction::Sum;
+  if (reduce == "prod") return Reduction::Prod;
+  if (reduce == "mean") return Reduction::Mean;
+  if (reduce == "amax") return Reduction::Max;
+  TD_CHECK(reduce == "amin", op, ": reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  return Reduction::Min;
+}
+
+// What a reduction starts from: its identity (the lowest value for amax, the highest for amin).
+Scalar identity_of(Reduction r, DType dtype) {
+  switch (r) {
+    case Reduction::Sum:
+    case Reduction::Mean:
+      return dtype == kBool ? Scalar(false) : Scalar(0);
+    case Reduction::Prod:
+      return dtype == kBool ? Scalar(true) : Scalar(1);
+    case Reduction::Max:
+    case Reduction::Min: {
+      const bool max = r == Reduction::Max;
+      if (dtype == kBool) return Scalar(!max);
+      if (is_floating(dtype))
+        return Scalar(max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+      const auto [lo, hi] = integer_range(dtype);
+      return Scalar(max ? lo : hi);
+    }
+  }
+  return Scalar(0);
+}
+
+Tensor& scatter_reduce_into(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                            bool include_self, bool in_place, const char* op) {
+  const Reduction r = reduction_of(reduce, op);
+  const int64_t d = check_scatter(x, dim, index, src, op);
+  TD_CHECK(r != Reduction::Mean || x.dtype() != kBool, op, ": reduce \"mean\" is not supported for bool tensors");
+  const Tensor i64 = to(index, kInt64);
+  const auto scatter_value = [&](const Tensor& target, Scalar value) {
+    const Tensor values = expand(detail::scalar_tensor(value, target.dtype(), target.device()), index.sizes());
+    target.is_cuda() ? cuda::scatter(target, d, i64, values) : cpu::scatter(target, d, i64, values);
+  };
+  // Without self, the places anything lands on start from the reduction's identity.
+  if (!include_self) scatter_value(x, identity_of(r, x.dtype()));
+  // bool's sum is its or, which is its maximum.
+  const Reduction run = r == Reduction::Sum && x.dtype() == kBool ? Reduction::Max : r;
+  switch (run) {
+    case Reduction::Sum:
+    case Reduction::Mean:
+      x.is_cuda() ? cuda::scatter_add(x, d, i64, src) : cpu::scatter_add(x, d, i64, src);
+      break;
+    case Reduction::Prod:
+    case Reduction::Max:
+    case Reduction::Min: {
+      const ScatterReduce kind = run == Reduction::Prod  ? ScatterReduce::Prod
+                                 : run == Reduction::Max ? ScatterReduce::Max
+                                                         : ScatterReduce::Min;
+      x.is_cuda() ? cuda::scatter_reduce(x, d, i64, src, kind) : cpu::scatter_reduce(x, d, i64, src, kind);
+      break;
+    }
+  }
+  if (r == Reduction::Mean) {
+    // The sum over how many took part (integers: floored, as PyTorch's); places nothing lands on keep x.
+    Tensor counts = full(x.sizes(), include_self ? 1 : 0, TensorOptions(x.dtype()).device(x.device()));
+    const Tensor ones_at = expand(detail::scalar_tensor(1, x.dtype(), x.device()), index.sizes());
+    counts.is_cuda() ? cuda::scatter_add(counts, d, i64, ones_at) : cpu::scatter_add(counts, d, i64, ones_at);
+    const Tensor safe = where(eq(counts, 0), 1, counts);
+    copy_into(x, is_floating(x.dtype()) ? div(x, safe) : floor_divide(x, safe));
+  }
+  if (in_place) x.bump_version();
+  return x;
+}
+
+}  // namespace
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self) {
+  check_defined(x, "scatter_reduce", "input");
+  Tensor out = clone(x);
+  return scatter_reduce_into(out, dim, index, src, reduce, include_self, false, "scatter_reduce");
+}
+
+Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self) {
+  return scatter_reduce_into(x, dim, index, src, reduce, include_self, true, "scatter_reduce_");
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

@@ -3,11 +3,16 @@
 // int32; every index is checked before anything is written.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
 
 namespace tandem::kernels {
+
+// Every index in [0, size), or an error of op's naming the offending value, where it sits and
+// `what` it indexes.
+void check_index_range(const Tensor& index, int64_t size, const char* op, const std::string& what);
 
 // Joins along an existing dim; dtypes promote as for a binary op.
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
@@ -29,6 +34,14 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+// x with src's elements combined into the positions index names along dim by reduce: "sum", "prod",
+// "mean", "amax" or "amin" (NaN wins). With include_self, x's own element takes part; without, it
+// is left out wherever anything lands. mean divides by how many took part (integers: floored);
+// places nothing lands on keep x.
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self = true);
+Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self = true);
 // Rows of weight [num, dim] picked by indices of any shape: out is indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // int64 indices to int64 one-hot vectors; num_classes = -1 means max(indices) + 1.

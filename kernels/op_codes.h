@@ -9,12 +9,12 @@ namespace tandem::kernels {
 enum class UnaryOp {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
   Erf, Floor, Ceil, Round, Trunc, Frac, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2, Erfc,
-  Erfinv, BitwiseNot,
+  Erfinv, BitwiseNot, Lgamma, Digamma, Erfcx, I0, I0e, I1, I1e, Ndtri,
 };
 
 enum class BinaryOp {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
-  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor,
+  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta,
   Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
 };
 
@@ -23,6 +23,9 @@ constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 // Scans along each row (cummax, cummin, logcumsumexp): the running value, and for the extremes the
 // position it came from.
 enum class RowScan { Max, Min, LogSumExp };
+
+// The reductions of scatter_reduce with a kernel of their own (sum is scatter_add's; mean is composed).
+enum class ScatterReduce { Prod, Max, Min };
 
 // A 2-D window: kernel size, stride, padding and dilation (pooling, im2col and convolution).
 struct Pool2d {

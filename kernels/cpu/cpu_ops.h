@@ -128,6 +128,9 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 // self[..., index[i], ...] = src[i] along dim, in place; of several writes to one place, the last
 // (CPU) or any one (GPU).
 void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+// self[..., index[i], ...] = op(self[..., index[i], ...], src[i]) along dim, in place: the product, or
+// the maximum or minimum (NaN wins), in any order on a GPU (the same result but a product's rounding).
+void scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce kind);
 void one_hot(const Tensor& out, const Tensor& indices);  // out zeroed, contiguous [indices.numel(), C]
 
 // ---- softmax, pooling, im2col (cpu/softmax.cc, cpu/pool.cc, cpu/im2col.cc) ----

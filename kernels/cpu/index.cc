@@ -90,10 +90,12 @@ void gather(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index
 
 namespace {
 
-// src's elements written (or, accumulating, added) at index's positions along dim. Each line
-// writes only its own line of self, in order: of several writes to one place the last one stays.
-template <bool kAccumulate, typename T>
-void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+// src's elements combined into self at index's positions along dim: target = combine(target, value),
+// in op-math (float for the 16-bit floats). Each line writes only its own line of self, in order:
+// of several writes to one place (scatter's) the last one stays.
+template <typename T, typename Combine>
+void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Combine combine) {
+  using M = opmath_t<T>;
   Lines lines(index.sizes(), dim, {&self, &index, &src});
   const int64_t* idx = index.data_ptr<int64_t>();
   T* dst = static_cast<T*>(self.data_ptr());
@@ -106,25 +108,42 @@ void scatter_lines(const Tensor& self, int64_t dim, const Tensor& index, const T
           const T* s = from + lines.offset(line, 2);
           for (int64_t k = 0; k < lines.length; ++k) {
             T& target = o[i[k * lines.dim_strides[1]] * lines.dim_strides[0]];
-            const T value = s[k * lines.dim_strides[2]];
-            if constexpr (kAccumulate) {
-              target = static_cast<T>(fn::sum(static_cast<opmath_t<T>>(target), static_cast<opmath_t<T>>(value)));
-            } else {
-              target = value;
-            }
+            target = static_cast<T>(combine(static_cast<M>(target), static_cast<M>(s[k * lines.dim_strides[2]])));
           }
         }
       });
 }
 
+// The second of two values: a plain write.
+struct Assign {
+  template <typename M>
+  M operator()(M, M value) const {
+    return value;
+  }
+};
+
 }  // namespace
 
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  dispatch_numeric(self.dtype(), "scatter_add", [&]<typename T>() { scatter_lines<true, T>(self, dim, index, src); });
+  dispatch_numeric(self.dtype(), "scatter_add",
+                   [&]<typename T>() { scatter_lines<T>(self, dim, index, src, fn::Add{}); });
 }
 
 void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  dispatch_all(self.dtype(), "scatter", [&]<typename T>() { scatter_lines<false, T>(self, dim, index, src); });
+  dispatch_all(self.dtype(), "scatter", [&]<typename T>() { scatter_lines<T>(self, dim, index, src, Assign{}); });
+}
+
+void scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce kind) {
+  dispatch_all(self.dtype(), "scatter_reduce", [&]<typename T>() {
+    switch (kind) {
+      case ScatterReduce::Prod:
+        return scatter_lines<T>(self, dim, index, src, fn::Mul{});
+      case ScatterReduce::Max:
+        return scatter_lines<T>(self, dim, index, src, fn::Maximum{});
+      case ScatterReduce::Min:
+        return scatter_lines<T>(self, dim, index, src, fn::Minimum{});
+    }
+  });
 }
 
 void one_hot(const Tensor& out, const Tensor& indices) {

@@ -88,5 +88,6 @@ void qr(const Tensor&, const Tensor&) { absent("qr"); }
 void qr_q(const Tensor&, const Tensor&) { absent("qr"); }
 void eigh(const Tensor&, const Tensor&, const Tensor&, bool) { absent("eigh"); }
 void svd(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&) { absent("svd"); }
+void scatter_reduce(const Tensor&, int64_t, const Tensor&, const Tensor&, ScatterReduce) { absent("scatter_reduce"); }
 
 }  // namespace tandem::kernels::cuda

@@ -137,6 +137,14 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::Exp2: return floating_unary(s, d, t, fn::Exp2{});
     case UnaryOp::Erfc: return floating_unary(s, d, t, fn::Erfc{});
     case UnaryOp::Erfinv: return floating_unary(s, d, t, fn::Erfinv{});
+    case UnaryOp::Lgamma: return floating_unary(s, d, t, fn::Lgamma{});
+    case UnaryOp::Digamma: return floating_unary(s, d, t, fn::Digamma{});
+    case UnaryOp::Erfcx: return floating_unary(s, d, t, fn::Erfcx{});
+    case UnaryOp::I0: return floating_unary(s, d, t, fn::I0{});
+    case UnaryOp::I0e: return floating_unary(s, d, t, fn::I0e{});
+    case UnaryOp::I1: return floating_unary(s, d, t, fn::I1{});
+    case UnaryOp::I1e: return floating_unary(s, d, t, fn::I1e{});
+    case UnaryOp::Ndtri: return floating_unary(s, d, t, fn::Ndtri{});
     case UnaryOp::BitwiseNot:
       return dispatch_types<int64_t, int32_t, uint8_t, bool>(t, "bitwise_not", [&]<typename T>() {
         elementwise<T, T>("bitwise_not", s, d, InOpMath<T, fn::BitwiseNot>{});
@@ -172,6 +180,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Hypot: return binary_floating(s, d, t, fn::Hypot{});
     case BinaryOp::Copysign: return binary_floating(s, d, t, fn::Copysign{});
     case BinaryOp::LogAddExp: return binary_floating(s, d, t, fn::LogAddExp{});
+    case BinaryOp::Zeta: return binary_floating(s, d, t, fn::Zeta{});
     case BinaryOp::Fmax: return binary_all(s, d, t, fn::Fmax{});
     case BinaryOp::Fmin: return binary_all(s, d, t, fn::Fmin{});
     case BinaryOp::BitwiseAnd: return binary_integral(s, d, t, fn::BitwiseAnd{});

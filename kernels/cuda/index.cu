@@ -5,8 +5,12 @@
 // CPU's, and from run to run, in the last bits.
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <type_traits>
+
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/functors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/views.h"
 
@@ -49,10 +53,10 @@ __global__ void gather_kernel(Indexer<3> ix, int64_t n, int64_t x_step) {
   }
 }
 
-// The narrow types (uint8, Half, BFloat16) as the low bits of an unsigned, and back.
+// The narrow types (bool, uint8, Half, BFloat16) as the low bits of an unsigned, and back.
 template <typename T>
 __device__ unsigned narrow_bits(T v) {
-  if constexpr (std::is_same_v<T, uint8_t>) {
+  if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>) {
     return v;
   } else {
     return v.bits;
@@ -61,7 +65,9 @@ __device__ unsigned narrow_bits(T v) {
 
 template <typename T>
 __device__ T narrow_from_bits(unsigned b) {
-  if constexpr (std::is_same_v<T, uint8_t>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return b != 0;
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
     return static_cast<uint8_t>(b);
   } else {
     return T::from_bits(static_cast<uint16_t>(b));
@@ -108,6 +114,53 @@ __global__ void scatter_add_kernel(Indexer<3> ix, int64_t n, int64_t self_step) 
     ix.pointers(e, p);
     const int64_t k = *reinterpret_cast<const int64_t*>(p[0]);
     atomic_add(reinterpret_cast<T*>(p[2] + k * self_step), *reinterpret_cast<const T*>(p[1]));
+  }
+}
+
+// *address = combine(*address, value) atomically, by compare-and-swap of the word that holds it (the
+// aligned 32-bit word around a narrow type), combine in op-math.
+template <typename T, typename Combine>
+__device__ void atomic_combine(T* address, T value, Combine combine) {
+  using M = opmath_t<T>;
+  const auto next = [&](T current) { return static_cast<T>(combine(static_cast<M>(current), static_cast<M>(value))); };
+  if constexpr (sizeof(T) < 4) {
+    constexpr unsigned kMask = (1u << (8 * sizeof(T))) - 1;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+    unsigned* word = reinterpret_cast<unsigned*>(at & ~uintptr_t{3});
+    const unsigned shift = static_cast<unsigned>(at & 3) * 8;
+    unsigned old = *word, assumed;
+    do {
+      assumed = old;
+      const T result = next(narrow_from_bits<T>((assumed >> shift) & kMask));
+      const unsigned bits = (assumed & ~(kMask << shift)) | (narrow_bits(result) << shift);
+      if (bits == assumed) break;  // nothing changes (amax, amin): no write
+      old = atomicCAS(word, assumed, bits);
+    } while (old != assumed);
+  } else {
+    using Word = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
+    Word* word = reinterpret_cast<Word*>(address);
+    Word old = *word, assumed;
+    do {
+      assumed = old;
+      T current;
+      memcpy(&current, &assumed, sizeof(T));
+      const T result = next(current);
+      Word bits;
+      memcpy(&bits, &result, sizeof(T));
+      if (bits == assumed) break;
+      old = atomicCAS(word, assumed, bits);
+    } while (old != assumed);
+  }
+}
+
+// Operands as scatter_add_kernel's.
+template <typename T, typename Combine>
+__global__ void scatter_reduce_kernel(Indexer<3> ix, int64_t n, int64_t self_step, Combine combine) {
+  TD_GRID_STRIDE(e, n) {
+    char* p[3];
+    ix.pointers(e, p);
+    const int64_t k = *reinterpret_cast<const int64_t*>(p[0]);
+    atomic_combine(reinterpret_cast<T*>(p[2] + k * self_step), *reinterpret_cast<const T*>(p[1]), combine);
   }
 }
 
@@ -189,6 +242,24 @@ void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor&
   dispatch_word(self.element_size(), "scatter", [&]<typename W>() {
     launch("scatter", self.device(), shape.numel, scatter_kernel<W>, make_indexer<3>(shape), shape.numel,
            dim_step(self, dim));
+  });
+}
+
+void scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce kind) {
+  if (index.numel() == 0) return;
+  const Tensor from = as_strided(src, index.sizes(), src.strides());
+  const Tensor target = along_index(self, index.sizes(), dim);
+  const auto shape = cpu::loop_shape<3>({&index, &from, &target});
+  dispatch_all(self.dtype(), "scatter_reduce", [&]<typename T>() {
+    const auto run = [&](auto combine) {
+      launch("scatter_reduce", self.device(), shape.numel, scatter_reduce_kernel<T, decltype(combine)>,
+             make_indexer<3>(shape), shape.numel, dim_step(self, dim), combine);
+    };
+    switch (kind) {
+      case ScatterReduce::Prod: return run(fn::Mul{});
+      case ScatterReduce::Max: return run(fn::Maximum{});
+      case ScatterReduce::Min: return run(fn::Minimum{});
+    }
   });
 }
 

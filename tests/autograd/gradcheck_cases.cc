@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "autograd/linalg.h"
+#include "autograd/special.h"
 
 namespace tandem::testing {
 
@@ -131,6 +132,32 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"exp2", {{{3, 4}}}, [](V x) { return td::exp2(x[0]); }},
       {"erfc", {{{3, 4}}}, [](V x) { return td::erfc(x[0]); }},
       {"erfinv", {{{3, 4}, -0.9, 0.9}}, [](V x) { return td::erfinv(x[0]); }},
+      // special functions (autograd/special.h), away from their poles
+      {"lgamma", {{{3, 4}, 0.2, 4}}, [](V x) { return td::lgamma(x[0]); }},
+      {"lgamma digamma between poles", {{{3, 4}, -1.8, -1.2}},
+       [](V x) { return td::lgamma(x[0]) + td::digamma(x[0]); }},
+      {"digamma", {{{3, 4}, 0.2, 4}}, [](V x) { return td::digamma(x[0]); }},
+      {"polygamma 1 and 3", {{{3, 4}, 0.5, 4}},
+       [](V x) { return td::polygamma(1, x[0]) + td::polygamma(3, x[0]) * 0.1; }},
+      {"mvlgamma", {{{3, 4}, 1.2, 4}}, [](V x) { return td::mvlgamma(x[0], 3) + x[0].mvlgamma(1); }},
+      // zeta's gradient in q only: x is a constant (PyTorch has no derivative in x either)
+      {"zeta in q", {{{3, 4}, 0.5, 3}},
+       [](V x) {
+         return td::special::zeta(on(x[0], td::tensor({2.0, 3.5, 1.5, 4.0}, td::kFloat64)), x[0]) +
+                td::special::zeta(3.0, x[0]);
+       }},
+      {"erfcx", {{{3, 4}, -2, 6}}, [](V x) { return td::special::erfcx(x[0]); }},
+      {"i0", {{{3, 4}, -3, 3}}, [](V x) { return td::i0(x[0]); }},
+      {"i0e", {{{3, 4}, -3, 3, true, {0}}}, [](V x) { return td::special::i0e(x[0]); }},
+      // i1 and i1e through exactly 0, where their gradients are 1/2 by a formula of their own
+      {"i1", {{{5}, -3, 3, true, {}, false, {2}}}, [](V x) { return td::special::i1(x[0]); }},
+      {"i1e", {{{5}, -3, 3, true, {0}, false, {2}}}, [](V x) { return td::special::i1e(x[0]); }},
+      {"i0e i1e asymptotic", {{{5}, 26, 40}}, [](V x) { return td::special::i0e(x[0]) + td::special::i1e(-x[0]); }},
+      {"ndtri", {{{3, 4}, 0.05, 0.95}}, [](V x) { return td::special::ndtri(x[0]); }},
+      {"ndtr log_ndtr", {{{3, 4}, -3, 3}}, [](V x) { return td::special::ndtr(x[0]) + td::special::log_ndtr(x[0]); }},
+      {"log_ndtr left tail", {{{5}, -30, -5}}, [](V x) { return td::special::log_ndtr(x[0]); }},
+      {"entr", {{{3, 4}, 0.1, 3}}, [](V x) { return td::special::entr(x[0]); }},
+      {"xlog1py", {{{3, 4}}, {{3, 4}, -0.8, 2}}, [](V x) { return td::special::xlog1py(x[0], x[1]); }},
       {"square", {{{3, 4}}}, [](V x) { return td::square(x[0]); }},
       {"deg2rad rad2deg", {{{3, 4}}}, [](V x) { return td::deg2rad(x[0]) + td::rad2deg(x[0]); }},
       {"logit", {{{3, 4}, 0.1, 0.9}}, [](V x) { return td::logit(x[0]); }},
@@ -408,6 +435,27 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
                 td::linalg::vector_norm(x[1], 3) + td::linalg::vector_norm(x[1], 2, {0}) +
                 td::linalg::vecdot(x[1], x[1] * 0.5, 0);
        }},
+      // The diagonal lifted well above the rest: the pivots stay put under the finite differences.
+      {"linalg.lu_factor square wide tall", {{{2, 3, 3}, -1, 1}, {{3, 5}, -1, 1}, {{5, 3}, -1, 1}},
+       [](V x) {
+         return td::cat({std::get<0>(td::linalg::lu_factor(plus_identity(x[0], 4))).flatten(),
+                         std::get<0>(td::linalg::lu_factor(plus_identity(x[1], 4))).flatten(),
+                         std::get<0>(td::linalg::lu_factor(plus_identity(x[2], 4))).flatten()});
+       }},
+      {"linalg.lu lu_solve", {{{3, 3}, -1, 1}, {{3, 2}}},
+       [](V x) {
+         auto [lu, pivots] = td::linalg::lu_factor(plus_identity(x[0], 4));
+         auto [p, l, u] = td::linalg::lu(plus_identity(x[0], 4));
+         return td::cat({td::linalg::lu_solve(lu, pivots, x[1]).flatten(),
+                         td::linalg::lu_solve(lu, pivots, x[1].t(), false, true).flatten(), l.flatten(), u.flatten()});
+       }},
+      {"linalg.matrix_exp", {{{2, 3, 3}, -1, 1}},
+       [](V x) { return td::linalg::matrix_exp(x[0]) + td::linalg::matrix_exp(x[0] * 4) * 0.01; }},
+      {"linalg.vander tensorsolve", {{{3}}, {{6, 6}, -1, 1}, {{2, 3}}},
+       [](V x) {
+         return td::cat({td::linalg::vander(x[0], 4).flatten(),
+                         td::linalg::tensorsolve(plus_identity(x[1], 4).view({2, 3, 6}), x[2])});
+       }},
       // views and copies
       {"view", {{{3, 4}, -2, 2, false}}, [](V x) { return x[0].view({2, 6}) * on(x[0], td::arange(6.0)); }},
       {"reshape copy", {{{3, 4}}}, [](V x) { return x[0].t().reshape({12}) * on(x[0], td::arange(12.0)); }},
@@ -458,6 +506,20 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"scatter", {{{3, 4}}, {{3, 2}}}, [](V x) {
          return x[0].scatter(1, on(x[0], td::tensor({{0, 2}, {3, 1}, {2, 0}})), x[1] * x[1]) +
                 x[0].scatter(0, on(x[0], td::tensor({{1, 0, 2, 1}})), 0.5);
+       }},
+      {"scatter_reduce sum mean prod", {{{3, 4}}, {{3, 2}, -2, 2, true, {}, false, {1}}}, [](V x) {
+         const Tensor index = on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}}));
+         return x[0].scatter_reduce(1, index, x[1], "sum") + x[0].scatter_reduce(1, index, x[1], "mean", false) +
+                x[0].scatter_reduce(1, index, x[1], "prod") + x[0].scatter_reduce(1, index, x[1], "prod", false);
+       }},
+      {"scatter_reduce amax amin", {{{3, 4}, -2, 2, true, {}, true}, {{3, 2}, -2, 2, true, {}, true}}, [](V x) {
+         const Tensor index = on(x[0], td::tensor({{0, 0}, {3, 1}, {2, 2}}));
+         return x[0].scatter_reduce(1, index, x[1], "amax") + x[0].scatter_reduce(1, index, x[1], "amin", false);
+       }},
+      {"index_reduce", {{{4, 3}, 0.5, 2, true, {}, true}, {{3, 3}, 0.5, 2, true, {}, true}}, [](V x) {
+         const Tensor index = on(x[0], td::tensor({0, 2, 0}));
+         return x[0].index_reduce(0, index, x[1], "prod") + x[0].index_reduce(0, index, x[1], "mean", false) +
+                x[0].index_reduce(0, index, x[1], "amax");
        }},
       {"embedding", {{{5, 3}}},
        [](V x) { return td::embedding(x[0], on(x[0], td::tensor({{1, 4}, {1, 0}}))) * on(x[0], td::arange(3.0)); }},

@@ -3103,6 +3103,96 @@ TEST_CASE("cummax, cummin and logcumsumexp match the CPU along every dim, ties a
   }
 }
 
+TEST_CASE("special functions and zeta match the CPU: awkward values, sizes 1 to 1000003, views, three dtypes",
+          "[cuda]") {
+  // Both devices compute in double (kernels/special.h); the GPU's exp, log, pow, tan, erfc and lgamma differ
+  // from glibc's by an ulp or a few, so results agree to testing::rtol_for's tolerance, absolute as well as
+  // relative (values about 1 cross zero: lgamma near 1 and 2, digamma near its roots, ndtri near 1/2). Where
+  // a sum cancels (polygamma and zeta at a negative argument, digamma by reflection) the tolerance scales with
+  // the largest term, |x - round x|^-(n + 1) for polygamma(n, x).
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(77);
+  using T = const Tensor&;
+  struct SpecialCase {
+    std::string name;
+    UnaryFn fn;
+    double lo, hi;                // the random values: each function's domain and a little beyond
+    std::vector<double> awkward;  // each sprinkled over about 1% of the elements
+    double pole_order = 0;        // for x < 0, scale the tolerance by |x - round x|^-pole_order
+  };
+  const std::vector<SpecialCase> cases = {
+      {"lgamma", [](T x) { return td::lgamma(x); }, -6, 12, {0.0, -0.0, -1.0, -2.5, 1e-30, 171.5, kInf, -kInf, kNaN}},
+      {"digamma", [](T x) { return td::digamma(x); }, -6, 12, {0.0, -0.0, -3.0, -2.5, 1e-30, kInf, -kInf, kNaN}, 1},
+      {"polygamma 1", [](T x) { return td::polygamma(1, x); }, -6, 12, {0.0, -0.0, -2.0, -0.5, kInf, -kInf, kNaN}, 2},
+      {"polygamma 3", [](T x) { return td::polygamma(3, x); }, -6, 12, {0.0, -0.0, -2.0, -0.5, kInf, -kInf, kNaN}, 4},
+      {"mvlgamma 3", [](T x) { return td::mvlgamma(x, 3); }, 1.05, 20, {kInf}},  // every element above 1
+      {"erfcx", [](T x) { return td::special::erfcx(x); }, -26, 40, {-30.0, 1e10, 5e7, 0.0, -0.0, kInf, -kInf, kNaN}},
+      {"i0", [](T x) { return td::i0(x); }, -30, 30, {700.0, -720.0, 25.0, 1e-5, 0.0, -0.0, kInf, -kInf, kNaN}},
+      {"i0e", [](T x) { return td::special::i0e(x); }, -30, 30, {700.0, -720.0, 25.0, 1e-5, 0.0, -0.0, kInf, kNaN}},
+      {"i1", [](T x) { return td::special::i1(x); }, -30, 30, {700.0, -720.0, 25.0, -1e-5, 0.0, -0.0, kInf, kNaN}},
+      {"i1e", [](T x) { return td::special::i1e(x); }, -30, 30, {700.0, -720.0, 25.0, -1e-5, 0.0, -0.0, -kInf, kNaN}},
+      {"ndtri", [](T x) { return td::special::ndtri(x); }, 0, 1, {0.0, 1.0, 0.5, 1e-30, -0.5, 1.5, kInf, kNaN}},
+      {"ndtr", [](T x) { return td::special::ndtr(x); }, -10, 10, {-40.0, 40.0, -0.0, kInf, -kInf, kNaN}},
+      {"log_ndtr", [](T x) { return td::special::log_ndtr(x); }, -40, 10, {-1.0, -0.0, 40.0, kInf, -kInf, kNaN}},
+      {"entr", [](T x) { return td::special::entr(x); }, 0, 5, {0.0, -0.0, 1.0, -1.0, -1e-30, kInf, kNaN}},
+  };
+  const std::vector<Shape> shapes = {{1}, {7}, {3, 11}, {1000003}};
+  size_t turn = 0;
+  // Small sizes in every layout (a broadcast one too); the long one contiguous or strided in turn.
+  auto layouts = [&](const Shape& shape) {
+    return is_big(shape) ? std::vector<Layout>{turn++ % 2 ? Layout::Strided : Layout::Contiguous} : ct::all_layouts();
+  };
+  // |x - round x|^-order where x < 0, on the CPU in float64.
+  auto pole_term = [](const Tensor& x, const Tensor& order) {
+    const Tensor x64 = x.to(td::kFloat64);
+    return td::where(x64 < 0, td::pow(td::abs(x64 - td::round(x64)), -order.to(td::kFloat64)), 0.0);
+  };
+  for (const SpecialCase& c : cases) {
+    for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+      const double r = rtol_for(dtype);
+      for (const Shape& shape : shapes) {
+        for (Layout layout : layouts(shape)) {
+          Tensor cpu = ct::random_input(shape, dtype, layout, c.lo, c.hi);
+          for (double v : c.awkward) sprinkle(cpu, 0.01, v);
+          const Tensor want = c.fn(cpu);
+          Tensor scale = ct::abs64(want);
+          if (c.pole_order > 0) scale = scale + pole_term(cpu, td::full({}, c.pole_order, td::kFloat64));
+          check_close(c.fn(ct::twin(cpu)), want, r, r, describe(c.name, dtype, shape, layout), scale);
+        }
+      }
+    }
+  }
+
+  // zeta: exponents in [1.1, 8) against q in [0.01, 10), then whole exponents against q in [-4, 4) (the sum
+  // cancels there); x = 1, x < 1, q a non-positive integer, infinities and NaN sprinkled in; the number forms.
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+    const double r = rtol_for(dtype);
+    for (const Shape& shape : shapes) {
+      for (Layout layout : layouts(shape)) {
+        for (bool integral : {false, true}) {
+          Tensor x = ct::random_input(shape, dtype, layout, integral ? 1.5 : 1.1, integral ? 5.5 : 8);
+          if (integral) whole(x).copy_(td::round(whole(x)));  // the storage: x may be a broadcast view
+          Tensor q = ct::random_input(shape, dtype, layout == Layout::Permuted ? Layout::Strided : layout,
+                                      integral ? -4 : 0.01, integral ? 4 : 10);
+          for (double v : {1.0, 0.5, kInf, kNaN}) sprinkle(x, 0.01, v);
+          for (double v : {0.0, -0.0, -2.0, kInf, -kInf, kNaN}) sprinkle(q, 0.01, v);
+          const Tensor want = td::special::zeta(x, q);
+          const Tensor scale = ct::abs64(want) + pole_term(q, x);
+          const std::string what = describe(integral ? "zeta of whole x" : "zeta", dtype, shape, layout);
+          check_close(td::special::zeta(ct::twin(x), ct::twin(q)), want, r, r, what, scale);
+        }
+      }
+      const Tensor q = ct::random_input(shape, dtype, Layout::Contiguous, 0.01, 10);
+      check_close(td::special::zeta(ct::twin(q) + 1.5, 2.5), td::special::zeta(q + 1.5, 2.5), r, r,
+                  describe("zeta by a number", dtype, shape, Layout::Contiguous));
+      check_close(td::special::zeta(3.0, ct::twin(q) - 2), td::special::zeta(3.0, q - 2), r, r,
+                  describe("zeta of a number", dtype, shape, Layout::Contiguous),
+                  ct::abs64(td::special::zeta(3.0, q - 2)) + pole_term(q - 2, td::full({}, 3.0, td::kFloat64)));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // linalg: cuSOLVER against LAPACK
 
@@ -3292,4 +3382,99 @@ TEST_CASE("linalg on the device: singular and non-positive-definite inputs are e
   const std::string host = td::Device(td::kCPU).str(), dev = ct::device().str();
   tt::check_error([&] { la::solve(td::eye(3, 3, td::kFloat64), td::ones({3, 2}, on_device(td::kFloat64))); },
                   {"linalg.solve", host, dev});
+}
+
+TEST_CASE("scatter_reduce and index_reduce match the CPU: every reduction, collisions, every dtype", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(78);
+  const std::vector<std::string> reductions = {"sum", "prod", "mean", "amax", "amin"};
+  for (DType dtype : kAll) {
+    // Few collisions in a wide self, and many (about 300 a place, products near 1) in a narrow one.
+    for (const auto& [self_shape, index_shape] : std::vector<std::pair<Shape, Shape>>{
+             {{7, 40}, {7, 33}}, {{3, 1000}, {3, 1000003 / 3}}}) {
+      const bool many = index_shape[1] > self_shape[1];
+      if (many && !td::is_floating(dtype) && dtype != td::kInt64) continue;
+      for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+        const Pair x = ct::random_pair(self_shape, dtype, layout, -5, 5);
+        const Pair src = many ? ct::random_pair(index_shape, dtype, Layout::Strided, 0.99, 1.01)
+                              : ct::random_pair(index_shape, dtype, Layout::Strided, -5, 5);
+        const Tensor index = td::randint(self_shape[1], index_shape);
+        for (const std::string& reduce : reductions) {
+          if (reduce == "mean" && dtype == td::kBool) continue;
+          for (bool include_self : {true, false}) {
+            const std::string what =
+                describe("scatter_reduce " + reduce + (include_self ? "" : " without self"), dtype, index_shape, layout);
+            const Tensor dev = x.dev.scatter_reduce(1, index.to(ct::device()), src.dev, reduce, include_self);
+            const Tensor cpu = x.cpu.scatter_reduce(1, index, src.cpu, reduce, include_self);
+            // Sums and products of floats add up in another order on the GPU (atomics).
+            const bool reordered = td::is_floating(dtype) && (reduce == "sum" || reduce == "mean" || reduce == "prod");
+            if (reordered) {
+              const double tol = rtol_for(dtype) * (many ? 64 : 8);
+              check_close(dev, cpu, tol, tol, what);
+            } else {
+              check_equal(dev, cpu, what);
+            }
+          }
+        }
+      }
+    }
+  }
+  // NaN wins amax and amin on the GPU too.
+  const Tensor nan_src = td::tensor({1.0, std::nan(""), -1.0, 2.0}, td::kFloat32);
+  const Tensor at = td::tensor({0, 0, 1, 1});
+  check_equal(td::zeros({2}).to(ct::device()).scatter_reduce(0, at.to(ct::device()), nan_src.to(ct::device()), "amax"),
+              td::zeros({2}).scatter_reduce(0, at, nan_src, "amax"), "amax with NaN");
+  // index_reduce: slices of source along dim 1.
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    const Pair x = ct::random_pair({4, 6, 5}, dtype, Layout::Permuted, 0.5, 2);
+    const Pair source = ct::random_pair({4, 9, 5}, dtype, Layout::Contiguous, 0.5, 2);
+    const Tensor index = td::randint(6, {9});
+    for (const std::string reduce : {"prod", "mean", "amax", "amin"}) {
+      const std::string what = "index_reduce " + reduce + " " + td::dtype_name(dtype);
+      check_close(x.dev.index_reduce(1, index.to(ct::device()), source.dev, reduce, false),
+                  x.cpu.index_reduce(1, index, source.cpu, reduce, false), rtol_for(dtype) * 8, 0, what);
+    }
+  }
+}
+
+TEST_CASE("lu_factor, lu, lu_solve and matrix_exp on the device match the CPU: square, wide, tall, batches",
+          "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(79);
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 7}, {33, 33}, {7, 12}, {12, 7}}) {
+      const double tol = rtol_for(dtype) * 2 * static_cast<double>(std::max(m, n) + 1);
+      for (const Shape& batch : std::vector<Shape>{{}, {3}}) {
+        for (bool transposed : {false, true}) {
+          std::ostringstream name;
+          name << td::dtype_name(dtype) << " " << td::shape_str(with_matrix(batch, m, n))
+               << (transposed ? " transposed" : "");
+          const std::string what = name.str();
+          INFO(what);
+          const Pair a = as_pair(tt::random_tensor(with_matrix(batch, m, n), td::kFloat64, Layout::Contiguous, -1, 1),
+                                 dtype, transposed);
+          auto [lu_dev, pivots_dev] = la::lu_factor(a.dev);
+          auto [lu_cpu, pivots_cpu] = la::lu_factor(a.cpu);
+          // Random entries have no ties in magnitude: both choose the same pivots.
+          check_equal(pivots_dev, pivots_cpu, what + " pivots");
+          check_close(lu_dev, lu_cpu, tol, tol, what + " LU");
+          auto [p_dev, l_dev, u_dev] = la::lu(a.dev);
+          check_close(td::matmul(p_dev, td::matmul(l_dev, u_dev)), a.cpu, tol, tol, what + " P L U");
+          if (m == n) {
+            const Pair b = as_pair(tt::random_tensor(with_matrix(batch, n, 2), td::kFloat64, Layout::Contiguous, -1, 1),
+                                   dtype, false);
+            check_close(la::lu_solve(lu_dev, pivots_dev, b.dev), la::lu_solve(lu_cpu, pivots_cpu, b.cpu), tol * 4,
+                        tol * 4, what + " lu_solve");
+            check_close(la::lu_solve(lu_dev, pivots_dev, mT(b.dev), false, true),
+                        la::lu_solve(lu_cpu, pivots_cpu, mT(b.cpu), false, true), tol * 4, tol * 4,
+                        what + " lu_solve, right, adjoint");
+            const Pair e = as_pair(near_identity(batch, n, n) * 3, dtype, transposed);
+            check_close(la::matrix_exp(e.dev), la::matrix_exp(e.cpu), tol * 4, tol * 4, what + " matrix_exp");
+          }
+        }
+      }
+    }
+  }
 }

@@ -262,3 +262,23 @@ TEST_CASE("lu_factor, lu, lu_unpack and lu_solve as PyTorch's: square, wide and 
   check_error([&] { la::lu_solve(lu, pivots, sine_ramp({3, 2}, 0.5)); }, {"linalg.lu_solve", "AX = B"});
   check_error([&] { la::lu_solve(lu, pivots, b.to(td::kFloat32)); }, {"linalg.lu_solve", "float32"});
 }
+
+TEST_CASE("lu_unpack and lu_solve take any pivots in range, and check them under their own names", "[cpu]") {
+  const Tensor lu = f64({4, 1, 0.5, 2.5}, {2, 2});
+  // Row 1 swapped with row 2, then back: the identity permutation.
+  const Tensor round_trip = td::tensor(std::vector<int32_t>{2, 1});
+  check_close(std::get<0>(la::lu_unpack(lu, round_trip)), values(eye(2)), 0, 0, "P of pivots [2, 1]");
+  const Tensor b = f64({1, 2}, {2, 1});
+  check_close(la::lu_solve(lu, round_trip, b), {0.09999999999999998, 0.6000000000000001}, 1e-15, 0,
+              "lu_solve with pivots [2, 1]");
+  const Tensor pivots = td::tensor(std::vector<int32_t>{1, 2});
+  check_error([&] { la::lu_solve(lu, pivots.to(td::kInt64), b); }, {"linalg.lu_solve", "int32", "int64"});
+  check_error([&] { la::lu_solve(lu, pivots.narrow(0, 0, 1), b); }, {"linalg.lu_solve", "pivots.shape", "[1]"});
+  check_error([&] { la::lu_solve(lu.unsqueeze(0), pivots, b); }, {"linalg.lu_solve", "[1, 2, 2]", "[2]"});
+  check_error(
+      [&] {
+        la::lu_solve(lu, td::tensor(std::vector<int32_t>{3, 2}), b);
+      },
+      {"linalg.lu_solve", "between 1 and the 2 rows", "3"});
+  check_error([&] { la::lu_unpack(lu, td::tensor(std::vector<int32_t>{0, 2})); }, {"lu_unpack", "between 1", "0"});
+}

@@ -1,0 +1,209 @@
+// Special functions for the element-wise kernels (kernels/functors.h), the same code on the CPU
+// and the GPU. Each computes in double (float inputs are widened, so both dtypes get results
+// within a few ulps of their own precision) with series, recurrences and asymptotic expansions
+// chosen by the argument's range.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "core/macros.h"
+
+namespace tandem::fn::special {
+
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+#if defined(__CUDA_ARCH__)
+TD_INLINE double lgamma(double x) { return ::lgamma(x); }
+TD_INLINE double erf(double x) { return ::erf(x); }
+TD_INLINE double erfc(double x) { return ::erfc(x); }
+TD_INLINE double exp(double x) { return ::exp(x); }
+TD_INLINE double log(double x) { return ::log(x); }
+TD_INLINE double pow(double a, double b) { return ::pow(a, b); }
+TD_INLINE double sqrt(double x) { return ::sqrt(x); }
+TD_INLINE double tan(double x) { return ::tan(x); }
+TD_INLINE double floor(double x) { return ::floor(x); }
+TD_INLINE double nearbyint(double x) { return ::nearbyint(x); }
+#else
+// lgamma_r: std::lgamma writes the sign to a global, a data race between the CPU loops' threads.
+inline double lgamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+inline double erf(double x) { return std::erf(x); }
+inline double erfc(double x) { return std::erfc(x); }
+inline double exp(double x) { return std::exp(x); }
+inline double log(double x) { return std::log(x); }
+inline double pow(double a, double b) { return std::pow(a, b); }
+inline double sqrt(double x) { return std::sqrt(x); }
+inline double tan(double x) { return std::tan(x); }
+inline double floor(double x) { return std::floor(x); }
+inline double nearbyint(double x) { return std::nearbyint(x); }
+#endif
+
+// The digamma function: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
+// asymptotic series in 1/x^2 (Bernoulli numbers). Negative x by the reflection
+// psi(x) = psi(1 - x) - pi / tan(pi x), the tangent's argument reduced to [-1/2, 1/2] exactly.
+// Poles: -inf at +0, +inf at -0 (the limits from each side), NaN at the negative integers.
+TD_INLINE double digamma(double x) {
+  if (x != x) return x;
+  if (x == 0) return 1 / x < 0 ? kInf : -kInf;
+  double result = 0;
+  if (x < 0) {
+    if (x == floor(x)) return kNaN;
+    result = -kPi / tan(kPi * (x - nearbyint(x)));
+    x = 1 - x;
+  }
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  const double r2 = 1 / (x * x);
+  // sum of B_2k / (2k x^2k), k = 1..7
+  const double series =
+      r2 * (1.0 / 12 -
+            r2 * (1.0 / 120 - r2 * (1.0 / 252 - r2 * (1.0 / 240 - r2 * (1.0 / 132 - r2 * (691.0 / 32760 - r2 / 12))))));
+  return result + log(x) - 0.5 / x - series;
+}
+
+// The Hurwitz zeta function sum over k >= 0 of (k + q)^-x (torch.special.zeta), by Euler-Maclaurin
+// summation: the first terms directly until q + k >= max(10, x) + 5 (12 corrections then reach
+// double's rounding), then the integral of the rest, half its first term, and the Bernoulli
+// corrections B_2j / (2j)! x (x+1)...(x+2j-2) a^(-x-2j+1). inf at x = 1 and at q a non-positive
+// integer; NaN for x < 1 and for q < 0 with x not an integer; at x = inf the limits (1 at q = 1).
+TD_INLINE double zeta(double x, double q) {
+  if (x != x || q != q) return kNaN;
+  if (x == 1) return kInf;
+  if (x < 1) return kNaN;
+  if (x == kInf && q > 0) return q < 1 ? kInf : (q == 1 ? 1 : 0);
+  if (q <= 0) {
+    if (q == floor(q)) return kInf;
+    if (x != floor(x)) return kNaN;
+  }
+  constexpr double kCorrections[] = {8.333333333333333e-02,  -1.388888888888889e-03,  3.306878306878307e-05,
+                                     -8.267195767195768e-07, 2.08767569878681e-08,    -5.284190138687493e-10,
+                                     1.3382536530684679e-11, -3.3896802963225827e-13, 8.586062056277845e-15,
+                                     -2.174868698558062e-16, 5.5090028283602295e-18,  -1.3954464685812522e-19};
+  double sum = 0, a = q;
+  const double start = (x > 10 ? x : 10) + 5;
+  for (int k = 0; a < start && k < 100000; ++k, a += 1) sum += pow(a, -x);
+  sum += pow(a, 1 - x) / (x - 1) + 0.5 * pow(a, -x);
+  double rising = x;              // x (x+1) ... (x+2j-2)
+  double power = pow(a, -x - 1);  // a^(-x-2j+1)
+  for (int j = 0; j < 12; ++j) {
+    const double term = kCorrections[j] * rising * power;
+    sum += term;
+    if (term == 0 || (term < 0 ? -term : term) <= 1e-17 * (sum < 0 ? -sum : sum)) break;
+    rising *= (x + 2 * j + 1) * (x + 2 * j + 2);
+    power /= a * a;
+  }
+  return sum;
+}
+
+// exp(x^2) erfc(x) (torch.special.erfcx): directly below 4, where exp(x^2) loses no more than
+// the rounding of x^2; past it the continued fraction of erfc (Lentz's method), which needs
+// few terms there; 1 / (x sqrt(pi)) where x^2 would overflow. Negative x by
+// erfcx(x) = 2 exp(x^2) - erfcx(-x), inf once exp(x^2) overflows.
+TD_INLINE double erfcx(double x) {
+  if (x != x) return x;
+  if (x < 0) {
+    if (x < -26.7) return kInf;
+    return 2 * exp(x * x) - erfcx(-x);
+  }
+  if (x < 4) return exp(x * x) * erfc(x);
+  const double inv_sqrt_pi = 0.56418958354775628695;
+  if (x > 5e7) return inv_sqrt_pi / x;
+  // erfcx(x) = (1/sqrt(pi)) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))).
+  const double tiny = 1e-300;
+  double f = x, c = x, d = 0;
+  for (int k = 1; k < 200; ++k) {
+    const double an = 0.5 * k;
+    d = x + an * d;
+    d = d == 0 ? 1 / tiny : 1 / d;
+    c = x + an / c;
+    if (c == 0) c = tiny;
+    const double delta = c * d;
+    f *= delta;
+    if ((delta - 1 < 0 ? 1 - delta : delta - 1) < 1e-16) break;
+  }
+  return inv_sqrt_pi / f;
+}
+
+// exp(-|x|) I_order(|x|) for order 0 or 1, the modified Bessel functions of the first kind scaled:
+// the power series up to |x| = 25 (positive terms, no cancellation), the asymptotic expansion
+// beyond (its error there is below double's rounding).
+TD_INLINE double bessel_i_scaled(double x, int order) {
+  const double ax = x < 0 ? -x : x;
+  if (ax <= 25) {
+    const double y = ax * ax / 4;
+    double term = order == 0 ? 1 : ax / 2, sum = term;
+    for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
+      term *= y / (k * (k + order));
+      sum += term;
+    }
+    return sum * exp(-ax);
+  }
+  const double mu = 4.0 * order * order;
+  double term = 1, sum = 1;
+  for (int k = 1; k < 60; ++k) {
+    term *= -(mu - (2.0 * k - 1) * (2.0 * k - 1)) / (k * 8 * ax);
+    sum += term;
+    if ((term < 0 ? -term : term) <= 1e-17 * sum) break;
+  }
+  return sum / sqrt(2 * kPi * ax);
+}
+
+// I0 and I1 unscaled; exp(|x|) is taken in two halves, so values near the largest double do not
+// overflow on the way. I1 is odd.
+TD_INLINE double bessel_i0(double x) {
+  if (x != x) return x;
+  const double ax = x < 0 ? -x : x, half = exp(ax / 2);
+  return bessel_i_scaled(x, 0) * half * half;
+}
+TD_INLINE double bessel_i0e(double x) { return x != x ? x : bessel_i_scaled(x, 0); }
+TD_INLINE double bessel_i1(double x) {
+  if (x != x) return x;
+  const double ax = x < 0 ? -x : x, half = exp(ax / 2);
+  const double value = bessel_i_scaled(x, 1) * half * half;
+  return x < 0 ? -value : value;
+}
+TD_INLINE double bessel_i1e(double x) {
+  if (x != x) return x;
+  const double value = bessel_i_scaled(x, 1);
+  return x < 0 ? -value : value;
+}
+
+// The inverse of the standard normal CDF (torch.special.ndtri), by Halley steps on the CDF. Within
+// (1/4, 3/4) they start from the line through the middle and solve 0.5 erf(x / sqrt 2) = p - 1/2
+// (p - 1/2 is exact there, so x keeps its relative accuracy next to 0). In the tails, for the
+// smaller q = min(p, 1 - p), a rational first guess (Abramowitz and Stegun 26.2.23, within 4.5e-4),
+// then steps on 0.5 erfc(-x / sqrt 2) = q, exact where 1 - q would not be.
+TD_INLINE double ndtri(double p) {
+  if (p != p || p < 0 || p > 1) return kNaN;
+  if (p == 0) return -kInf;
+  if (p == 1) return kInf;
+  const double inv_sqrt2 = 0.70710678118654752440, inv_sqrt_2pi = 0.39894228040143267794;
+  if (p > 0.25 && p < 0.75) {
+    const double centred = p - 0.5;
+    double x = centred / inv_sqrt_2pi;
+    for (int step = 0; step < 4; ++step) {
+      const double ratio = (0.5 * erf(x * inv_sqrt2) - centred) / (inv_sqrt_2pi * exp(-0.5 * x * x));
+      x -= ratio / (1 + 0.5 * x * ratio);
+    }
+    return x;
+  }
+  const double q = p < 0.5 ? p : 1 - p;
+  const double t = sqrt(-2 * log(q));
+  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+  for (int step = 0; step < 3; ++step) {
+    const double density = inv_sqrt_2pi * exp(-0.5 * x * x);
+    if (density == 0) break;
+    const double ratio = (0.5 * erfc(-x * inv_sqrt2) - q) / density;
+    x -= ratio / (1 + 0.5 * x * ratio);
+  }
+  return p < 0.5 ? x : -x;
+}
+
+}  // namespace tandem::fn::special
