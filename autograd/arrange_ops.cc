@@ -835,4 +835,18 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   return probs.dim() == 1 ? reshape(samples, {num_samples}) : samples;
 }
 
+Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  kernels::check_defined(x, "diag_embed", "input");
+  TD_CHECK(x.dim() >= 1, "diag_embed: expected a tensor of at least 1 dim, got a 0-dim one");
+  const int64_t out_dims = x.dim() + 1;
+  const int64_t d1 = wrap_dim(dim1, out_dims, "diag_embed"), d2 = wrap_dim(dim2, out_dims, "diag_embed");
+  TD_CHECK(d1 != d2, "diag_embed: diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  // x's last dim becomes the diagonal of a square of side n + |offset| at dims d1 and d2.
+  const int64_t side = x.sizes().back() + (offset < 0 ? -offset : offset);
+  Shape shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.insert(shape.begin() + std::min(d1, d2), side);
+  shape.insert(shape.begin() + std::max(d1, d2), side);
+  return diagonal_scatter(zeros(shape, x.options()), x, offset, d1, d2);
+}
+
 }  // namespace tandem

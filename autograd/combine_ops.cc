@@ -9,6 +9,7 @@
 #include <numbers>
 #include <numeric>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "kernels/backend.h"
 #include "kernels/factory.h"
@@ -305,42 +306,91 @@ Tensor corrcoef(const Tensor& x) {
 
 namespace {
 
-// y as trapezoid integrates it: floating (integers give float32), at least 1-D; its dim and length.
-std::tuple<Tensor, int64_t, int64_t> samples(const Tensor& y, int64_t dim) {
-  kernels::check_defined(y, "trapezoid", "y");
-  TD_CHECK(y.dim() >= 1, "trapezoid: y must have at least 1 dim, got a 0-dim tensor");
-  const int64_t d = wrap_dim(dim, y.dim(), "trapezoid");
+// y as the trapezoid rules integrate it: floating (integers give float32), at least 1-D; its dim
+// and length.
+std::tuple<Tensor, int64_t, int64_t> samples(const Tensor& y, int64_t dim, const char* op) {
+  kernels::check_defined(y, op, "y");
+  TD_CHECK(y.dim() >= 1, op, ": y must have at least 1 dim, got a 0-dim tensor");
+  const int64_t d = wrap_dim(dim, y.dim(), op);
   return {is_floating(y.dtype()) ? y : y.to(kDefaultFloat), d, y.size(d)};
+}
+
+// The spacing between the n samples of v along d given by x: one point per sample (1-D), or a
+// tensor that broadcasts against v, missing leading dims counting as 1.
+Tensor spacing_of(const Tensor& x, const Tensor& v, int64_t d, int64_t n, const char* op) {
+  kernels::check_defined(x, op, "x");
+  TD_CHECK(x.dim() != 1 || x.size(0) == n, op, ": there must be one x value for each sample point; x has ",
+           x.size(0), " for ", n);
+  TD_CHECK(x.dim() <= v.dim(), op, ": x ", shape_str(x.sizes()), " has more dims than y ", shape_str(v.sizes()));
+  if (x.dim() == 1) {
+    Shape along(static_cast<size_t>(v.dim()), 1);
+    along[d] = n - 1;
+    return reshape(diff(x), along);
+  }
+  Shape padded(static_cast<size_t>(v.dim() - x.dim()), 1);
+  padded.insert(padded.end(), x.sizes().begin(), x.sizes().end());
+  return diff(reshape(x, padded), 1, d);
+}
+
+// The sums of neighbouring samples, one per interval.
+Tensor interval_sums(const Tensor& v, int64_t d, int64_t n) {
+  return add(narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1));
 }
 
 }  // namespace
 
 Tensor trapezoid(const Tensor& y, double dx, int64_t dim) {
-  const auto [v, d, n] = samples(y, dim);
+  const auto [v, d, n] = samples(y, dim, "trapezoid");
   if (n <= 1) return sum(mul(v, 0), {d});
-  return mul(sum(add(narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)), {d}), dx / 2);
+  return mul(sum(interval_sums(v, d, n), {d}), dx / 2);
 }
 
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
-  kernels::check_defined(x, "trapezoid", "x");
-  const auto [v, d, n] = samples(y, dim);
-  // x: one point per sample along dim (1-D), or a tensor that broadcasts against y, missing leading
-  // dims counting as 1.
-  TD_CHECK(x.dim() != 1 || x.size(0) == n, "trapezoid: there must be one x value for each sample point; x has ",
-           x.size(0), " for ", n);
-  TD_CHECK(x.dim() <= v.dim(), "trapezoid: x ", shape_str(x.sizes()), " has more dims than y ", shape_str(v.sizes()));
-  if (n <= 1) return sum(mul(v, 0), {d});
-  Tensor spacing;
-  if (x.dim() == 1) {
-    Shape along(static_cast<size_t>(v.dim()), 1);
-    along[d] = n - 1;
-    spacing = reshape(diff(x), along);
-  } else {
-    Shape padded(static_cast<size_t>(v.dim() - x.dim()), 1);
-    padded.insert(padded.end(), x.sizes().begin(), x.sizes().end());
-    spacing = diff(reshape(x, padded), 1, d);
+  const auto [v, d, n] = samples(y, dim, "trapezoid");
+  if (n <= 1) {
+    spacing_of(x, v, d, 1, "trapezoid");  // its checks
+    return sum(mul(v, 0), {d});
   }
-  return sum(mul(add(narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)), spacing), {d}) / 2;
+  return sum(mul(interval_sums(v, d, n), spacing_of(x, v, d, n, "trapezoid")), {d}) / 2;
+}
+
+Tensor cumulative_trapezoid(const Tensor& y, double dx, int64_t dim) {
+  const auto [v, d, n] = samples(y, dim, "cumulative_trapezoid");
+  if (n <= 1) return narrow(mul(v, 0), d, 0, 0);
+  return cumsum(mul(interval_sums(v, d, n), dx / 2), d);
+}
+
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  const auto [v, d, n] = samples(y, dim, "cumulative_trapezoid");
+  if (n <= 1) {
+    spacing_of(x, v, d, 1, "cumulative_trapezoid");
+    return narrow(mul(v, 0), d, 0, 0);
+  }
+  return cumsum(mul(interval_sums(v, d, n), spacing_of(x, v, d, n, "cumulative_trapezoid")), d) / 2;
+}
+
+Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
+  kernels::check_defined(x, "histc", "input");
+  TD_CHECK(is_floating(x.dtype()), "torch.histc: input tensor must be floating, got ", x.dtype());
+  TD_CHECK(bins > 0, "torch.histc: bins must be > 0, but got ", bins);
+  TD_CHECK(!(min > max), "torch.histc: max must be larger than min, got min ", min, " and max ", max);
+  NoGradGuard no_grad;
+  double lo = min, hi = max;
+  if (lo == hi && x.numel() > 0) {
+    lo = amin(x).item<double>();
+    hi = amax(x).item<double>();
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  TD_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc: range of [", lo, ", ", hi, "] is not finite");
+  // Each element within [lo, hi] counts in bin floor((x - lo) bins / (hi - lo)); hi itself in the last.
+  const Tensor values = reshape(x, {-1}).to(kFloat64);
+  const Tensor inside = logical_and(values >= lo, values <= hi);
+  const Tensor taken = masked_select(values, inside);
+  const Tensor at = clamp(floor((taken - lo) * (static_cast<double>(bins) / (hi - lo))), 0, bins - 1).to(kInt64);
+  return bincount(at, Tensor(), bins).to(x.dtype());
 }
 
 // ---- element-wise formulas ----

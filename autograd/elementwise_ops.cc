@@ -512,6 +512,10 @@ Tensor zeta(Scalar x, const Tensor& q) {
 }
 }  // namespace special
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
+Tensor gcd(const Tensor& a, const Tensor& b) { return kernels::gcd(a, b); }
+Tensor lcm(const Tensor& a, const Tensor& b) { return kernels::lcm(a, b); }
+// Not differentiable, as PyTorch's: a backward through it is an error.
+Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return kernels::bitwise_and(a, b); }
 Tensor bitwise_and(const Tensor& a, Scalar b) { return kernels::bitwise_and(a, b); }

@@ -238,4 +238,10 @@ std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntList dims, int64_t corre
   return {std(x, dims, correction, keepdim), x.dim() == 0 ? mean(x) : mean(x, reduced_dims(x, dims), keepdim)};
 }
 
+Tensor ldexp(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "ldexp", "input");
+  kernels::check_defined(b, "ldexp", "other");
+  return mul(is_floating(a.dtype()) ? a : a.to(kDefaultFloat), exp2(b));
+}
+
 }  // namespace tandem

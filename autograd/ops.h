@@ -98,6 +98,11 @@ Tensor atan2(const Tensor& a, const Tensor& b);  // the angle of the point (b, a
 Tensor hypot(const Tensor& a, const Tensor& b);  // floating only
 Tensor copysign(const Tensor& a, const Tensor& b);
 Tensor copysign(const Tensor& a, Scalar b);
+Tensor gcd(const Tensor& a, const Tensor& b);        // integers only; gcd(0, 0) = 0
+Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where either is 0
+Tensor nextafter(const Tensor& a, const Tensor& b);  // the next float32/float64 value after a toward b
+// a * 2^b (b an integer or floating tensor); integers give float32.
+Tensor ldexp(const Tensor& a, const Tensor& b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
 Tensor xlogy(const Tensor& x, const Tensor& y);      // x * log(y), 0 where x is 0 (unless y is NaN)
 Tensor xlogy(const Tensor& x, Scalar y);
@@ -233,6 +238,18 @@ std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim 
 Tensor nanmedian(const Tensor& x);
 // The running maximum (minimum) along dim and the position of the element it holds (the latest of
 // equal ones; a NaN takes over and stays); logcumsumexp: log(cumsum(exp(x))) without overflow.
+// The q-th quantiles (q in [0, 1], a number or a 1-D tensor whose dim comes first in the result) of
+// x's elements along dim, or of all of them: the value at rank q (n - 1) of the sorted values, with
+// interpolation "linear", "lower", "higher", "midpoint" or "nearest" between its neighbours. A
+// line with a NaN gives NaN; nanquantile ranks the numbers alone (NaN for a line of NaN).
+Tensor quantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                const std::string& interpolation = "linear");
+Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                const std::string& interpolation = "linear");
+Tensor nanquantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                   const std::string& interpolation = "linear");
+Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                   const std::string& interpolation = "linear");
 std::tuple<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);
 std::tuple<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
 Tensor logcumsumexp(const Tensor& x, int64_t dim);
@@ -260,6 +277,8 @@ Tensor fliplr(const Tensor& x);
 Tensor flipud(const Tensor& x);
 // A view of the offset-th diagonal of dims dim1 and dim2, as the last dim.
 Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+// x's last dim as the offset-th diagonal of new square dims dim1 and dim2, zeros elsewhere.
+Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1);
 Tensor diag(const Tensor& x, int64_t offset = 0);  // 1-D: the matrix with x on a diagonal; 2-D: a copy of one
 Tensor diff(const Tensor& x, int64_t n = 1, int64_t dim = -1);
 Tensor atleast_1d(const Tensor& x);
@@ -330,6 +349,12 @@ Tensor corrcoef(const Tensor& x);
 // The trapezoid rule along dim, with a spacing or sample points x.
 Tensor trapezoid(const Tensor& y, double dx = 1, int64_t dim = -1);
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+// The running trapezoid integrals along dim: one fewer than y's samples.
+Tensor cumulative_trapezoid(const Tensor& y, double dx = 1, int64_t dim = -1);
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+// The counts of x's elements in `bins` equal bins over [min, max] (x's own range when both are 0;
+// elements outside are left out), in x's floating dtype.
+Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
 Tensor heaviside(const Tensor& x, const Tensor& values);  // 0, values, 1 for x < 0, = 0, > 0; not differentiable
 Tensor logaddexp2(const Tensor& a, const Tensor& b);
 Tensor sinc(const Tensor& x);                          // sin(pi x) / (pi x), 1 at 0
@@ -357,6 +382,17 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
 Tensor randperm(int64_t n, TensorOptions options = {});
 // num_samples category indices per row of weights (1-D or 2-D), drawn with or without replacement.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+
+// ---- signal windows and logspace (window_ops.cc): factories, float32 unless options say ----
+// A periodic window of N points is the first N of the symmetric window of N + 1.
+Tensor hann_window(int64_t length, bool periodic = true, TensorOptions options = {});
+Tensor hamming_window(int64_t length, bool periodic = true, double alpha = 0.54, double beta = 0.46,
+                      TensorOptions options = {});
+Tensor blackman_window(int64_t length, bool periodic = true, TensorOptions options = {});
+Tensor bartlett_window(int64_t length, bool periodic = true, TensorOptions options = {});
+Tensor kaiser_window(int64_t length, bool periodic = true, double beta = 12.0, TensorOptions options = {});
+// base^x for `steps` x from start to end, evenly spaced.
+Tensor logspace(double start, double end, int64_t steps, double base = 10.0, TensorOptions options = {});
 
 // ---- matrix products (kernels/linalg.h) ----
 Tensor mm(const Tensor& a, const Tensor& b);

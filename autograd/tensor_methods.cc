@@ -154,6 +154,30 @@ Tensor& Tensor::lgamma_() { return detail::unary_(UnaryOp::Lgamma, *this); }
 Tensor& Tensor::digamma_() { return detail::unary_(UnaryOp::Digamma, *this); }
 Tensor& Tensor::i0_() { return detail::unary_(UnaryOp::I0, *this); }
 Tensor Tensor::square() const { return tandem::square(*this); }
+Tensor Tensor::gcd(const Tensor& other) const { return tandem::gcd(*this, other); }
+Tensor Tensor::lcm(const Tensor& other) const { return tandem::lcm(*this, other); }
+Tensor Tensor::nextafter(const Tensor& other) const { return tandem::nextafter(*this, other); }
+Tensor Tensor::ldexp(const Tensor& other) const { return tandem::ldexp(*this, other); }
+Tensor& Tensor::gcd_(const Tensor& other) { return detail::binary_(BinaryOp::Gcd, *this, other); }
+Tensor& Tensor::lcm_(const Tensor& other) { return detail::binary_(BinaryOp::Lcm, *this, other); }
+Tensor Tensor::quantile(double q, std::optional<int64_t> dim, bool keepdim, const std::string& interpolation) const {
+  return tandem::quantile(*this, q, dim, keepdim, interpolation);
+}
+Tensor Tensor::quantile(const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                        const std::string& interpolation) const {
+  return tandem::quantile(*this, q, dim, keepdim, interpolation);
+}
+Tensor Tensor::nanquantile(double q, std::optional<int64_t> dim, bool keepdim, const std::string& interpolation) const {
+  return tandem::nanquantile(*this, q, dim, keepdim, interpolation);
+}
+Tensor Tensor::nanquantile(const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                           const std::string& interpolation) const {
+  return tandem::nanquantile(*this, q, dim, keepdim, interpolation);
+}
+Tensor Tensor::histc(int64_t bins, double min, double max) const { return tandem::histc(*this, bins, min, max); }
+Tensor Tensor::diag_embed(int64_t offset, int64_t dim1, int64_t dim2) const {
+  return tandem::diag_embed(*this, offset, dim1, dim2);
+}
 Tensor Tensor::deg2rad() const { return tandem::deg2rad(*this); }
 Tensor Tensor::rad2deg() const { return tandem::rad2deg(*this); }
 Tensor Tensor::logit(std::optional<double> eps) const { return tandem::logit(*this, eps); }
@@ -228,6 +252,8 @@ Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
   return write_back(*this, tandem::lerp(*this, end, weight), "lerp_");
 }
 
+Tensor& Tensor::tril_(int64_t diagonal) { return write_back(*this, tandem::tril(*this, diagonal), "tril_"); }
+Tensor& Tensor::triu_(int64_t diagonal) { return write_back(*this, tandem::triu(*this, diagonal), "triu_"); }
 // A floating result written back into self; computed from a copy, since the write would change what
 // the result's graph saved of self.
 Tensor& Tensor::polygamma_(int64_t n) {

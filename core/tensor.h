@@ -291,6 +291,24 @@ class Tensor {
   Tensor& mvlgamma_(int64_t p);
   Tensor& i0_();
   Tensor square() const;
+  Tensor gcd(const Tensor& other) const;
+  Tensor lcm(const Tensor& other) const;
+  Tensor nextafter(const Tensor& other) const;
+  Tensor ldexp(const Tensor& other) const;
+  Tensor& gcd_(const Tensor& other);
+  Tensor& lcm_(const Tensor& other);
+  Tensor quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                  const std::string& interpolation = "linear") const;
+  Tensor quantile(const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                  const std::string& interpolation = "linear") const;
+  Tensor nanquantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                     const std::string& interpolation = "linear") const;
+  Tensor nanquantile(const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                     const std::string& interpolation = "linear") const;
+  Tensor histc(int64_t bins = 100, double min = 0, double max = 0) const;
+  Tensor diag_embed(int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1) const;
+  Tensor& tril_(int64_t diagonal = 0);
+  Tensor& triu_(int64_t diagonal = 0);
   Tensor deg2rad() const;
   Tensor rad2deg() const;
   Tensor logit(std::optional<double> eps = std::nullopt) const;

@@ -312,6 +312,14 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
     case BinaryOp::LogAddExp:
       TD_CHECK(is_floating(common), name, ": expected floating tensors, got dtype ", common);
       return common;
+    case BinaryOp::Gcd:
+    case BinaryOp::Lcm:
+      TD_CHECK(!is_floating(common) && common != kBool, name, ": expected integer tensors, got dtype ", common);
+      return common;
+    case BinaryOp::Nextafter:
+      TD_CHECK(common == kFloat32 || common == kFloat64, name, ": expected float32 or float64 tensors, got dtype ",
+               common);
+      return common;
     case BinaryOp::BitwiseAnd:
     case BinaryOp::BitwiseOr:
     case BinaryOp::BitwiseXor:
@@ -467,6 +475,9 @@ Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(Binary
 Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
 Tensor zeta(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Zeta, a, b); }
+Tensor gcd(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Gcd, a, b); }
+Tensor lcm(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Lcm, a, b); }
+Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
@@ -661,6 +672,9 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Copysign: return "copysign";
     case BinaryOp::LogAddExp: return "logaddexp";
     case BinaryOp::Zeta: return "zeta";
+    case BinaryOp::Gcd: return "gcd";
+    case BinaryOp::Lcm: return "lcm";
+    case BinaryOp::Nextafter: return "nextafter";
     case BinaryOp::Fmax: return "fmax";
     case BinaryOp::Fmin: return "fmin";
     case BinaryOp::BitwiseAnd: return "bitwise_and";

@@ -103,6 +103,9 @@ Tensor copysign(const Tensor& a, const Tensor& b);
 Tensor copysign(const Tensor& a, Scalar b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
 Tensor zeta(const Tensor& a, const Tensor& b);  // the Hurwitz zeta function; integers give float32
+Tensor gcd(const Tensor& a, const Tensor& b);        // integers only; gcd(0, 0) = 0
+Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where either is 0
+Tensor nextafter(const Tensor& a, const Tensor& b);  // float32/float64 only
 Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
 Tensor fmin(const Tensor& a, const Tensor& b);
 // Integers and bool only.

@@ -65,6 +65,7 @@ TD_MATH2(atan2, atan2f, atan2)
 TD_MATH2(hypot, hypotf, hypot)
 TD_MATH2(fmod, fmodf, fmod)
 TD_MATH2(copysign, copysignf, copysign)
+TD_MATH2(nextafter, nextafterf, nextafter)
 #undef TD_MATH2
 
 #if defined(__CUDA_ARCH__)
@@ -570,6 +571,46 @@ struct BitwiseXor {
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a != b; else return static_cast<T>(a ^ b);
   }
+};
+
+// |a| in T's unsigned type (the lowest signed value's magnitude too).
+template <typename T>
+TD_INLINE std::make_unsigned_t<T> magnitude(T a) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (std::is_signed_v<T>) {
+    return a < 0 ? static_cast<U>(U{0} - static_cast<U>(a)) : static_cast<U>(a);
+  } else {
+    return a;
+  }
+}
+struct Gcd {  // of |a| and |b| (Euclid's), for integers
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a || b;
+    } else {
+      auto x = magnitude(a), y = magnitude(b);
+      while (y != 0) {
+        const auto r = static_cast<decltype(x)>(x % y);
+        x = y;
+        y = r;
+      }
+      return static_cast<T>(x);
+    }
+  }
+};
+struct Lcm {  // |a b| / gcd(a, b), 0 where either is 0; wraps as PyTorch's where it overflows
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && b;
+    } else {
+      const auto g = magnitude(Gcd{}(a, b));
+      if (g == 0) return T(0);
+      return static_cast<T>(static_cast<decltype(g)>(magnitude(a) / g * magnitude(b)));
+    }
+  }
+};
+struct Nextafter {  // the next representable value after a toward b
+  template <typename T> TD_INLINE T operator()(T a, T b) const { return math::nextafter(a, b); }
 };
 
 struct Maximum {  // NaN propagates

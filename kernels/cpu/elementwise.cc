@@ -155,6 +155,9 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Copysign: return binary_floating(s, t, fn::Copysign{});
     case BinaryOp::LogAddExp: return binary_floating(s, t, fn::LogAddExp{});
     case BinaryOp::Zeta: return binary_floating(s, t, fn::Zeta{});
+    case BinaryOp::Nextafter: return binary_floating(s, t, fn::Nextafter{});
+    case BinaryOp::Gcd: return binary_integral(s, t, fn::Gcd{});
+    case BinaryOp::Lcm: return binary_integral(s, t, fn::Lcm{});
     case BinaryOp::Fmax: return binary_all(s, t, fn::Fmax{});
     case BinaryOp::Fmin: return binary_all(s, t, fn::Fmin{});
     case BinaryOp::BitwiseAnd: return binary_integral(s, t, fn::BitwiseAnd{});

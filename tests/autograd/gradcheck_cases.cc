@@ -435,6 +435,18 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
                 td::linalg::vector_norm(x[1], 3) + td::linalg::vector_norm(x[1], 2, {0}) +
                 td::linalg::vecdot(x[1], x[1] * 0.5, 0);
        }},
+      // Distinct values: the sort's order (and so which values a quantile takes) stays put.
+      {"quantile nanquantile", {{{3, 5}, -2, 2, true, {}, true}},
+       [](V x) {
+         const Tensor qs = on(x[0], td::tensor({0.2, 0.7}, td::kFloat64));
+         return td::quantile(x[0], qs, 1) + td::nanquantile(x[0], qs, 1, false, "midpoint") +
+                td::quantile(x[0], 0.5, 1, false, "nearest").unsqueeze(0);
+       }},
+      {"cumulative_trapezoid diag_embed ldexp", {{{2, 4}}, {{4}}},
+       [](V x) {
+         return td::cat({td::cumulative_trapezoid(x[0], x[1]).flatten(), td::cumulative_trapezoid(x[0], 0.5, 0).flatten(),
+                         td::diag_embed(x[0], 1).flatten(), td::ldexp(x[1], on(x[1], td::tensor({2, -1, 0, 3})))});
+       }},
       // The diagonal lifted well above the rest: the pivots stay put under the finite differences.
       {"linalg.lu_factor square wide tall", {{{2, 3, 3}, -1, 1}, {{3, 5}, -1, 1}, {{5, 3}, -1, 1}},
        [](V x) {

@@ -3478,3 +3478,44 @@ TEST_CASE("lu_factor, lu, lu_solve and matrix_exp on the device match the CPU: s
     }
   }
 }
+
+TEST_CASE("quantile, histc, gcd, lcm, nextafter, diag_embed and the windows match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(80);
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+      Pair x = ct::random_pair({7, 33}, dtype, layout, -3, 3);
+      const std::string what = describe("quantile", dtype, {7, 33}, layout);
+      const Tensor qs = td::tensor({0.0, 0.3, 0.5, 1.0}, dtype);
+      for (const std::string interpolation : {"linear", "lower", "higher", "midpoint", "nearest"}) {
+        check_close(td::quantile(x.dev, qs.to(ct::device()), 1, false, interpolation),
+                    td::quantile(x.cpu, qs, 1, false, interpolation), rtol_for(dtype), 0, what + " " + interpolation);
+      }
+      // A NaN in some lines: nanquantile leaves it out.
+      x.cpu.select(0, 2).select(0, 5).fill_(std::nan(""));
+      x.dev.select(0, 2).select(0, 5).fill_(std::nan(""));
+      check_close(td::nanquantile(x.dev, qs.to(ct::device()), 1), td::nanquantile(x.cpu, qs, 1), rtol_for(dtype), 0,
+                  what + " nanquantile");
+      check_equal(td::histc(x.dev.nan_to_num(0.0), 10, -2, 2), td::histc(x.cpu.nan_to_num(0.0), 10, -2, 2),
+                  what + " histc");
+      check_close(td::diag_embed(x.dev, 2), td::diag_embed(x.cpu, 2), 0, 0, what + " diag_embed");
+      check_close(td::cumulative_trapezoid(x.dev.nan_to_num(0.0)), td::cumulative_trapezoid(x.cpu.nan_to_num(0.0)),
+                  rtol_for(dtype) * 8, rtol_for(dtype) * 8, what + " cumulative_trapezoid");
+    }
+    const td::TensorOptions on_device = td::TensorOptions(dtype).device(ct::device());
+    check_close(td::kaiser_window(33, true, 8.0, on_device), td::kaiser_window(33, true, 8.0, dtype), rtol_for(dtype),
+                rtol_for(dtype), "kaiser_window");
+    check_close(td::hann_window(33, false, on_device), td::hann_window(33, false, dtype), rtol_for(dtype),
+                rtol_for(dtype), "hann_window");
+    check_close(td::logspace(-3, 3, 33, 10.0, on_device), td::logspace(-3, 3, 33, 10.0, dtype), rtol_for(dtype), 0,
+                "logspace");
+    const Tensor a = td::rand({1000003}, dtype), b = td::rand({1000003}, dtype) - 0.5;
+    check_equal(td::nextafter(a.to(ct::device()), b.to(ct::device())), td::nextafter(a, b), "nextafter");
+  }
+  for (DType dtype : {td::kInt64, td::kInt32, td::kUInt8}) {
+    const Tensor a = td::randint(0, 200, {1000003}).to(dtype), b = td::randint(0, 200, {1000003}).to(dtype);
+    check_equal(td::gcd(a.to(ct::device()), b.to(ct::device())), td::gcd(a, b), std::string("gcd ") + td::dtype_name(dtype));
+    check_equal(td::lcm(a.to(ct::device()), b.to(ct::device())), td::lcm(a, b), std::string("lcm ") + td::dtype_name(dtype));
+  }
+}
