@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "kernels/column_major.h"
 #include "kernels/cpu/cpu_ops.h"
 
 // LAPACK's Fortran entry points; each character argument adds its length at the end (gfortran's
@@ -73,25 +74,6 @@ struct Lapack<double> {
   static constexpr auto trsm = cblas_dtrsm;
 };
 
-// A batch of column-major matrices: [batch, cols, rows] contiguous.
-struct Batch {
-  int64_t batch;
-  int cols, rows;
-};
-Batch batch_of(const Tensor& t) {
-  TD_CHECK(t.sizes()[1] <= INT32_MAX && t.sizes()[2] <= INT32_MAX,
-           "linalg: a matrix dimension beyond 2^31 - 1 is not supported by LAPACK (", shape_str(t.sizes()), ")");
-  return {t.sizes()[0], static_cast<int>(t.sizes()[1]), static_cast<int>(t.sizes()[2])};
-}
-
-// Leading dimensions must be at least 1, also for matrices of no rows.
-int ld(int rows) { return std::max(1, rows); }
-
-template <typename T>
-T* matrix(const Tensor& t, int64_t b) {
-  return t.data_ptr<T>() + b * t.sizes()[1] * t.sizes()[2];
-}
-
 // The work array a routine asked for in its size query (lwork = -1).
 template <typename T>
 int work_size(T query) {
@@ -101,116 +83,118 @@ int work_size(T query) {
 }  // namespace
 
 void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info) {
-  const Batch m = batch_of(a);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "lu_factor", "LAPACK");
   dispatch_types<float, double>(a.dtype(), "lu_factor", [&]<typename T>() {
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::getrf(&m.rows, &m.cols, matrix<T>(a, b), &m.rows, pivots.data_ptr<int32_t>() + b * pivots.sizes()[1],
-                       info.data_ptr<int32_t>() + b);
+      Lapack<T>::getrf(&m.rows, &m.cols, matrix_at<T>(a, b), &m.rows,
+                       pivots.data_ptr<int32_t>() + b * pivots.sizes()[1], info.data_ptr<int32_t>() + b);
     }
   });
 }
 
 void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool transposed) {
-  const Batch m = batch_of(lu), rhs = batch_of(b);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(lu, "lu_solve", "LAPACK"),
+                         rhs = ColumnMajorBatch::of(b, "lu_solve", "LAPACK");
   const char trans = transposed ? 'T' : 'N';
   dispatch_types<float, double>(lu.dtype(), "lu_solve", [&]<typename T>() {
     for (int64_t i = 0; i < m.batch; ++i) {
       int info = 0;
-      Lapack<T>::getrs(&trans, &m.rows, &rhs.cols, matrix<T>(lu, i), &m.rows, pivots.data_ptr<int32_t>() + i * pivots.sizes()[1],
-                       matrix<T>(b, i), &rhs.rows, &info, 1);
+      Lapack<T>::getrs(&trans, &m.rows, &rhs.cols, matrix_at<T>(lu, i), &m.rows,
+                       pivots.data_ptr<int32_t>() + i * pivots.sizes()[1], matrix_at<T>(b, i), &rhs.rows, &info, 1);
     }
   });
 }
 
 void cholesky(const Tensor& a, const Tensor& info) {
-  const Batch m = batch_of(a);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "cholesky", "LAPACK");
   dispatch_types<float, double>(a.dtype(), "cholesky", [&]<typename T>() {
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::potrf("L", &m.rows, matrix<T>(a, b), &m.rows, info.data_ptr<int32_t>() + b, 1);
+      Lapack<T>::potrf("L", &m.rows, matrix_at<T>(a, b), &m.rows, info.data_ptr<int32_t>() + b, 1);
     }
   });
 }
 
 void triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool left, bool transposed, bool unit) {
-  const Batch m = batch_of(a), rhs = batch_of(b);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "solve_triangular", "BLAS"),
+                         rhs = ColumnMajorBatch::of(b, "solve_triangular", "BLAS");
   dispatch_types<float, double>(a.dtype(), "solve_triangular", [&]<typename T>() {
     for (int64_t i = 0; i < m.batch; ++i) {
       Lapack<T>::trsm(CblasColMajor, left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper,
                       transposed ? CblasTrans : CblasNoTrans, unit ? CblasUnit : CblasNonUnit, rhs.rows, rhs.cols, T(1),
-                      matrix<T>(a, i), ld(m.rows), matrix<T>(b, i), ld(rhs.rows));
+                      matrix_at<T>(a, i), leading_dim(m.rows), matrix_at<T>(b, i), leading_dim(rhs.rows));
     }
   });
 }
 
 void qr(const Tensor& a, const Tensor& tau) {
-  const Batch m = batch_of(a);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "qr", "LAPACK");
   const int64_t k = tau.sizes()[1];
   dispatch_types<float, double>(a.dtype(), "qr", [&]<typename T>() {
     int info = 0, query = -1;
     T size{};
-    Lapack<T>::geqrf(&m.rows, &m.cols, matrix<T>(a, 0), &m.rows, tau.data_ptr<T>(), &size, &query, &info);
+    Lapack<T>::geqrf(&m.rows, &m.cols, matrix_at<T>(a, 0), &m.rows, tau.data_ptr<T>(), &size, &query, &info);
     const int lwork = work_size(size);
     std::vector<T> work(lwork);
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::geqrf(&m.rows, &m.cols, matrix<T>(a, b), &m.rows, tau.data_ptr<T>() + b * k, work.data(), &lwork,
+      Lapack<T>::geqrf(&m.rows, &m.cols, matrix_at<T>(a, b), &m.rows, tau.data_ptr<T>() + b * k, work.data(), &lwork,
                        &info);
     }
   });
 }
 
 void qr_q(const Tensor& q, const Tensor& tau) {
-  const Batch m = batch_of(q);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(q, "qr", "LAPACK");
   const int k = static_cast<int>(tau.sizes()[1]);
   dispatch_types<float, double>(q.dtype(), "qr", [&]<typename T>() {
     int info = 0, query = -1;
     T size{};
-    Lapack<T>::orgqr(&m.rows, &m.cols, &k, matrix<T>(q, 0), &m.rows, tau.data_ptr<T>(), &size, &query, &info);
+    Lapack<T>::orgqr(&m.rows, &m.cols, &k, matrix_at<T>(q, 0), &m.rows, tau.data_ptr<T>(), &size, &query, &info);
     const int lwork = work_size(size);
     std::vector<T> work(lwork);
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::orgqr(&m.rows, &m.cols, &k, matrix<T>(q, b), &m.rows, tau.data_ptr<T>() + b * k, work.data(), &lwork,
-                       &info);
+      Lapack<T>::orgqr(&m.rows, &m.cols, &k, matrix_at<T>(q, b), &m.rows, tau.data_ptr<T>() + b * k, work.data(),
+                       &lwork, &info);
     }
   });
 }
 
 void eigh(const Tensor& a, const Tensor& w, const Tensor& info, bool vectors) {
-  const Batch m = batch_of(a);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "eigh", "LAPACK");
   const char jobz = vectors ? 'V' : 'N';
   dispatch_types<float, double>(a.dtype(), "eigh", [&]<typename T>() {
     int query = -1, iwork_size = 0, query_info = 0;
     T size{};
-    Lapack<T>::syevd(&jobz, "L", &m.rows, matrix<T>(a, 0), &m.rows, w.data_ptr<T>(), &size, &query, &iwork_size, &query,
-                     &query_info, 1, 1);
+    Lapack<T>::syevd(&jobz, "L", &m.rows, matrix_at<T>(a, 0), &m.rows, w.data_ptr<T>(), &size, &query, &iwork_size,
+                     &query, &query_info, 1, 1);
     const int lwork = work_size(size), liwork = std::max(1, iwork_size);
     std::vector<T> work(lwork);
     std::vector<int> iwork(liwork);
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::syevd(&jobz, "L", &m.rows, matrix<T>(a, b), &m.rows, w.data_ptr<T>() + b * m.rows, work.data(), &lwork,
-                       iwork.data(), &liwork, info.data_ptr<int32_t>() + b, 1, 1);
+      Lapack<T>::syevd(&jobz, "L", &m.rows, matrix_at<T>(a, b), &m.rows, w.data_ptr<T>() + b * m.rows, work.data(),
+                       &lwork, iwork.data(), &liwork, info.data_ptr<int32_t>() + b, 1, 1);
     }
   });
 }
 
 void svd(const Tensor& a, const Tensor& s, const Tensor& u, const Tensor& vt, const Tensor& info) {
-  const Batch m = batch_of(a);
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "svd", "LAPACK");
   const bool vectors = u.defined();
   // All of U's columns where u has room for them, else the first min(m, n).
   const char jobz = !vectors ? 'N' : (u.sizes()[1] == m.rows ? 'A' : 'S');
-  const int ldu = ld(m.rows), ldvt = ld(m.cols), k = std::min(m.rows, m.cols);
+  const int ldu = leading_dim(m.rows), ldvt = leading_dim(m.cols), k = std::min(m.rows, m.cols);
   dispatch_types<float, double>(a.dtype(), "svd", [&]<typename T>() {
     T* u0 = vectors ? u.data_ptr<T>() : nullptr;
     T* vt0 = vectors ? vt.data_ptr<T>() : nullptr;
     std::vector<int> iwork(8 * std::max(1, k));
     int query = -1, query_info = 0;
     T size{};
-    Lapack<T>::gesdd(&jobz, &m.rows, &m.cols, matrix<T>(a, 0), &m.rows, s.data_ptr<T>(), u0, &ldu, vt0, &ldvt, &size,
+    Lapack<T>::gesdd(&jobz, &m.rows, &m.cols, matrix_at<T>(a, 0), &m.rows, s.data_ptr<T>(), u0, &ldu, vt0, &ldvt, &size,
                      &query, iwork.data(), &query_info, 1);
     const int lwork = work_size(size);
     std::vector<T> work(lwork);
     for (int64_t b = 0; b < m.batch; ++b) {
-      Lapack<T>::gesdd(&jobz, &m.rows, &m.cols, matrix<T>(a, b), &m.rows, s.data_ptr<T>() + b * k,
-                       vectors ? matrix<T>(u, b) : nullptr, &ldu, vectors ? matrix<T>(vt, b) : nullptr, &ldvt,
+      Lapack<T>::gesdd(&jobz, &m.rows, &m.cols, matrix_at<T>(a, b), &m.rows, s.data_ptr<T>() + b * k,
+                       vectors ? matrix_at<T>(u, b) : nullptr, &ldu, vectors ? matrix_at<T>(vt, b) : nullptr, &ldvt,
                        work.data(), &lwork, iwork.data(), info.data_ptr<int32_t>() + b, 1);
     }
   });

@@ -74,51 +74,9 @@ __device__ T narrow_from_bits(unsigned b) {
   }
 }
 
-// The narrow types have no atomic add of their own: compare-and-swap the aligned 32-bit word that
-// holds the element (allocations are whole words, so the word is always inside one).
-template <typename T>
-__device__ void atomic_add_narrow(T* address, T value) {
-  static_assert(sizeof(T) < 4);
-  constexpr unsigned kMask = (1u << (8 * sizeof(T))) - 1;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(address);
-  unsigned* word = reinterpret_cast<unsigned*>(at & ~uintptr_t{3});
-  const unsigned shift = static_cast<unsigned>(at & 3) * 8;
-  unsigned old = *word, assumed;
-  do {
-    assumed = old;
-    const T current = narrow_from_bits<T>((assumed >> shift) & kMask);
-    const T sum = static_cast<T>(static_cast<opmath_t<T>>(current) + static_cast<opmath_t<T>>(value));
-    old = atomicCAS(word, assumed, (assumed & ~(kMask << shift)) | (narrow_bits(sum) << shift));
-  } while (old != assumed);
-}
-
-template <typename T>
-__device__ void atomic_add(T* address, T value) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    atomicAdd(address, value);
-  } else if constexpr (std::is_same_v<T, int32_t>) {
-    atomicAdd(reinterpret_cast<int*>(address), value);
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    // Two's complement: the unsigned sum wraps to the same bits as the CPU's signed one.
-    atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
-  } else {
-    atomic_add_narrow(address, value);
-  }
-}
-
-// Operands: index, src viewed over the index's shape, self likewise; self_step is self's byte stride along dim.
-template <typename T>
-__global__ void scatter_add_kernel(Indexer<3> ix, int64_t n, int64_t self_step) {
-  TD_GRID_STRIDE(e, n) {
-    char* p[3];
-    ix.pointers(e, p);
-    const int64_t k = *reinterpret_cast<const int64_t*>(p[0]);
-    atomic_add(reinterpret_cast<T*>(p[2] + k * self_step), *reinterpret_cast<const T*>(p[1]));
-  }
-}
-
-// *address = combine(*address, value) atomically, by compare-and-swap of the word that holds it (the
-// aligned 32-bit word around a narrow type), combine in op-math.
+// *address = combine(*address, value) atomically, by compare-and-swap of the word that holds it: for
+// the narrow types, which have no atomics of their own, the aligned 32-bit word around it
+// (allocations are whole words, so the word is always inside one). combine works in op-math.
 template <typename T, typename Combine>
 __device__ void atomic_combine(T* address, T value, Combine combine) {
   using M = opmath_t<T>;
@@ -150,6 +108,31 @@ __device__ void atomic_combine(T* address, T value, Combine combine) {
       if (bits == assumed) break;
       old = atomicCAS(word, assumed, bits);
     } while (old != assumed);
+  }
+}
+
+template <typename T>
+__device__ void atomic_add(T* address, T value) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    atomicAdd(address, value);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    atomicAdd(reinterpret_cast<int*>(address), value);
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    // Two's complement: the unsigned sum wraps to the same bits as the CPU's signed one.
+    atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
+  } else {
+    atomic_combine(address, value, fn::Add{});
+  }
+}
+
+// Operands: index, src viewed over the index's shape, self likewise; self_step is self's byte stride along dim.
+template <typename T>
+__global__ void scatter_add_kernel(Indexer<3> ix, int64_t n, int64_t self_step) {
+  TD_GRID_STRIDE(e, n) {
+    char* p[3];
+    ix.pointers(e, p);
+    const int64_t k = *reinterpret_cast<const int64_t*>(p[0]);
+    atomic_add(reinterpret_cast<T*>(p[2] + k * self_step), *reinterpret_cast<const T*>(p[1]));
   }
 }
 

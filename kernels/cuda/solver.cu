@@ -9,6 +9,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/backend.h"
+#include "kernels/column_major.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/handles.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -76,24 +77,6 @@ struct Solver<double> {
   static constexpr auto trsm = cublasDtrsm;
 };
 
-// A batch of column-major matrices: [batch, cols, rows] contiguous.
-struct Batch {
-  int64_t batch;
-  int cols, rows;
-};
-Batch batch_of(const Tensor& t, const char* op) {
-  TD_CHECK(t.sizes()[1] <= INT32_MAX && t.sizes()[2] <= INT32_MAX, op, " on ", t.device(),
-           ": a matrix dimension beyond 2^31 - 1 is not supported by cuSOLVER (", shape_str(t.sizes()), ")");
-  return {t.sizes()[0], static_cast<int>(t.sizes()[1]), static_cast<int>(t.sizes()[2])};
-}
-
-int ld(int rows) { return std::max(1, rows); }
-
-template <typename T>
-T* matrix(const Tensor& t, int64_t b) {
-  return t.data_ptr<T>() + b * t.sizes()[1] * t.sizes()[2];
-}
-
 // Device scratch of n elements of T, from the caching allocator (freed with the tensor, after the
 // stream's work that uses it: the allocator orders reuse on the stream).
 template <typename T>
@@ -104,60 +87,64 @@ Tensor scratch(int64_t n, Device device) {
 }  // namespace
 
 void lu_factor(const Tensor& a, const Tensor& pivots, const Tensor& info) {
-  const Batch m = batch_of(a, "lu_factor");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "lu_factor", "cuSOLVER");
   const Device device = a.device();
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(a.dtype(), "lu_factor", [&]<typename T>() {
     cusolverDnHandle_t handle = solver_handle(device, "lu_factor");
     int lwork = 0;
-    TD_CUSOLVER_CHECK(Solver<T>::getrf_size(handle, m.rows, m.cols, matrix<T>(a, 0), ld(m.rows), &lwork),
+    TD_CUSOLVER_CHECK(Solver<T>::getrf_size(handle, m.rows, m.cols, matrix_at<T>(a, 0), leading_dim(m.rows), &lwork),
                       "lu_factor on ", device);
     Tensor work = scratch<T>(lwork, device);
     for (int64_t b = 0; b < m.batch; ++b) {
-      TD_CUSOLVER_CHECK(Solver<T>::getrf(handle, m.rows, m.cols, matrix<T>(a, b), ld(m.rows), work.data_ptr<T>(),
-                                         pivots.data_ptr<int32_t>() + b * pivots.sizes()[1], info.data_ptr<int32_t>() + b),
-                        "lu_factor on ", device);
+      TD_CUSOLVER_CHECK(
+          Solver<T>::getrf(handle, m.rows, m.cols, matrix_at<T>(a, b), leading_dim(m.rows), work.data_ptr<T>(),
+                           pivots.data_ptr<int32_t>() + b * pivots.sizes()[1], info.data_ptr<int32_t>() + b),
+          "lu_factor on ", device);
     }
   });
 }
 
 void lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool transposed) {
-  const Batch m = batch_of(lu, "lu_solve"), rhs = batch_of(b, "lu_solve");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(lu, "lu_solve", "cuSOLVER"),
+                         rhs = ColumnMajorBatch::of(b, "lu_solve", "cuSOLVER");
   const Device device = lu.device();
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(lu.dtype(), "lu_solve", [&]<typename T>() {
     cusolverDnHandle_t handle = solver_handle(device, "lu_solve");
     Tensor info = scratch<int32_t>(1, device);
     for (int64_t i = 0; i < m.batch; ++i) {
-      TD_CUSOLVER_CHECK(Solver<T>::getrs(handle, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, m.rows, rhs.cols,
-                                         matrix<T>(lu, i), ld(m.rows), pivots.data_ptr<int32_t>() + i * pivots.sizes()[1],
-                                         matrix<T>(b, i), ld(rhs.rows), info.data_ptr<int32_t>()),
-                        "lu_solve on ", device);
+      TD_CUSOLVER_CHECK(
+          Solver<T>::getrs(handle, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, m.rows, rhs.cols, matrix_at<T>(lu, i),
+                           leading_dim(m.rows), pivots.data_ptr<int32_t>() + i * pivots.sizes()[1], matrix_at<T>(b, i),
+                           leading_dim(rhs.rows), info.data_ptr<int32_t>()),
+          "lu_solve on ", device);
     }
   });
 }
 
 void cholesky(const Tensor& a, const Tensor& info) {
-  const Batch m = batch_of(a, "cholesky");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "cholesky", "cuSOLVER");
   const Device device = a.device();
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(a.dtype(), "cholesky", [&]<typename T>() {
     cusolverDnHandle_t handle = solver_handle(device, "cholesky");
     int lwork = 0;
     TD_CUSOLVER_CHECK(
-        Solver<T>::potrf_size(handle, CUBLAS_FILL_MODE_LOWER, m.rows, matrix<T>(a, 0), ld(m.rows), &lwork),
+        Solver<T>::potrf_size(handle, CUBLAS_FILL_MODE_LOWER, m.rows, matrix_at<T>(a, 0), leading_dim(m.rows), &lwork),
         "cholesky on ", device);
     Tensor work = scratch<T>(lwork, device);
     for (int64_t b = 0; b < m.batch; ++b) {
-      TD_CUSOLVER_CHECK(Solver<T>::potrf(handle, CUBLAS_FILL_MODE_LOWER, m.rows, matrix<T>(a, b), ld(m.rows),
-                                         work.data_ptr<T>(), lwork, info.data_ptr<int32_t>() + b),
+      TD_CUSOLVER_CHECK(Solver<T>::potrf(handle, CUBLAS_FILL_MODE_LOWER, m.rows, matrix_at<T>(a, b),
+                                         leading_dim(m.rows), work.data_ptr<T>(), lwork, info.data_ptr<int32_t>() + b),
                         "cholesky on ", device);
     }
   });
 }
 
 void triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool left, bool transposed, bool unit) {
-  const Batch m = batch_of(a, "solve_triangular"), rhs = batch_of(b, "solve_triangular");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "solve_triangular", "cuBLAS"),
+                         rhs = ColumnMajorBatch::of(b, "solve_triangular", "cuBLAS");
   const Device device = a.device();
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(a.dtype(), "solve_triangular", [&]<typename T>() {
@@ -168,67 +155,69 @@ void triangular_solve(const Tensor& a, const Tensor& b, bool lower, bool left, b
           Solver<T>::trsm(handle, left ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT,
                           lower ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER,
                           transposed ? CUBLAS_OP_T : CUBLAS_OP_N, unit ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT,
-                          rhs.rows, rhs.cols, &one, matrix<T>(a, i), ld(m.rows), matrix<T>(b, i), ld(rhs.rows)),
+                          rhs.rows, rhs.cols, &one, matrix_at<T>(a, i), leading_dim(m.rows), matrix_at<T>(b, i),
+                          leading_dim(rhs.rows)),
           "solve_triangular on ", device);
     }
   });
 }
 
 void qr(const Tensor& a, const Tensor& tau) {
-  const Batch m = batch_of(a, "qr");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "qr", "cuSOLVER");
   const int64_t k = tau.sizes()[1];
   const Device device = a.device();
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(a.dtype(), "qr", [&]<typename T>() {
     cusolverDnHandle_t handle = solver_handle(device, "qr");
     int lwork = 0;
-    TD_CUSOLVER_CHECK(Solver<T>::geqrf_size(handle, m.rows, m.cols, matrix<T>(a, 0), ld(m.rows), &lwork), "qr on ",
-                      device);
-    Tensor work = scratch<T>(lwork, device), info = scratch<int32_t>(1, device);
-    for (int64_t b = 0; b < m.batch; ++b) {
-      TD_CUSOLVER_CHECK(Solver<T>::geqrf(handle, m.rows, m.cols, matrix<T>(a, b), ld(m.rows), tau.data_ptr<T>() + b * k,
-                                         work.data_ptr<T>(), lwork, info.data_ptr<int32_t>()),
-                        "qr on ", device);
-    }
-  });
-}
-
-void qr_q(const Tensor& q, const Tensor& tau) {
-  const Batch m = batch_of(q, "qr");
-  const int k = static_cast<int>(tau.sizes()[1]);
-  const Device device = q.device();
-  tandem::cuda::DeviceGuard guard(device.index());
-  dispatch_types<float, double>(q.dtype(), "qr", [&]<typename T>() {
-    cusolverDnHandle_t handle = solver_handle(device, "qr");
-    int lwork = 0;
-    TD_CUSOLVER_CHECK(
-        Solver<T>::orgqr_size(handle, m.rows, m.cols, k, matrix<T>(q, 0), ld(m.rows), tau.data_ptr<T>(), &lwork),
-        "qr on ", device);
+    TD_CUSOLVER_CHECK(Solver<T>::geqrf_size(handle, m.rows, m.cols, matrix_at<T>(a, 0), leading_dim(m.rows), &lwork),
+                      "qr on ", device);
     Tensor work = scratch<T>(lwork, device), info = scratch<int32_t>(1, device);
     for (int64_t b = 0; b < m.batch; ++b) {
       TD_CUSOLVER_CHECK(
-          Solver<T>::orgqr(handle, m.rows, m.cols, k, matrix<T>(q, b), ld(m.rows), tau.data_ptr<T>() + b * k,
+          Solver<T>::geqrf(handle, m.rows, m.cols, matrix_at<T>(a, b), leading_dim(m.rows), tau.data_ptr<T>() + b * k,
                            work.data_ptr<T>(), lwork, info.data_ptr<int32_t>()),
           "qr on ", device);
     }
   });
 }
 
+void qr_q(const Tensor& q, const Tensor& tau) {
+  const ColumnMajorBatch m = ColumnMajorBatch::of(q, "qr", "cuSOLVER");
+  const int k = static_cast<int>(tau.sizes()[1]);
+  const Device device = q.device();
+  tandem::cuda::DeviceGuard guard(device.index());
+  dispatch_types<float, double>(q.dtype(), "qr", [&]<typename T>() {
+    cusolverDnHandle_t handle = solver_handle(device, "qr");
+    int lwork = 0;
+    TD_CUSOLVER_CHECK(Solver<T>::orgqr_size(handle, m.rows, m.cols, k, matrix_at<T>(q, 0), leading_dim(m.rows),
+                                            tau.data_ptr<T>(), &lwork),
+                      "qr on ", device);
+    Tensor work = scratch<T>(lwork, device), info = scratch<int32_t>(1, device);
+    for (int64_t b = 0; b < m.batch; ++b) {
+      TD_CUSOLVER_CHECK(
+          Solver<T>::orgqr(handle, m.rows, m.cols, k, matrix_at<T>(q, b), leading_dim(m.rows),
+                           tau.data_ptr<T>() + b * k, work.data_ptr<T>(), lwork, info.data_ptr<int32_t>()),
+          "qr on ", device);
+    }
+  });
+}
+
 void eigh(const Tensor& a, const Tensor& w, const Tensor& info, bool vectors) {
-  const Batch m = batch_of(a, "eigh");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "eigh", "cuSOLVER");
   const Device device = a.device();
   const cusolverEigMode_t mode = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   tandem::cuda::DeviceGuard guard(device.index());
   dispatch_types<float, double>(a.dtype(), "eigh", [&]<typename T>() {
     cusolverDnHandle_t handle = solver_handle(device, "eigh");
     int lwork = 0;
-    TD_CUSOLVER_CHECK(Solver<T>::syevd_size(handle, mode, CUBLAS_FILL_MODE_LOWER, m.rows, matrix<T>(a, 0), ld(m.rows),
-                                            w.data_ptr<T>(), &lwork),
+    TD_CUSOLVER_CHECK(Solver<T>::syevd_size(handle, mode, CUBLAS_FILL_MODE_LOWER, m.rows, matrix_at<T>(a, 0),
+                                            leading_dim(m.rows), w.data_ptr<T>(), &lwork),
                       "eigh on ", device);
     Tensor work = scratch<T>(lwork, device);
     for (int64_t b = 0; b < m.batch; ++b) {
       TD_CUSOLVER_CHECK(
-          Solver<T>::syevd(handle, mode, CUBLAS_FILL_MODE_LOWER, m.rows, matrix<T>(a, b), ld(m.rows),
+          Solver<T>::syevd(handle, mode, CUBLAS_FILL_MODE_LOWER, m.rows, matrix_at<T>(a, b), leading_dim(m.rows),
                            w.data_ptr<T>() + b * m.rows, work.data_ptr<T>(), lwork, info.data_ptr<int32_t>() + b),
           "eigh on ", device);
     }
@@ -236,7 +225,7 @@ void eigh(const Tensor& a, const Tensor& w, const Tensor& info, bool vectors) {
 }
 
 void svd(const Tensor& a, const Tensor& s, const Tensor& u, const Tensor& vt, const Tensor& info) {
-  const Batch m = batch_of(a, "svd");
+  const ColumnMajorBatch m = ColumnMajorBatch::of(a, "svd", "cuSOLVER");
   const Device device = a.device();
   const bool vectors = u.defined();
   const signed char jobu = !vectors ? 'N' : (u.sizes()[1] == m.rows ? 'A' : 'S');
@@ -250,9 +239,10 @@ void svd(const Tensor& a, const Tensor& s, const Tensor& u, const Tensor& vt, co
     Tensor work = scratch<T>(lwork, device), rwork = scratch<T>(k, device);
     for (int64_t b = 0; b < m.batch; ++b) {
       TD_CUSOLVER_CHECK(
-          Solver<T>::gesvd(handle, jobu, jobvt, m.rows, m.cols, matrix<T>(a, b), ld(m.rows), s.data_ptr<T>() + b * k,
-                           vectors ? matrix<T>(u, b) : nullptr, ld(m.rows), vectors ? matrix<T>(vt, b) : nullptr,
-                           ld(m.cols), work.data_ptr<T>(), lwork, rwork.data_ptr<T>(), info.data_ptr<int32_t>() + b),
+          Solver<T>::gesvd(handle, jobu, jobvt, m.rows, m.cols, matrix_at<T>(a, b), leading_dim(m.rows),
+                           s.data_ptr<T>() + b * k, vectors ? matrix_at<T>(u, b) : nullptr, leading_dim(m.rows),
+                           vectors ? matrix_at<T>(vt, b) : nullptr, leading_dim(m.cols), work.data_ptr<T>(), lwork,
+                           rwork.data_ptr<T>(), info.data_ptr<int32_t>() + b),
           "svd on ", device);
     }
   });
