@@ -317,7 +317,7 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
       return {need_a ? g / (exp(b - a) + 1) : Tensor(), need_b ? g / (exp(a - b) + 1) : Tensor()};
     // d/dq zeta(x, q) = -x zeta(x + 1, q); PyTorch has no derivative in x either.
     case BinaryOp::Zeta:
-      TD_CHECK(!need_a, "zeta: the derivative with respect to x (the exponent) is not implemented, as in PyTorch");
+      TD_CHECK(!need_a, "zeta: there is no derivative with respect to x (the exponent), as in PyTorch; only q's");
       return {Tensor(), need_b ? -g * a * special::zeta(a + 1, b) : Tensor()};
     default: TD_FAIL(kernels::op_name(op), " is not differentiable");
   }
