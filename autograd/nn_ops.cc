@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
+#include "kernels/copy.h"
 #include "kernels/factory.h"
 #include "kernels/nn_ops.h"
 
@@ -310,6 +311,20 @@ Tensor fused_dropout(const Tensor& x, double p) {
     return {dropout_backward(g[0], keep, scale)};
   });
   return y;
+}
+
+Tensor& fused_dropout_(Tensor& x, double p) {
+  const bool recording = needs_grad({&x});
+  autograd::check_inplace(x, "NativeDropoutBackward0", recording);
+  auto [y, keep] = kernels::dropout(x, p);
+  kernels::copy_(x, y);
+  if (recording) {
+    const double scale = 1 / (1 - p);
+    autograd::record_inplace("NativeDropoutBackward0", x, {}, [keep, scale](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{dropout_backward(g[0], keep, scale)};
+    });
+  }
+  return x;
 }
 
 Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias,

@@ -481,6 +481,7 @@ Tensor col2im_matrix(const Tensor& matrix, int64_t batch, IntList output_size, I
 // backward is written in differentiable ops instead, so second derivatives work. nn::functional's
 // dropout, layer_norm and cross_entropy check their arguments and take these where they apply.
 Tensor fused_dropout(const Tensor& x, double p);  // training, 0 <= p < 1
+Tensor& fused_dropout_(Tensor& x, double p);      // in place, with the draws fused_dropout makes
 // 2-D convolution without bias through cuDNN (kernels::conv2d_cudnn), x [N, C, H, W] on a CUDA device.
 Tensor cudnn_conv2d(const Tensor& x, const Tensor& weight, IntList stride, IntList padding, IntList dilation,
                     int64_t groups);

@@ -10,6 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
+#include "kernels/copy.h"
 #include "kernels/factory.h"
 #include "kernels/nn_ops.h"
 
@@ -62,6 +63,34 @@ template <typename F>
 Tensor values_of(F f) {
   NoGradGuard no_grad;
   return f();
+}
+
+// What an in-place activation keeps for its gradient: x's new values, or a copy of its old ones.
+enum class Keeps { result, input };
+
+// Refuses to write x in place where autograd could not follow (a leaf that requires grad, a view of
+// one), naming op, before anything is drawn or written.
+void check_in_place(const char* op, const Tensor& x) { autograd::check_inplace(x, op, autograd::needs_grad({&x})); }
+
+// Writes activation(x) into x, with backward(g, kept) as the gradient of the graph node `node`.
+Tensor& activate_in_place(const char* op, const char* node, Tensor& x, Keeps keeps,
+                          const std::function<Tensor(const Tensor&)>& activation,
+                          std::function<Tensor(const Tensor& g, const Tensor& kept)> backward) {
+  check_in_place(op, x);
+  const bool recording = autograd::needs_grad({&x});
+  const Tensor values = values_of([&] { return activation(x); });
+  const SavedTensor input = recording && keeps == Keeps::input ? SavedTensor(clone(x), false) : SavedTensor();
+  kernels::copy_(x, values);
+  if (recording) {
+    const SavedTensor kept = keeps == Keeps::result ? SavedTensor(x, true) : input;
+    autograd::record_inplace(node, x, {}, [node, kept, backward](const std::vector<Tensor>& g) {
+      const Tensor k = kept.unpack(node);
+      // 16-bit: in float32 and rounded once, as the out-of-place forms compute.
+      if (is_16bit_float(k.dtype())) return std::vector<Tensor>{backward(g[0].to(kFloat32), k.to(kFloat32)).to(k.dtype())};
+      return std::vector<Tensor>{backward(g[0], k)};
+    });
+  }
+  return x;
 }
 
 // The losses are on autocast's float32 list for every device type.
@@ -905,30 +934,58 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   return fused_dropout(x, p);
 }
 
+Tensor& dropout_(Tensor& x, double p, bool training) {
+  TD_CHECK(p >= 0 && p <= 1, "dropout: probability must be in [0, 1], got ", p);
+  check_in_place("dropout_", x);
+  if (!training || p == 0) return x;
+  if (p == 1) return x.mul_(0);
+  return fused_dropout_(x, p);
+}
+
 namespace {
 
 // One draw per channel. A 3-D input to dropout2d is [N, C, L], as PyTorch reads it (for now,
-// with a warning there); the other inputs of a dimension PyTorch deprecates are refused.
-Tensor channel_dropout(const char* op, const Tensor& x, double p, bool training, int64_t spatial_dims) {
+// with a warning there); the other inputs of a dimension PyTorch deprecates are refused. In place,
+// x (a handle to the caller's tensor) is written.
+Tensor channel_dropout(const char* op, Tensor x, double p, bool training, int64_t spatial_dims, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
   TD_CHECK(x.defined() && (x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2), op, ": expected a ",
            spatial_dims + 1, "-D or ", spatial_dims + 2, "-D input ([C, ...] or [N, C, ...], ", spatial_dims,
            " spatial), got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
   TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  if (in_place) check_in_place(op, x);
   if (!training || p == 0) return x;
-  if (p == 1) return x * 0;
+  if (p == 1) return in_place ? x.mul_(0) : x * 0;
   const bool batched = x.dim() == spatial_dims + 2 || (spatial_dims == 2 && x.dim() == 3);
   Shape channels = x.sizes();
   std::fill(channels.begin() + (batched ? 2 : 1), channels.end(), 1);
   const Tensor keep = bernoulli(empty(channels, TensorOptions(x.dtype()).device(x.device())), 1 - p);
-  return x * (keep / (1 - p));
+  return in_place ? x.mul_(keep / (1 - p)) : x * (keep / (1 - p));
 }
 
 }  // namespace
 
-Tensor dropout1d(const Tensor& x, double p, bool training) { return channel_dropout("dropout1d", x, p, training, 1); }
-Tensor dropout2d(const Tensor& x, double p, bool training) { return channel_dropout("dropout2d", x, p, training, 2); }
-Tensor dropout3d(const Tensor& x, double p, bool training) { return channel_dropout("dropout3d", x, p, training, 3); }
+Tensor dropout1d(const Tensor& x, double p, bool training) {
+  return channel_dropout("dropout1d", x, p, training, 1, false);
+}
+Tensor dropout2d(const Tensor& x, double p, bool training) {
+  return channel_dropout("dropout2d", x, p, training, 2, false);
+}
+Tensor dropout3d(const Tensor& x, double p, bool training) {
+  return channel_dropout("dropout3d", x, p, training, 3, false);
+}
+Tensor& dropout1d_(Tensor& x, double p, bool training) {
+  channel_dropout("dropout1d_", x, p, training, 1, true);
+  return x;
+}
+Tensor& dropout2d_(Tensor& x, double p, bool training) {
+  channel_dropout("dropout2d_", x, p, training, 2, true);
+  return x;
+}
+Tensor& dropout3d_(Tensor& x, double p, bool training) {
+  channel_dropout("dropout3d_", x, p, training, 3, true);
+  return x;
+}
 
 Tensor pixel_shuffle(const Tensor& x, int64_t r) {
   TD_CHECK(x.defined() && x.dim() >= 3, "pixel_shuffle: expected an input [..., C, H, W], got ",
@@ -1738,6 +1795,36 @@ Tensor celu(const Tensor& x, double alpha) {
   return elu_family("celu", "CeluBackward0", x, alpha, 1.0, 1.0 / alpha);
 }
 
+namespace {
+
+// The elu family's gradient from its result y: y + alpha * scale is the negative side's
+// derivative times 1 / input_scale, as PyTorch's in-place backward takes it.
+Tensor& elu_family_(const char* op, const char* node, Tensor& x, const std::function<Tensor(const Tensor&)>& activation, double alpha,
+                    double scale, double input_scale) {
+  const double negative_scale = alpha * scale;
+  return activate_in_place(op, node, x, Keeps::result, activation, [=](const Tensor& g, const Tensor& y) {
+    TD_CHECK(alpha >= 0, node, ": the in-place elu's gradient is taken from its result, which a negative alpha (",
+             alpha, ") leaves ambiguous; use the out-of-place form");
+    return where(y <= 0, g * input_scale * (y + negative_scale), g * scale);
+  });
+}
+
+}  // namespace
+
+Tensor& elu_(Tensor& x, double alpha) {
+  return elu_family_("elu_", "EluBackward1", x, [alpha](const Tensor& v) { return elu(v, alpha); }, alpha, 1.0, 1.0);
+}
+
+Tensor& selu_(Tensor& x) {
+  return elu_family_("selu_", "EluBackward1", x, [](const Tensor& v) { return selu(v); }, 1.6732632423543772848170429916717,
+                     1.0507009873554804934193349852946, 1.0);
+}
+
+Tensor& celu_(Tensor& x, double alpha) {
+  return elu_family_("celu_", "CeluBackward1", x, [alpha](const Tensor& v) { return celu(v, alpha); }, alpha, 1.0,
+                     1.0 / alpha);
+}
+
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   check_floating_input("leaky_relu", x);
   return where(x > 0, x, x * negative_slope);
@@ -1752,25 +1839,92 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   });
 }
 
+namespace {
+
+Tensor hardsigmoid_grad(const Tensor& g, const Tensor& x) {
+  // PyTorch's factor: 1/6 rounded to float32, in every dtype.
+  return where((x > -3) * (x < 3), g * static_cast<double>(1.0f / 6.0f), zeros_like(g));
+}
+
+Tensor hardswish_grad(const Tensor& g, const Tensor& x) {
+  return where(x <= -3, zeros_like(g), where(x < 3, g * (x / 3 + 0.5), g));
+}
+
+// The derivative of x * tanh(softplus(x)): tanh(s) + x * sigmoid(x) * (1 - tanh(s)^2).
+Tensor mish_grad(const Tensor& g, const Tensor& x) {
+  const Tensor t = tanh(softplus(x));
+  return g * (t + x * sigmoid(x) * (1 - t * t));
+}
+
+}  // namespace
+
 Tensor relu6(const Tensor& x) { return hardtanh(x, 0, 6); }
+
+Tensor& relu_(Tensor& x) {
+  check_in_place("relu_", x);
+  return x.relu_();
+}
+
+Tensor& leaky_relu_(Tensor& x, double negative_slope) {
+  return activate_in_place(
+      "leaky_relu_", "LeakyReluBackward1", x, Keeps::result, [=](const Tensor& v) { return leaky_relu(v, negative_slope); },
+      [negative_slope](const Tensor& g, const Tensor& y) {
+        TD_CHECK(negative_slope >= 0, "LeakyReluBackward1: the in-place leaky_relu's gradient is taken from its ",
+                 "result, which a negative slope (", negative_slope, ") leaves ambiguous; use the out-of-place form");
+        return where(y > 0, g, g * negative_slope);
+      });
+}
+
+// A result inside (min_val, max_val) came from an input inside it: the gradient passes there only.
+Tensor& hardtanh_(Tensor& x, double min_val, double max_val) {
+  return activate_in_place(
+      "hardtanh_", "HardtanhBackward0", x, Keeps::result, [=](const Tensor& v) { return hardtanh(v, min_val, max_val); },
+      [min_val, max_val](const Tensor& g, const Tensor& y) {
+        return where((y <= min_val) + (y >= max_val), zeros_like(g), g);
+      });
+}
+
+Tensor& relu6_(Tensor& x) { return hardtanh_(x, 0, 6); }
+
+Tensor& hardsigmoid_(Tensor& x) {
+  return activate_in_place("hardsigmoid_", "HardsigmoidBackward0", x, Keeps::input, [](const Tensor& v) { return hardsigmoid(v); },
+                           hardsigmoid_grad);
+}
+
+Tensor& hardswish_(Tensor& x) {
+  return activate_in_place("hardswish_", "HardswishBackward0", x, Keeps::input, [](const Tensor& v) { return hardswish(v); },
+                           hardswish_grad);
+}
+
+Tensor& silu_(Tensor& x) {
+  check_in_place("silu_", x);
+  return x.silu_();
+}
+
+Tensor& mish_(Tensor& x) {
+  return activate_in_place("mish_", "MishBackward0", x, Keeps::input, [](const Tensor& v) { return mish(v); }, mish_grad);
+}
+
+// The mask of what is at or below the threshold is all that is kept.
+Tensor& threshold_(Tensor& x, double threshold, double value) {
+  check_floating_input("threshold_", x);
+  check_in_place("threshold_", x);
+  const Tensor below = values_of([&] { return x <= threshold; });
+  return x.masked_fill_(below, value);
+}
 
 Tensor hardsigmoid(const Tensor& x) {
   check_floating_input("hardsigmoid", x);
   if (is_16bit_float(x.dtype())) return hardsigmoid(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   const Tensor y = values_of([&] { return (x + 3).clamp(0, 6) / 6; });
-  return with_gradient("HardsigmoidBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
-    // PyTorch's factor: 1/6 rounded to float32, in every dtype.
-    return where((xv > -3) * (xv < 3), g * static_cast<double>(1.0f / 6.0f), zeros_like(g));
-  });
+  return with_gradient("HardsigmoidBackward0", x, y, hardsigmoid_grad);
 }
 
 Tensor hardswish(const Tensor& x) {
   check_floating_input("hardswish", x);
   if (is_16bit_float(x.dtype())) return hardswish(x.to(kFloat32)).to(x.dtype());  // PyTorch's float32 and one rounding
   const Tensor y = values_of([&] { return x * (x + 3).clamp(0, 6) / 6; });
-  return with_gradient("HardswishBackward0", x, y, [](const Tensor& g, const Tensor& xv) {
-    return where(xv <= -3, zeros_like(g), where(xv < 3, g * (xv / 3 + 0.5), g));
-  });
+  return with_gradient("HardswishBackward0", x, y, hardswish_grad);
 }
 
 Tensor mish(const Tensor& x) {
@@ -2648,11 +2802,12 @@ Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, IntLis
 
 // PyTorch's alpha dropout: kept elements a * x, dropped ones a * alpha' (alpha' SELU's negative
 // saturation), both shifted by a * alpha' * p, with `keep` drawn per element or per channel.
-Tensor alpha_dropout_with(const char* op, const Tensor& x, double p, bool training, bool per_channel) {
+Tensor alpha_dropout_with(const char* op, Tensor x, double p, bool training, bool per_channel, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
   TD_CHECK(x.defined() && is_floating(x.dtype()), op, ": expected a floating input");
+  if (in_place) check_in_place(op, x);
   if (!training || p == 0) return x;
-  if (p == 1) return x * 0;
+  if (p == 1) return in_place ? x.mul_(0) : x * 0;
   TD_CHECK(!per_channel || x.dim() >= 2, op, ": dropping channels needs an input [N, C, ...], got ",
            shape_str(x.sizes()));
   constexpr double kAlpha = 1.7580993408473766;
@@ -2661,7 +2816,7 @@ Tensor alpha_dropout_with(const char* op, const Tensor& x, double p, bool traini
   if (per_channel) std::fill(noise.begin() + 2, noise.end(), 1);
   const Tensor keep = bernoulli(empty(noise, x.options()), 1 - p);
   const Tensor shift = (keep - 1) * (kAlpha * a) + kAlpha * a * p;
-  return x * (keep * a) + shift;
+  return in_place ? x.mul_(keep * a).add_(shift) : x * (keep * a) + shift;
 }
 
 }  // namespace
@@ -2690,19 +2845,47 @@ Tensor max_unpool3d(const Tensor& x, const Tensor& indices, IntList kernel_size,
 }
 
 Tensor alpha_dropout(const Tensor& x, double p, bool training) {
-  return alpha_dropout_with("alpha_dropout", x, p, training, false);
+  return alpha_dropout_with("alpha_dropout", x, p, training, false, false);
 }
 Tensor feature_alpha_dropout(const Tensor& x, double p, bool training) {
-  return alpha_dropout_with("feature_alpha_dropout", x, p, training, true);
+  return alpha_dropout_with("feature_alpha_dropout", x, p, training, true, false);
+}
+Tensor& alpha_dropout_(Tensor& x, double p, bool training) {
+  alpha_dropout_with("alpha_dropout_", x, p, training, false, true);
+  return x;
+}
+Tensor& feature_alpha_dropout_(Tensor& x, double p, bool training) {
+  alpha_dropout_with("feature_alpha_dropout_", x, p, training, true, true);
+  return x;
 }
 
-Tensor rrelu(const Tensor& x, double lower, double upper, bool training) {
-  check_floating_input("rrelu", x);
-  TD_CHECK(lower <= upper, "rrelu: lower (", lower, ") must not exceed upper (", upper, ")");
-  if (!training) return leaky_relu(x, (lower + upper) / 2);
+namespace {
+
+// Each element's factor in training: its own draw from U(lower, upper) at or below 0, else 1.
+Tensor rrelu_factors(const Tensor& x, double lower, double upper) {
   Tensor slopes = empty(x.sizes(), x.options());
   uniform_(slopes, lower, upper);
-  return x * where(x <= 0, slopes, 1);
+  return values_of([&] { return where(x <= 0, slopes, 1); });
+}
+
+void check_rrelu(const Tensor& x, double lower, double upper) {
+  check_floating_input("rrelu", x);
+  TD_CHECK(lower <= upper, "rrelu: lower (", lower, ") must not exceed upper (", upper, ")");
+}
+
+}  // namespace
+
+Tensor rrelu(const Tensor& x, double lower, double upper, bool training) {
+  check_rrelu(x, lower, upper);
+  if (!training) return leaky_relu(x, (lower + upper) / 2);
+  return x * rrelu_factors(x, lower, upper);
+}
+
+Tensor& rrelu_(Tensor& x, double lower, double upper, bool training) {
+  check_rrelu(x, lower, upper);
+  check_in_place("rrelu_", x);
+  if (!training) return leaky_relu_(x, (lower + upper) / 2);
+  return x.mul_(rrelu_factors(x, lower, upper));
 }
 
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {

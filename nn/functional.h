@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/ops.h"
 #include "core/tensor.h"
 
 namespace tandem {
@@ -47,6 +48,15 @@ inline constexpr InterpolateMode kBilinear = InterpolateMode::bilinear;
 inline constexpr InterpolateMode kTrilinear = InterpolateMode::trilinear;
 
 namespace nn::functional {
+
+// The activations that live in td, under F's names too (F::relu(x), as PyTorch's F.relu).
+using tandem::gelu;
+using tandem::log_softmax;
+using tandem::relu;
+using tandem::sigmoid;
+using tandem::silu;
+using tandem::softmax;
+using tandem::tanh;
 
 // x @ weight^T + bias, for x of any rank >= 1 (bias may be undefined).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
@@ -325,6 +335,33 @@ Tensor feature_alpha_dropout(const Tensor& x, double p = 0.5, bool training = fa
 // Randomized leaky ReLU: in training each element at or below zero is scaled by its own draw from
 // U(lower, upper) (the gradient uses the same draw); otherwise leaky_relu with their mean.
 Tensor rrelu(const Tensor& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false);
+// In-place forms, as PyTorch's F.relu_, elu_, ... and its inplace=True: x takes the function's
+// values and its place in the graph (its version moves on), and is returned. Values, errors and
+// gradients are the out-of-place function's, with the same random draws for the same seed. As in
+// PyTorch, the gradients of relu_, leaky_relu_, elu_, selu_, celu_, hardtanh_ and relu6_ read the
+// result alone, so nothing else is kept: a backward through leaky_relu_ with a negative slope, or
+// elu_/celu_ with a negative alpha, is refused (the result does not tell the two sides apart).
+// hardsigmoid_, hardswish_ and mish_ keep a copy of the input, threshold_ its mask, the dropouts
+// and rrelu_ their draws.
+Tensor& relu_(Tensor& x);
+Tensor& leaky_relu_(Tensor& x, double negative_slope = 0.01);
+Tensor& elu_(Tensor& x, double alpha = 1.0);
+Tensor& selu_(Tensor& x);
+Tensor& celu_(Tensor& x, double alpha = 1.0);
+Tensor& hardtanh_(Tensor& x, double min_val = -1, double max_val = 1);
+Tensor& relu6_(Tensor& x);
+Tensor& threshold_(Tensor& x, double threshold, double value);
+Tensor& rrelu_(Tensor& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false);
+Tensor& hardsigmoid_(Tensor& x);
+Tensor& hardswish_(Tensor& x);
+Tensor& silu_(Tensor& x);
+Tensor& mish_(Tensor& x);
+Tensor& dropout_(Tensor& x, double p = 0.5, bool training = true);
+Tensor& dropout1d_(Tensor& x, double p = 0.5, bool training = true);
+Tensor& dropout2d_(Tensor& x, double p = 0.5, bool training = true);
+Tensor& dropout3d_(Tensor& x, double p = 0.5, bool training = true);
+Tensor& alpha_dropout_(Tensor& x, double p = 0.5, bool training = false);
+Tensor& feature_alpha_dropout_(Tensor& x, double p = 0.5, bool training = false);
 // The p-norm distance between every row of x1 [..., P, M] and every row of x2 [..., R, M]
 // (batch dims broadcast): [..., P, R]. p >= 0 (0 counts differing elements, inf takes the
 // largest difference); the difference is taken directly (PyTorch's default switches to a

@@ -24,31 +24,67 @@ std::string size_str(IntList v) {
 
 }  // namespace
 
+namespace {
+
+// A layer's function, or with `inplace` its in-place form, which writes the input it is given.
+template <typename InPlace>
+std::function<Tensor(const Tensor&)> in_place_if(bool inplace, std::function<Tensor(const Tensor&)> out_of_place,
+                                                 InPlace in_place) {
+  if (!inplace) return out_of_place;
+  return [in_place](const Tensor& x) {
+    Tensor written = x;  // a handle to x itself
+    return Tensor(in_place(written));
+  };
+}
+
+// The layer's settings, with ", inplace=True" where it is set, as PyTorch prints them.
+std::string with_inplace(std::string extra, bool inplace) {
+  if (!inplace) return extra;
+  return extra.empty() ? "inplace=True" : extra + ", inplace=True";
+}
+
+}  // namespace
+
 FunctionalImpl::FunctionalImpl(std::string name, std::function<Tensor(const Tensor&)> fn, std::string extra)
     : Cloneable(std::move(name)), fn_(std::move(fn)), extra_(std::move(extra)) {}
 
 IdentityImpl::IdentityImpl() : Cloneable("Identity", [](const Tensor& x) { return x; }) {}
-ReLUImpl::ReLUImpl() : Cloneable("ReLU", [](const Tensor& x) { return relu(x); }) {}
-ELUImpl::ELUImpl(double alpha)
-    : Cloneable("ELU", [alpha](const Tensor& x) { return functional::elu(x, alpha); },
-                     "alpha=" + python_float(alpha)) {}
-SELUImpl::SELUImpl() : Cloneable("SELU", [](const Tensor& x) { return functional::selu(x); }) {}
-CELUImpl::CELUImpl(double alpha)
-    : Cloneable("CELU", [alpha](const Tensor& x) { return functional::celu(x, alpha); },
-                     "alpha=" + python_float(alpha)) {}
+ReLUImpl::ReLUImpl(bool inplace)
+    : Cloneable("ReLU", in_place_if(inplace, [](const Tensor& x) { return relu(x); }, functional::relu_),
+                with_inplace("", inplace)) {}
+ELUImpl::ELUImpl(double alpha, bool inplace)
+    : Cloneable("ELU",
+                in_place_if(
+                    inplace, [alpha](const Tensor& x) { return functional::elu(x, alpha); },
+                    [alpha](Tensor& x) -> Tensor& { return functional::elu_(x, alpha); }),
+                with_inplace("alpha=" + python_float(alpha), inplace)) {}
+SELUImpl::SELUImpl(bool inplace)
+    : Cloneable("SELU", in_place_if(inplace, [](const Tensor& x) { return functional::selu(x); }, functional::selu_),
+                with_inplace("", inplace)) {}
+CELUImpl::CELUImpl(double alpha, bool inplace)
+    : Cloneable("CELU",
+                in_place_if(
+                    inplace, [alpha](const Tensor& x) { return functional::celu(x, alpha); },
+                    [alpha](Tensor& x) -> Tensor& { return functional::celu_(x, alpha); }),
+                with_inplace("alpha=" + python_float(alpha), inplace)) {}
 SoftplusImpl::SoftplusImpl(double beta, double threshold)
     : Cloneable("Softplus", [beta, threshold](const Tensor& x) { return functional::softplus(x, beta, threshold); },
                      "beta=" + python_float(beta) + ", threshold=" + python_float(threshold)) {}
-LeakyReLUImpl::LeakyReLUImpl(double negative_slope)
-    : Cloneable("LeakyReLU", [negative_slope](const Tensor& x) { return functional::leaky_relu(x, negative_slope); },
-                     "negative_slope=" + python_float(negative_slope)) {}
+LeakyReLUImpl::LeakyReLUImpl(double negative_slope, bool inplace)
+    : Cloneable("LeakyReLU",
+                in_place_if(
+                    inplace, [negative_slope](const Tensor& x) { return functional::leaky_relu(x, negative_slope); },
+                    [negative_slope](Tensor& x) -> Tensor& { return functional::leaky_relu_(x, negative_slope); }),
+                with_inplace("negative_slope=" + python_float(negative_slope), inplace)) {}
 GELUImpl::GELUImpl(const std::string& approximate)
     : Cloneable("GELU", [approximate](const Tensor& x) { return gelu(x, approximate); },
                      "approximate='" + approximate + "'") {
   TD_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got '",
            approximate, "'");
 }
-SiLUImpl::SiLUImpl() : Cloneable("SiLU", [](const Tensor& x) { return silu(x); }) {}
+SiLUImpl::SiLUImpl(bool inplace)
+    : Cloneable("SiLU", in_place_if(inplace, [](const Tensor& x) { return silu(x); }, functional::silu_),
+                with_inplace("", inplace)) {}
 TanhImpl::TanhImpl() : Cloneable("Tanh", [](const Tensor& x) { return tanh(x); }) {}
 SigmoidImpl::SigmoidImpl() : Cloneable("Sigmoid", [](const Tensor& x) { return sigmoid(x); }) {}
 SoftmaxImpl::SoftmaxImpl(int64_t dim)
@@ -247,13 +283,19 @@ template class MaxUnpoolImpl<1>;
 template class MaxUnpoolImpl<2>;
 template class MaxUnpoolImpl<3>;
 
-RReLUImpl::RReLUImpl(double lower_, double upper_) : lower(lower_), upper(upper_) {
+RReLUImpl::RReLUImpl(double lower_, double upper_, bool inplace_) : lower(lower_), upper(upper_), inplace(inplace_) {
   TD_CHECK(lower <= upper, "RReLU: lower (", lower, ") must not exceed upper (", upper, ")");
 }
 
-Tensor RReLUImpl::forward(const Tensor& x) { return functional::rrelu(x, lower, upper, is_training()); }
+Tensor RReLUImpl::forward(const Tensor& x) {
+  if (!inplace) return functional::rrelu(x, lower, upper, is_training());
+  Tensor written = x;
+  return functional::rrelu_(written, lower, upper, is_training());
+}
 
-std::string RReLUImpl::extra_repr() const { return "lower=" + python_float(lower) + ", upper=" + python_float(upper); }
+std::string RReLUImpl::extra_repr() const {
+  return with_inplace("lower=" + python_float(lower) + ", upper=" + python_float(upper), inplace);
+}
 
 PixelShuffleImpl::PixelShuffleImpl(int64_t upscale_factor)
     : Cloneable(
@@ -283,21 +325,33 @@ FoldImpl::FoldImpl(IntList output_size, IntList kernel_size, IntList dilation, I
           "output_size=" + size_str(output_size) + ", kernel_size=" + size_str(kernel_size) + ", dilation=" +
               size_str(dilation) + ", padding=" + size_str(padding) + ", stride=" + size_str(stride)) {}
 
-DropoutImpl::DropoutImpl(double p_, const char* name) : p(p_) {
+DropoutImpl::DropoutImpl(const char* name, double p_, bool inplace_) : p(p_), inplace(inplace_) {
   TD_CHECK(p >= 0 && p <= 1, name, ": probability must be in [0, 1], got ", p);
 }
 
-Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
+Tensor DropoutImpl::forward(const Tensor& x) { return drop(x, functional::dropout, functional::dropout_); }
 
-std::string DropoutImpl::extra_repr() const { return "p=" + python_float(p) + ", inplace=False"; }
-
-Tensor AlphaDropoutImpl::forward(const Tensor& x) { return functional::alpha_dropout(x, p, is_training()); }
-Tensor FeatureAlphaDropoutImpl::forward(const Tensor& x) {
-  return functional::feature_alpha_dropout(x, p, is_training());
+// PyTorch prints its dropouts' inplace either way.
+std::string DropoutImpl::extra_repr() const {
+  return "p=" + python_float(p) + ", inplace=" + (inplace ? "True" : "False");
 }
-Tensor Dropout1dImpl::forward(const Tensor& x) { return functional::dropout1d(x, p, is_training()); }
-Tensor Dropout2dImpl::forward(const Tensor& x) { return functional::dropout2d(x, p, is_training()); }
-Tensor Dropout3dImpl::forward(const Tensor& x) { return functional::dropout3d(x, p, is_training()); }
+
+Tensor DropoutImpl::drop(const Tensor& x, Tensor (*out_of_place)(const Tensor&, double, bool),
+                         Tensor& (*in_place)(Tensor&, double, bool)) {
+  if (!inplace) return out_of_place(x, p, is_training());
+  Tensor written = x;  // a handle to x itself
+  return in_place(written, p, is_training());
+}
+
+Tensor AlphaDropoutImpl::forward(const Tensor& x) {
+  return drop(x, functional::alpha_dropout, functional::alpha_dropout_);
+}
+Tensor FeatureAlphaDropoutImpl::forward(const Tensor& x) {
+  return drop(x, functional::feature_alpha_dropout, functional::feature_alpha_dropout_);
+}
+Tensor Dropout1dImpl::forward(const Tensor& x) { return drop(x, functional::dropout1d, functional::dropout1d_); }
+Tensor Dropout2dImpl::forward(const Tensor& x) { return drop(x, functional::dropout2d, functional::dropout2d_); }
+Tensor Dropout3dImpl::forward(const Tensor& x) { return drop(x, functional::dropout3d, functional::dropout3d_); }
 
 // ---- containers ----
 
@@ -529,17 +583,30 @@ std::string ParameterDictImpl::extra_repr() const { return parameter_lines(regis
 
 // ---- more activations ----
 
-HardtanhImpl::HardtanhImpl(double min_val, double max_val)
-    : Cloneable(
-          "Hardtanh", [min_val, max_val](const Tensor& x) { return functional::hardtanh(x, min_val, max_val); },
-          "min_val=" + python_float(min_val) + ", max_val=" + python_float(max_val)) {
+HardtanhImpl::HardtanhImpl(double min_val, double max_val, bool inplace)
+    : Cloneable("Hardtanh",
+                in_place_if(
+                    inplace, [min_val, max_val](const Tensor& x) { return functional::hardtanh(x, min_val, max_val); },
+                    [min_val, max_val](Tensor& x) -> Tensor& { return functional::hardtanh_(x, min_val, max_val); }),
+                with_inplace("min_val=" + python_float(min_val) + ", max_val=" + python_float(max_val), inplace)) {
   TD_CHECK(min_val < max_val, "Hardtanh: min_val (", min_val, ") must be below max_val (", max_val, ")");
 }
-ReLU6Impl::ReLU6Impl() : Cloneable("ReLU6", [](const Tensor& x) { return functional::relu6(x); }) {}
-HardsigmoidImpl::HardsigmoidImpl()
-    : Cloneable("Hardsigmoid", [](const Tensor& x) { return functional::hardsigmoid(x); }) {}
-HardswishImpl::HardswishImpl() : Cloneable("Hardswish", [](const Tensor& x) { return functional::hardswish(x); }) {}
-MishImpl::MishImpl() : Cloneable("Mish", [](const Tensor& x) { return functional::mish(x); }) {}
+ReLU6Impl::ReLU6Impl(bool inplace)
+    : Cloneable("ReLU6",
+                in_place_if(inplace, [](const Tensor& x) { return functional::relu6(x); }, functional::relu6_),
+                with_inplace("", inplace)) {}
+// PyTorch prints neither's inplace.
+HardsigmoidImpl::HardsigmoidImpl(bool inplace)
+    : Cloneable("Hardsigmoid", in_place_if(
+                                   inplace, [](const Tensor& x) { return functional::hardsigmoid(x); },
+                                   functional::hardsigmoid_)) {}
+HardswishImpl::HardswishImpl(bool inplace)
+    : Cloneable("Hardswish", in_place_if(
+                                 inplace, [](const Tensor& x) { return functional::hardswish(x); },
+                                 functional::hardswish_)) {}
+MishImpl::MishImpl(bool inplace)
+    : Cloneable("Mish", in_place_if(inplace, [](const Tensor& x) { return functional::mish(x); }, functional::mish_),
+                with_inplace("", inplace)) {}
 LogSigmoidImpl::LogSigmoidImpl() : Cloneable("LogSigmoid", [](const Tensor& x) { return functional::logsigmoid(x); }) {}
 SoftsignImpl::SoftsignImpl() : Cloneable("Softsign", [](const Tensor& x) { return functional::softsign(x); }) {}
 TanhshrinkImpl::TanhshrinkImpl() : Cloneable("Tanhshrink", [](const Tensor& x) { return functional::tanhshrink(x); }) {}
@@ -551,10 +618,12 @@ SoftshrinkImpl::SoftshrinkImpl(double lambd)
           "Softshrink", [lambd](const Tensor& x) { return functional::softshrink(x, lambd); }, python_float(lambd)) {
   TD_CHECK(lambd >= 0, "Softshrink: lambd must not be negative, got ", lambd);
 }
-ThresholdImpl::ThresholdImpl(double threshold, double value)
-    : Cloneable(
-          "Threshold", [threshold, value](const Tensor& x) { return functional::threshold(x, threshold, value); },
-          "threshold=" + python_float(threshold) + ", value=" + python_float(value)) {}
+ThresholdImpl::ThresholdImpl(double threshold, double value, bool inplace)
+    : Cloneable("Threshold",
+                in_place_if(
+                    inplace, [threshold, value](const Tensor& x) { return functional::threshold(x, threshold, value); },
+                    [threshold, value](Tensor& x) -> Tensor& { return functional::threshold_(x, threshold, value); }),
+                with_inplace("threshold=" + python_float(threshold) + ", value=" + python_float(value), inplace)) {}
 GLUImpl::GLUImpl(int64_t dim)
     : Cloneable(
           "GLU", [dim](const Tensor& x) { return functional::glu(x, dim); }, "dim=" + std::to_string(dim)) {}

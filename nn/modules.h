@@ -32,23 +32,23 @@ class IdentityImpl : public Cloneable<IdentityImpl, FunctionalImpl> {
 };
 class ReLUImpl : public Cloneable<ReLUImpl, FunctionalImpl> {
  public:
-  ReLUImpl();
+  explicit ReLUImpl(bool inplace = false);
 };
 class LeakyReLUImpl : public Cloneable<LeakyReLUImpl, FunctionalImpl> {
  public:
-  explicit LeakyReLUImpl(double negative_slope = 0.01);
+  explicit LeakyReLUImpl(double negative_slope = 0.01, bool inplace = false);
 };
 class ELUImpl : public Cloneable<ELUImpl, FunctionalImpl> {
  public:
-  explicit ELUImpl(double alpha = 1.0);
+  explicit ELUImpl(double alpha = 1.0, bool inplace = false);
 };
 class SELUImpl : public Cloneable<SELUImpl, FunctionalImpl> {
  public:
-  SELUImpl();
+  explicit SELUImpl(bool inplace = false);
 };
 class CELUImpl : public Cloneable<CELUImpl, FunctionalImpl> {
  public:
-  explicit CELUImpl(double alpha = 1.0);
+  explicit CELUImpl(double alpha = 1.0, bool inplace = false);
 };
 // functional::softplus with these beta and threshold.
 class SoftplusImpl : public Cloneable<SoftplusImpl, FunctionalImpl> {
@@ -61,7 +61,7 @@ class GELUImpl : public Cloneable<GELUImpl, FunctionalImpl> {
 };
 class SiLUImpl : public Cloneable<SiLUImpl, FunctionalImpl> {
  public:
-  SiLUImpl();
+  explicit SiLUImpl(bool inplace = false);
 };
 class TanhImpl : public Cloneable<TanhImpl, FunctionalImpl> {
  public:
@@ -184,10 +184,11 @@ class MaxUnpool3dImpl : public Cloneable<MaxUnpool3dImpl, MaxUnpoolImpl<3>> {
 // Randomized leaky ReLU (functional::rrelu): random slopes in training, their mean otherwise.
 class RReLUImpl : public Cloneable<RReLUImpl> {
  public:
-  explicit RReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3);
+  explicit RReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3, bool inplace = false);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double lower, upper;
+  bool inplace;
 };
 // [..., C * r^2, H, W] <-> [..., C, H * r, W * r] (functional::pixel_shuffle, pixel_unshuffle).
 class PixelShuffleImpl : public Cloneable<PixelShuffleImpl, FunctionalImpl> {
@@ -233,40 +234,47 @@ class CosineSimilarityImpl : public Cloneable<CosineSimilarityImpl> {
   CosineSimilarityOptions options;
 };
 
-// Dropout(p): active in training mode only.
+// Dropout(p): active in training mode only; with inplace, it writes its input.
 class DropoutImpl : public Cloneable<DropoutImpl> {
  public:
-  explicit DropoutImpl(double p = 0.5, const char* name = "Dropout");  // name: for the error
+  explicit DropoutImpl(double p = 0.5, bool inplace = false) : DropoutImpl("Dropout", p, inplace) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p;
+  bool inplace;
+
+ protected:
+  DropoutImpl(const char* name, double p, bool inplace);  // name: for the error
+  // The function, or with inplace its in-place form, at p in the module's mode.
+  Tensor drop(const Tensor& x, Tensor (*out_of_place)(const Tensor&, double, bool),
+              Tensor& (*in_place)(Tensor&, double, bool));
 };
 
 // Channel dropout (functional::dropout1d, 2d, 3d), active in training mode only.
 class Dropout1dImpl : public Cloneable<Dropout1dImpl, DropoutImpl> {
  public:
-  explicit Dropout1dImpl(double p = 0.5) : Cloneable(p, "Dropout1d") {}
+  explicit Dropout1dImpl(double p = 0.5, bool inplace = false) : Cloneable("Dropout1d", p, inplace) {}
   Tensor forward(const Tensor& x) override;
 };
 class Dropout2dImpl : public Cloneable<Dropout2dImpl, DropoutImpl> {
  public:
-  explicit Dropout2dImpl(double p = 0.5) : Cloneable(p, "Dropout2d") {}
+  explicit Dropout2dImpl(double p = 0.5, bool inplace = false) : Cloneable("Dropout2d", p, inplace) {}
   Tensor forward(const Tensor& x) override;
 };
 // Alpha dropout (functional::alpha_dropout, feature_alpha_dropout), active in training mode only.
 class AlphaDropoutImpl : public Cloneable<AlphaDropoutImpl, DropoutImpl> {
  public:
-  explicit AlphaDropoutImpl(double p = 0.5) : Cloneable(p, "AlphaDropout") {}
+  explicit AlphaDropoutImpl(double p = 0.5, bool inplace = false) : Cloneable("AlphaDropout", p, inplace) {}
   Tensor forward(const Tensor& x) override;
 };
 class FeatureAlphaDropoutImpl : public Cloneable<FeatureAlphaDropoutImpl, DropoutImpl> {
  public:
-  explicit FeatureAlphaDropoutImpl(double p = 0.5) : Cloneable(p, "FeatureAlphaDropout") {}
+  explicit FeatureAlphaDropoutImpl(double p = 0.5, bool inplace = false) : Cloneable("FeatureAlphaDropout", p, inplace) {}
   Tensor forward(const Tensor& x) override;
 };
 class Dropout3dImpl : public Cloneable<Dropout3dImpl, DropoutImpl> {
  public:
-  explicit Dropout3dImpl(double p = 0.5) : Cloneable(p, "Dropout3d") {}
+  explicit Dropout3dImpl(double p = 0.5, bool inplace = false) : Cloneable("Dropout3d", p, inplace) {}
   Tensor forward(const Tensor& x) override;
 };
 
@@ -354,23 +362,23 @@ class CosineSimilarity : public ModuleHolder<CosineSimilarityImpl> {
 // More activations, as PyTorch's modules of the same names (F:: has their math).
 class HardtanhImpl : public Cloneable<HardtanhImpl, FunctionalImpl> {
  public:
-  explicit HardtanhImpl(double min_val = -1, double max_val = 1);
+  explicit HardtanhImpl(double min_val = -1, double max_val = 1, bool inplace = false);
 };
 class ReLU6Impl : public Cloneable<ReLU6Impl, FunctionalImpl> {
  public:
-  ReLU6Impl();
+  explicit ReLU6Impl(bool inplace = false);
 };
 class HardsigmoidImpl : public Cloneable<HardsigmoidImpl, FunctionalImpl> {
  public:
-  HardsigmoidImpl();
+  explicit HardsigmoidImpl(bool inplace = false);
 };
 class HardswishImpl : public Cloneable<HardswishImpl, FunctionalImpl> {
  public:
-  HardswishImpl();
+  explicit HardswishImpl(bool inplace = false);
 };
 class MishImpl : public Cloneable<MishImpl, FunctionalImpl> {
  public:
-  MishImpl();
+  explicit MishImpl(bool inplace = false);
 };
 class LogSigmoidImpl : public Cloneable<LogSigmoidImpl, FunctionalImpl> {
  public:
@@ -394,7 +402,7 @@ class SoftshrinkImpl : public Cloneable<SoftshrinkImpl, FunctionalImpl> {
 };
 class ThresholdImpl : public Cloneable<ThresholdImpl, FunctionalImpl> {
  public:
-  ThresholdImpl(double threshold, double value);
+  ThresholdImpl(double threshold, double value, bool inplace = false);
 };
 class GLUImpl : public Cloneable<GLUImpl, FunctionalImpl> {
  public:

@@ -43,6 +43,17 @@ Tensor singular_values_apart(const Tensor& x) {
   return x + on(x, x.size(-2) >= x.size(-1) ? base : base.t());
 }
 
+// An in-place form applied to a copy of x (x is a leaf that requires grad, which may not be
+// written), and to the middle columns of another copy, a view, whose base takes the gradient.
+Tensor written(const Tensor& x, const std::function<void(Tensor&)>& in_place) {
+  Tensor whole = x * 1;
+  in_place(whole);
+  Tensor base = x * 1;
+  Tensor middle = base.narrow(-1, 1, 2);
+  in_place(middle);
+  return td::cat({whole, base});
+}
+
 // Each eigen- or singular vector (a column of v) times its own sum: blind to the vector's sign,
 // which a factorization is free to choose, yet smooth.
 Tensor sign_blind(const Tensor& v) { return v * v.sum(-2, true); }
@@ -690,6 +701,30 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"glu", {{{3, 4}}}, [](V x) { return td::nn::F::glu(x[0], 1); }},
       {"softmin", {{{3, 4}}}, [](V x) { return td::nn::F::softmin(x[0], 1); }},
       {"prelu", {{{2, 3, 4}, -2, 2, true, {0}}, {{3}}}, [](V x) { return td::nn::F::prelu(x[0], x[1]); }},
+      {"relu_", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::relu_(y); }); }},
+      {"leaky_relu_", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::leaky_relu_(y, 0.2); }); }},
+      {"elu_", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::elu_(y, 0.7); }); }},
+      {"selu_", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::selu_(y); }); }},
+      {"celu_", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::celu_(y, 1.5); }); }},
+      {"hardtanh_", {{{3, 4}, -2, 2, true, {-0.5, 1.5}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::hardtanh_(y, -0.5, 1.5); }); }},
+      {"relu6_", {{{3, 4}, -1, 7, true, {0, 6}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::relu6_(y); }); }},
+      {"threshold_", {{{3, 4}, -2, 2, true, {0.3}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::threshold_(y, 0.3, -1); }); }},
+      {"rrelu_ in evaluation", {{{3, 4}, -2, 2, true, {0}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::rrelu_(y, 0.1, 0.3); }); }},
+      {"hardsigmoid_", {{{3, 4}, -4, 4, true, {-3, 3}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::hardsigmoid_(y); }); }},
+      {"hardswish_", {{{3, 4}, -4, 4, true, {-3, 3}}},
+       [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::hardswish_(y); }); }},
+      {"silu_", {{{3, 4}}}, [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::silu_(y); }); }},
+      {"mish_", {{{3, 4}, -3, 3}}, [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::mish_(y); }); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

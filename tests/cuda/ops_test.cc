@@ -1047,6 +1047,12 @@ TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the
         Tensor d = F::dropout(y.dev, p, true);
         check_equal(d == 0, c == 0, "dropout mask " + what);
         check_close(d, c, rtol_for(dtype), 0, "dropout " + what);
+        // In place, the same draws write the non-contiguous tensor itself.
+        Tensor written = tt::same_layout_on(y.dev, y.dev.device());
+        ct::manual_seed_as_cpu(seed);
+        F::dropout_(written, p, true);
+        CHECK(written.strides() == y.dev.strides());
+        check_equal(written, d, "dropout_ " + what);
       }
       td::nn::Dropout module(0.5);
       module->eval();
