@@ -1,8 +1,9 @@
 // tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam,
-// RAdam, Adadelta, Rprop, ASGD, LBFGS), learning-rate schedulers, and amp::GradScaler for float16
-// training.
+// RAdam, Adadelta, Rprop, ASGD, Adafactor, LBFGS), learning-rate schedulers, and amp::GradScaler
+// for float16 training.
 #pragma once
 
+#include "nn/optim/adafactor.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/adam_variants.h"
 #include "nn/optim/classic.h"

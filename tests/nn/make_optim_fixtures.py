@@ -52,7 +52,7 @@ GRADS = [
 OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
               "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad, "Adamax": torch.optim.Adamax,
               "NAdam": torch.optim.NAdam, "RAdam": torch.optim.RAdam, "Adadelta": torch.optim.Adadelta,
-              "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD}
+              "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD, "Adafactor": torch.optim.Adafactor}
 SCHEDULERS = {
     "StepLR": torch.optim.lr_scheduler.StepLR,
     "MultiStepLR": torch.optim.lr_scheduler.MultiStepLR,
@@ -135,6 +135,15 @@ CONFIGS = [
     ("asgd_averaging", "ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "weight_decay": 0.1}, None, None,
      8),
     ("asgd_maximize", "ASGD", {"lr": 0.05, "t0": 0, "maximize": True}, None, None),
+    # Eight steps: the step size min(lr, 1 / sqrt(t)) stays lr; the matrix's moments are factored.
+    ("adafactor_plain", "Adafactor", {"lr": 0.01}, None, None, 8),
+    ("adafactor_options", "Adafactor",
+     {"lr": 0.05, "beta2_decay": -0.5, "eps": [1e-20, 1e-2], "d": 1.5, "weight_decay": 0.1, "maximize": True},
+     None, None),
+    # lr 0.5 in the second group: from the fifth step on, 1 / sqrt(t) is the smaller.
+    ("adafactor_two_groups", "Adafactor", {"lr": 0.01},
+     [{"params": [0], "options": {"eps": [None, 0.5]}}, {"params": [1, 2], "options": {"lr": 0.5, "d": 2.0}}], None,
+     8),
     ("adam_one_cycle_three_phase", "Adam", {"lr": 0.01},
      [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.001}}],
      {"type": "OneCycleLR", "args": {"max_lr": [0.02, 0.05], "total_steps": 8, "pct_start": 0.25,
@@ -193,8 +202,8 @@ PLATEAUS = [
 
 def torch_options(options):
     out = dict(options)
-    for pair in ("betas", "etas", "step_sizes"):
-        if pair in out:
+    for pair in ("betas", "etas", "step_sizes", "eps"):  # Adafactor's eps is a pair, Adam's a number
+        if isinstance(out.get(pair), list):
             out[pair] = tuple(out[pair])
     return out
 

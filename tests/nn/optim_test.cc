@@ -149,6 +149,18 @@ optim::ASGDOptions asgd_options(const json& j, optim::ASGDOptions o) {
   return o;
 }
 
+optim::AdafactorOptions adafactor_options(const json& j, optim::AdafactorOptions o) {
+  apply_common(o, j);
+  if (j.contains("beta2_decay")) o.beta2_decay(j["beta2_decay"].get<double>());
+  if (j.contains("eps")) {
+    const json& eps = j["eps"];
+    o.eps({eps[0].is_null() ? std::nullopt : std::optional<double>(eps[0].get<double>()), eps[1].get<double>()});
+  }
+  if (j.contains("d")) o.d(j["d"].get<double>());
+  if (j.contains("maximize")) o.maximize(j["maximize"].get<bool>());
+  return o;
+}
+
 // The optimizer of a fixture configuration: its defaults, and its groups with their overrides;
 // with `fused`, SGD, Adam and AdamW have fused(*fused) in every group.
 std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params,
@@ -211,6 +223,11 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   if (kind == "ASGD") {
     auto base = asgd_options(defaults, optim::ASGDOptions());
     return std::make_unique<optim::ASGD>(groups([&](const json& o) { return asgd_options(o, base); }), base);
+  }
+  if (kind == "Adafactor") {
+    auto base = adafactor_options(defaults, optim::AdafactorOptions());
+    return std::make_unique<optim::Adafactor>(groups([&](const json& o) { return adafactor_options(o, base); }),
+                                              base);
   }
   REQUIRE(kind == "AdamW");
   auto base = adam_options(defaults, optim::AdamWOptions());
@@ -569,6 +586,15 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
       {"Rprop", "etas (0.5, 0.9)", "0 < etaminus < 1 < etaplus"});
   check_error([&] { optim::ASGD(params(), optim::ASGDOptions().alpha(-1)); }, {"ASGD", "alpha = -1"});
   check_error([&] { optim::ASGD(params(), optim::ASGDOptions().weight_decay(-1)); }, {"ASGD", "weight_decay = -1"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().beta2_decay(0.5)); },
+              {"Adafactor", "beta2_decay = 0.5", "<= 0"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({-1.0, 1e-3})); },
+              {"Adafactor", "eps[0] = -1"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({std::nullopt, -1e-3})); },
+              {"Adafactor", "eps[1] = -0.001"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().d(0.5)); }, {"Adafactor", "d = 0.5", ">= 1"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().weight_decay(-1)); },
+              {"Adafactor", "weight_decay = -1"});
   // A group's own options are checked too.
   check_error([&] { optim::SGD({optim::OptimizerParamGroup(params(), optim::SGDOptions(-2))}, 0.1); },
               {"lr = -2"});
@@ -745,7 +771,8 @@ TEST_CASE("every optimizer refuses a bad gradient before it changes a parameter 
       {"RAdam", [](auto p) { return std::make_unique<optim::RAdam>(p, optim::RAdamOptions(0.1)); }},
       {"Adadelta", [](auto p) { return std::make_unique<optim::Adadelta>(p, optim::AdadeltaOptions()); }},
       {"Rprop", [](auto p) { return std::make_unique<optim::Rprop>(p, optim::RpropOptions()); }},
-      {"ASGD", [](auto p) { return std::make_unique<optim::ASGD>(p, optim::ASGDOptions().t0(0)); }}};
+      {"ASGD", [](auto p) { return std::make_unique<optim::ASGD>(p, optim::ASGDOptions().t0(0)); }},
+      {"Adafactor", [](auto p) { return std::make_unique<optim::Adafactor>(p, optim::AdafactorOptions()); }}};
   for (const auto& [name, make] : makers) {
     INFO(name);
     td::Tensor a = td::ones({2}, td::kFloat64).requires_grad_(), b = td::ones({3}, td::kFloat64).requires_grad_();
@@ -883,7 +910,7 @@ TEST_CASE("optimizers on bfloat16 parameters round as PyTorch's single-tensor st
             -0.1826171875, 0.0546875, 0.1767578125, 0.181640625, 0.55078125});
 }
 
-TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD on bfloat16 parameters round as PyTorch's", "[cpu]") {
+TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop, ASGD and Adafactor on bfloat16 parameters round as PyTorch's", "[cpu]") {
   // The same parameter and five gradients as above; PyTorch 2.15 (foreach=False) gave these sums
   // of the final values, plain and weighted by position, which any changed value would move.
   auto run = [](optim::Optimizer& optimizer, td::Tensor& p) {
@@ -892,10 +919,10 @@ TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD on bfloat16 parameters
       for (int i = 0; i < 64; ++i) {
         g[i] = static_cast<float>((7 * i + s) % 13 - 6) / 16.0f + static_cast<float>(s) / 32.0f;
       }
-      p.mutable_grad() = td::tensor(g).to(td::kBFloat16);
+      p.mutable_grad() = td::tensor(g).to(td::kBFloat16).view(p.sizes());
       optimizer.step();
     }
-    const td::Tensor final_values = p.detach().to(td::kFloat64);
+    const td::Tensor final_values = p.detach().to(td::kFloat64).reshape({-1});
     return std::pair{final_values.sum().item<double>(),
                      (final_values * td::arange(64, td::kFloat64)).sum().item<double>()};
   };
@@ -921,6 +948,8 @@ TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD on bfloat16 parameters
        -31.9190673828125},
       {"ASGD", [](auto p) { return std::make_unique<optim::ASGD>(p, optim::ASGDOptions(0.05).t0(1)); },
        -4.2315673828125, -40.4427490234375},
+      {"Adafactor", [](auto p) { return std::make_unique<optim::Adafactor>(p, optim::AdafactorOptions(0.01)); },
+       -3.9049072265625, -30.170166015625},
   };
   for (const auto& [name, make, sum, weighted] : cases) {
     INFO(name);
@@ -930,6 +959,12 @@ TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD on bfloat16 parameters
     CHECK(got_sum == sum);
     CHECK(got_weighted == weighted);
   }
+  // The same values as an 8 x 8 matrix, whose second moments Adafactor factors.
+  td::Tensor matrix = parameter().detach().view({8, 8}).requires_grad_();
+  optim::Adafactor adafactor({matrix}, optim::AdafactorOptions(0.01));
+  const auto [matrix_sum, matrix_weighted] = run(adafactor, matrix);
+  CHECK(matrix_sum == -3.71514892578125);
+  CHECK(matrix_weighted == -24.423828125);
 }
 
 TEST_CASE("schedulers that follow each group's lr also schedule groups added later, as PyTorch's do", "[cpu]") {
@@ -1849,5 +1884,58 @@ TEST_CASE("scheduler edges as PyTorch's: MultiplicativeLR restarted, CyclicLR se
     zero.step();
     check_error([&] { zero.step(); }, {"ConstantLR", "factor of 0", "total_iters"});
     CHECK(zero.last_epoch() == 1);
+  }
+}
+
+TEST_CASE("Adafactor factors each matrix of a batch and keeps a float32 parameter's machine epsilon", "[cpu]") {
+  const auto closed_form = [](int64_t n, double salt, double scale) {
+    std::vector<double> v(n);
+    for (int64_t k = 0; k < n; ++k) {
+      v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
+    }
+    return v;
+  };
+  // PyTorch 2.15 (foreach=False), lr 0.02, weight_decay 0.05, after four steps.
+  const std::vector<std::tuple<td::DType, td::Shape, std::vector<double>>> cases = {
+      {td::kFloat64, {2, 3, 4},
+       {0.6772806430830619, 1.6691355591514982, 0.21712107409425774, -0.8259465829148576, -0.4280093997241144,
+        0.3518188574014978, 0.8878800939943507, -0.038506655465944284, -1.6491177106496144, -0.8589884811305336,
+        1.2161222037139923, 1.1282055200159742, -0.2255989499325585, -0.6558965791247731, -0.19732344189992632,
+        0.8029247455316068, 0.9736279195892024, -0.7957865970672444, -1.7805034827273478, -0.09061914398193192,
+        1.2393251028536407, 0.5217192381514096, -0.40256660008057626, -0.6079491057996734}},
+      {td::kFloat32, {3, 5},
+       {0.6806021928787231, 1.674343466758728, 0.22006140649318695, -0.8283029198646545, -0.4222733974456787,
+        0.3640599250793457, 0.8730234503746033, -0.06375597417354584, -1.6551976203918457, -0.8875299096107483,
+        1.2240139245986938, 1.142279028892517, -0.23536773025989532, -0.6496394276618958, -0.19439630210399628}},
+  };
+  for (const auto& [dtype, shape, expected] : cases) {
+    INFO(dtype);
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    td::Tensor p = td::tensor(closed_form(n, 0.4, 1.2), td::kFloat64).to(dtype).view(shape).requires_grad_();
+    optim::Adafactor optimizer({p}, optim::AdafactorOptions(0.02).weight_decay(0.05));
+    for (int t = 0; t < 4; ++t) {
+      p.mutable_grad() = td::tensor(closed_form(n, 1.1 + t, 0.9), td::kFloat64).to(dtype).view(shape);
+      optimizer.step();
+    }
+    check_close(p, expected, dtype == td::kFloat64 ? 1e-12 : 1e-6, 1e-7);
+    // One value per row and one per column of each matrix.
+    const td::StateDict state = optimizer.state_dict();
+    td::Shape rows = shape, columns = shape;
+    rows.back() = 1;
+    columns[columns.size() - 2] = 1;
+    CHECK(state.at("state.0.row_var").sizes() == rows);
+    CHECK(state.at("state.0.col_var").sizes() == columns);
+    CHECK(!state.contains("state.0.variance"));
+    CHECK(state.at("state.0.step").item<int64_t>() == 4);
+
+    // A state whose moments have the wrong shapes is refused, and the optimizer keeps its own.
+    td::StateDict wrong;
+    wrong.metadata = state.metadata;
+    for (const auto& [key, t] : state) wrong.insert(key, key == "state.0.row_var" ? td::zeros(columns, dtype) : t);
+    td::Tensor q = p.detach().clone().requires_grad_();
+    optim::Adafactor other({q}, optim::AdafactorOptions(0.02));
+    check_error([&] { other.load_state_dict(wrong); }, {"row_var", td::shape_str(columns), td::shape_str(rows)});
+    CHECK(other.state().empty());
   }
 }
