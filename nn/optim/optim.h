@@ -1,6 +1,6 @@
 // tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam,
-// RAdam, Adadelta, Rprop, ASGD, Adafactor, LBFGS), learning-rate schedulers, and amp::GradScaler
-// for float16 training.
+// RAdam, Adadelta, Rprop, ASGD, Adafactor, Muon, LBFGS), learning-rate schedulers, and
+// amp::GradScaler for float16 training.
 #pragma once
 
 #include "nn/optim/adafactor.h"
@@ -10,6 +10,7 @@
 #include "nn/optim/grad_scaler.h"
 #include "nn/optim/lbfgs.h"
 #include "nn/optim/lr_scheduler.h"
+#include "nn/optim/muon.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/rmsprop.h"
 #include "nn/optim/sgd.h"

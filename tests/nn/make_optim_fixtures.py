@@ -52,7 +52,8 @@ GRADS = [
 OPTIMIZERS = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
               "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad, "Adamax": torch.optim.Adamax,
               "NAdam": torch.optim.NAdam, "RAdam": torch.optim.RAdam, "Adadelta": torch.optim.Adadelta,
-              "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD, "Adafactor": torch.optim.Adafactor}
+              "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD, "Adafactor": torch.optim.Adafactor,
+              "Muon": torch.optim.Muon}
 SCHEDULERS = {
     "StepLR": torch.optim.lr_scheduler.StepLR,
     "MultiStepLR": torch.optim.lr_scheduler.MultiStepLR,
@@ -144,6 +145,11 @@ CONFIGS = [
     ("adafactor_two_groups", "Adafactor", {"lr": 0.01},
      [{"params": [0], "options": {"eps": [None, 0.5]}}, {"params": [1, 2], "options": {"lr": 0.5, "d": 2.0}}], None,
      8),
+    # Muon takes matrices only: the first parameter, in one group.
+    ("muon_plain", "Muon", {"lr": 0.02}, [{"params": [0], "options": {}}], None),
+    ("muon_options", "Muon",
+     {"lr": 0.05, "weight_decay": 0.01, "momentum": 0.8, "nesterov": False, "ns_steps": 3,
+      "adjust_lr_fn": "match_rms_adamw"}, [{"params": [0], "options": {}}], None),
     ("adam_one_cycle_three_phase", "Adam", {"lr": 0.01},
      [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.001}}],
      {"type": "OneCycleLR", "args": {"max_lr": [0.02, 0.05], "total_steps": 8, "pct_start": 0.25,
@@ -216,8 +222,10 @@ def run_config(kind, defaults, groups, scheduler, steps):
         param_groups = [{"params": params}]
     else:
         param_groups = [dict(torch_options(g["options"]), params=[params[i] for i in g["params"]]) for g in groups]
-    # foreach=False: the single-tensor algorithm, the one tandem follows operation for operation.
-    optimizer = OPTIMIZERS[kind](param_groups, **torch_options(defaults), foreach=False)
+    # foreach=False: the single-tensor algorithm, the one tandem follows operation for operation
+    # (Muon has only that one).
+    foreach = {} if kind == "Muon" else {"foreach": False}
+    optimizer = OPTIMIZERS[kind](param_groups, **torch_options(defaults), **foreach)
     sched = SCHEDULERS[scheduler["type"]](optimizer, **scheduler["args"]) if scheduler else None
     expected = []
     for t in range(steps):

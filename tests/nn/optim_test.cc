@@ -161,6 +161,20 @@ optim::AdafactorOptions adafactor_options(const json& j, optim::AdafactorOptions
   return o;
 }
 
+optim::MuonOptions muon_options(const json& j, optim::MuonOptions o) {
+  apply_common(o, j);
+  if (j.contains("momentum")) o.momentum(j["momentum"].get<double>());
+  if (j.contains("nesterov")) o.nesterov(j["nesterov"].get<bool>());
+  if (j.contains("ns_steps")) o.ns_steps(j["ns_steps"].get<int64_t>());
+  if (j.contains("adjust_lr_fn")) {
+    const std::string name = j["adjust_lr_fn"];
+    o.adjust_lr(name == "match_rms_adamw"      ? optim::MuonAdjustLR::match_rms_adamw
+                : name == "spectral_unclamped" ? optim::MuonAdjustLR::spectral_unclamped
+                                               : optim::MuonAdjustLR::original);
+  }
+  return o;
+}
+
 // The optimizer of a fixture configuration: its defaults, and its groups with their overrides;
 // with `fused`, SGD, Adam and AdamW have fused(*fused) in every group.
 std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::vector<td::Tensor>& params,
@@ -228,6 +242,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
     auto base = adafactor_options(defaults, optim::AdafactorOptions());
     return std::make_unique<optim::Adafactor>(groups([&](const json& o) { return adafactor_options(o, base); }),
                                               base);
+  }
+  if (kind == "Muon") {
+    auto base = muon_options(defaults, optim::MuonOptions());
+    return std::make_unique<optim::Muon>(groups([&](const json& o) { return muon_options(o, base); }), base);
   }
   REQUIRE(kind == "AdamW");
   auto base = adam_options(defaults, optim::AdamWOptions());
@@ -586,6 +604,12 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
       {"Rprop", "etas (0.5, 0.9)", "0 < etaminus < 1 < etaplus"});
   check_error([&] { optim::ASGD(params(), optim::ASGDOptions().alpha(-1)); }, {"ASGD", "alpha = -1"});
   check_error([&] { optim::ASGD(params(), optim::ASGDOptions().weight_decay(-1)); }, {"ASGD", "weight_decay = -1"});
+  const auto matrix = [] { return std::vector<td::Tensor>{td::zeros({2, 2}).requires_grad_()}; };
+  check_error([&] { optim::Muon(matrix(), optim::MuonOptions().momentum(-0.5)); }, {"Muon", "momentum = -0.5"});
+  check_error([&] { optim::Muon(matrix(), optim::MuonOptions().weight_decay(-1)); }, {"Muon", "weight_decay = -1"});
+  check_error([&] { optim::Muon(matrix(), optim::MuonOptions().ns_steps(100)); }, {"Muon", "ns_steps = 100"});
+  check_error([&] { optim::Muon(matrix(), optim::MuonOptions().eps(-1)); }, {"Muon", "eps = -1"});
+  check_error([&] { optim::Muon(matrix(), optim::MuonOptions(-0.1)); }, {"Muon", "lr = -0.1"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().beta2_decay(0.5)); },
               {"Adafactor", "beta2_decay = 0.5", "<= 0"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({-1.0, 1e-3})); },
@@ -1938,4 +1962,68 @@ TEST_CASE("Adafactor factors each matrix of a batch and keeps a float32 paramete
     check_error([&] { other.load_state_dict(wrong); }, {"row_var", td::shape_str(columns), td::shape_str(rows)});
     CHECK(other.state().empty());
   }
+}
+
+TEST_CASE("Muon orthogonalizes tall and wide matrices and scales its lr by their shapes, as PyTorch's", "[cpu]") {
+  const auto closed_form = [](int64_t n, double salt, double scale) {
+    std::vector<double> v(n);
+    for (int64_t k = 0; k < n; ++k) {
+      v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
+    }
+    return v;
+  };
+  // PyTorch 2.15, lr 0.02 and the other defaults, after four steps.
+  const std::vector<std::tuple<td::DType, td::Shape, optim::MuonAdjustLR, std::vector<double>>> cases = {
+      {td::kFloat64, {5, 3}, optim::MuonAdjustLR::original,
+       {0.6538805326827418, 1.6482171411758857, 0.21730600867590144, -0.816775747411845, -0.41254388684820315,
+        0.34499590083511206, 0.8499229586127364, -0.0629548496703827, -1.6241469125441323, -0.8512008130295178,
+        1.1848605274948971, 1.1054617037861583, -0.23084892156981432, -0.6319369863283513, -0.17267207500502413}},
+      {td::kFloat32, {4, 6}, optim::MuonAdjustLR::spectral_unclamped,
+       {0.6664884090423584,  1.6400781869888306,   0.20757903158664703, -0.8110968470573425, -0.39785414934158325,
+        0.36643925309181213, 0.8486062288284302,   -0.09078192710876465, -1.6212674379348755, -0.8379030227661133,
+        1.1905256509780884,  1.100090503692627,    -0.24756386876106262, -0.6233687400817871, -0.1606278270483017,
+        0.783879280090332,   0.9601195454597473,   -0.7797002792358398,  -1.7497597932815552, -0.09469945728778839,
+        1.2093642950057983,  0.47628214955329895,  -0.4183942675590515,  -0.5765496492385864}},
+      {td::kFloat64, {7, 2}, optim::MuonAdjustLR::match_rms_adamw,
+       {0.676614160682898, 1.6379829858375075, 0.1990050399385973, -0.8136714863741361, -0.40484491943519735,
+        0.3611301301938408, 0.851134007108316, -0.0827647640746128, -1.6209496422818324, -0.8226845260234823,
+        1.2036662162078764, 1.0941984759328358, -0.2439743491994121, -0.6279711845219415}},
+  };
+  for (const auto& [dtype, shape, adjust, expected] : cases) {
+    INFO(dtype << " " << td::shape_str(shape));
+    const int64_t n = shape[0] * shape[1];
+    td::Tensor p = td::tensor(closed_form(n, 0.4, 1.2), td::kFloat64).to(dtype).view(shape).requires_grad_();
+    optim::Muon optimizer({p}, optim::MuonOptions(0.02).adjust_lr(adjust));
+    for (int t = 0; t < 4; ++t) {
+      p.mutable_grad() = td::tensor(closed_form(n, 1.1 + t, 0.9), td::kFloat64).to(dtype).view(shape);
+      optimizer.step();
+    }
+    check_close(p, expected, dtype == td::kFloat64 ? 1e-12 : 1e-6, 1e-7);
+  }
+
+  // What the iteration is for: singular values near 1 (within PyTorch's documented 0.5 to 1.5),
+  // whatever the matrix's scale.
+  td::manual_seed(5);
+  for (const td::Shape& shape : {td::Shape{24, 10}, td::Shape{10, 24}}) {
+    const td::Tensor g = td::randn(shape, td::kFloat32) * 30;
+    const td::Tensor o = optim::zeropower_via_newton_schulz(g, {3.4445, -4.7750, 2.0315}, 5, 1e-7);
+    CHECK(o.dtype() == td::kBFloat16);
+    CHECK(o.sizes() == shape);
+    for (double s : values(td::linalg::svdvals(o.to(td::kFloat64)))) {
+      CHECK(s > 0.5);
+      CHECK(s < 1.5);
+    }
+  }
+
+  // Matrices only: a vector is refused at construction, and in a group added later at the step,
+  // before any parameter changes.
+  check_error([] { optim::Muon({td::zeros({3}).requires_grad_()}); }, {"Muon", "2-D", "[3]"});
+  td::Tensor w = td::ones({2, 2}, td::kFloat64).requires_grad_(), bias = td::ones({2}, td::kFloat64).requires_grad_();
+  optim::Muon optimizer({w}, optim::MuonOptions(0.1));
+  optimizer.add_param_group(optim::OptimizerParamGroup({bias}));
+  w.mutable_grad() = td::ones({2, 2}, td::kFloat64);
+  bias.mutable_grad() = td::ones({2}, td::kFloat64);
+  check_error([&] { optimizer.step(); }, {"Muon", "2-D", "[2]"});
+  check_equal(w, {1, 1, 1, 1});
+  CHECK(optimizer.state().empty());
 }
