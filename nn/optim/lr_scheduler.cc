@@ -1220,4 +1220,66 @@ void ReduceLROnPlateau::load_state_dict(const StateDict& state) {
   last_lr_ = std::move(last_lr);
 }
 
+// ---- SWALR ----
+
+namespace {
+
+void check_swa(const std::vector<double>& swa_lrs, int64_t anneal_epochs) {
+  for (double lr : swa_lrs) TD_CHECK(std::isfinite(lr), "SWALR: invalid swa_lr = ", lr);
+  TD_CHECK(anneal_epochs >= 0, "SWALR: invalid anneal_epochs = ", anneal_epochs, " (must be >= 0)");
+}
+
+}  // namespace
+
+SWALR::SWALR(Optimizer& optimizer, std::vector<double> swa_lr, int64_t anneal_epochs, AnnealStrategy anneal_strategy)
+    : LRScheduler(optimizer),
+      swa_lrs_(per_group("SWALR", "swa_lr", std::move(swa_lr), optimizer.param_groups().size())),
+      anneal_epochs_(anneal_epochs),
+      anneal_strategy_(anneal_strategy) {
+  check_swa(swa_lrs_, anneal_epochs);
+  initial_step();
+}
+
+double SWALR::anneal(double t) const {
+  return anneal_strategy_ == AnnealStrategy::linear ? t : (1 - std::cos(std::numbers::pi * t)) / 2;
+}
+
+// PyTorch's get_lr: the lr the annealing started from is recovered from the current one and the
+// previous step's alpha, then moved to this step's alpha.
+std::vector<double> SWALR::get_lr() {
+  int64_t step = step_count_ - 1;
+  if (anneal_epochs_ == 0) step = std::max<int64_t>(1, step);
+  const double span = static_cast<double>(std::max<int64_t>(1, anneal_epochs_));
+  const double previous_alpha = anneal(std::clamp(static_cast<double>(step - 1) / span, 0.0, 1.0));
+  const double alpha = anneal(std::clamp(static_cast<double>(step) / span, 0.0, 1.0));
+  const std::vector<double> lrs = group_lrs();
+  std::vector<double> out;
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    const double swa_lr = swa_lrs_[i];
+    const double start = previous_alpha == 1 ? swa_lr : (lrs[i] - previous_alpha * swa_lr) / (1 - previous_alpha);
+    out.push_back(swa_lr * alpha + start * (1 - alpha));
+  }
+  return out;
+}
+
+void SWALR::hyperparameters_to_json(json& out) const {
+  out["swa_lrs"] = swa_lrs_;
+  out["anneal_epochs"] = anneal_epochs_;
+  out["anneal_strategy"] = anneal_strategy_ == AnnealStrategy::cos ? "cos" : "linear";
+}
+
+void SWALR::hyperparameters_from_json(const json& in) {
+  std::vector<double> swa_lrs = json_doubles(in, name(), "swa_lrs");
+  TD_CHECK(swa_lrs.size() == optimizer_.param_groups().size(), name(), ".load_state_dict: 'swa_lrs' holds ",
+           swa_lrs.size(), " values, not ", optimizer_.param_groups().size());
+  const int64_t anneal_epochs = detail::json_int(in, name(), "anneal_epochs");
+  auto anneal = in.find("anneal_strategy");
+  TD_CHECK(anneal != in.end() && (*anneal == "cos" || *anneal == "linear"), name(),
+           ".load_state_dict: 'anneal_strategy' must be \"cos\" or \"linear\"");
+  check_swa(swa_lrs, anneal_epochs);
+  swa_lrs_ = std::move(swa_lrs);
+  anneal_epochs_ = anneal_epochs;
+  anneal_strategy_ = *anneal == "cos" ? AnnealStrategy::cos : AnnealStrategy::linear;
+}
+
 }  // namespace tandem::optim

@@ -1,6 +1,6 @@
 // Learning-rate schedulers (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR,
 // ConstantLR, PolynomialLR, LambdaLR, MultiplicativeLR, CosineAnnealingWarmRestarts, CyclicLR,
-// OneCycleLR, ChainedScheduler, SequentialLR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
+// OneCycleLR, ChainedScheduler, SequentialLR, SWALR, and ReduceLROnPlateau, which steps on a metric): PyTorch's
 // torch.optim.lr_scheduler, with its update rules, so that the sequence of learning rates is PyTorch's.
 //
 // As in PyTorch, constructing a scheduler (all but ReduceLROnPlateau) takes its first step
@@ -372,6 +372,27 @@ class OneCycleLR : public LRScheduler {
   bool cycle_momentum_;
   bool three_phase_;
   std::vector<double> max_lrs_, min_lrs_, base_momentums_, max_momentums_;  // one per group
+};
+
+// Stochastic weight averaging's schedule (PyTorch's torch.optim.swa_utils.SWALR): over
+// anneal_epochs steps each group's lr is annealed (cosine or linear) from where it was to its
+// swa_lr, then held there. swa_lr: one value for every group, or one per group.
+class SWALR : public LRScheduler {
+ public:
+  SWALR(Optimizer& optimizer, std::vector<double> swa_lr, int64_t anneal_epochs = 10,
+        AnnealStrategy anneal_strategy = AnnealStrategy::cos);
+  const std::vector<double>& swa_lrs() const { return swa_lrs_; }
+
+ private:
+  std::vector<double> get_lr() override;
+  const char* name() const override { return "SWALR"; }
+  void hyperparameters_to_json(nlohmann::json& out) const override;
+  void hyperparameters_from_json(const nlohmann::json& in) override;
+  double anneal(double t) const;
+
+  std::vector<double> swa_lrs_;  // one per group
+  int64_t anneal_epochs_;
+  AnnealStrategy anneal_strategy_;
 };
 
 enum class PlateauMode { min, max };  // whether the metric should fall (a loss) or rise (an accuracy)

@@ -65,6 +65,7 @@ SCHEDULERS = {
     "PolynomialLR": torch.optim.lr_scheduler.PolynomialLR,
     "CosineAnnealingWarmRestarts": torch.optim.lr_scheduler.CosineAnnealingWarmRestarts,
     "CyclicLR": torch.optim.lr_scheduler.CyclicLR,
+    "SWALR": torch.optim.swa_utils.SWALR,
 }
 
 # groups: lists of parameter indices with option overrides; defaults apply to every group.
@@ -150,6 +151,8 @@ CONFIGS = [
     ("muon_options", "Muon",
      {"lr": 0.05, "weight_decay": 0.01, "momentum": 0.8, "nesterov": False, "ns_steps": 3,
       "adjust_lr_fn": "match_rms_adamw"}, [{"params": [0], "options": {}}], None),
+    ("sgd_swa", "SGD", {"lr": 0.1, "momentum": 0.9}, None,
+     {"type": "SWALR", "args": {"swa_lr": 0.02, "anneal_epochs": 3}}),
     ("adam_one_cycle_three_phase", "Adam", {"lr": 0.01},
      [{"params": [0], "options": {}}, {"params": [1, 2], "options": {"lr": 0.001}}],
      {"type": "OneCycleLR", "args": {"max_lr": [0.02, 0.05], "total_steps": 8, "pct_start": 0.25,
@@ -182,6 +185,10 @@ SCHEDULES = [
     ("polynomial_defaults", "PolynomialLR", {}, 7),
     ("warm_restarts", "CosineAnnealingWarmRestarts", {"T_0": 3, "eta_min": 0.001}, 10),
     ("warm_restarts_doubling", "CosineAnnealingWarmRestarts", {"T_0": 2, "T_mult": 2, "eta_min": 0.01}, 16),
+    ("swalr_cos", "SWALR", {"swa_lr": 0.05, "anneal_epochs": 4}, 8),
+    ("swalr_linear_per_group", "SWALR", {"swa_lr": [0.5, 0.001], "anneal_epochs": 3, "anneal_strategy": "linear"}, 6),
+    # anneal_epochs 0: swa_lr from the first step.
+    ("swalr_no_anneal", "SWALR", {"swa_lr": 0.03, "anneal_epochs": 0}, 4),
     ("cyclic_triangular", "CyclicLR", {"base_lr": 0.01, "max_lr": [0.1, 0.05], "step_size_up": 3}, 14),
     ("cyclic_triangular2", "CyclicLR",
      {"base_lr": [0.01, 0.002], "max_lr": 0.1, "step_size_up": 2, "step_size_down": 3, "mode": "triangular2"}, 16),

@@ -317,6 +317,13 @@ std::unique_ptr<optim::LRScheduler> make_scheduler(const json& spec, optim::Opti
     o.max_momentum = list("max_momentum", 0.9);
     return std::make_unique<optim::CyclicLR>(optimizer, list("base_lr", 0), list("max_lr", 0), o);
   }
+  if (type == "SWALR") {
+    const std::vector<double> swa_lr = args["swa_lr"].is_array() ? args["swa_lr"].get<std::vector<double>>()
+                                                                 : std::vector<double>{args["swa_lr"].get<double>()};
+    return std::make_unique<optim::SWALR>(
+        optimizer, swa_lr, args.value("anneal_epochs", int64_t{10}),
+        args.value("anneal_strategy", "cos") == "linear" ? optim::AnnealStrategy::linear : optim::AnnealStrategy::cos);
+  }
   REQUIRE(type == "LinearLR");
   return std::make_unique<optim::LinearLR>(optimizer, args.value("start_factor", 1.0 / 3),
                                            args.value("end_factor", 1.0), args.value("total_iters", int64_t{5}));
@@ -2026,4 +2033,31 @@ TEST_CASE("Muon orthogonalizes tall and wide matrices and scales its lr by their
   check_error([&] { optimizer.step(); }, {"Muon", "2-D", "[2]"});
   check_equal(w, {1, 1, 1, 1});
   CHECK(optimizer.state().empty());
+}
+
+TEST_CASE("SWALR refuses bad settings and leaves the optimizer's lr as it was, and resumes from its state", "[cpu]") {
+  td::Tensor a = td::zeros({1}).requires_grad_(), b = td::zeros({1}).requires_grad_();
+  optim::SGD sgd({optim::OptimizerParamGroup({a}), optim::OptimizerParamGroup({b}, optim::SGDOptions(0.02))}, 0.1);
+  check_error([&] { optim::SWALR(sgd, {0.05}, -1); }, {"SWALR", "anneal_epochs = -1"});
+  check_error([&] { optim::SWALR(sgd, {0.05, 0.01, 0.3}); }, {"SWALR", "swa_lr", "3", "2"});
+  check_error([&] { optim::SWALR(sgd, {std::nan("")}); }, {"SWALR", "swa_lr = nan"});
+  CHECK(sgd.param_groups()[0].options().get_lr() == 0.1);
+  CHECK(sgd.param_groups()[1].options().get_lr() == 0.02);
+
+  optim::SWALR first(sgd, {0.05, 0.01}, 5, optim::AnnealStrategy::linear);
+  first.step();
+  first.step();
+  const td::StateDict saved = first.state_dict();
+  const td::StateDict saved_optimizer = sgd.state_dict();
+  first.step();
+  const std::vector<double> want = first.get_last_lr();
+
+  td::Tensor c = td::zeros({1}).requires_grad_(), d = td::zeros({1}).requires_grad_();
+  optim::SGD other({optim::OptimizerParamGroup({c}), optim::OptimizerParamGroup({d}, optim::SGDOptions(0.02))}, 0.1);
+  optim::SWALR resumed(other, {0.5}, 1);
+  other.load_state_dict(saved_optimizer);
+  resumed.load_state_dict(saved);
+  CHECK(resumed.swa_lrs() == std::vector<double>{0.05, 0.01});
+  resumed.step();
+  CHECK(resumed.get_last_lr() == want);
 }
