@@ -10,6 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
+#include "kernels/backend.h"
 #include "kernels/copy.h"
 #include "kernels/factory.h"
 #include "kernels/nn_ops.h"
@@ -69,8 +70,11 @@ Tensor values_of(F f) {
 enum class Keeps { result, input };
 
 // Refuses to write x in place where autograd could not follow (a leaf that requires grad, a view of
-// one), naming op, before anything is drawn or written.
-void check_in_place(const char* op, const Tensor& x) { autograd::check_inplace(x, op, autograd::needs_grad({&x})); }
+// one) or where elements overlap (an expanded tensor), naming op, before anything is drawn or written.
+void check_in_place(const char* op, const Tensor& x) {
+  kernels::check_no_internal_overlap(x, op);
+  autograd::check_inplace(x, op, autograd::needs_grad({&x}));
+}
 
 // Writes activation(x) into x, with backward(g, kept) as the gradient of the graph node `node`.
 Tensor& activate_in_place(const char* op, const char* node, Tensor& x, Keeps keeps,
@@ -935,9 +939,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 }
 
 Tensor& dropout_(Tensor& x, double p, bool training) {
-  TD_CHECK(p >= 0 && p <= 1, "dropout: probability must be in [0, 1], got ", p);
+  TD_CHECK(p >= 0 && p <= 1, "dropout_: probability must be in [0, 1], got ", p);
+  if (!training || p == 0) return x;  // nothing written: a leaf that requires grad may pass, as in PyTorch
   check_in_place("dropout_", x);
-  if (!training || p == 0) return x;
   if (p == 1) return x.mul_(0);
   return fused_dropout_(x, p);
 }
@@ -953,8 +957,8 @@ Tensor channel_dropout(const char* op, Tensor x, double p, bool training, int64_
            spatial_dims + 1, "-D or ", spatial_dims + 2, "-D input ([C, ...] or [N, C, ...], ", spatial_dims,
            " spatial), got ", x.defined() ? shape_str(x.sizes()) : std::string("an undefined tensor"));
   TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
-  if (in_place) check_in_place(op, x);
   if (!training || p == 0) return x;
+  if (in_place) check_in_place(op, x);
   if (p == 1) return in_place ? x.mul_(0) : x * 0;
   const bool batched = x.dim() == spatial_dims + 2 || (spatial_dims == 2 && x.dim() == 3);
   Shape channels = x.sizes();
@@ -1805,7 +1809,8 @@ Tensor& elu_family_(const char* op, const char* node, Tensor& x, const std::func
   return activate_in_place(op, node, x, Keeps::result, activation, [=](const Tensor& g, const Tensor& y) {
     TD_CHECK(alpha >= 0, node, ": the in-place elu's gradient is taken from its result, which a negative alpha (",
              alpha, ") leaves ambiguous; use the out-of-place form");
-    return where(y <= 0, g * input_scale * (y + negative_scale), g * scale);
+    // At y = 0 (x = 0) its derivative in y is 0, as the out-of-place form's and PyTorch's.
+    return where(y <= 0, g * input_scale * (where(y < 0, y, 0) + negative_scale), g * scale);
   });
 }
 
@@ -1821,6 +1826,7 @@ Tensor& selu_(Tensor& x) {
 }
 
 Tensor& celu_(Tensor& x, double alpha) {
+  TD_CHECK(alpha != 0, "celu_: alpha cannot be 0");
   return elu_family_("celu_", "CeluBackward1", x, [alpha](const Tensor& v) { return celu(v, alpha); }, alpha, 1.0,
                      1.0 / alpha);
 }
@@ -1830,12 +1836,21 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return where(x > 0, x, x * negative_slope);
 }
 
+namespace {
+
+// The gradient passes strictly between the bounds only.
+Tensor hardtanh_grad(const Tensor& g, const Tensor& x, double min_val, double max_val) {
+  return where((x <= min_val) + (x >= max_val), zeros_like(g), g);
+}
+
+}  // namespace
+
 Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
   check_floating_input("hardtanh", x);
   TD_CHECK(min_val <= max_val, "hardtanh: min_val (", min_val, ") must not be above max_val (", max_val, ")");
   const Tensor y = values_of([&] { return x.clamp(min_val, max_val); });
   return with_gradient("HardtanhBackward0", x, y, [min_val, max_val](const Tensor& g, const Tensor& xv) {
-    return where((xv <= min_val) + (xv >= max_val), zeros_like(g), g);
+    return hardtanh_grad(g, xv, min_val, max_val);
   });
 }
 
@@ -1875,16 +1890,19 @@ Tensor& leaky_relu_(Tensor& x, double negative_slope) {
       });
 }
 
-// A result inside (min_val, max_val) came from an input inside it: the gradient passes there only.
+// The input is kept, as PyTorch keeps it: a 16-bit result at a bound the dtype cannot hold
+// (0.7 in bfloat16 is 0.69921875) would not tell a clamped element from one inside.
 Tensor& hardtanh_(Tensor& x, double min_val, double max_val) {
+  TD_CHECK(min_val <= max_val, "hardtanh_: min_val (", min_val, ") must not be above max_val (", max_val, ")");
   return activate_in_place(
-      "hardtanh_", "HardtanhBackward0", x, Keeps::result, [=](const Tensor& v) { return hardtanh(v, min_val, max_val); },
-      [min_val, max_val](const Tensor& g, const Tensor& y) {
-        return where((y <= min_val) + (y >= max_val), zeros_like(g), g);
-      });
+      "hardtanh_", "HardtanhBackward0", x, Keeps::input, [=](const Tensor& v) { return hardtanh(v, min_val, max_val); },
+      [min_val, max_val](const Tensor& g, const Tensor& before) { return hardtanh_grad(g, before, min_val, max_val); });
 }
 
-Tensor& relu6_(Tensor& x) { return hardtanh_(x, 0, 6); }
+Tensor& relu6_(Tensor& x) {
+  check_in_place("relu6_", x);
+  return hardtanh_(x, 0, 6);
+}
 
 Tensor& hardsigmoid_(Tensor& x) {
   return activate_in_place("hardsigmoid_", "HardsigmoidBackward0", x, Keeps::input, [](const Tensor& v) { return hardsigmoid(v); },
@@ -2805,8 +2823,8 @@ Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, IntLis
 Tensor alpha_dropout_with(const char* op, Tensor x, double p, bool training, bool per_channel, bool in_place) {
   TD_CHECK(p >= 0 && p <= 1, op, ": probability must be in [0, 1], got ", p);
   TD_CHECK(x.defined() && is_floating(x.dtype()), op, ": expected a floating input");
-  if (in_place) check_in_place(op, x);
   if (!training || p == 0) return x;
+  if (in_place) check_in_place(op, x);
   if (p == 1) return in_place ? x.mul_(0) : x * 0;
   TD_CHECK(!per_channel || x.dim() >= 2, op, ": dropping channels needs an input [N, C, ...], got ",
            shape_str(x.sizes()));

@@ -338,11 +338,12 @@ Tensor rrelu(const Tensor& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bo
 // In-place forms, as PyTorch's F.relu_, elu_, ... and its inplace=True: x takes the function's
 // values and its place in the graph (its version moves on), and is returned. Values, errors and
 // gradients are the out-of-place function's, with the same random draws for the same seed. As in
-// PyTorch, the gradients of relu_, leaky_relu_, elu_, selu_, celu_, hardtanh_ and relu6_ read the
-// result alone, so nothing else is kept: a backward through leaky_relu_ with a negative slope, or
-// elu_/celu_ with a negative alpha, is refused (the result does not tell the two sides apart).
+// PyTorch, the gradients of relu_, leaky_relu_, elu_, selu_ and celu_ read the result alone, so
+// nothing else is kept: a backward through leaky_relu_ with a negative slope, or elu_/celu_ with a
+// negative alpha, is refused (the result does not tell the two sides apart). hardtanh_, relu6_,
 // hardsigmoid_, hardswish_ and mish_ keep a copy of the input, threshold_ its mask, the dropouts
-// and rrelu_ their draws.
+// and rrelu_ their draws. A dropout that writes nothing (in evaluation, or p = 0) takes any tensor,
+// a leaf that requires grad too, as PyTorch's.
 Tensor& relu_(Tensor& x);
 Tensor& leaky_relu_(Tensor& x, double negative_slope = 0.01);
 Tensor& elu_(Tensor& x, double alpha = 1.0);

@@ -1048,7 +1048,7 @@ TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the
         check_equal(d == 0, c == 0, "dropout mask " + what);
         check_close(d, c, rtol_for(dtype), 0, "dropout " + what);
         // In place, the same draws write the non-contiguous tensor itself.
-        Tensor written = tt::same_layout_on(y.dev, y.dev.device());
+        Tensor written = tt::same_layout_on(y.cpu, y.dev.device());  // a copy: y.dev is read again below
         ct::manual_seed_as_cpu(seed);
         F::dropout_(written, p, true);
         CHECK(written.strides() == y.dev.strides());

@@ -296,3 +296,62 @@ TEST_CASE("F names the activations that live in td", "[cpu]") {
   check_equal(F::softmax(x, 1), values(td::softmax(x, 1)));
   check_equal(F::log_softmax(x, 0), values(td::log_softmax(x, 0)));
 }
+
+TEST_CASE("in-place activations at their edges: 16-bit bounds, second derivatives at 0, overlapping tensors",
+          "[cpu]") {
+  // 0.7 is 0.69921875 in bfloat16: an input of 1 is clamped there, and still gets no gradient.
+  for (td::DType dtype : {td::kBFloat16, td::kFloat16}) {
+    INFO(dtype);
+    const Tensor x = td::tensor(std::vector<double>{1.0, -1.0, 0.5}, td::kFloat64).to(dtype).requires_grad_(true);
+    Tensor y = x * 1;
+    F::hardtanh_(y, -0.7, 0.7);
+    td::autograd::backward({y.sum()});
+    check_equal(x.grad(), {0, 0, 1});
+  }
+
+  // elu_'s second derivative at exactly 0 is 0 (x < 0 is the exponential side), as elu's.
+  for (const InPlace& a : activations()) {
+    const std::string name = a.name;
+    if (name != "elu_" && name != "selu_" && name != "celu_") continue;
+    INFO(a.name);
+    const Tensor x = td::tensor(std::vector<double>{0.0, -0.5, 0.5}, td::kFloat64).requires_grad_(true);
+    const auto second = [&](bool in_place) {
+      Tensor y = x * 1;
+      if (in_place) {
+        a.in_place(y);
+      } else {
+        y = a.out_of_place(y);
+      }
+      const Tensor g = td::autograd::grad({y.sum()}, {x}, {}, true, true)[0];
+      return td::autograd::grad({g.sum()}, {x})[0];
+    };
+    check_close(second(true), values(second(false)), 1e-12, 1e-15);
+  }
+
+  // An expanded tensor cannot be written element by element: refused under the op's name, with no draw.
+  Tensor expanded = td::ones({1, 3}, td::kFloat64).expand({4, 3});
+  td::manual_seed(3);
+  check_error([&] { F::dropout_(expanded, 0.5); }, {"dropout_", "single memory location"});
+  check_error([&] { F::rrelu_(expanded, 0.1, 0.3, true); }, {"rrelu_", "single memory location"});
+  check_error([&] { F::mish_(expanded); }, {"mish_", "single memory location"});
+  const Tensor draw = td::rand({2}, td::kFloat64);
+  td::manual_seed(3);
+  check_equal(draw, values(td::rand({2}, td::kFloat64)));
+}
+
+TEST_CASE("a dropout that writes nothing takes a leaf that requires grad, as PyTorch's", "[cpu]") {
+  Tensor leaf = random_tensor({4, 3, 5}, td::kFloat32).requires_grad_(true);
+  const Snapshot before(leaf);
+  CHECK(&F::dropout_(leaf, 0.5, false) == &leaf);
+  F::dropout_(leaf, 0.0, true);
+  F::dropout1d_(leaf, 0.5, false);
+  F::alpha_dropout_(leaf, 0.5, false);
+  F::feature_alpha_dropout_(leaf, 0.0, true);
+  before.check_unchanged(leaf);
+  // The input-gradient pattern: an evaluated model with an in-place dropout, differentiated in its input.
+  auto model = nn::Sequential(nn::Dropout(0.5, true), nn::Linear(5, 1));
+  model->eval();
+  td::autograd::backward({model->forward(leaf).sum()});
+  REQUIRE(leaf.grad().defined());
+  CHECK(leaf.grad().sizes() == leaf.sizes());
+}
