@@ -385,6 +385,15 @@ void BatchNormBase<Derived>::reset() {
 }
 
 template <typename Derived>
+void BatchNormBase<Derived>::reset_running_stats() {
+  if (!running_mean.defined()) return;
+  NoGradGuard no_grad;
+  running_mean.zero_();
+  running_var.fill_(1);
+  num_batches_tracked.zero_();
+}
+
+template <typename Derived>
 Tensor BatchNormBase<Derived>::forward(const Tensor& x) {
   bool rank_ok = false;
   for (int64_t d : input_dims_) rank_ok |= x.dim() == d;

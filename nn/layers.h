@@ -258,21 +258,28 @@ struct BatchNormOptions {
   bool affine_ = true, bias_ = true, track_running_stats_ = true;
 };
 
-// What every BatchNorm has, whatever its dims: a hook through which replicas under DataParallel
-// with sync_batchnorm share their batch statistics (empty otherwise).
-class SyncableBatchNorm {
+// What every BatchNorm has, whatever its dims: its running statistics' reset and momentum (what
+// swa_utils::update_bn sets), and a hook through which replicas under DataParallel with
+// sync_batchnorm share their batch statistics (empty otherwise).
+class AnyBatchNorm {
  public:
-  virtual ~SyncableBatchNorm() = default;
+  virtual ~AnyBatchNorm() = default;
+  // running_mean to 0, running_var to 1, num_batches_tracked to 0 (nothing without them), as PyTorch's.
+  virtual void reset_running_stats() = 0;
+  // The weight of each batch in the running statistics; none: their cumulative average.
+  virtual std::optional<double>& momentum() = 0;
   functional::BatchStatsSync sync;
 };
 
 // Batch normalization over dim 1; running_mean, running_var and num_batches_tracked are buffers.
 // BatchNorm1d takes [N, C] or [N, C, L], BatchNorm2d [N, C, H, W].
 template <typename Derived>
-class BatchNormBase : public Cloneable<Derived>, public SyncableBatchNorm {
+class BatchNormBase : public Cloneable<Derived>, public AnyBatchNorm {
  public:
   BatchNormBase(const BatchNormOptions& options, std::vector<int64_t> input_dims);
   void reset() override;
+  void reset_running_stats() override;
+  std::optional<double>& momentum() override { return options.momentum_; }
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   BatchNormOptions options;

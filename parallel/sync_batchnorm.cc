@@ -68,11 +68,11 @@ void BatchNormSyncPoint::abort() {
 std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_batchnorm(
     const std::vector<std::shared_ptr<nn::Module>>& replicas, std::chrono::milliseconds timeout) {
   std::vector<std::shared_ptr<BatchNormSyncPoint>> points;
-  std::vector<std::vector<nn::SyncableBatchNorm*>> layers;  // [replica][position]
+  std::vector<std::vector<nn::AnyBatchNorm*>> layers;  // [replica][position]
   for (const auto& replica : replicas) {
     layers.emplace_back();
     for (const auto& m : replica->modules()) {
-      if (auto* bn = dynamic_cast<nn::SyncableBatchNorm*>(m.get())) layers.back().push_back(bn);
+      if (auto* bn = dynamic_cast<nn::AnyBatchNorm*>(m.get())) layers.back().push_back(bn);
     }
   }
   if (layers.empty()) return points;

@@ -1,6 +1,6 @@
 // tandem::optim in one include: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam,
 // RAdam, Adadelta, Rprop, ASGD, Adafactor, Muon, LBFGS), learning-rate schedulers, and
-// amp::GradScaler for float16 training.
+// amp::GradScaler for float16 training; swa_utils (AveragedModel, update_bn).
 #pragma once
 
 #include "nn/optim/adafactor.h"
@@ -14,3 +14,4 @@
 #include "nn/optim/optimizer.h"
 #include "nn/optim/rmsprop.h"
 #include "nn/optim/sgd.h"
+#include "nn/optim/swa_utils.h"
