@@ -52,7 +52,8 @@ void AdafactorOptions::validate() const {
   TD_CHECK(beta2_decay_ <= 0, "Adafactor: invalid beta2_decay = ", beta2_decay_, " (must be <= 0)");
   if (eps_.first) detail::check_non_negative("Adafactor", "eps[0]", *eps_.first);
   detail::check_non_negative("Adafactor", "eps[1]", eps_.second);
-  TD_CHECK(std::isfinite(d_) && d_ >= 1, "Adafactor: invalid clipping threshold d = ", d_, " (must be >= 1)");
+  // d = inf: no clipping, as PyTorch takes it; !(d >= 1) also rejects NaN.
+  TD_CHECK(d_ >= 1, "Adafactor: invalid clipping threshold d = ", d_, " (must be >= 1)");
   detail::check_non_negative("Adafactor", "weight_decay", weight_decay_);
 }
 
@@ -124,11 +125,13 @@ std::unique_ptr<OptimizerParamState> Adafactor::make_param_state() const {
   return std::make_unique<AdafactorParamState>();
 }
 
-// torch/optim/_adafactor.py, _single_tensor_adafactor. One difference: eps1's default is each
-// parameter's machine epsilon; PyTorch's loop keeps the first parameter's for the whole group.
+// torch/optim/_adafactor.py, _single_tensor_adafactor.
 void Adafactor::update() {
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const AdafactorOptions&>(group.options());
+    // eps1's default is the machine epsilon of the group's first parameter with a gradient, for
+    // the whole group, as PyTorch's loop sets it once.
+    std::optional<double> eps1 = o.eps().first;
     for (auto& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
@@ -146,7 +149,7 @@ void Adafactor::update() {
         slot = std::move(fresh);
       }
       auto& s = static_cast<AdafactorParamState&>(*slot);
-      const double eps1 = o.eps().first.value_or(machine_epsilon(p.dtype()));
+      if (!eps1) eps1 = machine_epsilon(p.dtype());
       s.step += 1;
       const double step = static_cast<double>(s.step);
       const double one_minus_beta2 = std::pow(step, o.beta2_decay());
@@ -162,13 +165,13 @@ void Adafactor::update() {
         const Tensor col_mean = linalg::vector_norm(grad, 2, {-2}, true).square().div(grad.size(-2));
         detail::lerp_(s.col_var, col_mean, one_minus_beta2);
         variance_estimate = matmul(s.row_var, s.col_var);
-        variance_estimate.div_(s.row_var.mean({-2}, true).clamp_min(eps1));
+        variance_estimate.div_(s.row_var.mean({-2}, true).clamp_min(*eps1));
       } else {
         detail::lerp_(s.variance, grad * grad, one_minus_beta2);
         variance_estimate = s.variance.clone();
       }
       // eps1 squared under the square root keeps eps1's magnitude.
-      Tensor update = variance_estimate.clamp_min(eps1 * eps1).rsqrt().mul_(grad);
+      Tensor update = variance_estimate.clamp_min(*eps1 * *eps1).rsqrt().mul_(grad);
       const double denominator = std::max(1.0, norm(update).item().to_double() / (root_numel * o.d()));
       p.add_(update, -alpha / denominator);
     }

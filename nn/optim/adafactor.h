@@ -14,7 +14,8 @@ namespace tandem::optim {
 // AdafactorOptions(1e-2).beta2_decay(-0.8).eps({std::nullopt, 1e-3}).d(1).weight_decay(0): the
 // defaults. At step t the second moment moves towards the squared gradient by t^beta2_decay (1 at
 // the first step); the update, grad / sqrt(second moment) (each under eps1, which defaults to the
-// parameter dtype's machine epsilon), is scaled down to a root mean square of at most d, then
+// machine epsilon of the dtype of the group's first parameter with a gradient, as PyTorch's), is
+// scaled down to a root mean square of at most d (inf: never), then
 // times max(eps2, the parameter's root mean square) * min(lr, 1 / sqrt(t)). weight_decay
 // multiplies the parameter by 1 - lr * weight_decay first.
 class AdafactorOptions : public OptimizerOptions {

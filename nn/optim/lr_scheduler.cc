@@ -9,6 +9,7 @@
 
 #include "nn/optim/adam.h"
 #include "nn/optim/adam_variants.h"
+#include "nn/optim/muon.h"
 #include "nn/optim/rmsprop.h"
 #include "nn/optim/sgd.h"
 
@@ -104,6 +105,10 @@ bool set_momentum(OptimizerOptions& o, double momentum) {
   }
   if (auto* rmsprop = dynamic_cast<RMSpropOptions*>(&o)) {
     rmsprop->momentum(momentum);
+    return true;
+  }
+  if (auto* muon = dynamic_cast<MuonOptions*>(&o)) {
+    muon->momentum(momentum);
     return true;
   }
   return set_beta1<AdamOptions>(o, momentum) || set_beta1<AdamaxOptions>(o, momentum) ||
@@ -632,7 +637,7 @@ CyclicLR::CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vecto
   scale_by_cycle_ = scale_fn_ ? options.scale_by_cycle : mode_ != CyclicMode::exp_range;
   if (cycle_momentum_) {
     TD_CHECK(groups.empty() || has_momentum(groups[0].options()), "CyclicLR: cycle_momentum needs an optimizer with a ",
-             "momentum (SGD, RMSprop) or a beta1 (the Adam family), not ", groups[0].options().optimizer_name(),
+             "momentum (SGD, RMSprop, Muon) or a beta1 (the Adam family), not ", groups[0].options().optimizer_name(),
              "; pass cycle_momentum = false");
     base_momentums_ = per_group("CyclicLR", "base_momentum", options.base_momentum, groups.size());
     max_momentums_ = per_group("CyclicLR", "max_momentum", options.max_momentum, groups.size());
@@ -943,7 +948,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t
   for (double lr : max_lrs_) TD_CHECK(std::isfinite(lr) && lr >= 0, "OneCycleLR: invalid max_lr = ", lr);
   if (cycle_momentum_) {
     TD_CHECK(groups.empty() || has_momentum(groups[0].options()), "OneCycleLR: cycle_momentum needs an optimizer with "
-             "a momentum (SGD, RMSprop) or a beta1 (Adam, AdamW), not ", groups[0].options().optimizer_name(),
+             "a momentum (SGD, RMSprop, Muon) or a beta1 (Adam, AdamW), not ", groups[0].options().optimizer_name(),
              "; pass cycle_momentum = false");
     base_momentums_ = per_group("OneCycleLR", "base_momentum", options.base_momentum, groups.size());
     max_momentums_ = per_group("OneCycleLR", "max_momentum", options.max_momentum, groups.size());

@@ -155,10 +155,15 @@ void Muon::update() {
       }
       auto& s = static_cast<MuonParamState&>(*slot);
       detail::lerp_(s.momentum_buffer, grad, 1 - o.momentum());
-      const Tensor direction = o.nesterov() ? lerp(grad, s.momentum_buffer, o.momentum()) : s.momentum_buffer;
+      Tensor direction = s.momentum_buffer;
+      if (o.nesterov()) {  // grad.lerp(buf, momentum), one rounding as PyTorch's
+        direction = grad.clone();
+        detail::lerp_(direction, s.momentum_buffer, o.momentum());
+      }
       const Tensor orthogonal = zeropower_via_newton_schulz(direction, o.ns_coefficients(), o.ns_steps(), o.eps());
       p.mul_(1 - o.lr() * o.weight_decay());
-      p.add_(orthogonal.to(p.dtype()), -adjusted_lr(o.lr(), o.adjust_lr(), p.size(0), p.size(1)));
+      // The bfloat16 update is added as PyTorch promotes it: in float32 for a float16 parameter.
+      p.add_(orthogonal, -adjusted_lr(o.lr(), o.adjust_lr(), p.size(0), p.size(1)));
     }
   }
 }

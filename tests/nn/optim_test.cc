@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -624,6 +625,8 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({std::nullopt, -1e-3})); },
               {"Adafactor", "eps[1] = -0.001"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().d(0.5)); }, {"Adafactor", "d = 0.5", ">= 1"});
+  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().d(std::nan(""))); }, {"Adafactor", "d = nan"});
+  optim::Adafactor unclipped(params(), optim::AdafactorOptions().d(std::numeric_limits<double>::infinity()));  // as PyTorch
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().weight_decay(-1)); },
               {"Adafactor", "weight_decay = -1"});
   // A group's own options are checked too.
@@ -2033,6 +2036,17 @@ TEST_CASE("Muon orthogonalizes tall and wide matrices and scales its lr by their
   check_error([&] { optimizer.step(); }, {"Muon", "2-D", "[2]"});
   check_equal(w, {1, 1, 1, 1});
   CHECK(optimizer.state().empty());
+
+  // Muon has a momentum, which CyclicLR cycles, as PyTorch's.
+  td::Tensor m = td::ones({2, 2}, td::kFloat64).requires_grad_();
+  optim::Muon cycled({m}, optim::MuonOptions(0.1));
+  optim::CyclicLROptions cyclic;
+  cyclic.base_momentum = {0.8};
+  cyclic.max_momentum = {0.9};
+  optim::CyclicLR scheduler(cycled, {0.01}, {0.1}, cyclic);
+  CHECK(static_cast<const optim::MuonOptions&>(cycled.param_groups()[0].options()).momentum() == 0.9);
+  scheduler.step();
+  CHECK(static_cast<const optim::MuonOptions&>(cycled.param_groups()[0].options()).momentum() < 0.9);
 }
 
 TEST_CASE("SWALR refuses bad settings and leaves the optimizer's lr as it was, and resumes from its state", "[cpu]") {
@@ -2060,4 +2074,110 @@ TEST_CASE("SWALR refuses bad settings and leaves the optimizer's lr as it was, a
   CHECK(resumed.swa_lrs() == std::vector<double>{0.05, 0.01});
   resumed.step();
   CHECK(resumed.get_last_lr() == want);
+}
+
+TEST_CASE("Muon on larger float32, bfloat16 and float16 matrices follows PyTorch's within a rounding", "[cpu]") {
+  const auto closed_form = [](int64_t n, double salt, double scale) {
+    std::vector<double> v(n);
+    for (int64_t k = 0; k < n; ++k) v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
+    return v;
+  };
+  // Through float32, as PyTorch converts float64 to 16 bits (tandem rounds once, PyTorch twice:
+  // one float16 value in 2048 of these differed).
+  const auto make = [&](int64_t n, double salt, double scale, td::DType dtype, const td::Shape& shape) {
+    return td::tensor(closed_form(n, salt, scale), td::kFloat64).to(td::kFloat32).to(dtype).view(shape);
+  };
+  // PyTorch 2.15, lr 0.02 and the other defaults (Nesterov), four steps: the sum of the final
+  // values, their sum weighted by position (float32), and the first sixteen. PyTorch's bfloat16
+  // GEMM (oneDNN) accumulates in another order than the float32 GEMM tandem rounds from: a few
+  // Newton-Schulz elements round the other way, and about 5% of the parameters end one rounding
+  // of their dtype apart (float32: within 2e-5; its steps move them by 0.006 on average).
+  struct Case {
+    td::DType dtype;
+    td::Shape shape;
+    double sum, weighted, sum_tolerance, element_tolerance;
+    std::vector<double> first;
+  };
+  const std::vector<Case> cases = {
+      {td::kFloat32, {128, 64}, 1.1700275058974512, -3638.1076099977945, 1e-4, 2e-5,
+       {0.6898331046104431, 1.6340855360031128, 0.18569080531597137, -0.814678430557251, -0.39594292640686035,
+        0.3673678934574127, 0.8457412719726562, -0.09423878788948059, -1.6198796033859253, -0.8064147233963013,
+        1.2103567123413086, 1.0859217643737793, -0.25441569089889526, -0.6259497404098511, -0.15602225065231323,
+        0.7873584032058716}},
+      {td::kBFloat16, {64, 32}, 2.3184585571289062, 1452.5841445922852, 0.05, 0x1p-7,
+       {0.6875, 1.65625, 0.1884765625, -0.8203125, -0.400390625, 0.37109375, 0.8515625, -0.091796875, -1.6328125,
+        -0.8203125, 1.2265625, 1.09375, -0.25390625, -0.6328125, -0.15625, 0.79296875}},
+      {td::kFloat16, {32, 64}, 2.321310043334961, 1494.7070670127869, 0.05, 0x1p-10,
+       {0.689453125, 1.6357421875, 0.18701171875, -0.81640625, -0.396240234375, 0.36767578125, 0.8466796875,
+        -0.09295654296875, -1.6220703125, -0.81201171875, 1.2109375, 1.087890625, -0.25537109375, -0.625,
+        -0.1558837890625, 0.78759765625}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.dtype);
+    const int64_t n = c.shape[0] * c.shape[1];
+    td::Tensor p = make(n, 0.4, 1.2, c.dtype, c.shape).requires_grad_();
+    optim::Muon optimizer({p}, optim::MuonOptions(0.02));
+    for (int t = 0; t < 4; ++t) {
+      p.mutable_grad() = make(n, 1.1 + t, 0.9, c.dtype, c.shape);
+      optimizer.step();
+    }
+    const td::Tensor final_values = p.detach().to(td::kFloat64).reshape({-1});
+    const double sum = final_values.sum().item<double>();
+    CHECK(std::abs(sum - c.sum) <= c.sum_tolerance * (c.dtype == td::kFloat32 ? std::abs(c.sum) : 1.0));
+    if (c.dtype == td::kFloat32) {
+      const double weighted = (final_values * td::arange(n, td::kFloat64)).sum().item<double>();
+      CHECK(std::abs(weighted - c.weighted) <= 1e-4 * std::abs(c.weighted));
+    }
+    check_close(final_values.narrow(0, 0, 16), c.first, 0, c.element_tolerance);
+  }
+
+  // Without Newton-Schulz iterations (ns_steps 0) no GEMM rounds: the momentum, the Nesterov
+  // direction, the normalization in bfloat16 and the update's promotion (a float16 parameter adds
+  // in float32) give PyTorch's values to the bit; a changed rounding anywhere moves these sums.
+  const std::vector<std::tuple<td::DType, double, double>> exact = {
+      {td::kFloat32, 2.313647973467596, 1459.5666814470896},
+      {td::kBFloat16, 2.5218467712402344, 1564.37788772583},
+      {td::kFloat16, 2.355189800262451, 1525.8672795295715},
+  };
+  for (const auto& [dtype, sum, weighted] : exact) {
+    INFO(dtype << ", ns_steps 0");
+    td::Tensor p = make(2048, 0.4, 1.2, dtype, {32, 64}).requires_grad_();
+    optim::Muon optimizer({p}, optim::MuonOptions(0.02).ns_steps(0));
+    for (int t = 0; t < 4; ++t) {
+      p.mutable_grad() = make(2048, 1.1 + t, 0.9, dtype, {32, 64});
+      optimizer.step();
+    }
+    const td::Tensor final_values = p.detach().to(td::kFloat64).reshape({-1});
+    CHECK(final_values.sum().item<double>() == Approx(sum).epsilon(1e-13));
+    CHECK((final_values * td::arange(2048, td::kFloat64)).sum().item<double>() == Approx(weighted).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("Adafactor's default eps1 is the machine epsilon of a group's first parameter, for the whole group",
+          "[cpu]") {
+  const auto closed_form = [](int64_t n, double salt, double scale) {
+    std::vector<double> v(n);
+    for (int64_t k = 0; k < n; ++k) v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
+    return v;
+  };
+  // Gradients small enough for eps1 to bound the second moments: float32's epsilon for the matrix
+  // and, from the same group, for the bfloat16 vector (PyTorch 2.15, lr 0.02, three steps).
+  td::Tensor matrix = td::tensor(closed_form(30, 0.4, 1.2), td::kFloat64).to(td::kFloat32).view({6, 5}).requires_grad_();
+  td::Tensor vector = td::tensor(closed_form(7, 0.9, 1.2), td::kFloat64).to(td::kBFloat16).requires_grad_();
+  optim::Adafactor optimizer({matrix, vector}, optim::AdafactorOptions(0.02));
+  for (int t = 0; t < 3; ++t) {
+    matrix.mutable_grad() = td::tensor(closed_form(30, 1.1 + t, 3e-8), td::kFloat64).to(td::kFloat32).view({6, 5});
+    vector.mutable_grad() = td::tensor(closed_form(7, 2.1 + t, 3e-3), td::kFloat64).to(td::kBFloat16);
+    optimizer.step();
+  }
+  // The matrix within a float32 rounding (its row and column norms reduce in another order).
+  check_close(matrix, {0.6885787844657898,  1.6484383344650269,   0.19409698247909546,  -0.8198831081390381,
+                       -0.404936820268631,  0.36538389325141907,  0.8554465174674988,   -0.08836501836776733,
+                       -1.632698655128479,  -0.8228411078453064,  1.2158304452896118,   1.0992789268493652,
+                       -0.24932508170604706, -0.6319724917411804, -0.16356395184993744, 0.7908322215080261,
+                       0.9483063220977783,  -0.8036860227584839,  -1.7540361881256104,  -0.06690912693738937,
+                       1.2216532230377197,  0.4843178391456604,   -0.41362789273262024, -0.5827112197875977,
+                       0.16205498576164246, 1.3270982503890991,   0.6001563668251038,   -1.4487485885620117,
+                       -1.2921907901763916, 0.48765483498573303}, 2e-7, 0);
+  check_equal(vector, {1.4140625, 1.3984375, -0.439453125, -0.921875, -0.154296875, 0.5859375, 0.66015625});
 }
