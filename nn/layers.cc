@@ -461,14 +461,15 @@ Tensor InstanceNormBase<Derived>::forward(const Tensor& x) {
            this->name(), ": expected ", options.num_features_, " channels, got the input ", shape_str(x.sizes()));
   const bool use_input_stats = this->is_training() || !options.track_running_stats_;
   const Tensor out = F::instance_norm(batched, running_mean, running_var, weight, bias, use_input_stats,
-                                      options.momentum_, options.eps_);
+                                      options.momentum_.value_or(0.0), options.eps_);
   return x.dim() == unbatched ? out.squeeze(0) : out;
 }
 
 template <typename Derived>
 std::string InstanceNormBase<Derived>::extra_repr() const {
   return std::to_string(options.num_features_) + ", eps=" + python_float(options.eps_) +
-         ", momentum=" + python_float(options.momentum_) + ", affine=" + python_bool(options.affine_) +
+         ", momentum=" + (options.momentum_ ? python_float(*options.momentum_) : "None") +
+         ", affine=" + python_bool(options.affine_) +
          ", bias=" + python_bool(bias.defined()) + ", track_running_stats=" + python_bool(options.track_running_stats_);
 }
 

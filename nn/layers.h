@@ -317,11 +317,13 @@ class BatchNorm3d : public ModuleHolder<BatchNorm3dImpl> {
 struct InstanceNormOptions {
   InstanceNormOptions(int64_t features) : num_features_(features) {}
   InstanceNormOptions& eps(double e) { eps_ = e; return *this; }
-  InstanceNormOptions& momentum(double m) { momentum_ = m; return *this; }
+  // None: the running statistics never move, as PyTorch's InstanceNorm (it passes 0 for None).
+  InstanceNormOptions& momentum(std::optional<double> m) { momentum_ = m; return *this; }
   InstanceNormOptions& affine(bool a) { affine_ = a; return *this; }
   InstanceNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
   int64_t num_features_;
-  double eps_ = 1e-5, momentum_ = 0.1;
+  double eps_ = 1e-5;
+  std::optional<double> momentum_ = 0.1;
   bool affine_ = false, track_running_stats_ = false;
 };
 

@@ -168,6 +168,13 @@ TEST_CASE("BatchNorm3d, LocalResponseNorm and Bilinear give PyTorch's outputs an
 TEST_CASE("the normalization layers print as PyTorch's; Softmax2d and ChannelShuffle; errors", "[cpu]") {
   CHECK(nn::InstanceNorm2d(3)->str() ==
         "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)");
+  // momentum None: PyTorch passes 0, so the running statistics stay where they start.
+  nn::InstanceNorm1d frozen(nn::InstanceNormOptions(3).momentum(std::nullopt).track_running_stats(true));
+  CHECK(frozen->str() ==
+        "InstanceNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=True)");
+  frozen(sine_ramp({2, 3, 5}, 0.7) * 3 + 2);
+  td::testing::check_equal(frozen->running_mean, {0, 0, 0});
+  td::testing::check_equal(frozen->running_var, {1, 1, 1});
   CHECK(nn::LocalResponseNorm(3)->str() == "LocalResponseNorm(3, alpha=0.0001, beta=0.75, k=1.0)");
   CHECK(nn::Bilinear(3, 4, 5)->str() == "Bilinear(in1_features=3, in2_features=4, out_features=5, bias=True)");
   CHECK(nn::Softmax2d()->str() == "Softmax2d()");
