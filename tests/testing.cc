@@ -213,6 +213,23 @@ void check_equal(const Tensor& actual, const std::vector<double>& expected, cons
   check_close(actual, expected, 0, 0, what);
 }
 
+void check_values(const Tensor& actual, const std::vector<double>& want, double rtol, const std::string& what) {
+  INFO(what);
+  const std::vector<double> v = values(actual);
+  REQUIRE(v.size() == want.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO("element " << i << ": " << v[i] << " against " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(v[i]));
+    } else if (std::isinf(want[i]) || want[i] == 0) {
+      CHECK(v[i] == want[i]);
+      CHECK(std::signbit(v[i]) == std::signbit(want[i]));
+    } else {
+      CHECK(std::abs(v[i] - want[i]) <= rtol * std::abs(want[i]));
+    }
+  }
+}
+
 void check_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
   try {
     f();

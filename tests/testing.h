@@ -57,6 +57,9 @@ void check_close(const Tensor& actual, const std::vector<double>& expected, doub
                  const std::string& what = "");
 void check_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what = "");
 void check_equal(const Tensor& actual, const std::vector<double>& expected, const std::string& what = "");
+// Within rtol of want (0: exactly) everywhere, NaN where want is NaN, and infinities and zeros
+// exactly, their signs included (which check_equal does not tell apart).
+void check_values(const Tensor& actual, const std::vector<double>& want, double rtol, const std::string& what = "");
 // Tolerance for results stored in `dtype` after computing in float64.
 double rtol_for(DType dtype);
 

@@ -12,30 +12,13 @@ using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Snapshot;
+using td::testing::check_values;
 using td::testing::values;
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Equal to want within rtol (0: exactly), NaN where want is NaN, and zeros of want's sign.
-void check_values(const Tensor& got, const std::vector<double>& want, double rtol, const std::string& what) {
-  INFO(what);
-  const std::vector<double> v = values(got);
-  REQUIRE(v.size() == want.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    INFO("element " << i << ": " << v[i] << " against " << want[i]);
-    if (std::isnan(want[i])) {
-      CHECK(std::isnan(v[i]));
-    } else if (std::isinf(want[i]) || want[i] == 0) {
-      CHECK(v[i] == want[i]);
-      CHECK(std::signbit(v[i]) == std::signbit(want[i]));
-    } else {
-      CHECK(std::abs(v[i] - want[i]) <= rtol * std::abs(want[i]));
-    }
-  }
-}
 
 std::vector<bool> bools(const Tensor& t) {
   REQUIRE(t.dtype() == td::kBool);

@@ -12,6 +12,7 @@ namespace td = tandem;
 using td::Shape;
 using td::Tensor;
 using td::testing::check_close;
+using td::testing::check_equal;
 using td::testing::check_error;
 using td::testing::values;
 
@@ -20,16 +21,6 @@ namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Tensor f64(const std::vector<double>& v, const Shape& shape) { return td::tensor(v, td::kFloat64).view(shape); }
-
-void check_same(const Tensor& t, const std::vector<double>& want, const std::string& what) {
-  INFO(what);
-  const std::vector<double> got = values(t);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    CHECK((got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))));
-  }
-}
 
 }  // namespace
 
@@ -55,10 +46,10 @@ TEST_CASE("quantile and nanquantile as PyTorch's: every interpolation, NaN, shap
     check_close(x.nanquantile(qs, 1, false, c.interpolation), c.nanquantile, 1e-15, 0,
                 c.interpolation + ": nanquantile");
   }
-  check_same(td::quantile(x, 0.4, 1), {2.2, kNaN}, "a line with a NaN gives NaN");
+  check_equal(td::quantile(x, 0.4, 1), {2.2, kNaN}, "a line with a NaN gives NaN");
   check_close(td::quantile(x.select(0, 0), 0.3), {1.4}, 1e-15, 0, "every element");
   check_close(td::nanquantile(x, 0.7), {4.6}, 1e-15, 0, "every number");
-  check_same(td::nanquantile(td::full({3}, kNaN, td::TensorOptions(td::kFloat64)), 0.5), {kNaN}, "only NaN");
+  check_equal(td::nanquantile(td::full({3}, kNaN, td::TensorOptions(td::kFloat64)), 0.5), {kNaN}, "only NaN");
   const Tensor three = x.narrow(1, 0, 3);
   CHECK(td::quantile(three, qs, std::nullopt, true).sizes() == Shape{2, 1, 1});
   CHECK(td::quantile(three, 0.3, 0, true).sizes() == Shape{1, 3});
@@ -115,19 +106,19 @@ TEST_CASE("gcd, lcm, nextafter and ldexp as PyTorch's", "[cpu]") {
   const Tensor a = td::tensor(std::vector<int64_t>{12, -18, 0, 7, lowest, 0});
   const Tensor b = td::tensor(std::vector<int64_t>{18, 12, 5, 0, 6, 0});
   // gcd(lowest, 6) is 2 (PyTorch's -2 comes from |lowest| overflowing).
-  check_same(td::gcd(a, b), {6, 6, 5, 7, 2, 0}, "gcd");
-  check_same(td::lcm(td::tensor({4, -6, 0, 7}), td::tensor({6, 4, 5, 3})), {12, 12, 0, 21}, "lcm");
-  check_same(td::gcd(td::tensor({12}).to(td::kInt32), td::tensor({8}).to(td::kInt32)), {4}, "int32");
-  check_same(td::gcd(td::tensor({200}).to(td::kUInt8), td::tensor({150}).to(td::kUInt8)), {50}, "uint8");
+  check_equal(td::gcd(a, b), {6, 6, 5, 7, 2, 0}, "gcd");
+  check_equal(td::lcm(td::tensor({4, -6, 0, 7}), td::tensor({6, 4, 5, 3})), {12, 12, 0, 21}, "lcm");
+  check_equal(td::gcd(td::tensor({12}).to(td::kInt32), td::tensor({8}).to(td::kInt32)), {4}, "int32");
+  check_equal(td::gcd(td::tensor({200}).to(td::kUInt8), td::tensor({150}).to(td::kUInt8)), {50}, "uint8");
   Tensor in_place = td::tensor({12, 9});
   in_place.gcd_(td::tensor({8, 6}));
-  check_same(in_place, {4, 3}, "gcd_");
+  check_equal(in_place, {4, 3}, "gcd_");
   check_error([] { td::gcd(td::ones({2}), td::ones({2})); }, {"gcd", "integer", "float32"});
   check_error([] { td::lcm(td::tensor({true}), td::tensor({true})); }, {"lcm", "integer", "bool"});
 
-  check_same(td::nextafter(f64({1, 0, -1, std::numeric_limits<double>::infinity()}, {4}), f64({2, -1, 0, 0}, {4})),
+  check_equal(td::nextafter(f64({1, 0, -1, std::numeric_limits<double>::infinity()}, {4}), f64({2, -1, 0, 0}, {4})),
              {1.0000000000000002, -5e-324, -0.9999999999999999, 1.7976931348623157e+308}, "nextafter");
-  check_same(td::nextafter(td::tensor({1.0f, 0.0f}), td::tensor({2.0f, 1.0f})),
+  check_equal(td::nextafter(td::tensor({1.0f, 0.0f}), td::tensor({2.0f, 1.0f})),
              {1.0000001192092896, 1.401298464324817e-45}, "nextafter in float32");
   check_error([] { td::nextafter(td::ones({1}, td::kFloat16), td::ones({1}, td::kFloat16)); },
               {"nextafter", "float16"});

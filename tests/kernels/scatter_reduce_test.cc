@@ -11,6 +11,7 @@ namespace td = tandem;
 using td::Shape;
 using td::Tensor;
 using td::testing::check_close;
+using td::testing::check_equal;
 using td::testing::check_error;
 using td::testing::values;
 
@@ -18,17 +19,6 @@ namespace {
 
 Tensor f64(const std::vector<double>& v, const Shape& shape) { return td::tensor(v, td::kFloat64).view(shape); }
 Tensor i64(const std::vector<int64_t>& v, const Shape& shape) { return td::tensor(v).view(shape); }
-
-// Equal as values, NaN equal to NaN.
-void check_same(const Tensor& t, const std::vector<double>& want, const std::string& what) {
-  INFO(what);
-  const std::vector<double> got = values(t);
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    CHECK((got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))));
-  }
-}
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -147,23 +137,23 @@ TEST_CASE("scatter_reduce as PyTorch's: each reduction with and without self, va
 
 TEST_CASE("scatter_reduce on integers, bool and NaN as PyTorch's", "[cpu]") {
   const Tensor xi = td::tensor({1, 2, 3});
-  check_same(td::scatter_reduce(xi, 0, td::tensor({0, 0, 1}), td::tensor({-4, -4, 5}), "mean"), {-3.0, 3.0, 3.0},
+  check_equal(td::scatter_reduce(xi, 0, td::tensor({0, 0, 1}), td::tensor({-4, -4, 5}), "mean"), {-3.0, 3.0, 3.0},
              "integer mean, floored");
-  check_same(td::scatter_reduce(xi, 0, td::tensor({0, 0}), td::tensor({-4, -9}), "amax", false), {-4.0, 2.0, 3.0},
+  check_equal(td::scatter_reduce(xi, 0, td::tensor({0, 0}), td::tensor({-4, -9}), "amax", false), {-4.0, 2.0, 3.0},
              "integer amax without self starts from the lowest");
   const Tensor bools = td::tensor({true, true, false});
-  check_same(td::scatter_reduce(bools, 0, td::tensor({0, 0, 2}), td::tensor({true, false, true}), "prod"), {0, 1, 0},
+  check_equal(td::scatter_reduce(bools, 0, td::tensor({0, 0, 2}), td::tensor({true, false, true}), "prod"), {0, 1, 0},
              "bool prod is and");
-  check_same(
+  check_equal(
       td::scatter_reduce(td::tensor({true, false, false}), 0, td::tensor({1, 1}), td::tensor({false, true}), "sum"),
       {1, 1, 0}, "bool sum is or");
-  check_same(td::scatter_reduce(f64({1, 2, 3}, {3}), 0, td::tensor({0, 0, 2}), f64({kNaN, 5, -1}, {3}), "amax"),
+  check_equal(td::scatter_reduce(f64({1, 2, 3}, {3}), 0, td::tensor({0, 0, 2}), f64({kNaN, 5, -1}, {3}), "amax"),
              {kNaN, 2.0, 3.0}, "NaN wins amax");
-  check_same(td::scatter_reduce(f64({1, kNaN, 3}, {3}), 0, td::tensor({1, 2}), f64({0, -1}, {2}), "amin"),
+  check_equal(td::scatter_reduce(f64({1, kNaN, 3}, {3}), 0, td::tensor({1, 2}), f64({0, -1}, {2}), "amin"),
              {1.0, kNaN, -1.0}, "NaN wins amin");
   const Tensor half = td::scatter_reduce(f64({1, 2, 3}, {3}).to(td::kFloat16), 0, td::tensor({0, 0}),
                                          f64({2, 4}, {2}).to(td::kFloat16), "prod");
-  check_same(half, {8, 2, 3}, "float16 prod");
+  check_equal(half, {8, 2, 3}, "float16 prod");
 }
 
 TEST_CASE("index_reduce as PyTorch's: each reduction, values and gradients", "[cpu]") {
@@ -232,8 +222,8 @@ TEST_CASE("scatter_reduce's gradient goes to the NaN that wins amax; index_reduc
   // The NaN that wins takes the gradient of its place (PyTorch's gives NaN there, and none to anything).
   Tensor x = f64({1, 2, 3}, {3}).requires_grad_(true), src = f64({kNaN, 5, 1}, {3}).requires_grad_(true);
   td::scatter_reduce(x, 0, td::tensor({0, 0, 2}), src, "amax").sum().backward();
-  check_same(x.grad(), {0, 1, 1}, "x's gradient");
-  check_same(src.grad(), {1, 0, 0}, "src's gradient: the NaN's");
+  check_equal(x.grad(), {0, 1, 1}, "x's gradient");
+  check_equal(src.grad(), {1, 0, 0}, "src's gradient: the NaN's");
 
   const Tensor self = td::ones({3, 4}, td::kFloat64);
   check_error(
@@ -257,7 +247,7 @@ TEST_CASE("scatter_reduce's gradient goes to the NaN that wins amax; index_reduc
   check_error(
       [&] { td::index_reduce(td::ones({}, td::kFloat64), 5, td::tensor({0}), td::ones({}, td::kFloat64), "prod"); },
       {"index_reduce", "5"});
-  check_same(td::index_reduce(td::full({}, 2.0, td::TensorOptions(td::kFloat64)), 0, td::tensor({0}),
+  check_equal(td::index_reduce(td::full({}, 2.0, td::TensorOptions(td::kFloat64)), 0, td::tensor({0}),
                               td::full({}, 3.0, td::TensorOptions(td::kFloat64)), "prod"),
              {6}, "0-dim self and source");
 }

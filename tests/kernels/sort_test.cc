@@ -13,6 +13,7 @@ using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::Layout;
+using td::testing::check_values;
 using td::testing::values;
 
 namespace {
@@ -22,18 +23,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Equal element for element, NaN to NaN, zeros with their signs.
 void check_same(const Tensor& got, const std::vector<double>& want, const std::string& what) {
-  INFO(what);
-  const std::vector<double> v = values(got);
-  REQUIRE(v.size() == want.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    INFO("element " << i);
-    if (std::isnan(want[i])) {
-      CHECK(std::isnan(v[i]));
-    } else {
-      CHECK(v[i] == want[i]);
-      CHECK(std::signbit(v[i]) == std::signbit(want[i]));
-    }
-  }
+  check_values(got, want, 0, what);
 }
 
 std::vector<double> as_doubles(std::vector<int64_t> v) { return {v.begin(), v.end()}; }

@@ -18,6 +18,7 @@ using td::testing::check_close;
 using td::testing::check_error;
 using td::testing::rtol_for;
 using td::testing::Snapshot;
+using td::testing::check_values;
 using td::testing::values;
 
 namespace {
@@ -26,25 +27,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Tensor f64(const std::vector<double>& v) { return td::tensor(v, td::kFloat64); }
-
-// Equal to want within rtol (0: exactly), NaN where want is NaN, and infinities and zeros exactly, sign
-// included.
-void check_values(const Tensor& got, const std::vector<double>& want, double rtol, const std::string& what) {
-  INFO(what);
-  const std::vector<double> v = values(got);
-  REQUIRE(v.size() == want.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    INFO("element " << i << ": " << v[i] << " against " << want[i]);
-    if (std::isnan(want[i])) {
-      CHECK(std::isnan(v[i]));
-    } else if (std::isinf(want[i]) || want[i] == 0) {
-      CHECK(v[i] == want[i]);
-      CHECK(std::signbit(v[i]) == std::signbit(want[i]));
-    } else {
-      CHECK(std::abs(v[i] - want[i]) <= rtol * std::abs(want[i]));
-    }
-  }
-}
 
 // A float32 result within `ulps` float32 ulps of the float64 reference rounded to float32 (NaN,
 // infinities and zeros exactly).
