@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "kernels/factory.h"
 #include "nn/layers.h"
+#include "nn/optim/optimizer.h"
 
 namespace tandem::optim::swa_utils {
 
@@ -15,36 +16,41 @@ void check_decay(double decay) {
   TD_CHECK(decay >= 0 && decay <= 1, "swa_utils: invalid decay = ", decay, " (must be in [0, 1])");
 }
 
-// An integer tensor takes a floating result truncated, as copy_ converts it.
-void write(Tensor& averaged, const Tensor& value) { averaged.copy_(value); }
+// averaged moved towards current by `weight` with torch.lerp's rounding.
+Tensor lerped(const Tensor& averaged, const Tensor& current, double weight) {
+  Tensor out = averaged.clone();
+  detail::lerp_(out, current, weight);
+  return out;
+}
 
 }  // namespace
 
 AverageFn get_swa_avg_fn() {
-  return [](Tensor& averaged, const Tensor& current, int64_t n) {
-    write(averaged, averaged + (current - averaged) / static_cast<double>(n + 1));
+  return [](const Tensor& averaged, const Tensor& current, int64_t n) {
+    return averaged + (current - averaged) / static_cast<double>(n + 1);
   };
 }
 
 AverageFn get_ema_avg_fn(double decay) {
   check_decay(decay);
-  return [decay](Tensor& averaged, const Tensor& current, int64_t) {
-    write(averaged, averaged * decay + current * (1 - decay));
+  return [decay](const Tensor& averaged, const Tensor& current, int64_t) {
+    return averaged * decay + current * (1 - decay);
   };
 }
 
+// Integer tensors take the single-tensor formulas (PyTorch's multi-tensor SWA refuses them).
 AverageFn get_swa_multi_avg_fn() {
-  return [](Tensor& averaged, const Tensor& current, int64_t n) {
+  return [](const Tensor& averaged, const Tensor& current, int64_t n) {
     if (!averaged.is_floating_point()) return get_swa_avg_fn()(averaged, current, n);
-    averaged.lerp_(current, 1.0 / static_cast<double>(n + 1));
+    return lerped(averaged, current, static_cast<double>(1.0f / static_cast<float>(n + 1)));
   };
 }
 
 AverageFn get_ema_multi_avg_fn(double decay) {
   check_decay(decay);
-  return [decay](Tensor& averaged, const Tensor& current, int64_t n) {
+  return [decay](const Tensor& averaged, const Tensor& current, int64_t n) {
     if (!averaged.is_floating_point()) return get_ema_avg_fn(decay)(averaged, current, n);
-    averaged.lerp_(current, 1 - decay);
+    return lerped(averaged, current, 1 - decay);
   };
 }
 
@@ -93,11 +99,7 @@ void AveragedModelImpl::update_parameters(const nn::Module& model) {
   for (size_t i = 0; i < mine.size(); ++i) {
     const Tensor current = theirs[i].detach().to(mine[i].device());
     Tensor averaged = mine[i].detach();
-    if (n == 0) {
-      averaged.copy_(current);
-    } else {
-      avg_fn(averaged, current, n);
-    }
+    averaged.copy_(n == 0 ? current : avg_fn(averaged, current, n));
   }
   for (size_t i = 0; i < my_buffers.size(); ++i) {
     Tensor buffer = my_buffers[i].detach();

@@ -18,17 +18,19 @@ namespace tandem::optim::swa_utils {
 
 using optim::SWALR;
 
-// How an average takes in the model's current value: `averaged` is written in place, given the
-// number of values averaged so far (at least 1: the first update copies). Integer tensors (a
-// BatchNorm's count, with use_buffers) are computed in floating point and truncated, as PyTorch's.
-using AverageFn = std::function<void(Tensor& averaged, const Tensor& current, int64_t n_averaged)>;
+// How an average takes in the model's current value, as PyTorch's avg_fn: the new average, given
+// the number of values averaged so far (at least 1: the first update copies), which
+// update_parameters writes into the averaged tensor (an integer one, a BatchNorm's count with
+// use_buffers, truncating a floating result, as PyTorch's copy_ does).
+using AverageFn = std::function<Tensor(const Tensor& averaged, const Tensor& current, int64_t n_averaged)>;
 // The running mean: averaged + (current - averaged) / (n + 1), AveragedModel's default (the
 // formula of PyTorch's default on CPUs; its GPU default lerps, which may round differently).
 AverageFn get_swa_avg_fn();
 // decay * averaged + (1 - decay) * current, decay in [0, 1].
 AverageFn get_ema_avg_fn(double decay = 0.999);
-// The same averages as torch.lerp computes them: lerp(averaged, current, 1 / (n + 1)), and
-// lerp(averaged, current, 1 - decay), the form PyTorch's get_*_multi_avg_fn use.
+// The same averages as torch.lerp computes them: lerp(averaged, current, 1 / (n + 1)) with the
+// weight in float32 (PyTorch divides by the int64 count tensor), and lerp(averaged, current,
+// 1 - decay): the forms of PyTorch's get_*_multi_avg_fn.
 AverageFn get_swa_multi_avg_fn();
 AverageFn get_ema_multi_avg_fn(double decay = 0.999);
 
@@ -51,7 +53,8 @@ class AveragedModelImpl : public nn::Cloneable<AveragedModelImpl> {
   Tensor forward(const Tensor& x) override { return module->forward(x); }
   // Takes in model's current parameters (and buffers): copied at the first update, averaged
   // after. The model must have the copy's structure (as many tensors, of the same shapes); if
-  // it has not, nothing changes.
+  // it has not, nothing changes (an avg_fn that throws midway leaves the tensors before it
+  // averaged, and the count as it was).
   void update_parameters(const nn::Module& model);
   template <typename Holder>
     requires requires(Holder h) { h.ptr(); }
@@ -75,9 +78,9 @@ class AveragedModel : public nn::ModuleHolder<AveragedModelImpl> {
 
 // Recomputes the running statistics of every BatchNorm in `model` from one pass over `inputs`
 // (each moved to `device` if given): each is reset, then given the cumulative average of the
-// batches' statistics (momentum none), in training mode; the momenta are restored after and the
-// model left in the mode it was in (every module in it), as PyTorch's. A model without BatchNorm
-// is not run.
+// batches' statistics (momentum none), in training mode; the momenta are restored after, and every
+// module is set to the mode the model itself was in (model.train(was_training)), as PyTorch does.
+// A model without BatchNorm is not run.
 void update_bn(const std::vector<Tensor>& inputs, nn::Module& model, std::optional<Device> device = std::nullopt);
 // The same over a loader's batches (their data).
 void update_bn(data::DataLoader& loader, nn::Module& model, std::optional<Device> device = std::nullopt);

@@ -2,6 +2,7 @@
 // state_dict, clone and device; update_bn's recomputed BatchNorm statistics; refusals that leave
 // everything as it was.
 #include <cmath>
+#include <map>
 
 #include "nn/optim/optim.h"
 #include "tests/testing.h"
@@ -74,37 +75,57 @@ TEST_CASE("AveragedModel keeps a copy whose parameters are the running mean of t
                                                              averaged->module->parameters()[1])));
 }
 
-TEST_CASE("the averaging functions: SWA and EMA, as PyTorch's single and multi-tensor forms", "[cpu]") {
-  const std::vector<double> updates = {0.5, 2.0, -1.0, 3.0};
-  struct Case {
-    const char* name;
-    swa::AverageFn fn;
-    std::function<double(double averaged, double current, int64_t n)> expected;
+TEST_CASE("the averaging functions give PyTorch's averages to the bit: SWA and EMA, single and multi-tensor forms",
+          "[cpu]") {
+  // PyTorch 2.15: AveragedModel over Linear(3, 2) set to weight arange(6) * 0.1 + v, bias arange(2)
+  // * 0.1 + v for v = 0.5, 2, -1, 3, 0.7; the averaged weight and bias, flattened. The multi-tensor
+  // SWA form lerps with the weight 1 / (n + 1) in float32, hence its float64 values.
+  using Cases = std::vector<std::pair<const char*, Values>>;
+  const std::vector<std::tuple<td::DType, Cases>> expected = {
+      {td::kFloat64,
+       {{"swa", {1.04, 1.1400000000000001, 1.2400000000000002, 1.3399999999999999, 1.44, 1.54, 1.04, 1.1400000000000001}},
+        {"swa multi",
+         {1.0399999853223563, 1.1399999853223564, 1.2399999853223564, 1.339999985322356, 1.4399999853223562,
+          1.5399999853223563, 1.0399999853223563, 1.1399999853223564}},
+        {"ema", {0.7328499999999999, 0.83285, 0.93285, 1.0328499999999998, 1.13285, 1.2328499999999998,
+                 0.7328499999999999, 0.83285}},
+        {"ema multi",
+         {0.7328499999999999, 0.83285, 0.93285, 1.03285, 1.1328500000000001, 1.23285, 0.7328499999999999, 0.83285}}}},
+      {td::kFloat32,
+       {{"swa", {1.0399999618530273, 1.1399998664855957, 1.2400000095367432, 1.3399999141693115, 1.440000057220459,
+                 1.5399999618530273, 1.0399999618530273, 1.1399998664855957}},
+        {"swa multi", {1.0399999618530273, 1.1399998664855957, 1.2400000095367432, 1.3399999141693115,
+                       1.440000057220459, 1.5399999618530273, 1.0399999618530273, 1.1399998664855957}},
+        {"ema", {0.7328500151634216, 0.8328499794006348, 0.9328498840332031, 1.032849907875061, 1.132849931716919,
+                 1.2328498363494873, 0.7328500151634216, 0.8328499794006348}},
+        {"ema multi", {0.7328500151634216, 0.8328499794006348, 0.9328499436378479, 1.0328500270843506,
+                       1.1328500509262085, 1.2328500747680664, 0.7328500151634216, 0.8328499794006348}}}},
+      {td::kBFloat16,
+       {{"swa", {1.0390625, 1.1328125, 1.2421875, 1.3359375, 1.4453125, 1.5390625, 1.0390625, 1.1328125}},
+        {"swa multi", {1.0390625, 1.1328125, 1.2421875, 1.3359375, 1.4453125, 1.5390625, 1.0390625, 1.1328125}},
+        {"ema", {0.73046875, 0.8359375, 0.93359375, 1.03125, 1.125, 1.2265625, 0.73046875, 0.8359375}},
+        {"ema multi", {0.73046875, 0.83203125, 0.93359375, 1.03125, 1.1328125, 1.234375, 0.73046875, 0.83203125}}}},
   };
-  const double decay = 0.9;
-  const std::vector<Case> cases = {
-      {"swa", swa::get_swa_avg_fn(), [](double a, double c, int64_t n) { return a + (c - a) / (n + 1); }},
-      {"swa multi", swa::get_swa_multi_avg_fn(),
-       [](double a, double c, int64_t n) {
-         const double w = 1.0 / (n + 1);  // torch.lerp: from the end it is nearer to
-         return w < 0.5 ? a + w * (c - a) : c - (c - a) * (1 - w);
-       }},
-      {"ema", swa::get_ema_avg_fn(decay), [=](double a, double c, int64_t) { return a * decay + c * (1 - decay); }},
-      {"ema multi", swa::get_ema_multi_avg_fn(decay),
-       [=](double a, double c, int64_t) { return a + (1 - decay) * (c - a); }},
-  };
-  for (const Case& c : cases) {
-    INFO(c.name);
-    nn::Linear model = float64_linear();
-    swa::AveragedModel averaged(model, std::nullopt, c.fn);
-    double expected = 0;
-    for (size_t k = 0; k < updates.size(); ++k) {
-      set_linear(model, updates[k]);
-      averaged->update_parameters(model);
-      expected = k == 0 ? updates[0] : c.expected(expected, updates[k], static_cast<int64_t>(k));
+  const std::map<std::string, swa::AverageFn> functions = {{"swa", swa::get_swa_avg_fn()},
+                                                           {"swa multi", swa::get_swa_multi_avg_fn()},
+                                                           {"ema", swa::get_ema_avg_fn(0.9)},
+                                                           {"ema multi", swa::get_ema_multi_avg_fn(0.9)}};
+  for (const auto& [dtype, cases] : expected) {
+    for (const auto& [name, want] : cases) {
+      INFO(dtype << " " << name);
+      nn::Linear model(3, 2);
+      model->to(dtype);
+      swa::AveragedModel averaged(model, std::nullopt, functions.at(name));
+      for (double v : {0.5, 2.0, -1.0, 3.0, 0.7}) {
+        td::NoGradGuard no_grad;
+        // To 16 bits through float32, as PyTorch converts float64.
+        const td::DType via = dtype == td::kFloat64 ? td::kFloat64 : td::kFloat32;
+        model->weight.copy_((td::arange(6, td::kFloat64).view({2, 3}) * 0.1 + v).to(via));
+        model->bias.copy_((td::arange(2, td::kFloat64) * 0.1 + v).to(via));
+        averaged->update_parameters(model);
+      }
+      check_equal(td::cat({averaged->module->parameters()[0].flatten(), averaged->module->parameters()[1]}), want);
     }
-    // The bias's first element: the value set at each update.
-    CHECK(values(averaged->module->parameters()[1])[0] == Approx(expected).epsilon(1e-15));
   }
   check_error([] { swa::get_ema_avg_fn(1.5); }, {"decay = 1.5", "[0, 1]"});
   check_error([] { swa::get_ema_multi_avg_fn(-0.1); }, {"decay = -0.1"});
