@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "autograd/ops.h"
+#include "autograd/record.h"
 #include "kernels/backend.h"
 #include "kernels/factory.h"
 #include "kernels/sort.h"
@@ -409,6 +410,56 @@ Tensor take(const Tensor& x, const Tensor& index) {
   const Tensor flat = reshape(x, {-1});
   const Tensor at = checked_index(flat, 0, reshape(index, {-1}), "take");
   return reshape(index_select(flat, 0, at), index.sizes());
+}
+
+Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  kernels::check_defined(x, "put", "input");
+  kernels::check_defined(index, "put", "index");
+  kernels::check_defined(source, "put", "source");
+  TD_CHECK(is_integral(index.dtype(), false), "put: index must be an integer tensor, got dtype ", index.dtype());
+  TD_CHECK(index.numel() == source.numel(), "put: index (", index.numel(), " elements) and source (", source.numel(),
+           " elements) must have as many elements");
+  TD_CHECK(source.dtype() == x.dtype(), "put: source (", source.dtype(), ") must have the input's dtype (", x.dtype(),
+           ")");
+  const Tensor flat = reshape(x, {-1});
+  const Tensor at = checked_index(flat, 0, reshape(index, {-1}), "put");
+  return reshape(index_put(flat, {at}, reshape(source, {-1}), accumulate), x.sizes());
+}
+
+Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  autograd::check_inplace(x, "put_", autograd::needs_grad({&x, &source}));
+  const Tensor result = put(x, index, source, accumulate);
+  return copy_(x, result);  // x's old values keep the gradient where nothing was written, through result
+}
+
+std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape) {
+  kernels::check_defined(indices, "unravel_index", "indices");
+  TD_CHECK(is_integral(indices.dtype(), false), "unravel_index: expected 'indices' to be an integer tensor, got dtype ",
+           indices.dtype());
+  int64_t numel = 1;
+  for (int64_t s : shape) {
+    TD_CHECK(s >= 0, "unravel_index: 'shape' cannot have negative values, got ", dims_str(shape.vec()));
+    numel *= s;
+  }
+  std::vector<Tensor> out;
+  if (indices.numel() == 0) {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      out.push_back(zeros(indices.sizes(), TensorOptions(kInt64).device(indices.device())));
+    }
+    return out;
+  }
+  TD_CHECK(numel > 0, "unravel_index: 'shape' ", dims_str(shape.vec()), " holds no elements, but 'indices' is not empty");
+  for (int64_t i : host_integers(indices, "unravel_index", "indices")) {
+    TD_CHECK(i >= -numel && i < numel, "unravel_index: index ", i, " is out of range for shape ", dims_str(shape.vec()),
+             " (", numel, " elements)");
+  }
+  Tensor rest = remainder(indices.detach().to(kInt64), numel);  // negative ones from the end
+  out.resize(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    out[d] = remainder(rest, shape[d]);
+    rest = floor_divide(rest, shape[d]);
+  }
+  return out;
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {

@@ -393,6 +393,67 @@ Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
   return bincount(at, Tensor(), bins).to(x.dtype());
 }
 
+namespace {
+
+// histogram's counting, given its edges (1-D, increasing): each element's bin by binary search, its
+// right edge belonging to the last bin, the elements outside (and NaN) left out.
+std::tuple<Tensor, Tensor> histogram_in(const Tensor& x, const Tensor& edges, const Tensor& weight, bool density) {
+  const int64_t bins = edges.numel() - 1;
+  const Tensor values = reshape(x, {-1});
+  const Tensor inside = logical_and(ge(values, select(edges, 0, 0)), le(values, select(edges, 0, bins)));
+  const Tensor taken = masked_select(values, inside);
+  const Tensor at = (searchsorted(edges, taken, true) - 1).clamp_max(bins - 1);
+  const Tensor counted = weight.defined() ? masked_select(reshape(weight, {-1}), inside) : ones_like(taken);
+  Tensor hist = zeros({bins}, x.options()).index_add(0, at, counted);
+  if (density) hist = hist / (hist.sum() * (narrow(edges, 0, 1, bins) - narrow(edges, 0, 0, bins)));
+  return {hist, edges};
+}
+
+void check_histogram(const Tensor& x, const Tensor& weight) {
+  kernels::check_defined(x, "histogram", "input");
+  TD_CHECK(is_floating(x.dtype()), "histogram: input must be floating, got ", x.dtype());
+  TD_CHECK(!weight.defined() || (weight.sizes() == x.sizes() && weight.dtype() == x.dtype()),
+           "histogram: weight must have the input's shape ", shape_str(x.sizes()), " and dtype ", x.dtype(), ", got ",
+           weight.defined() ? shape_str(weight.sizes()) : "", " ", weight.defined() ? dtype_name(weight.dtype()) : "");
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
+                                     const Tensor& weight, bool density) {
+  check_histogram(x, weight);
+  TD_CHECK(bins > 0, "histogram: bins must be > 0, got ", bins);
+  NoGradGuard no_grad;
+  double lo = 0, hi = 1;
+  if (range) {
+    std::tie(lo, hi) = *range;
+  } else if (x.numel() > 0) {
+    lo = amin(x).item<double>();
+    hi = amax(x).item<double>();
+  }
+  TD_CHECK(std::isfinite(lo) && std::isfinite(hi), "histogram: the range [", lo, ", ", hi, "] is not finite");
+  TD_CHECK(lo <= hi, "histogram: min should not exceed max, got min ", lo, " and max ", hi);
+  if (lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  const Tensor edges = linspace(lo, hi, bins + 1, TensorOptions(x.dtype()).device(x.device()));
+  return histogram_in(x.detach(), edges, weight, density);
+}
+
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, const Tensor& weight, bool density) {
+  check_histogram(x, weight);
+  kernels::check_defined(bin_edges, "histogram", "bins");
+  TD_CHECK(bin_edges.dim() == 1 && bin_edges.numel() >= 2 && bin_edges.dtype() == x.dtype(),
+           "histogram: bins must be a 1-D tensor of at least two edges of the input's dtype, got ",
+           shape_str(bin_edges.sizes()), " ", bin_edges.dtype());
+  NoGradGuard no_grad;
+  const Tensor edges = bin_edges.detach().to(x.device()).contiguous();
+  TD_CHECK(all(le(narrow(edges, 0, 0, edges.numel() - 1), narrow(edges, 0, 1, edges.numel() - 1))).item<bool>(),
+           "histogram: bin edges must not decrease");
+  return histogram_in(x.detach(), edges.clone(), weight, density);
+}
+
 // ---- element-wise formulas ----
 
 Tensor heaviside(const Tensor& x, const Tensor& values) {

@@ -489,6 +489,21 @@ Tensor multi_dot(const std::vector<Tensor>& tensors) {
   return out;
 }
 
+}  // namespace linalg
+
+Tensor chain_matmul(const std::vector<Tensor>& matrices) {
+  for (const Tensor& m : matrices) {
+    kernels::check_defined(m, "chain_matmul", "matrix");
+    TD_CHECK(m.dim() == 2, "chain_matmul: every tensor must be 2-D, got ", shape_str(m.sizes()));
+  }
+  TD_CHECK(!matrices.empty(), "chain_matmul: expected one matrix or more, got none");
+  return matrices.size() == 1 ? clone(matrices[0]) : linalg::multi_dot(matrices);
+}
+
+Tensor vdot(const Tensor& a, const Tensor& b) { return dot(a, b); }
+
+namespace linalg {
+
 Tensor vector_norm(const Tensor& x, double ord, IntList dims, bool keepdim) {
   kernels::check_defined(x, "linalg.vector_norm", "x");
   TD_CHECK(is_floating(x.dtype()), "linalg.vector_norm: Expected a floating point tensor as input. Got ", x.dtype());

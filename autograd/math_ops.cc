@@ -6,7 +6,9 @@
 #include <numbers>
 #include <numeric>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "autograd/record.h"
 #include "kernels/backend.h"
 #include "kernels/elementwise.h"
 #include "kernels/factory.h"
@@ -243,5 +245,46 @@ Tensor ldexp(const Tensor& a, const Tensor& b) {
   kernels::check_defined(b, "ldexp", "other");
   return mul(is_floating(a.dtype()) ? a : a.to(kDefaultFloat), exp2(b));
 }
+
+namespace {
+
+// v * 2^-e in float64, the power taken in two halves so that neither overflows (a subnormal's
+// exponent is -1073).
+Tensor scale_down(const Tensor& v, const Tensor& e) {
+  const Tensor half = floor(e / 2);
+  return v * exp2(-half) * exp2(half - e);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
+  kernels::check_defined(x, "frexp", "input");
+  TD_CHECK(is_floating(x.dtype()), "frexp: only floating-point dtypes are supported, got ", x.dtype());
+  Tensor mantissa, exponent;
+  {
+    NoGradGuard no_grad;
+    const Tensor wide = x.detach().to(kFloat64);  // every dtype's values, exactly
+    const Tensor regular = logical_and(isfinite(wide), ne(wide, 0));
+    const Tensor magnitude = where(regular, abs(wide), 1.0);
+    // log2 rounds near powers of two: the estimate is corrected until |x| / 2^e is in [0.5, 1).
+    Tensor e = floor(log2(magnitude)) + 1;
+    const Tensor m = scale_down(magnitude, e);
+    e = where(regular, e + ge(m, 1).to(kFloat64) - lt(m, 0.5).to(kFloat64), 0.0);
+    mantissa = scale_down(wide, e).to(x.dtype());  // exact: no more digits than x's
+    exponent = e.to(kInt32);
+  }
+  if (autograd::needs_grad({&x})) {
+    // PyTorch's gradient, grad / 2^exponent with the power in float32 (inf below 2^-149's exponents).
+    const Tensor power = exp2(exponent.to(kFloat32));
+    const DType dtype = x.dtype();
+    autograd::record("FrexpBackward0", {&x}, {&mantissa}, [power, dtype](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+      return {div(g[0], power).to(dtype)};
+    })->saves_nothing = true;
+  }
+  return {mantissa, exponent};
+}
+
+Tensor true_divide(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor true_divide(const Tensor& a, Scalar b) { return div(a, b); }
 
 }  // namespace tandem

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -103,6 +104,11 @@ Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where e
 Tensor nextafter(const Tensor& a, const Tensor& b);  // the next float32/float64 value after a toward b
 // a * 2^b (b an integer or floating tensor); integers give float32.
 Tensor ldexp(const Tensor& a, const Tensor& b);
+// x as mantissa * 2^exponent: the mantissa in x's floating dtype, in [0.5, 1) in magnitude (0, inf and
+// NaN as they are, with exponent 0), the exponent int32; differentiable in the mantissa (2^-exponent).
+std::tuple<Tensor, Tensor> frexp(const Tensor& x);
+Tensor true_divide(const Tensor& a, const Tensor& b);  // div by its older name
+Tensor true_divide(const Tensor& a, Scalar b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
 Tensor xlogy(const Tensor& x, const Tensor& y);      // x * log(y), 0 where x is 0 (unless y is NaN)
 Tensor xlogy(const Tensor& x, Scalar y);
@@ -286,6 +292,7 @@ Tensor atleast_2d(const Tensor& x);
 Tensor atleast_3d(const Tensor& x);
 Tensor hstack(const std::vector<Tensor>& tensors);
 Tensor vstack(const std::vector<Tensor>& tensors);
+inline Tensor row_stack(const std::vector<Tensor>& tensors) { return vstack(tensors); }
 Tensor dstack(const std::vector<Tensor>& tensors);
 Tensor column_stack(const std::vector<Tensor>& tensors);
 // Grids of 0-D or 1-D tensors expanded to each other's sizes; "ij" (matrix) or "xy" (Cartesian) indexing.
@@ -301,6 +308,14 @@ Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 Tensor take(const Tensor& x, const Tensor& index);  // of the flattened x, shaped as index
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+// take's inverse: x with source's elements written (or with accumulate, added) at index's positions
+// of the flattened x (negative ones from the end); index and source have as many elements.
+Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
+Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
+// The coordinates in `shape` of flat (row-major) indices: one int64 tensor per dim, shaped as
+// indices. Negative indices count from the end; one outside [-numel, numel) is refused (PyTorch
+// wraps it around).
+std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape);
 // Counts (or weight sums) of each value of a 1-D non-negative integer tensor.
 Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
 // Where values would go in sorted_sequence (1-D, or batched along the last dim) to keep it sorted:
@@ -314,6 +329,10 @@ std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& x, bool return_inverse =
 Tensor dot(const Tensor& a, const Tensor& b);
 Tensor mv(const Tensor& m, const Tensor& v);
 Tensor outer(const Tensor& a, const Tensor& b);
+inline Tensor ger(const Tensor& a, const Tensor& b) { return outer(a, b); }  // outer's older name
+Tensor vdot(const Tensor& a, const Tensor& b);  // dot of two 1-D tensors (real: no conjugate to take)
+// The product of 2-D matrices, in the order with the fewest multiplications (linalg::multi_dot).
+Tensor chain_matmul(const std::vector<Tensor>& matrices);
 Tensor addmv(const Tensor& input, const Tensor& m, const Tensor& v, Scalar beta = 1, Scalar alpha = 1);
 Tensor addr(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
 Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, Scalar beta = 1, Scalar alpha = 1);
@@ -349,12 +368,24 @@ Tensor corrcoef(const Tensor& x);
 // The trapezoid rule along dim, with a spacing or sample points x.
 Tensor trapezoid(const Tensor& y, double dx = 1, int64_t dim = -1);
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+inline Tensor trapz(const Tensor& y, double dx = 1, int64_t dim = -1) { return trapezoid(y, dx, dim); }
+inline Tensor trapz(const Tensor& y, const Tensor& x, int64_t dim = -1) { return trapezoid(y, x, dim); }
 // The running trapezoid integrals along dim: one fewer than y's samples.
 Tensor cumulative_trapezoid(const Tensor& y, double dx = 1, int64_t dim = -1);
 Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
 // The counts of x's elements in `bins` equal bins over [min, max] (x's own range when both are 0;
 // elements outside are left out), in x's floating dtype.
 Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
+// torch.histogram: (hist, bin_edges) of x's elements (flattened, floating) in `bins` equal bins over
+// `range` (x's own when none; a range of one value widened by 0.5 on each side; empty x: [0, 1]),
+// or in the bins between the given increasing edges. Each bin holds its left edge, the last its
+// right one too; elements outside (NaN included) are left out. weight (x's shape) sums instead of
+// counting; density divides by the total and the bins' widths. Not differentiable.
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins = 100,
+                                     std::optional<std::pair<double, double>> range = std::nullopt,
+                                     const Tensor& weight = Tensor(), bool density = false);
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, const Tensor& weight = Tensor(),
+                                     bool density = false);
 Tensor heaviside(const Tensor& x, const Tensor& values);  // 0, values, 1 for x < 0, = 0, > 0; not differentiable
 Tensor logaddexp2(const Tensor& a, const Tensor& b);
 Tensor sinc(const Tensor& x);                          // sin(pi x) / (pi x), 1 at 0
@@ -414,6 +445,7 @@ Tensor squeeze(const Tensor& x, int64_t dim);
 Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor expand(const Tensor& x, IntList sizes);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor narrow_copy(const Tensor& x, int64_t dim, int64_t start, int64_t length);  // narrow, contiguous and owned
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start = std::nullopt,
              std::optional<int64_t> end = std::nullopt, int64_t step = 1);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);

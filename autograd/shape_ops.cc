@@ -146,6 +146,11 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   return part_view(x, y, "NarrowBackward0", [dim, begin, length](const Tensor& t) { return narrow(t, dim, begin, length); });
 }
 
+Tensor narrow_copy(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  const Tensor part = narrow(x, dim, start, length);
+  return part.is_contiguous() ? clone(part) : part.contiguous();  // a copy either way
+}
+
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   return part_view(x, kernels::slice(x, dim, start, end, step), "SliceBackward0",
                    [dim, start, end, step](const Tensor& t) { return slice(t, dim, start, end, step); });

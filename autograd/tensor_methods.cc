@@ -26,6 +26,9 @@ Tensor Tensor::permute(IntList dims) const { return tandem::permute(*this, dims)
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return tandem::transpose(*this, dim0, dim1); }
 Tensor Tensor::t() const { return tandem::t(*this); }
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const { return tandem::narrow(*this, dim, start, length); }
+Tensor Tensor::narrow_copy(int64_t dim, int64_t start, int64_t length) const {
+  return tandem::narrow_copy(*this, dim, start, length);
+}
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
   return tandem::slice(*this, dim, start, end, step);
 }
@@ -158,6 +161,8 @@ Tensor Tensor::gcd(const Tensor& other) const { return tandem::gcd(*this, other)
 Tensor Tensor::lcm(const Tensor& other) const { return tandem::lcm(*this, other); }
 Tensor Tensor::nextafter(const Tensor& other) const { return tandem::nextafter(*this, other); }
 Tensor Tensor::ldexp(const Tensor& other) const { return tandem::ldexp(*this, other); }
+std::tuple<Tensor, Tensor> Tensor::frexp() const { return tandem::frexp(*this); }
+Tensor Tensor::true_divide(const Tensor& other) const { return tandem::true_divide(*this, other); }
 Tensor& Tensor::gcd_(const Tensor& other) { return detail::binary_(BinaryOp::Gcd, *this, other); }
 Tensor& Tensor::lcm_(const Tensor& other) { return detail::binary_(BinaryOp::Lcm, *this, other); }
 Tensor Tensor::quantile(double q, std::optional<int64_t> dim, bool keepdim, const std::string& interpolation) const {
@@ -364,6 +369,12 @@ Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, Scalar value) {
   return tandem::copy_(*this, tandem::index_fill(*this, dim, index, value));
 }
 Tensor Tensor::take(const Tensor& index) const { return tandem::take(*this, index); }
+Tensor Tensor::put(const Tensor& index, const Tensor& source, bool accumulate) const {
+  return tandem::put(*this, index, source, accumulate);
+}
+Tensor& Tensor::put_(const Tensor& index, const Tensor& source, bool accumulate) {
+  return tandem::put_(*this, index, source, accumulate);
+}
 Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim) const {
   return tandem::take_along_dim(*this, indices, dim);
 }

@@ -132,6 +132,7 @@ class Tensor {
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor narrow_copy(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
                int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
@@ -295,6 +296,8 @@ class Tensor {
   Tensor lcm(const Tensor& other) const;
   Tensor nextafter(const Tensor& other) const;
   Tensor ldexp(const Tensor& other) const;
+  std::tuple<Tensor, Tensor> frexp() const;
+  Tensor true_divide(const Tensor& other) const;
   Tensor& gcd_(const Tensor& other);
   Tensor& lcm_(const Tensor& other);
   Tensor quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
@@ -451,6 +454,8 @@ class Tensor {
   Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
   Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value);
   Tensor take(const Tensor& index) const;
+  Tensor put(const Tensor& index, const Tensor& source, bool accumulate = false) const;
+  Tensor& put_(const Tensor& index, const Tensor& source, bool accumulate = false);
   Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
   Tensor bincount(const Tensor& weights = Tensor(), int64_t minlength = 0) const;
   Tensor dot(const Tensor& other) const;

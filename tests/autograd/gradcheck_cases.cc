@@ -725,6 +725,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::hardswish_(y); }); }},
       {"silu_", {{{3, 4}}}, [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::silu_(y); }); }},
       {"mish_", {{{3, 4}, -3, 3}}, [](V x) { return written(x[0], [](Tensor& y) { td::nn::F::mish_(y); }); }},
+      // The mantissa jumps at each power of two: the inputs keep away from them.
+      {"frexp mantissa", {{{3, 4}, 0.2, 7, true, {0.25, 0.5, 1, 2, 4}}},
+       [](V x) { return std::get<0>(td::frexp(x[0])); }},
+      {"put", {{{3, 4}}, {{3}}}, [](V x) { return td::put(x[0], on(x[0], td::tensor({1, 5, -1})), x[1]); }},
+      {"put accumulate", {{{3, 4}}, {{3}}},
+       [](V x) { return td::put(x[0], on(x[0], td::tensor({1, 5, 1})), x[1], true); }},
       {"cross_entropy", {{{4, 5}}},
        [](V x) {
          return td::nn::F::cross_entropy(x[0], on(x[0], td::tensor({1, 4, 0, 4})), Tensor(), -100, td::kMean, 0.1);

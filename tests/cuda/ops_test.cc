@@ -3525,3 +3525,41 @@ TEST_CASE("quantile, histc, gcd, lcm, nextafter, diag_embed and the windows matc
     check_equal(td::lcm(a.to(ct::device()), b.to(ct::device())), td::lcm(a, b), std::string("lcm ") + td::dtype_name(dtype));
   }
 }
+
+TEST_CASE("frexp, put, unravel_index and histogram match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(81);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16}) {
+    for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+      Pair x = ct::random_pair({7, 33}, dtype, layout, -300, 300);
+      const std::string what = describe("frexp", dtype, {7, 33}, layout);
+      const auto [m_dev, e_dev] = td::frexp(x.dev);
+      const auto [m_cpu, e_cpu] = td::frexp(x.cpu);
+      check_equal(m_dev, m_cpu, what + " mantissa");
+      check_equal(e_dev, e_cpu, what + " exponent");
+      const Tensor index = td::randint(-231, 231, {50});
+      const Tensor source = td::testing::random_tensor({50}, dtype);
+      for (bool accumulate : {false, true}) {
+        Tensor written_dev = td::testing::same_layout_on(x.cpu, ct::device()), written_cpu = x.cpu.clone();
+        // Distinct positions without accumulate: of two writes to one place, either may stay.
+        const Tensor at = accumulate ? index : td::arange(0, 231, 5).narrow(0, 0, 46).to(td::kInt64);
+        const Tensor src = source.narrow(0, 0, at.numel());
+        written_dev.put_(at.to(ct::device()), src.to(ct::device()), accumulate);
+        written_cpu.put_(at, src, accumulate);
+        check_close(written_dev, written_cpu, rtol_for(dtype) * 4, rtol_for(dtype) * 4,
+                    what + (accumulate ? " put_ accumulate" : " put_"));
+      }
+      if (dtype == td::kFloat32 || dtype == td::kFloat64) {
+        const auto [h_dev, edges_dev] = td::histogram(x.dev, 13, std::pair{-250.0, 250.0});
+        const auto [h_cpu, edges_cpu] = td::histogram(x.cpu, 13, std::pair{-250.0, 250.0});
+        check_equal(h_dev, h_cpu, what + " histogram");
+        check_equal(edges_dev, edges_cpu, what + " histogram edges");
+      }
+    }
+  }
+  const Tensor flat = td::randint(-300, 300, {1000});
+  const auto dev = td::unravel_index(flat.to(ct::device()), {5, 6, 10});
+  const auto cpu = td::unravel_index(flat, {5, 6, 10});
+  for (size_t d = 0; d < 3; ++d) check_equal(dev[d], cpu[d], "unravel_index dim " + std::to_string(d));
+}

@@ -1,0 +1,205 @@
+// frexp, put/put_, unravel_index, histogram, narrow_copy and PyTorch's other names (true_divide,
+// trapz, row_stack, chain_matmul, vdot, ger): values, gradients and errors as PyTorch 2.15's.
+#include <cmath>
+#include <limits>
+
+#include "tests/testing.h"
+
+namespace td = tandem;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_equal;
+using td::testing::check_error;
+using td::testing::check_values;
+using td::testing::Snapshot;
+using td::testing::values;
+using Values = std::vector<double>;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor f64(const Values& v) { return td::tensor(v, td::kFloat64); }
+Tensor i64(const std::vector<int64_t>& v) { return td::tensor(v); }
+
+}  // namespace
+
+TEST_CASE("frexp splits into a mantissa in [0.5, 1) and an int32 exponent, subnormals too, as PyTorch's", "[cpu]") {
+  const Tensor x = f64({1.5, -0.0, 0.0, 8.0, -3.25, kInf, kNaN, 5e-324, 1e-310, 0.75, -kInf}).requires_grad_(true);
+  auto [mantissa, exponent] = td::frexp(x);
+  CHECK(exponent.dtype() == td::kInt32);
+  check_values(mantissa, {0.75, -0.0, 0.0, 0.5, -0.8125, kInf, kNaN, 0.5, 0.5752618031559393, 0.75, -kInf}, 0);
+  check_equal(exponent, {1, 0, 0, 4, 2, 0, 0, -1073, -1029, 0, 0});
+  // The gradient is 2^-exponent with the power in float32, as PyTorch's (inf for the subnormals).
+  REQUIRE(mantissa.grad_fn() != nullptr);
+  CHECK(mantissa.grad_fn()->name() == "FrexpBackward0");
+  td::autograd::backward({mantissa.sum()});
+  check_equal(x.grad(), {0.5, 1, 1, 0.0625, 0.25, 1, 1, kInf, kInf, 1, 1});
+
+  // Each dtype's own range: float32 and bfloat16 subnormals, float16's largest and smallest.
+  struct Case {
+    td::DType dtype;
+    Values x, mantissa;
+    std::vector<double> exponent;
+  };
+  const std::vector<Case> cases = {
+      {td::kFloat32,
+       {9.99994610111476e-41, 3.0000000054977558e+38, -2.5, 1.0, 0.9999998807907104},
+       {0.5444488525390625, 0.8816207647323608, -0.625, 0.5, 0.9999998807907104},
+       {-132, 128, 2, 1, 0}},
+      {td::kFloat16, {5.960464477539063e-08, 65504.0, 0.0999755859375, -1024.0}, {0.5, 0.99951171875, 0.7998046875, -0.5},
+       {-23, 16, -3, 11}},
+      {td::kBFloat16, {1.0101904577379033e-39, 3.00405527047391e+38, 0.30078125}, {0.6875, 0.8828125, 0.6015625},
+       {-129, 128, -1}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.dtype);
+    const auto [m, e] = f64(c.x).to(c.dtype).frexp();
+    CHECK(m.dtype() == c.dtype);
+    check_equal(m, c.mantissa);
+    check_equal(e, c.exponent);
+  }
+  // mantissa * 2^exponent is x again.
+  const Tensor r = td::testing::random_tensor({40}, td::kFloat64, td::testing::Layout::Strided, -1e6, 1e6);
+  const auto [m, e] = td::frexp(r);
+  check_equal(td::ldexp(m, e.to(td::kFloat64)), values(r));
+
+  const Tensor integers = i64({1, 2});
+  check_error([&] { td::frexp(integers); }, {"frexp", "floating"});
+}
+
+TEST_CASE("put writes or accumulates at positions of the flattened tensor; put_ in place, gradients as PyTorch's",
+          "[cpu]") {
+  Tensor t = td::zeros({2, 3}, td::kFloat64);
+  CHECK(&t.put_(i64({1, 4, -1}), f64({9, 8, 7})) == &t);
+  check_equal(t, {0, 9, 0, 0, 8, 7});
+  Tensor acc = td::ones({2, 3}, td::kFloat64);
+  acc.put_(i64({1, 1, 5}), f64({9, 8, 7}), true);
+  check_equal(acc, {1, 18, 1, 1, 1, 8});
+  check_equal(td::put(td::zeros({3}, td::kFloat64), i64({0, 2}), f64({1, 2})), {1, 0, 2});
+  // A non-contiguous tensor is written where its elements are (row-major order of its view).
+  Tensor base = td::zeros({3, 2}, td::kFloat64);
+  Tensor transposed = base.t();
+  transposed.put_(i64({1, 3}), f64({5, 6}));
+  check_equal(base, {0, 6, 5, 0, 0, 0});  // the view's positions 1 and 3 are base's (1, 0) and (0, 1)
+
+  // Gradients: the overwritten positions pass none to x (all of them with accumulate); source gets its positions'.
+  for (bool accumulate : {false, true}) {
+    INFO("accumulate " << accumulate);
+    const Tensor x = td::testing::random_tensor({3, 2}, td::kFloat64).requires_grad_(true);
+    const Tensor source = f64({0.5, -1.5}).requires_grad_(true);
+    const Tensor w = f64({1, 2, 3, 4, 5, 6}).view({3, 2});
+    td::autograd::backward({(td::put(x, i64({1, 4}), source, accumulate) * w).sum()});
+    check_equal(x.grad(), accumulate ? Values{1, 2, 3, 4, 5, 6} : Values{1, 0, 3, 4, 0, 6});
+    check_equal(source.grad(), {2, 5});
+  }
+  // In place on a non-leaf: the old values keep their gradient where nothing was written.
+  const Tensor leaf = td::ones({4}, td::kFloat64).requires_grad_(true);
+  Tensor y = leaf * 2;
+  y.put_(i64({2}), f64({7}));
+  td::autograd::backward({y.sum()});
+  check_equal(leaf.grad(), {2, 2, 0, 2});
+  for (bool accumulate : {false, true}) {
+    td::autograd::GradcheckResult r = td::autograd::gradcheck(
+        // Repeated positions only where they add: written twice, which write stays is unspecified.
+        [accumulate](const std::vector<Tensor>& in) {
+          return td::put(in[0], i64({3, 0, accumulate ? 3 : 1}), in[1], accumulate);
+        },
+        {td::testing::random_tensor({2, 2}, td::kFloat64).requires_grad_(true),
+         td::testing::random_tensor({3}, td::kFloat64).requires_grad_(true)});
+    INFO(r.report);
+    CHECK(r.ok);
+  }
+
+  Tensor target = td::zeros({2, 3}, td::kFloat64);
+  const Snapshot before(target);
+  check_error([&] { target.put_(i64({6}), f64({1})); }, {"put", "index 6", "out of range"});
+  check_error([&] { target.put_(i64({0, 1}), f64({1})); }, {"put", "2 elements", "1 elements"});
+  check_error([&] { target.put_(f64({0}), f64({1})); }, {"put", "integer"});
+  check_error([&] { target.put_(i64({0}), f64({1}).to(td::kFloat32)); }, {"put", "float32", "float64"});
+  before.check_unchanged(target);
+  Tensor leaf_target = td::zeros({2}, td::kFloat64).requires_grad_(true);
+  check_error([&] { leaf_target.put_(i64({0}), f64({1})); }, {"put_", "leaf"});
+}
+
+TEST_CASE("unravel_index gives each flat index's coordinates, negative ones from the end", "[cpu]") {
+  auto coords = td::unravel_index(i64({4, 1, 7}), {2, 4});
+  REQUIRE(coords.size() == 2);
+  check_equal(coords[0], {1, 0, 1});
+  check_equal(coords[1], {0, 1, 3});
+  CHECK(coords[0].dtype() == td::kInt64);
+  coords = td::unravel_index(i64({-1, -8}), {2, 4});
+  check_equal(coords[0], {1, 0});
+  check_equal(coords[1], {3, 0});
+  coords = td::unravel_index(td::tensor(std::vector<int64_t>{5}).view({}), {3, 2});
+  CHECK(coords[0].dim() == 0);
+  CHECK(coords[0].item<int64_t>() == 2);
+  CHECK(coords[1].item<int64_t>() == 1);
+  coords = td::unravel_index(i64({3, 5}).view({1, 2}), {2, 4});
+  CHECK(coords[0].sizes() == td::Shape{1, 2});
+  check_equal(coords[0], {0, 1});
+  check_equal(coords[1], {3, 1});
+  CHECK(td::unravel_index(i64({0}), {}).empty());
+  CHECK(td::unravel_index(td::zeros({0}, td::kInt64), {0, 4})[1].numel() == 0);
+  check_error([] { td::unravel_index(f64({1}), {2, 4}); }, {"unravel_index", "integer"});
+  check_error([] { td::unravel_index(i64({0}), {2, -1}); }, {"unravel_index", "negative"});
+  check_error([] { td::unravel_index(i64({8}), {2, 4}); }, {"unravel_index", "index 8", "out of range"});
+  check_error([] { td::unravel_index(i64({1}), {0, 4}); }, {"unravel_index", "no elements"});
+}
+
+TEST_CASE("histogram counts or weighs elements in equal bins or between edges, as PyTorch's", "[cpu]") {
+  const Tensor x = f64({1, 2, 1, 4, 2.5, 0});
+  auto [hist, edges] = td::histogram(x, 4);
+  check_equal(hist, {1, 2, 2, 1});
+  check_equal(edges, {0, 1, 2, 3, 4});
+  std::tie(hist, edges) = td::histogram(x, 4, std::pair{0.0, 3.0}, f64({1, 2, 3, 4, 5, 6}), true);
+  check_close(hist, {6.0 / 12.75, 4.0 / 12.75, 2.0 / 12.75, 5.0 / 12.75}, 1e-15, 0);  // total 17, widths 0.75
+  check_equal(edges, {0, 0.75, 1.5, 2.25, 3});
+  std::tie(hist, edges) = td::histogram(x, f64({0, 1, 2.5, 10}));
+  check_equal(hist, {1, 3, 2});
+  std::tie(hist, edges) = td::histogram(f64({3, 3, 3}), 2);  // one value: widened by 0.5 each side
+  check_equal(hist, {0, 3});
+  check_equal(edges, {2.5, 3, 3.5});
+  std::tie(hist, edges) = td::histogram(td::zeros({0}, td::kFloat32), 2);
+  check_equal(hist, {0, 0});
+  check_equal(edges, {0, 0.5, 1});
+  std::tie(hist, edges) = td::histogram(f64({1, kNaN, 2, kInf}), 2, std::pair{0.0, 4.0});  // outside: left out
+  check_equal(hist, {1, 1});
+  std::tie(hist, edges) = td::histogram(f64({1, 2, 3, 4}).view({2, 2}).to(td::kFloat32), 2);
+  CHECK(hist.dtype() == td::kFloat32);
+  check_equal(hist, {2, 2});
+  check_equal(edges, {1, 2.5, 4});
+
+  check_error([&] { td::histogram(x, 0); }, {"histogram", "bins must be > 0"});
+  check_error([&] { td::histogram(x, 2, std::pair{3.0, 1.0}); }, {"histogram", "min should not exceed max"});
+  check_error([&] { td::histogram(f64({1, kNaN}), 2); }, {"histogram", "not finite"});
+  check_error([&] { td::histogram(x, f64({3, 1})); }, {"histogram", "must not decrease"});
+  check_error([&] { td::histogram(x, f64({1})); }, {"histogram", "two edges"});
+  check_error([&] { td::histogram(i64({1, 2}), 2); }, {"histogram", "floating"});
+  check_error([&] { td::histogram(x, 2, std::nullopt, f64({1, 2})); }, {"histogram", "weight"});
+}
+
+TEST_CASE("narrow_copy and PyTorch's other names: true_divide, trapz, row_stack, chain_matmul, vdot, ger", "[cpu]") {
+  const Tensor m = td::arange(6, td::kFloat64).view({2, 3});
+  const Tensor part = td::narrow_copy(m, 1, 1, 2);
+  check_equal(part, {1, 2, 4, 5});
+  CHECK(part.is_contiguous());
+  const Tensor rows = m.narrow_copy(0, 1, 1);  // contiguous already: still a copy
+  Tensor(rows).fill_(-1);
+  check_equal(m, {0, 1, 2, 3, 4, 5});
+
+  check_equal(td::true_divide(i64({3, 4}), i64({2, 8})), {1.5, 0.5});
+  check_equal(f64({3, 9}).true_divide(f64({2, 3})), {1.5, 3});
+  check_equal(td::trapz(f64({1, 2, 3}), 0.5), values(td::trapezoid(f64({1, 2, 3}), 0.5)));
+  check_equal(td::trapz(f64({1, 2, 3}), f64({0, 1, 3})), {6.5});
+  check_equal(td::row_stack({f64({1, 2}), f64({3, 4})}), {1, 2, 3, 4});
+  check_equal(td::vdot(f64({1, 2}), f64({3, 4})), {11});
+  check_equal(td::ger(f64({1, 2}), f64({3, 4})), {3, 4, 6, 8});
+  const Tensor a = td::testing::random_tensor({2, 3}, td::kFloat64), b = td::testing::random_tensor({3, 4}, td::kFloat64),
+               c = td::testing::random_tensor({4, 2}, td::kFloat64);
+  check_close(td::chain_matmul({a, b, c}), values(td::matmul(td::matmul(a, b), c)), 1e-14, 1e-14);
+  check_equal(td::chain_matmul({a}), values(a));
+  check_error([&] { td::chain_matmul({a, f64({1, 2, 3})}); }, {"chain_matmul", "2-D", "[3]"});
+  check_error([] { td::chain_matmul({}); }, {"chain_matmul", "none"});
+}
