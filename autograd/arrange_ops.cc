@@ -439,7 +439,8 @@ std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape) {
   int64_t numel = 1;
   for (int64_t s : shape) {
     TD_CHECK(s >= 0, "unravel_index: 'shape' cannot have negative values, got ", dims_str(shape.vec()));
-    numel *= s;
+    TD_CHECK(!__builtin_mul_overflow(numel, s, &numel), "unravel_index: 'shape' ", dims_str(shape.vec()),
+             " holds more elements than int64 counts");
   }
   std::vector<Tensor> out;
   if (indices.numel() == 0) {

@@ -405,15 +405,33 @@ std::tuple<Tensor, Tensor> histogram_in(const Tensor& x, const Tensor& edges, co
   const Tensor at = (searchsorted(edges, taken, true) - 1).clamp_max(bins - 1);
   const Tensor counted = weight.defined() ? masked_select(reshape(weight, {-1}), inside) : ones_like(taken);
   Tensor hist = zeros({bins}, x.options()).index_add(0, at, counted);
-  if (density) hist = hist / (hist.sum() * (narrow(edges, 0, 1, bins) - narrow(edges, 0, 0, bins)));
+  // PyTorch's two divisions, by the total and then by each bin's width.
+  if (density) hist = hist / hist.sum() / (narrow(edges, 0, 1, bins) - narrow(edges, 0, 0, bins));
   return {hist, edges};
 }
 
+// `bins` equal bins' edges as PyTorch's histogram makes them: in the dtype T, the step
+// (hi - lo) / bins, each edge one fused multiply-add from the nearer end.
+template <typename T>
+std::vector<double> equal_edges(double lo, double hi, int64_t bins) {
+  const T start = static_cast<T>(lo), end = static_cast<T>(hi);
+  const T step = (end - start) / static_cast<T>(bins);
+  std::vector<double> edges(bins + 1);
+  for (int64_t i = 0; i <= bins; ++i) {
+    edges[i] = i < (bins + 1) / 2 ? std::fma(step, static_cast<T>(i), start)
+                                  : std::fma(-step, static_cast<T>(bins - i), end);
+  }
+  return edges;
+}
+
+// PyTorch computes histograms in float32 and float64 only: a 16-bit count would stall (256 + 1
+// is 256 in bfloat16).
 void check_histogram(const Tensor& x, const Tensor& weight) {
   kernels::check_defined(x, "histogram", "input");
-  TD_CHECK(is_floating(x.dtype()), "histogram: input must be floating, got ", x.dtype());
-  TD_CHECK(!weight.defined() || (weight.sizes() == x.sizes() && weight.dtype() == x.dtype()),
-           "histogram: weight must have the input's shape ", shape_str(x.sizes()), " and dtype ", x.dtype(), ", got ",
+  TD_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, "histogram: input must be float32 or float64, got ",
+           x.dtype());
+  TD_CHECK(!weight.defined() || (weight.numel() == x.numel() && weight.dtype() == x.dtype()),
+           "histogram: weight must have the input's ", x.numel(), " elements and dtype ", x.dtype(), ", got ",
            weight.defined() ? shape_str(weight.sizes()) : "", " ", weight.defined() ? dtype_name(weight.dtype()) : "");
 }
 
@@ -437,8 +455,9 @@ std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optiona
     lo -= 0.5;
     hi += 0.5;
   }
-  const Tensor edges = linspace(lo, hi, bins + 1, TensorOptions(x.dtype()).device(x.device()));
-  return histogram_in(x.detach(), edges, weight, density);
+  const std::vector<double> edges =
+      x.dtype() == kFloat32 ? equal_edges<float>(lo, hi, bins) : equal_edges<double>(lo, hi, bins);
+  return histogram_in(x.detach(), tensor(edges, kFloat64).to(x.device(), x.dtype()), weight, density);
 }
 
 std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, const Tensor& weight, bool density) {
@@ -449,6 +468,7 @@ std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, c
            shape_str(bin_edges.sizes()), " ", bin_edges.dtype());
   NoGradGuard no_grad;
   const Tensor edges = bin_edges.detach().to(x.device()).contiguous();
+  TD_CHECK(!any(isnan(edges)).item<bool>(), "histogram: bin edges must not be NaN");
   TD_CHECK(all(le(narrow(edges, 0, 0, edges.numel() - 1), narrow(edges, 0, 1, edges.numel() - 1))).item<bool>(),
            "histogram: bin edges must not decrease");
   return histogram_in(x.detach(), edges.clone(), weight, density);

@@ -309,7 +309,9 @@ Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar valu
 Tensor take(const Tensor& x, const Tensor& index);  // of the flattened x, shaped as index
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
 // take's inverse: x with source's elements written (or with accumulate, added) at index's positions
-// of the flattened x (negative ones from the end); index and source have as many elements.
+// of the flattened x (negative ones from the end); index and source have as many elements. Written
+// twice without accumulate, one of the values stays, and only it gets a gradient (PyTorch gives
+// every one).
 Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
 Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
 // The coordinates in `shape` of flat (row-major) indices: one int64 tensor per dim, shaped as
@@ -376,10 +378,11 @@ Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
 // The counts of x's elements in `bins` equal bins over [min, max] (x's own range when both are 0;
 // elements outside are left out), in x's floating dtype.
 Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
-// torch.histogram: (hist, bin_edges) of x's elements (flattened, floating) in `bins` equal bins over
-// `range` (x's own when none; a range of one value widened by 0.5 on each side; empty x: [0, 1]),
-// or in the bins between the given increasing edges. Each bin holds its left edge, the last its
-// right one too; elements outside (NaN included) are left out. weight (x's shape) sums instead of
+// torch.histogram: (hist, bin_edges) of x's elements (flattened, float32 or float64) in `bins` equal
+// bins over `range` (x's own when none; a range of one value widened by 0.5 on each side; empty x:
+// [0, 1]), their edges computed as PyTorch's, or in the bins between the given edges (not NaN, not
+// decreasing: PyTorch takes those). Each bin holds its left edge, the last its right one too;
+// elements outside (NaN included) are left out. weight (as many elements as x) sums instead of
 // counting; density divides by the total and the bins' widths. Not differentiable.
 std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins = 100,
                                      std::optional<std::pair<double, double>> range = std::nullopt,

@@ -48,9 +48,13 @@ TEST_CASE("frexp splits into a mantissa in [0.5, 1) and an int32 exponent, subno
        {9.99994610111476e-41, 3.0000000054977558e+38, -2.5, 1.0, 0.9999998807907104},
        {0.5444488525390625, 0.8816207647323608, -0.625, 0.5, 0.9999998807907104},
        {-132, 128, 2, 1, 0}},
-      {td::kFloat16, {5.960464477539063e-08, 65504.0, 0.0999755859375, -1024.0}, {0.5, 0.99951171875, 0.7998046875, -0.5},
+      {td::kFloat16,
+       {5.960464477539063e-08, 65504.0, 0.0999755859375, -1024.0},
+       {0.5, 0.99951171875, 0.7998046875, -0.5},
        {-23, 16, -3, 11}},
-      {td::kBFloat16, {1.0101904577379033e-39, 3.00405527047391e+38, 0.30078125}, {0.6875, 0.8828125, 0.6015625},
+      {td::kBFloat16,
+       {1.0101904577379033e-39, 3.00405527047391e+38, 0.30078125},
+       {0.6875, 0.8828125, 0.6015625},
        {-129, 128, -1}},
   };
   for (const Case& c : cases) {
@@ -146,6 +150,11 @@ TEST_CASE("unravel_index gives each flat index's coordinates, negative ones from
   check_error([] { td::unravel_index(i64({0}), {2, -1}); }, {"unravel_index", "negative"});
   check_error([] { td::unravel_index(i64({8}), {2, 4}); }, {"unravel_index", "index 8", "out of range"});
   check_error([] { td::unravel_index(i64({1}), {0, 4}); }, {"unravel_index", "no elements"});
+  check_error(
+      [] {
+        td::unravel_index(i64({1}), {int64_t{1} << 62, 8});
+      },
+      {"unravel_index", "more elements than int64"});
 }
 
 TEST_CASE("histogram counts or weighs elements in equal bins or between edges, as PyTorch's", "[cpu]") {
@@ -171,12 +180,33 @@ TEST_CASE("histogram counts or weighs elements in equal bins or between edges, a
   check_equal(hist, {2, 2});
   check_equal(edges, {1, 2.5, 4});
 
+  // float32 edges as PyTorch computes them (a fused multiply-add from the nearer end): elements near
+  // an edge fall in PyTorch's bins. PyTorch 2.15.
+  std::tie(hist, edges) =
+      td::histogram(f64({0.49999997, -0.10000001, 1.1000001, 2.9, -1.3}).to(td::kFloat32), 7, std::pair{-1.3, 2.9});
+  check_equal(hist, {1, 0, 1, 1, 1, 0, 1});
+  check_equal(edges, {-1.2999999523162842, -0.699999988079071, -0.10000002384185791, 0.4999999403953552,
+                      1.1000001430511475, 1.7000001668930054, 2.3000001907348633, 2.9000000953674316});
+  std::tie(hist, edges) = td::histogram(f64({0.1, 0.37, 0.9, 1.7}).to(td::kFloat32), 5);
+  check_equal(hist, {2, 0, 1, 0, 1});
+  check_equal(edges, {0.10000000149011612, 0.41999998688697815, 0.7400000095367432, 1.0600000619888306,
+                      1.380000114440918, 1.7000000476837158});
+  // density divides by the total, then by the widths, to PyTorch's last bit.
+  std::tie(hist, edges) =
+      td::histogram(f64({0.1, 0.5, 0.9, 1.3, 2.0}), 3, std::nullopt, f64({0.3, 1.7, 2.2, 0.9, 1.1}), true);
+  check_equal(hist, {0.5093378607809849, 0.7894736842105264, 0.2801358234295417});
+  // A weight of another shape but as many elements is taken, as PyTorch's.
+  std::tie(hist, edges) = td::histogram(f64({1, 2, 3}), 3, std::nullopt, f64({1, 2, 3}).view({3, 1}));
+  check_equal(hist, {1, 2, 3});
+
   check_error([&] { td::histogram(x, 0); }, {"histogram", "bins must be > 0"});
+  check_error([&] { td::histogram(x.to(td::kBFloat16), 2); }, {"histogram", "float32 or float64", "bfloat16"});
+  check_error([&] { td::histogram(x, f64({0, kNaN, 3})); }, {"histogram", "NaN"});
   check_error([&] { td::histogram(x, 2, std::pair{3.0, 1.0}); }, {"histogram", "min should not exceed max"});
   check_error([&] { td::histogram(f64({1, kNaN}), 2); }, {"histogram", "not finite"});
   check_error([&] { td::histogram(x, f64({3, 1})); }, {"histogram", "must not decrease"});
   check_error([&] { td::histogram(x, f64({1})); }, {"histogram", "two edges"});
-  check_error([&] { td::histogram(i64({1, 2}), 2); }, {"histogram", "floating"});
+  check_error([&] { td::histogram(i64({1, 2}), 2); }, {"histogram", "float32 or float64"});
   check_error([&] { td::histogram(x, 2, std::nullopt, f64({1, 2})); }, {"histogram", "weight"});
 }
 
@@ -196,7 +226,8 @@ TEST_CASE("narrow_copy and PyTorch's other names: true_divide, trapz, row_stack,
   check_equal(td::row_stack({f64({1, 2}), f64({3, 4})}), {1, 2, 3, 4});
   check_equal(td::vdot(f64({1, 2}), f64({3, 4})), {11});
   check_equal(td::ger(f64({1, 2}), f64({3, 4})), {3, 4, 6, 8});
-  const Tensor a = td::testing::random_tensor({2, 3}, td::kFloat64), b = td::testing::random_tensor({3, 4}, td::kFloat64),
+  const Tensor a = td::testing::random_tensor({2, 3}, td::kFloat64),
+               b = td::testing::random_tensor({3, 4}, td::kFloat64),
                c = td::testing::random_tensor({4, 2}, td::kFloat64);
   check_close(td::chain_matmul({a, b, c}), values(td::matmul(td::matmul(a, b), c)), 1e-14, 1e-14);
   check_equal(td::chain_matmul({a}), values(a));
