@@ -182,29 +182,43 @@ Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
   return x;
 }
 
-LstsqResult lstsq(const Tensor& a, const Tensor& b) {
+LstsqResult lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond, std::optional<std::string> driver) {
   const char* op = "linalg.lstsq";
   kernels::check_matrices(a, op, false);
   check_right_side(a, b, op);
+  const std::string how = driver.value_or(a.is_cuda() ? "gels" : "gelsy");
+  TD_CHECK(how == "gels" || how == "gelsy" || how == "gelsd" || how == "gelss", op,
+           ": parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got '", how, "'");
+  TD_CHECK(!rcond || std::isfinite(*rcond), op, ": rcond must be finite, got ", *rcond);
   const bool vector = b.dim() == a.dim() - 1;
   const Tensor bm = vector ? unsqueeze(b, -1) : b;
   TD_CHECK(bm.dim() >= 2 && rows(bm) == rows(a), op, ": Incompatible shapes of A and B for the equation AX = B (",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
   broadcast_shapes(batch_of(a), batch_of(bm), op);
   const int64_t m = rows(a), n = cols(a);
-  Tensor x, residuals;
-  if (m >= n) {
+  const TensorOptions integers = TensorOptions(kInt64).device(a.device());
+  LstsqResult out{Tensor(), empty({0}, a.options()), empty({0}, integers), empty({0}, a.options())};
+  bool full_rank = true;
+  if (how != "gels") {
+    NoGradGuard no_grad;
+    const Tensor s = std::get<1>(kernels::svd(a, false, false, op));
+    out.rank = sum(s > tolerance(s, m, n, 0.0, rcond), {-1}).to(kInt64);
+    full_rank = a.numel() == 0 || all(eq(out.rank, std::min(m, n))).item<bool>();
+    if (how != "gelsy") out.singular_values = s;
+  }
+  if (!full_rank) {
+    out.solution = matmul(pinv(a, 0.0, rcond), bm);
+  } else if (m >= n) {
     auto [q, r] = qr(a);
-    x = solve_triangular(r, matmul(mT(q), bm), true);
-    if (m > n) residuals = sum(square(matmul(a, x) - bm), {-2});
+    out.solution = solve_triangular(r, matmul(mT(q), bm), true);
   } else {
     auto [q, r] = qr(mT(a));
-    x = matmul(q, solve_triangular(mT(r), bm, false));
+    out.solution = matmul(q, solve_triangular(mT(r), bm, false));
   }
-  if (!residuals.defined()) residuals = empty({0}, a.options());
+  if (m > n && full_rank && how != "gelsy") out.residuals = sum(square(matmul(a, out.solution) - bm), {-2});
   // A vector B keeps its residuals' last dim (of size 1), as PyTorch's.
-  if (vector) x = squeeze(x, -1);
-  return {x, residuals};
+  if (vector) out.solution = squeeze(out.solution, -1);
+  return out;
 }
 
 Tensor det(const Tensor& a) {

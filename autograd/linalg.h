@@ -29,14 +29,20 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
 // solve for a triangular A (only its upper or lower triangle is read; with unitriangular its
 // diagonal is taken as ones). B is [*, n, k] (left) or [*, k, n]; batch dims broadcast.
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
-// X with A X = B (full column rank, m >= n: least squares; m < n: the least-norm solution), through
-// QR as LAPACK's gels, PyTorch's driver on a GPU (no rank, singular values, driver or rcond; PyTorch's
-// default CPU driver, gelsy, also takes rank-deficient A and gives no residuals). residuals: the
-// squared residual norm of each column of X where m > n ([*, k], [*, 1] for a vector B), else empty.
+// X minimizing ||A X - B|| (of least norm where that leaves a choice), with PyTorch's drivers and
+// outputs. gels (the default on a GPU): QR, for A of full rank. gelsy (the default on a CPU), gelsd
+// and gelss: any rank; singular values at or below rcond times the largest (rcond defaults to the
+// dtype's epsilon times max(m, n)) count as zero, and where that leaves A rank-deficient X is
+// pinv(A) B (full rank: the QR solution). Outputs as PyTorch's: residuals, the squared residual norm
+// of each column of X ([*, k], [*, 1] for a vector B), where m > n with gels, and with gelsd and gelss
+// where every matrix also has full rank, else empty; rank ([*] int64) from all but gels;
+// singular_values ([*, min(m, n)]) from gelsd and gelss. (LAPACK's gelsy estimates the rank from its
+// pivoted QR, which can differ where a singular value is within rounding of the cut.)
 struct LstsqResult {
-  Tensor solution, residuals;
+  Tensor solution, residuals, rank, singular_values;
 };
-LstsqResult lstsq(const Tensor& a, const Tensor& b);
+LstsqResult lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond = std::nullopt,
+                  std::optional<std::string> driver = std::nullopt);
 
 // ---- determinants ----
 Tensor det(const Tensor& a);

@@ -3349,7 +3349,8 @@ TEST_CASE("linalg on the device matches the CPU: sizes 1, 7 and 33, batches, tra
           check_close(la::pinv(x.dev), la::pinv(x.cpu), tol, tol, what + " pinv");
           const Pair rhs = as_pair(tt::random_tensor(with_matrix(batch, m, 2), td::kFloat64, Layout::Contiguous, -1, 1),
                                    dtype, false);
-          const la::LstsqResult sol_dev = la::lstsq(x.dev, rhs.dev), sol_cpu = la::lstsq(x.cpu, rhs.cpu);
+          const la::LstsqResult sol_dev = la::lstsq(x.dev, rhs.dev),  // gels, the GPU's default
+              sol_cpu = la::lstsq(x.cpu, rhs.cpu, std::nullopt, "gels");
           check_close(sol_dev.solution, sol_cpu.solution, tol, tol, what + " lstsq's solution");
           if (m > n) {
             check_close(sol_dev.residuals, sol_cpu.residuals, tol, tol, what + " lstsq's residuals");

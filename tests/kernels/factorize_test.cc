@@ -20,6 +20,7 @@ namespace la = td::linalg;
 using td::Shape;
 using td::Tensor;
 using td::testing::check_close;
+using td::testing::check_equal;
 using td::testing::check_error;
 using td::testing::sine_ramp;
 using td::testing::Snapshot;
@@ -45,6 +46,7 @@ void check_is(const Tensor& got, const Shape& shape, const std::vector<double>& 
 
 // sin(scale * i) in row-major order: torch.sin(torch.arange(n, dtype=torch.float64) * scale).view(shape).
 Tensor sine(const Shape& shape, double scale) { return sine_ramp(shape, scale); }
+Tensor f64(const std::vector<double>& v, const Shape& shape) { return td::tensor(v, td::kFloat64).view(shape); }
 
 // sine plus `shift` on the diagonal of each [m, n] matrix: full rank, singular values apart (a sine
 // ramp alone has rank 2).
@@ -506,7 +508,7 @@ TEST_CASE("matrix_power, multi_dot, vector_norm, matrix_norm, cond and vecdot as
 
 TEST_CASE("lstsq: the least-squares solution and residuals of a tall system, the least-norm solution of a wide one",
           "[cpu]") {
-  const la::LstsqResult t = la::lstsq(tall(), sine({4, 2}, 0.35));
+  const la::LstsqResult t = la::lstsq(tall(), sine({4, 2}, 0.35), std::nullopt, "gels");
   check_is(t.solution, {3, 2},
            {-0.19536707974964887, -0.15357646659896831, 0.6475772196087627, 0.7874450440815022, 0.21197861488213626,
             0.2508661201950357},
@@ -520,7 +522,67 @@ TEST_CASE("lstsq: the least-squares solution and residuals of a tall system, the
            "wide least-norm solution");
   check_close(td::matmul(matrix({2, 4}, 0.6, 2), w.solution), values(B), kRtol, kAtol, "wide solution solves");
   CHECK(w.residuals.numel() == 0);
-  CHECK(la::lstsq(square(), sine({3, 2}, 0.35)).residuals.numel() == 0);
+  CHECK(la::lstsq(square(), sine({3, 2}, 0.35), std::nullopt, "gels").residuals.numel() == 0);
+
+  // The drivers' outputs, as PyTorch's: gelsy (the CPU default) gives the rank and no residuals,
+  // gelsd and gelss the singular values too, gels neither.
+  const la::LstsqResult gelsy = la::lstsq(tall(), sine({4, 2}, 0.35));
+  check_close(gelsy.solution, values(t.solution), 1e-14, 1e-15, "gelsy's solution");
+  CHECK(gelsy.residuals.numel() == 0);
+  CHECK(gelsy.rank.dtype() == td::kInt64);
+  CHECK(gelsy.rank.dim() == 0);
+  CHECK(gelsy.rank.item<int64_t>() == 3);
+  CHECK(gelsy.singular_values.numel() == 0);
+  for (const char* driver : {"gelsd", "gelss"}) {
+    INFO(driver);
+    const la::LstsqResult r = la::lstsq(tall(), sine({4, 2}, 0.35), std::nullopt, driver);
+    check_close(r.residuals, values(t.residuals), 1e-13, 1e-15, "residuals");
+    check_close(r.singular_values, values(la::svdvals(tall())), 1e-15, 0, "singular values");
+    CHECK(r.rank.item<int64_t>() == 3);
+  }
+  CHECK(t.rank.numel() == 0);
+  CHECK(t.singular_values.numel() == 0);
+}
+
+TEST_CASE("lstsq of a rank-deficient matrix: the least-norm solution, its rank, PyTorch's gradients", "[cpu]") {
+  // The third column is the sum of the first two: rank 2. PyTorch 2.15 (gelsd).
+  const Tensor a = f64({1, 2, 3, 2, 4, 6, 1, 0, 1, 0, 1, 1}, {4, 3}).requires_grad_(true);
+  const Tensor b = f64({1, 2, 3, 4}, {4, 1}).requires_grad_(true);
+  for (const char* driver : {"gelsy", "gelsd", "gelss"}) {
+    INFO(driver);
+    const la::LstsqResult r = la::lstsq(a, b, std::nullopt, driver);
+    check_close(r.solution, {0.6666666666666667, -0.25641025641025655, 0.41025641025641013}, 1e-14, 0, "solution");
+    CHECK(r.rank.item<int64_t>() == 2);
+    CHECK(r.residuals.numel() == 0);  // not of full rank
+    if (std::string(driver) != "gelsy") {
+      check_close(r.singular_values, {8.539934920503985, 1.0341719168284527, 0}, 1e-14, 1e-14, "singular values");
+    }
+  }
+  td::autograd::backward({(la::lstsq(a, b, std::nullopt, "gelsd").solution * f64({0.3, -0.7, 1.1}, {3, 1})).sum()});
+  check_close(a.grad(),
+              {-0.24398422090729732, 0.18441814595660766, -0.05069033530571999, -0.4879684418145958, 0.3688362919132151,
+               -0.10138067061143996, 0.35325443786982325, -1.0502958579881656, 0.2585798816568059, 2.7013806706114405,
+               -1.7672583826429995, 0.4607495069033536},
+              1e-12, 1e-14, "A's gradient");
+  check_close(b.grad(), {0.015384615384614869, 0.030769230769230785, 0.7230769230769233, -0.3538461538461539}, 1e-12,
+              1e-14, "B's gradient");
+
+  // rcond: singular values at or below rcond times the largest count as zero.
+  const Tensor d = td::diag(f64({1, 1e-3, 1e-9}, {3}));
+  const la::LstsqResult cut = la::lstsq(d, td::ones({3, 1}, td::kFloat64), 1e-5, "gelsd");
+  check_close(cut.solution, {1, 1000, 0}, 1e-12, 0, "rcond");
+  CHECK(cut.rank.item<int64_t>() == 2);
+  // A batch: one rank per matrix.
+  const Tensor batch = td::stack({a.detach(), f64({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, {4, 3})});
+  const la::LstsqResult both = la::lstsq(batch, td::ones({2, 4, 1}, td::kFloat64), std::nullopt, "gelsd");
+  check_equal(both.rank, {2, 3});
+  CHECK(both.singular_values.sizes() == Shape{2, 3});
+  CHECK(both.residuals.numel() == 0);  // one matrix is rank-deficient
+
+  const Snapshot before(a);
+  check_error([&] { la::lstsq(a, b, std::nullopt, "foo"); }, {"linalg.lstsq", "driver", "gels, gelsy, gelsd, gelss"});
+  check_error([&] { la::lstsq(a, b, std::nan(""), "gelsd"); }, {"linalg.lstsq", "rcond"});
+  before.check_unchanged(a);
 }
 
 TEST_CASE("float32 in gives float32 out; a batch gives each matrix's own result; empty matrices and batches", "[cpu]") {
@@ -841,7 +903,7 @@ TEST_CASE("gradients of pinv, matrix_power, the norms, cond and lstsq as PyTorch
             0.09907069994973404, 1.5446009989024851, 1.5368375548772641, -2.9494298920480673},
            "cond");
   auto [ga, gb] = grads_of(tall(), sine({4, 2}, 0.35), [](const Tensor& a, const Tensor& b) {
-    const la::LstsqResult r = la::lstsq(a, b);
+    const la::LstsqResult r = la::lstsq(a, b, std::nullopt, "gels");
     return (r.solution * sine({3, 2}, 0.3)).sum() + (r.residuals * sine({2}, 0.8)).sum();
   });
   check_is(ga, {4, 3},
