@@ -56,11 +56,12 @@ std::pair<Tensor, Tensor> broadcast_batches(const Tensor& a, const Tensor& b, co
 }
 
 // A X = B for matrices B, batch dims broadcast; differentiable in A and B.
-Tensor solve_matrices(const Tensor& a, const Tensor& b, const char* op, bool inverting) {
+// With `info`, a singular matrix is not an error: *info receives each matrix's (the _ex forms').
+Tensor solve_matrices(const Tensor& a, const Tensor& b, const char* op, bool inverting, Tensor* info = nullptr) {
   TD_CHECK(b.dim() >= 2 && rows(b) == cols(a), op, ": Incompatible shapes of A and B for the equation AX = B (",
            shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
   auto [ab, bb] = broadcast_batches(a, b, op);
-  Tensor x = kernels::solve(ab, bb, op, inverting);
+  Tensor x = kernels::solve(ab, bb, op, inverting, true, info);
   if (!needs_grad({&a, &b})) return x;
   const Shape a_shape = a.sizes(), b_shape = b.sizes();
   const bool a_needs = a.requires_grad();
@@ -137,21 +138,49 @@ Tensor symmetric_part(const Tensor& x) { return (x + mT(x)) * 0.5; }
 
 namespace linalg {
 
-Tensor solve(const Tensor& a, const Tensor& b, bool left) {
-  kernels::check_matrices(a, "linalg.solve", true);
-  check_right_side(a, b, "linalg.solve");
+namespace {
+
+Tensor solve_with(const Tensor& a, const Tensor& b, bool left, const char* op, Tensor* info) {
+  kernels::check_matrices(a, op, true);
+  check_right_side(a, b, op);
   if (is_vector_side(a, b)) {
-    TD_CHECK(left, "linalg.solve: Incompatible shapes of A and B for the equation XA = B (", shape_str(a.sizes()),
-             " and ", shape_str(b.sizes()), "): B is a vector");
-    return squeeze(solve_matrices(a, unsqueeze(b, -1), "linalg.solve", false), -1);
+    TD_CHECK(left, op, ": Incompatible shapes of A and B for the equation XA = B (", shape_str(a.sizes()), " and ",
+             shape_str(b.sizes()), "): B is a vector");
+    return squeeze(solve_matrices(a, unsqueeze(b, -1), op, false, info), -1);
   }
-  if (!left) return mT(solve_matrices(mT(a), mT(b), "linalg.solve", false));
-  return solve_matrices(a, b, "linalg.solve", false);
+  if (!left) return mT(solve_matrices(mT(a), mT(b), op, false, info));
+  return solve_matrices(a, b, op, false, info);
 }
 
-Tensor inv(const Tensor& a) {
-  kernels::check_matrices(a, "linalg.inv", true);
-  return solve_matrices(a, expand(identity(cols(a), a), a.sizes()), "linalg.inv", true);
+Tensor inv_with(const Tensor& a, const char* op, Tensor* info) {
+  kernels::check_matrices(a, op, true);
+  return solve_matrices(a, expand(identity(cols(a), a), a.sizes()), op, true, info);
+}
+
+// check_errors: a failure found in info is raised by the checked form, with its message.
+bool failed(const Tensor& info) { return info.numel() > 0 && any(ne(info, 0)).item<bool>(); }
+
+}  // namespace
+
+Tensor solve(const Tensor& a, const Tensor& b, bool left) { return solve_with(a, b, left, "linalg.solve", nullptr); }
+
+Tensor inv(const Tensor& a) { return inv_with(a, "linalg.inv", nullptr); }
+
+// info is A's own LU's, of A's batch shape, as PyTorch's (the solve may factor A^T, or A broadcast
+// to B's batch).
+std::tuple<Tensor, Tensor> solve_ex(const Tensor& a, const Tensor& b, bool left, bool check_errors) {
+  Tensor unused;
+  Tensor x = solve_with(a, b, left, "linalg.solve_ex", &unused);
+  const Tensor info = kernels::lu_factor(a).info;
+  if (check_errors && failed(info)) solve_with(a, b, left, "linalg.solve_ex", nullptr);
+  return {x, info};
+}
+
+std::tuple<Tensor, Tensor> inv_ex(const Tensor& a, bool check_errors) {
+  Tensor info;
+  Tensor inverse = inv_with(a, "linalg.inv_ex", &info);
+  if (check_errors && failed(info)) inv_with(a, "linalg.inv_ex", nullptr);
+  return {inverse, info};
 }
 
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left, bool unitriangular) {
@@ -273,10 +302,12 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
   return {sign_of, log_abs};
 }
 
-Tensor cholesky(const Tensor& a, bool upper) {
-  kernels::check_matrices(a, "linalg.cholesky", true);
+namespace {
+
+Tensor cholesky_with(const Tensor& a, bool upper, const char* op, Tensor* info) {
+  kernels::check_matrices(a, op, true);
   // U = L^T reads A's upper triangle: the lower one of A^T.
-  Tensor l = kernels::cholesky(upper ? mT(a) : a, "linalg.cholesky");
+  Tensor l = kernels::cholesky(upper ? mT(a) : a, op, info);
   if (needs_grad({&a})) {
     SavedTensor sl(l, true);
     record("LinalgCholeskyBackward0", {&a}, {&l}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
@@ -291,6 +322,17 @@ Tensor cholesky(const Tensor& a, bool upper) {
     });
   }
   return upper ? mT(l) : l;
+}
+
+}  // namespace
+
+Tensor cholesky(const Tensor& a, bool upper) { return cholesky_with(a, upper, "linalg.cholesky", nullptr); }
+
+std::tuple<Tensor, Tensor> cholesky_ex(const Tensor& a, bool upper, bool check_errors) {
+  Tensor info;
+  Tensor l = cholesky_with(a, upper, "linalg.cholesky_ex", &info);
+  if (check_errors && failed(info)) cholesky_with(a, upper, "linalg.cholesky_ex", nullptr);
+  return {l, info};
 }
 
 std::tuple<Tensor, Tensor> qr(const Tensor& a, const std::string& mode) {

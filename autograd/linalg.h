@@ -23,6 +23,16 @@ namespace tandem::linalg {
 // ---- solving ----
 // A^-1; a singular matrix is an error.
 Tensor inv(const Tensor& a);
+// The _ex forms, as PyTorch's: instead of raising for a singular (or, for cholesky_ex, not
+// positive-definite) matrix, they return LAPACK's info per matrix beside the result (int32, A's
+// batch shape; 0: success, k > 0: U's k-th diagonal element is zero, or the leading minor of order
+// k is not positive-definite), the result then holding what the factorization reached. With
+// check_errors they raise as inv, solve, cholesky and lu_factor do.
+std::tuple<Tensor, Tensor> inv_ex(const Tensor& a, bool check_errors = false);
+std::tuple<Tensor, Tensor> solve_ex(const Tensor& a, const Tensor& b, bool left = true, bool check_errors = false);
+std::tuple<Tensor, Tensor> cholesky_ex(const Tensor& a, bool upper = false, bool check_errors = false);
+// (LU, pivots, info); pivot must be true (PyTorch's unpivoted LU is GPU-only).
+std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot = true, bool check_errors = false);
 // X with A X = B (left) or X A = B (not left). B is a batch of vectors where B is 1-D or has one
 // dim fewer than A with A's leading sizes ([*, n]); batch dims broadcast.
 Tensor solve(const Tensor& a, const Tensor& b, bool left = true);

@@ -108,6 +108,15 @@ std::tuple<Tensor, Tensor, Tensor> factor(const Tensor& a, const char* op) {
 
 }  // namespace
 
+std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot, bool check_errors) {
+  TD_CHECK(pivot, "linalg.lu_factor_ex: LU without pivoting is not implemented (PyTorch has it on GPUs only)");
+  auto result = factor(a, "linalg.lu_factor_ex");
+  const Tensor& info = std::get<2>(result);
+  // A zero on U's diagonal: lu_factor raises it, with its message.
+  if (check_errors && info.numel() > 0 && any(ne(info, 0)).item<bool>()) lu_factor(a);
+  return result;
+}
+
 std::tuple<Tensor, Tensor> lu_factor(const Tensor& a) {
   auto [lu, pivots, info] = factor(a, "linalg.lu_factor");
   if (info.numel() > 0) {

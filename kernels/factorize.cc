@@ -104,7 +104,7 @@ LuFactors lu_factor(const Tensor& a) {
   return {matrices(buffer, batch), view(pivots, with(batch, {k})), view(info, batch)};
 }
 
-Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check) {
+Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check, Tensor* info_out) {
   const Shape batch = batch_shape(a);
   const int64_t n = a.sizes().back(), k = b.sizes().back();
   Tensor lu = column_major(a), x = column_major(b);
@@ -112,7 +112,7 @@ Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, b
   fill_into(info, 0);
   if (a.numel() > 0) {
     a.is_cuda() ? cuda::lu_factor(lu, pivots, info) : cpu::lu_factor(lu, pivots, info);
-    if (check) {
+    if (check && !info_out) {
       check_info(info, batch, op, [&](int32_t i) -> std::string {
         if (i < 0) return "";
         if (inverting) {
@@ -124,22 +124,26 @@ Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, b
     }
     if (k > 0) a.is_cuda() ? cuda::lu_solve(lu, pivots, x, false) : cpu::lu_solve(lu, pivots, x, false);
   }
+  if (info_out) *info_out = view(info, batch);
   return matrices(x, batch);
 }
 
-Tensor cholesky(const Tensor& a, const char* op) {
+Tensor cholesky(const Tensor& a, const char* op, Tensor* info_out) {
   const Shape batch = batch_shape(a);
   Tensor buffer = column_major(a);
   Tensor info = int32_tensor({buffer.sizes()[0]}, a.device());
   fill_into(info, 0);
+  if (info_out) *info_out = view(info, batch);
   if (a.numel() > 0) {
     a.is_cuda() ? cuda::cholesky(buffer, info) : cpu::cholesky(buffer, info);
-    check_info(info, batch, op, [](int32_t i) -> std::string {
-      if (i < 0) return "";
-      return "The factorization could not be completed because the input is not positive-definite (the leading "
-             "minor of order " +
-             std::to_string(i) + " is not positive-definite).";
-    });
+    if (!info_out) {
+      check_info(info, batch, op, [](int32_t i) -> std::string {
+        if (i < 0) return "";
+        return "The factorization could not be completed because the input is not positive-definite (the leading "
+               "minor of order " +
+               std::to_string(i) + " is not positive-definite).";
+      });
+    }
   }
   return keep_triangle(matrices(buffer, batch), false);
 }

@@ -24,11 +24,15 @@ LuFactors lu_factor(const Tensor& a);
 
 // X with A X = B for a [*, n, n] and b [*, n, k] of one batch shape. A singular matrix is an
 // error of op's: as inv's ("The diagonal element k is zero ...") where inverting, else as solve's.
-// Unchecked, a singular matrix gives what dividing by U's zero gives (inf, NaN).
-Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check = true);
+// Unchecked, a singular matrix gives what dividing by U's zero gives (inf, NaN). With `info`, it
+// is unchecked and *info receives LAPACK's info per matrix (int32, the batch's shape; k > 0: U's
+// k-th diagonal element is zero).
+Tensor solve(const Tensor& a, const Tensor& b, const char* op, bool inverting, bool check = true,
+             Tensor* info = nullptr);
 // The lower Cholesky factor (zeros above the diagonal) from a's lower triangle; a matrix that is
-// not positive-definite is an error of op's.
-Tensor cholesky(const Tensor& a, const char* op);
+// not positive-definite is an error of op's, or with `info` is not checked and *info receives
+// LAPACK's info per matrix (k > 0: the leading minor of order k is not positive-definite).
+Tensor cholesky(const Tensor& a, const char* op, Tensor* info = nullptr);
 // op(A)^-1 B (left; b [*, n, k]) or B A^-1 (b [*, k, n]) for a triangular a [*, n, n] of b's batch
 // shape, reading only a's upper or lower triangle.
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left, bool unitriangular);

@@ -374,6 +374,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"linear 3-D without bias", {{{2, 3, 5}}, {{2, 5}}}, [](V x) { return td::nn::F::linear(x[0], x[1]); }},
       // linalg (autograd/linalg.h): inputs kept away from where the factorizations stop being smooth
       {"linalg.inv", {{{2, 3, 3}, -1, 1}}, [](V x) { return td::linalg::inv(plus_identity(x[0], 4)); }},
+      {"linalg.inv_ex solve_ex cholesky_ex", {{{2, 3, 3}, -1, 1}, {{2, 3, 2}}},
+       [](V x) {
+         const Tensor a = plus_identity(x[0], 4);
+         return std::get<0>(td::linalg::inv_ex(a)).narrow(-1, 0, 2) + std::get<0>(td::linalg::solve_ex(a, x[1])) +
+                std::get<0>(td::linalg::cholesky_ex(spd_of(x[0]))).narrow(-1, 1, 2);
+       }},
       {"linalg.solve", {{{2, 3, 3}, -1, 1}, {{3, 2}}},
        [](V x) {
          const Tensor a = plus_identity(x[0], 4);

@@ -3564,3 +3564,27 @@ TEST_CASE("frexp, put, unravel_index and histogram match the CPU", "[cuda]") {
   const auto cpu = td::unravel_index(flat, {5, 6, 10});
   for (size_t d = 0; d < 3; ++d) check_equal(dev[d], cpu[d], "unravel_index dim " + std::to_string(d));
 }
+
+TEST_CASE("the linalg _ex forms' info and results match the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  // Positive-definite, not (second leading minor negative), and singular matrices in one batch.
+  const Tensor a = td::tensor(std::vector<double>{4, 2, 0, 2, 3, 1, 0, 1, 2, 1, 2, 3, 2, 1, 0, 3, 0, 1, 1, 2, 3, 2, 4, 6,
+                                                  0, 1, 1},
+                              td::kFloat64)
+                       .view({3, 3, 3});
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    const Tensor cpu = a.to(dtype), dev = cpu.to(ct::device());
+    const std::string what = td::dtype_name(dtype);
+    check_equal(std::get<1>(la::cholesky_ex(dev)), std::get<1>(la::cholesky_ex(cpu)), what + " cholesky_ex info");
+    check_close(std::get<0>(la::cholesky_ex(dev)).select(0, 0), std::get<0>(la::cholesky_ex(cpu)).select(0, 0),
+                rtol_for(dtype), rtol_for(dtype), what + " cholesky_ex factor");
+    check_equal(std::get<1>(la::inv_ex(dev)), std::get<1>(la::inv_ex(cpu)), what + " inv_ex info");
+    check_close(std::get<0>(la::inv_ex(dev)).select(0, 0), std::get<0>(la::inv_ex(cpu)).select(0, 0),
+                rtol_for(dtype) * 8, rtol_for(dtype) * 8, what + " inv_ex");
+    const Tensor b = td::ones({3, 3, 2}, dtype);
+    check_equal(std::get<1>(la::solve_ex(dev, b.to(ct::device()))), std::get<1>(la::solve_ex(cpu, b)),
+                what + " solve_ex info");
+    check_equal(std::get<2>(la::lu_factor_ex(dev)), std::get<2>(la::lu_factor_ex(cpu)), what + " lu_factor_ex info");
+  }
+}

@@ -991,3 +991,47 @@ TEST_CASE("singular and non-positive-definite inputs are errors naming the eleme
       {"linalg.cholesky", "Batch element 1", "positive-definite", "order 2"});
   not_pd_before.check_unchanged(not_pd);
 }
+
+TEST_CASE("the _ex forms return LAPACK's info per matrix instead of raising, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: a positive-definite matrix, one whose second leading minor is negative, and an
+  // indefinite diagonal one.
+  const Tensor a = f64({4, 2, 0, 2, 3, 1, 0, 1, 2, 1, 2, 3, 2, 1, 0, 3, 0, 1, 1, 0, 0, 0, -1, 0, 0, 0, 1}, {3, 3, 3});
+  const auto [l, cholesky_info] = la::cholesky_ex(a);
+  CHECK(cholesky_info.dtype() == td::kInt32);
+  check_equal(cholesky_info, {0, 2, 2});
+  check_close(l.select(0, 0), values(la::cholesky(a.select(0, 0))), 0, 0, "the positive-definite one's factor");
+  const Snapshot before(a);
+  check_error([&] { la::cholesky_ex(a, false, true); },
+              {"linalg.cholesky_ex", "(Batch element 1)", "leading minor of order 2 is not positive-definite"});
+  before.check_unchanged(a);
+
+  // A singular matrix and a regular one.
+  const Tensor s = f64({1, 2, 2, 4, 2, 1, 1, 3}, {2, 2, 2});
+  const auto [inverse, inv_info] = la::inv_ex(s);
+  check_equal(inv_info, {2, 0});
+  check_close(inverse.select(0, 1), {0.6, -0.2, -0.2, 0.4}, 1e-15, 1e-16, "the regular one's inverse");
+  check_error([&] { la::inv_ex(s, true); }, {"linalg.inv_ex", "(Batch element 0)", "singular"});
+  const auto [x, solve_info] = la::solve_ex(s, td::ones({2, 2, 1}, td::kFloat64));
+  check_equal(solve_info, {2, 0});
+  check_close(x.select(0, 1), {0.4, 0.2}, 1e-15, 1e-16, "the regular one's solution");
+  // info has A's batch shape, B broadcasting or not, as PyTorch's.
+  CHECK(std::get<1>(la::solve_ex(s.select(0, 1), td::ones({3, 2, 1}, td::kFloat64))).dim() == 0);
+  check_equal(std::get<1>(la::solve_ex(s, td::ones({2, 1, 2}, td::kFloat64), false)), {2, 0});  // X A = B
+  const auto [lu, pivots, lu_info] = la::lu_factor_ex(s);
+  check_equal(lu_info, {2, 0});
+  check_equal(pivots, {2, 2, 1, 2});
+  CHECK(std::get<2>(la::lu_factor_ex(td::zeros({2, 2}, td::kFloat64))).item<int32_t>() == 1);
+  check_error([&] { la::lu_factor_ex(s, true, true); }, {"linalg.lu_factor", "U[2,2] is zero"});
+  check_error([&] { la::lu_factor_ex(s, false); }, {"linalg.lu_factor_ex", "without pivoting"});
+
+  // Where nothing fails, the results and gradients are the checked forms'.
+  const Tensor spd = f64({4, 2, 0, 2, 3, 1, 0, 1, 2}, {3, 3}).requires_grad_(true);
+  td::autograd::backward({(std::get<0>(la::cholesky_ex(spd, true)) * sine({3, 3}, 0.4)).sum()});
+  const Tensor ex_grad = spd.grad().clone();
+  spd.grad().zero_();
+  td::autograd::backward({(la::cholesky(spd, true) * sine({3, 3}, 0.4)).sum()});
+  check_equal(ex_grad, values(spd.grad()));
+  const auto [inv_ok, ok_info] = la::inv_ex(spd.detach());
+  check_equal(ok_info, {0});
+  check_equal(inv_ok, values(la::inv(spd.detach())));
+}
