@@ -211,6 +211,23 @@ Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
   return x;
 }
 
+namespace {
+
+// The relative cut below which a driver counts singular values as zero, as LAPACK reads rcond:
+// gelsd takes one outside (0, 1) as its epsilon (2^-53 in float64), gelss a negative one as the
+// machine precision (2^-52); gelsy (whose rank is at least 1, see lstsq) as it is. Unset: PyTorch's
+// default, the dtype's epsilon times max(m, n).
+double lstsq_cut(const std::string& driver, std::optional<double> rcond, DType dtype, int64_t m, int64_t n) {
+  const double eps = dtype == kFloat64 ? 0x1p-52 : 0x1p-23;
+  if (!rcond) return eps * static_cast<double>(std::max(m, n));
+  if (driver == "gelsd" && (*rcond <= 0 || *rcond >= 1)) return eps / 2;
+  if (driver == "gelss" && *rcond < 0) return eps;
+  if (driver == "gelsy") return std::min(*rcond, 1 - eps);  // a cut of 1 or more keeps the largest
+  return *rcond;
+}
+
+}  // namespace
+
 LstsqResult lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond, std::optional<std::string> driver) {
   const char* op = "linalg.lstsq";
   kernels::check_matrices(a, op, false);
@@ -218,7 +235,12 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond,
   const std::string how = driver.value_or(a.is_cuda() ? "gels" : "gelsy");
   TD_CHECK(how == "gels" || how == "gelsy" || how == "gelsd" || how == "gelss", op,
            ": parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got '", how, "'");
-  TD_CHECK(!rcond || std::isfinite(*rcond), op, ": rcond must be finite, got ", *rcond);
+  TD_CHECK(how == "gels" || !rcond || std::isfinite(*rcond), op, ": rcond must be finite, got ", *rcond);
+  const double cut = lstsq_cut(how, rcond, a.dtype(), rows(a), cols(a));
+  // gelss never cuts below the dtype's smallest normal number.
+  const double floor = how != "gelss"          ? 0.0
+                       : a.dtype() == kFloat64 ? std::numeric_limits<double>::min()
+                                               : static_cast<double>(std::numeric_limits<float>::min());
   const bool vector = b.dim() == a.dim() - 1;
   const Tensor bm = vector ? unsqueeze(b, -1) : b;
   TD_CHECK(bm.dim() >= 2 && rows(bm) == rows(a), op, ": Incompatible shapes of A and B for the equation AX = B (",
@@ -231,12 +253,12 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b, std::optional<double> rcond,
   if (how != "gels") {
     NoGradGuard no_grad;
     const Tensor s = std::get<1>(kernels::svd(a, false, false, op));
-    out.rank = sum(s > tolerance(s, m, n, 0.0, rcond), {-1}).to(kInt64);
+    out.rank = sum(s > tolerance(s, m, n, floor, cut), {-1}).to(kInt64);
     full_rank = a.numel() == 0 || all(eq(out.rank, std::min(m, n))).item<bool>();
     if (how != "gelsy") out.singular_values = s;
   }
   if (!full_rank) {
-    out.solution = matmul(pinv(a, 0.0, rcond), bm);
+    out.solution = matmul(pinv(a, floor, cut), bm);
   } else if (m >= n) {
     auto [q, r] = qr(a);
     out.solution = solve_triangular(r, matmul(mT(q), bm), true);

@@ -40,14 +40,19 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
 // diagonal is taken as ones). B is [*, n, k] (left) or [*, k, n]; batch dims broadcast.
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
 // X minimizing ||A X - B|| (of least norm where that leaves a choice), with PyTorch's drivers and
-// outputs. gels (the default on a GPU): QR, for A of full rank. gelsy (the default on a CPU), gelsd
-// and gelss: any rank; singular values at or below rcond times the largest (rcond defaults to the
-// dtype's epsilon times max(m, n)) count as zero, and where that leaves A rank-deficient X is
-// pinv(A) B (full rank: the QR solution). Outputs as PyTorch's: residuals, the squared residual norm
-// of each column of X ([*, k], [*, 1] for a vector B), where m > n with gels, and with gelsd and gelss
-// where every matrix also has full rank, else empty; rank ([*] int64) from all but gels;
-// singular_values ([*, min(m, n)]) from gelsd and gelss. (LAPACK's gelsy estimates the rank from its
-// pivoted QR, which can differ where a singular value is within rounding of the cut.)
+// outputs. gels (the default on a GPU): QR, for A of full rank; rcond is not read. gelsy (the default
+// on a CPU), gelsd and gelss: any rank; singular values at or below cut times the largest count as
+// zero, the cut being rcond as LAPACK reads it (gelsd: one outside (0, 1) is its epsilon; gelss: a
+// negative one is the machine precision, and the cut is at least the smallest normal number; gelsy:
+// the rank is at least 1), by default the dtype's epsilon times max(m, n); a NaN or infinite rcond
+// is refused. Where that leaves A rank-deficient, X is pinv(A) B (full rank: the QR solution).
+// Outputs as PyTorch's: residuals, the squared residual norm of each column of X ([*, k], [*, 1] for
+// a vector B), where m > n with gels, and with gelsd and gelss where every matrix also has full
+// rank, else empty; rank ([*] int64) from all but gels; singular_values ([*, min(m, n)]) from gelsd
+// and gelss. Unlike PyTorch: LAPACK's gelsy estimates the rank from its pivoted QR's condition
+// estimate, which can disagree with the singular values where rcond is near their ratio; the
+// gradient is the derivative of what is computed (pinv at the cut), where PyTorch's always uses
+// pinv at its default tolerance; every driver also runs on a GPU (PyTorch's takes gels only).
 struct LstsqResult {
   Tensor solution, residuals, rank, singular_values;
 };

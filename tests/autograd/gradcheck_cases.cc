@@ -441,8 +441,16 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"linalg.lstsq tall", {{{4, 3}, -0.2, 0.2}, {{4, 2}}},
        [](V x) {
-         const td::linalg::LstsqResult r = td::linalg::lstsq(singular_values_apart(x[0]), x[1]);
+         const td::linalg::LstsqResult r = td::linalg::lstsq(singular_values_apart(x[0]), x[1], std::nullopt, "gels");
          return td::cat({r.solution.flatten(), r.residuals});
+       }},
+      {"linalg.lstsq gelsd, rank-deficient", {{{4, 3}, -0.2, 0.2}, {{4, 2}}},
+       [](V x) {
+         // The third column the sum of the first two: rank 2 whatever x is, the solution pinv(A) B.
+         const Tensor two = singular_values_apart(x[0]).narrow(1, 0, 2);
+         const Tensor a = td::cat({two, two.sum(1, true)}, 1);
+         const td::linalg::LstsqResult r = td::linalg::lstsq(a, x[1], 1e-10, "gelsd");
+         return r.solution;
        }},
       {"linalg.lstsq wide", {{{3, 4}, -0.2, 0.2}, {{3, 2}}},
        [](V x) { return td::linalg::lstsq(singular_values_apart(x[0]), x[1]).solution; }},

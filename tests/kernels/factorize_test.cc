@@ -579,6 +579,26 @@ TEST_CASE("lstsq of a rank-deficient matrix: the least-norm solution, its rank, 
   CHECK(both.singular_values.sizes() == Shape{2, 3});
   CHECK(both.residuals.numel() == 0);  // one matrix is rank-deficient
 
+  // rcond as LAPACK reads it (PyTorch 2.15): gelsd takes one outside (0, 1) as its epsilon, gelss a
+  // negative one as the machine precision; gelsy keeps a rank of at least 1 (its rank-1 solution,
+  // from a pivoted QR, is not the SVD's, so only the rank is compared); gelss cuts everything at 1.
+  const std::vector<double> least_norm = {0.6666666666666667, -0.25641025641025655, 0.41025641025641013};
+  for (const auto& [driver, r, rank] : std::vector<std::tuple<const char*, double, int64_t>>{
+           {"gelsd", -1.0, 2}, {"gelsd", 0.0, 2}, {"gelsd", 1.0, 2}, {"gelss", -1.0, 2}, {"gelss", 1.0, 0},
+           {"gelsy", 1.0, 1}, {"gelsy", 0.5, 1}}) {
+    INFO(driver << " rcond " << r);
+    const la::LstsqResult o = la::lstsq(a.detach(), b.detach(), r, driver);
+    CHECK(o.rank.item<int64_t>() == rank);
+    if (rank == 2) check_close(o.solution, least_norm, 1e-14, 0, "solution");
+    if (rank == 0) check_equal(o.solution, {0, 0, 0});
+  }
+  const Tensor tiny = td::diag(f64({1, 1.5e-16, 3e-17}, {3}));
+  CHECK(la::lstsq(tiny, td::ones({3, 1}, td::kFloat64), -1.0, "gelsd").rank.item<int64_t>() == 2);  // cut 2^-53
+  CHECK(la::lstsq(tiny, td::ones({3, 1}, td::kFloat64), -1.0, "gelss").rank.item<int64_t>() == 1);  // cut 2^-52
+  // gels does not read rcond, a NaN one included.
+  check_close(la::lstsq(tall(), sine({4, 2}, 0.35), std::nan(""), "gels").solution,
+              values(la::lstsq(tall(), sine({4, 2}, 0.35), std::nullopt, "gels").solution), 0, 0, "gels");
+
   const Snapshot before(a);
   check_error([&] { la::lstsq(a, b, std::nullopt, "foo"); }, {"linalg.lstsq", "driver", "gels, gelsy, gelsd, gelss"});
   check_error([&] { la::lstsq(a, b, std::nan(""), "gelsd"); }, {"linalg.lstsq", "rcond"});
