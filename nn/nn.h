@@ -1,7 +1,8 @@
 // td::nn: modules, layers (recurrent and attention ones included), losses, functional forms,
-// initializations and gradient clipping.
+// initializations, gradient clipping and the adaptive softmax.
 #pragma once
 
+#include "nn/adaptive.h"
 #include "nn/clip_grad.h"
 #include "nn/functional.h"
 #include "nn/init.h"
