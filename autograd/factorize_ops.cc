@@ -65,10 +65,14 @@ Tensor solve_matrices(const Tensor& a, const Tensor& b, const char* op, bool inv
   if (!needs_grad({&a, &b})) return x;
   const Shape a_shape = a.sizes(), b_shape = b.sizes();
   const bool a_needs = a.requires_grad();
+  // An _ex form's backward leaves a failed matrix's gradient what dividing by zero gives (inf,
+  // NaN) instead of raising, as PyTorch's: the others' are still right.
+  const bool checked = info == nullptr;
   SavedTensor sa(a, false), sx = SavedTensor::output_if(a_needs, x);
   record("LinalgSolveBackward0", {&a, &b}, {&x}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
     const Tensor av = sa.unpack("LinalgSolveBackward0");
-    const Tensor grad_b = solve_matrices(mT(av), g[0], op, false);
+    Tensor unchecked;
+    const Tensor grad_b = solve_matrices(mT(av), g[0], op, false, checked ? nullptr : &unchecked);
     Tensor grad_a;
     if (a_needs) grad_a = sum_to(-matmul(grad_b, mT(sx.unpack("LinalgSolveBackward0"))), a_shape);
     return {grad_a, sum_to(grad_b, b_shape)};
@@ -165,16 +169,6 @@ bool failed(const Tensor& info) { return info.numel() > 0 && any(ne(info, 0)).it
 Tensor solve(const Tensor& a, const Tensor& b, bool left) { return solve_with(a, b, left, "linalg.solve", nullptr); }
 
 Tensor inv(const Tensor& a) { return inv_with(a, "linalg.inv", nullptr); }
-
-// info is A's own LU's, of A's batch shape, as PyTorch's (the solve may factor A^T, or A broadcast
-// to B's batch).
-std::tuple<Tensor, Tensor> solve_ex(const Tensor& a, const Tensor& b, bool left, bool check_errors) {
-  Tensor unused;
-  Tensor x = solve_with(a, b, left, "linalg.solve_ex", &unused);
-  const Tensor info = kernels::lu_factor(a).info;
-  if (check_errors && failed(info)) solve_with(a, b, left, "linalg.solve_ex", nullptr);
-  return {x, info};
-}
 
 std::tuple<Tensor, Tensor> inv_ex(const Tensor& a, bool check_errors) {
   Tensor info;

@@ -2,6 +2,7 @@
 // PyTorch's gradient for square, wide and tall matrices), lu_unpack, lu and lu_solve (composed of
 // triangular solves, so differentiable in the factors and B).
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -106,31 +107,55 @@ std::tuple<Tensor, Tensor, Tensor> factor(const Tensor& a, const char* op) {
   return {lu, f.pivots, f.info};
 }
 
+// Raises `why(k)` for the first matrix whose info k is positive, after "(Batch element b): " where
+// A has a batch.
+void raise_first_failure(const Tensor& info, const char* op, const std::function<std::string(int32_t)>& why) {
+  if (info.numel() == 0) return;
+  const Tensor host = info.to(Device(kCPU)).contiguous();
+  const int32_t* values = host.data_ptr<int32_t>();
+  for (int64_t b = 0; b < host.numel(); ++b) {
+    TD_CHECK(values[b] <= 0, op, ": ", info.dim() > 0 ? "(Batch element " + std::to_string(b) + "): " : "",
+             why(values[b]));
+  }
+}
+
+std::string zero_on_u(int32_t k) {
+  return "U[" + std::to_string(k) + "," + std::to_string(k) +
+         "] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the "
+         "factorization, consider calling linalg.lu(A)";
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot, bool check_errors) {
   TD_CHECK(pivot, "linalg.lu_factor_ex: LU without pivoting is not implemented (PyTorch has it on GPUs only)");
   auto result = factor(a, "linalg.lu_factor_ex");
-  const Tensor& info = std::get<2>(result);
-  // A zero on U's diagonal: lu_factor raises it, with its message.
-  if (check_errors && info.numel() > 0 && any(ne(info, 0)).item<bool>()) lu_factor(a);
+  if (check_errors) raise_first_failure(std::get<2>(result), "linalg.lu_factor_ex", zero_on_u);
   return result;
 }
 
 std::tuple<Tensor, Tensor> lu_factor(const Tensor& a) {
   auto [lu, pivots, info] = factor(a, "linalg.lu_factor");
-  if (info.numel() > 0) {
-    const Tensor host = info.to(Device(kCPU)).contiguous();
-    const int32_t* values = host.data_ptr<int32_t>();
-    for (int64_t b = 0; b < host.numel(); ++b) {
-      TD_CHECK(values[b] <= 0,
-               "linalg.lu_factor: ", info.dim() > 0 ? "(Batch element " + std::to_string(b) + "): " : "", "U[",
-               values[b], ",", values[b],
-               "] is zero and using it on lu_solve would result in a division by "
-               "zero. If you still want to perform the factorization, consider calling linalg.lu(A)");
-    }
-  }
+  raise_first_failure(info, "linalg.lu_factor", zero_on_u);
   return {lu, pivots};
+}
+
+// A factored once (its own batch), then solved for B by lu_solve (transposed for X A = B), as
+// PyTorch's: info and X come from one factorization, and the gradient reaches A through LU's.
+std::tuple<Tensor, Tensor> solve_ex(const Tensor& a, const Tensor& b, bool left, bool check_errors) {
+  const char* op = "linalg.solve_ex";
+  kernels::check_matrices(a, op, true);
+  kernels::check_defined(b, op, "B");
+  const bool vector =
+      b.dim() == 1 || (b.dim() == a.dim() - 1 && b.sizes() == Shape(a.sizes().begin(), a.sizes().end() - 1));
+  TD_CHECK(!vector || left, op, ": Incompatible shapes of A and B for the equation XA = B (", shape_str(a.sizes()),
+           " and ", shape_str(b.sizes()), "): B is a vector");
+  auto [lu, pivots, info] = factor(a, op);
+  if (check_errors) {
+    raise_first_failure(info, op, [](int32_t) { return "The solver failed because the input matrix is singular."; });
+  }
+  const Tensor x = lu_solve(lu, pivots, vector ? b.unsqueeze(-1) : b, left);
+  return {vector ? x.squeeze(-1) : x, info};
 }
 
 std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& pivots) {

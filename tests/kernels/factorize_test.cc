@@ -1041,8 +1041,29 @@ TEST_CASE("the _ex forms return LAPACK's info per matrix instead of raising, as 
   check_equal(lu_info, {2, 0});
   check_equal(pivots, {2, 2, 1, 2});
   CHECK(std::get<2>(la::lu_factor_ex(td::zeros({2, 2}, td::kFloat64))).item<int32_t>() == 1);
-  check_error([&] { la::lu_factor_ex(s, true, true); }, {"linalg.lu_factor", "U[2,2] is zero"});
+  check_error([&] { la::lu_factor_ex(s, true, true); }, {"linalg.lu_factor_ex: (Batch element 0)", "U[2,2] is zero"});
   check_error([&] { la::lu_factor_ex(s, false); }, {"linalg.lu_factor_ex", "without pivoting"});
+
+  // X A = B with a matrix A whose transpose factors without a zero pivot: info and X are A's own
+  // LU's, as PyTorch's (x = [inf, -inf], info 2), and check_errors raises.
+  const Tensor lean = f64({0.1, 0.3, 0.03, 0.09}, {2, 2});
+  const auto [lean_x, lean_info] = la::solve_ex(lean, td::ones({1, 2}, td::kFloat64), false);
+  CHECK(lean_info.item<int32_t>() == 2);
+  check_equal(lean_x, {kInf, -kInf});
+  check_error([&] { la::solve_ex(lean, td::ones({1, 2}, td::kFloat64), false, true); },
+              {"linalg.solve_ex", "singular"});
+  // The batch element named is A's, B broadcasting over more.
+  const Tensor pair = td::stack({s.select(0, 1), s.select(0, 0)}).unsqueeze(1);  // [2, 1, 2, 2], the second singular
+  check_error([&] { la::solve_ex(pair, td::ones({2, 3, 2, 1}, td::kFloat64), true, true); },
+              {"linalg.solve_ex: (Batch element 1)", "singular"});
+
+  // A failed matrix leaves the others' gradients right, as PyTorch's: the backward does not raise.
+  const Tensor mixed = s.clone().requires_grad_(true);
+  td::autograd::backward({std::get<0>(la::inv_ex(mixed)).select(0, 1).sum()});
+  check_close(mixed.grad().select(0, 1), {-0.16, -0.08, -0.08, -0.04}, 1e-14, 1e-15, "inv_ex's gradient");
+  mixed.grad().zero_();
+  td::autograd::backward({std::get<0>(la::solve_ex(mixed, td::ones({2, 2, 1}, td::kFloat64))).select(0, 1).sum()});
+  CHECK(std::isfinite(mixed.grad().select(0, 1).sum().item<double>()));
 
   // Where nothing fails, the results and gradients are the checked forms'.
   const Tensor spd = f64({4, 2, 0, 2, 3, 1, 0, 1, 2}, {3, 3}).requires_grad_(true);
