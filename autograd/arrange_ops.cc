@@ -449,7 +449,8 @@ std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape) {
     }
     return out;
   }
-  TD_CHECK(numel > 0, "unravel_index: 'shape' ", dims_str(shape.vec()), " holds no elements, but 'indices' is not empty");
+  TD_CHECK(numel > 0, "unravel_index: 'shape' ", dims_str(shape.vec()),
+           " holds no elements, but 'indices' is not empty");
   for (int64_t i : host_integers(indices, "unravel_index", "indices")) {
     TD_CHECK(i >= -numel && i < numel, "unravel_index: index ", i, " is out of range for shape ", dims_str(shape.vec()),
              " (", numel, " elements)");

@@ -128,7 +128,8 @@ std::string zero_on_u(int32_t k) {
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot, bool check_errors) {
-  TD_CHECK(pivot, "linalg.lu_factor_ex: LU without pivoting is not implemented (PyTorch has it on GPUs only)");
+  TD_CHECK(pivot, "linalg.lu_factor_ex: pivot = false (LU without row exchanges) is refused: PyTorch offers it on GPUs "
+           "only, and tandem always pivots");
   auto result = factor(a, "linalg.lu_factor_ex");
   if (check_errors) raise_first_failure(std::get<2>(result), "linalg.lu_factor_ex", zero_on_u);
   return result;

@@ -277,9 +277,10 @@ std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
     // PyTorch's gradient, grad / 2^exponent with the power in float32 (inf below 2^-149's exponents).
     const Tensor power = exp2(exponent.to(kFloat32));
     const DType dtype = x.dtype();
-    autograd::record("FrexpBackward0", {&x}, {&mantissa}, [power, dtype](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-      return {div(g[0], power).to(dtype)};
-    })->saves_nothing = true;
+    autograd::record(
+        "FrexpBackward0", {&x}, {&mantissa},
+        [power, dtype](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {div(g[0], power).to(dtype)}; })
+        ->saves_nothing = true;
   }
   return {mantissa, exponent};
 }

@@ -16,9 +16,10 @@ AdaptiveLogSoftmaxWithLossImpl::AdaptiveLogSoftmaxWithLossImpl(const AdaptiveLog
   TD_CHECK(!c.empty(), "AdaptiveLogSoftmaxWithLoss: cutoffs should be a sequence of length larger than 0");
   bool valid = c.front() > 0 && c.back() <= options.n_classes_ - 1;
   for (size_t i = 1; i < c.size(); ++i) valid = valid && c[i] > c[i - 1];
-  TD_CHECK(valid, "AdaptiveLogSoftmaxWithLoss: cutoffs should be a sequence of unique, positive integers sorted in an "
-           "increasing order, where each value is between 1 and n_classes-1; got ", dims_str(c), " for ",
-           options.n_classes_, " classes");
+  TD_CHECK(valid,
+           "AdaptiveLogSoftmaxWithLoss: cutoffs should be a sequence of unique, positive integers sorted in an "
+           "increasing order, where each value is between 1 and n_classes-1; got ",
+           dims_str(c), " for ", options.n_classes_, " classes");
   TD_CHECK(options.in_features_ > 0, "AdaptiveLogSoftmaxWithLoss: in_features must be positive, got ",
            options.in_features_);
   TD_CHECK(std::isfinite(options.div_value_) && options.div_value_ > 0,
@@ -36,8 +37,8 @@ void AdaptiveLogSoftmaxWithLossImpl::reset() {
   edges.push_back(options.n_classes_);
   for (int64_t i = 0; i < n_clusters; ++i) {
     // PyTorch's width: in_features // div_value^(i + 1), a float floor division.
-    const auto hidden = static_cast<int64_t>(
-        std::floor(static_cast<double>(options.in_features_) / std::pow(options.div_value_, static_cast<double>(i + 1))));
+    const auto hidden = static_cast<int64_t>(std::floor(static_cast<double>(options.in_features_) /
+                                                        std::pow(options.div_value_, static_cast<double>(i + 1))));
     tail->push_back(Sequential(Linear(LinearOptions(options.in_features_, hidden).bias(false)),
                                Linear(LinearOptions(hidden, edges[i + 1] - edges[i]).bias(false))));
   }
@@ -100,8 +101,7 @@ Tensor AdaptiveLogSoftmaxWithLossImpl::full_log_prob(const Tensor& input, const 
   const Tensor head_logprob = log_softmax(head_output, 1);
   std::vector<Tensor> parts = {head_logprob.narrow(1, 0, shortlist_size)};
   for (int64_t i = 0; i < n_clusters; ++i) {
-    parts.push_back(log_softmax((*tail)[i]->forward(input), 1) +
-                    head_logprob.narrow(1, shortlist_size + i, 1));
+    parts.push_back(log_softmax((*tail)[i]->forward(input), 1) + head_logprob.narrow(1, shortlist_size + i, 1));
   }
   return cat(parts, 1);
 }

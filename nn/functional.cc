@@ -90,7 +90,9 @@ Tensor& activate_in_place(const char* op, const char* node, Tensor& x, Keeps kee
     autograd::record_inplace(node, x, {}, [node, kept, backward](const std::vector<Tensor>& g) {
       const Tensor k = kept.unpack(node);
       // 16-bit: in float32 and rounded once, as the out-of-place forms compute.
-      if (is_16bit_float(k.dtype())) return std::vector<Tensor>{backward(g[0].to(kFloat32), k.to(kFloat32)).to(k.dtype())};
+      if (is_16bit_float(k.dtype())) {
+        return std::vector<Tensor>{backward(g[0].to(kFloat32), k.to(kFloat32)).to(k.dtype())};
+      }
       return std::vector<Tensor>{backward(g[0], k)};
     });
   }
@@ -1803,8 +1805,8 @@ namespace {
 
 // The elu family's gradient from its result y: y + alpha * scale is the negative side's
 // derivative times 1 / input_scale, as PyTorch's in-place backward takes it.
-Tensor& elu_family_(const char* op, const char* node, Tensor& x, const std::function<Tensor(const Tensor&)>& activation, double alpha,
-                    double scale, double input_scale) {
+Tensor& elu_family_(const char* op, const char* node, Tensor& x, const std::function<Tensor(const Tensor&)>& activation,
+                    double alpha, double scale, double input_scale) {
   const double negative_scale = alpha * scale;
   return activate_in_place(op, node, x, Keeps::result, activation, [=](const Tensor& g, const Tensor& y) {
     TD_CHECK(alpha >= 0, node, ": the in-place elu's gradient is taken from its result, which a negative alpha (",
@@ -1817,18 +1819,20 @@ Tensor& elu_family_(const char* op, const char* node, Tensor& x, const std::func
 }  // namespace
 
 Tensor& elu_(Tensor& x, double alpha) {
-  return elu_family_("elu_", "EluBackward1", x, [alpha](const Tensor& v) { return elu(v, alpha); }, alpha, 1.0, 1.0);
+  return elu_family_(
+      "elu_", "EluBackward1", x, [alpha](const Tensor& v) { return elu(v, alpha); }, alpha, 1.0, 1.0);
 }
 
 Tensor& selu_(Tensor& x) {
-  return elu_family_("selu_", "EluBackward1", x, [](const Tensor& v) { return selu(v); }, 1.6732632423543772848170429916717,
-                     1.0507009873554804934193349852946, 1.0);
+  return elu_family_(
+      "selu_", "EluBackward1", x, [](const Tensor& v) { return selu(v); }, 1.6732632423543772848170429916717,
+      1.0507009873554804934193349852946, 1.0);
 }
 
 Tensor& celu_(Tensor& x, double alpha) {
   TD_CHECK(alpha != 0, "celu_: alpha cannot be 0");
-  return elu_family_("celu_", "CeluBackward1", x, [alpha](const Tensor& v) { return celu(v, alpha); }, alpha, 1.0,
-                     1.0 / alpha);
+  return elu_family_(
+      "celu_", "CeluBackward1", x, [alpha](const Tensor& v) { return celu(v, alpha); }, alpha, 1.0, 1.0 / alpha);
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
@@ -1882,7 +1886,8 @@ Tensor& relu_(Tensor& x) {
 
 Tensor& leaky_relu_(Tensor& x, double negative_slope) {
   return activate_in_place(
-      "leaky_relu_", "LeakyReluBackward1", x, Keeps::result, [=](const Tensor& v) { return leaky_relu(v, negative_slope); },
+      "leaky_relu_", "LeakyReluBackward1", x, Keeps::result,
+      [=](const Tensor& v) { return leaky_relu(v, negative_slope); },
       [negative_slope](const Tensor& g, const Tensor& y) {
         TD_CHECK(negative_slope >= 0, "LeakyReluBackward1: the in-place leaky_relu's gradient is taken from its ",
                  "result, which a negative slope (", negative_slope, ") leaves ambiguous; use the out-of-place form");
@@ -1905,13 +1910,15 @@ Tensor& relu6_(Tensor& x) {
 }
 
 Tensor& hardsigmoid_(Tensor& x) {
-  return activate_in_place("hardsigmoid_", "HardsigmoidBackward0", x, Keeps::input, [](const Tensor& v) { return hardsigmoid(v); },
-                           hardsigmoid_grad);
+  return activate_in_place(
+      "hardsigmoid_", "HardsigmoidBackward0", x, Keeps::input, [](const Tensor& v) { return hardsigmoid(v); },
+      hardsigmoid_grad);
 }
 
 Tensor& hardswish_(Tensor& x) {
-  return activate_in_place("hardswish_", "HardswishBackward0", x, Keeps::input, [](const Tensor& v) { return hardswish(v); },
-                           hardswish_grad);
+  return activate_in_place(
+      "hardswish_", "HardswishBackward0", x, Keeps::input, [](const Tensor& v) { return hardswish(v); },
+      hardswish_grad);
 }
 
 Tensor& silu_(Tensor& x) {
@@ -1920,7 +1927,8 @@ Tensor& silu_(Tensor& x) {
 }
 
 Tensor& mish_(Tensor& x) {
-  return activate_in_place("mish_", "MishBackward0", x, Keeps::input, [](const Tensor& v) { return mish(v); }, mish_grad);
+  return activate_in_place(
+      "mish_", "MishBackward0", x, Keeps::input, [](const Tensor& v) { return mish(v); }, mish_grad);
 }
 
 // The mask of what is at or below the threshold is all that is kept.

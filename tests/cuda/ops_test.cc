@@ -3569,10 +3569,10 @@ TEST_CASE("the linalg _ex forms' info and results match the CPU", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   ct::PoisonGuard poison;
   // Positive-definite, not (second leading minor negative), and singular matrices in one batch.
-  const Tensor a = td::tensor(std::vector<double>{4, 2, 0, 2, 3, 1, 0, 1, 2, 1, 2, 3, 2, 1, 0, 3, 0, 1, 1, 2, 3, 2, 4, 6,
-                                                  0, 1, 1},
-                              td::kFloat64)
-                       .view({3, 3, 3});
+  const Tensor a =
+      td::tensor(std::vector<double>{4, 2, 0, 2, 3, 1, 0, 1, 2, 1, 2, 3, 2, 1, 0, 3, 0, 1, 1, 2, 3, 2, 4, 6, 0, 1, 1},
+                 td::kFloat64)
+          .view({3, 3, 3});
   for (DType dtype : {td::kFloat32, td::kFloat64}) {
     const Tensor cpu = a.to(dtype), dev = cpu.to(ct::device());
     const std::string what = td::dtype_name(dtype);

@@ -1042,7 +1042,7 @@ TEST_CASE("the _ex forms return LAPACK's info per matrix instead of raising, as 
   check_equal(pivots, {2, 2, 1, 2});
   CHECK(std::get<2>(la::lu_factor_ex(td::zeros({2, 2}, td::kFloat64))).item<int32_t>() == 1);
   check_error([&] { la::lu_factor_ex(s, true, true); }, {"linalg.lu_factor_ex: (Batch element 0)", "U[2,2] is zero"});
-  check_error([&] { la::lu_factor_ex(s, false); }, {"linalg.lu_factor_ex", "without pivoting"});
+  check_error([&] { la::lu_factor_ex(s, false); }, {"linalg.lu_factor_ex", "pivot = false", "always pivots"});
 
   // X A = B with a matrix A whose transpose factors without a zero pivot: info and X are A's own
   // LU's, as PyTorch's (x = [inf, -inf], info 2), and check_errors raises.

@@ -241,8 +241,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const json& config, const std::
   }
   if (kind == "Adafactor") {
     auto base = adafactor_options(defaults, optim::AdafactorOptions());
-    return std::make_unique<optim::Adafactor>(groups([&](const json& o) { return adafactor_options(o, base); }),
-                                              base);
+    return std::make_unique<optim::Adafactor>(groups([&](const json& o) { return adafactor_options(o, base); }), base);
   }
   if (kind == "Muon") {
     auto base = muon_options(defaults, optim::MuonOptions());
@@ -358,6 +357,14 @@ const json& config_named(const std::string& name) {
     if (c["name"] == name) return c;
   }
   throw std::runtime_error("no fixture configuration " + name);
+}
+
+// Irregular values of mixed signs from a closed form, which the PyTorch scripts behind these tests'
+// reference numbers compute the same way.
+std::vector<double> closed_form(int64_t n, double salt, double scale) {
+  std::vector<double> v(n);
+  for (int64_t k = 0; k < n; ++k) v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
+  return v;
 }
 
 }  // namespace
@@ -620,13 +627,20 @@ TEST_CASE("invalid options raise errors that name the option", "[cpu]") {
   check_error([&] { optim::Muon(matrix(), optim::MuonOptions(-0.1)); }, {"Muon", "lr = -0.1"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().beta2_decay(0.5)); },
               {"Adafactor", "beta2_decay = 0.5", "<= 0"});
-  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({-1.0, 1e-3})); },
-              {"Adafactor", "eps[0] = -1"});
-  check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().eps({std::nullopt, -1e-3})); },
-              {"Adafactor", "eps[1] = -0.001"});
+  check_error(
+      [&] {
+        optim::Adafactor(params(), optim::AdafactorOptions().eps({-1.0, 1e-3}));
+      },
+      {"Adafactor", "eps[0] = -1"});
+  check_error(
+      [&] {
+        optim::Adafactor(params(), optim::AdafactorOptions().eps({std::nullopt, -1e-3}));
+      },
+      {"Adafactor", "eps[1] = -0.001"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().d(0.5)); }, {"Adafactor", "d = 0.5", ">= 1"});
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().d(std::nan(""))); }, {"Adafactor", "d = nan"});
-  optim::Adafactor unclipped(params(), optim::AdafactorOptions().d(std::numeric_limits<double>::infinity()));  // as PyTorch
+  optim::Adafactor unclipped(params(),
+                             optim::AdafactorOptions().d(std::numeric_limits<double>::infinity()));  // as PyTorch
   check_error([&] { optim::Adafactor(params(), optim::AdafactorOptions().weight_decay(-1)); },
               {"Adafactor", "weight_decay = -1"});
   // A group's own options are checked too.
@@ -944,7 +958,8 @@ TEST_CASE("optimizers on bfloat16 parameters round as PyTorch's single-tensor st
             -0.1826171875, 0.0546875, 0.1767578125, 0.181640625, 0.55078125});
 }
 
-TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop, ASGD and Adafactor on bfloat16 parameters round as PyTorch's", "[cpu]") {
+TEST_CASE("Adamax, NAdam, RAdam, Adadelta, Rprop, ASGD and Adafactor on bfloat16 parameters round as PyTorch's",
+          "[cpu]") {
   // The same parameter and five gradients as above; PyTorch 2.15 (foreach=False) gave these sums
   // of the final values, plain and weighted by position, which any changed value would move.
   auto run = [](optim::Optimizer& optimizer, td::Tensor& p) {
@@ -1922,22 +1937,16 @@ TEST_CASE("scheduler edges as PyTorch's: MultiplicativeLR restarted, CyclicLR se
 }
 
 TEST_CASE("Adafactor factors each matrix of a batch and keeps a float32 parameter's machine epsilon", "[cpu]") {
-  const auto closed_form = [](int64_t n, double salt, double scale) {
-    std::vector<double> v(n);
-    for (int64_t k = 0; k < n; ++k) {
-      v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
-    }
-    return v;
-  };
   // PyTorch 2.15 (foreach=False), lr 0.02, weight_decay 0.05, after four steps.
   const std::vector<std::tuple<td::DType, td::Shape, std::vector<double>>> cases = {
-      {td::kFloat64, {2, 3, 4},
-       {0.6772806430830619, 1.6691355591514982, 0.21712107409425774, -0.8259465829148576, -0.4280093997241144,
-        0.3518188574014978, 0.8878800939943507, -0.038506655465944284, -1.6491177106496144, -0.8589884811305336,
-        1.2161222037139923, 1.1282055200159742, -0.2255989499325585, -0.6558965791247731, -0.19732344189992632,
-        0.8029247455316068, 0.9736279195892024, -0.7957865970672444, -1.7805034827273478, -0.09061914398193192,
-        1.2393251028536407, 0.5217192381514096, -0.40256660008057626, -0.6079491057996734}},
-      {td::kFloat32, {3, 5},
+      {td::kFloat64, {2, 3, 4}, {0.6772806430830619,  1.6691355591514982,  0.21712107409425774,  -0.8259465829148576,
+                                 -0.4280093997241144, 0.3518188574014978,  0.8878800939943507,   -0.038506655465944284,
+                                 -1.6491177106496144, -0.8589884811305336, 1.2161222037139923,   1.1282055200159742,
+                                 -0.2255989499325585, -0.6558965791247731, -0.19732344189992632, 0.8029247455316068,
+                                 0.9736279195892024,  -0.7957865970672444, -1.7805034827273478,  -0.09061914398193192,
+                                 1.2393251028536407,  0.5217192381514096,  -0.40256660008057626, -0.6079491057996734}},
+      {td::kFloat32,
+       {3, 5},
        {0.6806021928787231, 1.674343466758728, 0.22006140649318695, -0.8283029198646545, -0.4222733974456787,
         0.3640599250793457, 0.8730234503746033, -0.06375597417354584, -1.6551976203918457, -0.8875299096107483,
         1.2240139245986938, 1.142279028892517, -0.23536773025989532, -0.6496394276618958, -0.19439630210399628}},
@@ -1975,26 +1984,25 @@ TEST_CASE("Adafactor factors each matrix of a batch and keeps a float32 paramete
 }
 
 TEST_CASE("Muon orthogonalizes tall and wide matrices and scales its lr by their shapes, as PyTorch's", "[cpu]") {
-  const auto closed_form = [](int64_t n, double salt, double scale) {
-    std::vector<double> v(n);
-    for (int64_t k = 0; k < n; ++k) {
-      v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
-    }
-    return v;
-  };
   // PyTorch 2.15, lr 0.02 and the other defaults, after four steps.
   const std::vector<std::tuple<td::DType, td::Shape, optim::MuonAdjustLR, std::vector<double>>> cases = {
-      {td::kFloat64, {5, 3}, optim::MuonAdjustLR::original,
+      {td::kFloat64,
+       {5, 3},
+       optim::MuonAdjustLR::original,
        {0.6538805326827418, 1.6482171411758857, 0.21730600867590144, -0.816775747411845, -0.41254388684820315,
         0.34499590083511206, 0.8499229586127364, -0.0629548496703827, -1.6241469125441323, -0.8512008130295178,
         1.1848605274948971, 1.1054617037861583, -0.23084892156981432, -0.6319369863283513, -0.17267207500502413}},
-      {td::kFloat32, {4, 6}, optim::MuonAdjustLR::spectral_unclamped,
-       {0.6664884090423584,  1.6400781869888306,   0.20757903158664703, -0.8110968470573425, -0.39785414934158325,
-        0.36643925309181213, 0.8486062288284302,   -0.09078192710876465, -1.6212674379348755, -0.8379030227661133,
-        1.1905256509780884,  1.100090503692627,    -0.24756386876106262, -0.6233687400817871, -0.1606278270483017,
-        0.783879280090332,   0.9601195454597473,   -0.7797002792358398,  -1.7497597932815552, -0.09469945728778839,
-        1.2093642950057983,  0.47628214955329895,  -0.4183942675590515,  -0.5765496492385864}},
-      {td::kFloat64, {7, 2}, optim::MuonAdjustLR::match_rms_adamw,
+      {td::kFloat32,
+       {4, 6},
+       optim::MuonAdjustLR::spectral_unclamped,
+       {0.6664884090423584,  1.6400781869888306,  0.20757903158664703,  -0.8110968470573425, -0.39785414934158325,
+        0.36643925309181213, 0.8486062288284302,  -0.09078192710876465, -1.6212674379348755, -0.8379030227661133,
+        1.1905256509780884,  1.100090503692627,   -0.24756386876106262, -0.6233687400817871, -0.1606278270483017,
+        0.783879280090332,   0.9601195454597473,  -0.7797002792358398,  -1.7497597932815552, -0.09469945728778839,
+        1.2093642950057983,  0.47628214955329895, -0.4183942675590515,  -0.5765496492385864}},
+      {td::kFloat64,
+       {7, 2},
+       optim::MuonAdjustLR::match_rms_adamw,
        {0.676614160682898, 1.6379829858375075, 0.1990050399385973, -0.8136714863741361, -0.40484491943519735,
         0.3611301301938408, 0.851134007108316, -0.0827647640746128, -1.6209496422818324, -0.8226845260234823,
         1.2036662162078764, 1.0941984759328358, -0.2439743491994121, -0.6279711845219415}},
@@ -2077,14 +2085,9 @@ TEST_CASE("SWALR refuses bad settings and leaves the optimizer's lr as it was, a
 }
 
 TEST_CASE("Muon on larger float32, bfloat16 and float16 matrices follows PyTorch's within a rounding", "[cpu]") {
-  const auto closed_form = [](int64_t n, double salt, double scale) {
-    std::vector<double> v(n);
-    for (int64_t k = 0; k < n; ++k) v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
-    return v;
-  };
   // Through float32, as PyTorch converts float64 to 16 bits (tandem rounds once, PyTorch twice:
   // one float16 value in 2048 of these differed).
-  const auto make = [&](int64_t n, double salt, double scale, td::DType dtype, const td::Shape& shape) {
+  const auto make = [](int64_t n, double salt, double scale, td::DType dtype, const td::Shape& shape) {
     return td::tensor(closed_form(n, salt, scale), td::kFloat64).to(td::kFloat32).to(dtype).view(shape);
   };
   // PyTorch 2.15, lr 0.02 and the other defaults (Nesterov), four steps: the sum of the final
@@ -2099,15 +2102,30 @@ TEST_CASE("Muon on larger float32, bfloat16 and float16 matrices follows PyTorch
     std::vector<double> first;
   };
   const std::vector<Case> cases = {
-      {td::kFloat32, {128, 64}, 1.1700275058974512, -3638.1076099977945, 1e-4, 2e-5,
+      {td::kFloat32,
+       {128, 64},
+       1.1700275058974512,
+       -3638.1076099977945,
+       1e-4,
+       2e-5,
        {0.6898331046104431, 1.6340855360031128, 0.18569080531597137, -0.814678430557251, -0.39594292640686035,
         0.3673678934574127, 0.8457412719726562, -0.09423878788948059, -1.6198796033859253, -0.8064147233963013,
         1.2103567123413086, 1.0859217643737793, -0.25441569089889526, -0.6259497404098511, -0.15602225065231323,
         0.7873584032058716}},
-      {td::kBFloat16, {64, 32}, 2.3184585571289062, 1452.5841445922852, 0.05, 0x1p-7,
+      {td::kBFloat16,
+       {64, 32},
+       2.3184585571289062,
+       1452.5841445922852,
+       0.05,
+       0x1p-7,
        {0.6875, 1.65625, 0.1884765625, -0.8203125, -0.400390625, 0.37109375, 0.8515625, -0.091796875, -1.6328125,
         -0.8203125, 1.2265625, 1.09375, -0.25390625, -0.6328125, -0.15625, 0.79296875}},
-      {td::kFloat16, {32, 64}, 2.321310043334961, 1494.7070670127869, 0.05, 0x1p-10,
+      {td::kFloat16,
+       {32, 64},
+       2.321310043334961,
+       1494.7070670127869,
+       0.05,
+       0x1p-10,
        {0.689453125, 1.6357421875, 0.18701171875, -0.81640625, -0.396240234375, 0.36767578125, 0.8466796875,
         -0.09295654296875, -1.6220703125, -0.81201171875, 1.2109375, 1.087890625, -0.25537109375, -0.625,
         -0.1558837890625, 0.78759765625}},
@@ -2155,14 +2173,10 @@ TEST_CASE("Muon on larger float32, bfloat16 and float16 matrices follows PyTorch
 
 TEST_CASE("Adafactor's default eps1 is the machine epsilon of a group's first parameter, for the whole group",
           "[cpu]") {
-  const auto closed_form = [](int64_t n, double salt, double scale) {
-    std::vector<double> v(n);
-    for (int64_t k = 0; k < n; ++k) v[k] = scale * std::sin(1.3 * k + salt) * (1 + 0.5 * std::cos(0.7 * k));
-    return v;
-  };
   // Gradients small enough for eps1 to bound the second moments: float32's epsilon for the matrix
   // and, from the same group, for the bfloat16 vector (PyTorch 2.15, lr 0.02, three steps).
-  td::Tensor matrix = td::tensor(closed_form(30, 0.4, 1.2), td::kFloat64).to(td::kFloat32).view({6, 5}).requires_grad_();
+  td::Tensor matrix =
+      td::tensor(closed_form(30, 0.4, 1.2), td::kFloat64).to(td::kFloat32).view({6, 5}).requires_grad_();
   td::Tensor vector = td::tensor(closed_form(7, 0.9, 1.2), td::kFloat64).to(td::kBFloat16).requires_grad_();
   optim::Adafactor optimizer({matrix, vector}, optim::AdafactorOptions(0.02));
   for (int t = 0; t < 3; ++t) {
@@ -2171,13 +2185,13 @@ TEST_CASE("Adafactor's default eps1 is the machine epsilon of a group's first pa
     optimizer.step();
   }
   // The matrix within a float32 rounding (its row and column norms reduce in another order).
-  check_close(matrix, {0.6885787844657898,  1.6484383344650269,   0.19409698247909546,  -0.8198831081390381,
-                       -0.404936820268631,  0.36538389325141907,  0.8554465174674988,   -0.08836501836776733,
-                       -1.632698655128479,  -0.8228411078453064,  1.2158304452896118,   1.0992789268493652,
-                       -0.24932508170604706, -0.6319724917411804, -0.16356395184993744, 0.7908322215080261,
-                       0.9483063220977783,  -0.8036860227584839,  -1.7540361881256104,  -0.06690912693738937,
-                       1.2216532230377197,  0.4843178391456604,   -0.41362789273262024, -0.5827112197875977,
-                       0.16205498576164246, 1.3270982503890991,   0.6001563668251038,   -1.4487485885620117,
-                       -1.2921907901763916, 0.48765483498573303}, 2e-7, 0);
+  check_close(matrix,
+              {0.6885787844657898,  1.6484383344650269, 0.19409698247909546,  -0.8198831081390381, -0.404936820268631,
+               0.36538389325141907, 0.8554465174674988, -0.08836501836776733, -1.632698655128479,  -0.8228411078453064,
+               1.2158304452896118,  1.0992789268493652, -0.24932508170604706, -0.6319724917411804, -0.16356395184993744,
+               0.7908322215080261,  0.9483063220977783, -0.8036860227584839,  -1.7540361881256104, -0.06690912693738937,
+               1.2216532230377197,  0.4843178391456604, -0.41362789273262024, -0.5827112197875977, 0.16205498576164246,
+               1.3270982503890991,  0.6001563668251038, -1.4487485885620117,  -1.2921907901763916, 0.48765483498573303},
+              2e-7, 0);
   check_equal(vector, {1.4140625, 1.3984375, -0.439453125, -0.921875, -0.154296875, 0.5859375, 0.66015625});
 }
