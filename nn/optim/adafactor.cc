@@ -168,7 +168,7 @@ void Adafactor::update() {
         variance_estimate.div_(s.row_var.mean({-2}, true).clamp_min(*eps1));
       } else {
         detail::lerp_(s.variance, grad * grad, one_minus_beta2);
-        variance_estimate = s.variance.clone();
+        variance_estimate = s.variance;  // read only: the clamp below makes a new tensor
       }
       // eps1 squared under the square root keeps eps1's magnitude.
       Tensor update = variance_estimate.clamp_min(*eps1 * *eps1).rsqrt().mul_(grad);
