@@ -1451,17 +1451,21 @@ GatheredWindows gather_windows(const Tensor& x, const std::vector<Windows>& alon
   return g;
 }
 
-// Each window's first maximum, or its last NaN, as PyTorch's kernels keep it (their scan takes
-// every NaN it meets); the padding never counts, and an empty window gives -inf at its first
-// position, as PyTorch's scan leaves it. Indices are the input's flat spatial positions.
+// The place in each window (values [..., window], slots its entries' places, -1 for padding) of
+// its first maximum, or of its last NaN, as PyTorch's kernels keep it (their scan takes every
+// NaN it meets).
+Tensor first_max_or_last_nan(const Tensor& values, const Tensor& slots) {
+  NoGradGuard no_grad;
+  const Tensor first_max = std::get<1>(max(values, -1));
+  const Tensor last_nan = where(where(values != values, slots >= 0, false), slots, -1).amax({-1});
+  return where(last_nan >= 0, last_nan, first_max);
+}
+
+// Each window's first maximum, or its last NaN; the padding never counts, and an empty window
+// gives -inf at its first position, as PyTorch's scan leaves it. Indices are the input's flat
+// spatial positions.
 std::tuple<Tensor, Tensor> max_over_windows(const GatheredWindows& g) {
-  Tensor chosen;
-  {
-    NoGradGuard no_grad;
-    chosen = std::get<1>(max(g.values, -1));
-    const Tensor last_nan = where(where(g.values != g.values, g.slots >= 0, false), g.slots, -1).amax({-1});
-    chosen = where(last_nan >= 0, last_nan, chosen);
-  }
+  const Tensor chosen = first_max_or_last_nan(g.values, g.slots);
   Tensor values = g.values.gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   // The chosen element's entry in the table: its window's start plus its place in the window.
   const Tensor start =
@@ -1651,6 +1655,127 @@ std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, Int
 
 Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
   return std::get<0>(adaptive_max_pool3d_with_indices(x, output_size));
+}
+
+namespace {
+
+// Where the windows of a fractional max pooling start along one dim of size `in`: `out` windows
+// of `kernel` positions, for each plane's sample u (samples [planes, 1] on the CPU, in x's
+// dtype). As PyTorch's generate_intervals: window i < out - 1 at trunc((i + u) * alpha) -
+// trunc(u * alpha) with alpha = (in - kernel) / (out - 1), each step rounded to the dtype (a
+// 16-bit input's windows are those of PyTorch's CPU kernel), and the last at in - kernel.
+// Returns int64 [planes, out].
+Tensor fractional_starts(const Tensor& samples, int64_t in, int64_t out, int64_t kernel) {
+  const Tensor last = full({samples.size(0), std::min<int64_t>(out, 1)}, in - kernel, kInt64);
+  if (out <= 1) return last;
+  const DType dtype = samples.dtype();
+  const Tensor alpha = full({}, in - kernel, dtype) / full({}, out - 1, dtype);
+  const Tensor steps = arange(out - 1).to(dtype);
+  return cat({((steps + samples) * alpha).to(kInt64) - (samples * alpha).to(kInt64), last}, 1);
+}
+
+// Fractional max pooling over x's last `dims` dims: each output position's window gathered from
+// its plane ([planes, cells, window], the flat positions of every entry built from the starts
+// along each dim), then its first maximum or last NaN, as the other max poolings.
+std::tuple<Tensor, Tensor> fractional_max_pool(const char* op, const Tensor& x, IntList kernel_size,
+                                               IntList output_size, const std::vector<double>& output_ratio,
+                                               const Tensor& random_samples, int64_t dims) {
+  check_pool_input(op, x, dims);
+  TD_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", x.dtype());
+  auto per_dim = [&](const auto& values, const char* name) {  // one value for every spatial dim, or one each
+    TD_CHECK(values.size() == 1 || static_cast<int64_t>(values.size()) == dims, op, ": ", name,
+             " must have one value or ", dims, ", got ", values.size());
+    using T = std::decay_t<decltype(values[0])>;
+    return values.size() == 1 ? std::vector<T>(dims, values[0]) : std::vector<T>(values.begin(), values.end());
+  };
+  const std::vector<int64_t> kernel = per_dim(kernel_size, "kernel_size");
+  const std::vector<int64_t> in(x.sizes().end() - dims, x.sizes().end());
+  TD_CHECK(output_size.empty() != output_ratio.empty(), op, ": give either an output_size or an output_ratio, not ",
+           output_size.empty() ? "neither" : "both");
+  std::vector<int64_t> out;
+  if (!output_size.empty()) {
+    out = per_dim(output_size, "output_size");
+  } else {
+    const std::vector<double> ratio = per_dim(output_ratio, "output_ratio");
+    for (int64_t d = 0; d < dims; ++d) out.push_back(static_cast<int64_t>(static_cast<double>(in[d]) * ratio[d]));
+  }
+  for (int64_t d = 0; d < dims; ++d) {
+    TD_CHECK(kernel[d] > 0, op, ": kernel_size ", shape_str(kernel), " must be positive");
+    TD_CHECK(out[d] >= 0, op, ": the output size ", shape_str(out), " must not be negative");
+    TD_CHECK(out[d] + kernel[d] - 1 <= in[d], op, ": the kernel ", shape_str(kernel), " is too large for ",
+             shape_str(out), " windows over the input's spatial sizes ", shape_str(in));
+  }
+  const int64_t batch = x.dim() == dims + 2 ? x.size(0) : 1, channels = x.size(x.dim() - dims - 1);
+  const int64_t planes = batch * channels;
+  Tensor samples = random_samples;
+  if (samples.defined()) {
+    TD_CHECK(samples.dim() == 3 && samples.size(0) >= batch && samples.size(1) == channels &&
+                 samples.size(2) == dims,
+             op, ": expected random_samples of shape [", batch, " or more, ", channels, ", ", dims, "] for the input ",
+             shape_str(x.sizes()), ", got ", shape_str(samples.sizes()));
+    TD_CHECK(samples.dtype() == x.dtype() && samples.device() == x.device(), op, ": random_samples (",
+             samples.dtype(), ", ", samples.device(), ") must have the input's dtype and device (", x.dtype(), ", ",
+             x.device(), ")");
+  } else {
+    samples = rand({batch, channels, dims}, TensorOptions(x.dtype()).device(x.device()));
+  }
+  // Every window entry's flat position in its plane, [planes, out..., kernel...]: row-major over
+  // the spatial dims, built one dim at a time from where the windows start along it.
+  const int64_t rank = 1 + 2 * dims;
+  Tensor positions = zeros(Shape(rank, 1), kInt64);
+  {
+    NoGradGuard no_grad;
+    const Tensor on_host = samples.detach().narrow(0, 0, batch).reshape({planes, dims}).to(Device(kCPU));
+    for (int64_t d = 0; d < dims; ++d) {
+      // PyTorch's order of the samples: width, height in 2-D; depth, height, width in 3-D.
+      const int64_t sample = dims == 2 ? 1 - d : d;
+      const Tensor starts = fractional_starts(on_host.narrow(1, sample, 1), in[d], out[d], kernel[d]);
+      TD_CHECK(starts.numel() == 0 || (starts.min().item<int64_t>() >= 0 &&
+                                       starts.max().item<int64_t>() <= in[d] - kernel[d]),
+               op, ": the random samples put a window outside the input along its spatial dim ", d,
+               " (the arithmetic rounds in the input's dtype: a 16-bit one, or samples far outside [0, 1))");
+      Shape window_shape(rank, 1), entry_shape(rank, 1);
+      window_shape[0] = planes;
+      window_shape[1 + d] = out[d];
+      entry_shape[1 + dims + d] = kernel[d];
+      positions = positions * in[d] + starts.view(window_shape) + arange(kernel[d]).view(entry_shape);
+    }
+  }
+  const int64_t cells = numel_of(out), window = numel_of(kernel);
+  positions = positions.to(x.device()).reshape({planes, cells, window});
+  const Tensor values = x.reshape({planes, numel_of(in)}).gather(1, positions.view({planes, cells * window}))
+                            .view({planes, cells, window});
+  const Tensor chosen = first_max_or_last_nan(values, arange(window, TensorOptions(kInt64).device(x.device())))
+                            .unsqueeze(-1);
+  Shape shape(x.sizes().begin(), x.sizes().end() - dims);
+  shape.insert(shape.end(), out.begin(), out.end());
+  return {values.gather(-1, chosen).view(shape), positions.gather(-1, chosen).view(shape)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> fractional_max_pool2d_with_indices(const Tensor& x, IntList kernel_size,
+                                                              IntList output_size,
+                                                              const std::vector<double>& output_ratio,
+                                                              const Tensor& random_samples) {
+  return fractional_max_pool("fractional_max_pool2d", x, kernel_size, output_size, output_ratio, random_samples, 2);
+}
+
+Tensor fractional_max_pool2d(const Tensor& x, IntList kernel_size, IntList output_size,
+                             const std::vector<double>& output_ratio, const Tensor& random_samples) {
+  return std::get<0>(fractional_max_pool2d_with_indices(x, kernel_size, output_size, output_ratio, random_samples));
+}
+
+std::tuple<Tensor, Tensor> fractional_max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
+                                                              IntList output_size,
+                                                              const std::vector<double>& output_ratio,
+                                                              const Tensor& random_samples) {
+  return fractional_max_pool("fractional_max_pool3d", x, kernel_size, output_size, output_ratio, random_samples, 3);
+}
+
+Tensor fractional_max_pool3d(const Tensor& x, IntList kernel_size, IntList output_size,
+                             const std::vector<double>& output_ratio, const Tensor& random_samples) {
+  return std::get<0>(fractional_max_pool3d_with_indices(x, kernel_size, output_size, output_ratio, random_samples));
 }
 
 namespace {

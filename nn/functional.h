@@ -309,6 +309,30 @@ Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride = {}, Int
 Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, IntList output_size);
 Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
+// Fractional max pooling (Graham, 2014), as PyTorch's: x [N, C, H, W] (or [C, H, W]) pooled by
+// windows of kernel_size (one value or two) to output_size, or to int(in * ratio) positions along
+// each spatial dim with output_ratio; give one of them. Along a dim of size `in`, window i of
+// `out` starts at trunc((i + u) * a) - trunc(u * a), a = (in - kernel) / (out - 1), and the last
+// at in - kernel, with one sample u per plane and dim: random_samples [N or more, C, 2] in x's
+// dtype and device, [..., 0] for the width and [..., 1] for the height as PyTorch's (uniform in
+// [0, 1) from the device's default generator unless given). The window arithmetic is in x's
+// dtype, rounded at each step as PyTorch's CPU kernel. Each window's first maximum, or its last
+// NaN; indices are flat positions h * W + w. The gradient goes to the chosen positions (summed
+// where windows overlap).
+std::tuple<Tensor, Tensor> fractional_max_pool2d_with_indices(const Tensor& x, IntList kernel_size,
+                                                              IntList output_size = {},
+                                                              const std::vector<double>& output_ratio = {},
+                                                              const Tensor& random_samples = Tensor());
+Tensor fractional_max_pool2d(const Tensor& x, IntList kernel_size, IntList output_size = {},
+                             const std::vector<double>& output_ratio = {}, const Tensor& random_samples = Tensor());
+// The same over x [N, C, D, H, W] (or [C, D, H, W]); random_samples [N or more, C, 3] for the
+// depth, height and width; indices are flat positions in (D, H, W).
+std::tuple<Tensor, Tensor> fractional_max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
+                                                              IntList output_size = {},
+                                                              const std::vector<double>& output_ratio = {},
+                                                              const Tensor& random_samples = Tensor());
+Tensor fractional_max_pool3d(const Tensor& x, IntList kernel_size, IntList output_size = {},
+                             const std::vector<double>& output_ratio = {}, const Tensor& random_samples = Tensor());
 
 // Power-average pooling, as PyTorch's lp_pool1d/2d/3d: (sum over each window of x^p)^(1/p), a
 // window of zero sum giving zero gradient; p = +-inf: the max (min) of |x|. No padding; stride

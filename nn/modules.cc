@@ -217,6 +217,30 @@ AdaptiveMaxPool3dImpl::AdaptiveMaxPool3dImpl(IntList output_size)
           [o = output_size.vec()](const Tensor& x) { return functional::adaptive_max_pool3d(x, o); },
           "output_size=" + size_str(output_size)) {}
 
+FractionalMaxPoolImpl::FractionalMaxPoolImpl(std::string name, int64_t dims, FractionalMaxPoolOptions options_)
+    : Module(std::move(name)), options(std::move(options_)), dims_(dims) {
+  const std::string& layer = this->name();
+  TD_CHECK(options.output_size_.empty() != options.output_ratio_.empty(), layer,
+           ": give either an output_size or an output_ratio, not ", options.output_size_.empty() ? "neither" : "both");
+  for (double ratio : options.output_ratio_) {
+    TD_CHECK(ratio > 0 && ratio < 1, layer, ": output_ratio must be in (0, 1), got ", python_float(ratio));
+  }
+  reset();
+}
+
+void FractionalMaxPoolImpl::reset() {
+  _random_samples = options._random_samples_.defined() ? register_buffer("_random_samples", options._random_samples_)
+                                                       : Tensor();
+}
+
+std::tuple<Tensor, Tensor> FractionalMaxPoolImpl::forward_with_indices(const Tensor& x) {
+  auto pool = dims_ == 2 ? functional::fractional_max_pool2d_with_indices
+                         : functional::fractional_max_pool3d_with_indices;
+  return pool(x, options.kernel_size_, options.output_size_, options.output_ratio_, _random_samples);
+}
+
+Tensor FractionalMaxPoolImpl::forward(const Tensor& x) { return std::get<0>(forward_with_indices(x)); }
+
 namespace {
 
 // LPPool's printing: norm_type as a whole number where it is one (as PyTorch prints an int), the

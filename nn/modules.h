@@ -147,6 +147,43 @@ class AdaptiveMaxPool3dImpl : public Cloneable<AdaptiveMaxPool3dImpl, Functional
  public:
   explicit AdaptiveMaxPool3dImpl(IntList output_size);
 };
+// Fractional max pooling as a layer (functional::fractional_max_pool2d/3d), with LibTorch's
+// options: kernel_size and either output_size or output_ratio (each in (0, 1)). Fresh random
+// samples at every forward, unless fixed ones are given as _random_samples: then they are the
+// buffer "_random_samples", as PyTorch's. Prints as PyTorch's, "FractionalMaxPool2d()".
+struct FractionalMaxPoolOptions {
+  FractionalMaxPoolOptions(IntList kernel_size) : kernel_size_(kernel_size.vec()) {}
+  FractionalMaxPoolOptions& output_size(IntList v) { output_size_ = v.vec(); return *this; }
+  FractionalMaxPoolOptions& output_ratio(std::vector<double> v) { output_ratio_ = std::move(v); return *this; }
+  FractionalMaxPoolOptions& _random_samples(Tensor t) { _random_samples_ = std::move(t); return *this; }
+  Shape kernel_size_, output_size_;
+  std::vector<double> output_ratio_;
+  Tensor _random_samples_;
+};
+using FractionalMaxPool2dOptions = FractionalMaxPoolOptions;
+using FractionalMaxPool3dOptions = FractionalMaxPoolOptions;
+class FractionalMaxPoolImpl : public Module {
+ public:
+  FractionalMaxPoolImpl(std::string name, int64_t dims, FractionalMaxPoolOptions options);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
+  FractionalMaxPoolOptions options;
+  Tensor _random_samples;
+
+ private:
+  int64_t dims_;
+};
+class FractionalMaxPool2dImpl : public Cloneable<FractionalMaxPool2dImpl, FractionalMaxPoolImpl> {
+ public:
+  explicit FractionalMaxPool2dImpl(FractionalMaxPool2dOptions options)
+      : Cloneable("FractionalMaxPool2d", 2, std::move(options)) {}
+};
+class FractionalMaxPool3dImpl : public Cloneable<FractionalMaxPool3dImpl, FractionalMaxPoolImpl> {
+ public:
+  explicit FractionalMaxPool3dImpl(FractionalMaxPool3dOptions options)
+      : Cloneable("FractionalMaxPool3d", 3, std::move(options)) {}
+};
 // Power-average pooling (functional::lp_pool1d/2d/3d); stride defaults to the kernel.
 class LPPool1dImpl : public Cloneable<LPPool1dImpl, FunctionalImpl> {
  public:
@@ -441,6 +478,8 @@ TD_HOLDER(MaxPool3d)
 TD_HOLDER(AvgPool3d)
 TD_HOLDER(AdaptiveAvgPool3d)
 TD_HOLDER(AdaptiveMaxPool3d)
+TD_HOLDER(FractionalMaxPool2d)
+TD_HOLDER(FractionalMaxPool3d)
 TD_HOLDER(LPPool1d)
 TD_HOLDER(LPPool2d)
 TD_HOLDER(LPPool3d)

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/cuda.h"
 #include "core/dispatch.h"
@@ -275,6 +278,17 @@ std::pair<int, std::string> run_command(const std::string& command) {
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
   int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string read_fixture(const std::string& path) {
+  // Bazel runs tests in the runfiles tree; TEST_SRCDIR also finds it from elsewhere.
+  std::vector<std::string> places = {path};
+  if (const char* root = std::getenv("TEST_SRCDIR")) places.push_back(std::string(root) + "/tandem/" + path);
+  for (const auto& place : places) {
+    std::ifstream in(place);
+    if (in) return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  throw std::runtime_error(path + " not found (declare it as data of the test)");
 }
 
 std::string scratch_dir(const std::string& name) {

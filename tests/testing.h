@@ -98,6 +98,10 @@ class PoisonGuard {
   PoisonGuard& operator=(const PoisonGuard&) = delete;
 };
 
+// The text of a data file of the tests (a path from the repository root, such as
+// "tests/nn/optim_fixtures.json", declared as data of the test), found in Bazel's runfiles.
+std::string read_fixture(const std::string& path);
+
 // A new, empty directory of its own for one test's files, under Bazel's TEST_TMPDIR (or /tmp).
 std::string scratch_dir(const std::string& name);
 

@@ -681,6 +681,16 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       {"adaptive_avg_pool3d", {{{1, 2, 5, 4, 3}}}, [](V x) { return td::nn::F::adaptive_avg_pool3d(x[0], {3, 2, 2}); }},
       {"adaptive_max_pool3d", {{{1, 2, 5, 4, 3}, -2, 2, true, {}, true}},
        [](V x) { return td::nn::F::adaptive_max_pool3d(x[0], {3, 2, 2}); }},
+      {"fractional_max_pool2d overlapping windows", {{{2, 2, 7, 6}, -2, 2, true, {}, true}},
+       [](V x) {
+         const Tensor samples = td::tensor({0.1, 0.8, 0.5, 0.35, 0.95, 0.0, 0.6, 0.2}, td::kFloat64).view({2, 2, 2});
+         return td::nn::F::fractional_max_pool2d(x[0], 3, {4, 3}, {}, on(x[0], samples));
+       }},
+      {"fractional_max_pool3d unbatched", {{{2, 5, 4, 6}, -2, 2, true, {}, true}},
+       [](V x) {
+         const Tensor samples = td::tensor({0.3, 0.7, 0.15, 0.55, 0.05, 0.9}, td::kFloat64).view({1, 2, 3});
+         return td::nn::F::fractional_max_pool3d(x[0], 2, {3, 2, 4}, {}, on(x[0], samples));
+       }},
       {"lp_pool2d p 3 ceil", {{{2, 2, 5, 6}, 0.1, 2}},
        [](V x) { return td::nn::F::lp_pool2d(x[0], 3, {2, 3}, {1, 2}, true); }},
       {"max_unpool2d (windows apart: each index once)", {{{2, 2, 3, 3}}},

@@ -2374,6 +2374,34 @@ TEST_CASE("3-D pooling gives the CPU's values, indices and gradients", "[cuda]")
   }
 }
 
+TEST_CASE("fractional max pooling gives the CPU's values, indices and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(44);
+  for (DType dtype : kFloating) {
+    for (int64_t dims : {2, 3}) {
+      const std::string what = "fractional_max_pool" + std::to_string(dims) + "d " + td::dtype_name(dtype);
+      const Shape shape = dims == 2 ? Shape{2, 3, 33, 17} : Shape{2, 3, 7, 9, 11};
+      Pair x = ct::random_pair(shape, dtype, Layout::Permuted);
+      // The same samples on both devices; overlapping windows (kernel 3, about two apart).
+      Pair samples = ct::random_pair({2, 3, dims}, dtype, Layout::Contiguous, 0, 1);
+      const Shape out = dims == 2 ? Shape{15, 8} : Shape{3, 4, 5};
+      auto pool = [&](const Tensor& input, const Tensor& given) {
+        return dims == 2 ? F::fractional_max_pool2d_with_indices(input, 3, out, {}, given)
+                         : F::fractional_max_pool3d_with_indices(input, 3, out, {}, given);
+      };
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      const auto [y_dev, i_dev] = pool(leaf_dev, samples.dev);
+      const auto [y_cpu, i_cpu] = pool(leaf_cpu, samples.cpu);
+      check_equal(y_dev, y_cpu, what);
+      check_equal(i_dev, i_cpu, what + " indices");
+      Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
+      (y_dev * probe.dev).sum().backward();
+      (y_cpu * probe.cpu).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), what + " gradient");
+    }
+  }
+}
+
 TEST_CASE("lp_pool, max_unpool and cdist give the CPU's values and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(43);

@@ -2,8 +2,6 @@
 // tests/nn/make_optim_fixtures.py), state_dict round trips, and errors.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -27,18 +25,7 @@ using td::testing::values;
 namespace {
 
 const json& fixture() {
-  static const json data = [] {
-    // Bazel runs tests in the runfiles tree; TEST_SRCDIR also finds it from elsewhere.
-    std::vector<std::string> paths = {"tests/nn/optim_fixtures.json"};
-    if (const char* root = std::getenv("TEST_SRCDIR")) {
-      paths.push_back(std::string(root) + "/tandem/tests/nn/optim_fixtures.json");
-    }
-    for (const auto& path : paths) {
-      std::ifstream in(path);
-      if (in) return json::parse(in);
-    }
-    throw std::runtime_error("optim_fixtures.json not found (declare it as data of the test)");
-  }();
+  static const json data = json::parse(td::testing::read_fixture("tests/nn/optim_fixtures.json"));
   return data;
 }
 
