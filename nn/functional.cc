@@ -1660,18 +1660,17 @@ Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
 namespace {
 
 // Where the windows of a fractional max pooling start along one dim of size `in`: `out` windows
-// of `kernel` positions, for each plane's sample u (samples [planes, 1] on the CPU, in x's
-// dtype). As PyTorch's generate_intervals: window i < out - 1 at trunc((i + u) * alpha) -
-// trunc(u * alpha) with alpha = (in - kernel) / (out - 1), each step rounded to the dtype (a
-// 16-bit input's windows are those of PyTorch's CPU kernel), and the last at in - kernel.
+// of `kernel` positions, for each plane's sample u (samples [planes, 1] on the CPU). As PyTorch's
+// generate_intervals: window i < out - 1 at trunc((i + u) * alpha) - trunc(u * alpha) with
+// alpha = (in - kernel) / (out - 1), each step rounded to `dtype`, and the last at in - kernel.
 // Returns int64 [planes, out].
-Tensor fractional_starts(const Tensor& samples, int64_t in, int64_t out, int64_t kernel) {
+Tensor fractional_starts(const Tensor& samples, DType dtype, int64_t in, int64_t out, int64_t kernel) {
   const Tensor last = full({samples.size(0), std::min<int64_t>(out, 1)}, in - kernel, kInt64);
   if (out <= 1) return last;
-  const DType dtype = samples.dtype();
   const Tensor alpha = full({}, in - kernel, dtype) / full({}, out - 1, dtype);
   const Tensor steps = arange(out - 1).to(dtype);
-  return cat({((steps + samples) * alpha).to(kInt64) - (samples * alpha).to(kInt64), last}, 1);
+  const Tensor u = samples.to(dtype);
+  return cat({((steps + u) * alpha).to(kInt64) - (u * alpha).to(kInt64), last}, 1);
 }
 
 // Fractional max pooling over x's last `dims` dims: each output position's window gathered from
@@ -1690,20 +1689,28 @@ std::tuple<Tensor, Tensor> fractional_max_pool(const char* op, const Tensor& x, 
   };
   const std::vector<int64_t> kernel = per_dim(kernel_size, "kernel_size");
   const std::vector<int64_t> in(x.sizes().end() - dims, x.sizes().end());
-  TD_CHECK(output_size.empty() != output_ratio.empty(), op, ": give either an output_size or an output_ratio, not ",
-           output_size.empty() ? "neither" : "both");
+  // As PyTorch's: output_size where both are given.
+  TD_CHECK(!output_size.empty() || !output_ratio.empty(), op, ": give an output_size or an output_ratio");
   std::vector<int64_t> out;
   if (!output_size.empty()) {
     out = per_dim(output_size, "output_size");
   } else {
     const std::vector<double> ratio = per_dim(output_ratio, "output_ratio");
-    for (int64_t d = 0; d < dims; ++d) out.push_back(static_cast<int64_t>(static_cast<double>(in[d]) * ratio[d]));
+    for (int64_t d = 0; d < dims; ++d) {
+      const double size = static_cast<double>(in[d]) * ratio[d];
+      TD_CHECK(std::isfinite(size) && size >= 0 && size < 9.2e18, op, ": output_ratio ", ratio[d],
+               " gives no output size for ", in[d], " positions");
+      out.push_back(static_cast<int64_t>(size));
+    }
   }
   for (int64_t d = 0; d < dims; ++d) {
     TD_CHECK(kernel[d] > 0, op, ": kernel_size ", shape_str(kernel), " must be positive");
     TD_CHECK(out[d] >= 0, op, ": the output size ", shape_str(out), " must not be negative");
-    TD_CHECK(out[d] + kernel[d] - 1 <= in[d], op, ": the kernel ", shape_str(kernel), " is too large for ",
-             shape_str(out), " windows over the input's spatial sizes ", shape_str(in));
+    // PyTorch's bound: the windows fit in the input, and in 3-D leave at least one position over.
+    const int64_t span = out[d] + kernel[d] - 1;
+    TD_CHECK(dims == 2 ? span <= in[d] : span < in[d], op, ": the kernel ", shape_str(kernel), " is too large for ",
+             shape_str(out), " windows over the input's spatial sizes ", shape_str(in),
+             dims == 2 ? "" : " (3-D windows must leave a position over)");
   }
   const int64_t batch = x.dim() == dims + 2 ? x.size(0) : 1, channels = x.size(x.dim() - dims - 1);
   const int64_t planes = batch * channels;
@@ -1726,14 +1733,17 @@ std::tuple<Tensor, Tensor> fractional_max_pool(const char* op, const Tensor& x, 
   {
     NoGradGuard no_grad;
     const Tensor on_host = samples.detach().narrow(0, 0, batch).reshape({planes, dims}).to(Device(kCPU));
+    // The window arithmetic is in x's dtype, as PyTorch's CPU kernels; its CUDA kernels take a
+    // 16-bit input's in float32.
+    const DType arithmetic = x.is_cuda() && is_16bit_float(x.dtype()) ? kFloat32 : x.dtype();
     for (int64_t d = 0; d < dims; ++d) {
       // PyTorch's order of the samples: width, height in 2-D; depth, height, width in 3-D.
       const int64_t sample = dims == 2 ? 1 - d : d;
-      const Tensor starts = fractional_starts(on_host.narrow(1, sample, 1), in[d], out[d], kernel[d]);
+      const Tensor starts = fractional_starts(on_host.narrow(1, sample, 1), arithmetic, in[d], out[d], kernel[d]);
       TD_CHECK(starts.numel() == 0 || (starts.min().item<int64_t>() >= 0 &&
                                        starts.max().item<int64_t>() <= in[d] - kernel[d]),
                op, ": the random samples put a window outside the input along its spatial dim ", d,
-               " (the arithmetic rounds in the input's dtype: a 16-bit one, or samples far outside [0, 1))");
+               " (the arithmetic rounds in ", arithmetic, ": a 16-bit input on the CPU, or samples far outside [0, 1))");
       Shape window_shape(rank, 1), entry_shape(rank, 1);
       window_shape[0] = planes;
       window_shape[1 + d] = out[d];

@@ -311,14 +311,15 @@ std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, Int
 Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
 // Fractional max pooling (Graham, 2014), as PyTorch's: x [N, C, H, W] (or [C, H, W]) pooled by
 // windows of kernel_size (one value or two) to output_size, or to int(in * ratio) positions along
-// each spatial dim with output_ratio; give one of them. Along a dim of size `in`, window i of
-// `out` starts at trunc((i + u) * a) - trunc(u * a), a = (in - kernel) / (out - 1), and the last
-// at in - kernel, with one sample u per plane and dim: random_samples [N or more, C, 2] in x's
-// dtype and device, [..., 0] for the width and [..., 1] for the height as PyTorch's (uniform in
-// [0, 1) from the device's default generator unless given). The window arithmetic is in x's
-// dtype, rounded at each step as PyTorch's CPU kernel. Each window's first maximum, or its last
-// NaN; indices are flat positions h * W + w. The gradient goes to the chosen positions (summed
-// where windows overlap).
+// each spatial dim with output_ratio (output_size where both are given). Along a dim of size
+// `in`, window i of `out` starts at trunc((i + u) * a) - trunc(u * a), a = (in - kernel) /
+// (out - 1), and the last at in - kernel, with one sample u per plane and dim: random_samples
+// [N or more, C, 2] in x's dtype and device, [..., 0] for the width and [..., 1] for the height
+// as PyTorch's (uniform in [0, 1) from the device's default generator unless given). The window
+// arithmetic is as PyTorch's kernels do it: in x's dtype, rounded at each step, on the CPU; in
+// float32 for a 16-bit input on a GPU. Each window's first maximum, or its last NaN; indices are
+// flat positions h * W + w. The gradient goes to the chosen positions (summed where windows
+// overlap).
 std::tuple<Tensor, Tensor> fractional_max_pool2d_with_indices(const Tensor& x, IntList kernel_size,
                                                               IntList output_size = {},
                                                               const std::vector<double>& output_ratio = {},
@@ -326,7 +327,8 @@ std::tuple<Tensor, Tensor> fractional_max_pool2d_with_indices(const Tensor& x, I
 Tensor fractional_max_pool2d(const Tensor& x, IntList kernel_size, IntList output_size = {},
                              const std::vector<double>& output_ratio = {}, const Tensor& random_samples = Tensor());
 // The same over x [N, C, D, H, W] (or [C, D, H, W]); random_samples [N or more, C, 3] for the
-// depth, height and width; indices are flat positions in (D, H, W).
+// depth, height and width; indices are flat positions in (D, H, W). As PyTorch's, the windows
+// must leave a position over along each dim (out + kernel - 1 < in).
 std::tuple<Tensor, Tensor> fractional_max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
                                                               IntList output_size = {},
                                                               const std::vector<double>& output_ratio = {},

@@ -222,6 +222,9 @@ FractionalMaxPoolImpl::FractionalMaxPoolImpl(std::string name, int64_t dims, Fra
   const std::string& layer = this->name();
   TD_CHECK(options.output_size_.empty() != options.output_ratio_.empty(), layer,
            ": give either an output_size or an output_ratio, not ", options.output_size_.empty() ? "neither" : "both");
+  for (int64_t k : options.kernel_size_) {
+    TD_CHECK(k > 0, layer, ": kernel_size must be positive, got ", shape_str(options.kernel_size_));
+  }
   for (double ratio : options.output_ratio_) {
     TD_CHECK(ratio > 0 && ratio < 1, layer, ": output_ratio must be in (0, 1), got ", python_float(ratio));
   }

@@ -2389,15 +2389,61 @@ TEST_CASE("fractional max pooling gives the CPU's values, indices and gradients"
         return dims == 2 ? F::fractional_max_pool2d_with_indices(input, 3, out, {}, given)
                          : F::fractional_max_pool3d_with_indices(input, 3, out, {}, given);
       };
-      Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
+      // A 16-bit input's windows come from float32 arithmetic on a GPU (as PyTorch's CUDA kernels),
+      // from its own dtype's on the CPU: the CPU twin pools the same values in float32.
+      const DType cpu_dtype = td::is_16bit_float(dtype) ? td::kFloat32 : dtype;
+      Tensor leaf_dev = x.dev.detach().requires_grad_(true);
+      Tensor leaf_cpu = x.cpu.to(cpu_dtype).detach().requires_grad_(true);
       const auto [y_dev, i_dev] = pool(leaf_dev, samples.dev);
-      const auto [y_cpu, i_cpu] = pool(leaf_cpu, samples.cpu);
-      check_equal(y_dev, y_cpu, what);
+      const auto [y_cpu, i_cpu] = pool(leaf_cpu, samples.cpu.to(cpu_dtype));
+      check_equal(y_dev, y_cpu.to(dtype), what);  // a chosen element of the input, exactly
       check_equal(i_dev, i_cpu, what + " indices");
       Pair probe = ct::random_pair(y_cpu.sizes(), dtype);
       (y_dev * probe.dev).sum().backward();
-      (y_cpu * probe.cpu).sum().backward();
-      check_close(leaf_dev.grad(), leaf_cpu.grad(), 4 * rtol_for(dtype), 4 * rtol_for(dtype), what + " gradient");
+      (y_cpu * probe.cpu.to(cpu_dtype)).sum().backward();
+      check_close(leaf_dev.grad(), leaf_cpu.grad().to(dtype), 4 * rtol_for(dtype), 4 * rtol_for(dtype),
+                  what + " gradient");
+    }
+  }
+}
+
+TEST_CASE("chunked linear_cross_entropy gives the CPU's loss and gradients", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(45);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kBFloat16}) {
+    for (td::Reduction reduction : {td::kMean, td::kSum, td::kNone}) {
+      for (bool probabilities : {false, true}) {
+        const std::string what = std::string("linear_cross_entropy ") + td::dtype_name(dtype) + " " +
+                                 F::reduction_name(reduction) + (probabilities ? " probabilities" : " indices");
+        Pair x = ct::random_pair({37, 16}, dtype, Layout::Strided);
+        Pair w = ct::random_pair({301, 16}, dtype, Layout::Permuted, -0.5, 0.5);
+        Pair b = ct::random_pair({301}, dtype);
+        Pair class_weight = ct::random_pair({301}, dtype, Layout::Contiguous, 0.5, 2);
+        Pair t = probabilities ? Pair{} : ct::random_pair({37}, td::kInt64, Layout::Contiguous, 0, 301);
+        if (probabilities) {
+          const Tensor p = ct::random_input({37, 301}, td::kFloat32).softmax(1).to(dtype);
+          t = Pair{p, ct::twin(p)};
+        } else {
+          t.cpu.narrow(0, 3, 2).fill_(-100);  // ignored rows
+          t.dev = ct::twin(t.cpu);
+        }
+        const auto options = td::nn::LinearCrossEntropyOptions().batch_chunk_size(8);
+        auto loss_of = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi, const Tensor& ti, const Tensor& cw) {
+          return F::linear_cross_entropy(xi, wi, ti, bi, cw, reduction, std::nullopt, 0, options);
+        };
+        Tensor x_dev = x.dev.detach().requires_grad_(true), x_cpu = x.cpu.detach().requires_grad_(true);
+        Tensor w_dev = w.dev.detach().requires_grad_(true), w_cpu = w.cpu.detach().requires_grad_(true);
+        Tensor b_dev = b.dev.detach().requires_grad_(true), b_cpu = b.cpu.detach().requires_grad_(true);
+        const Tensor loss_dev = loss_of(x_dev, w_dev, b_dev, t.dev, class_weight.dev);
+        const Tensor loss_cpu = loss_of(x_cpu, w_cpu, b_cpu, t.cpu, class_weight.cpu);
+        check_close(loss_dev, loss_cpu, 8 * rtol_for(dtype), 8 * rtol_for(dtype), what);
+        Pair probe = ct::random_pair(loss_cpu.sizes(), dtype);
+        (loss_dev * probe.dev).sum().backward();
+        (loss_cpu * probe.cpu).sum().backward();
+        check_close(x_dev.grad(), x_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " input gradient");
+        check_close(w_dev.grad(), w_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " weight gradient");
+        check_close(b_dev.grad(), b_cpu.grad(), 8 * rtol_for(dtype), 8 * rtol_for(dtype), what + " bias gradient");
+      }
     }
   }
 }

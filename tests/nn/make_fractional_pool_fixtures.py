@@ -68,13 +68,15 @@ def case(name, dims, shape, kernel, dtype="float64", output_size=None, output_ra
 
 
 def with_ties_and_nans(x):
-    flat = x.flatten().clone()
-    flat = torch.floor(flat * 2) / 2  # many equal values in a window: the first maximum wins
-    flat[5] = float("nan")
-    flat[9] = float("nan")
-    flat[40] = float("nan")
-    flat[41] = float("-inf")
-    return flat.view(x.shape)
+    # For [1, 2, 8, 9] with windows of 2 x 3: the first window of each plane starts at (0, 0), the
+    # last at (6, 6).
+    x = torch.floor(x * 2) / 2  # many equal values in a window: the first maximum wins
+    x[0, 0, 0, 0] = float("nan")  # two NaNs in the first window: the last one wins
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 0, 3, 5] = float("nan")
+    x[0, 0, 3, 6] = float("-inf")
+    x[0, 1, 6:8, 6:9] = float("-inf")  # a window of -inf only: -inf at its first position
+    return x
 
 
 def main():
@@ -95,6 +97,10 @@ def main():
              output_size=[2, 700], grad=False),
         case("2-D float16 window arithmetic", 2, [1, 1, 3, 1000], [2, 1], dtype="float16",
              output_size=[2, 700], grad=False),
+        case("2-D bfloat16 overlapping windows' gradients", 2, [1, 2, 6, 7], [3, 3], dtype="bfloat16",
+             output_size=[3, 4]),
+        case("2-D float16 overlapping windows' gradients", 2, [2, 1, 7, 6], [3, 2], dtype="float16",
+             output_size=[4, 4]),
         case("2-D float32 window arithmetic", 2, [1, 1, 2, 3001], [1, 3], dtype="float32",
              output_size=[2, 1777]),
         case("2-D bfloat16 rounding past the input", 2, [1, 1, 1, 300], [1, 1], dtype="bfloat16",
