@@ -79,4 +79,16 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, Scalar beta, 
   return out;
 }
 
+void addmm_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  check_operands("addmm_out", a, b);
+  check_defined(out, "addmm_out", "out");
+  common_device("addmm_out", {&out, &a});
+  TD_CHECK(a.dim() == 2 && b.dim() == 2 && a.sizes()[1] == b.sizes()[0], "addmm_out: expected matrices [n, k] and ",
+           "[k, m], got shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  TD_CHECK(out.sizes() == Shape({a.sizes()[0], b.sizes()[1]}) && out.dtype() == a.dtype() && out.is_contiguous(),
+           "addmm_out: out must be a contiguous [", a.sizes()[0], ", ", b.sizes()[1], "] ", a.dtype(), " matrix, got ",
+           shape_str(out.sizes()), " ", out.dtype(), out.is_contiguous() ? "" : " (not contiguous)");
+  run_bmm(unsqueeze(out, 0), unsqueeze(a, 0), unsqueeze(b, 0), beta, alpha);
+}
+
 }  // namespace tandem::kernels

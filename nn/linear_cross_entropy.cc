@@ -11,6 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/record.h"
 #include "kernels/factory.h"
+#include "kernels/linalg.h"
 #include "kernels/nn_ops.h"
 
 namespace tandem::nn {
@@ -163,8 +164,9 @@ struct Gradients {
 };
 void add_chunk_gradients(Gradients& g, const Tensor& grad_logits, const Tensor& x, const Tensor& weight,
                          int64_t first_row) {
-  if (g.input.defined()) g.input.narrow(0, first_row, x.size(0)).copy_(grad_logits.mm(weight));
-  if (g.weight.defined()) g.weight.add_(grad_logits.t().mm(x));
+  // Written and accumulated in place: no [C, in_features] temporary per chunk.
+  if (g.input.defined()) kernels::addmm_out(g.input.narrow(0, first_row, x.size(0)), grad_logits, weight, 0);
+  if (g.weight.defined()) kernels::addmm_out(g.weight, grad_logits.t(), x);
   if (g.bias.defined()) g.bias.add_(grad_logits.sum({0}));
 }
 

@@ -19,6 +19,7 @@
 #include "autograd/linalg.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/elementwise.h"
+#include "kernels/linalg.h"
 #include "kernels/nn_ops.h"
 #include "tests/cuda/cuda_testing.h"
 
@@ -1669,6 +1670,25 @@ void mm_sweep(bool large) {
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("addmm_out accumulates into a block of rows as on the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(118);
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16}) {
+    for (const auto& [n, k, m] : {std::tuple<int64_t, int64_t, int64_t>{7, 33, 5}, {33, 129, 65}, {1, 7, 1}}) {
+      // Rows [2, 2 + n) of a larger matrix, from a transposed and a strided operand.
+      Pair whole = ct::random_pair({n + 3, m}, dtype);
+      Pair a = ct::random_pair({k, n}, dtype), b = ct::random_pair({k, m}, dtype, Layout::Strided);
+      const Tensor old = ct::abs64(whole.cpu);
+      td::kernels::addmm_out(whole.dev.narrow(0, 2, n), a.dev.t(), b.dev, 0.5, 3.0);
+      td::kernels::addmm_out(whole.cpu.narrow(0, 2, n), a.cpu.t(), b.cpu, 0.5, 3.0);
+      const Tensor product = td::mm(ct::abs64(a.cpu.t()), ct::abs64(b.cpu)) * 3 + old.narrow(0, 2, n) * 0.5;
+      const Tensor scale = td::cat({old.narrow(0, 0, 2), product, old.narrow(0, 2 + n, 1)}, 0);
+      check_close(whole.dev, whole.cpu, 2 * rtol_for(dtype), 0, std::string("addmm_out ") + td::dtype_name(dtype),
+                  scale);
     }
   }
 }

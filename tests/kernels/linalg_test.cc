@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/linalg.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -500,6 +501,41 @@ TEST_CASE("addmm with beta = 0 ignores a NaN bias, also where the product is a v
                     max_abs(vb), describe(dtype, s, "NaN row bias, beta 0.0, alpha 2.0"));
     }
   }
+}
+
+TEST_CASE("addmm_out accumulates into a block of rows in place; beta 0 ignores its NaNs; bad out refused", "[cpu]") {
+  tt::reseed(117);
+  for (td::DType dtype : kDTypes) {
+    for (const Size& s : {Size{7, 33, 5}, Size{1, 7, 33}, Size{33, 1, 1}, Size{4, 0, 3}}) {
+      // Rows [2, 2 + n) of a larger matrix; its other rows must stay as they are.
+      Tensor whole = operand({s.n + 3, s.m}, dtype);
+      const Tensor before = whole.clone();
+      const Tensor block = whole.narrow(0, 2, s.n);
+      const Tensor a = matrix(s.n, s.k, dtype, Form::Contiguous), b = matrix(s.k, s.m, dtype, Form::Transposed);
+      const Values va = values(a), vb = values(b), old = values(block);
+      const bool floating = td::is_floating(dtype);
+      Values expected = ref_mm(va, vb, s.n, s.k, s.m);
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] = (floating ? 0.5 : 2) * old[i] + 3 * expected[i];
+      floating ? td::kernels::addmm_out(block, a, b, 0.5, 3.0) : td::kernels::addmm_out(block, a, b, 2, 3);
+      check_product(block, {{s.n, s.m}, expected}, dtype, s.k, 3 * max_abs(va), max_abs(vb),
+                    describe(dtype, s, "into a block of rows"), 2 * max_abs(old));
+      check_equal(whole.narrow(0, 0, 2), values(before.narrow(0, 0, 2)));
+      check_equal(whole.narrow(0, 2 + s.n, 1), values(before.narrow(0, 2 + s.n, 1)));
+      if (!floating) continue;
+      Tensor nan = td::full({s.n, s.m}, kNaN, dtype);
+      td::kernels::addmm_out(nan, a, b, 0, 1);
+      check_product(nan, {{s.n, s.m}, ref_mm(va, vb, s.n, s.k, s.m)}, dtype, s.k, max_abs(va), max_abs(vb),
+                    describe(dtype, s, "beta 0 over NaN"));
+    }
+  }
+  const Tensor a = operand({3, 4}, td::kFloat32), b = operand({4, 5}, td::kFloat32);
+  Tensor out = td::zeros({5, 3}, td::kFloat32);
+  const Snapshot kept(out);
+  check_error([&] { td::kernels::addmm_out(out.t(), a, b); }, {"addmm_out", "contiguous [3, 5] float32", "not contiguous"});
+  check_error([&] { td::kernels::addmm_out(out, a, b); }, {"addmm_out", "[5, 3]"});
+  check_error([&] { td::kernels::addmm_out(td::zeros({3, 5}, td::kFloat64), a, b); }, {"addmm_out", "float64"});
+  check_error([&] { td::kernels::addmm_out(out, a, b.t()); }, {"addmm_out", "[3, 4] and [5, 4]"});
+  kept.check_unchanged(out);
 }
 
 TEST_CASE("addmm with an empty inner dim gives beta * bias", "[cpu]") {

@@ -84,6 +84,25 @@ void cross_entropy_fwd_bwd_4096x1000(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 3 * 4 * 4096 * 1000);  // logits twice, grad once
 }
 
+// A classifier head of 8192 classes over 1024 rows of 128 features, forward and backward to the
+// input and the weight: linear then cross_entropy, and the chunked form (the default options:
+// chunks of 16 rows here), which never holds the [1024, 8192] logits whole.
+void linear_cross_entropy(benchmark::State& state, bool chunked) {
+  td::Tensor x = td::randn({1024, 128}).requires_grad_(true);
+  td::Tensor w = (td::randn({8192, 128}) * 0.05).requires_grad_(true);
+  td::Tensor target = td::randint(0, 8192, {1024});
+  std::optional<td::nn::LinearCrossEntropyOptions> options;
+  if (chunked) options = td::nn::LinearCrossEntropyOptions();
+  for (auto _ : state) {
+    auto loss = td::nn::functional::linear_cross_entropy(x, w, target, {}, {}, td::kMean, std::nullopt, 0, options);
+    keep(td::autograd::grad({loss}, {x, w})[1]);
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(3 * 2.0 * 1024 * 128 * 8192, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+void linear_cross_entropy_1024x128x8192(benchmark::State& state) { linear_cross_entropy(state, false); }
+void linear_cross_entropy_chunked_1024x128x8192(benchmark::State& state) { linear_cross_entropy(state, true); }
+
 void dropout_f32_16M(benchmark::State& state) {
   td::Tensor a = td::randn({k16M});
   for (auto _ : state) keep(td::nn::functional::dropout(a, 0.1, true));
@@ -182,6 +201,8 @@ BENCHMARK(sum_cols_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(softmax_rows_4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(layernorm_fwd_bwd_4096x1024)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cross_entropy_fwd_bwd_4096x1000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_cross_entropy_1024x128x8192)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_cross_entropy_chunked_1024x128x8192)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(dropout_f32_16M)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(add_1elem)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -142,6 +142,12 @@ def cases():
         F.layer_norm(ln_x, (1024,), ln_w, ln_b), (ln_x, ln_w, ln_b), ln_g)
     logits, target = torch.randn(4096, 1000, requires_grad=True), torch.randint(0, 1000, (4096,))
     yield "cross_entropy_fwd_bwd_4096x1000", lambda: torch.autograd.grad(F.cross_entropy(logits, target), logits)
+    head_x = torch.randn(1024, 128, requires_grad=True)
+    head_w = (torch.randn(8192, 128) * 0.05).requires_grad_()
+    head_t = torch.randint(0, 8192, (1024,))
+    for name, options in (("", None), ("_chunked", torch.nn.LinearCrossEntropyOptions())):
+        yield f"linear_cross_entropy{name}_1024x128x8192", (lambda o=options: torch.autograd.grad(
+            F.linear_cross_entropy(head_x, head_w, head_t, options=o), (head_x, head_w))[1])
     yield "dropout_f32_16M", lambda: F.dropout(a16, 0.1, training=True)
     for n in (256, 512, 1024, 2048):
         a, b = torch.randn(n, n), torch.randn(n, n)
