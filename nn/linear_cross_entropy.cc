@@ -194,11 +194,11 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
     if (keep_grads && want_weight) grads.weight = zeros(weight.sizes(), acc_options);
     if (keep_grads && want_bias) grads.bias = zeros({classes}, acc_options);
     if (!probabilities && batch > 0) {
-      const Tensor kept = target.masked_select(target != ignore_index);
-      if (kept.numel() > 0) {
-        const int64_t lo = kept.amin().item<int64_t>(), hi = kept.amax().item<int64_t>();
-        TD_CHECK(lo >= 0 && hi < classes, kOp, ": target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
-                 " classes");
+      // One read on the host; the offending value only where there is one.
+      const Tensor outside = logical_and(logical_or(target < 0, target >= classes), target != ignore_index);
+      if (outside.any().item<bool>()) {
+        TD_FAIL(kOp, ": target ", target.masked_select(outside).flatten()[0].item<int64_t>(), " is out of bounds for ",
+                classes, " classes");
       }
     }
     Tensor losses = reduction == kNone ? empty({batch}, acc_options) : Tensor();
@@ -240,8 +240,8 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
     const Tensor bias_like = linear_bias.defined() ? linear_bias.detach() : Tensor();
     autograd::record(name, {&input, &linear_weight, &linear_bias}, {&loss},
                      [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-                       TD_CHECK(!is_grad_enabled(), kOp, ": the chunked path has no second derivative (a backward ",
-                                "with create_graph); call it without options for one");
+                       // First derivatives only: with create_graph too, gradients without a graph.
+                       NoGradGuard first_order;
                        TD_CHECK(kept->input.defined() || kept->weight.defined() || kept->bias.defined(), kOp,
                                 ": the chunked backward ran already and used its gradients; set ",
                                 "allow_retain_graph in the options to run it again");
@@ -264,8 +264,7 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
   autograd::record(
       name, {&input, &linear_weight, &linear_bias}, {&loss},
       [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-        TD_CHECK(!is_grad_enabled(), kOp, ": the chunked path has no second derivative (a backward with ",
-                 "create_graph); call it without options for one");
+        NoGradGuard first_order;  // first derivatives only, as above
         const Tensor x_all = saved_input.unpack(name), w = saved_weight.unpack(name), t_all = saved_target.unpack(name);
         const Tensor b = saved_bias.defined() ? saved_bias.unpack(name) : Tensor();
         const Tensor cw = saved_class.defined() ? saved_class.unpack(name).to(plan.acc_dtype) : Tensor();
@@ -321,15 +320,14 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& linear_weight, co
   TD_CHECK(!(probabilities && ignore_index), kOp, ": ignore_index cannot be given with probability targets");
   const int64_t ignore = ignore_index.value_or(-100);
 
+  // PyTorch's conditions for the chunked path.
   const bool chunkable =
       options && label_smoothing == 0 && out_features.empty() &&
       (target.dtype() == kInt64 ||
-       (probabilities && target.dtype() == input.dtype() && !target.requires_grad())) &&
-      (!weight.defined() || !weight.requires_grad());
+       (probabilities && target.dtype() == input.dtype() && !(target.requires_grad() && is_grad_enabled())));
   if (chunkable) {
-    TD_CHECK(linear_weight.dtype() == input.dtype() && (!linear_bias.defined() || linear_bias.dtype() == input.dtype()),
-             kOp, ": input (", input.dtype(), "), linear_weight (", linear_weight.dtype(), ") and linear_bias must ",
-             "have one dtype");
+    TD_CHECK(is_floating(linear_weight.dtype()) && (!linear_bias.defined() || is_floating(linear_bias.dtype())), kOp,
+             ": linear_weight (", linear_weight.dtype(), ") and linear_bias must be floating");
     TD_CHECK(linear_weight.device() == input.device() && target.device() == input.device() &&
                  (!linear_bias.defined() || linear_bias.device() == input.device()) &&
                  (!weight.defined() || weight.device() == input.device()),

@@ -65,10 +65,14 @@ namespace functional {
 // probabilities of the logits' shape; weight, reduction, label_smoothing as cross_entropy's;
 // ignore_index none is -100 (given with probability targets, an error). Without options: linear,
 // then cross_entropy, differentiable to any order. With options, where the chunked path applies
-// (reduction mean, sum or none; no label smoothing; index targets, or probabilities of the
-// input's dtype not requiring grad; a 2-D linear_weight; a class weight not requiring grad), the
-// chunked path, which has first derivatives only (a backward with create_graph is refused);
-// elsewhere PyTorch warns and takes the reference path, as tandem does without the warning.
+// (no label smoothing; index targets, or probabilities of the input's dtype not requiring grad; a
+// 2-D linear_weight), the chunked path, as PyTorch's: first derivatives only (with create_graph
+// too, gradients without a graph of their own), none for the class weight; linear_weight and
+// linear_bias may have other floating dtypes than the input (a float32 weight beside bfloat16
+// activations), each chunk computed in acc_dtype and each gradient returned in its tensor's
+// dtype. 16-bit gradients are summed over the chunks in float32 and rounded once (PyTorch's sum
+// in the input's dtype, a little less exactly). Elsewhere PyTorch warns and takes the reference
+// path, as tandem does without the warning.
 Tensor linear_cross_entropy(const Tensor& input, const Tensor& linear_weight, const Tensor& target,
                             const Tensor& linear_bias = Tensor(), const Tensor& weight = Tensor(),
                             Reduction reduction = kMean, std::optional<int64_t> ignore_index = std::nullopt,

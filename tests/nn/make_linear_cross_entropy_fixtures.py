@@ -33,12 +33,14 @@ def floats(t):
 
 
 def case(name, batch, in_features, classes, dtype="float64", out_features=(), bias=True, targets="index",
-         class_weight=False, reduction="mean", ignore=(), ignore_index=None, label_smoothing=0.0, options=None):
+         class_weight=False, reduction="mean", ignore=(), ignore_index=None, label_smoothing=0.0, options=None,
+         weight_dtype=None, bias_dtype=None):
     dt = DTYPES[dtype]
+    weight_dtype, bias_dtype = weight_dtype or dtype, bias_dtype or dtype
     shape = [batch, in_features] if batch is not None else [in_features]
     x = ramp(shape, 0.37, 0.2, dt).requires_grad_()
-    w = (ramp([classes, *out_features, in_features], 0.23, 1.1, dt) * 0.5).requires_grad_()
-    b = ramp([classes, *out_features], 0.41, 0.7, dt).requires_grad_() if bias else None
+    w = (ramp([classes, *out_features, in_features], 0.23, 1.1, DTYPES[weight_dtype]) * 0.5).requires_grad_()
+    b = ramp([classes, *out_features], 0.41, 0.7, DTYPES[bias_dtype]).requires_grad_() if bias else None
     rows = [batch] if batch is not None else []
     if targets == "index":
         n = math.prod(rows + list(out_features))
@@ -56,7 +58,9 @@ def case(name, batch, in_features, classes, dtype="float64", out_features=(), bi
                                       ignore_index=ignore_index, label_smoothing=label_smoothing, options=opts)
     grad_weight = ramp(list(loss.shape), 0.11, 0.9, dt) if reduction == "none" else None
     (loss * grad_weight).sum().backward() if grad_weight is not None else loss.backward()
-    out = {"name": name, "dtype": dtype, "input_shape": shape, "input": floats(x),
+    out = {"name": name, "dtype": dtype, "weight_dtype": weight_dtype, "bias_dtype": bias_dtype,
+           "chunked": "chunked" in type(loss.grad_fn).__name__,
+           "input_shape": shape, "input": floats(x),
            "weight_shape": list(w.shape), "linear_weight": floats(w),
            "bias": floats(b) if bias else None,
            "target_shape": list(t.shape), "target": t.flatten().tolist() if targets == "index" else floats(t),
@@ -91,12 +95,16 @@ def main():
              options={"batch_chunk_size": 3}),
         case("probabilities, class weights, mean, chunks of 4", 9, 4, 5, targets="probabilities",
              class_weight=True, options={"batch_chunk_size": 4}),
-        case("probabilities, none, one chunk", 6, 3, 5, targets="probabilities", reduction="none", options={}),
+        case("probabilities, none, auto chunks", 6, 3, 5, targets="probabilities", reduction="none", options={}),
         case("float32, auto chunks", 64, 8, 100, dtype="float32", options={}),
         case("float32, aspect_ratio:4 chunks, sum", 64, 8, 100, dtype="float32", reduction="sum",
              options={"chunking_method": "aspect_ratio:4"}),
         case("bfloat16, float32 arithmetic, chunks of 5", 20, 8, 30, dtype="bfloat16",
              options={"batch_chunk_size": 5}),
+        case("bfloat16 input, float32 weight and bias, chunks of 4", 16, 8, 24, dtype="bfloat16",
+             weight_dtype="float32", bias_dtype="float32", reduction="sum", options={"batch_chunk_size": 4}),
+        case("float32 input and weight, float64 bias, none", 9, 5, 7, dtype="float32", bias_dtype="float64",
+             reduction="none", class_weight=True, options={"batch_chunk_size": 2}),
         case("unbatched, none", None, 4, 6, reduction="none", options={}),
         case("unbatched probabilities, mean", None, 4, 6, targets="probabilities", options={}),
         case("every row ignored, mean", 4, 3, 5, ignore=(0, 1, 2, 3), options={"batch_chunk_size": 2}),
