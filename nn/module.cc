@@ -12,6 +12,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "kernels/factory.h"
 
 namespace tandem::nn {
 
@@ -100,6 +101,25 @@ void Module::remove_parameter(const std::string& name) {
   const auto it = std::find_if(parameters_.begin(), parameters_.end(), [&](const auto& p) { return p.first == name; });
   TD_CHECK(it != parameters_.end(), "remove_parameter: no parameter '", name, "' is registered");
   parameters_.erase(it);
+}
+
+void Module::make_uninitialized(const Tensor& t) {
+  if (t.defined()) set_data(t, empty({0}, TensorOptions(t.dtype()).device(t.device())));
+}
+
+void Module::adopt(Tensor& fresh, const Tensor& kept) {
+  for (auto* registry : {&parameters_, &buffers_}) {
+    for (auto& [name, t] : *registry) {
+      if (!t.is_same(fresh)) continue;
+      set_data(kept, fresh);
+      Tensor handle = kept;
+      if (registry == &parameters_) handle.requires_grad_(fresh.requires_grad());
+      t = kept;
+      fresh = kept;
+      return;
+    }
+  }
+  TD_FAIL(this->name(), ": adopt: the tensor is not registered here");
 }
 
 Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {

@@ -122,6 +122,15 @@ class Module : public std::enable_shared_from_this<Module> {
   const std::vector<std::pair<std::string, Tensor>>& registered_parameters() const { return parameters_; }
   void replace_parameter(const std::string& name, Tensor tensor, bool requires_grad);
   void remove_parameter(const std::string& name);
+  // For lazy modules, whose parameters take their sizes from the first input. make_uninitialized
+  // gives t (registered here) no elements, [0], in its dtype and on its device. adopt moves the
+  // data of `fresh`, a tensor registered here, into `kept`, which takes its place in the registry
+  // and in `fresh` itself: materialized parameters keep the handles handed out before (to an
+  // optimizer, say), as PyTorch's materialize() does.
+  static void make_uninitialized(const Tensor& t);
+  void adopt(Tensor& fresh, const Tensor& kept);
+  // The type name printing shows from now on (a lazy module, materialized, prints as its eager one).
+  void rename(std::string name) { name_ = std::move(name); }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

@@ -7,6 +7,7 @@
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/layers.h"
+#include "nn/lazy.h"
 #include "nn/linear_cross_entropy.h"
 #include "nn/loss.h"
 #include "nn/module.h"

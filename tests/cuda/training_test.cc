@@ -202,3 +202,21 @@ TEST_CASE("LBFGS with the line search trains the smooth MLP on the device to the
                     "LBFGS final " + cpu_params[i].first);
   }
 }
+
+TEST_CASE("a lazy layer moved to the device before its first forward materializes there, as on the CPU", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  std::vector<Tensor> outputs, weights;
+  for (const Device& device : {Device(td::kCPU), ct::device()}) {
+    td::manual_seed(31);
+    nn::LazyConv2d conv(nn::Conv2dOptions(0, 4, 3).groups(2));
+    conv->to(device, td::kFloat64);
+    const Tensor y = conv(tt::sine_ramp({2, 6, 5, 5}, 0.37).to(device));
+    CHECK(conv->weight.device() == device);
+    CHECK(conv->weight.dtype() == td::kFloat64);
+    CHECK(conv->weight.sizes() == Shape{4, 3, 3, 3});
+    outputs.push_back(y);
+    weights.push_back(conv->weight);
+  }
+  ct::check_equal(weights[1], weights[0], "lazy weight");
+  ct::check_close(outputs[1], outputs[0], 1e-12, 1e-12, "lazy convolution");
+}

@@ -1,0 +1,275 @@
+// Lazy layers, as PyTorch's LazyLinear, LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d,
+// LazyBatchNorm1d/2d/3d and LazyInstanceNorm1d/2d/3d: the layer's input size (in_features,
+// in_channels, num_features) comes from its first input.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace tandem::nn {
+
+// What makes `Eager` (LinearImpl, Conv2dImpl, ...) lazy. Until its first forward (or
+// initialize_parameters) its input size is 0, its parameters and running statistics have no
+// elements ([0]), and it prints as PyTorch's lazy layer ("LazyLinear(in_features=0, ...)"). The
+// first input gives the size: the tensors are materialized in place (the same handles, so an
+// optimizer made from parameters() before keeps them) and initialized as the eager layer
+// initializes its own, drawing from the generator then and not at construction; from then on the
+// layer is the eager one and prints as it. Unlike PyTorch's, a norm layer without parameters or
+// statistics takes its size too; and load_state_dict needs the sizes, so load a checkpoint after
+// the first forward (PyTorch's lazy layers take them from the checkpoint).
+template <typename Derived, typename Eager>
+class Lazy : public Cloneable<Derived, Eager> {
+ public:
+  bool has_uninitialized_params() const { return !materialized_; }
+  // Takes the size from x and materializes; nothing once materialized. Refuses an input the
+  // layer cannot take (its rank, or channels a convolution's groups do not divide), unchanged.
+  void initialize_parameters(const Tensor& x) {
+    if (materialized_) return;
+    Derived& self = static_cast<Derived&>(*this);
+    const int64_t size = self.input_size_of(x);
+    std::vector<Tensor> kept;
+    for (Tensor* t : self.lazy_tensors()) kept.push_back(*t);
+    self.set_input_size(size);
+    this->clear_registrations();
+    Eager::reset();  // registers and initializes as the eager layer's constructor
+    // On the device and in the dtype the layer was moved to before.
+    for (const Tensor& t : kept) {
+      if (t.defined()) {
+        this->to(t.device(), t.dtype());
+        break;
+      }
+    }
+    const std::vector<Tensor*> fresh = self.lazy_tensors();
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      if (kept[i].defined() && fresh[i]->defined()) this->adopt(*fresh[i], kept[i]);
+    }
+    materialized_ = true;
+    this->rename(eager_name_);
+  }
+  Tensor forward(const Tensor& x) override {
+    initialize_parameters(x);
+    return Eager::forward(x);
+  }
+  // A clone's registration: the eager layer's once materialized, the empty tensors before.
+  void reset() override {
+    if (materialized_) return Eager::reset();
+    {
+      DiscardRandomDraws discard;
+      static_cast<Derived&>(*this).set_input_size(static_cast<Derived&>(*this).placeholder_size());
+      Eager::reset();
+    }
+    uninitialize();
+  }
+
+ protected:
+  // Builds the eager layer from `options` (whose input size is a placeholder its checks take)
+  // without drawing; each lazy layer's constructor then calls uninitialize().
+  template <typename Options>
+  Lazy(std::string eager_name, const Options& options)
+      : Cloneable<Derived, Eager>(without_draws(options)), eager_name_(std::move(eager_name)) {}
+  void uninitialize() {
+    static_cast<Derived&>(*this).set_input_size(0);
+    for (Tensor* t : static_cast<Derived&>(*this).lazy_tensors()) Module::make_uninitialized(*t);
+  }
+
+ private:
+  // The guard lives until the end of the full expression: the eager layer's construction.
+  template <typename Options>
+  static const Options& without_draws(const Options& options, DiscardRandomDraws&& = DiscardRandomDraws()) {
+    return options;
+  }
+  std::string eager_name_;
+  bool materialized_ = false;
+};
+
+// The channels of x [N, C, spatial...] or [C, spatial...] (spatial_dims of them), as PyTorch's
+// lazy layers read them, or an error naming the layer.
+int64_t lazy_channels(const std::string& layer, const Tensor& x, int64_t spatial_dims);
+// A batch norm's channels, dim 1 of an input of one of `ranks`, or an error naming the layer.
+int64_t lazy_batch_norm_channels(const std::string& layer, const Tensor& x, std::vector<int64_t> ranks);
+
+class LazyLinearImpl : public Lazy<LazyLinearImpl, LinearImpl> {
+ public:
+  explicit LazyLinearImpl(int64_t out_features, bool bias = true);
+  int64_t input_size_of(const Tensor& x) const;
+  void set_input_size(int64_t size) { options.in_features_ = size; }
+  int64_t placeholder_size() const { return 1; }
+  std::vector<Tensor*> lazy_tensors() { return {&weight, &bias}; }
+};
+
+// A lazy convolution: Eager's options without their in_channels (any value given is replaced).
+template <typename Derived, typename Eager, typename Options, int64_t SpatialDims>
+class LazyConvolution : public Lazy<Derived, Eager> {
+ public:
+  int64_t input_size_of(const Tensor& x) const {
+    const int64_t channels = lazy_channels(this->name(), x, SpatialDims);
+    TD_CHECK(channels % this->options.groups_ == 0, this->name(), ": in_channels (", channels,
+             ") must be divisible by groups (", this->options.groups_, ")");
+    return channels;
+  }
+  void set_input_size(int64_t size) { this->options.in_channels_ = size; }
+  int64_t placeholder_size() const { return this->options.groups_; }
+  std::vector<Tensor*> lazy_tensors() { return {&this->weight, &this->bias}; }
+
+ protected:
+  LazyConvolution(std::string eager_name, Options options)
+      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {
+    this->uninitialize();
+  }
+
+ private:
+  static Options with_placeholder(Options options) {
+    options.in_channels_ = options.groups_;
+    return options;
+  }
+};
+
+class LazyConv1dImpl : public LazyConvolution<LazyConv1dImpl, Conv1dImpl, Conv1dOptions, 1> {
+ public:
+  LazyConv1dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv1dImpl(Conv1dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConv1dImpl(Conv1dOptions options) : LazyConvolution("Conv1d", std::move(options)) {}
+};
+class LazyConv2dImpl : public LazyConvolution<LazyConv2dImpl, Conv2dImpl, Conv2dOptions, 2> {
+ public:
+  LazyConv2dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv2dImpl(Conv2dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConv2dImpl(Conv2dOptions options) : LazyConvolution("Conv2d", std::move(options)) {}
+};
+class LazyConv3dImpl : public LazyConvolution<LazyConv3dImpl, Conv3dImpl, Conv3dOptions, 3> {
+ public:
+  LazyConv3dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv3dImpl(Conv3dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConv3dImpl(Conv3dOptions options) : LazyConvolution("Conv3d", std::move(options)) {}
+};
+
+// The transposed ones also take forward(x, output_size), materializing first as forward(x) does.
+class LazyConvTranspose1dImpl
+    : public LazyConvolution<LazyConvTranspose1dImpl, ConvTranspose1dImpl, ConvTranspose1dOptions, 1> {
+ public:
+  LazyConvTranspose1dImpl(int64_t out_channels, int64_t kernel_size)
+      : LazyConvTranspose1dImpl(ConvTranspose1dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConvTranspose1dImpl(ConvTranspose1dOptions options)
+      : LazyConvolution("ConvTranspose1d", std::move(options)) {}
+  using LazyConvolution::forward;
+  Tensor forward(const Tensor& x, int64_t output_size) {
+    initialize_parameters(x);
+    return ConvTranspose1dImpl::forward(x, output_size);
+  }
+};
+template <typename Derived, typename Eager, typename Options, int64_t SpatialDims>
+class LazyConvTransposeNd : public LazyConvolution<Derived, Eager, Options, SpatialDims> {
+ public:
+  using LazyConvolution<Derived, Eager, Options, SpatialDims>::forward;
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& output_size) {
+    this->initialize_parameters(x);
+    return Eager::forward(x, output_size);
+  }
+
+ protected:
+  using LazyConvolution<Derived, Eager, Options, SpatialDims>::LazyConvolution;
+};
+class LazyConvTranspose2dImpl
+    : public LazyConvTransposeNd<LazyConvTranspose2dImpl, ConvTranspose2dImpl, ConvTranspose2dOptions, 2> {
+ public:
+  LazyConvTranspose2dImpl(int64_t out_channels, int64_t kernel_size)
+      : LazyConvTranspose2dImpl(ConvTranspose2dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConvTranspose2dImpl(ConvTranspose2dOptions options)
+      : LazyConvTransposeNd("ConvTranspose2d", std::move(options)) {}
+};
+class LazyConvTranspose3dImpl
+    : public LazyConvTransposeNd<LazyConvTranspose3dImpl, ConvTranspose3dImpl, ConvTranspose3dOptions, 3> {
+ public:
+  LazyConvTranspose3dImpl(int64_t out_channels, int64_t kernel_size)
+      : LazyConvTranspose3dImpl(ConvTranspose3dOptions(0, out_channels, kernel_size)) {}
+  explicit LazyConvTranspose3dImpl(ConvTranspose3dOptions options)
+      : LazyConvTransposeNd("ConvTranspose3d", std::move(options)) {}
+};
+
+// A lazy norm layer: num_features from the input's channels; its options' num_features ignored.
+template <typename Derived, typename Eager, typename Options, int64_t SpatialDims>
+class LazyNorm : public Lazy<Derived, Eager> {
+ public:
+  int64_t input_size_of(const Tensor& x) const { return lazy_channels(this->name(), x, SpatialDims); }
+  void set_input_size(int64_t size) { this->options.num_features_ = size; }
+  int64_t placeholder_size() const { return 1; }
+  std::vector<Tensor*> lazy_tensors() {
+    return {&this->weight, &this->bias, &this->running_mean, &this->running_var};
+  }
+
+ protected:
+  LazyNorm(std::string eager_name, Options options)
+      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {
+    this->uninitialize();
+  }
+
+ private:
+  static Options with_placeholder(Options options) {
+    options.num_features_ = 1;
+    return options;
+  }
+};
+
+// Batch norms take batched inputs only: BatchNorm1d [N, C] or [N, C, L], 2d [N, C, H, W], 3d
+// [N, C, D, H, W]; the channels are dim 1.
+class LazyBatchNorm1dImpl : public LazyNorm<LazyBatchNorm1dImpl, BatchNorm1dImpl, BatchNormOptions, 1> {
+ public:
+  explicit LazyBatchNorm1dImpl(BatchNormOptions options = BatchNormOptions(0))
+      : LazyNorm("BatchNorm1d", std::move(options)) {}
+  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {2, 3}); }
+};
+class LazyBatchNorm2dImpl : public LazyNorm<LazyBatchNorm2dImpl, BatchNorm2dImpl, BatchNormOptions, 2> {
+ public:
+  explicit LazyBatchNorm2dImpl(BatchNormOptions options = BatchNormOptions(0))
+      : LazyNorm("BatchNorm2d", std::move(options)) {}
+  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {4}); }
+};
+class LazyBatchNorm3dImpl : public LazyNorm<LazyBatchNorm3dImpl, BatchNorm3dImpl, BatchNormOptions, 3> {
+ public:
+  explicit LazyBatchNorm3dImpl(BatchNormOptions options = BatchNormOptions(0))
+      : LazyNorm("BatchNorm3d", std::move(options)) {}
+  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {5}); }
+};
+
+// PyTorch's lazy instance norms default to affine parameters and running statistics (the eager
+// ones to neither); an unbatched input's channels are its dim 0 (PyTorch's take dim 1 there).
+inline InstanceNormOptions lazy_instance_norm_defaults() {
+  return InstanceNormOptions(0).affine(true).track_running_stats(true);
+}
+class LazyInstanceNorm1dImpl : public LazyNorm<LazyInstanceNorm1dImpl, InstanceNorm1dImpl, InstanceNormOptions, 1> {
+ public:
+  explicit LazyInstanceNorm1dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
+      : LazyNorm("InstanceNorm1d", std::move(options)) {}
+};
+class LazyInstanceNorm2dImpl : public LazyNorm<LazyInstanceNorm2dImpl, InstanceNorm2dImpl, InstanceNormOptions, 2> {
+ public:
+  explicit LazyInstanceNorm2dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
+      : LazyNorm("InstanceNorm2d", std::move(options)) {}
+};
+class LazyInstanceNorm3dImpl : public LazyNorm<LazyInstanceNorm3dImpl, InstanceNorm3dImpl, InstanceNormOptions, 3> {
+ public:
+  explicit LazyInstanceNorm3dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
+      : LazyNorm("InstanceNorm3d", std::move(options)) {}
+};
+
+#define TD_LAZY_HOLDER(Name)                      \
+  class Name : public ModuleHolder<Name##Impl> { \
+   public:                                       \
+    using ModuleHolder::ModuleHolder;            \
+  };
+TD_LAZY_HOLDER(LazyLinear)
+TD_LAZY_HOLDER(LazyConv1d)
+TD_LAZY_HOLDER(LazyConv2d)
+TD_LAZY_HOLDER(LazyConv3d)
+TD_LAZY_HOLDER(LazyConvTranspose1d)
+TD_LAZY_HOLDER(LazyConvTranspose2d)
+TD_LAZY_HOLDER(LazyConvTranspose3d)
+TD_LAZY_HOLDER(LazyBatchNorm1d)
+TD_LAZY_HOLDER(LazyBatchNorm2d)
+TD_LAZY_HOLDER(LazyBatchNorm3d)
+TD_LAZY_HOLDER(LazyInstanceNorm1d)
+TD_LAZY_HOLDER(LazyInstanceNorm2d)
+TD_LAZY_HOLDER(LazyInstanceNorm3d)
+#undef TD_LAZY_HOLDER
+
+}  // namespace tandem::nn

@@ -1,0 +1,199 @@
+// Lazy layers: printed as PyTorch 2.15 prints them before and after the first forward, the sizes
+// taken from the first input, the same parameters and random draws as the eager layer built
+// with those sizes, the handles an optimizer took before kept, clones, and refused inputs leaving
+// the layer lazy.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/optim/sgd.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace nn = td::nn;
+using td::Shape;
+using td::Tensor;
+using td::testing::check_error;
+using td::testing::values;
+
+namespace {
+
+// The eager layer built after the same seed: every parameter and buffer equal, and the output.
+void check_same_as_eager(nn::Module& lazy, nn::Module& eager, const Tensor& lazy_out, const Tensor& eager_out,
+                         const std::string& what) {
+  INFO(what);
+  const auto lazy_state = lazy.state_dict(), eager_state = eager.state_dict();
+  REQUIRE(lazy_state.keys() == eager_state.keys());
+  for (const auto& key : lazy_state.keys()) {
+    INFO(key);
+    CHECK(lazy_state.at(key).sizes() == eager_state.at(key).sizes());
+    CHECK(values(lazy_state.at(key)) == values(eager_state.at(key)));
+  }
+  CHECK(values(lazy_out) == values(eager_out));
+  CHECK(lazy.str() == eager.str());
+}
+
+}  // namespace
+
+TEST_CASE("lazy layers print as PyTorch's before the first forward and as the eager layer after", "[cpu]") {
+  nn::LazyLinear linear(5);
+  CHECK(linear->str() == "LazyLinear(in_features=0, out_features=5, bias=True)");
+  CHECK(linear->has_uninitialized_params());
+  linear(td::zeros({2, 3}));
+  CHECK(linear->str() == "Linear(in_features=3, out_features=5, bias=True)");
+  CHECK(!linear->has_uninitialized_params());
+
+  nn::LazyConv2d conv(nn::Conv2dOptions(0, 8, 3).groups(2));
+  CHECK(conv->str() == "LazyConv2d(0, 8, kernel_size=(3, 3), stride=(1, 1), groups=2)");
+  nn::LazyConvTranspose2d up(nn::ConvTranspose2dOptions(0, 4, 3).stride(2));
+  up(td::zeros({1, 6, 4, 4}));
+  CHECK(up->str() == "ConvTranspose2d(6, 4, kernel_size=(3, 3), stride=(2, 2))");
+  CHECK(up->weight.sizes() == Shape{6, 4, 3, 3});
+  nn::LazyConv1d conv1(4, 3);
+  conv1(td::zeros({6, 10}));  // unbatched: the channels are dim 0
+  CHECK(conv1->str() == "Conv1d(6, 4, kernel_size=(3,), stride=(1,))");
+  CHECK(conv1->weight.sizes() == Shape{4, 6, 3});
+  CHECK(nn::LazyConvTranspose1d(3, 2)->str() == "LazyConvTranspose1d(0, 3, kernel_size=(2,), stride=(1,))");
+
+  nn::LazyBatchNorm1d norm;
+  CHECK(norm->str() == "LazyBatchNorm1d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  norm(td::testing::sine_ramp({4, 3}, 0.37, td::kFloat32));
+  CHECK(norm->str() == "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  CHECK(norm->num_batches_tracked.item<int64_t>() == 1);
+  CHECK(norm->running_mean.sizes() == Shape{3});
+  CHECK(nn::LazyBatchNorm2d()->str() ==
+        "LazyBatchNorm2d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  // PyTorch's lazy instance norms default to affine parameters and running statistics.
+  CHECK(nn::LazyInstanceNorm3d()->str() ==
+        "LazyInstanceNorm3d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  nn::LazyInstanceNorm1d instance;
+  instance(td::testing::sine_ramp({3, 5}, 0.37, td::kFloat32));  // unbatched: 3 channels
+  CHECK(instance->str() ==
+        "InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+}
+
+TEST_CASE("a lazy layer draws nothing until its first forward, then what the eager layer draws", "[cpu]") {
+  struct Case {
+    std::string name;
+    std::function<std::shared_ptr<nn::Module>()> lazy, eager;
+    Tensor input;
+  };
+  const std::vector<Case> cases = {
+      {"Linear", [] { return nn::LazyLinear(5).ptr(); }, [] { return nn::Linear(3, 5).ptr(); },
+       td::testing::sine_ramp({2, 3}, 0.37, td::kFloat32)},
+      {"Linear without bias", [] { return nn::LazyLinear(5, false).ptr(); },
+       [] { return nn::Linear(nn::LinearOptions(3, 5).bias(false)).ptr(); },
+       td::testing::sine_ramp({2, 4, 3}, 0.37, td::kFloat32)},
+      {"Conv1d", [] { return nn::LazyConv1d(nn::Conv1dOptions(0, 4, 3).groups(2).padding(1)).ptr(); },
+       [] { return nn::Conv1d(nn::Conv1dOptions(6, 4, 3).groups(2).padding(1)).ptr(); },
+       td::testing::sine_ramp({2, 6, 7}, 0.37, td::kFloat32)},
+      {"Conv2d", [] { return nn::LazyConv2d(4, 3).ptr(); }, [] { return nn::Conv2d(3, 4, 3).ptr(); },
+       td::testing::sine_ramp({2, 3, 5, 6}, 0.37, td::kFloat32)},
+      {"Conv3d", [] { return nn::LazyConv3d(2, 2).ptr(); }, [] { return nn::Conv3d(3, 2, 2).ptr(); },
+       td::testing::sine_ramp({3, 4, 3, 5}, 0.37, td::kFloat32)},
+      {"ConvTranspose1d", [] { return nn::LazyConvTranspose1d(3, 2).ptr(); },
+       [] { return nn::ConvTranspose1d(5, 3, 2).ptr(); }, td::testing::sine_ramp({2, 5, 4}, 0.37, td::kFloat32)},
+      {"ConvTranspose2d", [] { return nn::LazyConvTranspose2d(nn::ConvTranspose2dOptions(0, 4, 3).groups(2)).ptr(); },
+       [] { return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(6, 4, 3).groups(2)).ptr(); },
+       td::testing::sine_ramp({1, 6, 3, 3}, 0.37, td::kFloat32)},
+      {"ConvTranspose3d", [] { return nn::LazyConvTranspose3d(2, 2).ptr(); },
+       [] { return nn::ConvTranspose3d(3, 2, 2).ptr(); }, td::testing::sine_ramp({1, 3, 2, 3, 2}, 0.37, td::kFloat32)},
+      {"BatchNorm1d", [] { return nn::LazyBatchNorm1d().ptr(); },
+       [] { return nn::BatchNorm1d(nn::BatchNormOptions(4)).ptr(); },
+       td::testing::sine_ramp({5, 4, 3}, 0.37, td::kFloat32)},
+      {"BatchNorm2d", [] { return nn::LazyBatchNorm2d(nn::BatchNormOptions(0).affine(false)).ptr(); },
+       [] { return nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false)).ptr(); },
+       td::testing::sine_ramp({2, 3, 2, 2}, 0.37, td::kFloat32)},
+      {"BatchNorm3d", [] { return nn::LazyBatchNorm3d().ptr(); },
+       [] { return nn::BatchNorm3d(nn::BatchNormOptions(2)).ptr(); },
+       td::testing::sine_ramp({2, 2, 2, 2, 3}, 0.37, td::kFloat32)},
+      {"InstanceNorm2d", [] { return nn::LazyInstanceNorm2d().ptr(); },
+       [] { return nn::InstanceNorm2d(nn::InstanceNormOptions(3).affine(true).track_running_stats(true)).ptr(); },
+       td::testing::sine_ramp({2, 3, 4, 4}, 0.37, td::kFloat32)},
+      {"InstanceNorm3d", [] { return nn::LazyInstanceNorm3d(nn::InstanceNormOptions(0)).ptr(); },
+       [] { return nn::InstanceNorm3d(nn::InstanceNormOptions(2)).ptr(); },
+       td::testing::sine_ramp({2, 2, 2, 3, 2}, 0.37, td::kFloat32)},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    td::manual_seed(21);
+    const auto lazy = c.lazy();
+    const Tensor after_construction = td::rand({4});
+    td::manual_seed(21);
+    CHECK(values(after_construction) == values(td::rand({4})));  // the lazy layer drew nothing
+
+    td::manual_seed(22);
+    const Tensor lazy_out = lazy->forward(c.input);
+    const Tensor lazy_next = td::rand({4});
+    td::manual_seed(22);
+    const auto eager = c.eager();
+    const Tensor eager_out = eager->forward(c.input);
+    CHECK(values(lazy_next) == values(td::rand({4})));  // materializing drew what constructing does
+    check_same_as_eager(*lazy, *eager, lazy_out, eager_out, c.name);
+  }
+}
+
+TEST_CASE("a lazy layer's parameters keep their handles: an optimizer made before the first forward steps them",
+          "[cpu]") {
+  nn::LazyLinear linear(2);
+  const std::vector<Tensor> before = linear->parameters();
+  REQUIRE(before.size() == 2);
+  CHECK(before[0].sizes() == Shape{0});  // no elements until the first input
+  td::optim::SGD sgd(linear->parameters(), td::optim::SGDOptions(0.5));
+  const Tensor x = td::testing::sine_ramp({4, 3}, 0.37, td::kFloat32);
+  const Tensor loss = linear(x).square().sum();
+  CHECK(before[0].is_same(linear->weight));
+  CHECK(before[1].is_same(linear->bias));
+  CHECK(linear->weight.sizes() == Shape{2, 3});
+  CHECK(linear->weight.requires_grad());
+  const std::vector<double> weight_before = values(linear->weight);
+  loss.backward();
+  const std::vector<double> grad = values(linear->weight.grad());
+  sgd.step();
+  const std::vector<double> weight_after = values(linear->weight);
+  for (size_t i = 0; i < grad.size(); ++i) CHECK(weight_after[i] == static_cast<float>(weight_before[i] - 0.5 * grad[i]));
+}
+
+TEST_CASE("lazy layers clone before and after their first forward; refused inputs leave them lazy", "[cpu]") {
+  nn::LazyConv2d conv(nn::Conv2dOptions(0, 4, 3).groups(2));
+  const auto unmaterialized = std::dynamic_pointer_cast<nn::LazyConv2dImpl>(conv->clone());
+  REQUIRE(unmaterialized != nullptr);
+  CHECK(unmaterialized->has_uninitialized_params());
+  CHECK(unmaterialized->str() == conv->str());
+
+  check_error([&] { conv(td::zeros({1, 3, 5, 5})); }, {"LazyConv2d", "in_channels (3) must be divisible by groups (2)"});
+  check_error([&] { conv(td::zeros({5, 5})); },
+              {"Expected 3D (unbatched) or 4D (batched) input to LazyConv2d, but got input of size: [5, 5]"});
+  CHECK(conv->has_uninitialized_params());
+  CHECK(conv->weight.sizes() == Shape{0});
+  CHECK(conv->str() == "LazyConv2d(0, 4, kernel_size=(3, 3), stride=(1, 1), groups=2)");
+  check_error([] { nn::LazyLinear(3)(td::tensor(1.0)); }, {"LazyLinear", "1 or more dims"});
+  check_error([] { nn::LazyBatchNorm2d()(td::zeros({3, 4, 4})); }, {"LazyBatchNorm2d", "4 dims", "[3, 4, 4]"});
+
+  const Tensor x = td::testing::sine_ramp({2, 4, 5, 5}, 0.37, td::kFloat32);
+  const Tensor y = conv(x);
+  const auto copy = std::dynamic_pointer_cast<nn::LazyConv2dImpl>(conv->clone());
+  REQUIRE(copy != nullptr);
+  CHECK(!copy->has_uninitialized_params());
+  CHECK(copy->str() == "Conv2d(4, 4, kernel_size=(3, 3), stride=(1, 1), groups=2)");
+  CHECK(values(copy->forward(x)) == values(y));
+  CHECK(!copy->weight.is_same(conv->weight));
+  // The unmaterialized clone takes its own sizes from its own first input.
+  unmaterialized->forward(td::zeros({6, 5, 5}));
+  CHECK(unmaterialized->weight.sizes() == Shape{4, 3, 3, 3});
+  // Moved or converted before the first forward: materialized there.
+  nn::LazyBatchNorm1d wide;
+  wide->to(td::kFloat64);
+  wide(td::testing::sine_ramp({4, 3}, 0.37));
+  CHECK(wide->weight.dtype() == td::kFloat64);
+  CHECK(wide->running_var.dtype() == td::kFloat64);
+  CHECK(wide->num_batches_tracked.dtype() == td::kInt64);
+  // initialize_parameters materializes without a forward; a second call does nothing.
+  nn::LazyLinear linear(3);
+  linear->initialize_parameters(td::zeros({7}));
+  CHECK(linear->weight.sizes() == Shape{3, 7});
+  const std::vector<double> weight = values(linear->weight);
+  linear->initialize_parameters(td::zeros({9}));
+  CHECK(values(linear->weight) == weight);
+}
