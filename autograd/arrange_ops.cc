@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
@@ -392,8 +393,21 @@ Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
     kept_positions.push_back(positions[k]);
   }
   const Tensor kept_at = long_tensor(kept_positions, x.device());
-  const Tensor rows = scattered_rows(x, d, kept_at, index_select(source, d, long_tensor(kept_rows, x.device())));
-  return where(positions_mask(x, d, kept_at), rows, x);
+  const Tensor written = positions_mask(x, d, kept_at);
+  Tensor out;
+  {
+    NoGradGuard values_only;
+    const Tensor rows = scattered_rows(x, d, kept_at, index_select(source, d, long_tensor(kept_rows, x.device())));
+    out = where(written, rows, x);
+  }
+  if (!autograd::needs_grad({&x, &source})) return out;
+  // As PyTorch's: every row of source gets the gradient at its position, a row overwritten by a
+  // later one too; x gets it where nothing was written.
+  autograd::record("IndexCopyBackward0", {&x, &source}, {&out},
+                   [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                     return {where(written, 0, g[0]), index_select(g[0], d, at)};
+                   });
+  return out;
 }
 
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {

@@ -1,7 +1,11 @@
 // frexp, put/put_, unravel_index, histogram, narrow_copy and PyTorch's other names (true_divide,
 // trapz, row_stack, chain_matmul, vdot, ger): values, gradients and errors as PyTorch 2.15's.
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/testing.h"
 
@@ -97,6 +101,24 @@ TEST_CASE("put writes or accumulates at positions of the flattened tensor; put_ 
     td::autograd::backward({(td::put(x, i64({1, 4}), source, accumulate) * w).sum()});
     check_equal(x.grad(), accumulate ? Values{1, 2, 3, 4, 5, 6} : Values{1, 0, 3, 4, 0, 6});
     check_equal(source.grad(), {2, 5});
+  }
+  // A position written twice (without accumulate) keeps the last value, and as in PyTorch every
+  // source element still gets the gradient at its position: index_copy, index_put and put alike
+  // (PyTorch 2.15: x.grad [10, 0, 0, 40], source.grad [20, 20, 30]).
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>> writers = {
+      {"index_copy", [](const Tensor& x, const Tensor& v) { return x.index_copy(0, i64({1, 1, 2}), v); }},
+      {"index_put", [](const Tensor& x, const Tensor& v) { return td::index_put(x, {i64({1, 1, 2})}, v); }},
+      {"put", [](const Tensor& x, const Tensor& v) { return td::put(x, i64({1, 1, 2}), v); }},
+  };
+  for (const auto& [name, write] : writers) {
+    INFO(name);
+    const Tensor x = td::zeros({4}, td::kFloat64).requires_grad_(true);
+    const Tensor source = f64({1, 2, 3}).requires_grad_(true);
+    const Tensor out = write(x, source);
+    check_equal(out, {0, 2, 3, 0});
+    td::autograd::backward({(out * f64({10, 20, 30, 40})).sum()});
+    check_equal(x.grad(), {10, 0, 0, 40});
+    check_equal(source.grad(), {20, 20, 30});
   }
   // In place on a non-leaf: the old values keep their gradient where nothing was written.
   const Tensor leaf = td::ones({4}, td::kFloat64).requires_grad_(true);
