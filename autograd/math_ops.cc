@@ -108,14 +108,28 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan_value, std::optiona
 Tensor xlogy(const Tensor& x, const Tensor& y) {
   kernels::check_defined(x, "xlogy", "input");
   kernels::check_defined(y, "xlogy", "other");
-  // 0 where x is 0 (log y may be -inf there), NaN wherever y is. y is replaced by 1 where x is 0, so
-  // no infinite log reaches the gradients through the branch not taken.
-  // Where x is 0 and log(y) is not finite (y <= 0 or +inf), y is replaced by 1: the product is 0 there
-  // and its gradients finite (x's is log y, 0 at the replaced points, as PyTorch's).
-  const Tensor replaced = logical_and(eq(x, 0), logical_or(le(y, 0), isposinf(y)));
-  // + 0 turns the -0 of a zero x times a negative log into +0, as PyTorch's, and changes nothing else.
-  const Tensor product = mul(x, log(where(replaced, 1, y))) + 0.0;
-  return where(isnan(y), std::numeric_limits<double>::quiet_NaN(), product);
+  // 0 where x is 0 (log y may be -inf there), NaN wherever y is: where x is 0 and log(y) is not
+  // finite (y <= 0 or +inf), y is replaced by 1.
+  Tensor out;
+  {
+    NoGradGuard values_only;
+    const Tensor replaced = logical_and(eq(x, 0), logical_or(le(y, 0), isposinf(y)));
+    // + 0 turns the -0 of a zero x times a negative log into +0, as PyTorch's, and changes nothing else.
+    const Tensor product = mul(x, log(where(replaced, 1, y))) + 0.0;
+    out = where(isnan(y), std::numeric_limits<double>::quiet_NaN(), product);
+  }
+  if (!autograd::needs_grad({&x, &y})) return out;
+  // PyTorch's gradients: log y to x, but 0 where x is 0 and y <= 0; x / y to y (NaN where both
+  // are 0, an infinity where only y is).
+  const SavedTensor saved_x(x, false), saved_y(y, false);
+  autograd::record("XlogyBackward0", {&x, &y}, {&out}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor xv = saved_x.unpack("XlogyBackward0"), yv = saved_y.unpack("XlogyBackward0");
+    const Tensor grad_x = mul(g[0], where(logical_and(eq(xv, 0), le(yv, 0)), 0, log(yv)));
+    const Tensor grad_y = mul(g[0], div(xv, yv));
+    return {autograd::match_input(autograd::sum_to(grad_x, xv.sizes()), xv),
+            autograd::match_input(autograd::sum_to(grad_y, yv.sizes()), yv)};
+  });
+  return out;
 }
 
 Tensor xlogy(const Tensor& x, Scalar y) {

@@ -383,6 +383,18 @@ TEST_CASE("gradients of the new element-wise ops equal PyTorch's", "[cpu]") {
   Tensor xs = f64({0.0, 0.0, 1.0, 0.0}).requires_grad_(), ys = f64({2.0, 0.0, 3.0, -1.0});
   td::xlogy(xs, ys).sum().backward();
   check_close(xs.grad(), {0.6931471805599453, 0.0, 1.0986122886681098, 0.0}, 1e-15, 0, "xlogy's gradient at x = 0");
+  // And y's, x / y (PyTorch 2.15: x.grad [0, log 3, nan, -inf, 0, inf, 0], y.grad [nan, 0, nan,
+  // inf, -0, 0, -0]).
+  Tensor xz = f64({0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0}).requires_grad_();
+  Tensor yz = f64({0.0, 3.0, kNaN, 0.0, -1.0, kInf, -kInf}).requires_grad_();
+  td::xlogy(xz, yz).sum().backward();
+  check_values(xz.grad(), {0.0, 1.0986122886681098, kNaN, -kInf, 0.0, kInf, 0.0}, 1e-15, "xlogy's x gradient");
+  check_values(yz.grad(), {kNaN, 0.0, kNaN, kInf, -0.0, 0.0, -0.0}, 0, "xlogy's y gradient");
+  // Broadcast operands get their gradients summed back to their shapes.
+  Tensor row = f64({1.0, 2.0}).requires_grad_(), column = f64({3.0, 4.0, 5.0}).view({3, 1}).requires_grad_();
+  td::xlogy(row, column).sum().backward();
+  check_close(row.grad(), {std::log(60.0), std::log(60.0)}, 1e-15, 0, "xlogy's broadcast x gradient");
+  check_close(column.grad(), {1.0, 0.75, 0.6}, 1e-15, 0, "xlogy's broadcast y gradient");
   // logit with eps passes the gradient within the bounds, the bounds included.
   Tensor ps = f64({0.1, 0.05, 0.5, 0.9, 0.95}).requires_grad_();
   td::logit(ps, 0.1).sum().backward();
