@@ -601,9 +601,7 @@ std::pair<Tensor, Shape> flat_positions(const Tensor& x, const std::vector<Tenso
     // uint8 indices are masks, as PyTorch (still) reads them.
     const Tensor index = given.dtype() == kUInt8 ? given.to(kBool) : given;
     if (index.dtype() == kBool) {
-      // A mask covers index.dim() dims, which it must match.
-      TD_CHECK(index.dim() >= 1, op,
-               ": a 0-dim bool index is not supported (unsqueeze the tensor and index with a 1-D mask)");
+      // A mask covers index.dim() dims, which it must match (a 0-dim one is unfolded by the callers).
       const int64_t at = static_cast<int64_t>(per_dim.size());
       TD_CHECK(at + index.dim() <= x.dim() &&
                    Shape(x.sizes().begin() + at, x.sizes().begin() + at + index.dim()) == index.sizes(),
@@ -647,10 +645,31 @@ size_t indexed_dims(const std::vector<Tensor>& indices) {
   return k;
 }
 
+// As PyTorch reads a 0-dim bool (or uint8) index: a new dim of size 1 in x where it stands, which it
+// indexes as a 1-D mask (true keeps it, false leaves nothing).
+std::pair<Tensor, std::vector<Tensor>> unfold_scalar_masks(const Tensor& x, const std::vector<Tensor>& indices) {
+  Tensor unfolded = x;
+  std::vector<Tensor> out;
+  int64_t dim = 0;  // the dim of x the next index starts at
+  for (const Tensor& index : indices) {
+    const bool mask = index.defined() && (index.dtype() == kBool || index.dtype() == kUInt8);
+    if (mask && index.dim() == 0) {
+      unfolded = unsqueeze(unfolded, std::min(dim, unfolded.dim()));
+      out.push_back(reshape(index, {1}));
+      dim += 1;
+    } else {
+      out.push_back(index);
+      dim += mask ? index.dim() : 1;
+    }
+  }
+  return {unfolded, out};
+}
+
 }  // namespace
 
-Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
-  kernels::check_defined(x, "index", "input");
+Tensor index(const Tensor& x_given, const std::vector<Tensor>& indices_given) {
+  kernels::check_defined(x_given, "index", "input");
+  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given);
   const auto [flat, shape] = flat_positions(x, indices, "index");
   const size_t k = indexed_dims(indices);
   Shape out_shape = shape;
@@ -658,11 +677,13 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   return reshape(index_select(leading_merged(x, k), 0, reshape(flat, {-1})), out_shape);
 }
 
-Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
-  kernels::check_defined(x, "index_put", "input");
+Tensor index_put(const Tensor& x_given, const std::vector<Tensor>& indices_given, const Tensor& values,
+                 bool accumulate) {
+  kernels::check_defined(x_given, "index_put", "input");
   kernels::check_defined(values, "index_put", "values");
-  TD_CHECK(values.dtype() == x.dtype(), "index_put: values have dtype ", values.dtype(), " but the input has ",
-           x.dtype(), "; they must match");
+  TD_CHECK(values.dtype() == x_given.dtype(), "index_put: values have dtype ", values.dtype(), " but the input has ",
+           x_given.dtype(), "; they must match");
+  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given);
   const auto [flat, shape] = flat_positions(x, indices, "index_put");
   const size_t k = indexed_dims(indices);
   Shape rows_shape = shape;
@@ -675,7 +696,7 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   const Tensor source = reshape(expand(values, rows_shape), source_shape);
   const Tensor positions = reshape(flat, {-1});
   const Tensor out = accumulate ? index_add(merged, 0, positions, source) : index_copy(merged, 0, positions, source);
-  return reshape(out, x.sizes());
+  return reshape(out, x_given.sizes());
 }
 
 }  // namespace tandem

@@ -184,12 +184,27 @@ TEST_CASE("the scatter forms, masked_scatter, index and index_put as PyTorch's, 
 }
 
 TEST_CASE("indexing checks masks, tensor_split cuts back, cross and trapezoid follow PyTorch's rules", "[cpu]") {
-  // A mask must match the dims it covers; uint8 indices are masks; a 0-dim mask is refused.
+  // A mask must match the dims it covers; uint8 indices are masks.
   const Tensor v = td::arange(4.0);
   check_error([&] { v.index({td::tensor({true, false, true})}); }, {"index", "mask of shape [3]", "[4]"});
   check_is(v.index({td::tensor({1, 0, 1, 0}).to(td::kUInt8)}), {0, 2}, {2}, "a uint8 mask");
-  check_error([&] { v.index({td::tensor(true)}); }, {"index", "0-dim bool"});
   const Tensor m = td::arange(6.0).view({2, 3});
+  // A 0-dim mask, as PyTorch's: a new dim of size 1 where it stands, kept whole (true) or emptied.
+  check_is(m.index({td::tensor(true)}), {0, 1, 2, 3, 4, 5}, {1, 2, 3}, "a true 0-dim mask");
+  check_is(m.index({td::tensor(false)}), {}, {0, 2, 3}, "a false 0-dim mask");
+  check_is(m.index({td::tensor(true).to(td::kUInt8)}), {0, 1, 2, 3, 4, 5}, {1, 2, 3}, "a 0-dim uint8 mask");
+  check_is(m.index({td::tensor({1, 0}), td::tensor(true)}), {3, 4, 5, 0, 1, 2}, {2, 3}, "rows, then a 0-dim mask");
+  check_is(m.index({td::tensor(true), td::tensor({1, 0})}), {3, 4, 5, 0, 1, 2}, {2, 3}, "a 0-dim mask, then rows");
+  check_is(m.index({td::tensor(true), td::tensor(true)}), {0, 1, 2, 3, 4, 5}, {1, 2, 3}, "two 0-dim masks");
+  check_is(m.index_put({td::tensor(true)}, td::tensor({7.0, 8.0, 9.0})), {7, 8, 9, 7, 8, 9}, {2, 3},
+           "index_put through a true 0-dim mask");
+  check_is(m.index_put({td::tensor(false)}, td::tensor(5.0)), {0, 1, 2, 3, 4, 5}, {2, 3},
+           "index_put through a false 0-dim mask");
+  check_is(m.index_put({td::tensor({1}), td::tensor(true)}, td::tensor(-1.0)), {0, 1, 2, -1, -1, -1}, {2, 3},
+           "index_put through rows and a 0-dim mask");
+  Tensor leaf = td::arange(6.0).view({2, 3}).detach().requires_grad_(true);
+  (leaf.index({td::tensor(true)}) * 2).sum().backward();
+  check_is(leaf.grad(), {2, 2, 2, 2, 2, 2}, {2, 3}, "the gradient through a 0-dim mask");
   check_is(m.index({td::tensor({true, false, true, false, true, true}).view({2, 3})}), {0, 2, 4, 5}, {4},
            "a mask over two dims");
   // index_put: values must broadcast to the indexed shape and share the input's dtype.
