@@ -19,7 +19,7 @@ int64_t lazy_batch_norm_channels(const std::string& layer, const Tensor& x, std:
 }
 
 LazyLinearImpl::LazyLinearImpl(int64_t out_features, bool bias)
-    : Lazy("Linear", LinearOptions(placeholder_size(), out_features).bias(bias)) {
+    : Lazy("Linear", LinearOptions(kPlaceholder, out_features).bias(bias)) {
   uninitialize();
 }
 

@@ -23,9 +23,10 @@ namespace tandem::nn {
 template <typename Derived, typename Eager>
 class Lazy : public Cloneable<Derived, Eager> {
  public:
-  bool has_uninitialized_params() const { return !materialized_; }
+  bool has_uninitialized_params() const override { return !materialized_; }
   // Takes the size from x and materializes; nothing once materialized. Refuses an input the
-  // layer cannot take (its rank, or channels a convolution's groups do not divide), unchanged.
+  // layer cannot take (its rank, no channels for a norm, channels a convolution's groups do not
+  // divide) before changing anything.
   void initialize_parameters(const Tensor& x) {
     if (materialized_) return;
     Derived& self = static_cast<Derived&>(*this);
@@ -70,9 +71,13 @@ class Lazy : public Cloneable<Derived, Eager> {
   template <typename Options>
   Lazy(std::string eager_name, const Options& options)
       : Cloneable<Derived, Eager>(without_draws(options)), eager_name_(std::move(eager_name)) {}
+  // Called by the most derived constructor, once Derived is whole. Counts (integer buffers such
+  // as num_batches_tracked) keep their value; the floating tensors have no elements.
   void uninitialize() {
     static_cast<Derived&>(*this).set_input_size(0);
-    for (Tensor* t : static_cast<Derived&>(*this).lazy_tensors()) Module::make_uninitialized(*t);
+    for (Tensor* t : static_cast<Derived&>(*this).lazy_tensors()) {
+      if (t->defined() && is_floating(t->dtype())) Module::make_uninitialized(*t);
+    }
   }
 
  private:
@@ -96,7 +101,8 @@ class LazyLinearImpl : public Lazy<LazyLinearImpl, LinearImpl> {
   explicit LazyLinearImpl(int64_t out_features, bool bias = true);
   int64_t input_size_of(const Tensor& x) const;
   void set_input_size(int64_t size) { options.in_features_ = size; }
-  int64_t placeholder_size() const { return 1; }
+  static constexpr int64_t kPlaceholder = 1;
+  int64_t placeholder_size() const { return kPlaceholder; }
   std::vector<Tensor*> lazy_tensors() { return {&weight, &bias}; }
 };
 
@@ -116,9 +122,7 @@ class LazyConvolution : public Lazy<Derived, Eager> {
 
  protected:
   LazyConvolution(std::string eager_name, Options options)
-      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {
-    this->uninitialize();
-  }
+      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {}
 
  private:
   static Options with_placeholder(Options options) {
@@ -130,17 +134,17 @@ class LazyConvolution : public Lazy<Derived, Eager> {
 class LazyConv1dImpl : public LazyConvolution<LazyConv1dImpl, Conv1dImpl, Conv1dOptions, 1> {
  public:
   LazyConv1dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv1dImpl(Conv1dOptions(0, out_channels, kernel_size)) {}
-  explicit LazyConv1dImpl(Conv1dOptions options) : LazyConvolution("Conv1d", std::move(options)) {}
+  explicit LazyConv1dImpl(Conv1dOptions options) : LazyConvolution("Conv1d", std::move(options)) { uninitialize(); }
 };
 class LazyConv2dImpl : public LazyConvolution<LazyConv2dImpl, Conv2dImpl, Conv2dOptions, 2> {
  public:
   LazyConv2dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv2dImpl(Conv2dOptions(0, out_channels, kernel_size)) {}
-  explicit LazyConv2dImpl(Conv2dOptions options) : LazyConvolution("Conv2d", std::move(options)) {}
+  explicit LazyConv2dImpl(Conv2dOptions options) : LazyConvolution("Conv2d", std::move(options)) { uninitialize(); }
 };
 class LazyConv3dImpl : public LazyConvolution<LazyConv3dImpl, Conv3dImpl, Conv3dOptions, 3> {
  public:
   LazyConv3dImpl(int64_t out_channels, int64_t kernel_size) : LazyConv3dImpl(Conv3dOptions(0, out_channels, kernel_size)) {}
-  explicit LazyConv3dImpl(Conv3dOptions options) : LazyConvolution("Conv3d", std::move(options)) {}
+  explicit LazyConv3dImpl(Conv3dOptions options) : LazyConvolution("Conv3d", std::move(options)) { uninitialize(); }
 };
 
 // The transposed ones also take forward(x, output_size), materializing first as forward(x) does.
@@ -150,7 +154,7 @@ class LazyConvTranspose1dImpl
   LazyConvTranspose1dImpl(int64_t out_channels, int64_t kernel_size)
       : LazyConvTranspose1dImpl(ConvTranspose1dOptions(0, out_channels, kernel_size)) {}
   explicit LazyConvTranspose1dImpl(ConvTranspose1dOptions options)
-      : LazyConvolution("ConvTranspose1d", std::move(options)) {}
+      : LazyConvolution("ConvTranspose1d", std::move(options)) { uninitialize(); }
   using LazyConvolution::forward;
   Tensor forward(const Tensor& x, int64_t output_size) {
     initialize_parameters(x);
@@ -175,7 +179,7 @@ class LazyConvTranspose2dImpl
   LazyConvTranspose2dImpl(int64_t out_channels, int64_t kernel_size)
       : LazyConvTranspose2dImpl(ConvTranspose2dOptions(0, out_channels, kernel_size)) {}
   explicit LazyConvTranspose2dImpl(ConvTranspose2dOptions options)
-      : LazyConvTransposeNd("ConvTranspose2d", std::move(options)) {}
+      : LazyConvTransposeNd("ConvTranspose2d", std::move(options)) { uninitialize(); }
 };
 class LazyConvTranspose3dImpl
     : public LazyConvTransposeNd<LazyConvTranspose3dImpl, ConvTranspose3dImpl, ConvTranspose3dOptions, 3> {
@@ -183,25 +187,32 @@ class LazyConvTranspose3dImpl
   LazyConvTranspose3dImpl(int64_t out_channels, int64_t kernel_size)
       : LazyConvTranspose3dImpl(ConvTranspose3dOptions(0, out_channels, kernel_size)) {}
   explicit LazyConvTranspose3dImpl(ConvTranspose3dOptions options)
-      : LazyConvTransposeNd("ConvTranspose3d", std::move(options)) {}
+      : LazyConvTransposeNd("ConvTranspose3d", std::move(options)) { uninitialize(); }
 };
 
 // A lazy norm layer: num_features from the input's channels; its options' num_features ignored.
 template <typename Derived, typename Eager, typename Options, int64_t SpatialDims>
 class LazyNorm : public Lazy<Derived, Eager> {
  public:
-  int64_t input_size_of(const Tensor& x) const { return lazy_channels(this->name(), x, SpatialDims); }
+  int64_t input_size_of(const Tensor& x) const {
+    return positive_channels(lazy_channels(this->name(), x, SpatialDims));
+  }
   void set_input_size(int64_t size) { this->options.num_features_ = size; }
   int64_t placeholder_size() const { return 1; }
   std::vector<Tensor*> lazy_tensors() {
-    return {&this->weight, &this->bias, &this->running_mean, &this->running_var};
+    return {&this->weight, &this->bias, &this->running_mean, &this->running_var, &this->num_batches_tracked};
+  }
+
+ protected:
+  // A norm layer needs channels: refused before anything changes.
+  int64_t positive_channels(int64_t channels) const {
+    TD_CHECK(channels > 0, this->name(), ": expected an input with channels, got none");
+    return channels;
   }
 
  protected:
   LazyNorm(std::string eager_name, Options options)
-      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {
-    this->uninitialize();
-  }
+      : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {}
 
  private:
   static Options with_placeholder(Options options) {
@@ -215,41 +226,47 @@ class LazyNorm : public Lazy<Derived, Eager> {
 class LazyBatchNorm1dImpl : public LazyNorm<LazyBatchNorm1dImpl, BatchNorm1dImpl, BatchNormOptions, 1> {
  public:
   explicit LazyBatchNorm1dImpl(BatchNormOptions options = BatchNormOptions(0))
-      : LazyNorm("BatchNorm1d", std::move(options)) {}
-  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {2, 3}); }
+      : LazyNorm("BatchNorm1d", std::move(options)) { uninitialize(); }
+  int64_t input_size_of(const Tensor& x) const {
+    return positive_channels(lazy_batch_norm_channels(name(), x, {2, 3}));
+  }
 };
 class LazyBatchNorm2dImpl : public LazyNorm<LazyBatchNorm2dImpl, BatchNorm2dImpl, BatchNormOptions, 2> {
  public:
   explicit LazyBatchNorm2dImpl(BatchNormOptions options = BatchNormOptions(0))
-      : LazyNorm("BatchNorm2d", std::move(options)) {}
-  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {4}); }
+      : LazyNorm("BatchNorm2d", std::move(options)) { uninitialize(); }
+  int64_t input_size_of(const Tensor& x) const { return positive_channels(lazy_batch_norm_channels(name(), x, {4})); }
 };
 class LazyBatchNorm3dImpl : public LazyNorm<LazyBatchNorm3dImpl, BatchNorm3dImpl, BatchNormOptions, 3> {
  public:
   explicit LazyBatchNorm3dImpl(BatchNormOptions options = BatchNormOptions(0))
-      : LazyNorm("BatchNorm3d", std::move(options)) {}
-  int64_t input_size_of(const Tensor& x) const { return lazy_batch_norm_channels(name(), x, {5}); }
+      : LazyNorm("BatchNorm3d", std::move(options)) { uninitialize(); }
+  int64_t input_size_of(const Tensor& x) const { return positive_channels(lazy_batch_norm_channels(name(), x, {5})); }
 };
 
 // PyTorch's lazy instance norms default to affine parameters and running statistics (the eager
-// ones to neither); an unbatched input's channels are its dim 0 (PyTorch's take dim 1 there).
-inline InstanceNormOptions lazy_instance_norm_defaults() {
-  return InstanceNormOptions(0).affine(true).track_running_stats(true);
-}
+// ones to neither): LazyInstanceNormOptions().eps(1e-3) keeps both. An unbatched input's channels
+// are its dim 0 (PyTorch's take dim 1 there, and then refuse it).
+struct LazyInstanceNormOptions : InstanceNormOptions {
+  LazyInstanceNormOptions() : InstanceNormOptions(0) {
+    affine_ = true;
+    track_running_stats_ = true;
+  }
+};
 class LazyInstanceNorm1dImpl : public LazyNorm<LazyInstanceNorm1dImpl, InstanceNorm1dImpl, InstanceNormOptions, 1> {
  public:
-  explicit LazyInstanceNorm1dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
-      : LazyNorm("InstanceNorm1d", std::move(options)) {}
+  explicit LazyInstanceNorm1dImpl(InstanceNormOptions options = LazyInstanceNormOptions())
+      : LazyNorm("InstanceNorm1d", std::move(options)) { uninitialize(); }
 };
 class LazyInstanceNorm2dImpl : public LazyNorm<LazyInstanceNorm2dImpl, InstanceNorm2dImpl, InstanceNormOptions, 2> {
  public:
-  explicit LazyInstanceNorm2dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
-      : LazyNorm("InstanceNorm2d", std::move(options)) {}
+  explicit LazyInstanceNorm2dImpl(InstanceNormOptions options = LazyInstanceNormOptions())
+      : LazyNorm("InstanceNorm2d", std::move(options)) { uninitialize(); }
 };
 class LazyInstanceNorm3dImpl : public LazyNorm<LazyInstanceNorm3dImpl, InstanceNorm3dImpl, InstanceNormOptions, 3> {
  public:
-  explicit LazyInstanceNorm3dImpl(InstanceNormOptions options = lazy_instance_norm_defaults())
-      : LazyNorm("InstanceNorm3d", std::move(options)) {}
+  explicit LazyInstanceNorm3dImpl(InstanceNormOptions options = LazyInstanceNormOptions())
+      : LazyNorm("InstanceNorm3d", std::move(options)) { uninitialize(); }
 };
 
 #define TD_LAZY_HOLDER(Name)                      \

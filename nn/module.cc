@@ -112,8 +112,6 @@ void Module::adopt(Tensor& fresh, const Tensor& kept) {
     for (auto& [name, t] : *registry) {
       if (!t.is_same(fresh)) continue;
       set_data(kept, fresh);
-      Tensor handle = kept;
-      if (registry == &parameters_) handle.requires_grad_(fresh.requires_grad());
       t = kept;
       fresh = kept;
       return;

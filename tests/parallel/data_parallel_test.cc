@@ -533,6 +533,18 @@ TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]")
   weight.check_unchanged(model->fc1->weight);
 }
 
+TEST_CASE("a lazy layer is replicated only once it has its sizes, as PyTorch's", "[cpu]") {
+  nn::Sequential model(nn::LazyLinear(3), nn::ReLU(), nn::LazyLinear(2));
+  model->to(td::kFloat64);
+  par::DataParallel dp(model.ptr(), par::DataParallelOptions({cpu0, cpu1}));
+  const Tensor x = td::testing::sine_ramp({4, 5}, 0.37);
+  td::testing::check_error([&] { dp(x); }, {"replicate", "'0'", "LazyLinear", "uninitialized parameters",
+                                            "run one forward on the module"});
+  CHECK(model->parameters()[0].numel() == 0);  // nothing materialized on the way
+  const Tensor once = model->forward(x);  // one forward on the module gives every layer its sizes
+  td::testing::check_close(dp(x), td::testing::values(once), 1e-15, 1e-15);
+}
+
 TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's phases", "[cpu]") {
   auto model = make_model<MlpImpl>(15, cpu0);
   par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
