@@ -139,5 +139,14 @@ Tensor logdet(const Tensor& a);
 Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper = false);
 // A^-1 from A's Cholesky factor.
 Tensor cholesky_inverse(const Tensor& factor, bool upper = false);
+// torch.pinverse: singular values at or below rcond times the largest count as zero.
+inline Tensor pinverse(const Tensor& a, double rcond = 1e-15) { return linalg::pinv(a, 0.0, rcond); }
+// torch.nuclear_norm: the sum of the singular values over dims (the last two by default).
+inline Tensor nuclear_norm(const Tensor& a, bool keepdim = false) {
+  return linalg::matrix_norm(a, "nuc", {-2, -1}, keepdim);
+}
+inline Tensor nuclear_norm(const Tensor& a, IntList dims, bool keepdim = false) {
+  return linalg::matrix_norm(a, "nuc", dims, keepdim);
+}
 
 }  // namespace tandem

@@ -302,4 +302,51 @@ std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
 Tensor true_divide(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor true_divide(const Tensor& a, Scalar b) { return div(a, b); }
 
+Tensor rsub(const Tensor& a, Scalar b, Scalar alpha) {
+  // -(alpha * a) + b rounds as b - alpha * a does (negation is exact).
+  return add(neg(mul(a, alpha)), b);
+}
+
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : tensors) {
+    kernels::check_defined(t, "broadcast_tensors", "tensors");
+    shapes.push_back(t.sizes());
+  }
+  const Shape shape = broadcast_shapes(shapes);
+  std::vector<Tensor> out;
+  for (const Tensor& t : tensors) out.push_back(expand(t, shape));
+  return out;
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) {
+  Shape shape;
+  for (const Shape& s : shapes) shape = broadcast_shapes(IntList(shape), IntList(s), "broadcast_shapes");
+  return shape;
+}
+
+bool is_nonzero(const Tensor& x) {
+  kernels::check_defined(x, "is_nonzero", "input");
+  TD_CHECK(x.numel() == 1, "is_nonzero: Boolean value of Tensor with ", x.numel() == 0 ? "no values" : "more than one value",
+           " is ambiguous (shape ", shape_str(x.sizes()), ")");
+  return x.item<double>() != 0;
+}
+
+bool is_signed(const Tensor& x) {
+  kernels::check_defined(x, "is_signed", "input");
+  return x.dtype() != kBool && x.dtype() != kUInt8;
+}
+
+Tensor isreal(const Tensor& x) {
+  kernels::check_defined(x, "isreal", "input");
+  return ones(x.sizes(), TensorOptions(kBool).device(x.device()));
+}
+
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high) {
+  kernels::check_defined(x, "randint_like", "input");
+  return randint(low, high, x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+}
+
+Tensor randint_like(const Tensor& x, int64_t high) { return randint_like(x, 0, high); }
+
 }  // namespace tandem

@@ -530,6 +530,70 @@ Tensor fused_layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& 
 std::tuple<Tensor, Tensor> fused_cross_entropy(const Tensor& x, const Tensor& target, const Tensor& weight,
                                                int64_t ignore_index, double smoothing);
 
+// ---- PyTorch's other names for the ops above, and a few small ones built on them ----
+inline Tensor absolute(const Tensor& x) { return abs(x); }
+inline Tensor negative(const Tensor& x) { return neg(x); }
+inline Tensor fix(const Tensor& x) { return trunc(x); }
+inline Tensor sgn(const Tensor& x) { return sign(x); }  // sign, for real dtypes
+inline Tensor arccos(const Tensor& x) { return acos(x); }
+inline Tensor arcsin(const Tensor& x) { return asin(x); }
+inline Tensor arctan(const Tensor& x) { return atan(x); }
+inline Tensor arccosh(const Tensor& x) { return acosh(x); }
+inline Tensor arcsinh(const Tensor& x) { return asinh(x); }
+inline Tensor arctanh(const Tensor& x) { return atanh(x); }
+inline Tensor arctan2(const Tensor& a, const Tensor& b) { return atan2(a, b); }
+inline Tensor divide(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor divide(const Tensor& a, Scalar b) { return div(a, b); }
+inline Tensor divide(const Tensor& a, const Tensor& b, const std::string& rounding_mode) {
+  return div(a, b, rounding_mode);
+}
+inline Tensor divide(const Tensor& a, Scalar b, const std::string& rounding_mode) { return div(a, b, rounding_mode); }
+inline Tensor subtract(const Tensor& a, const Tensor& b, Scalar alpha = 1) { return sub(a, b, alpha); }
+inline Tensor subtract(const Tensor& a, Scalar b, Scalar alpha = 1) { return sub(a, b, alpha); }
+// b - alpha * a, PyTorch's reversed subtraction.
+inline Tensor rsub(const Tensor& a, const Tensor& b, Scalar alpha = 1) { return sub(b, a, alpha); }
+Tensor rsub(const Tensor& a, Scalar b, Scalar alpha = 1);
+inline Tensor greater(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor greater(const Tensor& a, Scalar b) { return gt(a, b); }
+inline Tensor greater_equal(const Tensor& a, const Tensor& b) { return ge(a, b); }
+inline Tensor greater_equal(const Tensor& a, Scalar b) { return ge(a, b); }
+inline Tensor less(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor less(const Tensor& a, Scalar b) { return lt(a, b); }
+inline Tensor less_equal(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor less_equal(const Tensor& a, Scalar b) { return le(a, b); }
+inline Tensor not_equal(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor not_equal(const Tensor& a, Scalar b) { return ne(a, b); }
+inline Tensor concat(const std::vector<Tensor>& tensors, int64_t dim = 0) { return cat(tensors, dim); }
+inline Tensor concatenate(const std::vector<Tensor>& tensors, int64_t dim = 0) { return cat(tensors, dim); }
+inline Tensor moveaxis(const Tensor& x, IntList source, IntList destination) {
+  return movedim(x, source, destination);
+}
+inline Tensor moveaxis(const Tensor& x, int64_t source, int64_t destination) {
+  return movedim(x, source, destination);
+}
+inline Tensor ravel(const Tensor& x) { return reshape(x, {-1}); }  // a view where the layout allows
+inline Tensor broadcast_to(const Tensor& x, IntList sizes) { return expand(x, sizes); }
+// Each tensor expanded to the shape they all broadcast to.
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
+// The shape shapes broadcast to (an error naming them where they do not).
+Shape broadcast_shapes(const std::vector<Shape>& shapes);
+// The p-norm of a - b (broadcast), 0-dim.
+inline Tensor dist(const Tensor& a, const Tensor& b, double p = 2) { return norm(sub(a, b), p); }
+// The flattened x on diagonal `offset` of a square matrix.
+inline Tensor diagflat(const Tensor& x, int64_t offset = 0) { return diag(reshape(x, {-1}), offset); }
+// The Frobenius norm over dims (default the last two), as norm with p = 2 there.
+inline Tensor frobenius_norm(const Tensor& x, IntList dims = {-2, -1}, bool keepdim = false) {
+  return norm(x, 2, dims, keepdim);
+}
+// Whether x's one element is nonzero (an error for no element or more than one, as PyTorch's).
+bool is_nonzero(const Tensor& x);
+inline bool is_same_size(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes(); }
+bool is_signed(const Tensor& x);  // a dtype with negative values: not bool, not uint8
+Tensor isreal(const Tensor& x);   // true everywhere: tandem's dtypes are real
+// Integers drawn uniformly from [low, high) in x's shape, dtype and device, as randint.
+Tensor randint_like(const Tensor& x, int64_t low, int64_t high);
+Tensor randint_like(const Tensor& x, int64_t high);
+
 // ---- what the Tensor methods share: in-place forms ----
 namespace detail {
 Tensor& unary_(kernels::UnaryOp op, Tensor& x);

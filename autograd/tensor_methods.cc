@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/graph.h"
+#include "autograd/linalg.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/copy.h"
@@ -669,5 +670,99 @@ std::string Tensor::str() const {
 }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.str(); }
+
+}  // namespace tandem
+
+// ---- PyTorch's other names, and more in-place forms ----
+
+namespace tandem {
+
+namespace {
+
+// A composed op's floating result written back into self, refused (before anything is written)
+// where self's dtype cannot hold it, as PyTorch's. The callers compute it from a copy of self:
+// the graph of the result may save self, which the write would change.
+Tensor& write_back_floating(Tensor& self, const Tensor& result, const char* op) {
+  TD_CHECK(result.dtype() == self.dtype() || is_floating(self.dtype()), op, ": result type ", result.dtype(),
+           " can't be cast to the desired output type ", self.dtype());
+  TD_CHECK(result.sizes() == self.sizes(), op, ": output with shape ", shape_str(self.sizes()),
+           " doesn't match the broadcast shape ", shape_str(result.sizes()));
+  return tandem::copy_(self, result);
+}
+
+}  // namespace
+
+Tensor Tensor::absolute() const { return tandem::abs(*this); }
+Tensor Tensor::negative() const { return tandem::neg(*this); }
+Tensor Tensor::fix() const { return tandem::trunc(*this); }
+Tensor Tensor::sgn() const { return tandem::sign(*this); }
+Tensor Tensor::arccos() const { return tandem::acos(*this); }
+Tensor Tensor::arcsin() const { return tandem::asin(*this); }
+Tensor Tensor::arctan() const { return tandem::atan(*this); }
+Tensor Tensor::arccosh() const { return tandem::acosh(*this); }
+Tensor Tensor::arcsinh() const { return tandem::asinh(*this); }
+Tensor Tensor::arctanh() const { return tandem::atanh(*this); }
+Tensor Tensor::arctan2(const Tensor& other) const { return tandem::atan2(*this, other); }
+Tensor Tensor::erf() const { return tandem::erf(*this); }
+Tensor& Tensor::absolute_() { return abs_(); }
+Tensor& Tensor::negative_() { return neg_(); }
+Tensor& Tensor::fix_() { return trunc_(); }
+Tensor& Tensor::sgn_() { return sign_(); }
+Tensor& Tensor::arccos_() { return acos_(); }
+Tensor& Tensor::arcsin_() { return asin_(); }
+Tensor& Tensor::arctan_() { return atan_(); }
+Tensor& Tensor::arccosh_() { return acosh_(); }
+Tensor& Tensor::arcsinh_() { return asinh_(); }
+Tensor& Tensor::arctanh_() { return atanh_(); }
+Tensor& Tensor::arctan2_(const Tensor& other) { return atan2_(other); }
+Tensor& Tensor::erf_() { return detail::unary_(UnaryOp::Erf, *this); }
+Tensor Tensor::divide(const Tensor& other) const { return tandem::div(*this, other); }
+Tensor Tensor::divide(Scalar other) const { return tandem::div(*this, other); }
+Tensor Tensor::divide(const Tensor& other, const std::string& rounding_mode) const {
+  return tandem::div(*this, other, rounding_mode);
+}
+Tensor& Tensor::divide_(const Tensor& other) { return div_(other); }
+Tensor& Tensor::divide_(Scalar other) { return div_(other); }
+Tensor Tensor::subtract(const Tensor& other, Scalar alpha) const { return tandem::sub(*this, other, alpha); }
+Tensor Tensor::subtract(Scalar other, Scalar alpha) const { return tandem::sub(*this, other, alpha); }
+Tensor& Tensor::subtract_(const Tensor& other, Scalar alpha) { return sub_(other, alpha); }
+Tensor& Tensor::subtract_(Scalar other, Scalar alpha) { return sub_(other, alpha); }
+Tensor Tensor::greater(const Tensor& other) const { return tandem::gt(*this, other); }
+Tensor Tensor::greater(Scalar other) const { return tandem::gt(*this, other); }
+Tensor Tensor::greater_equal(const Tensor& other) const { return tandem::ge(*this, other); }
+Tensor Tensor::greater_equal(Scalar other) const { return tandem::ge(*this, other); }
+Tensor Tensor::less(const Tensor& other) const { return tandem::lt(*this, other); }
+Tensor Tensor::less(Scalar other) const { return tandem::lt(*this, other); }
+Tensor Tensor::less_equal(const Tensor& other) const { return tandem::le(*this, other); }
+Tensor Tensor::less_equal(Scalar other) const { return tandem::le(*this, other); }
+Tensor Tensor::not_equal(const Tensor& other) const { return tandem::ne(*this, other); }
+Tensor Tensor::not_equal(Scalar other) const { return tandem::ne(*this, other); }
+Tensor Tensor::ravel() const { return tandem::ravel(*this); }
+Tensor Tensor::moveaxis(IntList source, IntList destination) const {
+  return tandem::movedim(*this, source, destination);
+}
+Tensor Tensor::moveaxis(int64_t source, int64_t destination) const {
+  return tandem::movedim(*this, source, destination);
+}
+Tensor Tensor::broadcast_to(IntList sizes) const { return tandem::expand(*this, sizes); }
+Tensor Tensor::dist(const Tensor& other, double p) const { return tandem::dist(*this, other, p); }
+Tensor Tensor::diagflat(int64_t offset) const { return tandem::diagflat(*this, offset); }
+Tensor Tensor::pinverse(double rcond) const { return tandem::pinverse(*this, rcond); }
+bool Tensor::is_nonzero() const { return tandem::is_nonzero(*this); }
+bool Tensor::is_same_size(const Tensor& other) const { return tandem::is_same_size(*this, other); }
+bool Tensor::is_signed() const { return tandem::is_signed(*this); }
+Tensor& Tensor::clamp_min_(Scalar min) { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(Scalar max) { return clamp_(std::nullopt, max); }
+Tensor& Tensor::clip_(std::optional<Scalar> min, std::optional<Scalar> max) { return clamp_(min, max); }
+Tensor& Tensor::square_() { return write_back_floating(*this, tandem::square(tandem::clone(*this)), "square_"); }
+Tensor& Tensor::sinc_() { return write_back_floating(*this, tandem::sinc(tandem::clone(*this)), "sinc_"); }
+Tensor& Tensor::deg2rad_() { return write_back_floating(*this, tandem::deg2rad(tandem::clone(*this)), "deg2rad_"); }
+Tensor& Tensor::rad2deg_() { return write_back_floating(*this, tandem::rad2deg(tandem::clone(*this)), "rad2deg_"); }
+Tensor& Tensor::logit_(std::optional<double> eps) {
+  return write_back_floating(*this, tandem::logit(tandem::clone(*this), eps), "logit_");
+}
+Tensor& Tensor::xlogy_(const Tensor& other) { return write_back_floating(*this, tandem::xlogy(tandem::clone(*this), other), "xlogy_"); }
+Tensor& Tensor::xlogy_(Scalar other) { return write_back_floating(*this, tandem::xlogy(tandem::clone(*this), other), "xlogy_"); }
+Tensor& Tensor::ldexp_(const Tensor& other) { return write_back_floating(*this, tandem::ldexp(tandem::clone(*this), other), "ldexp_"); }
 
 }  // namespace tandem

@@ -483,6 +483,74 @@ class Tensor {
   Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
   Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
 
+  // ---- PyTorch's other names (autograd/ops.h), and more in-place forms ----
+  Tensor absolute() const;
+  Tensor negative() const;
+  Tensor fix() const;
+  Tensor sgn() const;
+  Tensor arccos() const;
+  Tensor arcsin() const;
+  Tensor arctan() const;
+  Tensor arccosh() const;
+  Tensor arcsinh() const;
+  Tensor arctanh() const;
+  Tensor arctan2(const Tensor& other) const;
+  Tensor erf() const;
+  Tensor& absolute_();
+  Tensor& negative_();
+  Tensor& fix_();
+  Tensor& sgn_();
+  Tensor& arccos_();
+  Tensor& arcsin_();
+  Tensor& arctan_();
+  Tensor& arccosh_();
+  Tensor& arcsinh_();
+  Tensor& arctanh_();
+  Tensor& arctan2_(const Tensor& other);
+  Tensor& erf_();
+  Tensor divide(const Tensor& other) const;
+  Tensor divide(Scalar other) const;
+  Tensor divide(const Tensor& other, const std::string& rounding_mode) const;
+  Tensor& divide_(const Tensor& other);
+  Tensor& divide_(Scalar other);
+  Tensor subtract(const Tensor& other, Scalar alpha = 1) const;
+  Tensor subtract(Scalar other, Scalar alpha = 1) const;
+  Tensor& subtract_(const Tensor& other, Scalar alpha = 1);
+  Tensor& subtract_(Scalar other, Scalar alpha = 1);
+  Tensor greater(const Tensor& other) const;
+  Tensor greater(Scalar other) const;
+  Tensor greater_equal(const Tensor& other) const;
+  Tensor greater_equal(Scalar other) const;
+  Tensor less(const Tensor& other) const;
+  Tensor less(Scalar other) const;
+  Tensor less_equal(const Tensor& other) const;
+  Tensor less_equal(Scalar other) const;
+  Tensor not_equal(const Tensor& other) const;
+  Tensor not_equal(Scalar other) const;
+  Tensor ravel() const;
+  Tensor moveaxis(IntList source, IntList destination) const;
+  Tensor moveaxis(int64_t source, int64_t destination) const;
+  Tensor broadcast_to(IntList sizes) const;
+  Tensor dist(const Tensor& other, double p = 2) const;
+  Tensor diagflat(int64_t offset = 0) const;
+  Tensor pinverse(double rcond = 1e-15) const;
+  bool is_nonzero() const;
+  bool is_same_size(const Tensor& other) const;
+  bool is_signed() const;
+  // The composed ops in place: the result written back (a floating result into an integer
+  // tensor refused, naming the op).
+  Tensor& clamp_min_(Scalar min);
+  Tensor& clamp_max_(Scalar max);
+  Tensor& clip_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& square_();
+  Tensor& sinc_();
+  Tensor& deg2rad_();
+  Tensor& rad2deg_();
+  Tensor& logit_(std::optional<double> eps = std::nullopt);
+  Tensor& xlogy_(const Tensor& other);
+  Tensor& xlogy_(Scalar other);
+  Tensor& ldexp_(const Tensor& other);
+
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;
