@@ -31,14 +31,6 @@ const json& fixture() {
   return data;
 }
 
-td::DType dtype_named(const std::string& name) {
-  if (name == "float64") return td::kFloat64;
-  if (name == "float32") return td::kFloat32;
-  if (name == "bfloat16") return td::kBFloat16;
-  REQUIRE(name == "float16");
-  return td::kFloat16;
-}
-
 // A fixture's numbers: JSON's, or "nan", "inf" and "-inf" as strings.
 std::vector<double> numbers(const json& list) {
   std::vector<double> out;
@@ -67,7 +59,7 @@ TEST_CASE("fractional max pooling gives PyTorch's values, indices and gradients"
   REQUIRE(cases.size() == 15);
   for (const json& c : cases) {
     const std::string name = c["name"];
-    const td::DType dtype = dtype_named(c["dtype"]);
+    const td::DType dtype = td::parse_dtype(c["dtype"]);
     const int64_t dims = c["dims"];
     const Tensor samples = from_fixture(c, "samples", "samples_shape", dtype);
     const Shape kernel = c["kernel_size"], output_size = c["output_size"];

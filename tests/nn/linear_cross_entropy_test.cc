@@ -29,13 +29,6 @@ const json& fixture() {
   return data;
 }
 
-td::DType dtype_named(const std::string& name) {
-  if (name == "float64") return td::kFloat64;
-  if (name == "float32") return td::kFloat32;
-  REQUIRE(name == "bfloat16");
-  return td::kBFloat16;
-}
-
 // A fixture's numbers: JSON's, or "nan", "inf" and "-inf" as strings.
 std::vector<double> numbers(const json& list) {
   std::vector<double> out;
@@ -57,7 +50,7 @@ std::optional<nn::LinearCrossEntropyOptions> options_of(const json& given) {
                                 : std::optional<std::string>(given["chunking_method"].get<std::string>()));
   }
   if (given.contains("acc_policy")) options.acc_policy(given["acc_policy"].get<std::string>());
-  if (given.contains("acc_dtype")) options.acc_dtype(dtype_named(given["acc_dtype"]));
+  if (given.contains("acc_dtype")) options.acc_dtype(td::parse_dtype(given["acc_dtype"]));
   return options;
 }
 
@@ -73,9 +66,9 @@ TEST_CASE("linear_cross_entropy gives PyTorch's loss and gradients, chunked and 
   for (const json& c : cases) {
     const std::string name = c["name"];
     INFO(name);
-    const td::DType dtype = dtype_named(c["dtype"]);
+    const td::DType dtype = td::parse_dtype(c["dtype"]);
     const Shape weight_shape = c["weight_shape"];
-    const td::DType weight_dtype = dtype_named(c["weight_dtype"]), bias_dtype = dtype_named(c["bias_dtype"]);
+    const td::DType weight_dtype = td::parse_dtype(c["weight_dtype"]), bias_dtype = td::parse_dtype(c["bias_dtype"]);
     Tensor input = from_fixture(c["input"], c["input_shape"], dtype).requires_grad_();
     Tensor linear_weight = from_fixture(c["linear_weight"], weight_shape, weight_dtype).requires_grad_();
     Tensor bias;
@@ -127,7 +120,7 @@ TEST_CASE("linear_cross_entropy's options resolve to PyTorch's chunk sizes and d
     INFO(p.dump());
     auto plan = [&] {
       return nn::linear_cross_entropy_plan(*options_of(p["options"]), p["batch"], p["in_features"], p["classes"],
-                                           dtype_named(p["dtype"]), td::Device("cpu:0"), p["probabilities"]);
+                                           td::parse_dtype(p["dtype"]), td::Device("cpu:0"), p["probabilities"]);
     };
     if (p.contains("error")) {
       check_error(plan, {"linear_cross_entropy", "give different chunk sizes"});
@@ -135,7 +128,7 @@ TEST_CASE("linear_cross_entropy's options resolve to PyTorch's chunk sizes and d
     }
     const nn::LinearCrossEntropyPlan got = plan();
     CHECK(got.batch_chunk_size == p["batch_chunk_size"].get<int64_t>());
-    CHECK(got.acc_dtype == dtype_named(p["acc_dtype"]));
+    CHECK(got.acc_dtype == td::parse_dtype(p["acc_dtype"]));
   }
   // On a GPU a 16-bit input's policy is "compact" (on the CPU "accurate"), so auto chunks keep
   // within the whole batch's logits: 1000 rows of 512 features over 300 classes, chunks of at most
