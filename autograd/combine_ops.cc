@@ -647,14 +647,17 @@ size_t indexed_dims(const std::vector<Tensor>& indices) {
 
 // As PyTorch reads a 0-dim bool (or uint8) index: a new dim of size 1 in x where it stands, which it
 // indexes as a 1-D mask (true keeps it, false leaves nothing).
-std::pair<Tensor, std::vector<Tensor>> unfold_scalar_masks(const Tensor& x, const std::vector<Tensor>& indices) {
+std::pair<Tensor, std::vector<Tensor>> unfold_scalar_masks(const Tensor& x, const std::vector<Tensor>& indices,
+                                                           const char* op) {
   Tensor unfolded = x;
   std::vector<Tensor> out;
   int64_t dim = 0;  // the dim of x the next index starts at
   for (const Tensor& index : indices) {
     const bool mask = index.defined() && (index.dtype() == kBool || index.dtype() == kUInt8);
     if (mask && index.dim() == 0) {
-      unfolded = unsqueeze(unfolded, std::min(dim, unfolded.dim()));
+      TD_CHECK(dim <= unfolded.dim(), op, ": too many indices (", indices.size(), ") for a tensor of ", x.dim(),
+               " dims");
+      unfolded = unsqueeze(unfolded, dim);
       out.push_back(reshape(index, {1}));
       dim += 1;
     } else {
@@ -669,7 +672,7 @@ std::pair<Tensor, std::vector<Tensor>> unfold_scalar_masks(const Tensor& x, cons
 
 Tensor index(const Tensor& x_given, const std::vector<Tensor>& indices_given) {
   kernels::check_defined(x_given, "index", "input");
-  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given);
+  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given, "index");
   const auto [flat, shape] = flat_positions(x, indices, "index");
   const size_t k = indexed_dims(indices);
   Shape out_shape = shape;
@@ -683,7 +686,7 @@ Tensor index_put(const Tensor& x_given, const std::vector<Tensor>& indices_given
   kernels::check_defined(values, "index_put", "values");
   TD_CHECK(values.dtype() == x_given.dtype(), "index_put: values have dtype ", values.dtype(), " but the input has ",
            x_given.dtype(), "; they must match");
-  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given);
+  const auto [x, indices] = unfold_scalar_masks(x_given, indices_given, "index_put");
   const auto [flat, shape] = flat_positions(x, indices, "index_put");
   const size_t k = indexed_dims(indices);
   Shape rows_shape = shape;

@@ -105,9 +105,14 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan_value, std::optiona
   return where(isneginf(x), in_dtype(neginf_value.value_or(-largest)), y);
 }
 
-Tensor xlogy(const Tensor& x, const Tensor& y) {
-  kernels::check_defined(x, "xlogy", "input");
-  kernels::check_defined(y, "xlogy", "other");
+Tensor xlogy(const Tensor& x_given, const Tensor& y_given) {
+  kernels::check_defined(x_given, "xlogy", "input");
+  kernels::check_defined(y_given, "xlogy", "other");
+  // Both in the result's floating dtype first (log y too, as PyTorch's), each keeping its shape (a
+  // 0-dim operand stays one in the type promotion below).
+  DType dtype = result_type(x_given, y_given);
+  if (!is_floating(dtype)) dtype = kDefaultFloat;
+  const Tensor x = x_given.to(dtype), y = y_given.to(dtype);
   // 0 where x is 0 (log y may be -inf there), NaN wherever y is: where x is 0 and log(y) is not
   // finite (y <= 0 or +inf), y is replaced by 1.
   Tensor out;
@@ -118,17 +123,18 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
     const Tensor product = mul(x, log(where(replaced, 1, y))) + 0.0;
     out = where(isnan(y), std::numeric_limits<double>::quiet_NaN(), product);
   }
-  if (!autograd::needs_grad({&x, &y})) return out;
-  // PyTorch's gradients: log y to x, but 0 where x is 0 and y <= 0; x / y to y (NaN where both
-  // are 0, an infinity where only y is).
+  if (!autograd::needs_grad({&x_given, &y_given})) return out;
+  // PyTorch's gradients: xlogy(grad, y) to x (0 where the gradient is 0, whatever log y), but 0 where
+  // x is 0 and y <= 0; grad * x / y to y (NaN where both are 0, an infinity where only y is).
   const SavedTensor saved_x(x, false), saved_y(y, false);
-  autograd::record("XlogyBackward0", {&x, &y}, {&out}, [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-    const Tensor xv = saved_x.unpack("XlogyBackward0"), yv = saved_y.unpack("XlogyBackward0");
-    const Tensor grad_x = mul(g[0], where(logical_and(eq(xv, 0), le(yv, 0)), 0, log(yv)));
-    const Tensor grad_y = mul(g[0], div(xv, yv));
-    return {autograd::match_input(autograd::sum_to(grad_x, xv.sizes()), xv),
-            autograd::match_input(autograd::sum_to(grad_y, yv.sizes()), yv)};
-  });
+  autograd::record("XlogyBackward0", {&x_given, &y_given}, {&out},
+                   [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                     const Tensor xv = saved_x.unpack("XlogyBackward0"), yv = saved_y.unpack("XlogyBackward0");
+                     const Tensor grad_x = where(logical_and(eq(xv, 0), le(yv, 0)), 0, xlogy(g[0], yv));
+                     const Tensor grad_y = mul(g[0], div(xv, yv));
+                     return {autograd::match_input(autograd::sum_to(grad_x, x_given.sizes()), x_given),
+                             autograd::match_input(autograd::sum_to(grad_y, y_given.sizes()), y_given)};
+                   });
   return out;
 }
 
@@ -303,8 +309,18 @@ Tensor true_divide(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor true_divide(const Tensor& a, Scalar b) { return div(a, b); }
 
 Tensor rsub(const Tensor& a, Scalar b, Scalar alpha) {
-  // -(alpha * a) + b rounds as b - alpha * a does (negation is exact).
-  return add(neg(mul(a, alpha)), b);
+  kernels::check_defined(a, "rsub", "input");
+  TD_CHECK(!b.is_bool() && a.dtype() != kBool,
+           "rsub: subtraction with a bool is not supported; use logical_xor or the ~ operator");
+  // b as a 0-dim tensor of the result's dtype, so that sub's checks (a bool tensor, a floating
+  // alpha with integers) apply as to any subtraction.
+  return sub(kernels::detail::scalar_tensor(b, result_type(a, b), a.device()), a, alpha);
+}
+
+Tensor frobenius_norm(const Tensor& x, IntList dims, bool keepdim) {
+  kernels::check_defined(x, "frobenius_norm", "input");
+  TD_CHECK(dims.size() <= 2, "frobenius_norm: expected at most 2 dims, got ", dims.size());
+  return norm(x, 2, dims, keepdim);
 }
 
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {

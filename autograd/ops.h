@@ -571,7 +571,8 @@ inline Tensor moveaxis(const Tensor& x, IntList source, IntList destination) {
 inline Tensor moveaxis(const Tensor& x, int64_t source, int64_t destination) {
   return movedim(x, source, destination);
 }
-inline Tensor ravel(const Tensor& x) { return reshape(x, {-1}); }  // a view where the layout allows
+// x contiguous (itself when it is, else a copy) and flattened, as PyTorch's.
+inline Tensor ravel(const Tensor& x) { return reshape(contiguous(x), {-1}); }
 inline Tensor broadcast_to(const Tensor& x, IntList sizes) { return expand(x, sizes); }
 // Each tensor expanded to the shape they all broadcast to.
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
@@ -581,10 +582,8 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes);
 inline Tensor dist(const Tensor& a, const Tensor& b, double p = 2) { return norm(sub(a, b), p); }
 // The flattened x on diagonal `offset` of a square matrix.
 inline Tensor diagflat(const Tensor& x, int64_t offset = 0) { return diag(reshape(x, {-1}), offset); }
-// The Frobenius norm over dims (default the last two), as norm with p = 2 there.
-inline Tensor frobenius_norm(const Tensor& x, IntList dims = {-2, -1}, bool keepdim = false) {
-  return norm(x, 2, dims, keepdim);
-}
+// The Frobenius norm over one or two dims, as norm with p = 2 there (PyTorch refuses more).
+Tensor frobenius_norm(const Tensor& x, IntList dims, bool keepdim = false);
 // Whether x's one element is nonzero (an error for no element or more than one, as PyTorch's).
 bool is_nonzero(const Tensor& x);
 inline bool is_same_size(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes(); }

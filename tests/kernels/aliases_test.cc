@@ -1,7 +1,8 @@
-// PyTorch's other names for tandem's ops (arccos, divide, greater, concat, moveaxis, ...), the small
-// ops built on them (rsub, dist, diagflat, pinverse, nuclear_norm, frobenius_norm,
-// broadcast_tensors, is_nonzero, randint_like, ...) and the composed ops' in-place forms, against
-// PyTorch 2.15: values, gradients through the in-place forms, and errors with the operand unchanged.
+// PyTorch's other names for tandem's ops (arccos, divide, greater, concat, moveaxis, ...), each the
+// op it names; the small ops built on them (rsub, dist, diagflat, pinverse, nuclear_norm,
+// frobenius_norm, broadcast_tensors, is_nonzero, randint_like, ...) against PyTorch 2.15's values;
+// and the composed ops' in-place forms: the out-of-place op's values and gradients, and errors with
+// the operand unchanged.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -61,7 +62,17 @@ TEST_CASE("PyTorch's other names give the ops' own results", "[cpu]") {
     CHECK(pair.first.dtype() == pair.second.dtype());
     check_values(pair.first, values(pair.second), 0, name);
   }
-  CHECK(td::ravel(x).is_alias_of(x));  // a view where the layout allows, as PyTorch's
+  // ravel: x itself flattened where it is contiguous, else a contiguous copy (as PyTorch's).
+  CHECK(td::ravel(x).is_alias_of(x));
+  const Tensor strided = td::arange(6.0).slice(0, 0, std::nullopt, 2);
+  Tensor copied = td::ravel(strided);
+  CHECK(!copied.is_alias_of(strided));
+  CHECK(copied.is_contiguous());
+  copied.fill_(7);
+  check_close(strided, {0, 2, 4}, 0, 0, "ravel's source, untouched");
+  Tensor expanded = td::ravel(td::ones({1}).expand({3}));
+  expanded.add_(1);  // a copy of its own, not three views of one element
+  check_close(expanded, {2, 2, 2}, 0, 0, "ravel of an expanded tensor");
 }
 
 TEST_CASE("the small ops built on them give PyTorch's values", "[cpu]") {
@@ -80,7 +91,8 @@ TEST_CASE("the small ops built on them give PyTorch's values", "[cpu]") {
   check_close(td::nuclear_norm(x), {1.8064259049043359}, 1e-14, 0, "nuclear_norm");
   check_close(td::nuclear_norm(x.unsqueeze(0).expand({2, 2, 3}), {1, 2}), {1.8064259049043359, 1.8064259049043359},
               1e-14, 0, "nuclear_norm over dims");
-  check_close(td::frobenius_norm(x), {1.3360389215887387}, 1e-15, 0, "frobenius_norm");
+  check_close(td::frobenius_norm(x, {0, 1}), {1.3360389215887387}, 1e-15, 0, "frobenius_norm");
+  check_error([] { td::frobenius_norm(td::ones({2, 2, 2}), {0, 1, 2}); }, {"frobenius_norm", "at most 2 dims", "3"});
   check_close(td::frobenius_norm(x, {1}), {0.9354143466934853, 0.9539392014169457}, 1e-15, 0, "frobenius_norm of rows");
   check_close(td::rsub(x, y, 2), {0.5, 2.5, -2.0, 0.49999999999999994, 3.0, 2.4}, 0, 0, "rsub");
   const Tensor rsub_float = td::rsub(i64({1, 2}), 2.5);
@@ -89,6 +101,10 @@ TEST_CASE("the small ops built on them give PyTorch's values", "[cpu]") {
   const Tensor rsub_int = td::rsub(i64({1, 2}), 3, 2);
   CHECK(rsub_int.dtype() == td::kInt64);
   check_close(rsub_int, {1, -1}, 0, 0, "rsub of integers with alpha");
+  // sub's checks, as PyTorch's: a floating alpha with integers, bool operands.
+  check_error([] { td::rsub(i64({1, 2}), 3, 2.5); }, {"alpha"});
+  check_error([] { td::rsub(td::tensor({true}), 1); }, {"bool"});
+  check_error([] { td::rsub(f64({1, 2}), true); }, {"rsub", "bool"});
   const Tensor flat = td::diagflat(i64({1, 2, 3, 4}).view({2, 2}), 1);
   CHECK(flat.sizes() == Shape{5, 5});
   check_close(flat, {0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0}, 0, 0, "diagflat");

@@ -202,6 +202,8 @@ TEST_CASE("indexing checks masks, tensor_split cuts back, cross and trapezoid fo
            "index_put through a false 0-dim mask");
   check_is(m.index_put({td::tensor({1}), td::tensor(true)}, td::tensor(-1.0)), {0, 1, 2, -1, -1, -1}, {2, 3},
            "index_put through rows and a 0-dim mask");
+  check_error([] { td::arange(2.0).index({td::tensor({1}), td::tensor({0}), td::tensor(true)}); },
+              {"index", "too many indices (3)", "1 dims"});
   Tensor leaf = td::arange(6.0).view({2, 3}).detach().requires_grad_(true);
   (leaf.index({td::tensor(true)}) * 2).sum().backward();
   check_is(leaf.grad(), {2, 2, 2, 2, 2, 2}, {2, 3}, "the gradient through a 0-dim mask");

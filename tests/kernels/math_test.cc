@@ -390,6 +390,25 @@ TEST_CASE("gradients of the new element-wise ops equal PyTorch's", "[cpu]") {
   td::xlogy(xz, yz).sum().backward();
   check_values(xz.grad(), {0.0, 1.0986122886681098, kNaN, -kInf, 0.0, kInf, 0.0}, 1e-15, "xlogy's x gradient");
   check_values(yz.grad(), {kNaN, 0.0, kNaN, kInf, -0.0, 0.0, -0.0}, 0, "xlogy's y gradient");
+  // Where the gradient is 0, x's is 0 whatever log y (PyTorch 2.15: [0, 0, 1.0986, 0]).
+  Tensor xm = f64({1.0, 1.0, 2.0, 0.0}).requires_grad_(), ym = f64({0.0, kInf, 3.0, 0.0});
+  (td::xlogy(xm, ym) * f64({0, 0, 1, 0})).sum().backward();
+  check_values(xm.grad(), {0.0, 0.0, 1.0986122886681098, 0.0}, 1e-15, "xlogy's x gradient under a zero gradient");
+  // In the result's dtype, log y too: float64 x with float32 y; a 0-dim float64 y beside float32 x
+  // gives float32, as PyTorch's type promotion.
+  Tensor xd = f64({1.0}).requires_grad_();
+  const Tensor promoted = td::xlogy(xd, td::tensor({3.0f}));
+  CHECK(promoted.dtype() == td::kFloat64);
+  check_values(promoted, {1.0986122886681098}, 1e-15, "xlogy of float64 and float32");
+  promoted.sum().backward();
+  check_values(xd.grad(), {1.0986122886681098}, 1e-15, "xlogy's x gradient, float64");
+  Tensor scalar_y = td::tensor(3.0, td::kFloat64).requires_grad_();
+  const Tensor narrow_result = td::xlogy(td::tensor({1.0f, 2.0f}), scalar_y);
+  CHECK(narrow_result.dtype() == td::kFloat32);
+  check_values(narrow_result, {1.0986123085021973, 2.1972246170043945}, 0, "xlogy with a 0-dim float64 other");
+  narrow_result.sum().backward();
+  CHECK(scalar_y.grad().dtype() == td::kFloat64);
+  check_values(scalar_y.grad(), {1.0}, 0, "xlogy's gradient to a 0-dim other");
   // Broadcast operands get their gradients summed back to their shapes.
   Tensor row = f64({1.0, 2.0}).requires_grad_(), column = f64({3.0, 4.0, 5.0}).view({3, 1}).requires_grad_();
   td::xlogy(row, column).sum().backward();
