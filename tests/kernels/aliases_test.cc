@@ -175,6 +175,13 @@ TEST_CASE("the composed ops' in-place forms write their result, with the gradien
     (op(reference_leaf) * w).sum().backward();
     check_values(leaf.grad(), values(reference_leaf.grad()), 1e-15, name + " gradient");
   }
+  // 16-bit sinc in float32, rounded once, as PyTorch's (PyTorch 2.15's bfloat16 and float16 values).
+  Tensor half_turns = f64({2, 3, 0.5, -1.25, 0}).to(td::kBFloat16);
+  half_turns.sinc_();
+  check_values(half_turns, {2.782326191663742e-08, -2.5320332497358322e-09, 0.63671875, -0.1796875, 1.0}, 0,
+               "bfloat16 sinc_");
+  check_values(td::sinc(f64({2, 3, 0.5, -1.25, 0}).to(td::kFloat16)), {0.0, -0.0, 0.63671875, -0.1800537109375, 1.0},
+               0, "float16 sinc");
   // A floating result is refused by an integer tensor (as PyTorch's), which stays as it was.
   Tensor integers = i64({1, 2});
   const Snapshot before(integers);
