@@ -123,19 +123,26 @@ namespace {
 
 constexpr const char* kOp = "linear_cross_entropy";
 
-// One chunk's logits ([rows, C], in acc) and, per row, its loss and the gradient of the rows'
-// summed loss with respect to the logits (scaled per row by row_scale where given).
+// What every chunk shares: the weight, bias and class weight in the arithmetic's dtype.
+struct Operands {
+  Tensor weight, bias, class_weight;  // [C, in], [C] or undefined, [C] or undefined
+  int64_t ignore_index;
+  bool probabilities;
+  DType acc;
+};
+Operands operands_in(DType acc, const Tensor& linear_weight, const Tensor& linear_bias, const Tensor& class_weight,
+                     int64_t ignore_index, bool probabilities) {
+  auto in_acc = [acc](const Tensor& t) { return t.defined() ? t.to(acc) : Tensor(); };
+  return {in_acc(linear_weight), in_acc(linear_bias), in_acc(class_weight), ignore_index, probabilities, acc};
+}
+
+// One chunk's loss per row (and, with index targets, each row's target weight), and where asked
+// the gradient of the rows' summed loss with respect to the chunk's logits, scaled per row by
+// row_scale where given.
 struct ChunkResult {
   Tensor losses, target_weights, grad_logits;
 };
-struct ChunkInputs {
-  const Tensor& weight;  // [C, in], acc
-  const Tensor& bias;    // [C] or undefined, acc
-  const Tensor& class_weight;
-  int64_t ignore_index;
-  bool probabilities;
-};
-ChunkResult run_chunk(const ChunkInputs& in, const Tensor& x, const Tensor& target, bool with_grad,
+ChunkResult run_chunk(const Operands& in, const Tensor& x, const Tensor& target, bool with_grad,
                       const Tensor& row_scale) {
   const Tensor logits = linear(x, in.weight, in.bias);
   ChunkResult r;
@@ -152,22 +159,45 @@ ChunkResult run_chunk(const ChunkInputs& in, const Tensor& x, const Tensor& targ
   Tensor lse;
   std::tie(r.losses, r.target_weights, lse) = kernels::cross_entropy(logits, target, in.class_weight, in.ignore_index, 0);
   if (with_grad) {
-    const Tensor scale = row_scale.defined() ? row_scale : ones({x.size(0)}, TensorOptions(logits.dtype()).device(logits.device()));
+    const Tensor scale = row_scale.defined() ? row_scale : ones({x.size(0)}, TensorOptions(in.acc).device(x.device()));
     r.grad_logits = kernels::cross_entropy_backward(scale, logits, lse, target, in.class_weight, in.ignore_index, 0);
   }
   return r;
 }
 
-// The gradients a chunk adds: to its rows of the input, to the weight and to the bias.
+// fn(first_row, x, target) for each chunk of rows: x in the arithmetic's dtype, probability
+// targets too.
+template <typename Fn>
+void for_each_chunk(const Tensor& input, const Tensor& target, const Operands& in, int64_t chunk_rows, Fn&& fn) {
+  const int64_t batch = input.size(0);
+  for (int64_t first = 0; first < batch; first += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, batch - first);
+    const Tensor t = target.narrow(0, first, rows);
+    fn(first, input.narrow(0, first, rows).to(in.acc), in.probabilities ? t.to(in.acc) : t);
+  }
+}
+
+// The gradients the chunks add up: to their rows of the input, to the weight and to the bias.
 struct Gradients {
-  Tensor input, weight, bias;  // acc, zeros where needed, undefined where not
+  Tensor input, weight, bias;  // in the arithmetic's dtype; undefined where not wanted
 };
+Gradients zero_gradients(bool input, bool weight, bool bias, int64_t batch, const Operands& in) {
+  const TensorOptions options = TensorOptions(in.acc).device(in.weight.device());
+  const Tensor none;
+  return {input ? zeros({batch, in.weight.size(1)}, options) : none, weight ? zeros(in.weight.sizes(), options) : none,
+          bias ? zeros({in.weight.size(0)}, options) : none};
+}
 void add_chunk_gradients(Gradients& g, const Tensor& grad_logits, const Tensor& x, const Tensor& weight,
                          int64_t first_row) {
   // Written and accumulated in place: no [C, in_features] temporary per chunk.
   if (g.input.defined()) kernels::addmm_out(g.input.narrow(0, first_row, x.size(0)), grad_logits, weight, 0);
   if (g.weight.defined()) kernels::addmm_out(g.weight, grad_logits.t(), x);
   if (g.bias.defined()) g.bias.add_(grad_logits.sum({0}));
+}
+// Each gradient in its tensor's dtype.
+std::vector<Tensor> in_dtypes(const Gradients& g, DType input, DType weight, DType bias) {
+  auto to = [](const Tensor& t, DType dtype) { return t.defined() ? t.to(dtype) : Tensor(); };
+  return {to(g.input, input), to(g.weight, weight), to(g.bias, bias)};
 }
 
 // The chunked path on input [N, in] and target [N] (indices) or [N, C] (probabilities).
@@ -179,20 +209,14 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
   const bool want_input = autograd::needs_grad({&input}), want_weight = autograd::needs_grad({&linear_weight});
   const bool want_bias = autograd::needs_grad({&linear_bias});
   const bool recording = want_input || want_weight || want_bias;
-  const TensorOptions acc_options = TensorOptions(plan.acc_dtype).device(input.device());
+  const DType input_dtype = input.dtype(), weight_dtype = linear_weight.dtype();
+  const DType bias_dtype = linear_bias.defined() ? linear_bias.dtype() : input_dtype;
   Tensor loss;
   Gradients grads;
   {
     NoGradGuard no_grad;
-    const Tensor weight = linear_weight.to(plan.acc_dtype);
-    const Tensor bias = linear_bias.defined() ? linear_bias.to(plan.acc_dtype) : Tensor();
-    const Tensor per_class = class_weight.defined() ? class_weight.to(plan.acc_dtype) : Tensor();
-    const ChunkInputs in{weight, bias, per_class, ignore_index, probabilities};
-    // mean and sum keep the gradients now; none recomputes them in backward, scaled per row.
-    const bool keep_grads = recording && reduction != kNone;
-    if (keep_grads && want_input) grads.input = zeros({batch, input.size(1)}, acc_options);
-    if (keep_grads && want_weight) grads.weight = zeros(weight.sizes(), acc_options);
-    if (keep_grads && want_bias) grads.bias = zeros({classes}, acc_options);
+    const Operands in = operands_in(plan.acc_dtype, linear_weight, linear_bias, class_weight, ignore_index,
+                                    probabilities);
     if (!probabilities && batch > 0) {
       // One read on the host; the offending value only where there is one.
       const Tensor outside = logical_and(logical_or(target < 0, target >= classes), target != ignore_index);
@@ -201,28 +225,29 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
                 classes, " classes");
       }
     }
+    // mean and sum keep the gradients now; none recomputes them in backward, scaled per row.
+    const bool keep_grads = recording && reduction != kNone;
+    if (keep_grads) grads = zero_gradients(want_input, want_weight, want_bias, batch, in);
+    const TensorOptions acc_options = TensorOptions(plan.acc_dtype).device(input.device());
     Tensor losses = reduction == kNone ? empty({batch}, acc_options) : Tensor();
     Tensor total = zeros({}, acc_options), total_weight = zeros({}, acc_options);
-    for (int64_t first = 0; first < batch; first += plan.batch_chunk_size) {
-      const int64_t rows = std::min(plan.batch_chunk_size, batch - first);
-      const Tensor x = input.narrow(0, first, rows).to(plan.acc_dtype);
-      const Tensor t = target.narrow(0, first, rows);
-      const ChunkResult r = run_chunk(in, x, probabilities ? t.to(plan.acc_dtype) : t, keep_grads, Tensor());
+    for_each_chunk(input, target, in, plan.batch_chunk_size, [&](int64_t first, const Tensor& x, const Tensor& t) {
+      const ChunkResult r = run_chunk(in, x, t, keep_grads, Tensor());
       if (losses.defined()) {
-        losses.narrow(0, first, rows).copy_(r.losses);
+        losses.narrow(0, first, x.size(0)).copy_(r.losses);
       } else {
         total.add_(r.losses.sum());
         if (r.target_weights.defined()) total_weight.add_(r.target_weights.sum());
       }
-      if (keep_grads) add_chunk_gradients(grads, r.grad_logits, x, weight, first);
-    }
+      if (keep_grads) add_chunk_gradients(grads, r.grad_logits, x, in.weight, first);
+    });
     // The mean divides by the targets' weights (the rows not ignored, without class weights), or
     // with probability targets by the rows, as cross_entropy's.
     Tensor divisor;
     if (reduction == kMean) divisor = probabilities ? full({}, static_cast<double>(batch), acc_options) : total_weight;
     loss = reduction == kNone ? losses : reduction == kSum ? total : total / divisor;
-    loss = loss.to(input.dtype());
-    if (recording && reduction == kMean) {
+    loss = loss.to(input_dtype);
+    if (keep_grads && reduction == kMean) {
       for (Tensor* g : {&grads.input, &grads.weight, &grads.bias}) {
         if (g->defined()) g->div_(divisor);
       }
@@ -231,13 +256,10 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
   if (!recording) return loss;
 
   const char* name = "LinearCrossEntropyBackward0";
-  auto to_input = [](const Tensor& grad, const Tensor& like) { return grad.to(like.dtype()); };
   if (reduction != kNone) {
     // The gradients of the forward, scaled by the loss's gradient: in place unless a second
     // backward is allowed, after which they are gone.
     auto kept = std::make_shared<Gradients>(std::move(grads));
-    const Tensor input_like = input.detach(), weight_like = linear_weight.detach();
-    const Tensor bias_like = linear_bias.defined() ? linear_bias.detach() : Tensor();
     autograd::record(name, {&input, &linear_weight, &linear_bias}, {&loss},
                      [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
                        // First derivatives only: with create_graph too, gradients without a graph.
@@ -246,14 +268,15 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
                                 ": the chunked backward ran already and used its gradients; set ",
                                 "allow_retain_graph in the options to run it again");
                        const Tensor scale = g[0].to(plan.acc_dtype);
-                       auto scaled = [&](Tensor& grad, const Tensor& like) -> Tensor {
-                         if (!grad.defined()) return Tensor();
-                         Tensor out = allow_retain_graph ? grad * scale : grad.mul_(scale);
-                         if (!allow_retain_graph) grad = Tensor();
-                         return to_input(out, like);
-                       };
-                       return {scaled(kept->input, input_like), scaled(kept->weight, weight_like),
-                               scaled(kept->bias, bias_like)};
+                       Gradients scaled;
+                       for (auto [from, to] : {std::pair{&kept->input, &scaled.input},
+                                               std::pair{&kept->weight, &scaled.weight},
+                                               std::pair{&kept->bias, &scaled.bias}}) {
+                         if (!from->defined()) continue;
+                         *to = allow_retain_graph ? *from * scale : from->mul_(scale);
+                       }
+                       if (!allow_retain_graph) *kept = Gradients();
+                       return in_dtypes(scaled, input_dtype, weight_dtype, bias_dtype);
                      });
     return loss;
   }
@@ -261,32 +284,24 @@ Tensor chunked(const Tensor& input, const Tensor& linear_weight, const Tensor& t
   SavedTensor saved_input(input, false), saved_weight(linear_weight, false), saved_target(target, false);
   SavedTensor saved_bias = SavedTensor::input_if(linear_bias.defined(), linear_bias);
   SavedTensor saved_class = SavedTensor::input_if(class_weight.defined(), class_weight);
-  autograd::record(
-      name, {&input, &linear_weight, &linear_bias}, {&loss},
-      [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
-        NoGradGuard first_order;  // first derivatives only, as above
-        const Tensor x_all = saved_input.unpack(name), w = saved_weight.unpack(name), t_all = saved_target.unpack(name);
-        const Tensor b = saved_bias.defined() ? saved_bias.unpack(name) : Tensor();
-        const Tensor cw = saved_class.defined() ? saved_class.unpack(name).to(plan.acc_dtype) : Tensor();
-        const Tensor weight = w.to(plan.acc_dtype), bias = b.defined() ? b.to(plan.acc_dtype) : Tensor();
-        const ChunkInputs in{weight, bias, cw, ignore_index, probabilities};
-        const TensorOptions options = TensorOptions(plan.acc_dtype).device(x_all.device());
-        Gradients out;
-        if (want_input) out.input = zeros({x_all.size(0), x_all.size(1)}, options);
-        if (want_weight) out.weight = zeros(weight.sizes(), options);
-        if (want_bias) out.bias = zeros({weight.size(0)}, options);
-        const Tensor row_scale = g[0].to(plan.acc_dtype);
-        for (int64_t first = 0; first < x_all.size(0); first += plan.batch_chunk_size) {
-          const int64_t rows = std::min(plan.batch_chunk_size, x_all.size(0) - first);
-          const Tensor x = x_all.narrow(0, first, rows).to(plan.acc_dtype), t = t_all.narrow(0, first, rows);
-          const ChunkResult r =
-              run_chunk(in, x, probabilities ? t.to(plan.acc_dtype) : t, true, row_scale.narrow(0, first, rows));
-          add_chunk_gradients(out, r.grad_logits, x, weight, first);
-        }
-        return {out.input.defined() ? to_input(out.input, x_all) : Tensor(),
-                out.weight.defined() ? to_input(out.weight, w) : Tensor(),
-                out.bias.defined() ? to_input(out.bias, b) : Tensor()};
-      });
+  autograd::record(name, {&input, &linear_weight, &linear_bias}, {&loss},
+                   [=](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+                     NoGradGuard first_order;  // first derivatives only, as above
+                     const Tensor x_all = saved_input.unpack(name), t_all = saved_target.unpack(name);
+                     const Operands in = operands_in(
+                         plan.acc_dtype, saved_weight.unpack(name),
+                         saved_bias.defined() ? saved_bias.unpack(name) : Tensor(),
+                         saved_class.defined() ? saved_class.unpack(name) : Tensor(), ignore_index, probabilities);
+                     Gradients out = zero_gradients(want_input, want_weight, want_bias, x_all.size(0), in);
+                     const Tensor row_scale = g[0].to(plan.acc_dtype);
+                     for_each_chunk(x_all, t_all, in, plan.batch_chunk_size,
+                                    [&](int64_t first, const Tensor& x, const Tensor& t) {
+                                      const ChunkResult r =
+                                          run_chunk(in, x, t, true, row_scale.narrow(0, first, x.size(0)));
+                                      add_chunk_gradients(out, r.grad_logits, x, in.weight, first);
+                                    });
+                     return in_dtypes(out, input_dtype, weight_dtype, bias_dtype);
+                   });
   return loss;
 }
 
