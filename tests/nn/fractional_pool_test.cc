@@ -8,8 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "tests/nn/json_fixture.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -20,6 +19,7 @@ using td::Shape;
 using td::Tensor;
 using td::testing::check_close;
 using td::testing::check_error;
+using td::testing::fixture_numbers;
 using td::testing::check_values;
 using td::testing::Snapshot;
 using td::testing::values;
@@ -27,20 +27,13 @@ using td::testing::values;
 namespace {
 
 const json& fixture() {
-  static const json data = json::parse(td::testing::read_fixture("tests/nn/fractional_pool_fixtures.json"));
+  static const json data = td::testing::load_json_fixture("tests/nn/fractional_pool_fixtures.json");
   return data;
-}
-
-// A fixture's numbers: JSON's, or "nan", "inf" and "-inf" as strings.
-std::vector<double> numbers(const json& list) {
-  std::vector<double> out;
-  for (const json& v : list) out.push_back(v.is_string() ? std::stod(v.get<std::string>()) : v.get<double>());
-  return out;
 }
 
 // A fixture's tensor: float64 values that are exact in `dtype`.
 Tensor from_fixture(const json& c, const char* key, const char* shape_key, td::DType dtype) {
-  return td::tensor(numbers(c[key])).reshape(c[shape_key].get<Shape>()).to(dtype);
+  return td::tensor(fixture_numbers(c[key])).reshape(c[shape_key].get<Shape>()).to(dtype);
 }
 
 using Pool = std::tuple<Tensor, Tensor> (*)(const Tensor&, td::IntList, td::IntList, const std::vector<double>&,
@@ -81,13 +74,13 @@ TEST_CASE("fractional max pooling gives PyTorch's values, indices and gradients"
       CHECK(y.sizes() == c["output_shape"].get<Shape>());
       CHECK(y.dtype() == dtype);
       CHECK(indices.dtype() == td::kInt64);
-      check_values(y, numbers(c["output"]), 0, what);  // a chosen input element, exactly
+      check_values(y, fixture_numbers(c["output"]), 0, what);  // a chosen input element, exactly
       CHECK(values(indices) == c["indices"].get<std::vector<double>>());
       if (!c.contains("grad")) continue;
       (y * from_fixture(c, "grad_weight", "output_shape", dtype)).sum().backward();
       // Overlapping windows sum their gradients, maybe in another order than PyTorch's: 16-bit sums
       // may round differently, within a rounding of the largest.
-      const std::vector<double> grad = numbers(c["grad"]);
+      const std::vector<double> grad = fixture_numbers(c["grad"]);
       double largest = 0;
       for (double v : grad) largest = std::max(largest, std::abs(v));
       const double rtol = dtype == td::kFloat64 ? 1e-15 : dtype == td::kFloat32 ? 1e-6 : 1e-2;

@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "tests/nn/json_fixture.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -18,6 +17,7 @@ using nlohmann::json;
 using td::Shape;
 using td::Tensor;
 using td::testing::check_error;
+using td::testing::fixture_numbers;
 using td::testing::check_values;
 using td::testing::Snapshot;
 using td::testing::values;
@@ -25,19 +25,12 @@ using td::testing::values;
 namespace {
 
 const json& fixture() {
-  static const json data = json::parse(td::testing::read_fixture("tests/nn/linear_cross_entropy_fixtures.json"));
+  static const json data = td::testing::load_json_fixture("tests/nn/linear_cross_entropy_fixtures.json");
   return data;
 }
 
-// A fixture's numbers: JSON's, or "nan", "inf" and "-inf" as strings.
-std::vector<double> numbers(const json& list) {
-  std::vector<double> out;
-  for (const json& v : list) out.push_back(v.is_string() ? std::stod(v.get<std::string>()) : v.get<double>());
-  return out;
-}
-
 Tensor from_fixture(const json& list, const Shape& shape, td::DType dtype) {
-  return td::tensor(numbers(list)).reshape(shape).to(dtype);
+  return td::tensor(fixture_numbers(list)).reshape(shape).to(dtype);
 }
 
 std::optional<nn::LinearCrossEntropyOptions> options_of(const json& given) {
@@ -93,7 +86,7 @@ TEST_CASE("linear_cross_entropy gives PyTorch's loss and gradients, chunked and 
     // The chunks sum in another order than PyTorch's. 16-bit: tandem sums the gradients over the
     // chunks in float32 and rounds once, PyTorch in the input's dtype.
     const double rtol = dtype == td::kFloat64 ? 1e-12 : dtype == td::kFloat32 ? 2e-5 : 2e-2;
-    check_values(loss, numbers(c["loss"]), rtol, name + " loss");
+    check_values(loss, fixture_numbers(c["loss"]), rtol, name + " loss");
     if (c["grad_weight"].is_null()) {
       loss.backward();
     } else {
@@ -102,7 +95,7 @@ TEST_CASE("linear_cross_entropy gives PyTorch's loss and gradients, chunked and 
     // Gradients near zero: within rtol of the largest.
     auto check_grad = [&](const Tensor& grad, const json& want, td::DType want_dtype, const std::string& what) {
       CHECK(grad.dtype() == want_dtype);
-      const std::vector<double> expected = numbers(want);
+      const std::vector<double> expected = fixture_numbers(want);
       double largest = 0;
       for (double v : expected) largest = std::max(largest, std::abs(v));
       td::testing::check_close(grad, expected, rtol, rtol * largest, name + " " + what);

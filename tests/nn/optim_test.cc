@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nn/optim/optim.h"
+#include "tests/nn/json_fixture.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -25,7 +24,7 @@ using td::testing::values;
 namespace {
 
 const json& fixture() {
-  static const json data = json::parse(td::testing::read_fixture("tests/nn/optim_fixtures.json"));
+  static const json data = td::testing::load_json_fixture("tests/nn/optim_fixtures.json");
   return data;
 }
 
