@@ -319,6 +319,15 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
     case BinaryOp::Zeta:
       TD_CHECK(!need_a, "zeta: there is no derivative with respect to x (the exponent), as in PyTorch; only q's");
       return {Tensor(), need_b ? -g * a * special::zeta(a + 1, b) : Tensor()};
+    // dP/dx = x^(a-1) e^-x / Gamma(a) = -dQ/dx, by PyTorch's formula (so NaN at x = 0 for a = 1, as
+    // there); PyTorch has no derivative in a either.
+    case BinaryOp::Igamma:
+    case BinaryOp::Igammac: {
+      TD_CHECK(!need_a, kernels::op_name(op), ": there is no derivative with respect to a (the input), as in PyTorch; only x's");
+      if (!need_b) return {};
+      const Tensor density = exp((a - 1) * log(b) - b - lgamma(a));
+      return {Tensor(), op == BinaryOp::Igamma ? g * density : -g * density};
+    }
     default: TD_FAIL(kernels::op_name(op), " is not differentiable");
   }
 }
@@ -343,6 +352,8 @@ const char* binary_node(BinaryOp op) {
     case BinaryOp::Copysign: return "CopysignBackward0";
     case BinaryOp::LogAddExp: return "LogaddexpBackward0";
     case BinaryOp::Zeta: return "SpecialZetaBackward0";
+    case BinaryOp::Igamma: return "IgammaBackward0";
+    case BinaryOp::Igammac: return "IgammacBackward0";
     default: return "BinaryBackward";
   }
 }
@@ -366,7 +377,9 @@ GradReads grad_reads(BinaryOp op, bool for_a) {
     case BinaryOp::Remainder:
     case BinaryOp::Fmod: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Hypot: return for_a ? GradReads{true, false, true} : GradReads{false, true, true};
-    case BinaryOp::Zeta: return for_a ? GradReads{} : GradReads{true, true};
+    case BinaryOp::Zeta:
+    case BinaryOp::Igamma:
+    case BinaryOp::Igammac: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Copysign: return for_a ? GradReads{true, false, true} : GradReads{};
     default: return {};  // add, sub, the rounded divisions: constants
   }
@@ -516,6 +529,8 @@ Tensor gcd(const Tensor& a, const Tensor& b) { return kernels::gcd(a, b); }
 Tensor lcm(const Tensor& a, const Tensor& b) { return kernels::lcm(a, b); }
 // Not differentiable, as PyTorch's: a backward through it is an error.
 Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
+Tensor igamma(const Tensor& a, const Tensor& x) { return detail::binary(BinaryOp::Igamma, a, x); }
+Tensor igammac(const Tensor& a, const Tensor& x) { return detail::binary(BinaryOp::Igammac, a, x); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return kernels::bitwise_and(a, b); }
 Tensor bitwise_and(const Tensor& a, Scalar b) { return kernels::bitwise_and(a, b); }

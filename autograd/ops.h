@@ -102,6 +102,11 @@ Tensor copysign(const Tensor& a, Scalar b);
 Tensor gcd(const Tensor& a, const Tensor& b);        // integers only; gcd(0, 0) = 0
 Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where either is 0
 Tensor nextafter(const Tensor& a, const Tensor& b);  // the next float32/float64 value after a toward b
+// The regularized lower incomplete gamma function P(a, x) = (1 / Gamma(a)) integral_0^x t^(a-1) e^-t dt
+// and the upper one Q(a, x) = 1 - P(a, x) (special::gammainc and gammaincc); floating operands,
+// broadcast. Differentiable in x only, as PyTorch's.
+Tensor igamma(const Tensor& a, const Tensor& x);
+Tensor igammac(const Tensor& a, const Tensor& x);
 // a * 2^b (b an integer or floating tensor); integers give float32.
 Tensor ldexp(const Tensor& a, const Tensor& b);
 // x as mantissa * 2^exponent: the mantissa in x's floating dtype, in [0.5, 1) in magnitude (0, inf and

@@ -18,6 +18,9 @@ Tensor multigammaln(const Tensor& x, int64_t p);  // the multivariate log-gamma 
 Tensor zeta(const Tensor& x, const Tensor& q);
 Tensor zeta(const Tensor& x, Scalar q);
 Tensor zeta(Scalar x, const Tensor& q);
+// The regularized incomplete gamma functions: P(a, x) = gamma(a, x) / Gamma(a) and Q = 1 - P.
+Tensor gammainc(const Tensor& a, const Tensor& x);
+Tensor gammaincc(const Tensor& a, const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor erfcx(const Tensor& x);  // exp(x^2) erfc(x), without overflow

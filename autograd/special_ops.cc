@@ -65,6 +65,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return tandem::log_softmax(x, dim, dtype);
 }
 Tensor xlogy(const Tensor& x, const Tensor& y) { return tandem::xlogy(x, y); }
+Tensor gammainc(const Tensor& a, const Tensor& x) { return tandem::igamma(a, x); }
+Tensor gammaincc(const Tensor& a, const Tensor& x) { return tandem::igammac(a, x); }
 
 Tensor ndtr(const Tensor& x) {
   kernels::check_defined(x, "special.ndtr", "input");

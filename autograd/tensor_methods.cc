@@ -161,6 +161,8 @@ Tensor Tensor::square() const { return tandem::square(*this); }
 Tensor Tensor::gcd(const Tensor& other) const { return tandem::gcd(*this, other); }
 Tensor Tensor::lcm(const Tensor& other) const { return tandem::lcm(*this, other); }
 Tensor Tensor::nextafter(const Tensor& other) const { return tandem::nextafter(*this, other); }
+Tensor Tensor::igamma(const Tensor& other) const { return tandem::igamma(*this, other); }
+Tensor Tensor::igammac(const Tensor& other) const { return tandem::igammac(*this, other); }
 Tensor Tensor::ldexp(const Tensor& other) const { return tandem::ldexp(*this, other); }
 std::tuple<Tensor, Tensor> Tensor::frexp() const { return tandem::frexp(*this); }
 Tensor Tensor::true_divide(const Tensor& other) const { return tandem::true_divide(*this, other); }
@@ -764,5 +766,7 @@ Tensor& Tensor::logit_(std::optional<double> eps) {
 Tensor& Tensor::xlogy_(const Tensor& other) { return write_back_floating(*this, tandem::xlogy(tandem::clone(*this), other), "xlogy_"); }
 Tensor& Tensor::xlogy_(Scalar other) { return write_back_floating(*this, tandem::xlogy(tandem::clone(*this), other), "xlogy_"); }
 Tensor& Tensor::ldexp_(const Tensor& other) { return write_back_floating(*this, tandem::ldexp(tandem::clone(*this), other), "ldexp_"); }
+Tensor& Tensor::igamma_(const Tensor& other) { return write_back_floating(*this, tandem::igamma(tandem::clone(*this), other), "igamma_"); }
+Tensor& Tensor::igammac_(const Tensor& other) { return write_back_floating(*this, tandem::igammac(tandem::clone(*this), other), "igammac_"); }
 
 }  // namespace tandem

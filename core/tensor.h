@@ -295,6 +295,8 @@ class Tensor {
   Tensor gcd(const Tensor& other) const;
   Tensor lcm(const Tensor& other) const;
   Tensor nextafter(const Tensor& other) const;
+  Tensor igamma(const Tensor& other) const;   // P(self, other)
+  Tensor igammac(const Tensor& other) const;  // Q(self, other)
   Tensor ldexp(const Tensor& other) const;
   std::tuple<Tensor, Tensor> frexp() const;
   Tensor true_divide(const Tensor& other) const;
@@ -550,6 +552,8 @@ class Tensor {
   Tensor& xlogy_(const Tensor& other);
   Tensor& xlogy_(Scalar other);
   Tensor& ldexp_(const Tensor& other);
+  Tensor& igamma_(const Tensor& other);
+  Tensor& igammac_(const Tensor& other);
 
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;

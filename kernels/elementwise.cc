@@ -310,6 +310,8 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
     case BinaryOp::Fmod: TD_CHECK(common != kBool, name, ": not supported for bool tensors"); return common;
     case BinaryOp::Hypot:
     case BinaryOp::LogAddExp:
+    case BinaryOp::Igamma:
+    case BinaryOp::Igammac:
       TD_CHECK(is_floating(common), name, ": expected floating tensors, got dtype ", common);
       return common;
     case BinaryOp::Gcd:
@@ -478,6 +480,8 @@ Tensor zeta(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::
 Tensor gcd(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Gcd, a, b); }
 Tensor lcm(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Lcm, a, b); }
 Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
+Tensor igamma(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igamma, a, b); }
+Tensor igammac(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igammac, a, b); }
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
@@ -675,6 +679,8 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Gcd: return "gcd";
     case BinaryOp::Lcm: return "lcm";
     case BinaryOp::Nextafter: return "nextafter";
+    case BinaryOp::Igamma: return "igamma";
+    case BinaryOp::Igammac: return "igammac";
     case BinaryOp::Fmax: return "fmax";
     case BinaryOp::Fmin: return "fmin";
     case BinaryOp::BitwiseAnd: return "bitwise_and";

@@ -106,6 +106,9 @@ Tensor zeta(const Tensor& a, const Tensor& b);  // the Hurwitz zeta function; in
 Tensor gcd(const Tensor& a, const Tensor& b);        // integers only; gcd(0, 0) = 0
 Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where either is 0
 Tensor nextafter(const Tensor& a, const Tensor& b);  // float32/float64 only
+// The regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P; floating only.
+Tensor igamma(const Tensor& a, const Tensor& x);
+Tensor igammac(const Tensor& a, const Tensor& x);
 Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
 Tensor fmin(const Tensor& a, const Tensor& b);
 // Integers and bool only.

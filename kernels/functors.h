@@ -557,6 +557,18 @@ struct Zeta {  // the Hurwitz zeta function of a at b, in double
   }
 };
 
+// The regularized lower and upper incomplete gamma functions P(a, b) and Q(a, b), in double.
+struct Igamma {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), false));
+  }
+};
+struct Igammac {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), true));
+  }
+};
+
 struct BitwiseAnd {
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) return a && b; else return static_cast<T>(a & b);

@@ -14,7 +14,7 @@ enum class UnaryOp {
 
 enum class BinaryOp {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
-  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter,
+  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter, Igamma, Igammac,
   Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
 };
 

@@ -182,6 +182,8 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::LogAddExp: return binary_floating(s, d, t, fn::LogAddExp{});
     case BinaryOp::Zeta: return binary_floating(s, d, t, fn::Zeta{});
     case BinaryOp::Nextafter: return binary_floating(s, d, t, fn::Nextafter{});
+    case BinaryOp::Igamma: return binary_floating(s, d, t, fn::Igamma{});
+    case BinaryOp::Igammac: return binary_floating(s, d, t, fn::Igammac{});
     case BinaryOp::Gcd: return binary_integral(s, d, t, fn::Gcd{});
     case BinaryOp::Lcm: return binary_integral(s, d, t, fn::Lcm{});
     case BinaryOp::Fmax: return binary_all(s, d, t, fn::Fmax{});

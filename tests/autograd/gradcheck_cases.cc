@@ -157,6 +157,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::special::zeta(on(x[0], td::tensor({2.0, 3.5, 1.5, 4.0}, td::kFloat64)), x[0]) +
                 td::special::zeta(3.0, x[0]);
        }},
+      // the incomplete gamma functions' gradient in x only, as PyTorch's
+      {"gammainc and gammaincc in x", {{{3, 4}, 0.2, 6}},
+       [](V x) {
+         const Tensor a = on(x[0], td::arange(12, td::kFloat64).view({3, 4}) * 0.4 + 0.3);
+         return td::special::gammainc(a, x[0]) + td::special::gammaincc(a * 2, x[0]) * 0.5;
+       }},
       {"erfcx", {{{3, 4}, -2, 6}}, [](V x) { return td::special::erfcx(x[0]); }},
       {"i0", {{{3, 4}, -3, 3}}, [](V x) { return td::i0(x[0]); }},
       {"i0e", {{{3, 4}, -3, 3, true, {0}}}, [](V x) { return td::special::i0e(x[0]); }},
