@@ -4,8 +4,10 @@
 
 #include "core/generator.h"
 #include "kernels/backend.h"
+#include "kernels/copy.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/elementwise.h"
 #include "kernels/reduce.h"
 
 namespace tandem {
@@ -270,5 +272,54 @@ Tensor bernoulli(const Tensor& like, double p) {
   Tensor t = empty_like(like);
   return bernoulli_fill(t, p, false);
 }
+
+namespace {
+
+// A sampler's parameter as float64, contiguous and of the output's shape (broadcast, copied where needed).
+Tensor as_parameter(const Tensor& t, const Shape& shape) {
+  return kernels::contiguous(kernels::expand(kernels::to(t, kFloat64), shape));
+}
+
+// One Philox block per element: each element's draws come from that block's own stream.
+PhiloxState reserve_streams(const Tensor& out) {
+  return default_generator(out.device()).reserve(static_cast<uint64_t>(out.numel()) * 4);
+}
+
+}  // namespace
+
+namespace kernels {
+
+Tensor poisson(const Tensor& rates) {
+  check_defined(rates, "poisson", "input");
+  check_floating(rates.dtype(), "poisson");
+  const Tensor rate = as_parameter(rates, rates.sizes());
+  // !(rate >= 0) also catches NaN.
+  TD_CHECK(rate.numel() == 0 || all(ge(rate, 0)).item<bool>(),
+           "poisson: invalid rate, expected every rate to be non-negative (and not NaN)");
+  Tensor out = empty_tensor(rates.sizes(), rates.dtype(), rates.device());
+  if (out.numel() == 0) return out;
+  const PhiloxState state = reserve_streams(out);
+  out.is_cuda() ? cuda::poisson(out, rate, state) : cpu::poisson(out, rate, state);
+  return out;
+}
+
+Tensor binomial(const Tensor& count, const Tensor& prob) {
+  check_defined(count, "binomial", "count");
+  check_defined(prob, "binomial", "prob");
+  check_floating(count.dtype(), "binomial");
+  TD_CHECK(count.dtype() == prob.dtype(), "binomial: expected count and prob of one dtype, got ", count.dtype(),
+           " and ", prob.dtype());
+  TD_CHECK(count.device() == prob.device(), "binomial: expected count and prob on one device, got ", count.device(),
+           " and ", prob.device());
+  const Shape shape = broadcast_shapes(count.sizes(), prob.sizes(), "binomial");
+  const Tensor n = as_parameter(count, shape), p = as_parameter(prob, shape);
+  Tensor out = empty_tensor(shape, count.dtype(), count.device());
+  if (out.numel() == 0) return out;
+  const PhiloxState state = reserve_streams(out);
+  out.is_cuda() ? cuda::binomial(out, n, p, state) : cpu::binomial(out, n, p, state);
+  return out;
+}
+
+}  // namespace kernels
 
 }  // namespace tandem

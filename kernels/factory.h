@@ -87,4 +87,10 @@ Tensor& uniform_(Tensor& t, double from = 0, double to = 1);
 Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
 Tensor& bernoulli_(Tensor& t, double p);
 
+namespace kernels {
+// The samplers behind td::poisson and td::binomial (autograd/ops.h), without their autograd nodes.
+Tensor poisson(const Tensor& rates);
+Tensor binomial(const Tensor& count, const Tensor& prob);
+}  // namespace kernels
+
 }  // namespace tandem

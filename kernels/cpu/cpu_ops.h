@@ -37,6 +37,10 @@ void uniform(const Tensor& out, double from, double to, PhiloxState state);
 void normal(const Tensor& out, double mean, double std, PhiloxState state);
 void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
 void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
+// One Poisson or binomial variate per element of out (floating) from float64 parameters, contiguous,
+// one per element; element i draws from Philox block state.offset + i's own stream (kernels/sampling.h).
+void poisson(const Tensor& out, const Tensor& rates, PhiloxState state);
+void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state);
 // Dropout in one pass: keep[e] = uniform_float(word e) < keep_prob, the words and comparison of
 // bernoulli (so a mask equals bernoulli(x, keep_prob)'s for the same state); out = x * keep * scale.
 // x and out contiguous, one floating dtype; mask bool contiguous.

@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/functors.h"
+#include "kernels/sampling.h"
 
 namespace tandem::kernels::cpu {
 
@@ -128,6 +129,35 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state) {
       }
     });
   });
+}
+
+namespace {
+
+// out[i] = draw(i, element i's stream), in parallel: a variate takes a varying number of draws.
+template <typename Draw>
+void sample_each(const Tensor& out, const char* op, PhiloxState state, const Draw& draw) {
+  dispatch_floating(out.dtype(), op, [&]<typename T>() {
+    T* data = out.data_ptr<T>();
+    parallel_for(0, out.numel(), 1 << 12, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        fn::ElementStream stream(state.seed, state.offset + static_cast<uint64_t>(i));
+        data[i] = convert<T>(draw(i, stream));
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void poisson(const Tensor& out, const Tensor& rates, PhiloxState state) {
+  const double* rate = rates.data_ptr<double>();
+  sample_each(out, "poisson", state, [&](int64_t i, fn::ElementStream& s) { return fn::sample_poisson(rate[i], s); });
+}
+
+void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state) {
+  const double *n = count.data_ptr<double>(), *p = prob.data_ptr<double>();
+  sample_each(out, "binomial", state,
+              [&](int64_t i, fn::ElementStream& s) { return fn::sample_binomial(n[i], p[i], s); });
 }
 
 void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,

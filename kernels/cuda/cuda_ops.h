@@ -39,6 +39,8 @@ void uniform(const Tensor& out, double from, double to, PhiloxState state);
 void normal(const Tensor& out, double mean, double std, PhiloxState state);
 void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
 void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
+void poisson(const Tensor& out, const Tensor& rates, PhiloxState state);  // as the CPU's (cpu_ops.h)
+void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state);
 void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
              PhiloxState state);
 void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale);  // cuda/elementwise.cu

@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/functors.h"
+#include "kernels/sampling.h"
 
 namespace tandem::kernels::cuda {
 
@@ -110,6 +111,22 @@ __global__ void bernoulli_kernel(T* out, int64_t n, const double* prob, PhiloxSt
 }
 
 template <typename T>
+__global__ void poisson_kernel(T* out, int64_t n, const double* rate, PhiloxState state) {
+  TD_GRID_STRIDE(i, n) {
+    fn::ElementStream stream(state.seed, state.offset + static_cast<uint64_t>(i));
+    out[i] = convert<T>(fn::sample_poisson(rate[i], stream));
+  }
+}
+
+template <typename T>
+__global__ void binomial_kernel(T* out, int64_t n, const double* count, const double* prob, PhiloxState state) {
+  TD_GRID_STRIDE(i, n) {
+    fn::ElementStream stream(state.seed, state.offset + static_cast<uint64_t>(i));
+    out[i] = convert<T>(fn::sample_binomial(count[i], prob[i], stream));
+  }
+}
+
+template <typename T>
 __global__ void dropout_kernel(T* out, bool* keep, const T* x, int64_t n, double keep_prob, fn::KeepScale<T, opmath_t<T>> f,
                                PhiloxState state) {
   for_each_block(n, 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
@@ -186,6 +203,27 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state) {
   const double* prob = p.data_ptr<double>();
   dispatch_all(out.dtype(), "bernoulli", [&]<typename T>() {
     launch("bernoulli", out.device(), philox_blocks(n, 4), bernoulli_kernel<T>, out.data_ptr<T>(), n, prob, state);
+  });
+}
+
+// The parameters: float64, contiguous, one per element of out, on out's device (kernels/factory.cc).
+void poisson(const Tensor& out, const Tensor& rates, PhiloxState state) {
+  const int64_t n = out.numel();
+  TD_CHECK(rates.device() == out.device() && rates.is_contiguous() && rates.numel() == n,
+           "poisson: expected the rates contiguous on ", out.device(), " with ", n, " elements");
+  dispatch_floating(out.dtype(), "poisson", [&]<typename T>() {
+    launch("poisson", out.device(), n, poisson_kernel<T>, out.data_ptr<T>(), n, rates.data_ptr<double>(), state);
+  });
+}
+
+void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state) {
+  const int64_t n = out.numel();
+  TD_CHECK(count.device() == out.device() && prob.device() == out.device() && count.is_contiguous() &&
+               prob.is_contiguous() && count.numel() == n && prob.numel() == n,
+           "binomial: expected count and prob contiguous on ", out.device(), " with ", n, " elements");
+  dispatch_floating(out.dtype(), "binomial", [&]<typename T>() {
+    launch("binomial", out.device(), n, binomial_kernel<T>, out.data_ptr<T>(), n, count.data_ptr<double>(),
+           prob.data_ptr<double>(), state);
   });
 }
 
