@@ -869,25 +869,6 @@ Tensor randperm(int64_t n, TensorOptions options) {
   return dtype == kInt64 ? order : order.to(dtype);
 }
 
-Tensor poisson(const Tensor& rates) {
-  Tensor out = kernels::poisson(rates);
-  if (autograd::needs_grad({&rates})) {
-    autograd::record("PoissonBackward0", {&rates}, {&out},
-                     [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {zeros_like(g[0])}; });
-  }
-  return out;
-}
-
-Tensor binomial(const Tensor& count, const Tensor& prob) {
-  Tensor out = kernels::binomial(count, prob);
-  if (autograd::needs_grad({&count, &prob})) {
-    autograd::record("BinomialBackward0", {&count, &prob}, {&out}, [](const std::vector<Tensor>&) -> std::vector<Tensor> {
-      TD_FAIL("binomial: the derivative is not implemented, as in PyTorch (the variate is not differentiable)");
-    });
-  }
-  return out;
-}
-
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   kernels::check_defined(probs, "multinomial", "input");
   TD_CHECK(probs.dim() == 1 || probs.dim() == 2, "multinomial: expected a 1-D or 2-D tensor of weights, got shape ",

@@ -421,6 +421,7 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
 Tensor randperm(int64_t n, TensorOptions options = {});
 // num_samples category indices per row of weights (1-D or 2-D), drawn with or without replacement.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+// ---- sampling (random_ops.cc): as in PyTorch, not differentiable in the parameters ----
 // A Poisson variate for each rate (floating, >= 0; inf gives inf), in the rates' dtype. Its
 // gradient is zero, as PyTorch's (PoissonBackward0).
 Tensor poisson(const Tensor& rates);
@@ -428,6 +429,13 @@ Tensor poisson(const Tensor& rates);
 // of one dtype, broadcast: 0 where count or prob <= 0, count where prob >= 1, NaN for NaN or an
 // infinite count. Not differentiable: a backward through it is an error, as in PyTorch.
 Tensor binomial(const Tensor& count, const Tensor& prob);
+// Normal variates of the given means and standard deviations (>= 0), broadcast, in their promoted
+// floating dtype. Their gradients are zero, as PyTorch's: for a differentiable sample write
+// mean + std * randn_like(mean).
+Tensor normal(const Tensor& mean, const Tensor& std);
+Tensor normal(const Tensor& mean, double std);
+Tensor normal(double mean, const Tensor& std);
+Tensor normal(double mean, double std, IntList sizes, TensorOptions options = {});
 
 // ---- signal windows and logspace (window_ops.cc): factories, float32 unless options say ----
 // A periodic window of N points is the first N of the symmetric window of N + 1.

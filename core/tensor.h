@@ -555,6 +555,23 @@ class Tensor {
   Tensor& igamma_(const Tensor& other);
   Tensor& igammac_(const Tensor& other);
 
+  // ---- sampling in place (autograd/random_ops.cc), from the generator of the tensor's device ----
+  // The old values get a zero gradient; a leaf that requires grad refuses, as for any in-place op.
+  Tensor& uniform_(double from = 0, double to = 1);  // floating
+  Tensor& normal_(double mean = 0, double std = 1);  // floating
+  Tensor& bernoulli_(double p = 0.5);                // 1 with probability p, any dtype
+  Tensor& bernoulli_(const Tensor& p);               // p (floating, in [0, 1]) broadcast to this shape
+  Tensor& exponential_(double lambd = 1);            // -log(1 - U) / lambd, floating
+  Tensor& geometric_(double p);                      // trials up to the first success (>= 1), any dtype
+  Tensor& cauchy_(double median = 0, double sigma = 1);  // floating
+  Tensor& log_normal_(double mean = 1, double std = 2);  // exp of normal(mean, std), floating
+  // Whole numbers uniform in [from, to); without `to`, up to the dtype's largest (for a floating
+  // dtype the largest whole number it holds with no gap below: 2^24 for float32). A floating range
+  // beyond that gap-free range is refused (PyTorch warns that it will be).
+  Tensor& random_(int64_t from, std::optional<int64_t> to);
+  Tensor& random_(int64_t to);
+  Tensor& random_();
+
   // ---- linear algebra, softmax, indexing (kernels/) ----
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;

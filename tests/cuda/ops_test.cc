@@ -1053,6 +1053,60 @@ TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every 
   }
 }
 
+TEST_CASE("the in-place samplers and normal(mean, std) draw the CPU's values for the same key", "[cuda]") {
+  // The same float64 uniforms on both devices through the same transforms: whole-number samplers are
+  // equal, the others within the dtype's tolerance (the GPU's log1p, tan and exp are an ulp or a few off).
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(80);
+  const uint64_t seed = tt::test_seed() ^ 0x5a11;
+  using Sampler = std::function<void(Tensor&)>;
+  struct Case {
+    std::string name;
+    Sampler sample;
+    bool whole_numbers;
+  };
+  const std::vector<Case> cases = {
+      {"uniform_", [](Tensor& t) { t.uniform_(-2, 3); }, false},
+      {"normal_", [](Tensor& t) { t.normal_(1, 2); }, false},
+      {"bernoulli_", [](Tensor& t) { t.bernoulli_(0.3); }, true},
+      {"exponential_", [](Tensor& t) { t.exponential_(1.5); }, false},
+      {"geometric_", [](Tensor& t) { t.geometric_(0.2); }, true},
+      {"cauchy_", [](Tensor& t) { t.cauchy_(1, 2); }, false},
+      {"log_normal_", [](Tensor& t) { t.log_normal_(0.5, 0.5); }, false},
+      {"random_", [](Tensor& t) { t.random_(-7, 100); }, true},
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+      for (const Shape& shape : std::vector<Shape>{{1}, {7}, {3, 11}, {1000003}}) {
+        // A transposed view on both devices: the values follow its logical order.
+        Tensor cpu = td::zeros(shape.size() == 2 ? Shape{shape[1], shape[0]} : shape, dtype);
+        Tensor dev = ct::twin(cpu);
+        Tensor cpu_view = shape.size() == 2 ? cpu.t() : cpu, dev_view = shape.size() == 2 ? dev.t() : dev;
+        ct::manual_seed_as_cpu(seed);
+        c.sample(cpu_view);
+        ct::manual_seed_as_cpu(seed);
+        c.sample(dev_view);
+        const std::string what = describe(c.name, dtype, shape, Layout::Contiguous);
+        if (c.whole_numbers) {
+          check_equal(dev, cpu, what);
+        } else {
+          check_close(dev, cpu, rtol_for(dtype), rtol_for(dtype), what);
+        }
+      }
+    }
+  }
+  for (const Shape& shape : std::vector<Shape>{{7}, {1000003}}) {
+    const Tensor mean = ct::random_input(shape, td::kFloat32, Layout::Contiguous, -3, 3);
+    const Tensor stddev = ct::random_input({1}, td::kFloat64, Layout::Contiguous, 0, 2);
+    ct::manual_seed_as_cpu(seed);
+    const Tensor want = td::normal(mean, stddev);
+    ct::manual_seed_as_cpu(seed);
+    check_close(td::normal(ct::twin(mean), ct::twin(stddev)), want, rtol_for(td::kFloat64), rtol_for(td::kFloat64),
+                describe("normal(mean, std)", td::kFloat64, shape, Layout::Contiguous));
+  }
+}
+
 TEST_CASE("in-place random fills of non-contiguous views, and dropout, match the CPU", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   ct::PoisonGuard poison;

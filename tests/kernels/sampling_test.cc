@@ -192,3 +192,212 @@ TEST_CASE("poisson and binomial refuse bad parameters without drawing", "[cpu]")
   CHECK(after.seed == before.seed);
   CHECK(after.offset == before.offset);
 }
+
+namespace {
+
+struct Moments {
+  double mean, variance;
+};
+
+Moments moments_of(const Tensor& t) {
+  const std::vector<double> v = values(t);
+  double mean = 0, square = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  for (double x : v) square += (x - mean) * (x - mean);
+  return {mean, square / static_cast<double>(v.size() - 1)};
+}
+
+// The sample's mean and variance within five standard errors of the distribution's: of the mean
+// sqrt(var / N), of the variance sqrt((mu4 - var^2) / N) from the fourth central moment mu4.
+void check_moments(const Tensor& t, double mean, double variance, double mu4, const std::string& what) {
+  INFO(what);
+  const double n = static_cast<double>(t.numel());
+  const Moments m = moments_of(t);
+  CHECK(std::abs(m.mean - mean) <= 5 * std::sqrt(variance / n));
+  CHECK(std::abs(m.variance - variance) <= 5 * std::sqrt((mu4 - variance * variance) / n));
+}
+
+}  // namespace
+
+TEST_CASE("the in-place samplers draw their distributions", "[cpu]") {
+  td::manual_seed(2026);
+  const auto sample = [] { return td::empty({kDraws}, td::kFloat64); };
+  Tensor u = sample();
+  u.uniform_(2, 5);
+  check_moments(u, 3.5, 0.75, 81.0 / 80, "uniform_(2, 5)");  // mu4 = (b - a)^4 / 80
+  CHECK(u.min().item<double>() >= 2);
+  CHECK(u.max().item<double>() < 5);
+  Tensor n = sample();
+  n.normal_(1, 2);
+  check_moments(n, 1, 4, 48, "normal_(1, 2)");
+  Tensor b = sample();
+  b.bernoulli_(0.3);
+  check_moments(b, 0.3, 0.21, 0.3 * 0.7 * (1 - 3 * 0.21), "bernoulli_(0.3)");
+  Tensor e = sample();
+  e.exponential_(2);
+  check_moments(e, 0.5, 0.25, 9.0 / 16, "exponential_(2)");  // mu4 = 9 / lambda^4
+  CHECK(e.min().item<double>() >= 0);
+  Tensor g = sample();
+  g.geometric_(0.2);
+  // mu4 = var^2 (3 + 6 + p^2 / q), its excess kurtosis 6 + p^2 / q.
+  check_moments(g, 5, 20, 400 * (9 + 0.04 / 0.8), "geometric_(0.2)");
+  CHECK(g.min().item<double>() == 1);
+  const double z = chi_square_z(values(g), 1, 80, [](double k) { return std::pow(0.8, k - 1) * 0.2; });
+  CHECK(std::abs(z) < 5);
+  Tensor l = sample();
+  l.log_normal_(0.5, 0.25);
+  check_moments(td::log(l), 0.5, 0.0625, 3 * 0.0625 * 0.0625, "log of log_normal_(0.5, 0.25)");
+  // Cauchy has no mean: its quartiles are median -+ sigma, its median the median.
+  Tensor c = sample();
+  c.cauchy_(1, 2);
+  const Tensor sorted = std::get<0>(td::sort(c));
+  const double quarter = sorted[kDraws / 4].item<double>(), half = sorted[kDraws / 2].item<double>(),
+               three_quarters = sorted[3 * kDraws / 4].item<double>();
+  // The standard error of a quantile q is sqrt(q (1 - q) / N) / density there: 0.0099 at the quartiles, 0.0070
+  // at the median for sigma = 2.
+  CHECK(std::abs(quarter + 1) < 0.06);
+  CHECK(std::abs(half - 1) < 0.04);
+  CHECK(std::abs(three_quarters - 3) < 0.06);
+}
+
+TEST_CASE("bernoulli_ with a tensor of probabilities, and normal with tensor parameters", "[cpu]") {
+  td::manual_seed(77);
+  Tensor t = td::empty({kDraws / 4, 4}, td::kInt64);
+  t.bernoulli_(f64({0.0, 0.25, 0.5, 1.0}));
+  const std::vector<double> column_means = values(t.to(td::kFloat64).mean(std::vector<int64_t>{0}));
+  CHECK(column_means[0] == 0);
+  CHECK(std::abs(column_means[1] - 0.25) < 5 * std::sqrt(0.1875 / (kDraws / 4)));
+  CHECK(std::abs(column_means[2] - 0.5) < 5 * std::sqrt(0.25 / (kDraws / 4)));
+  CHECK(column_means[3] == 1);
+
+  // mean [N, 1] against std [2]: each column has its own spread.
+  const Tensor mean = td::full({kDraws / 2, 1}, 3.0, td::kFloat64);
+  const Tensor draws = td::normal(mean, f64({0.5, 2.0}));
+  REQUIRE(draws.sizes() == td::Shape{kDraws / 2, 2});
+  check_moments(draws.select(1, 0), 3, 0.25, 3 * 0.0625, "normal, std 0.5");
+  check_moments(draws.select(1, 1), 3, 4, 48, "normal, std 2");
+  check_moments(td::normal(f64({-1.0}).expand({kDraws}), 3.0), -1, 9, 243, "normal(mean, 3)");
+  check_moments(td::normal(2.0, td::full({kDraws}, 1.0, td::kFloat32)), 2, 1, 3, "normal(2, std)");
+  const Tensor fixed = td::normal(5.0, 0.5, {kDraws}, td::kFloat64);
+  CHECK(fixed.dtype() == td::kFloat64);
+  check_moments(fixed, 5, 0.25, 3 * 0.0625, "normal(5, 0.5, sizes)");
+  CHECK(td::normal(td::full({2}, 0.0, td::kFloat32), td::full({2}, 1.0, td::kFloat64)).dtype() == td::kFloat64);
+  // A standard deviation of 0 gives the mean itself.
+  check_close(td::normal(f64({1.5, -2.0}), f64({0.0, 0.0})), {1.5, -2.0}, 0, 0, "std 0");
+}
+
+TEST_CASE("random_ draws whole numbers uniform in its range, for every dtype", "[cpu]") {
+  td::manual_seed(31);
+  Tensor r = td::empty({kDraws}, td::kInt64);
+  r.random_(3, 10);
+  CHECK(r.min().item<int64_t>() == 3);
+  CHECK(r.max().item<int64_t>() == 9);
+  CHECK(std::abs(chi_square_z(values(r), 3, 9, [](double) { return 1.0 / 7; })) < 5);
+  Tensor f = td::empty({kDraws}, td::kFloat32);
+  f.random_(10);
+  CHECK(f.min().item<double>() == 0);
+  CHECK(f.max().item<double>() == 9);
+  CHECK(std::abs(chi_square_z(values(f), 0, 9, [](double) { return 0.1; })) < 5);
+  // Without `to`: up to the dtype's largest whole number with no gap below it, inclusive.
+  Tensor h = td::empty({kDraws}, td::kFloat16);
+  h.random_();
+  CHECK(h.max().item<double>() <= 2048);
+  CHECK(h.max().item<double>() > 2000);
+  Tensor bytes = td::empty({kDraws}, td::kUInt8);
+  bytes.random_();
+  CHECK(bytes.max().item<int64_t>() == 255);
+  CHECK(bytes.min().item<int64_t>() == 0);
+  Tensor flags = td::empty({1000}, td::kBool);
+  flags.random_();
+  CHECK(flags.any().item<bool>());
+  CHECK(!flags.all().item<bool>());
+  // int64's whole range [0, 2^63 - 1]: its mean is about 2^62.
+  Tensor wide = td::empty({kDraws}, td::kInt64);
+  wide.random_();
+  CHECK(wide.min().item<int64_t>() >= 0);
+  const double wide_mean = wide.to(td::kFloat64).mean().item<double>();
+  CHECK(std::abs(wide_mean / std::ldexp(1.0, 62) - 1) < 5 * std::sqrt(1.0 / 3 / kDraws));
+  Tensor negative = td::empty({kDraws}, td::kInt32);
+  negative.random_(-5, -2);
+  CHECK(negative.min().item<int64_t>() == -5);
+  CHECK(negative.max().item<int64_t>() == -3);
+}
+
+TEST_CASE("in-place samples write a view in its logical order and record a zero gradient", "[cpu]") {
+  // A transposed view and a contiguous tensor of its shape get the same values from the same seed.
+  for (int which = 0; which < 4; ++which) {
+    INFO("sampler " << which);
+    const auto draw = [which](Tensor t) {
+      switch (which) {
+        case 0: t.exponential_(1.5); break;
+        case 1: t.cauchy_(); break;
+        case 2: t.random_(0, 100); break;
+        default: t.geometric_(0.3); break;
+      }
+      return t;
+    };
+    Tensor base = td::zeros({4, 3}, td::kFloat64);
+    td::manual_seed(8);
+    draw(base.t());
+    td::manual_seed(8);
+    const Tensor contiguous = draw(td::zeros({3, 4}, td::kFloat64));
+    check_close(base.t(), values(contiguous), 0, 0, "a transposed view");
+  }
+  Tensor x = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = x * 2;
+  y.exponential_();
+  REQUIRE(y.grad_fn() != nullptr);
+  CHECK(y.grad_fn()->name() == "ExponentialBackward0");
+  (y * x).sum().backward();
+  // Only the second factor's path: d(y x)/dx with y a fresh sample is y itself.
+  check_close(x.grad(), values(y.detach()), 0, 0, "the sample's own gradient is zero");
+  Tensor mean = f64({0.0, 1.0}).requires_grad_(), std = f64({1.0, 2.0}).requires_grad_();
+  Tensor out = td::normal(mean, std);
+  CHECK(out.grad_fn()->name() == "NormalBackward3");
+  out.sum().backward();
+  check_close(mean.grad(), {0, 0}, 0, 0, "normal's mean");
+  check_close(std.grad(), {0, 0}, 0, 0, "normal's std");
+}
+
+TEST_CASE("the in-place samplers refuse bad parameters, dtypes and leaves, changing nothing", "[cpu]") {
+  Tensor t = f64({1.0, 2.0, 3.0});
+  Tensor ints = td::tensor({1, 2, 3});
+  const Snapshot t_before(t), ints_before(ints);
+  const td::PhiloxState before = td::default_generator().state();
+  check_error([&] { t.uniform_(2, 1); }, {"uniform_", "from"});
+  check_error([&] { ints.uniform_(); }, {"uniform_", "floating", "int64"});
+  check_error([&] { t.normal_(0, -1); }, {"normal_", "std"});
+  check_error([&] { t.bernoulli_(1.5); }, {"bernoulli_", "[0, 1]"});
+  check_error([&] { t.bernoulli_(f64({0.5, 0.5})); }, {"bernoulli_", "[2]", "[3]"});
+  check_error([&] { t.bernoulli_(f64({0.5, 1.5, 0.5})); }, {"bernoulli", "[0, 1]"});
+  check_error([&] { t.bernoulli_(td::tensor({0, 1, 0})); }, {"bernoulli_", "floating", "int64"});
+  check_error([&] { t.exponential_(0); }, {"exponential_", "lambda > 0"});
+  check_error([&] { ints.exponential_(); }, {"Exponential", "continuous", "int64"});
+  check_error([&] { t.geometric_(1); }, {"geometric_", "(0, 1)"});
+  check_error([&] { t.geometric_(0); }, {"geometric_", "(0, 1)"});
+  check_error([&] { t.cauchy_(0, 0); }, {"cauchy_", "sigma > 0"});
+  check_error([&] { ints.cauchy_(); }, {"Cauchy", "continuous", "int64"});
+  check_error([&] { t.log_normal_(1, 0); }, {"log_normal_", "std > 0"});
+  check_error([&] { ints.log_normal_(); }, {"LogNormal", "continuous", "int64"});
+  check_error([&] { t.random_(5, 3); }, {"random_", "from < to"});
+  check_error([&] { t.random_(0, int64_t{1} << 54); }, {"random_", "every whole number"});
+  check_error([&] { td::empty({2}, td::kFloat32).random_(0, (int64_t{1} << 24) + 2); }, {"random_", "float32"});
+  check_error([&] { td::empty({2}, td::kUInt8).random_(-1, 3); }, {"random_", "from=-1", "uint8"});
+  check_error([&] { td::empty({2}, td::kUInt8).random_(0, 257); }, {"random_", "256", "uint8"});
+  check_error([&] { td::normal(f64({0.0}), f64({-1.0})); }, {"normal", "std >= 0"});
+  check_error([&] { td::normal(f64({0.0}), kNaN); }, {"normal", "std >= 0"});
+  check_error([&] { td::normal(td::tensor({0, 1}), f64({1.0, 1.0})); }, {"normal", "floating", "int64"});
+  check_error([&] { td::normal(f64({0.0, 1.0}), f64({1.0, 1.0, 1.0})); }, {"normal", "[2]", "[3]"});
+  Tensor undefined;
+  check_error([&] { undefined.exponential_(); }, {"exponential_", "self"});
+  Tensor leaf = f64({1.0, 2.0}).requires_grad_();
+  const Snapshot leaf_before(leaf);
+  check_error([&] { leaf.normal_(); }, {"leaf", "in-place"});
+  check_error([&] { leaf.random_(0, 5); }, {"leaf", "in-place"});
+  leaf_before.check_unchanged(leaf);
+  t_before.check_unchanged(t);
+  ints_before.check_unchanged(ints);
+  const td::PhiloxState after = td::default_generator().state();
+  CHECK(after.offset == before.offset);
+}
