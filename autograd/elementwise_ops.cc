@@ -538,6 +538,18 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b) { return kernels::bitwise_or
 Tensor bitwise_or(const Tensor& a, Scalar b) { return kernels::bitwise_or(a, b); }
 Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return kernels::bitwise_xor(a, b); }
 Tensor bitwise_xor(const Tensor& a, Scalar b) { return kernels::bitwise_xor(a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return kernels::bitwise_left_shift(a, b); }
+Tensor bitwise_left_shift(const Tensor& a, Scalar b) { return kernels::bitwise_left_shift(a, b); }
+Tensor bitwise_left_shift(Scalar a, const Tensor& b) {
+  kernels::check_defined(b, "bitwise_left_shift", "other");
+  return kernels::bitwise_left_shift(kd::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return kernels::bitwise_right_shift(a, b); }
+Tensor bitwise_right_shift(const Tensor& a, Scalar b) { return kernels::bitwise_right_shift(a, b); }
+Tensor bitwise_right_shift(Scalar a, const Tensor& b) {
+  kernels::check_defined(b, "bitwise_right_shift", "other");
+  return kernels::bitwise_right_shift(kd::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
   if (amp::takes_float32(amp::Float32On::kCuda, {&base, &exponent})) {
@@ -700,5 +712,26 @@ Tensor& operator*=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp
 Tensor& operator*=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Mul, a, b); }
 Tensor& operator/=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::Div, a, b); }
 Tensor& operator/=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::Div, a, b); }
+Tensor operator~(const Tensor& x) { return bitwise_not(x); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+Tensor operator&(const Tensor& a, Scalar b) { return bitwise_and(a, b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+Tensor operator|(const Tensor& a, Scalar b) { return bitwise_or(a, b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+Tensor operator^(const Tensor& a, Scalar b) { return bitwise_xor(a, b); }
+Tensor operator<<(const Tensor& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+Tensor operator<<(const Tensor& a, Scalar b) { return bitwise_left_shift(a, b); }
+Tensor operator>>(const Tensor& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+Tensor operator>>(const Tensor& a, Scalar b) { return bitwise_right_shift(a, b); }
+Tensor& operator&=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::BitwiseAnd, a, b); }
+Tensor& operator&=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::BitwiseAnd, a, b); }
+Tensor& operator|=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::BitwiseOr, a, b); }
+Tensor& operator|=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::BitwiseOr, a, b); }
+Tensor& operator^=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::BitwiseXor, a, b); }
+Tensor& operator^=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::BitwiseXor, a, b); }
+Tensor& operator<<=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::ShiftLeft, a, b); }
+Tensor& operator<<=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::ShiftLeft, a, b); }
+Tensor& operator>>=(Tensor& a, const Tensor& b) { return detail::binary_(BinaryOp::ShiftRight, a, b); }
+Tensor& operator>>=(Tensor& a, Scalar b) { return detail::binary_(BinaryOp::ShiftRight, a, b); }
 
 }  // namespace tandem

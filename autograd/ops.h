@@ -133,6 +133,14 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b);
 Tensor bitwise_or(const Tensor& a, Scalar b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, Scalar b);
+// a << b and a >> b, integers only (not bool): a shift outside [0, bits) leaves 0, or to the right
+// a's sign (0 or -1); the left shift wraps.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, Scalar b);
+Tensor bitwise_left_shift(Scalar a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, Scalar b);
+Tensor bitwise_right_shift(Scalar a, const Tensor& b);
 // Any dtypes, each element's truth (nonzero, NaN included); bool results.
 Tensor logical_not(const Tensor& x);
 Tensor logical_and(const Tensor& a, const Tensor& b);
@@ -203,6 +211,28 @@ Tensor& operator*=(Tensor& a, const Tensor& b);
 Tensor& operator*=(Tensor& a, Scalar b);
 Tensor& operator/=(Tensor& a, const Tensor& b);
 Tensor& operator/=(Tensor& a, Scalar b);
+// The bitwise operators, as PyTorch's: ~ & | ^ on integers and bool, << >> on integers.
+Tensor operator~(const Tensor& x);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, Scalar b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, Scalar b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, Scalar b);
+Tensor operator<<(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, Scalar b);
+Tensor operator>>(const Tensor& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, Scalar b);
+Tensor& operator&=(Tensor& a, const Tensor& b);
+Tensor& operator&=(Tensor& a, Scalar b);
+Tensor& operator|=(Tensor& a, const Tensor& b);
+Tensor& operator|=(Tensor& a, Scalar b);
+Tensor& operator^=(Tensor& a, const Tensor& b);
+Tensor& operator^=(Tensor& a, Scalar b);
+Tensor& operator<<=(Tensor& a, const Tensor& b);
+Tensor& operator<<=(Tensor& a, Scalar b);
+Tensor& operator>>=(Tensor& a, const Tensor& b);
+Tensor& operator>>=(Tensor& a, Scalar b);
 
 // ---- reductions (kernels/reduce.h) ----
 Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);

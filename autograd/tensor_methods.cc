@@ -298,6 +298,17 @@ Tensor Tensor::bitwise_xor(Scalar other) const { return tandem::bitwise_xor(*thi
 Tensor& Tensor::bitwise_and_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseAnd, *this, other); }
 Tensor& Tensor::bitwise_or_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseOr, *this, other); }
 Tensor& Tensor::bitwise_xor_(const Tensor& other) { return detail::binary_(BinaryOp::BitwiseXor, *this, other); }
+Tensor& Tensor::bitwise_and_(Scalar other) { return detail::binary_(BinaryOp::BitwiseAnd, *this, other); }
+Tensor& Tensor::bitwise_or_(Scalar other) { return detail::binary_(BinaryOp::BitwiseOr, *this, other); }
+Tensor& Tensor::bitwise_xor_(Scalar other) { return detail::binary_(BinaryOp::BitwiseXor, *this, other); }
+Tensor Tensor::bitwise_left_shift(const Tensor& other) const { return tandem::bitwise_left_shift(*this, other); }
+Tensor Tensor::bitwise_left_shift(Scalar other) const { return tandem::bitwise_left_shift(*this, other); }
+Tensor Tensor::bitwise_right_shift(const Tensor& other) const { return tandem::bitwise_right_shift(*this, other); }
+Tensor Tensor::bitwise_right_shift(Scalar other) const { return tandem::bitwise_right_shift(*this, other); }
+Tensor& Tensor::bitwise_left_shift_(const Tensor& other) { return detail::binary_(BinaryOp::ShiftLeft, *this, other); }
+Tensor& Tensor::bitwise_left_shift_(Scalar other) { return detail::binary_(BinaryOp::ShiftLeft, *this, other); }
+Tensor& Tensor::bitwise_right_shift_(const Tensor& other) { return detail::binary_(BinaryOp::ShiftRight, *this, other); }
+Tensor& Tensor::bitwise_right_shift_(Scalar other) { return detail::binary_(BinaryOp::ShiftRight, *this, other); }
 Tensor Tensor::clip(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return tandem::clamp(*this, min, max);
 }

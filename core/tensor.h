@@ -376,6 +376,17 @@ class Tensor {
   Tensor& bitwise_and_(const Tensor& other);
   Tensor& bitwise_or_(const Tensor& other);
   Tensor& bitwise_xor_(const Tensor& other);
+  Tensor& bitwise_and_(Scalar other);
+  Tensor& bitwise_or_(Scalar other);
+  Tensor& bitwise_xor_(Scalar other);
+  Tensor bitwise_left_shift(const Tensor& other) const;
+  Tensor bitwise_left_shift(Scalar other) const;
+  Tensor bitwise_right_shift(const Tensor& other) const;
+  Tensor bitwise_right_shift(Scalar other) const;
+  Tensor& bitwise_left_shift_(const Tensor& other);
+  Tensor& bitwise_left_shift_(Scalar other);
+  Tensor& bitwise_right_shift_(const Tensor& other);
+  Tensor& bitwise_right_shift_(Scalar other);
   Tensor clip(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;

@@ -316,6 +316,8 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
       return common;
     case BinaryOp::Gcd:
     case BinaryOp::Lcm:
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight:
       TD_CHECK(!is_floating(common) && common != kBool, name, ": expected integer tensors, got dtype ", common);
       return common;
     case BinaryOp::Nextafter:
@@ -484,6 +486,10 @@ Tensor igamma(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp
 Tensor igammac(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igammac, a, b); }
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::ShiftLeft, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::ShiftLeft, a, b); }
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::ShiftRight, a, b); }
+Tensor bitwise_right_shift(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::ShiftRight, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
 Tensor bitwise_and(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::BitwiseAnd, a, b); }
 Tensor bitwise_or(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::BitwiseOr, a, b); }
@@ -677,6 +683,8 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::LogAddExp: return "logaddexp";
     case BinaryOp::Zeta: return "zeta";
     case BinaryOp::Gcd: return "gcd";
+    case BinaryOp::ShiftLeft: return "bitwise_left_shift";
+    case BinaryOp::ShiftRight: return "bitwise_right_shift";
     case BinaryOp::Lcm: return "lcm";
     case BinaryOp::Nextafter: return "nextafter";
     case BinaryOp::Igamma: return "igamma";

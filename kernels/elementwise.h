@@ -112,6 +112,11 @@ Tensor igammac(const Tensor& a, const Tensor& x);
 Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
 Tensor fmin(const Tensor& a, const Tensor& b);
 // Integers and bool only.
+// a << b and a >> b for integers (not bool): a shift outside [0, bits) gives 0, or a's sign to the right.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, Scalar b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, Scalar b);
 Tensor bitwise_and(const Tensor& a, const Tensor& b);
 Tensor bitwise_and(const Tensor& a, Scalar b);
 Tensor bitwise_or(const Tensor& a, const Tensor& b);

@@ -595,6 +595,36 @@ TD_INLINE std::make_unsigned_t<T> magnitude(T a) {
     return a;
   }
 }
+// v < 0, false for an unsigned type without the compiler's warning that it always is.
+template <typename T>
+TD_INLINE bool negative(T v) {
+  if constexpr (std::is_signed_v<T>) return v < 0; else return false;
+}
+
+// a shifted by b bits, as PyTorch's integer shifts: a shift outside [0, bits) leaves no bits (0) to
+// the left, and only the sign (0 or -1) to the right; inside it, the left shift wraps as unsigned.
+struct ShiftLeft {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a;  // refused before a kernel runs (kernels/elementwise.cc)
+    } else {
+      using U = std::make_unsigned_t<T>;
+      if (negative(b) || static_cast<uint64_t>(b) >= sizeof(T) * 8) return T(0);
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) << b));
+    }
+  }
+};
+struct ShiftRight {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a;
+    } else {
+      if (negative(b) || static_cast<uint64_t>(b) >= sizeof(T) * 8) return negative(a) ? T(-1) : T(0);
+      return static_cast<T>(a >> b);
+    }
+  }
+};
+
 struct Gcd {  // of |a| and |b| (Euclid's), for integers
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>) {

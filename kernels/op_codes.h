@@ -14,7 +14,8 @@ enum class UnaryOp {
 
 enum class BinaryOp {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
-  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter, Igamma, Igammac,
+  Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter, Igamma, Igammac, ShiftLeft,
+  ShiftRight,
   Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
 };
 

@@ -239,10 +239,10 @@ TD_INLINE double log1p_gap_small(double t) {
 }
 
 // x^a e^-x / Gamma(a + 1), the factor in front of the incomplete gamma's series and continued
-// fraction. For a >= 10, as exp(a log(x/a) + a - x) / (sqrt(2 pi a) e^s(a)) with s Stirling's
-// remainder (its series to a^-15), so that no large logarithms cancel: a log x - x and
-// lgamma(a + 1) are each near 1.3e7 for a = 1e6, and their difference would lose 9 digits. Within
-// a quarter of a, the exponent is -a (t - log(1 + t)) with t = x/a - 1, by its series.
+// fraction. For a >= 10, as exp(-a (t - log(1 + t))) / (sqrt(2 pi a) e^s(a)) with t = (x - a) / a
+// and s Stirling's remainder (its series to a^-15), so that no large logarithms cancel: a log x - x
+// and lgamma(a + 1) are each near 1.3e7 for a = 1e6, and their difference would lose 9 digits.
+// x - a is exact for x within a factor 2 of a, so t keeps its digits there (x / a - 1 would not).
 TD_INLINE double incomplete_gamma_factor(double a, double x) {
   if (a < 10) return exp(a * log(x) - x - (a < 0.05 ? lgamma1p_small(a) : lgamma(a + 1)));
   const double r = 1 / a, r2 = r * r;
@@ -253,27 +253,58 @@ TD_INLINE double incomplete_gamma_factor(double a, double x) {
                  r2 * (1.0 / 1260 -
                        r2 * (1.0 / 1680 -
                              r2 * (1.0 / 1188 - r2 * (691.0 / 360360 - r2 * (1.0 / 156 - r2 * 3617.0 / 122400)))))));
-  const double t = x / a - 1;
-  const double exponent = t >= -0.25 && t <= 0.25 ? -a * log1p_gap_small(t) : a * log(x / a) + (a - x);
+  const double t = (x - a) / a;
+  double exponent;
+  if (t >= -0.25 && t <= 0.25) {
+    exponent = -a * log1p_gap_small(t);
+  } else if (x > 0.5 * a && x < 2 * a) {
+    exponent = a * (log1p(t) - t);
+  } else {
+    exponent = a * log(x / a) + (a - x);
+  }
   return exp(exponent - stirling) / sqrt(2 * kPi * a);
+}
+
+// Temme's uniform asymptotic expansion of the incomplete gamma functions for large a (DLMF 8.12):
+// Q = erfc(eta sqrt(a / 2)) / 2 + R, P = erfc(-eta sqrt(a / 2)) / 2 - R, with eta^2 / 2 = t - log(1 + t)
+// (t = (x - a) / a, eta of t's sign) and R = e^(-a eta^2 / 2) / sqrt(2 pi a) (c0(eta) + c1(eta) / a).
+// The next term is about 0.004 / a^2 of R: below double's rounding for a >= 1e7, where the series and
+// the continued fraction would need 10 sqrt(a) terms. c0 = 1/t - 1/eta and c1 = 1/eta^3 - 1/t^3 -
+// 1/t^2 - 1/(12 t) cancel near t = 0: there their Taylor series in eta.
+TD_INLINE double incomplete_gamma_large(double a, double x, bool upper) {
+  const double t = (x - a) / a;
+  const double half_eta2 = t >= -0.25 && t <= 0.25 ? log1p_gap_small(t) : t - log1p(t);
+  const double eta = t < 0 ? -sqrt(2 * half_eta2) : sqrt(2 * half_eta2);
+  double c0, c1;
+  if (eta > -0.01 && eta < 0.01) {
+    c0 = -1.0 / 3 + eta * (1.0 / 12 + eta * (-2.0 / 135 + eta * (1.0 / 864 + eta * (1.0 / 2835 - eta * 139.0 / 777600))));
+    c1 = -1.0 / 540 - eta / 288;  // c1 / a is below 1e-9 of R: two terms are plenty
+  } else {
+    c0 = 1 / t - 1 / eta;
+    c1 = 1 / (eta * eta * eta) - 1 / (t * t * t) - 1 / (t * t) - 1 / (12 * t);
+  }
+  const double r = exp(-a * half_eta2) / sqrt(2 * kPi * a) * (c0 + c1 / a);
+  const double z = eta * sqrt(a / 2);
+  return upper ? 0.5 * erfc(z) + r : 0.5 * erfc(-z) - r;
 }
 
 // The regularized incomplete gamma functions P(a, x) = gamma(a, x) / Gamma(a) and Q = 1 - P
 // (torch.special.gammainc and gammaincc). Each is computed directly where it is the smaller or
 // where 1 - the other would cancel, the other as 1 - it:
+// - for a >= 1e7 within 30% of x = a, Temme's expansion (incomplete_gamma_large);
 // - P by its series x^a e^-x / Gamma(a + 1) sum x^n / ((a + 1) ... (a + n)) for x < a + 1;
 // - Q by the continued fraction x^a e^-x / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...))
 //   (Lentz's method) for x >= a + 1;
 // - Q for a < 1 and x < a + 1 (P near 1 when a is small) by Q = 1 - x^a / Gamma(a + 1) T, with
 //   T = sum a (-x)^n / ((a + n) n!), arranged as -expm1(log of x^a / Gamma(a + 1)) - that (T - 1):
-//   exact to the last digits when a is tiny (Q(1e-300, 1) = 7.966e-301).
-// Near x = a both need about 10 sqrt(a) terms; they stop at 100000, so for a beyond about 1e8
-// within a few sqrt(a) of x the result keeps fewer digits. NaN for a < 0, x < 0, a NaN operand,
-// a = x = 0 and a = x = inf; P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0, P(a, inf) = 1.
+//   exact to the last digits when a is tiny (Q(1e-300, 0.5) = 5.5977e-301).
+// Near x = a the series and the fraction take about 10 sqrt(a) terms: 30000 at a = 1e7. Results are
+// kept in [0, 1]. The edges as PyTorch's: NaN for a < 0 or x < 0; P(0, x > 0) = 1 and P(0, 0) = NaN;
+// P(a, 0) = 0 and P(inf, x) = 0 (a NaN too); P(a, inf) = 1, P(inf, inf) = NaN; otherwise NaN in, NaN out.
 TD_INLINE double incomplete_gamma(double a, double x, bool upper) {
-  if (a != a || x != x || a < 0 || x < 0) return kNaN;
+  if (a < 0 || x < 0) return kNaN;
   if (a == 0) {
-    if (x == 0) return kNaN;
+    if (!(x > 0)) return kNaN;
     return upper ? 0 : 1;
   }
   if (x == 0) return upper ? 1 : 0;
@@ -282,8 +313,11 @@ TD_INLINE double incomplete_gamma(double a, double x, bool upper) {
     return upper ? 1 : 0;
   }
   if (x == kInf) return upper ? 0 : 1;
+  if (a != a || x != x) return kNaN;
+  if (a >= 1e7 && x > 0.7 * a && x < 1.3 * a) return incomplete_gamma_large(a, x, upper);
   constexpr int kMaxTerms = 100000;
   constexpr double kEps = 1e-17;
+  double result;
   if (x < a + 1) {
     if (upper && a < 1) {
       const double log_factor = a * log(x) - (a < 0.05 ? lgamma1p_small(a) : lgamma(a + 1));
@@ -294,34 +328,37 @@ TD_INLINE double incomplete_gamma(double a, double x, bool upper) {
         tail += add;
         if ((add < 0 ? -add : add) <= kEps * (tail < 0 ? -tail : tail)) break;
       }
-      return -expm1(log_factor) - exp(log_factor) * tail;
+      result = -expm1(log_factor) - exp(log_factor) * tail;
+    } else {
+      double term = 1, sum = 1;
+      for (int n = 1; n < kMaxTerms; ++n) {
+        term *= x / (a + n);
+        sum += term;
+        if (term <= kEps * sum) break;
+      }
+      const double p = incomplete_gamma_factor(a, x) * sum;
+      result = upper ? 1 - p : p;
     }
-    double term = 1, sum = 1;
+  } else {
+    // Lentz's method on b_0 + a_1 / (b_1 + a_2 / (b_2 + ...)), b_n = x - a + 2n + 1, a_n = -n (n - a).
+    const double tiny = 1e-300;
+    double b = (x - a) + 1, c = 1 / tiny, d = 1 / b, f = d;
     for (int n = 1; n < kMaxTerms; ++n) {
-      term *= x / (a + n);
-      sum += term;
-      if (term <= kEps * sum) break;
+      const double an = -n * (n - a);
+      b += 2;
+      d = an * d + b;
+      if (d == 0) d = tiny;
+      c = b + an / c;
+      if (c == 0) c = tiny;
+      d = 1 / d;
+      const double delta = c * d;
+      f *= delta;
+      if ((delta - 1 < 0 ? 1 - delta : delta - 1) < kEps) break;
     }
-    const double p = incomplete_gamma_factor(a, x) * sum;
-    return upper ? 1 - p : p;
+    const double q = incomplete_gamma_factor(a, x) * a * f;  // x^a e^-x / Gamma(a) = a x^a e^-x / Gamma(a + 1)
+    result = upper ? q : 1 - q;
   }
-  // Lentz's method on b_0 + a_1 / (b_1 + a_2 / (b_2 + ...)), b_n = x + 2n + 1 - a, a_n = -n (n - a).
-  const double tiny = 1e-300;
-  double b = x + 1 - a, c = 1 / tiny, d = 1 / b, f = d;
-  for (int n = 1; n < kMaxTerms; ++n) {
-    const double an = -n * (n - a);
-    b += 2;
-    d = an * d + b;
-    if (d == 0) d = tiny;
-    c = b + an / c;
-    if (c == 0) c = tiny;
-    d = 1 / d;
-    const double delta = c * d;
-    f *= delta;
-    if ((delta - 1 < 0 ? 1 - delta : delta - 1) < kEps) break;
-  }
-  const double q = incomplete_gamma_factor(a, x) * a * f;  // x^a e^-x / Gamma(a) = a x^a e^-x / Gamma(a + 1)
-  return upper ? q : 1 - q;
+  return result < 0 ? 0 : (result > 1 ? 1 : result);
 }
 
 }  // namespace tandem::fn::special

@@ -159,6 +159,8 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Igamma: return binary_floating(s, t, fn::Igamma{});
     case BinaryOp::Igammac: return binary_floating(s, t, fn::Igammac{});
     case BinaryOp::Gcd: return binary_integral(s, t, fn::Gcd{});
+    case BinaryOp::ShiftLeft: return binary_integral(s, t, fn::ShiftLeft{});
+    case BinaryOp::ShiftRight: return binary_integral(s, t, fn::ShiftRight{});
     case BinaryOp::Lcm: return binary_integral(s, t, fn::Lcm{});
     case BinaryOp::Fmax: return binary_all(s, t, fn::Fmax{});
     case BinaryOp::Fmin: return binary_all(s, t, fn::Fmin{});

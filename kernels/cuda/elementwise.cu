@@ -185,6 +185,8 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Igamma: return binary_floating(s, d, t, fn::Igamma{});
     case BinaryOp::Igammac: return binary_floating(s, d, t, fn::Igammac{});
     case BinaryOp::Gcd: return binary_integral(s, d, t, fn::Gcd{});
+    case BinaryOp::ShiftLeft: return binary_integral(s, d, t, fn::ShiftLeft{});
+    case BinaryOp::ShiftRight: return binary_integral(s, d, t, fn::ShiftRight{});
     case BinaryOp::Lcm: return binary_integral(s, d, t, fn::Lcm{});
     case BinaryOp::Fmax: return binary_all(s, d, t, fn::Fmax{});
     case BinaryOp::Fmin: return binary_all(s, d, t, fn::Fmin{});

@@ -1,7 +1,8 @@
 """Prints the rows of tests/kernels/incomplete_gamma_test.cc: P(a, x) and Q(a, x) at 50 digits.
 
 mpmath's own gammainc does not converge for a in the millions, so P comes from its series and Q
-from its continued fraction, evaluated at 60 digits (each converges for every a, x > 0)."""
+from its continued fraction, evaluated at 60 digits (each converges for every a, x > 0); for a < 1
+and x < a + 1, Q is mpmath's gammainc."""
 import mpmath as mp
 
 mp.mp.dps = 60
@@ -13,6 +14,7 @@ POINTS = [
     (1e-5, 1e-5), (1e-300, 1.0), (1.0022753076319726e-12, 0.9441575901985617),
     (16.45157631906217, 2.4334600903080056e-12), (1e6, 1e6 + 10), (1e6, 1e6 - 3000),
     (302463.0625, 322070.7528540939), (18938782.343949243, 18911335.467490602), (7.5, 1e-40),
+    (1e8, 1e8), (3e7, 2.99e7), (5e8, 5.0003e8), (1.27e-55, 0.7775), (1e-300, 0.5),
 ]
 
 
@@ -47,7 +49,8 @@ for a, x in POINTS:
     am, xm = mp.mpf(a), mp.mpf(x)
     if x < a + 1:
         p = lower(am, xm)
-        q = 1 - p
+        # For a < 1, Q is the small one (1 - P would keep none of its digits): mpmath's own.
+        q = mp.gammainc(am, xm, mp.inf, regularized=True) if a < 1 else 1 - p
     else:
         q = upper(am, xm)
         p = 1 - q

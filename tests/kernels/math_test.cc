@@ -190,6 +190,60 @@ TEST_CASE("bitwise and logical ops: integers and bool, each element's truth, PyT
   check_error([] { td::bitwise_and(td::tensor({1.5}), td::tensor({1.0})); },
               {"bitwise_and", "integer or bool", "float32"});
   check_error([] { td::bitwise_not(td::tensor({1.5})); }, {"bitwise_not", "integer or bool", "float32"});
+  // The operators.
+  CHECK(values(a & b) == std::vector<double>{8, 2, 7});
+  CHECK(values(a | 1) == std::vector<double>{13, 11, -1});
+  CHECK(values(a ^ b) == std::vector<double>{6, 12, -8});
+  CHECK(values(~a) == std::vector<double>{-13, -11, 0});
+  Tensor c = a.clone();
+  c &= 6;
+  c |= td::tensor({1, 1, 1});
+  c ^= 2;
+  CHECK(values(c) == std::vector<double>{7, 1, 5});
+}
+
+TEST_CASE("bitwise shifts as PyTorch's: shifts past the width, negative shifts, wrapping, every integer dtype",
+          "[cpu]") {
+  // PyTorch 2.15's values.
+  const Tensor a = td::tensor({-8, 5, 1});
+  CHECK(values(a << 2) == std::vector<double>{-32, 20, 4});
+  CHECK(values(a >> 1) == std::vector<double>{-4, 2, 0});
+  CHECK(values(td::bitwise_left_shift(a, 63)) ==
+        std::vector<double>{0, -9223372036854775808.0, -9223372036854775808.0});
+  CHECK(values(td::bitwise_left_shift(a, 64)) == std::vector<double>{0, 0, 0});
+  CHECK(values(td::bitwise_right_shift(a, 64)) == std::vector<double>{-1, 0, 0});
+  CHECK(values(td::bitwise_left_shift(a, -1)) == std::vector<double>{0, 0, 0});
+  CHECK(values(td::bitwise_right_shift(a, -1)) == std::vector<double>{-1, 0, 0});
+  const Tensor u = td::tensor({200, 3}).to(td::kUInt8);
+  CHECK(values(u << 1) == std::vector<double>{144, 6});
+  CHECK(values(u >> 9) == std::vector<double>{0, 0});
+  CHECK(values(td::bitwise_left_shift(u, td::tensor({9, 1}).to(td::kUInt8))) == std::vector<double>{0, 6});
+  CHECK((u << 3).dtype() == td::kUInt8);
+  const Tensor i = td::tensor({1, -1}).to(td::kInt32);
+  CHECK(values(i << 31) == std::vector<double>{-2147483648.0, -2147483648.0});
+  CHECK(values(i << 32) == std::vector<double>{0, 0});
+  CHECK(values(i >> 40) == std::vector<double>{0, -1});
+  // Promotion, the number first, broadcasting, in place.
+  CHECK(td::bitwise_left_shift(i, td::tensor({1})).dtype() == td::kInt64);
+  CHECK(values(td::bitwise_left_shift(5, td::tensor({1, 2}))) == std::vector<double>{10, 20});
+  CHECK(values(td::bitwise_right_shift(-64, td::tensor({1, 70}))) == std::vector<double>{-32, -1});
+  CHECK(values(td::tensor({1, 2}).view({2, 1}) << td::tensor({0, 1, 2})) == std::vector<double>{1, 2, 4, 2, 4, 8});
+  Tensor t = td::tensor({1, 2});
+  t.bitwise_left_shift_(3);
+  CHECK(values(t) == std::vector<double>{8, 16});
+  t >>= td::tensor({1, 2});
+  CHECK(values(t) == std::vector<double>{4, 4});
+  t <<= 1;
+  CHECK(values(t) == std::vector<double>{8, 8});
+  CHECK(values(a.bitwise_right_shift(td::tensor({1, 1, 1}))) == std::vector<double>{-4, 2, 0});
+  // Floats and bool refuse, naming the op; a failed in-place shift leaves self as it was.
+  check_error([] { td::bitwise_left_shift(td::tensor({1.5}), 2); }, {"bitwise_left_shift", "integer", "float32"});
+  check_error([] { td::bitwise_right_shift(td::tensor({true}), td::tensor({true})); },
+              {"bitwise_right_shift", "integer", "bool"});
+  Tensor small = td::tensor({1, 2}).to(td::kInt32);
+  const Snapshot before(small);
+  check_error([&] { small.bitwise_left_shift_(td::tensor({1.0, 2.0})); }, {"bitwise_left_shift", "integer", "float32"});
+  before.check_unchanged(small);
 
   const Tensor f = td::tensor({1.5, -2.0, 0.0, kNaN});
   const Tensor g = td::tensor({1.0, 0.0, 2.0, 0.0});
