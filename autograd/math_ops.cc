@@ -1,12 +1,14 @@
 // Element-wise functions composed of the kernels' ops: tests of values (isnan, isinf, ...),
 // logical ops, and formulas (square, lerp, xlogy, nan_to_num, ...). Being compositions, they run
 // on every device and autograd differentiates them through their parts.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
 #include <numeric>
 
 #include "autograd/grad_mode.h"
+#include "autograd/linalg.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 #include "kernels/backend.h"
@@ -364,5 +366,175 @@ Tensor randint_like(const Tensor& x, int64_t low, int64_t high) {
 }
 
 Tensor randint_like(const Tensor& x, int64_t high) { return randint_like(x, 0, high); }
+
+Tensor positive(const Tensor& x) {
+  kernels::check_defined(x, "positive", "input");
+  TD_CHECK(x.dtype() != kBool, "positive: the unary + is not supported for bool tensors");
+  return x;
+}
+
+Tensor adjoint(const Tensor& x) {
+  kernels::check_defined(x, "adjoint", "input");
+  TD_CHECK(x.dim() >= 2, "adjoint: expected a matrix or a batch of matrices, got a ", x.dim(), "-dim tensor");
+  return transpose(x, -2, -1);
+}
+
+Tensor inverse(const Tensor& x) { return linalg::inv(x); }
+
+Tensor inner(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "inner", "input");
+  kernels::check_defined(b, "inner", "other");
+  if (a.dim() == 0 || b.dim() == 0) return mul(a, b);
+  TD_CHECK(a.size(-1) == b.size(-1), "inner: the last dims must match, got shapes ", shape_str(a.sizes()), " and ",
+           shape_str(b.sizes()));
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+  return tensordot(a.to(dtype), b.to(dtype), {-1}, {-1});
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  kernels::check_defined(a, "equal", "input");
+  kernels::check_defined(b, "equal", "other");
+  TD_CHECK(a.device() == b.device(), "equal: expected both tensors on one device, got ", a.device(), " and ", b.device());
+  if (a.sizes() != b.sizes()) return false;
+  NoGradGuard values_only;
+  return a.numel() == 0 || all(eq(a, b)).item<bool>();
+}
+
+Tensor range(double start, double end, double step, TensorOptions options) {
+  TD_CHECK(step != 0, "range: step must be nonzero");
+  TD_CHECK(std::isfinite(start) && std::isfinite(end), "range: start and end must be finite, got ", start, " and ", end);
+  TD_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "range: the bounds ", start, " and ", end,
+           " do not agree with the step's sign (", step, ")");
+  const auto count = static_cast<int64_t>(std::floor((end - start) / step)) + 1;
+  const DType dtype = options.dtype_or(kDefaultFloat);
+  // start + i step in double, then converted: the last value is end itself where the steps reach it.
+  const Tensor steps = arange(count, TensorOptions(kFloat64).device(options.device()));
+  return add(mul(steps, step), start).to(dtype);
+}
+
+Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {
+  kernels::check_defined(x, "renorm", "input");
+  TD_CHECK(x.dim() >= 2, "renorm: expected at least 2 dims, got ", x.dim());
+  TD_CHECK(is_floating(x.dtype()), "renorm: expected a floating tensor, got ", x.dtype());
+  TD_CHECK(p > 0, "renorm: expected a positive norm order p, got ", p);
+  TD_CHECK(maxnorm >= 0, "renorm: expected maxnorm >= 0, got ", maxnorm);
+  const int64_t d = wrap_dim(dim, x.dim(), "renorm");
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i != d) others.push_back(i);
+  }
+  const Tensor norms = linalg::vector_norm(x, p, others, true);
+  return mul(x, where(gt(norms, maxnorm), Scalar(maxnorm) / add(norms, 1e-7), 1.0));
+}
+
+namespace {
+
+// One derivative of f along dim d: `step` apart, or at `coordinates` (1-D, f's size along d) where defined.
+Tensor derivative_along(const Tensor& f, int64_t d, double step, const Tensor& coordinates, int64_t edge_order) {
+  const int64_t n = f.size(d);
+  auto at = [&](int64_t start, int64_t length) { return narrow(f, d, start, length); };
+  const Tensor first = at(0, 1), second = at(1, 1), last = at(n - 1, 1), before_last = at(n - 2, 1);
+  Tensor inside, head, tail;
+  if (!coordinates.defined()) {
+    inside = div(sub(at(2, n - 2), at(0, n - 2)), 2 * step);
+    if (edge_order == 1) {
+      head = div(sub(second, first), step);
+      tail = div(sub(last, before_last), step);
+    } else {
+      head = div(add(add(mul(first, -1.5), mul(second, 2.0)), mul(at(2, 1), -0.5)), step);
+      tail = div(add(add(mul(at(n - 3, 1), 0.5), mul(before_last, -2.0)), mul(last, 1.5)), step);
+    }
+    return cat({head, inside, tail}, d);
+  }
+  // The coordinates' steps, shaped to broadcast along d.
+  Shape along(static_cast<size_t>(f.dim()), 1);
+  auto shaped = [&](const Tensor& t) {
+    along[static_cast<size_t>(d)] = t.size(0);
+    return reshape(t, along);
+  };
+  const Tensor dx = sub(narrow(coordinates, 0, 1, n - 1), narrow(coordinates, 0, 0, n - 1));
+  // Inside: the derivative at x_i of the parabola through three neighbours, h1 = x_i - x_(i-1), h2 = x_(i+1) - x_i.
+  const Tensor h1 = narrow(dx, 0, 0, n - 2), h2 = narrow(dx, 0, 1, n - 2), span = add(h1, h2);
+  const Tensor a = neg(div(h2, mul(h1, span))), b = div(sub(h2, h1), mul(h1, h2)), c = div(h1, mul(h2, span));
+  inside = add(add(mul(shaped(a), at(0, n - 2)), mul(shaped(b), at(1, n - 2))), mul(shaped(c), at(2, n - 2)));
+  if (edge_order == 1) {
+    head = div(sub(second, first), shaped(narrow(dx, 0, 0, 1)));
+    tail = div(sub(last, before_last), shaped(narrow(dx, 0, n - 2, 1)));
+  } else {
+    // The parabola through the first (last) three samples, differentiated at its end.
+    const Tensor l1 = narrow(dx, 0, 0, 1), l2 = narrow(dx, 0, 1, 1), ls = add(l1, l2);
+    head = add(add(mul(shaped(neg(div(add(mul(l1, 2.0), l2), mul(l1, ls)))), first), mul(shaped(div(ls, mul(l1, l2))), second)),
+               mul(shaped(neg(div(l1, mul(l2, ls)))), at(2, 1)));
+    const Tensor r1 = narrow(dx, 0, n - 3, 1), r2 = narrow(dx, 0, n - 2, 1), rs = add(r1, r2);
+    tail = add(add(mul(shaped(div(r2, mul(r1, rs))), at(n - 3, 1)), mul(shaped(neg(div(rs, mul(r1, r2)))), before_last)),
+               mul(shaped(div(add(mul(r2, 2.0), r1), mul(r2, rs))), last));
+  }
+  return cat({head, inside, tail}, d);
+}
+
+// The dims gradient differentiates along: all of f's by default; each once.
+std::vector<int64_t> gradient_dims(const Tensor& f, const std::optional<std::vector<int64_t>>& dims) {
+  std::vector<int64_t> out;
+  if (!dims) {
+    for (int64_t i = 0; i < f.dim(); ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t dim : *dims) {
+    const int64_t d = wrap_dim(dim, f.dim(), "gradient");
+    TD_CHECK(std::find(out.begin(), out.end(), d) == out.end(), "gradient: dim ", d, " appears more than once");
+    out.push_back(d);
+  }
+  return out;
+}
+
+// f (floating), after gradient's checks of its sizes against edge_order.
+Tensor gradient_input(const Tensor& f, const std::vector<int64_t>& dims, int64_t edge_order) {
+  kernels::check_defined(f, "gradient", "input");
+  TD_CHECK(edge_order == 1 || edge_order == 2, "gradient: only edge_order 1 and 2 are supported, got ", edge_order);
+  for (int64_t d : dims) {
+    TD_CHECK(f.size(d) >= edge_order + 1, "gradient: expected each dim's size to be at least edge_order + 1 = ",
+             edge_order + 1, ", got size ", f.size(d), " along dim ", d, " of ", shape_str(f.sizes()));
+  }
+  return is_floating(f.dtype()) ? f : f.to(kDefaultFloat);
+}
+
+}  // namespace
+
+std::vector<Tensor> gradient(const Tensor& f, double spacing, std::optional<std::vector<int64_t>> dims,
+                             int64_t edge_order) {
+  kernels::check_defined(f, "gradient", "input");
+  return gradient(f, std::vector<double>(gradient_dims(f, dims).size(), spacing), dims, edge_order);
+}
+
+std::vector<Tensor> gradient(const Tensor& f, const std::vector<double>& spacing,
+                             std::optional<std::vector<int64_t>> dims, int64_t edge_order) {
+  kernels::check_defined(f, "gradient", "input");
+  const std::vector<int64_t> along = gradient_dims(f, dims);
+  TD_CHECK(spacing.size() == along.size(), "gradient: expected one spacing per dim (", along.size(), "), got ",
+           spacing.size());
+  const Tensor x = gradient_input(f, along, edge_order);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < along.size(); ++i) out.push_back(derivative_along(x, along[i], spacing[i], Tensor(), edge_order));
+  return out;
+}
+
+std::vector<Tensor> gradient(const Tensor& f, const std::vector<Tensor>& coordinates,
+                             std::optional<std::vector<int64_t>> dims, int64_t edge_order) {
+  kernels::check_defined(f, "gradient", "input");
+  const std::vector<int64_t> along = gradient_dims(f, dims);
+  TD_CHECK(coordinates.size() == along.size(), "gradient: expected one tensor of coordinates per dim (", along.size(),
+           "), got ", coordinates.size());
+  const Tensor x = gradient_input(f, along, edge_order);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < along.size(); ++i) {
+    const Tensor& c = coordinates[i];
+    kernels::check_defined(c, "gradient", "spacing");
+    TD_CHECK(c.dim() == 1 && c.size(0) == f.size(along[i]), "gradient: expected the coordinates along dim ", along[i],
+             " to be 1-D of size ", f.size(along[i]), ", got shape ", shape_str(c.sizes()));
+    TD_CHECK(c.device() == f.device(), "gradient: expected the coordinates on ", f.device(), ", got ", c.device());
+    out.push_back(derivative_along(x, along[i], 1, is_floating(c.dtype()) ? c : c.to(kDefaultFloat), edge_order));
+  }
+  return out;
+}
 
 }  // namespace tandem

@@ -639,6 +639,37 @@ bool is_nonzero(const Tensor& x);
 inline bool is_same_size(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes(); }
 bool is_signed(const Tensor& x);  // a dtype with negative values: not bool, not uint8
 Tensor isreal(const Tensor& x);   // true everywhere: tandem's dtypes are real
+inline Tensor multiply(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor multiply(const Tensor& a, Scalar b) { return mul(a, b); }
+// x itself (no copy), as PyTorch's unary plus; bool refuses it.
+Tensor positive(const Tensor& x);
+// The last two dims swapped, a view (the conjugate transpose of a real matrix); at least 2 dims.
+Tensor adjoint(const Tensor& x);
+// The inverse of a square matrix (or a batch of them), as linalg::inv.
+Tensor inverse(const Tensor& x);
+// The sum of products over the last dims of a and b (which must match); a number times a tensor
+// where either is 0-dim. The result's shape is a's leading dims, then b's.
+Tensor inner(const Tensor& a, const Tensor& b);
+// Whether a and b have the same shape and equal elements (NaN equals nothing), whatever their dtypes.
+bool equal(const Tensor& a, const Tensor& b);
+// start, start + step, ... up to end included (PyTorch's deprecated range): float32 unless options
+// say, floor((end - start) / step) + 1 values.
+Tensor range(double start, double end, double step = 1, TensorOptions options = {});
+// Each slice of x along dim (x.select(dim, i)) whose p-norm exceeds maxnorm, scaled to norm
+// maxnorm (by maxnorm / (norm + 1e-7), as PyTorch's); the others as they are. Differentiable,
+// through the norm too. x floating with at least 2 dims, p > 0 (inf too), maxnorm >= 0.
+Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm);
+// The numerical derivative of f along each of `dims` (all by default), as numpy's and PyTorch's
+// gradient: central differences inside, one-sided ones of first or second order (edge_order) at
+// the ends. The samples are `spacing` apart (one number for every dim, or one per dim), or at the
+// given coordinates (one 1-D tensor per dim, of that dim's size: second-order differences for
+// uneven steps). Integers give float32. Differentiable.
+std::vector<Tensor> gradient(const Tensor& f, double spacing = 1,
+                             std::optional<std::vector<int64_t>> dims = std::nullopt, int64_t edge_order = 1);
+std::vector<Tensor> gradient(const Tensor& f, const std::vector<double>& spacing,
+                             std::optional<std::vector<int64_t>> dims = std::nullopt, int64_t edge_order = 1);
+std::vector<Tensor> gradient(const Tensor& f, const std::vector<Tensor>& coordinates,
+                             std::optional<std::vector<int64_t>> dims = std::nullopt, int64_t edge_order = 1);
 // Integers drawn uniformly from [low, high) in x's shape, dtype and device, as randint.
 Tensor randint_like(const Tensor& x, int64_t low, int64_t high);
 Tensor randint_like(const Tensor& x, int64_t high);

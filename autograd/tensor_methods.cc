@@ -778,6 +778,17 @@ Tensor& Tensor::xlogy_(const Tensor& other) { return write_back_floating(*this, 
 Tensor& Tensor::xlogy_(Scalar other) { return write_back_floating(*this, tandem::xlogy(tandem::clone(*this), other), "xlogy_"); }
 Tensor& Tensor::ldexp_(const Tensor& other) { return write_back_floating(*this, tandem::ldexp(tandem::clone(*this), other), "ldexp_"); }
 Tensor& Tensor::igamma_(const Tensor& other) { return write_back_floating(*this, tandem::igamma(tandem::clone(*this), other), "igamma_"); }
+Tensor Tensor::multiply(const Tensor& other) const { return tandem::mul(*this, other); }
+Tensor Tensor::multiply(Scalar other) const { return tandem::mul(*this, other); }
+Tensor Tensor::positive() const { return tandem::positive(*this); }
+Tensor Tensor::adjoint() const { return tandem::adjoint(*this); }
+Tensor Tensor::inverse() const { return tandem::inverse(*this); }
+Tensor Tensor::inner(const Tensor& other) const { return tandem::inner(*this, other); }
+bool Tensor::equal(const Tensor& other) const { return tandem::equal(*this, other); }
+Tensor Tensor::renorm(double p, int64_t dim, double maxnorm) const { return tandem::renorm(*this, p, dim, maxnorm); }
+Tensor& Tensor::renorm_(double p, int64_t dim, double maxnorm) {
+  return write_back_floating(*this, tandem::renorm(tandem::clone(*this), p, dim, maxnorm), "renorm_");
+}
 Tensor& Tensor::igammac_(const Tensor& other) { return write_back_floating(*this, tandem::igammac(tandem::clone(*this), other), "igammac_"); }
 
 }  // namespace tandem

@@ -565,6 +565,15 @@ class Tensor {
   Tensor& ldexp_(const Tensor& other);
   Tensor& igamma_(const Tensor& other);
   Tensor& igammac_(const Tensor& other);
+  Tensor multiply(const Tensor& other) const;
+  Tensor multiply(Scalar other) const;
+  Tensor positive() const;
+  Tensor adjoint() const;
+  Tensor inverse() const;
+  Tensor inner(const Tensor& other) const;
+  bool equal(const Tensor& other) const;
+  Tensor renorm(double p, int64_t dim, double maxnorm) const;
+  Tensor& renorm_(double p, int64_t dim, double maxnorm);
 
   // ---- sampling in place (autograd/random_ops.cc), from the generator of the tensor's device ----
   // The old values get a zero gradient; a leaf that requires grad refuses, as for any in-place op.

@@ -157,6 +157,21 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::special::zeta(on(x[0], td::tensor({2.0, 3.5, 1.5, 4.0}, td::kFloat64)), x[0]) +
                 td::special::zeta(3.0, x[0]);
        }},
+      // renorm: some rows above maxnorm (scaled, through their norm), some below
+      {"renorm p 2", {{{4, 3}, -2, 2}}, [](V x) { return td::renorm(x[0], 2, 0, 1.5); }},
+      {"renorm p 3 along dim 1", {{{3, 4}, -2, 2}}, [](V x) { return td::renorm(x[0], 3, 1, 1.2); }},
+      // numerical derivatives: even steps, coordinates, both edge orders
+      {"gradient", {{{4, 5}}},
+       [](V x) {
+         const std::vector<Tensor> g = td::gradient(x[0], std::vector<double>{0.5, 2.0}, std::nullopt, 2);
+         return g[0] + g[1];
+       }},
+      {"gradient at coordinates", {{{3, 5}}},
+       [](V x) {
+         const Tensor at = on(x[0], td::tensor({0.0, 1.0, 1.5, 3.5, 4.0}, td::kFloat64));
+         return td::gradient(x[0], std::vector<Tensor>{at}, std::vector<int64_t>{1}, 2)[0] +
+                td::gradient(x[0], std::vector<Tensor>{at}, std::vector<int64_t>{1}, 1)[0];
+       }},
       // the incomplete gamma functions' gradient in x only, as PyTorch's
       {"gammainc and gammaincc in x", {{{3, 4}, 0.2, 6}},
        [](V x) {
