@@ -140,6 +140,93 @@ Tensor symmetric_part(const Tensor& x) { return (x + mT(x)) * 0.5; }
 
 }  // namespace
 
+namespace {
+
+// The reflector H_i's scalar tau_i [*, 1, 1] and vector v_i [*, m, 1]: a's column i below the
+// diagonal, 1 on it, 0 above.
+std::pair<Tensor, Tensor> reflector(const Tensor& a, const Tensor& tau, int64_t i) {
+  const int64_t m = rows(a);
+  const Tensor row = arange(m, TensorOptions(kInt64).device(a.device())).view({m, 1});
+  const Tensor v = add(where(gt(row, i), narrow(a, -1, i, 1), 0.0), eq(row, i).to(a.dtype()));
+  return {unsqueeze(narrow(tau, -1, i, 1), -1), v};
+}
+
+// x with the reflectors i in `order` applied one after another: H_i x from the left, x H_i from the
+// right. Each is a rank-one update x - tau v (v^T x), so Q is never formed; differentiable.
+Tensor apply_reflectors(const Tensor& a, const Tensor& tau, Tensor x, bool left, bool ascending) {
+  const int64_t k = tau.sizes().back();
+  for (int64_t step = 0; step < k; ++step) {
+    const int64_t i = ascending ? step : k - 1 - step;
+    const auto [t, v] = reflector(a, tau, i);
+    x = left ? sub(x, mul(t, matmul(v, matmul(mT(v), x)))) : sub(x, mul(t, matmul(matmul(x, v), mT(v))));
+  }
+  return x;
+}
+
+// householder_product's and ormqr's checks of a and tau (PyTorch's words).
+void check_reflectors(const Tensor& a, const Tensor& tau, const char* op) {
+  kernels::check_defined(a, op, "input");
+  kernels::check_defined(tau, op, "tau");
+  TD_CHECK(a.dim() >= 2, op, ": input must have at least 2 dimensions, got shape ", shape_str(a.sizes()));
+  TD_CHECK(is_floating(a.dtype()) && a.dtype() != kFloat16 && a.dtype() != kBFloat16, op,
+           ": expected a float32 or float64 input, got ", a.dtype());
+  TD_CHECK(tau.dtype() == a.dtype(), op, ": tau dtype ", tau.dtype(), " does not match input dtype ", a.dtype());
+  kernels::common_device(op, {&a, &tau});
+  TD_CHECK(tau.dim() == a.dim() - 1, op, ": expected tau to have one dimension less than input, got shapes ",
+           shape_str(tau.sizes()), " and ", shape_str(a.sizes()));
+  const Shape batch = batch_of(a);
+  TD_CHECK(Shape(tau.sizes().begin(), tau.sizes().end() - 1) == batch, op,
+           ": expected the batch dims of tau to equal input's, got shapes ", shape_str(tau.sizes()), " and ",
+           shape_str(a.sizes()));
+  TD_CHECK(cols(a) >= tau.sizes().back(), op, ": input.shape[-1] (", cols(a), ") must be at least tau.shape[-1] (",
+           tau.sizes().back(), ")");
+}
+
+}  // namespace
+
+namespace linalg {
+
+Tensor householder_product(const Tensor& a, const Tensor& tau) {
+  const char* op = "linalg.householder_product";
+  check_reflectors(a, tau, op);
+  TD_CHECK(rows(a) >= cols(a), op, ": input.shape[-2] (", rows(a), ") must be at least input.shape[-1] (", cols(a), ")");
+  if (!needs_grad({&a, &tau})) return kernels::householder_product(a, tau);
+  // With gradients: the reflectors applied to the first n columns of the identity, by recorded ops.
+  return apply_reflectors(a, tau, eye(rows(a), cols(a), a.options()), true, false);
+}
+
+}  // namespace linalg
+
+std::tuple<Tensor, Tensor> geqrf(const Tensor& a) {
+  kernels::check_matrices(a, "geqrf", false);
+  auto [factors, tau] = kernels::geqrf(a);
+  if (needs_grad({&a})) {
+    record("GeqrfBackward0", {&a}, {&factors, &tau}, [](const std::vector<Tensor>&) -> std::vector<Tensor> {
+      TD_FAIL("geqrf: the derivative is not implemented, as in PyTorch; use linalg.qr, which has one");
+    });
+  }
+  return {factors, tau};
+}
+
+Tensor orgqr(const Tensor& a, const Tensor& tau) { return linalg::householder_product(a, tau); }
+
+Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left, bool transpose) {
+  const char* op = "ormqr";
+  check_reflectors(a, tau, op);
+  kernels::check_defined(c, op, "other");
+  TD_CHECK(c.dtype() == a.dtype(), op, ": other dtype ", c.dtype(), " does not match input dtype ", a.dtype());
+  kernels::common_device(op, {&a, &c});
+  TD_CHECK(c.dim() == a.dim(), op, ": expected other to have as many dims as input, got shapes ", shape_str(c.sizes()),
+           " and ", shape_str(a.sizes()));
+  TD_CHECK(batch_of(c) == batch_of(a), op, ": expected the batch dims of other to equal input's, got shapes ",
+           shape_str(c.sizes()), " and ", shape_str(a.sizes()));
+  const int64_t along = left ? rows(c) : cols(c);
+  TD_CHECK(along == rows(a), op, ": other.shape[", left ? -2 : -1, "] (", along, ") must equal input.shape[-2] (",
+           rows(a), ")");
+  // Q = H_1 ... H_k: Q C applies H_k first, Q^T C H_1 first; C Q applies H_1 first, C Q^T H_k first.
+  return apply_reflectors(a, tau, c, left, left == transpose);
+}
+
 namespace linalg {
 
 namespace {

@@ -87,6 +87,10 @@ Tensor eigvalsh(const Tensor& a, const std::string& uplo = "L");
 // A = U diag(S) Vh, S descending. full_matrices: U [m, m] and Vh [n, n]; else U [m, k], Vh [k, n].
 std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices = true);
 Tensor svdvals(const Tensor& a);
+// The first n columns of H_1 H_2 ... H_k, H_i = I - tau_i v_i v_i^T, for the Householder vectors v_i
+// below the diagonal of a [*, m, n] (a 1 implied on it) and tau [*, k], k <= n <= m: the Q of
+// geqrf's factors. Differentiable in a and tau.
+Tensor householder_product(const Tensor& a, const Tensor& tau);
 
 // ---- built on them ----
 // The pseudo-inverse: singular values at or below max(atol, rtol * largest) count as zero. An unset
@@ -137,6 +141,15 @@ Tensor logdet(const Tensor& a);
 // X with A X = B given A's Cholesky factor (lower, or upper): torch.cholesky_solve(B, L). The
 // factor's other triangle is never read, so it gets no gradient (PyTorch's formula gives it one).
 Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper = false);
+// LAPACK's QR factors of a [*, m, n] (torch.geqrf): R on and above the diagonal, the Householder
+// vectors below it, and their scalars tau [*, min(m, n)]. Not differentiable, as PyTorch's.
+std::tuple<Tensor, Tensor> geqrf(const Tensor& a);
+// householder_product under LAPACK's name.
+Tensor orgqr(const Tensor& a, const Tensor& tau);
+// Q C (left) or C Q, with Q^T for transpose, for the Q = H_1 ... H_k of the reflectors below the
+// diagonal of a [*, mn, k] and tau [*, <= k]: c [*, mn, n] (left) or [*, n, mn]. Without forming Q;
+// differentiable in all three.
+Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left = true, bool transpose = false);
 // A^-1 from A's Cholesky factor.
 Tensor cholesky_inverse(const Tensor& factor, bool upper = false);
 // torch.pinverse: singular values at or below rcond times the largest count as zero.

@@ -786,6 +786,11 @@ Tensor Tensor::inverse() const { return tandem::inverse(*this); }
 Tensor Tensor::inner(const Tensor& other) const { return tandem::inner(*this, other); }
 bool Tensor::equal(const Tensor& other) const { return tandem::equal(*this, other); }
 Tensor Tensor::renorm(double p, int64_t dim, double maxnorm) const { return tandem::renorm(*this, p, dim, maxnorm); }
+std::tuple<Tensor, Tensor> Tensor::geqrf() const { return tandem::geqrf(*this); }
+Tensor Tensor::orgqr(const Tensor& tau) const { return tandem::orgqr(*this, tau); }
+Tensor Tensor::ormqr(const Tensor& tau, const Tensor& other, bool left, bool transpose) const {
+  return tandem::ormqr(*this, tau, other, left, transpose);
+}
 Tensor& Tensor::renorm_(double p, int64_t dim, double maxnorm) {
   return write_back_floating(*this, tandem::renorm(tandem::clone(*this), p, dim, maxnorm), "renorm_");
 }

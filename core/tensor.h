@@ -573,6 +573,9 @@ class Tensor {
   Tensor inner(const Tensor& other) const;
   bool equal(const Tensor& other) const;
   Tensor renorm(double p, int64_t dim, double maxnorm) const;
+  std::tuple<Tensor, Tensor> geqrf() const;
+  Tensor orgqr(const Tensor& tau) const;
+  Tensor ormqr(const Tensor& tau, const Tensor& other, bool left = true, bool transpose = false) const;
   Tensor& renorm_(double p, int64_t dim, double maxnorm);
 
   // ---- sampling in place (autograd/random_ops.cc), from the generator of the tensor's device ----

@@ -179,6 +179,26 @@ std::tuple<Tensor, Tensor> qr(const Tensor& a, bool complete, bool compute_q) {
   return {matrices(q, batch), r};
 }
 
+std::tuple<Tensor, Tensor> geqrf(const Tensor& a) {
+  const Shape batch = batch_shape(a);
+  const int64_t k = std::min(a.sizes()[a.dim() - 2], a.sizes()[a.dim() - 1]);
+  Tensor buffer = column_major(a);
+  Tensor tau = empty_tensor({buffer.sizes()[0], k}, a.dtype(), a.device());
+  if (count(batch) > 0 && k > 0) a.is_cuda() ? cuda::qr(buffer, tau) : cpu::qr(buffer, tau);
+  return {matrices(buffer, batch), view(tau, with(batch, {k}))};
+}
+
+Tensor householder_product(const Tensor& a, const Tensor& tau) {
+  const Shape batch = batch_shape(a);
+  const int64_t m = a.sizes()[a.dim() - 2], n = a.sizes()[a.dim() - 1], k = tau.sizes().back();
+  if (count(batch) == 0 || n == 0) return empty_tensor(with(batch, {m, n}), a.dtype(), a.device());
+  if (k == 0) return identities(batch, m, n, a);
+  Tensor q = column_major(a);
+  const Tensor scalars = view(contiguous(tau), {count(batch), k});
+  a.is_cuda() ? cuda::qr_q(q, scalars) : cpu::qr_q(q, scalars);
+  return matrices(q, batch);
+}
+
 std::tuple<Tensor, Tensor> eigh(const Tensor& a, bool upper, bool vectors, const char* op) {
   const Shape batch = batch_shape(a);
   const int64_t n = a.sizes().back();

@@ -39,6 +39,12 @@ Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
 // Q and R of a [*, m, n]: reduced (Q [m, k], R [k, n], k = min(m, n)) or complete (Q [m, m], R [m, n]);
 // without compute_q, Q is undefined.
 std::tuple<Tensor, Tensor> qr(const Tensor& a, bool complete, bool compute_q);
+// LAPACK's geqrf of a [*, m, n]: R on and above the diagonal, the Householder vectors (their 1s
+// implied) below it, and the reflectors' scalars tau [*, min(m, n)].
+std::tuple<Tensor, Tensor> geqrf(const Tensor& a);
+// The first n columns of H_1 ... H_k (orgqr) for the reflectors below the diagonal of a [*, m, n]
+// and their scalars tau [*, k], k <= n <= m.
+Tensor householder_product(const Tensor& a, const Tensor& tau);
 // Eigenvalues (ascending) and, with vectors, eigenvectors of symmetric a (its upper or lower triangle).
 std::tuple<Tensor, Tensor> eigh(const Tensor& a, bool upper, bool vectors, const char* op);
 // U, S (descending), Vh; without vectors only S is defined. full: U [m, m], Vh [n, n].

@@ -157,6 +157,11 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::special::zeta(on(x[0], td::tensor({2.0, 3.5, 1.5, 4.0}, td::kFloat64)), x[0]) +
                 td::special::zeta(3.0, x[0]);
        }},
+      // Householder products: Q from reflectors, and Q C / C Q^T without forming Q
+      {"householder_product", {{{5, 3}}, {{3}, 0.5, 1.8}},
+       [](V x) { return td::linalg::householder_product(x[0], x[1]); }},
+      {"ormqr", {{{5, 3}}, {{2}, 0.5, 1.8}, {{5, 2}}},
+       [](V x) { return td::ormqr(x[0], x[1], x[2]) + td::ormqr(x[0], x[1], x[2].t(), false, true).t(); }},
       // renorm: some rows above maxnorm (scaled, through their norm), some below
       {"renorm p 2", {{{4, 3}, -2, 2}}, [](V x) { return td::renorm(x[0], 2, 0, 1.5); }},
       {"renorm p 3 along dim 1", {{{3, 4}, -2, 2}}, [](V x) { return td::renorm(x[0], 3, 1, 1.2); }},

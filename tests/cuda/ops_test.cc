@@ -3585,6 +3585,18 @@ TEST_CASE("linalg on the device matches the CPU: sizes 1, 7 and 33, batches, tra
           const la::LstsqResult sol_dev = la::lstsq(x.dev, rhs.dev),  // gels, the GPU's default
               sol_cpu = la::lstsq(x.cpu, rhs.cpu, std::nullopt, "gels");
           check_close(sol_dev.solution, sol_cpu.solution, tol, tol, what + " lstsq's solution");
+          // geqrf's factors (cuSOLVER's and LAPACK's Householder vectors are the same), the product
+          // of the reflectors and ormqr's Q^T B without forming Q.
+          auto [f_dev, tau_dev] = td::geqrf(x.dev);
+          auto [f_cpu, tau_cpu] = td::geqrf(x.cpu);
+          check_close(f_dev, f_cpu, tol, tol, what + " geqrf's factors");
+          check_close(tau_dev, tau_cpu, tol, tol, what + " geqrf's tau");
+          if (m >= n) {
+            check_close(la::householder_product(f_dev, tau_dev), la::householder_product(f_cpu, tau_cpu), tol, tol,
+                        what + " householder_product");
+          }
+          check_close(td::ormqr(f_dev, tau_dev, rhs.dev, true, true), td::ormqr(f_cpu, tau_cpu, rhs.cpu, true, true),
+                      tol, tol, what + " ormqr Q^T B");
           if (m > n) {
             check_close(sol_dev.residuals, sol_cpu.residuals, tol, tol, what + " lstsq's residuals");
           } else {
