@@ -192,7 +192,9 @@ Tensor householder_product(const Tensor& a, const Tensor& tau) {
   TD_CHECK(rows(a) >= cols(a), op, ": input.shape[-2] (", rows(a), ") must be at least input.shape[-1] (", cols(a), ")");
   if (!needs_grad({&a, &tau})) return kernels::householder_product(a, tau);
   // With gradients: the reflectors applied to the first n columns of the identity, by recorded ops.
-  return apply_reflectors(a, tau, eye(rows(a), cols(a), a.options()), true, false);
+  const Tensor identity = expand(eye(rows(a), cols(a), a.options()), with(batch_of(a), {rows(a), cols(a)}));
+  if (tau.sizes().back() == 0) return add(identity, mul(add(sum(a), sum(tau)), 0.0));  // no reflector: I, in the graph
+  return apply_reflectors(a, tau, identity, true, false);
 }
 
 }  // namespace linalg
@@ -223,6 +225,8 @@ Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left, boo
   const int64_t along = left ? rows(c) : cols(c);
   TD_CHECK(along == rows(a), op, ": other.shape[", left ? -2 : -1, "] (", along, ") must equal input.shape[-2] (",
            rows(a), ")");
+  TD_CHECK(tau.sizes().back() == std::min(along, cols(a)), op, ": tau.shape[-1] (", tau.sizes().back(),
+           ") must equal min(other.shape[", left ? -2 : -1, "], input.shape[-1]) (", std::min(along, cols(a)), ")");
   // Q = H_1 ... H_k: Q C applies H_k first, Q^T C H_1 first; C Q applies H_1 first, C Q^T H_k first.
   return apply_reflectors(a, tau, c, left, left == transpose);
 }

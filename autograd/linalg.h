@@ -147,8 +147,8 @@ std::tuple<Tensor, Tensor> geqrf(const Tensor& a);
 // householder_product under LAPACK's name.
 Tensor orgqr(const Tensor& a, const Tensor& tau);
 // Q C (left) or C Q, with Q^T for transpose, for the Q = H_1 ... H_k of the reflectors below the
-// diagonal of a [*, mn, k] and tau [*, <= k]: c [*, mn, n] (left) or [*, n, mn]. Without forming Q;
-// differentiable in all three.
+// diagonal of a [*, mn, k] and tau [*, min(mn, k)]: c [*, mn, n] (left) or [*, n, mn]. Without
+// forming Q; differentiable in all three.
 Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left = true, bool transpose = false);
 // A^-1 from A's Cholesky factor.
 Tensor cholesky_inverse(const Tensor& factor, bool upper = false);

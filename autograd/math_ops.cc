@@ -1,6 +1,7 @@
-// Element-wise functions composed of the kernels' ops: tests of values (isnan, isinf, ...),
-// logical ops, and formulas (square, lerp, xlogy, nan_to_num, ...). Being compositions, they run
-// on every device and autograd differentiates them through their parts.
+// Functions composed of the kernels' ops: tests of values (isnan, isinf, ...), logical ops,
+// element-wise formulas (square, lerp, xlogy, nan_to_num, ...), and a few more (inner, range,
+// renorm, the numerical gradient). Being compositions, they run on every device and autograd
+// differentiates them through their parts.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -375,6 +376,7 @@ Tensor positive(const Tensor& x) {
 
 Tensor adjoint(const Tensor& x) {
   kernels::check_defined(x, "adjoint", "input");
+  if (x.dim() == 0) return x;  // as PyTorch's (which warns that it will refuse it)
   TD_CHECK(x.dim() >= 2, "adjoint: expected a matrix or a batch of matrices, got a ", x.dim(), "-dim tensor");
   return transpose(x, -2, -1);
 }
@@ -385,10 +387,11 @@ Tensor inner(const Tensor& a, const Tensor& b) {
   kernels::check_defined(a, "inner", "input");
   kernels::check_defined(b, "inner", "other");
   if (a.dim() == 0 || b.dim() == 0) return mul(a, b);
+  TD_CHECK(a.dtype() == b.dtype(), "inner: expected both inputs to have the same dtype, got ", a.dtype(), " and ",
+           b.dtype());
   TD_CHECK(a.size(-1) == b.size(-1), "inner: the last dims must match, got shapes ", shape_str(a.sizes()), " and ",
            shape_str(b.sizes()));
-  const DType dtype = promote_types(a.dtype(), b.dtype());
-  return tensordot(a.to(dtype), b.to(dtype), {-1}, {-1});
+  return tensordot(a, b, {-1}, {-1});
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
@@ -401,12 +404,18 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 Tensor range(double start, double end, double step, TensorOptions options) {
+  const DType dtype = options.dtype_or(kDefaultFloat);
+  if (!is_floating(dtype)) {
+    // As PyTorch's: the bounds and the step are truncated to whole numbers first.
+    start = std::trunc(start);
+    end = std::trunc(end);
+    step = std::trunc(step);
+  }
   TD_CHECK(step != 0, "range: step must be nonzero");
   TD_CHECK(std::isfinite(start) && std::isfinite(end), "range: start and end must be finite, got ", start, " and ", end);
   TD_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "range: the bounds ", start, " and ", end,
            " do not agree with the step's sign (", step, ")");
   const auto count = static_cast<int64_t>(std::floor((end - start) / step)) + 1;
-  const DType dtype = options.dtype_or(kDefaultFloat);
   // start + i step in double, then converted: the last value is end itself where the steps reach it.
   const Tensor steps = arange(count, TensorOptions(kFloat64).device(options.device()));
   return add(mul(steps, step), start).to(dtype);
@@ -423,13 +432,18 @@ Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {
   for (int64_t i = 0; i < x.dim(); ++i) {
     if (i != d) others.push_back(i);
   }
-  const Tensor norms = linalg::vector_norm(x, p, others, true);
-  return mul(x, where(gt(norms, maxnorm), Scalar(maxnorm) / add(norms, 1e-7), 1.0));
+  // A 16-bit input's norms and factors in float32, the factor rounded once, as PyTorch's.
+  const bool half = x.dtype() == kFloat16 || x.dtype() == kBFloat16;
+  const Tensor norms = linalg::vector_norm(half ? x.to(kFloat32) : x, p, others, true);
+  const Tensor factor = where(gt(norms, maxnorm), Scalar(maxnorm) / add(norms, 1e-7), 1.0);
+  return mul(x, half ? factor.to(x.dtype()) : factor);
 }
 
 namespace {
 
-// One derivative of f along dim d: `step` apart, or at `coordinates` (1-D, f's size along d) where defined.
+// One derivative of f along dim d: `step` apart, or at `coordinates` (1-D, f's size along d) where
+// defined. Differences are taken in f's (and the coordinates') own dtype before anything is scaled,
+// so integer samples past float32's exact range (timestamps) keep their steps.
 Tensor derivative_along(const Tensor& f, int64_t d, double step, const Tensor& coordinates, int64_t edge_order) {
   const int64_t n = f.size(d);
   auto at = [&](int64_t start, int64_t length) { return narrow(f, d, start, length); };
@@ -441,8 +455,9 @@ Tensor derivative_along(const Tensor& f, int64_t d, double step, const Tensor& c
       head = div(sub(second, first), step);
       tail = div(sub(last, before_last), step);
     } else {
-      head = div(add(add(mul(first, -1.5), mul(second, 2.0)), mul(at(2, 1), -0.5)), step);
-      tail = div(add(add(mul(at(n - 3, 1), 0.5), mul(before_last, -2.0)), mul(last, 1.5)), step);
+      // -3/2 f0 + 2 f1 - 1/2 f2 as 2 (f1 - f0) - 1/2 (f2 - f0), and its mirror at the end.
+      head = div(sub(mul(sub(second, first), 2.0), mul(sub(at(2, 1), first), 0.5)), step);
+      tail = div(sub(mul(sub(last, before_last), 2.0), mul(sub(last, at(n - 3, 1)), 0.5)), step);
     }
     return cat({head, inside, tail}, d);
   }
@@ -452,7 +467,8 @@ Tensor derivative_along(const Tensor& f, int64_t d, double step, const Tensor& c
     along[static_cast<size_t>(d)] = t.size(0);
     return reshape(t, along);
   };
-  const Tensor dx = sub(narrow(coordinates, 0, 1, n - 1), narrow(coordinates, 0, 0, n - 1));
+  Tensor dx = sub(narrow(coordinates, 0, 1, n - 1), narrow(coordinates, 0, 0, n - 1));
+  if (!is_floating(dx.dtype())) dx = dx.to(kDefaultFloat);
   // Inside: the derivative at x_i of the parabola through three neighbours, h1 = x_i - x_(i-1), h2 = x_(i+1) - x_i.
   const Tensor h1 = narrow(dx, 0, 0, n - 2), h2 = narrow(dx, 0, 1, n - 2), span = add(h1, h2);
   const Tensor a = neg(div(h2, mul(h1, span))), b = div(sub(h2, h1), mul(h1, h2)), c = div(h1, mul(h2, span));
@@ -480,6 +496,7 @@ std::vector<int64_t> gradient_dims(const Tensor& f, const std::optional<std::vec
     return out;
   }
   for (int64_t dim : *dims) {
+    TD_CHECK(f.dim() > 0, "gradient: dim ", dim, " given, but the input has no dims");
     const int64_t d = wrap_dim(dim, f.dim(), "gradient");
     TD_CHECK(std::find(out.begin(), out.end(), d) == out.end(), "gradient: dim ", d, " appears more than once");
     out.push_back(d);
@@ -487,15 +504,14 @@ std::vector<int64_t> gradient_dims(const Tensor& f, const std::optional<std::vec
   return out;
 }
 
-// f (floating), after gradient's checks of its sizes against edge_order.
-Tensor gradient_input(const Tensor& f, const std::vector<int64_t>& dims, int64_t edge_order) {
-  kernels::check_defined(f, "gradient", "input");
+// gradient's checks of f: its dtype, and its sizes against edge_order.
+void check_gradient_input(const Tensor& f, const std::vector<int64_t>& dims, int64_t edge_order) {
+  TD_CHECK(f.dtype() != kUInt8 && f.dtype() != kBool, "gradient: ", f.dtype(), " input is not supported");
   TD_CHECK(edge_order == 1 || edge_order == 2, "gradient: only edge_order 1 and 2 are supported, got ", edge_order);
   for (int64_t d : dims) {
     TD_CHECK(f.size(d) >= edge_order + 1, "gradient: expected each dim's size to be at least edge_order + 1 = ",
              edge_order + 1, ", got size ", f.size(d), " along dim ", d, " of ", shape_str(f.sizes()));
   }
-  return is_floating(f.dtype()) ? f : f.to(kDefaultFloat);
 }
 
 }  // namespace
@@ -512,9 +528,9 @@ std::vector<Tensor> gradient(const Tensor& f, const std::vector<double>& spacing
   const std::vector<int64_t> along = gradient_dims(f, dims);
   TD_CHECK(spacing.size() == along.size(), "gradient: expected one spacing per dim (", along.size(), "), got ",
            spacing.size());
-  const Tensor x = gradient_input(f, along, edge_order);
+  check_gradient_input(f, along, edge_order);
   std::vector<Tensor> out;
-  for (size_t i = 0; i < along.size(); ++i) out.push_back(derivative_along(x, along[i], spacing[i], Tensor(), edge_order));
+  for (size_t i = 0; i < along.size(); ++i) out.push_back(derivative_along(f, along[i], spacing[i], Tensor(), edge_order));
   return out;
 }
 
@@ -524,7 +540,7 @@ std::vector<Tensor> gradient(const Tensor& f, const std::vector<Tensor>& coordin
   const std::vector<int64_t> along = gradient_dims(f, dims);
   TD_CHECK(coordinates.size() == along.size(), "gradient: expected one tensor of coordinates per dim (", along.size(),
            "), got ", coordinates.size());
-  const Tensor x = gradient_input(f, along, edge_order);
+  check_gradient_input(f, along, edge_order);
   std::vector<Tensor> out;
   for (size_t i = 0; i < along.size(); ++i) {
     const Tensor& c = coordinates[i];
@@ -532,7 +548,7 @@ std::vector<Tensor> gradient(const Tensor& f, const std::vector<Tensor>& coordin
     TD_CHECK(c.dim() == 1 && c.size(0) == f.size(along[i]), "gradient: expected the coordinates along dim ", along[i],
              " to be 1-D of size ", f.size(along[i]), ", got shape ", shape_str(c.sizes()));
     TD_CHECK(c.device() == f.device(), "gradient: expected the coordinates on ", f.device(), ", got ", c.device());
-    out.push_back(derivative_along(x, along[i], 1, is_floating(c.dtype()) ? c : c.to(kDefaultFloat), edge_order));
+    out.push_back(derivative_along(f, along[i], 1, c, edge_order));
   }
   return out;
 }

@@ -160,8 +160,12 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
       // Householder products: Q from reflectors, and Q C / C Q^T without forming Q
       {"householder_product", {{{5, 3}}, {{3}, 0.5, 1.8}},
        [](V x) { return td::linalg::householder_product(x[0], x[1]); }},
-      {"ormqr", {{{5, 3}}, {{2}, 0.5, 1.8}, {{5, 2}}},
-       [](V x) { return td::ormqr(x[0], x[1], x[2]) + td::ormqr(x[0], x[1], x[2].t(), false, true).t(); }},
+      // ormqr: Q C, Q^T C and C^T Q (each order of the reflectors), with a batch of one
+      {"ormqr", {{{1, 5, 3}}, {{1, 3}, 0.5, 1.8}, {{1, 5, 2}}},
+       [](V x) {
+         return td::ormqr(x[0], x[1], x[2]) + td::ormqr(x[0], x[1], x[2], true, true) * 0.5 +
+                td::ormqr(x[0], x[1], x[2].transpose(-2, -1), false, false).transpose(-2, -1) * 0.25;
+       }},
       // renorm: some rows above maxnorm (scaled, through their norm), some below
       {"renorm p 2", {{{4, 3}, -2, 2}}, [](V x) { return td::renorm(x[0], 2, 0, 1.5); }},
       {"renorm p 3 along dim 1", {{{3, 4}, -2, 2}}, [](V x) { return td::renorm(x[0], 3, 1, 1.2); }},

@@ -68,6 +68,13 @@ TEST_CASE("gradient at coordinates: uneven steps of second order inside, first o
   g = td::gradient(td::tensor({1, 2, 4, 8}), std::vector<Tensor>{td::tensor({0, 1, 2, 4})});
   CHECK(g[0].dtype() == td::kFloat32);
   check_close(g[0], {1, 1.5, 2, 2}, 0, 0, "integers");
+  // Integers past float32's exact range (timestamps): differences are taken before any rounding.
+  const Tensor stamps = td::tensor({1700000000, 1700000001, 1700000003, 1700000004});
+  g = td::gradient(td::tensor({0, 1, 4, 9}), std::vector<Tensor>{stamps});
+  check_close(g[0], {1.0, 1.1666667461395264, 3.8333332538604736, 5.0}, 0, 0, "at timestamps (PyTorch's values)");
+  check_close(td::gradient(stamps)[0], {1, 1.5, 1.5, 1}, 0, 0, "timestamps as samples");
+  // PyTorch rounds the samples first there and gives -128 and 0 at the ends.
+  check_close(td::gradient(stamps, 1.0, std::nullopt, 2)[0], {0.5, 1.5, 1.5, 0.5}, 0, 0, "second order at the ends");
 }
 
 TEST_CASE("gradient refuses short dims, other edge orders, mismatched spacing and repeated dims", "[cpu]") {
@@ -83,6 +90,9 @@ TEST_CASE("gradient refuses short dims, other edge orders, mismatched spacing an
   check_error([&] { td::gradient(f, 1.0, std::vector<int64_t>{1, -1}); }, {"gradient", "dim 1", "more than once"});
   check_error([&] { td::gradient(f, 1.0, std::vector<int64_t>{2}); }, {"gradient", "dim"});
   check_error([] { td::gradient(Tensor()); }, {"gradient", "input"});
+  check_error([] { td::gradient(td::tensor({1, 2, 3}).to(td::kUInt8)); }, {"gradient", "uint8", "not supported"});
+  check_error([] { td::gradient(td::tensor({true, false, true})); }, {"gradient", "bool", "not supported"});
+  check_error([] { td::gradient(td::full({}, 1.0), 1.0, std::vector<int64_t>{0}); }, {"gradient", "dim 0", "no dims"});
 }
 
 TEST_CASE("renorm scales the slices whose norm exceeds maxnorm, as PyTorch's", "[cpu]") {
@@ -108,6 +118,13 @@ TEST_CASE("renorm scales the slices whose norm exceeds maxnorm, as PyTorch's", "
   Tensor y = w.clone();
   y.renorm_(2, 0, 5);
   check_close(y, values(td::renorm(w, 2, 0, 5)), 0, 0, "in place");
+  // 16-bit inputs: norms and factors in float32, rounded once (PyTorch's values; [1, 0.0297]'s norm
+  // is 1.0004, above maxnorm 1, though 1.0 in float16).
+  const Tensor h = td::tensor({1.0, 0.0297, 3, 4, 0.5, 0.5}, td::kFloat16).view({3, 2});
+  check_close(td::renorm(h, 2, 0, 1), {0.99951171875, 0.0296783447265625, 0.599609375, 0.7998046875, 0.5, 0.5}, 0, 0,
+              "float16");
+  check_close(td::renorm(h.to(td::kBFloat16), 2, 0, 1), {1.0, 0.0296630859375, 0.6015625, 0.80078125, 0.5, 0.5}, 0, 0,
+              "bfloat16");
   check_error([] { td::renorm(f64({1, 2}), 2, 0, 1); }, {"renorm", "at least 2 dims", "1"});
   check_error([&] { td::renorm(w, 0, 0, 1); }, {"renorm", "positive norm order", "0"});
   check_error([&] { td::renorm(w, 2, 0, -1); }, {"renorm", "maxnorm >= 0", "-1"});
@@ -121,7 +138,7 @@ TEST_CASE("inner, equal, multiply, positive, adjoint, inverse and range as PyTor
   REQUIRE(in.sizes() == td::Shape{2, 4});
   check_close(in, values(td::matmul(a, b.t())), 0, 0, "inner of matrices");
   check_close(td::inner(td::full({}, 2.0, td::kFloat64), td::arange(3, td::kFloat64)), {0, 2, 4}, 0, 0, "a number");
-  check_close(td::inner(td::tensor({1, 2}), td::tensor({3.0, 4.0})), {11}, 0, 0, "promoted");
+  check_error([] { td::inner(td::tensor({1, 2}), td::tensor({3.0, 4.0})); }, {"inner", "same dtype", "int64", "float32"});
   check_close(a.inner(a.select(0, 1)), {14, 50}, 0, 0, "the method");
   check_error([] { td::inner(td::ones({2, 3}), td::ones({3, 2})); }, {"inner", "last dims", "[2, 3]", "[3, 2]"});
 
@@ -138,6 +155,8 @@ TEST_CASE("inner, equal, multiply, positive, adjoint, inverse and range as PyTor
   CHECK(td::adjoint(a).sizes() == td::Shape{3, 2});
   CHECK(a.adjoint().is_alias_of(a));
   check_error([] { td::adjoint(td::arange(3)); }, {"adjoint", "1-dim"});
+  const Tensor number = td::full({}, 2.0);
+  CHECK(td::adjoint(number).is_same(number));
   const Tensor m = f64({4, 7, 2, 6}).view({2, 2});
   check_close(td::matmul(m, m.inverse()), {1, 0, 0, 1}, 1e-15, 1e-15, "inverse");
 
@@ -146,6 +165,11 @@ TEST_CASE("inner, equal, multiply, positive, adjoint, inverse and range as PyTor
   CHECK(td::range(1, 3).dtype() == td::kFloat32);
   CHECK(td::range(1, 4, 1, td::kInt64).dtype() == td::kInt64);
   check_close(td::range(1, 4), {1, 2, 3, 4}, 0, 0, "range with its end");
+  check_close(td::range(0, 1, 0.1), {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}, 1e-7, 0, "range by 0.1");
+  // An integer dtype truncates the bounds and the step first, as PyTorch's.
+  check_close(td::range(0, 3, 1.5, td::kInt64), {0, 1, 2, 3}, 0, 0, "integer range, step 1.5");
+  check_close(td::range(-0.5, 2, 1, td::kInt64), {0, 1, 2}, 0, 0, "integer range from -0.5");
+  check_error([] { td::range(0, 2, 0.5, td::kInt64); }, {"range", "nonzero"});
   check_error([] { td::range(1, 0); }, {"range", "step's sign"});
   check_error([] { td::range(1, 2, 0); }, {"range", "nonzero"});
 }

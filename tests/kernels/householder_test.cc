@@ -107,6 +107,13 @@ TEST_CASE("householder_product and ormqr are differentiable, the same values wit
   q.sum().backward();
   CHECK(a.grad().defined());
   CHECK(t.grad().defined());
+  // No reflector at all: the identity's columns, batched, still in the graph.
+  Tensor batch = td::zeros({2, 5, 3}, td::kFloat64).requires_grad_();
+  const Tensor none = td::linalg::householder_product(batch, td::zeros({2, 0}, td::kFloat64));
+  REQUIRE(none.sizes() == td::Shape{2, 5, 3});
+  check_close(none, values(td::eye(5, 3, td::kFloat64).expand({2, 5, 3})), 0, 0, "k = 0");
+  none.sum().backward();
+  check_close(batch.grad(), std::vector<double>(30, 0.0), 0, 0, "k = 0's gradient");
   Tensor x = matrix().clone().requires_grad_();
   auto [fx, tx] = td::geqrf(x);
   check_error([&] { fx.sum().backward(); }, {"geqrf", "not implemented"});
@@ -131,5 +138,8 @@ TEST_CASE("geqrf, householder_product and ormqr refuse bad shapes and dtypes, na
               {"ormqr", "other.shape[-1] (4)", "input.shape[-2] (5)"});
   check_error([&] { td::ormqr(factors, tau, td::zeros({5, 2}, td::kFloat32)); }, {"ormqr", "float32", "float64"});
   check_error([&] { td::ormqr(factors, tau, td::zeros({5}, td::kFloat64)); }, {"ormqr", "as many dims"});
+  check_error([&] { td::ormqr(factors, tau.slice(0, 0, 2), other()); }, {"ormqr", "tau.shape[-1] (2)", "min", "(3)"});
+  check_error([&] { td::ormqr(factors.slice(0, 0, 2), tau, td::zeros({2, 2}, td::kFloat64)); },
+              {"ormqr", "tau.shape[-1] (3)", "(2)"});
   before.check_unchanged(factors);
 }
