@@ -37,6 +37,7 @@ void record_zero_gradients(const char* name, const std::vector<const Tensor*>& p
 template <typename Draw>
 Tensor& sample_into(Tensor& self, const char* op, const char* node, Draw draw) {
   kernels::check_defined(self, op, "self");
+  kernels::check_no_internal_overlap(self, op);
   const bool recording = autograd::needs_grad({&self});
   autograd::check_inplace(self, node, recording);
   {
@@ -44,7 +45,8 @@ Tensor& sample_into(Tensor& self, const char* op, const char* node, Draw draw) {
     draw(self);
   }
   if (recording) {
-    autograd::record_inplace(node, self, {}, [](const std::vector<Tensor>&) -> std::vector<Tensor> { return {Tensor()}; });
+    autograd::record_inplace(node, self, {},
+                             [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {zeros_like(g[0])}; });
   }
   return self;
 }
@@ -58,8 +60,12 @@ void check_continuous(const Tensor& self, const char* distribution) {
 // Uniforms in [0, 1), float64, in self's shape on its device: what each inverse transform reads.
 Tensor uniforms_for(const Tensor& self) { return rand(self.sizes(), TensorOptions(kFloat64).device(self.device())); }
 
-// Writes computed values into self, converting to its dtype.
-void write(const Tensor& self, const Tensor& values) { kernels::copy_into(self, values); }
+// Writes computed values into self, converting to its dtype, and counts the write in self's
+// version (so that a graph that saved self's old values refuses to use them).
+void write(Tensor& self, const Tensor& values) {
+  kernels::copy_into(self, values);
+  self.bump_version();
+}
 
 // The largest whole number a floating dtype counts to without a gap: 2^(mantissa bits + 1).
 int64_t exact_integers(DType dtype) {
@@ -76,11 +82,17 @@ int64_t exact_integers(DType dtype) {
 Tensor integers_between(const Tensor& self, int64_t from, int64_t to) {
   const TensorOptions int64_on = TensorOptions(kInt64).device(self.device());
   if (to < std::numeric_limits<int64_t>::max()) return randint(from, to + 1, self.sizes(), int64_on);
-  // [from, 2^63 - 1]: for from = 0 (random_() on int64), 31 high bits and 32 low ones.
-  TD_CHECK(from == 0, "random_: the range [", from, ", 2^63 - 1] is too wide");
+  // [from, 2^63 - 1], wider than randint draws: 63 random bits from 31 high ones and 32 low ones,
+  // then reduced modulo the range's width (as PyTorch's, a bias below 2^-63 per value); from
+  // INT64_MIN, a 64th bit for the sign.
+  TD_CHECK(from >= 0 || from == std::numeric_limits<int64_t>::min(), "random_: from=", from,
+           " without `to` (up to 2^63 - 1) is not supported; give `to`, or from >= 0 or the lowest int64");
   const Tensor high = randint(0, int64_t{1} << 31, self.sizes(), int64_on);
   const Tensor low = randint(0, int64_t{1} << 32, self.sizes(), int64_on);
-  return add(mul(high, int64_t{1} << 32), low);
+  const Tensor bits = add(mul(high, int64_t{1} << 32), low);
+  if (from == 0) return bits;
+  if (from > 0) return add(remainder(bits, std::numeric_limits<int64_t>::max() - from + 1), from);
+  return add(bits, mul(randint(0, 2, self.sizes(), int64_on), std::numeric_limits<int64_t>::min()));
 }
 
 
@@ -133,9 +145,8 @@ Tensor normal(const Tensor& mean, const Tensor& std) {
     // !(std >= 0) also catches NaN.
     TD_CHECK(std.numel() == 0 || all(ge(std, 0)).item<bool>(), "normal: expected every element of std >= 0");
     const Shape shape = broadcast_shapes(mean.sizes(), std.sizes(), "normal");
-    const DType dtype = promote_types(mean.dtype(), std.dtype());
-    out = add(mean, mul(std, randn(shape, TensorOptions(dtype).device(mean.device()))));
-    if (out.dtype() != dtype) out = out.to(dtype);
+    // mean's dtype, as PyTorch's.
+    out = add(mean, mul(std, randn(shape, TensorOptions(mean.dtype()).device(mean.device())))).to(mean.dtype());
   }
   record_zero_gradients("NormalBackward3", {&mean, &std}, out);
   return out;
@@ -143,15 +154,28 @@ Tensor normal(const Tensor& mean, const Tensor& std) {
 
 Tensor normal(const Tensor& mean, double std) {
   kernels::check_defined(mean, "normal", "mean");
+  TD_CHECK(is_floating(mean.dtype()), "normal: expected a floating mean, got ", mean.dtype());
   TD_CHECK(std >= 0, "normal: expected std >= 0, got ", std);
-  return normal(mean, full({}, std, TensorOptions(is_floating(mean.dtype()) ? mean.dtype() : kDefaultFloat)
-                                        .device(mean.device())));
+  Tensor out;
+  {
+    NoGradGuard values_only;
+    out = add(mean, mul(randn(mean.sizes(), TensorOptions(kFloat64).device(mean.device())), std)).to(mean.dtype());
+  }
+  record_zero_gradients("NormalBackward1", {&mean}, out);
+  return out;
 }
 
 Tensor normal(double mean, const Tensor& std) {
   kernels::check_defined(std, "normal", "std");
-  return normal(full({}, mean, TensorOptions(is_floating(std.dtype()) ? std.dtype() : kDefaultFloat).device(std.device())),
-                std);
+  TD_CHECK(is_floating(std.dtype()), "normal: expected a floating std, got ", std.dtype());
+  Tensor out;
+  {
+    NoGradGuard values_only;
+    TD_CHECK(std.numel() == 0 || all(ge(std, 0)).item<bool>(), "normal: expected every element of std >= 0");
+    out = add(mul(randn(std.sizes(), TensorOptions(std.dtype()).device(std.device())), std), mean);
+  }
+  record_zero_gradients("NormalBackward2", {&std}, out);
+  return out;
 }
 
 Tensor normal(double mean, double std, IntList sizes, TensorOptions options) {
@@ -171,7 +195,7 @@ Tensor& Tensor::normal_(double mean, double std) {
 }
 
 Tensor& Tensor::bernoulli_(double p) {
-  return sample_into(*this, "bernoulli_", "BernoulliBackward0", [&](Tensor& self) { tandem::bernoulli_(self, p); });
+  return sample_into(*this, "bernoulli_", "BernoulliBackward2", [&](Tensor& self) { tandem::bernoulli_(self, p); });
 }
 
 Tensor& Tensor::bernoulli_(const Tensor& p) {
@@ -196,6 +220,7 @@ Tensor& Tensor::exponential_(double lambd) {
 
 Tensor& Tensor::geometric_(double p) {
   return sample_into(*this, "geometric_", "GeometricBackward0", [&](Tensor& self) {
+    TD_CHECK(self.dtype() != kBool, "geometric_: not supported for bool tensors");
     TD_CHECK(p > 0 && p < 1, "geometric_: expected p in (0, 1), got ", p);
     write(self, geometric_values(self, p));
   });
@@ -217,15 +242,19 @@ Tensor& Tensor::log_normal_(double mean, double std) {
   });
 }
 
-Tensor& Tensor::random_(int64_t from, std::optional<int64_t> to) {
-  return sample_into(*this, "random_", "RandomBackward0", [&](Tensor& self) {
-    const DType dtype = self.dtype();
+namespace {
+
+// random_'s three forms, each its own node as in PyTorch.
+Tensor& random_between(Tensor& self, int64_t from, std::optional<int64_t> to, const char* node) {
+  return sample_into(self, "random_", node, [&](Tensor& out) {
+    const DType dtype = out.dtype();
     int64_t last;  // the largest value drawn
     if (to) {
       TD_CHECK(from < *to, "random_: expected from < to, got from=", from, " >= to=", *to);
       last = *to - 1;
     } else {
       last = is_floating(dtype) ? exact_integers(dtype) : kernels::integer_range(dtype).second;
+      TD_CHECK(from <= last, "random_: from=", from, " is above the largest value drawn for ", dtype, " (", last, ")");
     }
     if (is_floating(dtype)) {
       // Beyond the dtype's gap-free whole numbers the draws would not be uniform (PyTorch warns there).
@@ -237,12 +266,16 @@ Tensor& Tensor::random_(int64_t from, std::optional<int64_t> to) {
       TD_CHECK(from >= lowest && from <= largest, "random_: from=", from, " is out of bounds for ", dtype);
       TD_CHECK(last >= lowest && last <= largest, "random_: to - 1 = ", last, " is out of bounds for ", dtype);
     }
-    write(self, integers_between(self, from, last));
+    write(out, integers_between(out, from, last));
   });
 }
 
-Tensor& Tensor::random_(int64_t to) { return random_(0, to); }
+}  // namespace
 
-Tensor& Tensor::random_() { return random_(0, std::nullopt); }
+Tensor& Tensor::random_(int64_t from, std::optional<int64_t> to) { return random_between(*this, from, to, "RandomBackward0"); }
+
+Tensor& Tensor::random_(int64_t to) { return random_between(*this, 0, to, "RandomBackward1"); }
+
+Tensor& Tensor::random_() { return random_between(*this, 0, std::nullopt, "RandomBackward2"); }
 
 }  // namespace tandem

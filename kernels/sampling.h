@@ -36,10 +36,53 @@ class ElementStream {
   PhiloxBlock words_{};
 };
 
+// log(x!) - log(sqrt(2 pi x) (x/e)^x), the error of Stirling's formula, for x >= 1: by its series
+// from 16 on (to x^-7: below double's rounding there), directly below (no large terms to cancel).
+TD_INLINE double stirling_error(double x) {
+  if (x < 16) return special::lgamma(x + 1) - (x + 0.5) * special::log(x) + x - 0.91893853320467274178;
+  const double r = 1 / x, r2 = r * r;
+  return r * (1.0 / 12 - r2 * (1.0 / 360 - r2 * (1.0 / 1260 - r2 / 1680)));
+}
+
+// x log(x / m) + m - x >= 0, the deviance term of a mass function at x for the mean m, given their
+// difference d = x - m computed exactly by the caller. Near m, by the series in v = d / (x + m)
+// (d v + 2 x sum v^(2j+1) / (2j+1)), where the logarithm's terms would cancel.
+TD_INLINE double deviance(double x, double m, double d) {
+  if (d > -0.1 * (x + m) && d < 0.1 * (x + m)) {
+    const double v = d / (x + m), v2 = v * v;
+    double sum = d * v, term = 2 * x * v;
+    for (int j = 1; j < 100; ++j) {
+      term *= v2;
+      const double next = sum + term / (2 * j + 1);
+      if (next == sum) break;
+      sum = next;
+    }
+    return sum;
+  }
+  return x * special::log(x / m) + m - x;
+}
+
+// log P(K = k) for a Poisson variate of mean `rate` (k >= 0 whole), exact to a few ulps at any
+// rate: k log(rate) - rate - lgamma(k + 1) would cancel to nothing for a rate of 1e15.
+TD_INLINE double poisson_log_mass(double k, double rate) {
+  if (k == 0) return -rate;
+  return -stirling_error(k) - deviance(k, rate, k - rate) - 0.5 * special::log(2 * special::kPi * k);
+}
+
+// log P(K = k) for a binomial variate of n trials with success probability p = 1 - q, 0 < p < 1, by
+// the same terms (Loader's saddle-point form), so that huge n loses nothing to cancellation.
+TD_INLINE double binomial_log_mass(double k, double n, double p, double q) {
+  if (k == 0) return n * special::log1p(-p);
+  if (k == n) return n * special::log(p);
+  const double np = n * p;
+  return stirling_error(n) - stirling_error(k) - stirling_error(n - k) - deviance(k, np, k - np) -
+         deviance(n - k, n * q, np - k) - 0.5 * (special::log(2 * special::kPi * k) + special::log1p(-k / n));
+}
+
 // A Poisson variate of mean `rate` (>= 0; inf gives inf). Below 10, the number of uniforms whose
 // running product stays above e^-rate (about rate + 1 draws). From 10 on, Hormann's transformed
-// rejection with squeeze (PTRS, 1993): about 1.1 pairs of draws per variate at any rate. Beyond
-// about 1e15 its acceptance test, k log(rate) - lgamma(k + 1) - rate, cancels to a few digits.
+// rejection with squeeze (PTRS, 1993): about 1.1 pairs of draws per variate at any rate, its
+// acceptance test on the log mass function's saddle-point form (poisson_log_mass).
 TD_INLINE double sample_poisson(double rate, ElementStream& stream) {
   if (rate == 0) return 0;
   if (rate == special::kInf) return rate;
@@ -52,7 +95,7 @@ TD_INLINE double sample_poisson(double rate, ElementStream& stream) {
     }
     return count;
   }
-  const double root = special::sqrt(rate), log_rate = special::log(rate);
+  const double root = special::sqrt(rate);
   const double b = 0.931 + 2.53 * root, a = -0.059 + 0.02483 * b;
   const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), v_r = 0.9277 - 3.6224 / (b - 2);
   for (;;) {
@@ -61,20 +104,21 @@ TD_INLINE double sample_poisson(double rate, ElementStream& stream) {
     const double k = special::floor((2 * a / us + b) * u + rate + 0.43);
     if (us >= 0.07 && v <= v_r) return k;
     if (k < 0 || (us < 0.013 && v > us)) continue;
-    if (special::log(v * inv_alpha / (a / (us * us) + b)) <= k * log_rate - rate - special::lgamma(k + 1)) return k;
+    if (special::log(v * inv_alpha / (a / (us * us) + b)) <= poisson_log_mass(k, rate)) return k;
   }
 }
 
-// A binomial variate of `count` trials (truncated to a whole number) with success probability
-// `prob`. NaN for a NaN operand or infinite count; 0 for count or prob <= 0; count for prob >= 1.
-// With p = min(prob, 1 - prob) (the other tail by symmetry): below n p = 10, trials counted by
-// their geometric waiting times (about n p + 1 draws); from 10 on, Hormann's transformed rejection
-// with squeeze (BTRS, 1993).
+// A binomial variate of `count` trials with success probability `prob`, as PyTorch's at the edges:
+// 0 where count or prob <= 0 (a NaN in the other too), count itself where prob >= 1, NaN for a NaN
+// operand or an infinite count otherwise; count is truncated to whole trials. With p = min(prob,
+// 1 - prob) (the other tail by symmetry): below n p = 10, trials counted by their geometric waiting
+// times (about n p + 1 draws); from 10 on, Hormann's transformed rejection with squeeze (BTRS,
+// 1993), its acceptance test on binomial_log_mass.
 TD_INLINE double sample_binomial(double count, double prob, ElementStream& stream) {
+  if (count <= 0 || prob <= 0) return 0;
+  if (prob >= 1) return count;
   if (count != count || prob != prob || count == special::kInf) return special::kNaN;
   const double n = special::floor(count);
-  if (n <= 0 || prob <= 0) return 0;
-  if (prob >= 1) return n;
   const bool flip = prob > 0.5;
   const double p = flip ? 1 - prob : prob, q = 1 - p;
   double k = 0;
@@ -91,19 +135,16 @@ TD_INLINE double sample_binomial(double count, double prob, ElementStream& strea
   } else {
     const double spq = special::sqrt(n * p * q);
     const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
-    const double v_r = 0.92 - 4.2 / b, alpha = (2.83 + 5.1 / b) * spq, log_odds = special::log(p / q);
+    const double v_r = 0.92 - 4.2 / b, alpha = (2.83 + 5.1 / b) * spq;
     const double m = special::floor((n + 1) * p);
-    const double h = special::lgamma(m + 1) + special::lgamma(n - m + 1);
+    const double log_mode = binomial_log_mass(m, n, p, q);
     for (;;) {
       const double u = stream.uniform() - 0.5, v = stream.uniform();
       const double us = 0.5 - (u < 0 ? -u : u);
       k = special::floor((2 * a / us + b) * u + c);
       if (k < 0 || k > n) continue;
       if (us >= 0.07 && v <= v_r) break;
-      if (special::log(v * alpha / (a / (us * us) + b)) <=
-          h - special::lgamma(k + 1) - special::lgamma(n - k + 1) + (k - m) * log_odds) {
-        break;
-      }
+      if (special::log(v * alpha / (a / (us * us) + b)) <= binomial_log_mass(k, n, p, q) - log_mode) break;
     }
   }
   return flip ? n - k : k;
