@@ -95,7 +95,6 @@ Tensor integers_between(const Tensor& self, int64_t from, int64_t to) {
   return add(bits, mul(randint(0, 2, self.sizes(), int64_on), std::numeric_limits<int64_t>::min()));
 }
 
-
 // Each distribution's values for self's shape, from float64 uniforms (or normals) by its inverse
 // transform: bit-identical draws on every device, the transforms within an ulp or a few.
 Tensor exponential_values(const Tensor& self, double lambd) {
@@ -106,7 +105,8 @@ Tensor geometric_values(const Tensor& self, double p) {
   return add(floor(div(log1p(neg(uniforms_for(self))), std::log1p(-p))), 1);
 }
 Tensor cauchy_values(const Tensor& self, double median, double sigma) {
-  return add(mul(tan(mul(sub(uniforms_for(self), 0.5), std::numbers::pi)), sigma), median);  // median + sigma tan(pi (u - 1/2))
+  // median + sigma tan(pi (u - 1/2))
+  return add(mul(tan(mul(sub(uniforms_for(self), 0.5), std::numbers::pi)), sigma), median);
 }
 Tensor log_normal_values(const Tensor& self, double mean, double std) {
   return exp(add(mul(randn(self.sizes(), TensorOptions(kFloat64).device(self.device())), std), mean));
