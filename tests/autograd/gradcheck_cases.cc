@@ -730,15 +730,23 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          return td::nn::F::max_unpool2d(x[0], where_from, 2);
        }},
       {"cdist p 2", {{{2, 4, 3}}, {{2, 5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1]); }},
-      {"grid_sample bilinear", {{{2, 2, 4, 5}}, {{2, 3, 2, 2}, -0.9, 0.9}},
+      // The grid's kinks: where a coordinate crosses a whole pixel, the weights' slopes jump, so the
+      // second derivatives do (gradgradcheck failed once on a grid value 1e-6 from one). Bilinear
+      // without aligned corners: x = (k + 0.5) / 2.5 - 1 for the width of 5, y = (k + 0.5) / 2 - 1
+      // for the height of 4.
+      {"grid_sample bilinear",
+       {{{2, 2, 4, 5}}, {{2, 3, 2, 2}, -0.9, 0.9, true, {-0.8, -0.75, -0.4, -0.25, 0, 0.25, 0.4, 0.75, 0.8}}},
        [](V x) { return td::nn::F::grid_sample(x[0], x[1]); }},
-      {"grid_sample bicubic, corners aligned", {{{1, 2, 4, 5}}, {{1, 2, 3, 2}, -0.9, 0.9}},
+      // Aligned corners: x = k / 2 - 1 (width 5), y = k - 1 (height 3).
+      {"grid_sample bicubic, corners aligned", {{{1, 2, 4, 5}}, {{1, 2, 3, 2}, -0.9, 0.9, true, {-0.5, 0, 0.5}}},
        [](V x) {
          return td::nn::F::grid_sample(
              x[0], x[1],
              td::nn::F::GridSampleOptions().mode(td::nn::F::GridSampleMode::bicubic).align_corners(true));
        }},
-      {"grid_sample trilinear", {{{1, 2, 3, 4, 3}}, {{1, 2, 2, 1, 3}, -0.9, 0.9}},
+      // Depth and width 3: (k + 0.5) / 1.5 - 1; height 4 as above.
+      {"grid_sample trilinear",
+       {{{1, 2, 3, 4, 3}}, {{1, 2, 2, 1, 3}, -0.9, 0.9, true, {-0.75, -2.0 / 3, -0.25, 0, 0.25, 2.0 / 3, 0.75}}},
        [](V x) { return td::nn::F::grid_sample(x[0], x[1]); }},
       {"affine_grid", {{{2, 2, 3}}}, [](V x) { return td::nn::F::affine_grid(x[0], {2, 1, 3, 4}); }},
       {"cdist p 1.5", {{{4, 3}}, {{5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1], 1.5); }},
