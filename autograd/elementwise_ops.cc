@@ -3,6 +3,7 @@
 // summed back to their shapes; promoted ones are converted back to their dtypes. The formulas
 // are written with differentiable ops, so gradients of gradients work too.
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "autograd/autocast.h"
@@ -123,6 +124,44 @@ UnaryGrad unary_grad(UnaryOp op) {
                 const Tensor at_zero = x == 0;
                 return g * where(at_zero, 0.5, special::i0e(x) - y * (sign(x) + 1 / where(at_zero, 1, x)));
               }};
+    case UnaryOp::BesselJ0:
+      return {"SpecialBesselJ0Backward0", true, false, [](T g, T x, T) { return g * -special::bessel_j1(x); }};
+    // J1' = J0 - J1 / x, 1/2 at 0 (the division sees 1 there, as I1's).
+    case UnaryOp::BesselJ1:
+      return {"SpecialBesselJ1Backward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, 0.5, special::bessel_j0(x) - y / where(at_zero, 1, x));
+              }};
+    case UnaryOp::BesselY0:
+      return {"SpecialBesselY0Backward0", true, false, [](T g, T x, T) { return g * -special::bessel_y1(x); }};
+    // Y1' = Y0 - Y1 / x: +inf at 0, the limit of 2 / (pi x^2) (the formula gives -inf + inf there).
+    case UnaryOp::BesselY1:
+      return {"SpecialBesselY1Backward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, std::numeric_limits<double>::infinity(), special::bessel_y0(x) - y / where(at_zero, 1, x));
+              }};
+    case UnaryOp::ModifiedBesselI0:
+      return {"SpecialModifiedBesselI0Backward0", true, false,
+              [](T g, T x, T) { return g * special::modified_bessel_i1(x); }};
+    case UnaryOp::ModifiedBesselI1:
+      return {"SpecialModifiedBesselI1Backward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, 0.5, special::modified_bessel_i0(x) - y / where(at_zero, 1, x));
+              }};
+    case UnaryOp::ModifiedBesselK0:
+      return {"SpecialModifiedBesselK0Backward0", true, false,
+              [](T g, T x, T) { return g * -special::modified_bessel_k1(x); }};
+    // K1' = -K0 - K1 / x: -inf at 0, the limit of -1 / x^2.
+    case UnaryOp::ModifiedBesselK1:
+      return {"SpecialModifiedBesselK1Backward0", true, true, [](T g, T x, T y) {
+                const Tensor at_zero = x == 0;
+                return g * where(at_zero, -std::numeric_limits<double>::infinity(), -special::modified_bessel_k0(x) - y / where(at_zero, 1, x));
+              }};
+    // Not differentiable in PyTorch; their entry points below call the kernels directly.
+    case UnaryOp::ScaledModifiedBesselK0:
+    case UnaryOp::ScaledModifiedBesselK1:
+    case UnaryOp::SphericalBesselJ0:
+    case UnaryOp::AiryAi: break;
     case UnaryOp::Ndtri:
       return {"SpecialNdtriBackward0", false, true, [](T g, T, T y) {
                 return g * exp(y * y * 0.5) * std::sqrt(2 * std::numbers::pi);
@@ -224,6 +263,18 @@ Tensor i0e(const Tensor& x) { return unary(UnaryOp::I0e, x); }
 Tensor i1(const Tensor& x) { return unary(UnaryOp::I1, x); }
 Tensor i1e(const Tensor& x) { return unary(UnaryOp::I1e, x); }
 Tensor ndtri(const Tensor& x) { return unary(UnaryOp::Ndtri, x); }
+Tensor bessel_j0(const Tensor& x) { return unary(UnaryOp::BesselJ0, x); }
+Tensor bessel_j1(const Tensor& x) { return unary(UnaryOp::BesselJ1, x); }
+Tensor bessel_y0(const Tensor& x) { return unary(UnaryOp::BesselY0, x); }
+Tensor bessel_y1(const Tensor& x) { return unary(UnaryOp::BesselY1, x); }
+Tensor modified_bessel_i0(const Tensor& x) { return unary(UnaryOp::ModifiedBesselI0, x); }
+Tensor modified_bessel_i1(const Tensor& x) { return unary(UnaryOp::ModifiedBesselI1, x); }
+Tensor modified_bessel_k0(const Tensor& x) { return unary(UnaryOp::ModifiedBesselK0, x); }
+Tensor modified_bessel_k1(const Tensor& x) { return unary(UnaryOp::ModifiedBesselK1, x); }
+Tensor scaled_modified_bessel_k0(const Tensor& x) { return kernels::scaled_modified_bessel_k0(x); }
+Tensor scaled_modified_bessel_k1(const Tensor& x) { return kernels::scaled_modified_bessel_k1(x); }
+Tensor spherical_bessel_j0(const Tensor& x) { return kernels::spherical_bessel_j0(x); }
+Tensor airy_ai(const Tensor& x) { return kernels::airy_ai(x); }
 }  // namespace special
 
 // ---- clamp ----
@@ -517,6 +568,50 @@ Tensor copysign(const Tensor& a, const Tensor& b) { return detail::binary(Binary
 Tensor copysign(const Tensor& a, Scalar b) { return detail::binary(BinaryOp::Copysign, a, b); }
 Tensor logaddexp(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::LogAddExp, a, b); }
 namespace special {
+namespace {
+// A number x beside a tensor of degrees: x takes n's floating dtype, or the default one.
+Tensor polynomial_of_number(BinaryOp op, Scalar x, const Tensor& n) {
+  kernels::check_defined(n, kernels::op_name(op), "n");
+  return kd::binary(op, kd::scalar_tensor(x, is_floating(n.dtype()) ? n.dtype() : kDefaultFloat, n.device()), n);
+}
+}  // namespace
+
+Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ChebyshevT, x, n); }
+Tensor chebyshev_polynomial_t(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ChebyshevT, x, n); }
+Tensor chebyshev_polynomial_t(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ChebyshevT, x, n); }
+Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ChebyshevU, x, n); }
+Tensor chebyshev_polynomial_u(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ChebyshevU, x, n); }
+Tensor chebyshev_polynomial_u(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ChebyshevU, x, n); }
+Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ChebyshevV, x, n); }
+Tensor chebyshev_polynomial_v(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ChebyshevV, x, n); }
+Tensor chebyshev_polynomial_v(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ChebyshevV, x, n); }
+Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ChebyshevW, x, n); }
+Tensor chebyshev_polynomial_w(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ChebyshevW, x, n); }
+Tensor chebyshev_polynomial_w(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevT, x, n); }
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevT, x, n); }
+Tensor shifted_chebyshev_polynomial_t(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevT, x, n); }
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevU, x, n); }
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevU, x, n); }
+Tensor shifted_chebyshev_polynomial_u(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevU, x, n); }
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevV, x, n); }
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevV, x, n); }
+Tensor shifted_chebyshev_polynomial_v(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevV, x, n); }
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_w(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::HermiteH, x, n); }
+Tensor hermite_polynomial_h(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::HermiteH, x, n); }
+Tensor hermite_polynomial_h(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::HermiteH, x, n); }
+Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::HermiteHe, x, n); }
+Tensor hermite_polynomial_he(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::HermiteHe, x, n); }
+Tensor hermite_polynomial_he(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::HermiteHe, x, n); }
+Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::LaguerreL, x, n); }
+Tensor laguerre_polynomial_l(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::LaguerreL, x, n); }
+Tensor laguerre_polynomial_l(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::LaguerreL, x, n); }
+Tensor legendre_polynomial_p(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::LegendreP, x, n); }
+Tensor legendre_polynomial_p(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::LegendreP, x, n); }
+Tensor legendre_polynomial_p(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::LegendreP, x, n); }
 Tensor zeta(const Tensor& x, const Tensor& q) { return detail::binary(BinaryOp::Zeta, x, q); }
 Tensor zeta(const Tensor& x, Scalar q) { return detail::binary(BinaryOp::Zeta, x, q); }
 Tensor zeta(Scalar x, const Tensor& q) {

@@ -207,6 +207,18 @@ Tensor i0e(const Tensor& x) { return detail::unary(UnaryOp::I0e, x); }
 Tensor i1(const Tensor& x) { return detail::unary(UnaryOp::I1, x); }
 Tensor i1e(const Tensor& x) { return detail::unary(UnaryOp::I1e, x); }
 Tensor ndtri(const Tensor& x) { return detail::unary(UnaryOp::Ndtri, x); }
+Tensor bessel_j0(const Tensor& x) { return detail::unary(UnaryOp::BesselJ0, x); }
+Tensor bessel_j1(const Tensor& x) { return detail::unary(UnaryOp::BesselJ1, x); }
+Tensor bessel_y0(const Tensor& x) { return detail::unary(UnaryOp::BesselY0, x); }
+Tensor bessel_y1(const Tensor& x) { return detail::unary(UnaryOp::BesselY1, x); }
+Tensor modified_bessel_i0(const Tensor& x) { return detail::unary(UnaryOp::ModifiedBesselI0, x); }
+Tensor modified_bessel_i1(const Tensor& x) { return detail::unary(UnaryOp::ModifiedBesselI1, x); }
+Tensor modified_bessel_k0(const Tensor& x) { return detail::unary(UnaryOp::ModifiedBesselK0, x); }
+Tensor modified_bessel_k1(const Tensor& x) { return detail::unary(UnaryOp::ModifiedBesselK1, x); }
+Tensor scaled_modified_bessel_k0(const Tensor& x) { return detail::unary(UnaryOp::ScaledModifiedBesselK0, x); }
+Tensor scaled_modified_bessel_k1(const Tensor& x) { return detail::unary(UnaryOp::ScaledModifiedBesselK1, x); }
+Tensor spherical_bessel_j0(const Tensor& x) { return detail::unary(UnaryOp::SphericalBesselJ0, x); }
+Tensor airy_ai(const Tensor& x) { return detail::unary(UnaryOp::AiryAi, x); }
 
 namespace detail {
 UnaryOp gelu_op(const std::string& approximate) {
@@ -302,6 +314,18 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
     case BinaryOp::Div:
     case BinaryOp::Atan2:
     case BinaryOp::Zeta:
+    case BinaryOp::ChebyshevT:
+    case BinaryOp::ChebyshevU:
+    case BinaryOp::ChebyshevV:
+    case BinaryOp::ChebyshevW:
+    case BinaryOp::ShiftedChebyshevT:
+    case BinaryOp::ShiftedChebyshevU:
+    case BinaryOp::ShiftedChebyshevV:
+    case BinaryOp::ShiftedChebyshevW:
+    case BinaryOp::HermiteH:
+    case BinaryOp::HermiteHe:
+    case BinaryOp::LaguerreL:
+    case BinaryOp::LegendreP:
     case BinaryOp::Copysign: return is_floating(common) ? common : kDefaultFloat;
     case BinaryOp::Pow:
     case BinaryOp::DivTrunc:
@@ -484,6 +508,18 @@ Tensor lcm(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::L
 Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
 Tensor igamma(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igamma, a, b); }
 Tensor igammac(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igammac, a, b); }
+Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevT, x, n); }
+Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevU, x, n); }
+Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevV, x, n); }
+Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevT, x, n); }
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevU, x, n); }
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevV, x, n); }
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::HermiteH, x, n); }
+Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::HermiteHe, x, n); }
+Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::LaguerreL, x, n); }
+Tensor legendre_polynomial_p(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::LegendreP, x, n); }
 Tensor fmax(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmax, a, b); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::ShiftLeft, a, b); }
@@ -659,6 +695,18 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::I1: return "i1";
     case UnaryOp::I1e: return "i1e";
     case UnaryOp::Ndtri: return "ndtri";
+    case UnaryOp::BesselJ0: return "bessel_j0";
+    case UnaryOp::BesselJ1: return "bessel_j1";
+    case UnaryOp::BesselY0: return "bessel_y0";
+    case UnaryOp::BesselY1: return "bessel_y1";
+    case UnaryOp::ModifiedBesselI0: return "modified_bessel_i0";
+    case UnaryOp::ModifiedBesselI1: return "modified_bessel_i1";
+    case UnaryOp::ModifiedBesselK0: return "modified_bessel_k0";
+    case UnaryOp::ModifiedBesselK1: return "modified_bessel_k1";
+    case UnaryOp::ScaledModifiedBesselK0: return "scaled_modified_bessel_k0";
+    case UnaryOp::ScaledModifiedBesselK1: return "scaled_modified_bessel_k1";
+    case UnaryOp::SphericalBesselJ0: return "spherical_bessel_j0";
+    case UnaryOp::AiryAi: return "airy_ai";
     case UnaryOp::BitwiseNot: return "bitwise_not";
   }
   return "unary";
@@ -689,6 +737,18 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Nextafter: return "nextafter";
     case BinaryOp::Igamma: return "igamma";
     case BinaryOp::Igammac: return "igammac";
+    case BinaryOp::ChebyshevT: return "chebyshev_polynomial_t";
+    case BinaryOp::ChebyshevU: return "chebyshev_polynomial_u";
+    case BinaryOp::ChebyshevV: return "chebyshev_polynomial_v";
+    case BinaryOp::ChebyshevW: return "chebyshev_polynomial_w";
+    case BinaryOp::ShiftedChebyshevT: return "shifted_chebyshev_polynomial_t";
+    case BinaryOp::ShiftedChebyshevU: return "shifted_chebyshev_polynomial_u";
+    case BinaryOp::ShiftedChebyshevV: return "shifted_chebyshev_polynomial_v";
+    case BinaryOp::ShiftedChebyshevW: return "shifted_chebyshev_polynomial_w";
+    case BinaryOp::HermiteH: return "hermite_polynomial_h";
+    case BinaryOp::HermiteHe: return "hermite_polynomial_he";
+    case BinaryOp::LaguerreL: return "laguerre_polynomial_l";
+    case BinaryOp::LegendreP: return "legendre_polynomial_p";
     case BinaryOp::Fmax: return "fmax";
     case BinaryOp::Fmin: return "fmin";
     case BinaryOp::BitwiseAnd: return "bitwise_and";

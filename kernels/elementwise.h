@@ -68,6 +68,19 @@ Tensor i0e(const Tensor& x);      // and scaled by exp(-|x|)
 Tensor i1(const Tensor& x);
 Tensor i1e(const Tensor& x);
 Tensor ndtri(const Tensor& x);  // the inverse of the standard normal CDF
+// The Bessel functions of kernels/bessel.h (modified_bessel_i0/i1 are i0/i1 under torch.special's names).
+Tensor bessel_j0(const Tensor& x);
+Tensor bessel_j1(const Tensor& x);
+Tensor bessel_y0(const Tensor& x);
+Tensor bessel_y1(const Tensor& x);
+Tensor modified_bessel_i0(const Tensor& x);
+Tensor modified_bessel_i1(const Tensor& x);
+Tensor modified_bessel_k0(const Tensor& x);
+Tensor modified_bessel_k1(const Tensor& x);
+Tensor scaled_modified_bessel_k0(const Tensor& x);
+Tensor scaled_modified_bessel_k1(const Tensor& x);
+Tensor spherical_bessel_j0(const Tensor& x);
+Tensor airy_ai(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 
 // ---- binary ----
@@ -103,6 +116,19 @@ Tensor copysign(const Tensor& a, const Tensor& b);
 Tensor copysign(const Tensor& a, Scalar b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);  // log(exp(a) + exp(b)), floating only
 Tensor zeta(const Tensor& a, const Tensor& b);  // the Hurwitz zeta function; integers give float32
+// torch.special's orthogonal polynomials of x of degree n (kernels/polynomials.h); integers give float32.
+Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n);
+Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n);
+Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n);
+Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n);
+Tensor legendre_polynomial_p(const Tensor& x, const Tensor& n);
 Tensor gcd(const Tensor& a, const Tensor& b);        // integers only; gcd(0, 0) = 0
 Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where either is 0
 Tensor nextafter(const Tensor& a, const Tensor& b);  // float32/float64 only

@@ -9,6 +9,8 @@
 #include <type_traits>
 
 #include "core/macros.h"
+#include "kernels/bessel.h"
+#include "kernels/polynomials.h"
 #include "kernels/special.h"
 
 namespace tandem::fn {
@@ -387,6 +389,18 @@ TD_UNARY_SPECIAL(I0e, bessel_i0e)
 TD_UNARY_SPECIAL(I1, bessel_i1)
 TD_UNARY_SPECIAL(I1e, bessel_i1e)
 TD_UNARY_SPECIAL(Ndtri, ndtri)
+TD_UNARY_SPECIAL(BesselJ0, bessel_j0)
+TD_UNARY_SPECIAL(BesselJ1, bessel_j1)
+TD_UNARY_SPECIAL(BesselY0, bessel_y0)
+TD_UNARY_SPECIAL(BesselY1, bessel_y1)
+TD_UNARY_SPECIAL(ModifiedBesselI0, bessel_i0)
+TD_UNARY_SPECIAL(ModifiedBesselI1, bessel_i1)
+TD_UNARY_SPECIAL(ModifiedBesselK0, modified_bessel_k0)
+TD_UNARY_SPECIAL(ModifiedBesselK1, modified_bessel_k1)
+TD_UNARY_SPECIAL(ScaledModifiedBesselK0, scaled_modified_bessel_k0)
+TD_UNARY_SPECIAL(ScaledModifiedBesselK1, scaled_modified_bessel_k1)
+TD_UNARY_SPECIAL(SphericalBesselJ0, spherical_bessel_j0)
+TD_UNARY_SPECIAL(AiryAi, airy_ai)
 #undef TD_UNARY_SPECIAL
 
 // ~x for integers, not x for bool.
@@ -563,6 +577,15 @@ struct Igamma {
     return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), false));
   }
 };
+// An orthogonal polynomial of x of degree n, in double; the shifted ones at 2x - 1.
+template <special::Polynomial kind, bool shifted = false>
+struct OrthogonalPolynomial {
+  template <typename T> TD_INLINE T operator()(T x, T n) const {
+    const double at = shifted ? 2 * static_cast<double>(x) - 1 : static_cast<double>(x);
+    return static_cast<T>(special::orthogonal_polynomial(kind, at, static_cast<double>(n)));
+  }
+};
+
 struct Igammac {
   template <typename T> TD_INLINE T operator()(T a, T b) const {
     return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), true));

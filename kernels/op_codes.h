@@ -9,13 +9,18 @@ namespace tandem::kernels {
 enum class UnaryOp {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
   Erf, Floor, Ceil, Round, Trunc, Frac, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2, Erfc,
-  Erfinv, BitwiseNot, Lgamma, Digamma, Erfcx, I0, I0e, I1, I1e, Ndtri,
+  Erfinv, BitwiseNot, Lgamma, Digamma, Erfcx, I0, I0e, I1, I1e, Ndtri, BesselJ0, BesselJ1, BesselY0, BesselY1,
+  ModifiedBesselI0, ModifiedBesselI1, ModifiedBesselK0, ModifiedBesselK1, ScaledModifiedBesselK0, ScaledModifiedBesselK1,
+  SphericalBesselJ0, AiryAi,
 };
 
 enum class BinaryOp {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
   Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter, Igamma, Igammac, ShiftLeft,
   ShiftRight,
+  // torch.special's orthogonal polynomials of x (a) and degree n (b)
+  ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, ShiftedChebyshevT, ShiftedChebyshevU, ShiftedChebyshevV,
+  ShiftedChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,
   Eq, Ne, Lt, Le, Gt, Ge,  // comparisons: the output is bool
 };
 

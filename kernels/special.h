@@ -26,6 +26,14 @@ TD_INLINE double expm1(double x) { return ::expm1(x); }
 TD_INLINE double pow(double a, double b) { return ::pow(a, b); }
 TD_INLINE double sqrt(double x) { return ::sqrt(x); }
 TD_INLINE double tan(double x) { return ::tan(x); }
+TD_INLINE double sin(double x) { return ::sin(x); }
+TD_INLINE double cos(double x) { return ::cos(x); }
+TD_INLINE double sinh(double x) { return ::sinh(x); }
+TD_INLINE double cosh(double x) { return ::cosh(x); }
+TD_INLINE double acos(double x) { return ::acos(x); }
+TD_INLINE double acosh(double x) { return ::acosh(x); }
+TD_INLINE double ldexp(double x, int e) { return ::ldexp(x, e); }
+TD_INLINE int ilogb(double x) { return ::ilogb(x); }
 TD_INLINE double floor(double x) { return ::floor(x); }
 TD_INLINE double nearbyint(double x) { return ::nearbyint(x); }
 #else
@@ -43,6 +51,14 @@ inline double expm1(double x) { return std::expm1(x); }
 inline double pow(double a, double b) { return std::pow(a, b); }
 inline double sqrt(double x) { return std::sqrt(x); }
 inline double tan(double x) { return std::tan(x); }
+inline double sin(double x) { return std::sin(x); }
+inline double cos(double x) { return std::cos(x); }
+inline double sinh(double x) { return std::sinh(x); }
+inline double cosh(double x) { return std::cosh(x); }
+inline double acos(double x) { return std::acos(x); }
+inline double acosh(double x) { return std::acosh(x); }
+inline double ldexp(double x, int e) { return std::ldexp(x, e); }
+inline int ilogb(double x) { return std::ilogb(x); }
 inline double floor(double x) { return std::floor(x); }
 inline double nearbyint(double x) { return std::nearbyint(x); }
 #endif

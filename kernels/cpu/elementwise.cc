@@ -123,6 +123,18 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::I1: return floating_unary(s, t, fn::I1{});
     case UnaryOp::I1e: return floating_unary(s, t, fn::I1e{});
     case UnaryOp::Ndtri: return floating_unary(s, t, fn::Ndtri{});
+    case UnaryOp::BesselJ0: return floating_unary(s, t, fn::BesselJ0{});
+    case UnaryOp::BesselJ1: return floating_unary(s, t, fn::BesselJ1{});
+    case UnaryOp::BesselY0: return floating_unary(s, t, fn::BesselY0{});
+    case UnaryOp::BesselY1: return floating_unary(s, t, fn::BesselY1{});
+    case UnaryOp::ModifiedBesselI0: return floating_unary(s, t, fn::ModifiedBesselI0{});
+    case UnaryOp::ModifiedBesselI1: return floating_unary(s, t, fn::ModifiedBesselI1{});
+    case UnaryOp::ModifiedBesselK0: return floating_unary(s, t, fn::ModifiedBesselK0{});
+    case UnaryOp::ModifiedBesselK1: return floating_unary(s, t, fn::ModifiedBesselK1{});
+    case UnaryOp::ScaledModifiedBesselK0: return floating_unary(s, t, fn::ScaledModifiedBesselK0{});
+    case UnaryOp::ScaledModifiedBesselK1: return floating_unary(s, t, fn::ScaledModifiedBesselK1{});
+    case UnaryOp::SphericalBesselJ0: return floating_unary(s, t, fn::SphericalBesselJ0{});
+    case UnaryOp::AiryAi: return floating_unary(s, t, fn::AiryAi{});
     case UnaryOp::BitwiseNot:
       return dispatch_types<int64_t, int32_t, uint8_t, bool>(t, "bitwise_not",
                                                              [&]<typename T>() { unary_as<T>(s, fn::BitwiseNot{}); });
@@ -158,6 +170,18 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Nextafter: return binary_floating(s, t, fn::Nextafter{});
     case BinaryOp::Igamma: return binary_floating(s, t, fn::Igamma{});
     case BinaryOp::Igammac: return binary_floating(s, t, fn::Igammac{});
+    case BinaryOp::ChebyshevT: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT>{});
+    case BinaryOp::ChebyshevU: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU>{});
+    case BinaryOp::ChebyshevV: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV>{});
+    case BinaryOp::ChebyshevW: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW>{});
+    case BinaryOp::ShiftedChebyshevT: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT, true>{});
+    case BinaryOp::ShiftedChebyshevU: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU, true>{});
+    case BinaryOp::ShiftedChebyshevV: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV, true>{});
+    case BinaryOp::ShiftedChebyshevW: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW, true>{});
+    case BinaryOp::HermiteH: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteH>{});
+    case BinaryOp::HermiteHe: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteHe>{});
+    case BinaryOp::LaguerreL: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LaguerreL>{});
+    case BinaryOp::LegendreP: return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LegendreP>{});
     case BinaryOp::Gcd: return binary_integral(s, t, fn::Gcd{});
     case BinaryOp::ShiftLeft: return binary_integral(s, t, fn::ShiftLeft{});
     case BinaryOp::ShiftRight: return binary_integral(s, t, fn::ShiftRight{});
