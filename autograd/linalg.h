@@ -152,6 +152,17 @@ Tensor orgqr(const Tensor& a, const Tensor& tau);
 Tensor ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left = true, bool transpose = false);
 // A^-1 from A's Cholesky factor.
 Tensor cholesky_inverse(const Tensor& factor, bool upper = false);
+// A rank-q approximation of A's SVD, or of A - M's (M broadcast to A's shape): U [*, m, k], S [*, k],
+// V [*, n, k] with A ~ U diag(S) V^T, k = min(q, m, n), by a randomized range finder with niter power
+// iterations (torch.svd_lowrank). Exact when A - M has rank at most q. float32 and float64;
+// differentiable; the random test matrix comes from the global generator.
+std::tuple<Tensor, Tensor, Tensor> svd_lowrank(const Tensor& a, int64_t q = 6, int64_t niter = 2,
+                                               const std::optional<Tensor>& m = std::nullopt);
+// Principal components: svd_lowrank of A with each column's mean over the rows taken away (center),
+// q = min(6, m, n) by default, at most min(m, n) (torch.pca_lowrank). V's columns are the directions,
+// S^2 / (m - 1) the variances along them.
+std::tuple<Tensor, Tensor, Tensor> pca_lowrank(const Tensor& a, std::optional<int64_t> q = std::nullopt,
+                                               bool center = true, int64_t niter = 2);
 // torch.pinverse: singular values at or below rcond times the largest count as zero.
 inline Tensor pinverse(const Tensor& a, double rcond = 1e-15) { return linalg::pinv(a, 0.0, rcond); }
 // torch.nuclear_norm: the sum of the singular values over dims (the last two by default).

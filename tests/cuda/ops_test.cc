@@ -3538,6 +3538,28 @@ TEST_CASE("The orthogonal polynomials match the CPU: degrees 0 to 80, edges, vie
   }
 }
 
+TEST_CASE("svd_lowrank and pca_lowrank on the GPU: exact on low-rank batches, as on the CPU", "[cuda]") {
+  // Composed of matmul, cuSOLVER's QR and SVD: the product U diag(S) V^T equals the matrix to the dtype's
+  // rounding, and S the CPU's singular values.
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(80);
+  const Tensor a = td::matmul(td::randn({2, 30, 3}, td::kFloat64), td::randn({2, 3, 20}, td::kFloat64));
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    const double r = dtype == td::kFloat64 ? 1e-11 : 1e-4;
+    const Tensor dev = ct::twin(a.to(dtype));
+    auto [u, s, v] = td::svd_lowrank(dev, 4, 2);
+    REQUIRE(u.device() == dev.device());
+    CHECK(s.dtype() == dtype);
+    const Tensor rebuilt = td::matmul(u * s.unsqueeze(-2), v.transpose(-2, -1)).cpu().to(td::kFloat64);
+    const double scale = td::abs(a).max().item<double>();
+    check_close(rebuilt, tt::values(a), 0, r * scale, describe("svd_lowrank", dtype, a.sizes(), Layout::Contiguous));
+    const Tensor centred = a - a.mean({-2}, true);
+    auto [pu, ps, pv] = td::pca_lowrank(dev, 3);
+    check_close(ps.cpu().to(td::kFloat64), tt::values(td::linalg::svdvals(centred).narrow(-1, 0, 3)), r, r * scale,
+                describe("pca_lowrank", dtype, a.sizes(), Layout::Contiguous));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // linalg: cuSOLVER against LAPACK
 
