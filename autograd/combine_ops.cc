@@ -474,6 +474,115 @@ std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, c
   return histogram_in(x.detach(), edges.clone(), weight, density);
 }
 
+namespace {
+
+// PyTorch's checks of histogramdd's input and weight; the number of dimensions D.
+int64_t check_histogramdd(const Tensor& x, const Tensor& weight) {
+  kernels::check_defined(x, "histogramdd", "input");
+  TD_CHECK(x.dim() >= 2, "histogramdd: input should have at least 2 dimensions [..., D], got shape ",
+           shape_str(x.sizes()));
+  TD_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, "histogramdd: input must be float32 or float64, got ",
+           x.dtype());
+  if (weight.defined()) {
+    const Shape rows(x.sizes().begin(), x.sizes().end() - 1);
+    TD_CHECK(weight.sizes() == rows && weight.dtype() == x.dtype(),
+             "histogramdd: weight must have the input's shape less its last dimension, ", shape_str(rows), ", and its dtype ",
+             x.dtype(), ", got ", shape_str(weight.sizes()), " ", weight.dtype());
+  }
+  return x.size(-1);
+}
+
+// histogramdd's counting, given each dimension's edges: each row's bin along each dimension by binary
+// search (a right edge in the last bin), the bins' flat index counted by index_add; rows outside any
+// dimension's edges, or NaN there, left out.
+std::tuple<Tensor, std::vector<Tensor>> histogramdd_in(const Tensor& x, std::vector<Tensor> edges, const Tensor& weight,
+                                                       bool density) {
+  const int64_t dims = x.size(-1);
+  const Tensor rows = reshape(x, {-1, dims});
+  Tensor inside = ones({rows.size(0)}, TensorOptions(kBool).device(x.device()));
+  Tensor flat = zeros({rows.size(0)}, TensorOptions(kInt64).device(x.device()));
+  Shape bins;
+  for (int64_t d = 0; d < dims; ++d) {
+    const Tensor column = select(rows, 1, d), e = edges[d];
+    const int64_t count = e.numel() - 1;
+    bins.push_back(count);
+    inside = logical_and(inside, logical_and(ge(column, select(e, 0, 0)), le(column, select(e, 0, count))));
+    flat = add(mul(flat, count), (searchsorted(e, column, true) - 1).clamp(0, count - 1));
+  }
+  const Tensor taken = masked_select(flat, inside);
+  const Tensor counted = weight.defined() ? masked_select(reshape(weight, {-1}), inside) : ones(taken.sizes(), x.options());
+  Tensor hist = zeros({numel_of(bins)}, x.options()).index_add(0, taken, counted).view(bins);
+  if (density) {  // as histogram's: by the total, then by each dimension's widths
+    hist = hist / hist.sum();
+    for (int64_t d = 0; d < dims; ++d) {
+      Shape along(static_cast<size_t>(dims), 1);
+      along[static_cast<size_t>(d)] = bins[static_cast<size_t>(d)];
+      const Tensor widths = narrow(edges[d], 0, 1, bins[d]) - narrow(edges[d], 0, 0, bins[d]);
+      hist = hist / widths.view(along);
+    }
+  }
+  return {hist, std::move(edges)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bins, std::optional<std::vector<double>> range,
+                                                    const Tensor& weight, bool density) {
+  const int64_t dims = check_histogramdd(x, weight);
+  TD_CHECK(bins.size() == 1 || static_cast<int64_t>(bins.size()) == dims, "histogramdd: ", bins.size(),
+           " bin counts for the ", dims, " dimensions of the input's rows (the size of its last dimension)");
+  TD_CHECK(!range || static_cast<int64_t>(range->size()) == 2 * dims, "histogramdd: for a ", dims,
+           "-dimensional histogram range should have ", 2 * dims, " elements, got ", range ? range->size() : 0);
+  NoGradGuard no_grad;
+  const Tensor rows = reshape(x.detach(), {-1, dims});
+  std::vector<Tensor> edges;
+  for (int64_t d = 0; d < dims; ++d) {
+    const int64_t count = bins[bins.size() == 1 ? 0 : static_cast<size_t>(d)];
+    TD_CHECK(count > 0, "histogramdd: bins must be > 0, got ", count, " for dimension ", d);
+    double lo = 0, hi = 1;
+    if (range) {
+      lo = (*range)[2 * d];
+      hi = (*range)[2 * d + 1];
+    } else if (rows.size(0) > 0) {
+      lo = amin(select(rows, 1, d)).item<double>();
+      hi = amax(select(rows, 1, d)).item<double>();
+    }
+    TD_CHECK(std::isfinite(lo) && std::isfinite(hi), "histogramdd: dimension ", d, "'s range [", lo, ", ", hi,
+             "] is not finite");
+    TD_CHECK(lo <= hi, "histogramdd: min should not exceed max, got min ", lo, " and max ", hi, " for dimension ", d);
+    if (lo == hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+    const std::vector<double> e =
+        x.dtype() == kFloat32 ? equal_edges<float>(lo, hi, count) : equal_edges<double>(lo, hi, count);
+    edges.push_back(tensor(e, kFloat64).to(x.device(), x.dtype()));
+  }
+  return histogramdd_in(x.detach(), std::move(edges), weight.defined() ? weight.detach() : weight, density);
+}
+
+std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<Tensor>& bin_edges,
+                                                    const Tensor& weight, bool density) {
+  const int64_t dims = check_histogramdd(x, weight);
+  TD_CHECK(static_cast<int64_t>(bin_edges.size()) == dims, "histogramdd: ", bin_edges.size(),
+           " tensors of bin edges for the ", dims, " dimensions of the input's rows (the size of its last dimension)");
+  NoGradGuard no_grad;
+  std::vector<Tensor> edges;
+  for (int64_t d = 0; d < dims; ++d) {
+    const Tensor& given = bin_edges[static_cast<size_t>(d)];
+    kernels::check_defined(given, "histogramdd", "bins");
+    TD_CHECK(given.dim() == 1 && given.numel() >= 2 && given.dtype() == x.dtype(), "histogramdd: dimension ", d,
+             "'s bins must be a 1-D tensor of at least two edges of the input's dtype, got ", shape_str(given.sizes()), " ",
+             given.dtype());
+    const Tensor e = given.detach().to(x.device()).contiguous();
+    TD_CHECK(!any(isnan(e)).item<bool>(), "histogramdd: dimension ", d, "'s bin edges must not be NaN");
+    TD_CHECK(all(le(narrow(e, 0, 0, e.numel() - 1), narrow(e, 0, 1, e.numel() - 1))).item<bool>(), "histogramdd: dimension ",
+             d, "'s bin edges must not decrease");
+    edges.push_back(e.clone());
+  }
+  return histogramdd_in(x.detach(), std::move(edges), weight.defined() ? weight.detach() : weight, density);
+}
+
 // ---- element-wise formulas ----
 
 Tensor heaviside(const Tensor& x, const Tensor& values) {

@@ -424,6 +424,18 @@ std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins = 100,
                                      const Tensor& weight = Tensor(), bool density = false);
 std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, const Tensor& weight = Tensor(),
                                      bool density = false);
+// torch.histogramdd: the D-dimensional histogram of x's rows, x [..., D] (float32 or float64), and each
+// dimension's edges. `bins` equal bins per dimension (one number: the same for every dimension) over
+// range {lo0, hi0, lo1, hi1, ...} (each dimension's own min and max when none, widened by 0.5 on each
+// side where they meet; empty x: [0, 1]); or the given edges, one increasing tensor per dimension.
+// As histogram's, each bin holds its left edges, the last ones their right edges too; rows outside
+// (or NaN) are left out; weight [...] (x's shape less its last dim) sums instead of counting; density
+// divides by the total and the bins' volumes. Not differentiable.
+std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bins,
+                                                    std::optional<std::vector<double>> range = std::nullopt,
+                                                    const Tensor& weight = Tensor(), bool density = false);
+std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<Tensor>& bin_edges,
+                                                    const Tensor& weight = Tensor(), bool density = false);
 Tensor heaviside(const Tensor& x, const Tensor& values);  // 0, values, 1 for x < 0, = 0, > 0; not differentiable
 Tensor logaddexp2(const Tensor& a, const Tensor& b);
 Tensor sinc(const Tensor& x);                          // sin(pi x) / (pi x), 1 at 0

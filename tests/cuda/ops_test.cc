@@ -3900,7 +3900,7 @@ TEST_CASE("quantile, histc, gcd, lcm, nextafter, diag_embed and the windows matc
   }
 }
 
-TEST_CASE("frexp, put, unravel_index and histogram match the CPU", "[cuda]") {
+TEST_CASE("frexp, put, unravel_index, histogram and histogramdd match the CPU", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   ct::PoisonGuard poison;
   tt::reseed(81);
@@ -3929,6 +3929,11 @@ TEST_CASE("frexp, put, unravel_index and histogram match the CPU", "[cuda]") {
         const auto [h_cpu, edges_cpu] = td::histogram(x.cpu, 13, std::pair{-250.0, 250.0});
         check_equal(h_dev, h_cpu, what + " histogram");
         check_equal(edges_dev, edges_cpu, what + " histogram edges");
+        // x's 33 columns as 11 rows of 3 dimensions (7 x 11 of them), each its own bins and range.
+        const auto [hd_dev, dd_edges_dev] = td::histogramdd(x.dev.reshape({-1, 3}), {4, 5, 3});
+        const auto [hd_cpu, dd_edges_cpu] = td::histogramdd(x.cpu.reshape({-1, 3}), {4, 5, 3});
+        check_equal(hd_dev, hd_cpu, what + " histogramdd");
+        for (size_t d = 0; d < 3; ++d) check_equal(dd_edges_dev[d], dd_edges_cpu[d], what + " histogramdd edges");
       }
     }
   }

@@ -232,6 +232,73 @@ TEST_CASE("histogram counts or weighs elements in equal bins or between edges, a
   check_error([&] { td::histogram(x, 2, std::nullopt, f64({1, 2})); }, {"histogram", "weight"});
 }
 
+TEST_CASE("histogramdd counts or weighs rows in a grid of bins, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15's results on the same rows.
+  const Tensor x = f64({0, 0, 1, 1, 0.5, 2, 1, 0.25, 2, 2}).view({5, 2});
+  auto [hist, edges] = td::histogramdd(x, {2, 3});
+  REQUIRE(hist.sizes() == td::Shape{2, 3});
+  check_equal(hist, {1, 0, 1, 1, 1, 1});
+  REQUIRE(edges.size() == 2);
+  check_equal(edges[0], {0, 1, 2});
+  check_close(edges[1], {0, 2.0 / 3, 4.0 / 3, 2}, 1e-15, 0);
+  std::tie(hist, edges) = td::histogramdd(x, 2, std::vector<double>{0, 1, 0, 1});  // rows outside left out
+  check_equal(hist, {1, 0, 1, 1});
+  std::tie(hist, edges) = td::histogramdd(x, {f64({0, 1, 2}), f64({0, 0.5, 2})}, f64({1, 2, 3, 4, 5}), true);
+  check_close(hist, {0.13333333333333333, 0.13333333333333333, 0.5333333333333333, 0.3111111111111111}, 1e-15, 0);
+  std::tie(hist, edges) = td::histogramdd(td::ones({4, 2}, td::kFloat64), 2);  // one value: widened by 0.5
+  check_equal(hist, {0, 0, 0, 4});
+  check_equal(edges[1], {0.5, 1, 1.5});
+  std::tie(hist, edges) = td::histogramdd(td::zeros({0, 3}, td::kFloat64), 2);  // no rows: [0, 1]
+  REQUIRE(hist.sizes() == td::Shape{2, 2, 2});
+  check_equal(hist, std::vector<double>(8, 0.0));
+  check_equal(edges[2], {0, 0.5, 1});
+  std::tie(hist, edges) = td::histogramdd(f64({kNaN, 0.5, 0.5, 0.5}).view({2, 2}), 2, std::vector<double>{0, 1, 0, 1});
+  check_equal(hist, {0, 0, 0, 1});  // a NaN row is left out
+  // Leading dimensions are rows too; float32 stays float32.
+  std::tie(hist, edges) = td::histogramdd(x.view({5, 1, 2}).expand({5, 3, 2}).to(td::kFloat32), {2, 3});
+  CHECK(hist.dtype() == td::kFloat32);
+  check_equal(hist, {3, 0, 3, 3, 3, 3});
+
+  // Random rows in 3 dimensions against counting by hand, with edges given and weights.
+  td::testing::reseed(712);
+  const Tensor rows = td::testing::random_tensor({500, 3}, td::kFloat64, td::testing::Layout::Contiguous, -1.2, 1.2);
+  const std::vector<Tensor> given = {f64({-1, -0.2, 0.3, 1}), f64({-1, 1}), f64({-0.5, 0, 0.25, 0.5, 1.1})};
+  const Tensor w = td::testing::random_tensor({500}, td::kFloat64);
+  std::tie(hist, edges) = td::histogramdd(rows, given, w);
+  std::vector<double> want(3 * 1 * 4, 0.0);
+  const std::vector<double> r = values(rows), wv = values(w);
+  auto bin_of = [](const std::vector<double>& e, double v) -> int64_t {
+    if (!(v >= e.front() && v <= e.back())) return -1;
+    for (size_t i = 0; i + 1 < e.size(); ++i) {
+      if (v < e[i + 1] || i + 2 == e.size()) return static_cast<int64_t>(i);
+    }
+    return -1;
+  };
+  for (size_t row = 0; row < 500; ++row) {
+    const int64_t i = bin_of(values(given[0]), r[3 * row]), j = bin_of(values(given[1]), r[3 * row + 1]),
+                  k = bin_of(values(given[2]), r[3 * row + 2]);
+    if (i >= 0 && j >= 0 && k >= 0) want[static_cast<size_t>((i * 1 + j) * 4 + k)] += wv[row];
+  }
+  check_close(hist, want, 1e-13, 1e-13, "against counting by hand");
+  // One dimension is histogram.
+  const Tensor column = rows.narrow(1, 0, 1);
+  check_equal(std::get<0>(td::histogramdd(column, 7)), values(std::get<0>(td::histogram(column, 7))));
+
+  check_error([&] { td::histogramdd(x, {2, 2, 2}); }, {"histogramdd", "3 bin counts", "2 dimensions"});
+  check_error([&] { td::histogramdd(x, 0); }, {"histogramdd", "bins must be > 0", "dimension 0"});
+  check_error([&] { td::histogramdd(x, 2, std::vector<double>{0, 1}); }, {"histogramdd", "4 elements", "got 2"});
+  check_error([&] { td::histogramdd(x, 2, std::vector<double>{1, 0, 0, 1}); },
+              {"histogramdd", "min should not exceed max", "dimension 0"});
+  check_error([&] { td::histogramdd(x, 2, std::nullopt, f64({1, 1, 1, 1})); }, {"histogramdd", "weight", "[5]", "[4]"});
+  check_error([&] { td::histogramdd(f64({1, 2}), 2); }, {"histogramdd", "at least 2 dimensions", "[2]"});
+  check_error([&] { td::histogramdd(i64({1, 2, 3, 4}).view({2, 2}), 2); }, {"histogramdd", "float32 or float64", "int64"});
+  check_error([&] { td::histogramdd(f64({kNaN, 1, 1, 1}).view({2, 2}), 2); }, {"histogramdd", "dimension 0", "not finite"});
+  check_error([&] { td::histogramdd(x, {f64({0, 1})}); }, {"histogramdd", "1 tensors of bin edges", "2 dimensions"});
+  check_error([&] { td::histogramdd(x, {f64({1, 0}), f64({0, 1})}); }, {"histogramdd", "dimension 0", "must not decrease"});
+  check_error([&] { td::histogramdd(x, {f64({0, 1}), f64({0, kNaN})}); }, {"histogramdd", "dimension 1", "NaN"});
+  check_error([&] { td::histogramdd(x, {f64({0, 1}), f64({0})}); }, {"histogramdd", "dimension 1", "two edges"});
+}
+
 TEST_CASE("narrow_copy and PyTorch's other names: true_divide, trapz, row_stack, chain_matmul, vdot, ger", "[cpu]") {
   const Tensor m = td::arange(6, td::kFloat64).view({2, 3});
   const Tensor part = td::narrow_copy(m, 1, 1, 2);
