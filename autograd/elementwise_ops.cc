@@ -151,12 +151,11 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::ModifiedBesselK0:
       return {"SpecialModifiedBesselK0Backward0", true, false,
               [](T g, T x, T) { return g * -special::modified_bessel_k1(x); }};
-    // K1' = -K0 - K1 / x: -inf at 0, the limit of -1 / x^2.
+    // K1' = -K0 - K1 / x: -inf at 0 as it stands (-inf - inf / 0), the limit of -1 / x^2, and its own
+    // derivative +inf there, as PyTorch's.
     case UnaryOp::ModifiedBesselK1:
-      return {"SpecialModifiedBesselK1Backward0", true, true, [](T g, T x, T y) {
-                const Tensor at_zero = x == 0;
-                return g * where(at_zero, -std::numeric_limits<double>::infinity(), -special::modified_bessel_k0(x) - y / where(at_zero, 1, x));
-              }};
+      return {"SpecialModifiedBesselK1Backward0", true, true,
+              [](T g, T x, T y) { return g * -(special::modified_bessel_k0(x) + y / x); }};
     // Not differentiable in PyTorch; their entry points below call the kernels directly.
     case UnaryOp::ScaledModifiedBesselK0:
     case UnaryOp::ScaledModifiedBesselK1:
