@@ -299,6 +299,15 @@ Tensor nonzero(const Tensor& x) {
 
 Tensor argwhere(const Tensor& x) { return nonzero(x); }
 
+Tensor nonzero_static(const Tensor& x, int64_t size, int64_t fill_value) {
+  kernels::check_defined(x, "nonzero_static", "input");
+  TD_CHECK(size >= 0, "nonzero_static: size must be non-negative, got ", size);
+  const Tensor found = nonzero(x);
+  const int64_t kept = std::min(size, found.size(0));
+  const Tensor fill = full({size - kept, found.size(1)}, fill_value, TensorOptions(kInt64).device(x.device()));
+  return cat({narrow(found, 0, 0, kept), fill}, 0);
+}
+
 std::vector<Tensor> where(const Tensor& condition) {
   kernels::check_defined(condition, "where", "condition");
   const Tensor coords = nonzero(atleast_1d(condition));  // a 0-dim condition counts as one element

@@ -11,6 +11,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "autograd/record.h"
 #include "kernels/backend.h"
 #include "kernels/factory.h"
 
@@ -498,6 +499,10 @@ int64_t check_histogramdd(const Tensor& x, const Tensor& weight) {
 std::tuple<Tensor, std::vector<Tensor>> histogramdd_in(const Tensor& x, std::vector<Tensor> edges, const Tensor& weight,
                                                        bool density) {
   const int64_t dims = x.size(-1);
+  if (dims == 0) {  // rows of no coordinates: PyTorch's 0-dim hist of 0 (NaN with density) and no edges
+    const Tensor none = zeros({}, x.options());
+    return {density ? none / none.sum() : none, {}};
+  }
   const Tensor rows = reshape(x, {-1, dims});
   Tensor inside = ones({rows.size(0)}, TensorOptions(kBool).device(x.device()));
   Tensor flat = zeros({rows.size(0)}, TensorOptions(kInt64).device(x.device()));
@@ -534,7 +539,7 @@ std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bin
   TD_CHECK(!range || static_cast<int64_t>(range->size()) == 2 * dims, "histogramdd: for a ", dims,
            "-dimensional histogram range should have ", 2 * dims, " elements, got ", range ? range->size() : 0);
   NoGradGuard no_grad;
-  const Tensor rows = reshape(x.detach(), {-1, dims});
+  const Tensor rows = dims == 0 ? x.detach() : reshape(x.detach(), {-1, dims});
   std::vector<Tensor> edges;
   for (int64_t d = 0; d < dims; ++d) {
     const int64_t count = bins[bins.size() == 1 ? 0 : static_cast<size_t>(d)];
@@ -592,6 +597,17 @@ Tensor heaviside(const Tensor& x, const Tensor& values) {
            ") must have one dtype");
   const Tensor step = gt(x.detach(), 0).to(x.dtype());
   return where(eq(x.detach(), 0), values.detach(), step);
+}
+
+Tensor angle(const Tensor& x) {
+  kernels::check_defined(x, "angle", "input");
+  const Tensor v = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
+  Tensor y = where(lt(v.detach(), 0), std::numbers::pi, where(isnan(v.detach()), v.detach(), 0.0));
+  if (autograd::needs_grad({&x})) {
+    autograd::record("AngleBackward0", {&x}, {&y},
+                     [](const std::vector<Tensor>& g) -> std::vector<Tensor> { return {zeros_like(g[0])}; });
+  }
+  return y;
 }
 
 Tensor logaddexp2(const Tensor& a, const Tensor& b) {

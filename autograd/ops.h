@@ -334,6 +334,8 @@ Tensor column_stack(const std::vector<Tensor>& tensors);
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
 // The positions of the nonzero elements, [count, dims], in row-major order (read on the host).
 Tensor nonzero(const Tensor& x);
+// nonzero with a fixed number of rows: the first `size` positions, then rows of fill_value.
+Tensor nonzero_static(const Tensor& x, int64_t size, int64_t fill_value = -1);
 Tensor argwhere(const Tensor& x);
 std::vector<Tensor> where(const Tensor& condition);         // nonzero's columns
 Tensor masked_select(const Tensor& x, const Tensor& mask);  // 1-D: the elements where mask (broadcast) is true
@@ -430,13 +432,27 @@ std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bin_edges, c
 // side where they meet; empty x: [0, 1]); or the given edges, one increasing tensor per dimension.
 // As histogram's, each bin holds its left edges, the last ones their right edges too; rows outside
 // (or NaN) are left out; weight [...] (x's shape less its last dim) sums instead of counting; density
-// divides by the total and the bins' volumes. Not differentiable.
+// divides by the total and the bins' volumes. Not differentiable. Unlike PyTorch's, edges that decrease
+// or are NaN are refused (as histogram's), and weight must have the rows' shape exactly.
 std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bins,
                                                     std::optional<std::vector<double>> range = std::nullopt,
                                                     const Tensor& weight = Tensor(), bool density = false);
 std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<Tensor>& bin_edges,
                                                     const Tensor& weight = Tensor(), bool density = false);
 Tensor heaviside(const Tensor& x, const Tensor& values);  // 0, values, 1 for x < 0, = 0, > 0; not differentiable
+// The argument of a real number: pi below 0 (not at -0), 0 from 0 on, NaN at NaN; integers give float32.
+// Its gradient is 0 (AngleBackward0).
+Tensor angle(const Tensor& x);
+// The complex-number forms on real tensors, as PyTorch's on them: conj, conj_physical, resolve_conj,
+// resolve_neg and real give x itself; is_conj and is_neg are false (tandem has no complex dtypes).
+inline Tensor conj(const Tensor& x) { return x; }
+inline Tensor conj_physical(const Tensor& x) { return x; }
+inline Tensor resolve_conj(const Tensor& x) { return x; }
+inline Tensor resolve_neg(const Tensor& x) { return x; }
+inline Tensor real(const Tensor& x) { return x; }
+inline bool is_complex(const Tensor&) { return false; }
+inline bool is_conj(const Tensor&) { return false; }
+inline bool is_neg(const Tensor&) { return false; }
 Tensor logaddexp2(const Tensor& a, const Tensor& b);
 Tensor sinc(const Tensor& x);                          // sin(pi x) / (pi x), 1 at 0
 Tensor float_power(const Tensor& a, const Tensor& b);  // pow in float64
@@ -511,6 +527,10 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor expand(const Tensor& x, IntList sizes);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor narrow_copy(const Tensor& x, int64_t dim, int64_t start, int64_t length);  // narrow, contiguous and owned
+// Tensor.unfold: the windows of `size` elements along dim, one every `step`: dim becomes the window's
+// index and a new last dim walks within each window. A view (windows may overlap); its gradient adds
+// each window's part back where it came from.
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start = std::nullopt,
              std::optional<int64_t> end = std::nullopt, int64_t step = 1);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
@@ -519,6 +539,31 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+// PyTorch's *_copy forms of the views: the same values in a tensor of their own, contiguous;
+// differentiable as the views are (detach_copy is not). The unsafe_ forms of chunk and split are the
+// plain ones.
+Tensor alias_copy(const Tensor& x);
+Tensor as_strided_copy(const Tensor& x, IntList sizes, IntList strides, std::optional<int64_t> offset = std::nullopt);
+Tensor detach_copy(const Tensor& x);
+Tensor diagonal_copy(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor expand_copy(const Tensor& x, IntList sizes);
+Tensor permute_copy(const Tensor& x, IntList dims);
+Tensor select_copy(const Tensor& x, int64_t dim, int64_t index);
+Tensor slice_copy(const Tensor& x, int64_t dim, std::optional<int64_t> start = std::nullopt,
+                  std::optional<int64_t> end = std::nullopt, int64_t step = 1);
+std::vector<Tensor> split_copy(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split_with_sizes_copy(const Tensor& x, IntList split_sizes, int64_t dim = 0);
+Tensor squeeze_copy(const Tensor& x);
+Tensor squeeze_copy(const Tensor& x, int64_t dim);
+Tensor t_copy(const Tensor& x);
+Tensor transpose_copy(const Tensor& x, int64_t dim0, int64_t dim1);
+std::vector<Tensor> unbind_copy(const Tensor& x, int64_t dim = 0);
+Tensor unfold_copy(const Tensor& x, int64_t dim, int64_t size, int64_t step);
+Tensor unsqueeze_copy(const Tensor& x, int64_t dim);
+Tensor view_copy(const Tensor& x, IntList sizes);
+std::vector<Tensor> unsafe_chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> unsafe_split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> unsafe_split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim = 0);
 Tensor clone(const Tensor& x);
 Tensor contiguous(const Tensor& x);
 Tensor to(const Tensor& x, Device device, DType dtype);

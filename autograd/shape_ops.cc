@@ -189,6 +189,85 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
                    [offset, d1, d2](const Tensor& t) { return diagonal(t, offset, d1, d2); });
 }
 
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
+  kernels::check_defined(x, "unfold", "input");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "unfold");
+  const int64_t length = x.dim() == 0 ? 1 : x.size(d);
+  TD_CHECK(size >= 0, "unfold: size is ", size, " but must be >= 0");
+  TD_CHECK(size <= length, "unfold: maximum size for tensor at dimension ", d, " is ", length, " but size is ", size);
+  TD_CHECK(step > 0, "unfold: step is ", step, " but must be > 0");
+  // Windows start every `step` along d; the new last dim walks within a window.
+  const int64_t windows = (length - size) / step + 1;
+  Shape sizes = x.sizes(), strides = x.strides();
+  const int64_t along = x.dim() == 0 ? 1 : x.stride(d);
+  if (x.dim() > 0) {
+    sizes[d] = windows;
+    strides[d] = along * step;
+  }
+  sizes.push_back(size);
+  strides.push_back(along);
+  Tensor y = kernels::as_strided(x, sizes, strides, x.storage_offset());
+  // Windows may overlap: the gradient adds each window's part where it came from (index_add), not a copy.
+  const Shape from = x.sizes();
+  auto backward = [from, d, size, step, windows](const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    if (from.empty()) return {sum(g[0])};  // a 0-dim x: one window of one element, or of none
+    Tensor parts = movedim(g[0], -1, d + 1);
+    parts = flatten(parts, d, d + 1);  // [..., windows * size, ...]
+    const Tensor starts = mul(arange(windows, TensorOptions(kInt64).device(g[0].device())), step);
+    const Tensor offsets = arange(size, TensorOptions(kInt64).device(g[0].device()));
+    const Tensor at = reshape(add(unsqueeze(starts, 1), unsqueeze(offsets, 0)), {-1});
+    return {index_add(zeros(from, g[0].options()), d, at, parts)};
+  };
+  return record_view(x, y, "UnfoldBackward0", backward,
+                     [dim, size, step](const Tensor& b) { return unfold(b, dim, size, step); });
+}
+
+// ---- the *_copy forms ----
+
+namespace {
+
+Tensor owned(const Tensor& view) { return view.is_contiguous() ? clone(view) : contiguous(view); }
+
+std::vector<Tensor> owned(const std::vector<Tensor>& views) {
+  std::vector<Tensor> out;
+  for (const Tensor& v : views) out.push_back(owned(v));
+  return out;
+}
+
+}  // namespace
+
+Tensor alias_copy(const Tensor& x) { return clone(x); }
+Tensor as_strided_copy(const Tensor& x, IntList sizes, IntList strides, std::optional<int64_t> offset) {
+  return owned(as_strided(x, sizes, strides, offset));
+}
+Tensor detach_copy(const Tensor& x) { return clone(x.detach()); }
+Tensor diagonal_copy(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  return owned(diagonal(x, offset, dim1, dim2));
+}
+Tensor expand_copy(const Tensor& x, IntList sizes) { return owned(expand(x, sizes)); }
+Tensor permute_copy(const Tensor& x, IntList dims) { return owned(permute(x, dims)); }
+Tensor select_copy(const Tensor& x, int64_t dim, int64_t index) { return owned(select(x, dim, index)); }
+Tensor slice_copy(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  return owned(slice(x, dim, start, end, step));
+}
+std::vector<Tensor> split_copy(const Tensor& x, int64_t split_size, int64_t dim) { return owned(split(x, split_size, dim)); }
+std::vector<Tensor> split_with_sizes_copy(const Tensor& x, IntList split_sizes, int64_t dim) {
+  return owned(split_with_sizes(x, split_sizes, dim));
+}
+Tensor squeeze_copy(const Tensor& x) { return owned(squeeze(x)); }
+Tensor squeeze_copy(const Tensor& x, int64_t dim) { return owned(squeeze(x, dim)); }
+Tensor t_copy(const Tensor& x) { return owned(t(x)); }
+Tensor transpose_copy(const Tensor& x, int64_t dim0, int64_t dim1) { return owned(transpose(x, dim0, dim1)); }
+std::vector<Tensor> unbind_copy(const Tensor& x, int64_t dim) { return owned(unbind(x, dim)); }
+Tensor unfold_copy(const Tensor& x, int64_t dim, int64_t size, int64_t step) { return owned(unfold(x, dim, size, step)); }
+Tensor unsqueeze_copy(const Tensor& x, int64_t dim) { return owned(unsqueeze(x, dim)); }
+Tensor view_copy(const Tensor& x, IntList sizes) { return owned(view(x, sizes)); }
+std::vector<Tensor> unsafe_chunk(const Tensor& x, int64_t chunks, int64_t dim) { return chunk(x, chunks, dim); }
+std::vector<Tensor> unsafe_split(const Tensor& x, int64_t split_size, int64_t dim) { return split(x, split_size, dim); }
+std::vector<Tensor> unsafe_split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim) {
+  return split_with_sizes(x, split_sizes, dim);
+}
+
 std::vector<Tensor> split_with_sizes(const Tensor& x, IntList split_sizes, int64_t dim) {
   kernels::split_with_sizes(x, split_sizes, dim);  // validates
   std::vector<Tensor> parts;

@@ -425,6 +425,11 @@ std::vector<Tensor> Tensor::tensor_split(const std::vector<int64_t>& indices, in
 Tensor Tensor::cross(const Tensor& other, int64_t dim) const { return tandem::cross(*this, other, dim); }
 Tensor Tensor::kron(const Tensor& other) const { return tandem::kron(*this, other); }
 Tensor Tensor::heaviside(const Tensor& values) const { return tandem::heaviside(*this, values); }
+Tensor Tensor::angle() const { return tandem::angle(*this); }
+Tensor Tensor::nonzero_static(int64_t size, int64_t fill_value) const {
+  return tandem::nonzero_static(*this, size, fill_value);
+}
+Tensor Tensor::unfold(int64_t dim, int64_t size, int64_t step) const { return tandem::unfold(*this, dim, size, step); }
 Tensor Tensor::logaddexp2(const Tensor& other) const { return tandem::logaddexp2(*this, other); }
 Tensor Tensor::sinc() const { return tandem::sinc(*this); }
 Tensor Tensor::float_power(const Tensor& exponent) const { return tandem::float_power(*this, exponent); }

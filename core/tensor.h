@@ -133,6 +133,7 @@ class Tensor {
   Tensor t() const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor narrow_copy(int64_t dim, int64_t start, int64_t length) const;
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;  // sliding windows (a view)
   Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
                int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
@@ -486,6 +487,16 @@ class Tensor {
   Tensor cross(const Tensor& other, int64_t dim = -1) const;
   Tensor kron(const Tensor& other) const;
   Tensor heaviside(const Tensor& values) const;
+  Tensor angle() const;
+  // Real tensors only: conj and its relatives are the tensor itself, the flags false.
+  Tensor conj() const { return *this; }
+  Tensor conj_physical() const { return *this; }
+  Tensor resolve_conj() const { return *this; }
+  Tensor resolve_neg() const { return *this; }
+  bool is_conj() const { return false; }
+  bool is_neg() const { return false; }
+  bool is_complex() const { return false; }
+  Tensor nonzero_static(int64_t size, int64_t fill_value = -1) const;
   Tensor logaddexp2(const Tensor& other) const;
   Tensor sinc() const;
   Tensor float_power(const Tensor& exponent) const;

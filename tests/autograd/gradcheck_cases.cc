@@ -738,6 +738,13 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
          const Tensor where_from = std::get<1>(td::max_pool2d_with_indices(image, {2, 2}));
          return td::nn::F::max_unpool2d(x[0], where_from, 2);
        }},
+      // Overlapping windows (their gradients add) and windows with gaps; the copies as their views.
+      {"unfold", {{{3, 7}}}, [](V x) { return td::cat({x[0].unfold(1, 3, 1).flatten(), x[0].unfold(0, 2, 1).flatten(), x[0].unfold(1, 2, 3).flatten()}); }},
+      {"unfold_copy diagonal_copy expand_copy", {{{3, 4}}},
+       [](V x) {
+         return td::cat({td::unfold_copy(x[0], 1, 2, 1).flatten(), td::diagonal_copy(x[0], 1),
+                         td::expand_copy(x[0].narrow(0, 0, 1), {2, 4}).flatten()});
+       }},
       {"cdist p 2", {{{2, 4, 3}}, {{2, 5, 3}}}, [](V x) { return td::nn::F::cdist(x[0], x[1]); }},
       // The grid's kinks: where a coordinate crosses a whole pixel, the weights' slopes jump, so the
       // second derivatives do (gradgradcheck failed once on a grid value 1e-6 from one). Bilinear

@@ -3540,12 +3540,12 @@ TEST_CASE("svd_lowrank and pca_lowrank on the GPU: exact on low-rank batches, as
     auto [u, s, v] = td::svd_lowrank(dev, 4, 2);
     REQUIRE(u.device() == dev.device());
     CHECK(s.dtype() == dtype);
-    const Tensor rebuilt = td::matmul(u * s.unsqueeze(-2), v.transpose(-2, -1)).cpu().to(td::kFloat64);
+    const Tensor rebuilt = td::matmul(u * s.unsqueeze(-2), v.transpose(-2, -1)).to(td::kFloat64);  // on the GPU
     const double scale = td::abs(a).max().item<double>();
     check_close(rebuilt, a, 0, r * scale, describe("svd_lowrank", dtype, a.sizes(), Layout::Contiguous));
     const Tensor centred = a - a.mean({-2}, true);
     auto [pu, ps, pv] = td::pca_lowrank(dev, 3);
-    check_close(ps.cpu().to(td::kFloat64), td::linalg::svdvals(centred).narrow(-1, 0, 3), r, r * scale,
+    check_close(ps.to(td::kFloat64), td::linalg::svdvals(centred).narrow(-1, 0, 3), r, r * scale,
                 describe("pca_lowrank", dtype, a.sizes(), Layout::Contiguous));
   }
 }
@@ -3924,6 +3924,15 @@ TEST_CASE("frexp, put, unravel_index, histogram and histogramdd match the CPU", 
         const auto [hd_cpu, dd_edges_cpu] = td::histogramdd(x.cpu.reshape({-1, 3}), {4, 5, 3});
         check_equal(hd_dev, hd_cpu, what + " histogramdd");
         for (size_t d = 0; d < 3; ++d) check_equal(dd_edges_dev[d], dd_edges_cpu[d], what + " histogramdd edges");
+        // Given edges, weights and density: sums of weights in another order, so close rather than equal.
+        const Tensor weight = td::testing::random_tensor({77}, dtype);
+        const std::vector<Tensor> given = {td::tensor({-300.0, -20.0, 0.0, 250.0}).to(dtype), td::tensor({-100.0, 100.0}).to(dtype),
+                                           td::tensor({-300.0, 0.0, 1.0, 300.0}).to(dtype)};
+        std::vector<Tensor> given_dev;
+        for (const Tensor& e : given) given_dev.push_back(e.to(ct::device()));
+        const auto [hw_dev, hw_edges_dev] = td::histogramdd(x.dev.reshape({-1, 3}), given_dev, weight.to(ct::device()), true);
+        const auto [hw_cpu, hw_edges_cpu] = td::histogramdd(x.cpu.reshape({-1, 3}), given, weight, true);
+        check_close(hw_dev, hw_cpu, rtol_for(dtype) * 8, rtol_for(dtype) * 8, what + " histogramdd weighted density");
       }
     }
   }

@@ -67,6 +67,10 @@ TEST_CASE("svd_lowrank is exact on matrices of rank at most q: tall, wide, batch
     const Tensor row = td::randn({c.n}, td::kFloat64);
     auto [um, sm, vm] = td::svd_lowrank(a + row, c.q, c.niter, row);
     check_decomposition(um, sm, vm, a, 1e-11, what + " with M");
+    // M of a whole matrix, shared by the batch.
+    const Tensor offset = td::randn({c.m, c.n}, td::kFloat64);
+    auto [uo, so, vo] = td::svd_lowrank(a + offset, c.q, c.niter, offset);
+    check_decomposition(uo, so, vo, a, 1e-11, what + " with a matrix M");
   }
 }
 
@@ -137,6 +141,13 @@ TEST_CASE("svd_lowrank and pca_lowrank are differentiable: gradcheck where the r
     INFO(name << ": " << result.report);
     CHECK(result.ok);
   }
+  // A wide matrix (decomposed as its transpose) less a row M: gradients in both.
+  const Tensor wide = td::randn({4, 6}, td::kFloat64).requires_grad_();
+  const Tensor row = td::randn({6}, td::kFloat64).requires_grad_();
+  auto wide_values = [](const std::vector<Tensor>& in) { return std::get<1>(td::svd_lowrank(in[0], 4, 1, in[1])); };
+  const auto result = td::autograd::gradcheck(wide_values, {wide, row});
+  INFO("wide with M: " << result.report);
+  CHECK(result.ok);
 }
 
 TEST_CASE("svd_lowrank and pca_lowrank refuse what PyTorch's refuse, naming the op and the values", "[cpu]") {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <utility>
 #include <vector>
@@ -259,6 +260,17 @@ TEST_CASE("histogramdd counts or weighs rows in a grid of bins, as PyTorch's", "
   CHECK(hist.dtype() == td::kFloat32);
   check_equal(hist, {3, 0, 3, 3, 3, 3});
 
+  // Weights with the rows' leading shape, density over equal bins: PyTorch 2.15's values on these rows.
+  const Tensor grid = f64({0.1, 0.2, 0.9, 0.4, 0.5, 0.5, 0.3, 0.8, 0.7, 0.1, 0.6, 0.9}).view({2, 3, 2});
+  std::tie(hist, edges) = td::histogramdd(grid, {2, 2}, std::nullopt, f64({1, 2, 3, 4, 5, 6}).view({2, 3}), true);
+  check_close(hist, {0.29761904761904756, 1.1904761904761902, 2.083333333333333, 2.6785714285714284}, 1e-15, 0,
+              "weighted density");
+  // Rows of no coordinates: PyTorch's 0-dim 0 and no edges.
+  std::tie(hist, edges) = td::histogramdd(td::zeros({3, 0}, td::kFloat64), std::vector<int64_t>{});
+  CHECK(hist.dim() == 0);
+  CHECK(hist.item<double>() == 0);
+  CHECK(edges.empty());
+
   // Random rows in 3 dimensions against counting by hand, with edges given and weights.
   td::testing::reseed(712);
   const Tensor rows = td::testing::random_tensor({500, 3}, td::kFloat64, td::testing::Layout::Contiguous, -1.2, 1.2);
@@ -322,4 +334,133 @@ TEST_CASE("narrow_copy and PyTorch's other names: true_divide, trapz, row_stack,
   check_equal(td::chain_matmul({a}), values(a));
   check_error([&] { td::chain_matmul({a, f64({1, 2, 3})}); }, {"chain_matmul", "2-D", "[3]"});
   check_error([] { td::chain_matmul({}); }, {"chain_matmul", "none"});
+}
+
+TEST_CASE("Tensor::unfold: sliding windows as a view, overlapping ones too; gradients add up", "[cpu]") {
+  // PyTorch 2.15's values, shapes and strides.
+  const Tensor x = td::arange(7.0, td::kFloat64);
+  const Tensor w = x.unfold(0, 3, 2);
+  REQUIRE(w.sizes() == td::Shape{3, 3});
+  check_equal(w, {0, 1, 2, 2, 3, 4, 4, 5, 6});
+  CHECK(w.is_alias_of(x));
+  CHECK(x.unfold(0, 0, 1).sizes() == td::Shape{8, 0});
+  CHECK(x.unfold(0, 7, 1).sizes() == td::Shape{1, 7});
+  check_equal(x.unfold(-1, 2, 3), {0, 1, 3, 4});
+  const Tensor scalar = td::full({}, 5.0, td::kFloat64);
+  CHECK(scalar.unfold(0, 1, 1).sizes() == td::Shape{1});
+  CHECK(scalar.unfold(0, 0, 1).sizes() == td::Shape{0});
+  const Tensor m = td::arange(12.0, td::kFloat64).view({3, 4});
+  const Tensor rows = m.unfold(1, 2, 1);
+  REQUIRE(rows.sizes() == td::Shape{3, 3, 2});
+  CHECK(rows.strides() == td::Shape{4, 1, 1});
+  check_equal(rows.select(0, 1), {4, 5, 5, 6, 6, 7});
+  // Of a transposed (non-contiguous) matrix: the windows follow its strides.
+  check_equal(m.t().unfold(0, 2, 2).select(1, 1), {4, 5, 6, 7});
+  // A write to the base shows through the windows.
+  Tensor base = td::zeros({5}, td::kFloat64);
+  const Tensor windows = base.unfold(0, 2, 1);
+  base.fill_(3);
+  check_equal(windows, std::vector<double>(8, 3.0));
+
+  // The gradient: each element once per window holding it (PyTorch: UnfoldBackward0).
+  const Tensor leaf = m.clone().requires_grad_();
+  const Tensor y = leaf.unfold(1, 2, 1);
+  CHECK(y.grad_fn()->name() == "UnfoldBackward0");
+  y.sum().backward();
+  check_equal(leaf.grad(), {1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2, 1});
+  // Windows with gaps between them leave the gaps' gradient 0.
+  const Tensor apart = td::arange(7.0, td::kFloat64).requires_grad_();
+  (apart.unfold(0, 2, 3) * 2).sum().backward();
+  check_equal(apart.grad(), {2, 2, 0, 2, 2, 0, 0});
+
+  check_error([&] { x.unfold(0, 8, 1); }, {"unfold", "maximum size", "dimension 0 is 7", "size is 8"});
+  check_error([&] { x.unfold(0, 2, 0); }, {"unfold", "step is 0"});
+  check_error([&] { x.unfold(0, -1, 1); }, {"unfold", "size is -1"});
+  check_error([&] { x.unfold(1, 2, 1); }, {"unfold", "1"});
+  check_error([&] { scalar.unfold(0, 2, 1); }, {"unfold", "maximum size", "is 1", "size is 2"});
+}
+
+TEST_CASE("The *_copy forms own their values; unsafe_chunk and unsafe_split are chunk and split", "[cpu]") {
+  const Tensor m = td::arange(24.0, td::kFloat64).view({2, 3, 4});
+  struct Copy {
+    std::string name;
+    Tensor copy, view;
+  };
+  const std::vector<Copy> copies = {
+      {"alias_copy", td::alias_copy(m), m},
+      {"diagonal_copy", td::diagonal_copy(m, 1, 1, 2), td::diagonal(m, 1, 1, 2)},
+      {"expand_copy", td::expand_copy(m.narrow(0, 0, 1), {3, 3, 4}), m.narrow(0, 0, 1).expand({3, 3, 4})},
+      {"permute_copy", td::permute_copy(m, {2, 0, 1}), m.permute({2, 0, 1})},
+      {"select_copy", td::select_copy(m, 1, 2), m.select(1, 2)},
+      {"slice_copy", td::slice_copy(m, 2, 1, 4, 2), td::slice(m, 2, 1, 4, 2)},
+      {"squeeze_copy", td::squeeze_copy(m.narrow(1, 0, 1)), m.narrow(1, 0, 1).squeeze()},
+      {"squeeze_copy dim", td::squeeze_copy(m.narrow(1, 0, 1), 1), m.narrow(1, 0, 1).squeeze(1)},
+      {"t_copy", td::t_copy(m.select(0, 1)), m.select(0, 1).t()},
+      {"transpose_copy", td::transpose_copy(m, 0, 2), m.transpose(0, 2)},
+      {"unfold_copy", td::unfold_copy(m, 2, 3, 1), m.unfold(2, 3, 1)},
+      {"unsqueeze_copy", td::unsqueeze_copy(m, 1), m.unsqueeze(1)},
+      {"view_copy", td::view_copy(m, {6, 4}), m.view({6, 4})},
+      {"as_strided_copy", td::as_strided_copy(m, {2, 2}, {1, 4}, 1), td::as_strided(m, {2, 2}, {1, 4}, 1)},
+      {"detach_copy", td::detach_copy(m), m},
+  };
+  for (const Copy& c : copies) {
+    INFO(c.name);
+    REQUIRE(c.copy.sizes() == c.view.sizes());
+    check_equal(c.copy, values(c.view));
+    CHECK(c.copy.is_contiguous());
+    CHECK_FALSE(c.copy.is_alias_of(m));
+  }
+  for (const auto& parts : {td::split_copy(m, 2, 2), td::split_with_sizes_copy(m, {1, 3}, 2), td::unbind_copy(m, 1)}) {
+    for (const Tensor& part : parts) {
+      CHECK(part.is_contiguous());
+      CHECK_FALSE(part.is_alias_of(m));
+    }
+  }
+  check_equal(td::split_with_sizes_copy(m, {1, 3}, 2)[1], values(m.narrow(2, 1, 3)));
+  check_equal(td::unbind_copy(m, 1)[2], values(m.select(1, 2)));
+  // Differentiable as the views (detach_copy is not).
+  const Tensor leaf = m.clone().requires_grad_();
+  (td::diagonal_copy(leaf, 0, 1, 2) * 3).sum().backward();
+  CHECK(leaf.grad().sum().item<double>() == 18);
+  CHECK_FALSE(td::detach_copy(leaf).requires_grad());
+  // The unsafe_ forms split as the plain ones.
+  const auto chunks = td::unsafe_chunk(m, 2, 2), splits = td::unsafe_split(m, 3, 2),
+             sized = td::unsafe_split_with_sizes(m, {2, 2}, 2);
+  REQUIRE(chunks.size() == 2);
+  REQUIRE(splits.size() == 2);
+  check_equal(chunks[1], values(m.narrow(2, 2, 2)));
+  check_equal(splits[1], values(m.narrow(2, 3, 1)));
+  check_equal(sized[0], values(m.narrow(2, 0, 2)));
+}
+
+TEST_CASE("angle, the complex forms on real tensors, and nonzero_static, as PyTorch's", "[cpu]") {
+  const Tensor x = f64({-2, -0.0, 0, 3, kNaN, -kInf}).requires_grad_();
+  const Tensor a = td::angle(x);
+  check_values(a, {std::numbers::pi, 0, 0, 0, kNaN, std::numbers::pi}, 0, "angle");
+  CHECK(a.grad_fn()->name() == "AngleBackward0");
+  a.sum().backward();
+  check_equal(x.grad(), {0, 0, 0, 0, 0, 0});
+  const Tensor from_int = i64({-1, 0, 2}).angle();
+  CHECK(from_int.dtype() == td::kFloat32);
+  check_close(from_int, {std::numbers::pi, 0, 0}, 1e-7, 0);
+  CHECK(td::angle(td::tensor({-1.0}, td::kFloat16)).dtype() == td::kFloat16);
+
+  const Tensor r = f64({1, 2});
+  CHECK(td::conj(r).data_ptr() == r.data_ptr());
+  CHECK(r.conj().data_ptr() == r.data_ptr());
+  CHECK(r.resolve_conj().data_ptr() == r.data_ptr());
+  CHECK(td::real(r).data_ptr() == r.data_ptr());
+  CHECK_FALSE(r.is_conj());
+  CHECK_FALSE(r.is_complex());
+  CHECK_FALSE(td::is_neg(r));
+
+  const Tensor found = td::nonzero_static(i64({0, 3, 0, 4, 5}), 2);
+  REQUIRE(found.sizes() == td::Shape{2, 1});
+  check_equal(found, {1, 3});
+  const Tensor padded = i64({0, 3, 1, 0}).view({2, 2}).nonzero_static(4, -7);
+  REQUIRE(padded.sizes() == td::Shape{4, 2});
+  check_equal(padded, {0, 1, 1, 0, -7, -7, -7, -7});
+  CHECK(td::nonzero_static(i64({0, 0}), 0).sizes() == td::Shape{0, 1});
+  check_error([] { td::nonzero_static(i64({1}), -1); }, {"nonzero_static", "size", "-1"});
+  check_error([] { td::angle(Tensor()); }, {"angle"});
 }
