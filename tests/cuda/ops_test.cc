@@ -3528,6 +3528,27 @@ TEST_CASE("The orthogonal polynomials match the CPU: degrees 0 to 80, edges, vie
   }
 }
 
+TEST_CASE("unfold's windows and their gradients match the CPU: overlapping, apart, views", "[cuda]") {
+  // A view on either device; its contiguous copy runs the strided copy kernel, its gradient index_add.
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(82);
+  for (DType dtype : {td::kFloat32, td::kFloat64}) {
+    for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
+      Pair x = ct::random_pair({5, 33}, dtype, layout);
+      for (const auto& [dim, size, step] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 4, 1}, {1, 3, 7}, {0, 2, 1}}) {
+        const std::string what = describe("unfold", dtype, {5, 33}, layout) + " " + std::to_string(size) + "/" +
+                                 std::to_string(step);
+        check_equal(x.dev.unfold(dim, size, step).contiguous(), x.cpu.unfold(dim, size, step), what);
+        const Tensor leaf_dev = x.dev.detach().requires_grad_(), leaf_cpu = x.cpu.detach().requires_grad_();
+        const Tensor g = td::testing::random_tensor(x.cpu.unfold(dim, size, step).sizes(), dtype);
+        const Tensor grad_dev = td::autograd::grad({leaf_dev.unfold(dim, size, step)}, {leaf_dev}, {g.to(ct::device())})[0];
+        const Tensor grad_cpu = td::autograd::grad({leaf_cpu.unfold(dim, size, step)}, {leaf_cpu}, {g})[0];
+        check_close(grad_dev, grad_cpu, rtol_for(dtype), rtol_for(dtype), what + " gradient");
+      }
+    }
+  }
+}
+
 TEST_CASE("svd_lowrank and pca_lowrank on the GPU: exact on low-rank batches, as on the CPU", "[cuda]") {
   // Composed of matmul, cuSOLVER's QR and SVD: the product U diag(S) V^T equals the matrix to the dtype's
   // rounding, and S the CPU's singular values.
