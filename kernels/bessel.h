@@ -88,51 +88,39 @@ TD_INLINE void bessel_hankel(double x, double nu, double& j, double& y) {
   y = amplitude * (p * sin_chi + q * cos_chi);
 }
 
-TD_INLINE double bessel_j0(double x) {
-  if (x != x) return x;
-  const double ax = x < 0 ? -x : x;
-  if (ax == kInf) return kNaN;  // PyTorch's (the limit is 0)
-  if (ax == 0) return 1;
-  if (ax <= 25) return bessel_jy_small(ax).j0;
-  double j, y;
-  bessel_hankel(ax, 0, j, y);
-  return j;
-}
-
-TD_INLINE double bessel_j1(double x) {  // odd: J1(-0) = -0
+// J0 is even, J1 odd (J1(-0) = -0); NaN at the infinities, as PyTorch's (the limits are 0).
+TD_INLINE double bessel_j(double x, int order) {
   if (x != x) return x;
   const double ax = x < 0 ? -x : x;
   if (ax == kInf) return kNaN;
-  if (ax == 0) return x;
+  if (ax == 0) return order == 0 ? 1 : x;
   double j, y;
   if (ax <= 25) {
-    j = bessel_jy_small(ax).j1;
+    const BesselJY small = bessel_jy_small(ax);
+    j = order == 0 ? small.j0 : small.j1;
   } else {
-    bessel_hankel(ax, 1, j, y);
+    bessel_hankel(ax, order, j, y);
   }
-  return x < 0 ? -j : j;
+  return order == 1 && x < 0 ? -j : j;
 }
+TD_INLINE double bessel_j0(double x) { return bessel_j(x, 0); }
+TD_INLINE double bessel_j1(double x) { return bessel_j(x, 1); }
 
 // Y0 and Y1: -inf at 0, NaN below (and at +inf, as PyTorch's).
-TD_INLINE double bessel_y0(double x) {
+TD_INLINE double bessel_y(double x, int order) {
   if (x != x) return x;
   if (x < 0 || x == kInf) return kNaN;
   if (x == 0) return -kInf;
-  if (x <= 25) return bessel_jy_small(x).y0;
+  if (x <= 25) {
+    const BesselJY small = bessel_jy_small(x);
+    return order == 0 ? small.y0 : small.y1;
+  }
   double j, y;
-  bessel_hankel(x, 0, j, y);
+  bessel_hankel(x, order, j, y);
   return y;
 }
-
-TD_INLINE double bessel_y1(double x) {
-  if (x != x) return x;
-  if (x < 0 || x == kInf) return kNaN;
-  if (x == 0) return -kInf;
-  if (x <= 25) return bessel_jy_small(x).y1;
-  double j, y;
-  bessel_hankel(x, 1, j, y);
-  return y;
-}
+TD_INLINE double bessel_y0(double x) { return bessel_y(x, 0); }
+TD_INLINE double bessel_y1(double x) { return bessel_y(x, 1); }
 
 // e^x K_nu(x) for x >= 1/2 (and any real nu of moderate size), from K_nu(x) = int_0^inf
 // e^(-x cosh t) cosh(nu t) dt: the trapezoidal rule on an integrand analytic in a strip about the
