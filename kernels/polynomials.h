@@ -2,8 +2,8 @@
 // Hermite's H and He, Laguerre's L and Legendre's P. The same code on the CPU and the GPU, in double
 // for every floating dtype.
 //
-// The degree n is a number of the tensor's dtype taken toward zero, as PyTorch's; below 0 (or NaN,
-// or past int64) the result is 0. Each polynomial runs its three-term recurrence, kept in double's
+// The degree n is a number of the tensor's dtype taken toward zero, as PyTorch's; n <= -1, NaN or past
+// int64 gives 0. Each polynomial runs its three-term recurrence, kept in double's
 // range by rescaling both terms by a power of two (the recurrences are linear), so a value past
 // double's range is +-inf with its true sign instead of the NaN of inf - inf. Chebyshev's from degree
 // 64 take their closed forms instead (cos and cosh of n times an angle), any degree in constant time;
@@ -60,9 +60,8 @@ TD_INLINE double polynomial_next(Polynomial kind, double x, int64_t k, double cu
   return current;
 }
 
-// P_n(x) by the recurrence, n >= 1, |x| <= 2^600. Whenever the larger of the two terms leaves
-// [2^-256, 2^256] both are scaled by a power of two into [1, 2) and the exponent is kept aside; so
-// no product overflows (each coefficient is below 2^602), and the result is scaled back once.
+// Whenever the larger of the two terms leaves [2^-256, 2^256], both are scaled by a power of two into
+// [1, 2), the exponent kept aside.
 TD_INLINE void polynomial_rescale(double& current, double& previous, int64_t& exponent) {
   const double a = current < 0 ? -current : current, b = previous < 0 ? -previous : previous;
   const double larger = a > b ? a : b;
@@ -74,6 +73,8 @@ TD_INLINE void polynomial_rescale(double& current, double& previous, int64_t& ex
   }
 }
 
+// P_n(x) by the recurrence, n >= 1, |x| <= 2^600, rescaled at every step: no product overflows (each
+// coefficient is below 2^602 and each term below 2^256), and the result is scaled back once.
 TD_INLINE double polynomial_recurrence(Polynomial kind, int64_t n, double x) {
   double previous = 1, current = polynomial_first(kind, x);
   int64_t exponent = 0;
