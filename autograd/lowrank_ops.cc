@@ -65,7 +65,7 @@ std::tuple<Tensor, Tensor, Tensor> svd_lowrank(const Tensor& a, int64_t q, int64
   const Tensor tall = wide ? mT(a) : a;
   if (wide && offset) offset = mT(*offset);
   const Tensor basis = approximate_basis(tall, offset, q, niter);
-  const Tensor projected = product(mT(basis), std::nullopt, tall);
+  const Tensor projected = matmul(mT(basis), tall);
   auto [u, s, vh] = linalg::svd(offset ? sub(projected, matmul(mT(basis), *offset)) : projected, false);
   Tensor left = matmul(basis, u), right = mT(vh);
   if (wide) std::swap(left, right);
