@@ -2,7 +2,7 @@
 # Keeps Bazel's disk cache (~/.cache/tandem/bazel-disk-cache, see .bazelrc) from filling the disk:
 # Bazel 4 never deletes from it, and every optimised and sanitizer build adds to it. Above
 # TANDEM_DISK_CACHE_GB (default 16) GiB it deletes the least recently used entries until the
-# cache is down to three quarters of that. tools/test.sh runs it first.
+# cache is down to three quarters of that. tools/test.sh runs it before each of its runs.
 # "Used" is the access time: a cache hit reads an entry but leaves its modification time alone, so
 # pruning by modification time deleted the library's objects that every build still hit (written
 # once, long ago) and kept what the last build wrote. The root filesystem's relatime updates the
