@@ -487,8 +487,8 @@ int64_t check_histogramdd(const Tensor& x, const Tensor& weight) {
   if (weight.defined()) {
     const Shape rows(x.sizes().begin(), x.sizes().end() - 1);
     TD_CHECK(weight.sizes() == rows && weight.dtype() == x.dtype(),
-             "histogramdd: weight must have the input's shape less its last dimension, ", shape_str(rows), ", and its dtype ",
-             x.dtype(), ", got ", shape_str(weight.sizes()), " ", weight.dtype());
+             "histogramdd: weight must have the input's shape less its last dimension, ", shape_str(rows),
+             ", and its dtype ", x.dtype(), ", got ", shape_str(weight.sizes()), " ", weight.dtype());
   }
   return x.size(-1);
 }
@@ -515,7 +515,8 @@ std::tuple<Tensor, std::vector<Tensor>> histogramdd_in(const Tensor& x, std::vec
     flat = add(mul(flat, count), (searchsorted(e, column, true) - 1).clamp(0, count - 1));
   }
   const Tensor taken = masked_select(flat, inside);
-  const Tensor counted = weight.defined() ? masked_select(reshape(weight, {-1}), inside) : ones(taken.sizes(), x.options());
+  const Tensor counted =
+      weight.defined() ? masked_select(reshape(weight, {-1}), inside) : ones(taken.sizes(), x.options());
   Tensor hist = zeros({numel_of(bins)}, x.options()).index_add(0, taken, counted).view(bins);
   if (density) {  // as histogram's: by the total, then by each dimension's widths
     hist = hist / hist.sum();
@@ -531,8 +532,9 @@ std::tuple<Tensor, std::vector<Tensor>> histogramdd_in(const Tensor& x, std::vec
 
 }  // namespace
 
-std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bins, std::optional<std::vector<double>> range,
-                                                    const Tensor& weight, bool density) {
+std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, IntList bins,
+                                                    std::optional<std::vector<double>> range, const Tensor& weight,
+                                                    bool density) {
   const int64_t dims = check_histogramdd(x, weight);
   TD_CHECK(bins.size() == 1 || static_cast<int64_t>(bins.size()) == dims, "histogramdd: ", bins.size(),
            " bin counts for the ", dims, " dimensions of the input's rows (the size of its last dimension)");
@@ -577,12 +579,12 @@ std::tuple<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::
     const Tensor& given = bin_edges[static_cast<size_t>(d)];
     kernels::check_defined(given, "histogramdd", "bins");
     TD_CHECK(given.dim() == 1 && given.numel() >= 2 && given.dtype() == x.dtype(), "histogramdd: dimension ", d,
-             "'s bins must be a 1-D tensor of at least two edges of the input's dtype, got ", shape_str(given.sizes()), " ",
-             given.dtype());
+             "'s bins must be a 1-D tensor of at least two edges of the input's dtype, got ", shape_str(given.sizes()),
+             " ", given.dtype());
     const Tensor e = given.detach().to(x.device()).contiguous();
     TD_CHECK(!any(isnan(e)).item<bool>(), "histogramdd: dimension ", d, "'s bin edges must not be NaN");
-    TD_CHECK(all(le(narrow(e, 0, 0, e.numel() - 1), narrow(e, 0, 1, e.numel() - 1))).item<bool>(), "histogramdd: dimension ",
-             d, "'s bin edges must not decrease");
+    TD_CHECK(all(le(narrow(e, 0, 0, e.numel() - 1), narrow(e, 0, 1, e.numel() - 1))).item<bool>(),
+             "histogramdd: dimension ", d, "'s bin edges must not decrease");
     edges.push_back(e.clone());
   }
   return histogramdd_in(x.detach(), std::move(edges), weight.defined() ? weight.detach() : weight, density);

@@ -138,7 +138,8 @@ UnaryGrad unary_grad(UnaryOp op) {
     case UnaryOp::BesselY1:
       return {"SpecialBesselY1Backward0", true, true, [](T g, T x, T y) {
                 const Tensor at_zero = x == 0;
-                return g * where(at_zero, std::numeric_limits<double>::infinity(), special::bessel_y0(x) - y / where(at_zero, 1, x));
+                return g * where(at_zero, std::numeric_limits<double>::infinity(),
+                                 special::bessel_y0(x) - y / where(at_zero, 1, x));
               }};
     case UnaryOp::ModifiedBesselI0:
       return {"SpecialModifiedBesselI0Backward0", true, false,
@@ -587,18 +588,42 @@ Tensor chebyshev_polynomial_v(Scalar x, const Tensor& n) { return polynomial_of_
 Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ChebyshevW, x, n); }
 Tensor chebyshev_polynomial_w(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ChebyshevW, x, n); }
 Tensor chebyshev_polynomial_w(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ChebyshevW, x, n); }
-Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevT, x, n); }
-Tensor shifted_chebyshev_polynomial_t(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevT, x, n); }
-Tensor shifted_chebyshev_polynomial_t(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevT, x, n); }
-Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevU, x, n); }
-Tensor shifted_chebyshev_polynomial_u(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevU, x, n); }
-Tensor shifted_chebyshev_polynomial_u(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevU, x, n); }
-Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevV, x, n); }
-Tensor shifted_chebyshev_polynomial_v(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevV, x, n); }
-Tensor shifted_chebyshev_polynomial_v(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevV, x, n); }
-Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::ShiftedChebyshevW, x, n); }
-Tensor shifted_chebyshev_polynomial_w(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::ShiftedChebyshevW, x, n); }
-Tensor shifted_chebyshev_polynomial_w(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevT, x, n);
+}
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, Scalar n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevT, x, n);
+}
+Tensor shifted_chebyshev_polynomial_t(Scalar x, const Tensor& n) {
+  return polynomial_of_number(BinaryOp::ShiftedChebyshevT, x, n);
+}
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevU, x, n);
+}
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, Scalar n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevU, x, n);
+}
+Tensor shifted_chebyshev_polynomial_u(Scalar x, const Tensor& n) {
+  return polynomial_of_number(BinaryOp::ShiftedChebyshevU, x, n);
+}
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevV, x, n);
+}
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, Scalar n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevV, x, n);
+}
+Tensor shifted_chebyshev_polynomial_v(Scalar x, const Tensor& n) {
+  return polynomial_of_number(BinaryOp::ShiftedChebyshevV, x, n);
+}
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevW, x, n);
+}
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, Scalar n) {
+  return kd::binary(BinaryOp::ShiftedChebyshevW, x, n);
+}
+Tensor shifted_chebyshev_polynomial_w(Scalar x, const Tensor& n) {
+  return polynomial_of_number(BinaryOp::ShiftedChebyshevW, x, n);
+}
 Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n) { return kd::binary(BinaryOp::HermiteH, x, n); }
 Tensor hermite_polynomial_h(const Tensor& x, Scalar n) { return kd::binary(BinaryOp::HermiteH, x, n); }
 Tensor hermite_polynomial_h(Scalar x, const Tensor& n) { return polynomial_of_number(BinaryOp::HermiteH, x, n); }

@@ -76,8 +76,8 @@ std::tuple<Tensor, Tensor, Tensor> pca_lowrank(const Tensor& a, std::optional<in
   check_matrix(a, "pca_lowrank");
   const int64_t most = std::min(a.size(-2), a.size(-1));
   const int64_t rank = q.value_or(std::min<int64_t>(6, most));
-  TD_CHECK(rank >= 0 && rank <= most, "pca_lowrank: q(=", rank, ") must be non-negative and not greater than min(m, n)=",
-           most);
+  TD_CHECK(rank >= 0 && rank <= most, "pca_lowrank: q(=", rank,
+           ") must be non-negative and not greater than min(m, n)=", most);
   TD_CHECK(niter >= 0, "pca_lowrank: niter(=", niter, ") must be non-negative");
   // Centred: each column (feature) less its mean over the rows (samples).
   return svd_lowrank(center ? sub(a, mean(a, {-2}, true)) : a, rank, niter, std::nullopt);

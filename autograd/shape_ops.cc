@@ -247,10 +247,13 @@ Tensor diagonal_copy(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2
 Tensor expand_copy(const Tensor& x, IntList sizes) { return owned(expand(x, sizes)); }
 Tensor permute_copy(const Tensor& x, IntList dims) { return owned(permute(x, dims)); }
 Tensor select_copy(const Tensor& x, int64_t dim, int64_t index) { return owned(select(x, dim, index)); }
-Tensor slice_copy(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+Tensor slice_copy(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                  int64_t step) {
   return owned(slice(x, dim, start, end, step));
 }
-std::vector<Tensor> split_copy(const Tensor& x, int64_t split_size, int64_t dim) { return owned(split(x, split_size, dim)); }
+std::vector<Tensor> split_copy(const Tensor& x, int64_t split_size, int64_t dim) {
+  return owned(split(x, split_size, dim));
+}
 std::vector<Tensor> split_with_sizes_copy(const Tensor& x, IntList split_sizes, int64_t dim) {
   return owned(split_with_sizes(x, split_sizes, dim));
 }
@@ -259,7 +262,9 @@ Tensor squeeze_copy(const Tensor& x, int64_t dim) { return owned(squeeze(x, dim)
 Tensor t_copy(const Tensor& x) { return owned(t(x)); }
 Tensor transpose_copy(const Tensor& x, int64_t dim0, int64_t dim1) { return owned(transpose(x, dim0, dim1)); }
 std::vector<Tensor> unbind_copy(const Tensor& x, int64_t dim) { return owned(unbind(x, dim)); }
-Tensor unfold_copy(const Tensor& x, int64_t dim, int64_t size, int64_t step) { return owned(unfold(x, dim, size, step)); }
+Tensor unfold_copy(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
+  return owned(unfold(x, dim, size, step));
+}
 Tensor unsqueeze_copy(const Tensor& x, int64_t dim) { return owned(unsqueeze(x, dim)); }
 Tensor view_copy(const Tensor& x, IntList sizes) { return owned(view(x, sizes)); }
 std::vector<Tensor> unsafe_chunk(const Tensor& x, int64_t chunks, int64_t dim) { return chunk(x, chunks, dim); }

@@ -512,10 +512,18 @@ Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return detail:
 Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevU, x, n); }
 Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevV, x, n); }
 Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevW, x, n); }
-Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevT, x, n); }
-Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevU, x, n); }
-Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevV, x, n); }
-Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ShiftedChebyshevW, x, n); }
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) {
+  return detail::binary(BinaryOp::ShiftedChebyshevT, x, n);
+}
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) {
+  return detail::binary(BinaryOp::ShiftedChebyshevU, x, n);
+}
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) {
+  return detail::binary(BinaryOp::ShiftedChebyshevV, x, n);
+}
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) {
+  return detail::binary(BinaryOp::ShiftedChebyshevW, x, n);
+}
 Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::HermiteH, x, n); }
 Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::HermiteHe, x, n); }
 Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::LaguerreL, x, n); }

@@ -10,8 +10,8 @@ enum class UnaryOp {
   Neg, Abs, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sign, Reciprocal,
   Erf, Floor, Ceil, Round, Trunc, Frac, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2, Erfc,
   Erfinv, BitwiseNot, Lgamma, Digamma, Erfcx, I0, I0e, I1, I1e, Ndtri, BesselJ0, BesselJ1, BesselY0, BesselY1,
-  ModifiedBesselI0, ModifiedBesselI1, ModifiedBesselK0, ModifiedBesselK1, ScaledModifiedBesselK0, ScaledModifiedBesselK1,
-  SphericalBesselJ0, AiryAi,
+  ModifiedBesselI0, ModifiedBesselI1, ModifiedBesselK0, ModifiedBesselK1, ScaledModifiedBesselK0,
+  ScaledModifiedBesselK1, SphericalBesselJ0, AiryAi,
 };
 
 enum class BinaryOp {

@@ -196,18 +196,30 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Nextafter: return binary_floating(s, d, t, fn::Nextafter{});
     case BinaryOp::Igamma: return binary_floating(s, d, t, fn::Igamma{});
     case BinaryOp::Igammac: return binary_floating(s, d, t, fn::Igammac{});
-    case BinaryOp::ChebyshevT: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT>{});
-    case BinaryOp::ChebyshevU: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU>{});
-    case BinaryOp::ChebyshevV: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV>{});
-    case BinaryOp::ChebyshevW: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW>{});
-    case BinaryOp::ShiftedChebyshevT: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT, true>{});
-    case BinaryOp::ShiftedChebyshevU: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU, true>{});
-    case BinaryOp::ShiftedChebyshevV: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV, true>{});
-    case BinaryOp::ShiftedChebyshevW: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW, true>{});
-    case BinaryOp::HermiteH: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteH>{});
-    case BinaryOp::HermiteHe: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteHe>{});
-    case BinaryOp::LaguerreL: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LaguerreL>{});
-    case BinaryOp::LegendreP: return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LegendreP>{});
+    case BinaryOp::ChebyshevT:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT>{});
+    case BinaryOp::ChebyshevU:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU>{});
+    case BinaryOp::ChebyshevV:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV>{});
+    case BinaryOp::ChebyshevW:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW>{});
+    case BinaryOp::ShiftedChebyshevT:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT, true>{});
+    case BinaryOp::ShiftedChebyshevU:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevU, true>{});
+    case BinaryOp::ShiftedChebyshevV:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevV, true>{});
+    case BinaryOp::ShiftedChebyshevW:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevW, true>{});
+    case BinaryOp::HermiteH:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteH>{});
+    case BinaryOp::HermiteHe:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::HermiteHe>{});
+    case BinaryOp::LaguerreL:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LaguerreL>{});
+    case BinaryOp::LegendreP:
+      return binary_floating(s, d, t, fn::OrthogonalPolynomial<fn::special::Polynomial::LegendreP>{});
     case BinaryOp::Gcd: return binary_integral(s, d, t, fn::Gcd{});
     case BinaryOp::ShiftLeft: return binary_integral(s, d, t, fn::ShiftLeft{});
     case BinaryOp::ShiftRight: return binary_integral(s, d, t, fn::ShiftRight{});

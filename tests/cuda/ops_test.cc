@@ -3332,18 +3332,40 @@ TEST_CASE("special functions and zeta match the CPU: awkward values, sizes 1 to 
       {"entr", [](T x) { return td::special::entr(x); }, 0, 5, {0.0, -0.0, 1.0, -1.0, -1e-30, kInf, kNaN}},
       // kernels/bessel.h: awkward values at each method's ends (1e-5 and 25 for J and Y, 1 for K, +-1 for Ai).
       {"bessel_j0", [](T x) { return td::special::bessel_j0(x); }, -40, 40, {0.0, -0.0, 1e-5, 25.0, 1e10, kInf, kNaN}},
-      {"bessel_j1", [](T x) { return td::special::bessel_j1(x); }, -40, 40, {0.0, -0.0, -1e-5, 25.0, -1e10, kInf, kNaN}},
+      {"bessel_j1",
+       [](T x) { return td::special::bessel_j1(x); },
+       -40,
+       40,
+       {0.0, -0.0, -1e-5, 25.0, -1e10, kInf, kNaN}},
       {"bessel_y0", [](T x) { return td::special::bessel_y0(x); }, 0, 40, {0.0, -1.0, 1e-5, 25.0, 1e10, kInf, kNaN}},
       {"bessel_y1", [](T x) { return td::special::bessel_y1(x); }, 0, 40, {0.0, -1.0, 1e-5, 25.0, 1e10, kInf, kNaN}},
       {"modified_bessel_i0", [](T x) { return td::special::modified_bessel_i0(x); }, -30, 30, {700.0, -0.0, kNaN}},
       {"modified_bessel_i1", [](T x) { return td::special::modified_bessel_i1(x); }, -30, 30, {700.0, -0.0, kNaN}},
-      {"modified_bessel_k0", [](T x) { return td::special::modified_bessel_k0(x); }, 0, 30, {0.0, 1.0, 720.0, -1.0, kInf, kNaN}},
-      {"modified_bessel_k1", [](T x) { return td::special::modified_bessel_k1(x); }, 0, 30, {0.0, 1.0, 720.0, -1.0, kInf, kNaN}},
-      {"scaled_modified_bessel_k0", [](T x) { return td::special::scaled_modified_bessel_k0(x); }, 0, 30,
+      {"modified_bessel_k0",
+       [](T x) { return td::special::modified_bessel_k0(x); },
+       0,
+       30,
+       {0.0, 1.0, 720.0, -1.0, kInf, kNaN}},
+      {"modified_bessel_k1",
+       [](T x) { return td::special::modified_bessel_k1(x); },
+       0,
+       30,
+       {0.0, 1.0, 720.0, -1.0, kInf, kNaN}},
+      {"scaled_modified_bessel_k0",
+       [](T x) { return td::special::scaled_modified_bessel_k0(x); },
+       0,
+       30,
        {0.0, 1.0, 1e10, -1.0, kInf, kNaN}},
-      {"scaled_modified_bessel_k1", [](T x) { return td::special::scaled_modified_bessel_k1(x); }, 0, 30,
+      {"scaled_modified_bessel_k1",
+       [](T x) { return td::special::scaled_modified_bessel_k1(x); },
+       0,
+       30,
        {0.0, 1.0, 1e10, -1.0, kInf, kNaN}},
-      {"spherical_bessel_j0", [](T x) { return td::special::spherical_bessel_j0(x); }, -40, 40, {0.0, -0.0, kInf, kNaN}},
+      {"spherical_bessel_j0",
+       [](T x) { return td::special::spherical_bessel_j0(x); },
+       -40,
+       40,
+       {0.0, -0.0, kInf, kNaN}},
       {"airy_ai", [](T x) { return td::special::airy_ai(x); }, -12, 12, {1.0, -1.0, -0.0, 104.0, kInf, kNaN}},
   };
   const std::vector<Shape> shapes = {{1}, {7}, {3, 11}, {1000003}};
@@ -3470,10 +3492,14 @@ TEST_CASE("The orthogonal polynomials match the CPU: degrees 0 to 80, edges, vie
       {"chebyshev_polynomial_u", [](T x, T n) { return sp::chebyshev_polynomial_u(x, n); }, false, 'c', 2, 0},
       {"chebyshev_polynomial_v", [](T x, T n) { return sp::chebyshev_polynomial_v(x, n); }, false, 'c', 2, -1},
       {"chebyshev_polynomial_w", [](T x, T n) { return sp::chebyshev_polynomial_w(x, n); }, false, 'c', 2, 1},
-      {"shifted_chebyshev_polynomial_t", [](T x, T n) { return sp::shifted_chebyshev_polynomial_t(x, n); }, true, 'c', 1, 0},
-      {"shifted_chebyshev_polynomial_u", [](T x, T n) { return sp::shifted_chebyshev_polynomial_u(x, n); }, true, 'c', 2, 0},
-      {"shifted_chebyshev_polynomial_v", [](T x, T n) { return sp::shifted_chebyshev_polynomial_v(x, n); }, true, 'c', 2, -1},
-      {"shifted_chebyshev_polynomial_w", [](T x, T n) { return sp::shifted_chebyshev_polynomial_w(x, n); }, true, 'c', 2, 1},
+      {"shifted_chebyshev_polynomial_t", [](T x, T n) { return sp::shifted_chebyshev_polynomial_t(x, n); }, true, 'c',
+       1, 0},
+      {"shifted_chebyshev_polynomial_u", [](T x, T n) { return sp::shifted_chebyshev_polynomial_u(x, n); }, true, 'c',
+       2, 0},
+      {"shifted_chebyshev_polynomial_v", [](T x, T n) { return sp::shifted_chebyshev_polynomial_v(x, n); }, true, 'c',
+       2, -1},
+      {"shifted_chebyshev_polynomial_w", [](T x, T n) { return sp::shifted_chebyshev_polynomial_w(x, n); }, true, 'c',
+       2, 1},
       {"hermite_polynomial_h", [](T x, T n) { return sp::hermite_polynomial_h(x, n); }, false, 'h', 2, 0},
       {"hermite_polynomial_he", [](T x, T n) { return sp::hermite_polynomial_he(x, n); }, false, 'e', 1, 0},
       {"laguerre_polynomial_l", [](T x, T n) { return sp::laguerre_polynomial_l(x, n); }, false, 'l', -1, 1},
@@ -3535,13 +3561,15 @@ TEST_CASE("unfold's windows and their gradients match the CPU: overlapping, apar
   for (DType dtype : {td::kFloat32, td::kFloat64}) {
     for (Layout layout : {Layout::Contiguous, Layout::Permuted}) {
       Pair x = ct::random_pair({5, 33}, dtype, layout);
-      for (const auto& [dim, size, step] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 4, 1}, {1, 3, 7}, {0, 2, 1}}) {
+      for (const auto& [dim, size, step] :
+           std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 4, 1}, {1, 3, 7}, {0, 2, 1}}) {
         const std::string what = describe("unfold", dtype, {5, 33}, layout) + " " + std::to_string(size) + "/" +
                                  std::to_string(step);
         check_equal(x.dev.unfold(dim, size, step).contiguous(), x.cpu.unfold(dim, size, step), what);
         const Tensor leaf_dev = x.dev.detach().requires_grad_(), leaf_cpu = x.cpu.detach().requires_grad_();
         const Tensor g = td::testing::random_tensor(x.cpu.unfold(dim, size, step).sizes(), dtype);
-        const Tensor grad_dev = td::autograd::grad({leaf_dev.unfold(dim, size, step)}, {leaf_dev}, {g.to(ct::device())})[0];
+        const Tensor grad_dev =
+            td::autograd::grad({leaf_dev.unfold(dim, size, step)}, {leaf_dev}, {g.to(ct::device())})[0];
         const Tensor grad_cpu = td::autograd::grad({leaf_cpu.unfold(dim, size, step)}, {leaf_cpu}, {g})[0];
         check_close(grad_dev, grad_cpu, rtol_for(dtype), rtol_for(dtype), what + " gradient");
       }
@@ -3947,11 +3975,13 @@ TEST_CASE("frexp, put, unravel_index, histogram and histogramdd match the CPU", 
         for (size_t d = 0; d < 3; ++d) check_equal(dd_edges_dev[d], dd_edges_cpu[d], what + " histogramdd edges");
         // Given edges, weights and density: sums of weights in another order, so close rather than equal.
         const Tensor weight = td::testing::random_tensor({77}, dtype);
-        const std::vector<Tensor> given = {td::tensor({-300.0, -20.0, 0.0, 250.0}).to(dtype), td::tensor({-100.0, 100.0}).to(dtype),
+        const std::vector<Tensor> given = {td::tensor({-300.0, -20.0, 0.0, 250.0}).to(dtype),
+                                           td::tensor({-100.0, 100.0}).to(dtype),
                                            td::tensor({-300.0, 0.0, 1.0, 300.0}).to(dtype)};
         std::vector<Tensor> given_dev;
         for (const Tensor& e : given) given_dev.push_back(e.to(ct::device()));
-        const auto [hw_dev, hw_edges_dev] = td::histogramdd(x.dev.reshape({-1, 3}), given_dev, weight.to(ct::device()), true);
+        const auto [hw_dev, hw_edges_dev] =
+            td::histogramdd(x.dev.reshape({-1, 3}), given_dev, weight.to(ct::device()), true);
         const auto [hw_cpu, hw_edges_cpu] = td::histogramdd(x.cpu.reshape({-1, 3}), given, weight, true);
         check_close(hw_dev, hw_cpu, rtol_for(dtype) * 8, rtol_for(dtype) * 8, what + " histogramdd weighted density");
       }

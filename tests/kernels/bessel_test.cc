@@ -189,7 +189,8 @@ TEST_CASE("airy_ai equals mpmath's within its condition number, both sides and t
   std::vector<double> scale, rtol;
   for (const AiRow& row : kAi) {
     const double ax = std::abs(row.x), zeta = 2.0 / 3 * ax * std::sqrt(ax);
-    scale.push_back(row.x < -1 ? std::max(std::abs(row.ai), 1 / std::sqrt(kPi) / std::pow(ax, 0.25)) : std::abs(row.ai));
+    scale.push_back(row.x < -1 ? std::max(std::abs(row.ai), 1 / std::sqrt(kPi) / std::pow(ax, 0.25))
+                               : std::abs(row.ai));
     rtol.push_back(4e-15 + 1e-15 * zeta);
   }
   check_scaled(td::special::airy_ai(x), column(kAi, &AiRow::ai), scale, rtol, "airy_ai");
@@ -201,7 +202,8 @@ TEST_CASE("Bessel Wronskians hold at random points: J1 Y0 - J0 Y1 = 2 / (pi x), 
   const Tensor x = td::exp(td::rand({4000}, td::kFloat64) * std::log(1e7) + std::log(1e-3));
   namespace sp = td::special;
   const Tensor jy = sp::bessel_j1(x) * sp::bessel_y0(x) - sp::bessel_j0(x) * sp::bessel_y1(x);
-  const Tensor ik = td::special::i0e(x) * sp::scaled_modified_bessel_k1(x) + td::special::i1e(x) * sp::scaled_modified_bessel_k0(x);
+  const Tensor ik =
+      td::special::i0e(x) * sp::scaled_modified_bessel_k1(x) + td::special::i1e(x) * sp::scaled_modified_bessel_k0(x);
   const std::vector<double> xs = values(x), jyv = values(jy), ikv = values(ik);
   double worst_jy = 0, worst_ik = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -291,21 +293,37 @@ TEST_CASE("The Bessel functions' gradients: PyTorch's nodes, the limits at 0, no
   };
   // The derivatives by their closed forms at 0.5, 2, 30 (mpmath's values); at 0 the limits.
   const std::vector<Grad> grads = {
-      {"SpecialBesselJ0Backward0", sp::bessel_j0, {-0.0, -0.2422684576748739, -0.5767248077568734, 0.11875106261662294},
+      {"SpecialBesselJ0Backward0",
+       sp::bessel_j0,
+       {-0.0, -0.2422684576748739, -0.5767248077568734, 0.11875106261662294},
        {-0.5, -0.4539328918910652}},
-      {"SpecialBesselJ1Backward0", sp::bessel_j1, {0.5, 0.4539328918910651, -0.06447162473720103, -0.08240961482715278},
+      {"SpecialBesselJ1Backward0",
+       sp::bessel_j1,
+       {0.5, 0.4539328918910651, -0.06447162473720103, -0.08240961482715278},
        {0.0, -0.1810604107575089}},
-      {"SpecialBesselY0Backward0", sp::bessel_y0, {kInf, 1.471472392670243, 0.10703243154093754, -0.08442557066174723},
+      {"SpecialBesselY0Backward0",
+       sp::bessel_y0,
+       {kInf, 1.471472392670243, 0.10703243154093754, -0.08442557066174723},
        {-kInf, -2.49842605183378}},
-      {"SpecialBesselY1Backward0", sp::bessel_y1, {kInf, 2.4984260518337797, 0.5638918884202139, -0.12010991737538894},
+      {"SpecialBesselY1Backward0",
+       sp::bessel_y1,
+       {kInf, 2.4984260518337797, 0.5638918884202139, -0.12010991737538894},
        {kNaN, -9.41126928167829}},
-      {"SpecialModifiedBesselI0Backward0", sp::modified_bessel_i0, {0.0, 0.2578943053908963, 1.590636854637329, 768532038938.957},
+      {"SpecialModifiedBesselI0Backward0",
+       sp::modified_bessel_i0,
+       {0.0, 0.2578943053908963, 1.590636854637329, 768532038938.957},
        {0.5, 0.5476947599595309}},
-      {"SpecialModifiedBesselI1Backward0", sp::modified_bessel_i1, {0.5, 0.5476947599595309, 1.4842668750174028, 756054563192.679},
+      {"SpecialModifiedBesselI1Backward0",
+       sp::modified_bessel_i1,
+       {0.5, 0.5476947599595309, 1.4842668750174028, 756054563192.679},
        {0.0, 0.1940820070354201}},
-      {"SpecialModifiedBesselK0Backward0", sp::modified_bessel_k0, {-kInf, -1.656441120003301, -0.13986588181652243, -2.1677320018915495e-14},
+      {"SpecialModifiedBesselK0Backward0",
+       sp::modified_bessel_k0,
+       {-kInf, -1.656441120003301, -0.13986588181652243, -2.1677320018915495e-14},
        {kInf, 4.237301311234267}},
-      {"SpecialModifiedBesselK1Backward0", sp::modified_bessel_k1, {-kInf, -4.237301311234267, -0.18382681365779466, -2.2047352298594412e-14},
+      {"SpecialModifiedBesselK1Backward0",
+       sp::modified_bessel_k1,
+       {-kInf, -4.237301311234267, -0.18382681365779466, -2.2047352298594412e-14},
        {kInf, 16.756808222485038}},
   };
   for (const Grad& g : grads) {
@@ -319,7 +337,8 @@ TEST_CASE("The Bessel functions' gradients: PyTorch's nodes, the limits at 0, no
     const Tensor first = td::autograd::grad({g.fn(near).sum()}, {near}, {}, std::nullopt, true)[0];
     check_values(td::autograd::grad({first.sum()}, {near})[0], g.second, 1e-13, g.node + " second");
   }
-  for (const auto& fn : {sp::scaled_modified_bessel_k0, sp::scaled_modified_bessel_k1, sp::spherical_bessel_j0, sp::airy_ai}) {
+  for (const auto& fn :
+       {sp::scaled_modified_bessel_k0, sp::scaled_modified_bessel_k1, sp::spherical_bessel_j0, sp::airy_ai}) {
     CHECK_FALSE(fn(x).requires_grad());
   }
 }

@@ -49,7 +49,8 @@ TEST_CASE("svd_lowrank is exact on matrices of rank at most q: tall, wide, batch
   };
   for (const Case& c : std::vector<Case>{{{}, 30, 20, 4, 6, 2}, {{}, 20, 30, 4, 6, 2}, {{2, 3}, 25, 12, 3, 3, 1},
                                          {{}, 15, 15, 5, 5, 0}, {{4}, 9, 40, 2, 4, 3}}) {
-    const std::string what = "[" + std::to_string(c.m) + ", " + std::to_string(c.n) + "] rank " + std::to_string(c.rank);
+    const std::string what =
+        "[" + std::to_string(c.m) + ", " + std::to_string(c.n) + "] rank " + std::to_string(c.rank);
     const Tensor a = low_rank(c.batch, c.m, c.n, c.rank);
     auto [u, s, v] = td::svd_lowrank(a, c.q, c.niter);
     td::Shape u_shape = c.batch, s_shape = c.batch, v_shape = c.batch;

@@ -303,10 +303,22 @@ TEST_CASE("histogramdd counts or weighs rows in a grid of bins, as PyTorch's", "
               {"histogramdd", "min should not exceed max", "dimension 0"});
   check_error([&] { td::histogramdd(x, 2, std::nullopt, f64({1, 1, 1, 1})); }, {"histogramdd", "weight", "[5]", "[4]"});
   check_error([&] { td::histogramdd(f64({1, 2}), 2); }, {"histogramdd", "at least 2 dimensions", "[2]"});
-  check_error([&] { td::histogramdd(i64({1, 2, 3, 4}).view({2, 2}), 2); }, {"histogramdd", "float32 or float64", "int64"});
-  check_error([&] { td::histogramdd(f64({kNaN, 1, 1, 1}).view({2, 2}), 2); }, {"histogramdd", "dimension 0", "not finite"});
+  check_error(
+      [&] {
+        td::histogramdd(i64({1, 2, 3, 4}).view({2, 2}), 2);
+      },
+      {"histogramdd", "float32 or float64", "int64"});
+  check_error(
+      [&] {
+        td::histogramdd(f64({kNaN, 1, 1, 1}).view({2, 2}), 2);
+      },
+      {"histogramdd", "dimension 0", "not finite"});
   check_error([&] { td::histogramdd(x, {f64({0, 1})}); }, {"histogramdd", "1 tensors of bin edges", "2 dimensions"});
-  check_error([&] { td::histogramdd(x, {f64({1, 0}), f64({0, 1})}); }, {"histogramdd", "dimension 0", "must not decrease"});
+  check_error(
+      [&] {
+        td::histogramdd(x, {f64({1, 0}), f64({0, 1})});
+      },
+      {"histogramdd", "dimension 0", "must not decrease"});
   check_error([&] { td::histogramdd(x, {f64({0, 1}), f64({0, kNaN})}); }, {"histogramdd", "dimension 1", "NaN"});
   check_error([&] { td::histogramdd(x, {f64({0, 1}), f64({0})}); }, {"histogramdd", "dimension 1", "two edges"});
 }

@@ -540,7 +540,8 @@ TEST_CASE("max_pool2d_backward adds each gradient at its index, overlapping wind
         const int64_t plane = h * w, out_plane = out.size(-2) * out.size(-1);
         std::vector<double> expected(static_cast<size_t>(x.numel()), 0.0), magnitude(expected), count(expected);
         for (size_t k = 0; k < gv.size(); ++k) {
-          const auto at = static_cast<size_t>(static_cast<int64_t>(k) / out_plane * plane + static_cast<int64_t>(iv[k]));
+          const auto at =
+              static_cast<size_t>(static_cast<int64_t>(k) / out_plane * plane + static_cast<int64_t>(iv[k]));
           expected[at] += gv[k];
           magnitude[at] += std::abs(gv[k]);
           count[at] += 1;

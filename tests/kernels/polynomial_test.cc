@@ -307,7 +307,8 @@ TEST_CASE("The orthogonal polynomials' edges: degrees below 0 or NaN give 0, deg
   // PyTorch 2.15's: n < 0 and NaN give 0 (its int64 conversion), n = 0 gives 1 for any x, n = 2.7 is 2.
   const Tensor n = f64({-1, 0, 0, 0, kNaN, 2.7, 3.9, 3.0});
   check_values(sp::chebyshev_polynomial_t(x, n), {0, 1, 1, 1, 0, -0.82, 26, -26}, 1e-15, "t");
-  check_values(sp::legendre_polynomial_p(f64({0.3, 0.3}), f64({-0.5, -1})), {1, 0}, 0, "degrees in (-1, 0) truncate to 0; -1 is below");
+  check_values(sp::legendre_polynomial_p(f64({0.3, 0.3}), f64({-0.5, -1})), {1, 0}, 0,
+               "degrees in (-1, 0) truncate to 0; -1 is below");
   // Near -1 the closed forms reflect to +1 (the angle near pi lost U_100's digits: 2.4e-9 off).
   check_values(sp::chebyshev_polynomial_u(f64({-0.9999999999999999}), f64({100})), {100.99999999996187}, 1e-14, "u");
   check_values(sp::chebyshev_polynomial_v(f64({-0.9999999999999999}), f64({100})), {200.99999999992488}, 1e-14, "v");
@@ -349,7 +350,8 @@ TEST_CASE("Past double's range the polynomials are +-inf with their true sign, n
   check_values(sp::hermite_polynomial_h(f64({1e300}), f64({5})), {kInf}, 0, "h of huge x");
   check_values(sp::laguerre_polynomial_l(f64({1e200, 1e200, std::ldexp(1.0, 512)}), f64({4, 5, 2})),
                {kInf, -kInf, 8.98846567431158e+307}, 1e-15, "l of huge x");
-  check_values(sp::legendre_polynomial_p(f64({1.09e154}), f64({2})), {1.7821500000000002e+308}, 1e-15, "p near the largest");
+  check_values(sp::legendre_polynomial_p(f64({1.09e154}), f64({2})), {1.7821500000000002e+308}, 1e-15,
+               "p near the largest");
   check_values(sp::hermite_polynomial_he(f64({1.5}), f64({400})), {kInf}, 0, "hermite_he");
   check_values(sp::chebyshev_polynomial_t(f64({2, -2}), f64({2000, 2001})), {kInf, -kInf}, 0, "chebyshev_t");
   check_values(sp::laguerre_polynomial_l(f64({-800, -800}), f64({400, 300})), {kInf, 3.8648102839261150e+293}, 1e-13,
