@@ -376,6 +376,8 @@ const char* interpolate_mode_name(InterpolateMode mode) {
     case kLinear: return "linear";
     case kBilinear: return "bilinear";
     case kTrilinear: return "trilinear";
+    case kBicubic: return "bicubic";
+    case kArea: return "area";
   }
   return "?";
 }
@@ -410,19 +412,24 @@ int64_t nearest_source(InterpolateMode mode, int64_t j, int64_t in, int64_t out,
   return std::min(static_cast<int64_t>(std::floor(source)), in - 1);
 }
 
+// The step in input positions between two output positions, in Real as PyTorch's kernels take
+// it: 1 / scale_factor where one is used, else in / out; with align_corners, what puts the first
+// and last output positions on the first and last input ones.
+template <typename Real>
+Real source_step(int64_t in, int64_t out, std::optional<double> scale_factor, bool align_corners) {
+  if (align_corners) return out > 1 ? static_cast<Real>(in - 1) / static_cast<Real>(out - 1) : Real(0);
+  return scale_factor ? static_cast<Real>(1.0 / *scale_factor) : static_cast<Real>(in) / static_cast<Real>(out);
+}
+
 // Where output position j of a dim reads the input under the linear modes: indices i0 and i1 and
-// the weight of i1, computed in Real, the type PyTorch's kernels compute them in. `scale` is
-// 1 / scale_factor where one is used, else in / out (PyTorch's compute_scales_value).
+// the weight of i1, computed in Real, the type PyTorch's kernels compute them in.
 struct LinearSources {
   std::vector<int64_t> first, second;
   std::vector<double> weight;
 };
 template <typename Real>
 LinearSources linear_sources(int64_t in, int64_t out, std::optional<double> scale_factor, bool align_corners) {
-  const Real natural = scale_factor ? static_cast<Real>(1.0 / *scale_factor)
-                                    : static_cast<Real>(in) / static_cast<Real>(out);
-  const Real scale = align_corners ? (out > 1 ? static_cast<Real>(in - 1) / static_cast<Real>(out - 1) : Real(0))
-                                   : natural;
+  const Real scale = source_step<Real>(in, out, scale_factor, align_corners);
   LinearSources s;
   for (int64_t j = 0; j < out; ++j) {
     const Real source = align_corners ? scale * static_cast<Real>(j)
@@ -431,6 +438,81 @@ LinearSources linear_sources(int64_t in, int64_t out, std::optional<double> scal
     s.first.push_back(i0);
     s.second.push_back(i0 + (i0 < in - 1 ? 1 : 0));
     s.weight.push_back(static_cast<double>(std::clamp(source - static_cast<Real>(i0), Real(0), Real(1))));
+  }
+  return s;
+}
+
+// Where output position j of a dim reads the input under 'bicubic': the four input positions from
+// the one before the source point's floor (clamped to the dim), with the cubic convolution
+// weights (A = -0.75), in Real as PyTorch's kernels compute them. Unlike the linear modes', the
+// source point is not clamped at 0, and a dim that keeps its size is resampled all the same.
+struct CubicSources {
+  std::array<std::vector<int64_t>, 4> index;
+  std::array<std::vector<double>, 4> weight;
+};
+template <typename Real>
+CubicSources cubic_sources(int64_t in, int64_t out, std::optional<double> scale_factor, bool align_corners) {
+  constexpr Real A = -0.75;
+  auto near = [](Real x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };     // |x| <= 1
+  auto far = [](Real x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  const Real scale = source_step<Real>(in, out, scale_factor, align_corners);
+  CubicSources s;
+  for (int64_t j = 0; j < out; ++j) {
+    const Real source = align_corners ? scale * static_cast<Real>(j)
+                                      : scale * (static_cast<Real>(j) + Real(0.5)) - Real(0.5);
+    const int64_t floor = std::min(static_cast<int64_t>(std::floor(source)), in - 1);
+    const Real t = std::clamp(source - static_cast<Real>(floor), Real(0), Real(1)), rest = 1 - t;
+    const std::array<Real, 4> weights = {far(t + 1), near(t), near(rest), far(rest + 1)};
+    for (int k = 0; k < 4; ++k) {
+      s.index[k].push_back(std::clamp<int64_t>(floor - 1 + k, 0, in - 1));
+      s.weight[k].push_back(static_cast<double>(weights[k]));
+    }
+  }
+  return s;
+}
+
+// Under antialias, each output position j of a dim is a weighted mean of the input positions its
+// filter covers: the triangle (bilinear) or the cubic with A = -0.5 (bicubic), two or four input
+// steps wide, widened by the step where the dim shrinks; the weights are normalised to sum to 1.
+// In Real and in the order of PyTorch's kernels (its position arithmetic partly in double). The
+// spread lists (output, input, weight) for every pair with a place under the filter.
+struct Spread {
+  std::vector<int64_t> output, input;
+  std::vector<double> weight;
+};
+template <typename Real>
+Spread antialias_spread(int64_t in, int64_t out, std::optional<double> scale_factor, bool align_corners, bool cubic) {
+  auto filter = [cubic](Real x) -> Real {
+    x = std::abs(x);
+    if (!cubic) return x < 1 ? 1 - x : Real(0);
+    constexpr Real A = -0.5;
+    if (x < 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return (((x - 5) * x + 8) * x - 4) * A;
+    return 0;
+  };
+  const Real scale = source_step<Real>(in, out, scale_factor, align_corners);
+  const Real half_width = cubic ? 2 : 1;
+  const Real support = scale >= 1 ? half_width * scale : half_width;
+  const Real inverse = scale >= 1 ? 1 / scale : Real(1);
+  Spread s;
+  std::vector<Real> weights;
+  for (int64_t j = 0; j < out; ++j) {
+    const auto center = static_cast<Real>(static_cast<double>(scale) * (static_cast<double>(j) + 0.5));
+    const int64_t first = std::max<int64_t>(static_cast<int64_t>(static_cast<double>(center - support) + 0.5), 0);
+    const int64_t end = std::min<int64_t>(static_cast<int64_t>(static_cast<double>(center + support) + 0.5), in);
+    weights.clear();
+    Real total = 0;
+    for (int64_t i = first; i < end; ++i) {
+      const double offset = static_cast<double>(static_cast<Real>(i) - center) + 0.5;
+      weights.push_back(filter(static_cast<Real>(offset * static_cast<double>(inverse))));
+      total += weights.back();
+    }
+    for (int64_t i = first; i < end; ++i) {
+      const Real w = weights[static_cast<size_t>(i - first)];
+      s.output.push_back(j);
+      s.input.push_back(i);
+      s.weight.push_back(static_cast<double>(total != 0 ? w / total : w));
+    }
   }
   return s;
 }
@@ -444,7 +526,11 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
            shape_str(x.sizes()));
   TD_CHECK(is_floating(x.dtype()), "interpolate: expected a floating input, got ", x.dtype());
   const int64_t spatial = x.dim() - 2;
-  const int64_t needs = o.mode_ == kLinear ? 3 : o.mode_ == kBilinear ? 4 : o.mode_ == kTrilinear ? 5 : x.dim();
+  const bool cubic = o.mode_ == kBicubic;
+  const int64_t needs = o.mode_ == kLinear                ? 3
+                        : o.mode_ == kBilinear || cubic   ? 4
+                        : o.mode_ == kTrilinear           ? 5
+                                                          : x.dim();
   TD_CHECK(x.dim() == needs, "interpolate: mode '", mode_name, "' takes a ", needs, "-D input, got ",
            shape_str(x.sizes()));
   TD_CHECK(o.size_.has_value() != o.scale_factor_.has_value(), "interpolate: give exactly one of size and ",
@@ -452,8 +538,10 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
   TD_CHECK(!o.size_ || !o.recompute_scale_factor_, "interpolate: recompute_scale_factor is for a scale_factor, ",
            "not a size (", shape_str(*o.size_), ")");
   const bool linear = o.mode_ == kLinear || o.mode_ == kBilinear || o.mode_ == kTrilinear;
-  TD_CHECK(linear || !o.align_corners_.has_value(), "interpolate: align_corners is for the linear modes only, not '",
-           mode_name, "'");
+  TD_CHECK(linear || cubic || !o.align_corners_.has_value(),
+           "interpolate: align_corners is for the linear modes and bicubic only, not '", mode_name, "'");
+  TD_CHECK(!o.antialias_ || o.mode_ == kBilinear || cubic, "interpolate: antialias is for modes 'bilinear' and ",
+           "'bicubic' only, not '", mode_name, "'");
   const size_t given = o.size_ ? o.size_->size() : o.scale_factor_->size();
   TD_CHECK(given == 1 || given == static_cast<size_t>(spatial), "interpolate: ", o.size_ ? "size" : "scale_factor",
            " must have one value or ", spatial, " (one per spatial dim), got ", given);
@@ -474,35 +562,57 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
     TD_CHECK(in[d] > 0 && out[d] > 0, "interpolate: input and output sizes must be positive, got input ",
              shape_str(in), " and output ", shape_str(out));
   }
+  if (o.mode_ == kArea) {
+    return spatial == 1 ? adaptive_avg_pool1d(x, out) : spatial == 2 ? adaptive_avg_pool2d(x, out)
+                                                                     : adaptive_avg_pool3d(x, out);
+  }
   // 16-bit inputs interpolate in float32, as PyTorch's kernels do, and round once; its 3-D and
-  // 5-D kernel first rounds each weight to the input's dtype.
-  const bool half = is_16bit_float(x.dtype()), round_weights = half && spatial != 2;
-  const bool align = o.align_corners_.value_or(false);
+  // 5-D linear kernels and its bicubic kernel first round each weight to the input's dtype.
+  const bool half = is_16bit_float(x.dtype()), round_weights = half && (spatial != 2 || cubic) && !o.antialias_;
+  const bool align = o.align_corners_.value_or(false), float64 = x.dtype() == kFloat64;
   Tensor y = half ? x.to(kFloat32) : x;
+  // weights as a tensor along dim (rounded to x's dtype where PyTorch rounds them).
+  auto along = [&](const std::vector<double>& weights, int64_t dim) {
+    Shape shape(y.dim(), 1);
+    shape[dim] = static_cast<int64_t>(weights.size());
+    Tensor w = tensor(weights).to(x.device(), y.dtype()).view(shape);
+    return round_weights ? w.to(x.dtype()).to(kFloat32) : w;
+  };
+  auto positions = [&](const std::vector<int64_t>& index) { return tensor(index).to(x.device()); };
   for (int64_t d = spatial - 1; d >= 0; --d) {
     const int64_t dim = 2 + d;
     // PyTorch's shortcut: each position reads itself (for the linear modes whatever the scale).
-    if (linear && out[d] == in[d]) continue;
-    if (!linear) {
+    if ((linear || o.antialias_) && out[d] == in[d]) continue;
+    if (o.antialias_) {
+      const Spread s = float64 ? antialias_spread<double>(in[d], out[d], scales[d], align, cubic)
+                               : antialias_spread<float>(in[d], out[d], scales[d], align, cubic);
+      // Each output position adds up its own terms, in order; no term reads outside the filter, so
+      // an infinity there cannot turn the output into NaN through a zero weight.
+      const Tensor terms = y.index_select(dim, positions(s.input)) * along(s.weight, dim);
+      Shape shape = y.sizes();
+      shape[dim] = out[d];
+      y = zeros(shape, TensorOptions(y.dtype()).device(y.device())).index_add(dim, positions(s.output), terms);
+    } else if (cubic) {
+      const CubicSources s = float64 ? cubic_sources<double>(in[d], out[d], scales[d], align)
+                                     : cubic_sources<float>(in[d], out[d], scales[d], align);
+      Tensor sum = y.index_select(dim, positions(s.index[0])) * along(s.weight[0], dim);
+      for (int k = 1; k < 4; ++k) sum = sum + y.index_select(dim, positions(s.index[k])) * along(s.weight[k], dim);
+      y = sum;
+    } else if (linear) {
+      const LinearSources s = float64 ? linear_sources<double>(in[d], out[d], scales[d], align)
+                                      : linear_sources<float>(in[d], out[d], scales[d], align);
+      Tensor weight = along(s.weight, dim);
+      // PyTorch's order: w0 * x[i0] + w1 * x[i1], with w0 = 1 - w1 (rounded as w1 is).
+      Tensor keep = 1 - weight;
+      if (round_weights) keep = keep.to(x.dtype()).to(kFloat32);
+      y = y.index_select(dim, positions(s.first)) * keep + y.index_select(dim, positions(s.second)) * weight;
+    } else {
       std::vector<int64_t> sources(out[d]);
       for (int64_t j = 0; j < out[d]; ++j) {
-        sources[j] = nearest_source(o.mode_, j, in[d], out[d], scales[d], spatial, x.dtype() == kFloat64);
+        sources[j] = nearest_source(o.mode_, j, in[d], out[d], scales[d], spatial, float64);
       }
-      y = y.index_select(dim, tensor(sources).to(x.device()));
-      continue;
+      y = y.index_select(dim, positions(sources));
     }
-    const LinearSources s = x.dtype() == kFloat64 ? linear_sources<double>(in[d], out[d], scales[d], align)
-                                                  : linear_sources<float>(in[d], out[d], scales[d], align);
-    Shape along(y.dim(), 1);
-    along[dim] = out[d];
-    Tensor weight = tensor(s.weight).to(x.device(), y.dtype()).view(along), keep = 1 - weight;
-    if (round_weights) {
-      weight = weight.to(x.dtype()).to(kFloat32);
-      keep = (1 - weight).to(x.dtype()).to(kFloat32);
-    }
-    const Tensor first = tensor(s.first).to(x.device()), second = tensor(s.second).to(x.device());
-    // PyTorch's order: w0 * x[i0] + w1 * x[i1], with w0 = 1 - w1.
-    y = y.index_select(dim, first) * keep + y.index_select(dim, second) * weight;
   }
   return half ? y.to(x.dtype()) : y;
 }

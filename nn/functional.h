@@ -38,14 +38,18 @@ inline constexpr PadMode kReplicate = PadMode::replicate;
 inline constexpr PadMode kCircular = PadMode::circular;
 
 // F::interpolate's modes: the nearest input pixel (PyTorch's 'nearest', which rounds down, and
-// 'nearest-exact', which rounds to the nearest), or linear interpolation along each dim
-// ('linear' for 3-D inputs, 'bilinear' for 4-D, 'trilinear' for 5-D).
-enum class InterpolateMode { nearest, nearest_exact, linear, bilinear, trilinear };
+// 'nearest-exact', which rounds to the nearest), linear interpolation along each dim ('linear'
+// for 3-D inputs, 'bilinear' for 4-D, 'trilinear' for 5-D), cubic convolution over the four
+// nearest pixels of each dim ('bicubic', 4-D), or the mean over each output pixel's share of
+// the input ('area', adaptive average pooling).
+enum class InterpolateMode { nearest, nearest_exact, linear, bilinear, trilinear, bicubic, area };
 inline constexpr InterpolateMode kNearest = InterpolateMode::nearest;
 inline constexpr InterpolateMode kNearestExact = InterpolateMode::nearest_exact;
 inline constexpr InterpolateMode kLinear = InterpolateMode::linear;
 inline constexpr InterpolateMode kBilinear = InterpolateMode::bilinear;
 inline constexpr InterpolateMode kTrilinear = InterpolateMode::trilinear;
+inline constexpr InterpolateMode kBicubic = InterpolateMode::bicubic;
+inline constexpr InterpolateMode kArea = InterpolateMode::area;
 
 namespace nn::functional {
 
@@ -109,26 +113,32 @@ const char* pad_mode_name(PadMode mode);  // "constant", "reflect", ...
 // reflect pad below the dim's size, each circular pad at most the size left after cropping.
 Tensor pad(const Tensor& x, IntList padding, PadMode mode = kConstant, double value = 0);
 // F::interpolate's arguments, as PyTorch's: exactly one of size and scale_factor (one value for
-// every spatial dim, or one each); align_corners for the linear modes only (false unless set);
-// recompute_scale_factor (with a scale_factor only): index with input / output sizes instead of
-// 1 / scale_factor.
+// every spatial dim, or one each); align_corners for the linear modes and bicubic only (false
+// unless set); recompute_scale_factor (with a scale_factor only): index with input / output
+// sizes instead of 1 / scale_factor; antialias (bilinear and bicubic only): where a dim shrinks,
+// widen the filter by the factor it shrinks by, so that each output pixel averages every input
+// pixel it covers instead of sampling a few (PIL's resize; its cubic takes A = -0.5).
 struct InterpolateOptions {
   InterpolateOptions& size(std::vector<int64_t> s) { size_ = std::move(s); return *this; }
   InterpolateOptions& scale_factor(std::vector<double> s) { scale_factor_ = std::move(s); return *this; }
   InterpolateOptions& mode(InterpolateMode m) { mode_ = m; return *this; }
   InterpolateOptions& align_corners(bool a) { align_corners_ = a; return *this; }
   InterpolateOptions& recompute_scale_factor(bool r) { recompute_scale_factor_ = r; return *this; }
+  InterpolateOptions& antialias(bool a) { antialias_ = a; return *this; }
   std::optional<std::vector<int64_t>> size_;
   std::optional<std::vector<double>> scale_factor_;
   InterpolateMode mode_ = kNearest;
   std::optional<bool> align_corners_;
   bool recompute_scale_factor_ = false;
+  bool antialias_ = false;
 };
 const char* interpolate_mode_name(InterpolateMode mode);  // PyTorch's spelling: "nearest-exact", ...
 // Resizes the spatial dims of a floating x [N, C, L], [N, C, H, W] or [N, C, D, H, W]: each output
 // position reads the input where PyTorch's CPU kernels place it (the same indices and weights,
 // which differ between 4-D inputs and the others), one dim at a time from the last. 16-bit inputs
-// run in float32 and round once.
+// run in float32 and round once (bicubic, and linear and trilinear, round their weights to the
+// dtype first, as PyTorch's kernels do). With antialias a dim that keeps its size is left as it is;
+// a one-column output is right where PyTorch 2.15's CPU kernel repeats the first row.
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
 // grid_sample's interpolation and what it reads outside the input (as PyTorch's: zeros, the
 // nearest edge, or the input reflected at its edges).

@@ -648,6 +648,26 @@ const std::vector<GradcheckCase>& gradcheck_cases() {
        }},
       {"interpolate nearest", {{{2, 2, 5}}},
        [](V x) { return td::nn::F::interpolate(x[0], td::nn::F::InterpolateOptions().size({7})); }},
+      {"interpolate bicubic", {{{1, 2, 3, 4}}},
+       [](V x) {
+         return td::nn::F::interpolate(x[0],
+                                       td::nn::F::InterpolateOptions().scale_factor({1.7, 0.8}).mode(td::kBicubic));
+       }},
+      {"interpolate bicubic antialias, a kept size", {{{1, 2, 4, 9}}},
+       [](V x) {
+         return td::nn::F::interpolate(
+             x[0], td::nn::F::InterpolateOptions().scale_factor({1.1, 0.4}).mode(td::kBicubic).antialias(true));
+       }},
+      {"interpolate bilinear antialias with corners", {{{1, 2, 7, 3}}},
+       [](V x) {
+         return td::nn::F::interpolate(
+             x[0],
+             td::nn::F::InterpolateOptions().size({3, 5}).mode(td::kBilinear).align_corners(true).antialias(true));
+       }},
+      {"interpolate area", {{{1, 2, 3, 5, 7}}},
+       [](V x) {
+         return td::nn::F::interpolate(x[0], td::nn::F::InterpolateOptions().size({2, 3, 4}).mode(td::kArea));
+       }},
       {"scaled_dot_product_attention with an added mask", {{{2, 3, 4}}, {{2, 5, 4}}, {{2, 5, 3}}, {{3, 5}}},
        [](V x) { return td::nn::F::scaled_dot_product_attention(x[0], x[1], x[2], x[3]); }},
       {"MultiheadAttention with kdim, vdim, bias_kv and zero_attn", {{{3, 2, 4}}, {{5, 2, 3}}, {{5, 2, 2}}},

@@ -2362,11 +2362,18 @@ TEST_CASE("interpolate in every mode gives the CPU's values and gradients, non-c
       {{1, 2, 3, 5, 7}, F::InterpolateOptions().scale_factor({1.5}).mode(td::kTrilinear)},
       {{2, 3, 33}, F::InterpolateOptions().scale_factor({1.1})},
       {{1, 2, 3, 5, 7}, F::InterpolateOptions().size({4, 9, 5}).mode(td::kNearestExact)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().scale_factor({1.7, 0.6}).mode(td::kBicubic)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().size({16, 20}).mode(td::kBicubic).align_corners(true)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().size({5, 8}).mode(td::kBicubic).antialias(true)},
+      {{2, 3, 7, 33}, F::InterpolateOptions().scale_factor({1.1, 0.3}).mode(td::kBilinear).antialias(true)},
+      {{2, 3, 33}, F::InterpolateOptions().size({7}).mode(td::kArea)},
+      {{1, 2, 3, 5, 7}, F::InterpolateOptions().size({2, 4, 3}).mode(td::kArea)},
   };
   for (DType dtype : kFloating) {
     for (const auto& [shape, options] : cases) {
-      const std::string what = std::string("interpolate ") + F::interpolate_mode_name(options.mode_) + " " +
-                               td::dtype_name(dtype) + " " + td::shape_str(shape);
+      const std::string what = std::string("interpolate ") + F::interpolate_mode_name(options.mode_) +
+                               (options.antialias_ ? " antialias " : " ") + td::dtype_name(dtype) + " " +
+                               td::shape_str(shape);
       Pair x = ct::random_pair(shape, dtype, Layout::Permuted);
       Tensor leaf_dev = x.dev.detach().requires_grad_(true), leaf_cpu = x.cpu.detach().requires_grad_(true);
       Tensor y_dev = F::interpolate(leaf_dev, options), y_cpu = F::interpolate(leaf_cpu, options);

@@ -1,8 +1,12 @@
 // F::interpolate and the Upsample layers against PyTorch 2.15: values and gradients in float64
 // and float32 for every mode, align_corners, scale factors with and without recomputing, up and
-// down; 16-bit inputs; printing; errors with the input unchanged.
+// down; bicubic, area and antialias against every value of tests/nn/interpolate_fixtures.json
+// (written by tests/nn/make_interpolate_fixtures.py); 16-bit inputs; printing; errors with the
+// input unchanged.
 #include <cmath>
+#include <string>
 
+#include "tests/nn/json_fixture.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -379,6 +383,66 @@ TEST_CASE("interpolate gives PyTorch's values and gradients in every mode", "[cp
   }
 }
 
+TEST_CASE("bicubic, area and antialias give every value and gradient of PyTorch's", "[cpu]") {
+  using nlohmann::json;
+  const json data = td::testing::load_json_fixture("tests/nn/interpolate_fixtures.json");
+  const std::vector<std::pair<std::string, td::InterpolateMode>> modes = {
+      {"bilinear", td::kBilinear}, {"bicubic", td::kBicubic}, {"area", td::kArea}};
+  int checked = 0;
+  for (const json& c : data["cases"]) {
+    const td::DType dtype = td::parse_dtype(c["dtype"]);
+    const std::string name = c["name"].get<std::string>() + " " + td::dtype_name(dtype);
+    INFO(name);
+    const json& given = c["options"];
+    F::InterpolateOptions options;
+    for (const auto& [mode_name, mode] : modes) {
+      if (given["mode"] == mode_name) options.mode(mode);
+    }
+    REQUIRE(F::interpolate_mode_name(options.mode_) == given["mode"].get<std::string>());
+    if (given.contains("size")) options.size(given["size"].get<std::vector<int64_t>>());
+    if (given.contains("scale_factor")) options.scale_factor(given["scale_factor"].get<std::vector<double>>());
+    if (given.contains("align_corners")) options.align_corners(given["align_corners"].get<bool>());
+    if (given.contains("recompute_scale_factor")) options.recompute_scale_factor(true);
+    options.antialias(given["antialias"].get<bool>());
+    // "bicubic antialias keeps a size" has a scale_factor of 1.1 on a dim of 6, which stays 6: the
+    // gradient is the one of a copy there, where PyTorch's backward resamples (its gradcheck fails).
+    Tensor x = sine_ramp(c["input_shape"].get<Shape>(), 0.7, dtype).requires_grad_(true);
+    const Tensor y = F::interpolate(x, options);
+    REQUIRE(y.sizes() == c["output_shape"].get<Shape>());
+    REQUIRE(y.dtype() == dtype);
+    (y * sine_ramp(y.sizes(), 0.37, dtype)).sum().backward();
+    const std::vector<double> want = td::testing::fixture_numbers(c["output"]);
+    const std::vector<double> want_grad = td::testing::fixture_numbers(c["grad"]);
+    if (td::is_16bit_float(dtype)) {
+      // The same weights, rounded where PyTorch rounds them, in the same order: the same bits. The
+      // gradient adds up in float32 and rounds once; PyTorch's rounds as it goes.
+      check_close(y, values(td::tensor(want).to(dtype)), 0, 0, name);
+      const double ulp = dtype == td::kBFloat16 ? 0x1p-8 : 0x1p-11;
+      check_close(x.grad(), want_grad, 2 * ulp, 2 * ulp, name + " gradient");
+    } else {
+      // float64 within rounding; float32 within a few ulps (the fixture keeps nine digits).
+      const double tol = dtype == td::kFloat64 ? 1e-14 : 4e-7;
+      check_close(y, want, tol, tol, name);
+      check_close(x.grad(), want_grad, 4 * tol, 4 * tol, name + " gradient");
+    }
+    ++checked;
+  }
+  CHECK(checked == 38);
+}
+
+TEST_CASE("antialias reads only the inputs under each output's filter, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: [[[[0.5849, -0.3155, inf]]]]. An infinity outside an output's filter leaves that
+  // output finite (a zero weight on it would make NaN).
+  std::vector<double> ramp = values(sine_ramp({12}, 0.7));
+  ramp[11] = INFINITY;
+  const Tensor x = td::tensor(ramp).view({1, 1, 1, 12});
+  const std::vector<double> got =
+      values(F::interpolate(x, F::InterpolateOptions().size({1, 3}).mode(td::kBilinear).antialias(true)));
+  CHECK(std::isfinite(got[0]));
+  CHECK(std::isfinite(got[1]));
+  CHECK(got[2] == INFINITY);
+}
+
 TEST_CASE("interpolate copies a dim whose size does not change, as PyTorch, whatever the scale", "[cpu]") {
   // PyTorch 2.15: F.interpolate(x, scale_factor=1.2, mode='linear') of 4 values gives them back.
   const Tensor x = sine_ramp({1, 2, 4}, 0.7);
@@ -547,6 +611,10 @@ TEST_CASE("Upsample, UpsamplingNearest2d and UpsamplingBilinear2d interpolate an
   CHECK(nn::Upsample(nn::UpsampleOptions().scale_factor({2, 3}).mode(td::kBilinear))->str() ==
         "Upsample(scale_factor=(2.0, 3.0), mode='bilinear')");
   CHECK(nn::Upsample(nn::UpsampleOptions().size({5}))->str() == "Upsample(size=5, mode='nearest')");
+  CHECK(nn::Upsample(nn::UpsampleOptions().scale_factor({2}).mode(td::kBicubic))->str() ==
+        "Upsample(scale_factor=2.0, mode='bicubic')");
+  CHECK(nn::Upsample(nn::UpsampleOptions().size({2, 3}).mode(td::kArea))->str() ==
+        "Upsample(size=(2, 3), mode='area')");
   CHECK(nn::UpsamplingNearest2d(nn::UpsampleOptions().scale_factor({2}))->str() ==
         "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')");
   CHECK(nn::UpsamplingBilinear2d(nn::UpsampleOptions().size({4}))->str() ==
@@ -560,6 +628,10 @@ TEST_CASE("Upsample, UpsamplingNearest2d and UpsamplingBilinear2d interpolate an
               0, 0);
   nn::UpsamplingNearest2d nearest(nn::UpsampleOptions().scale_factor({2}));
   check_close(nearest(x), values(F::interpolate(x, F::InterpolateOptions().scale_factor({2}))), 0, 0);
+  nn::Upsample cubic(nn::UpsampleOptions().size({5, 7}).mode(td::kBicubic).align_corners(true));
+  check_close(cubic(x),
+              values(F::interpolate(x, F::InterpolateOptions().size({5, 7}).mode(td::kBicubic).align_corners(true))),
+              0, 0);
   nn::Upsample recomputed(nn::UpsampleOptions().scale_factor({1.7}).recompute_scale_factor(true));
   check_close(recomputed(x),
               values(F::interpolate(x, F::InterpolateOptions().scale_factor({1.7}).recompute_scale_factor(true))), 0,
@@ -598,6 +670,14 @@ TEST_CASE("interpolate's errors name interpolate and the shapes; the input is un
         F::interpolate(x, F::InterpolateOptions().size({5, 7}).align_corners(true));
       },
       {"interpolate", "align_corners", "'nearest'"});
+  check_error([&] { F::interpolate(x, F::InterpolateOptions().size({5, 7}).mode(td::kArea).align_corners(false)); },
+              {"interpolate", "align_corners", "bicubic", "'area'"});
+  check_error([&] { F::interpolate(x, F::InterpolateOptions().size({2, 2}).antialias(true)); },
+              {"interpolate", "antialias", "'bilinear' and 'bicubic'", "'nearest'"});
+  check_error([&] { F::interpolate(x, F::InterpolateOptions().size({2, 2}).mode(td::kArea).antialias(true)); },
+              {"interpolate", "antialias", "'area'"});
+  check_error([&] { F::interpolate(x.view({1, 2, 12}), F::InterpolateOptions().size({5}).mode(td::kBicubic)); },
+              {"interpolate", "'bicubic'", "4-D", "[1, 2, 12]"});
   check_error(
       [&] {
         F::interpolate(x, F::InterpolateOptions().size({5, 7, 2}));
