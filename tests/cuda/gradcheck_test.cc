@@ -139,6 +139,26 @@ TEST_CASE("gradcheck on the device catches a wrong gradient and names the elemen
   ct::check_equal(x.detach(), before, "input after gradcheck");
 }
 
+TEST_CASE("autograd::functional's Jacobians, Hessians and products on the device equal the CPU's", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(104);
+  namespace AF = td::autograd::functional;
+  const Tensor x_cpu = td::randn({5}, td::kFloat64), v_cpu = td::randn({5}, td::kFloat64);
+  const Tensor x = ct::twin(x_cpu), v = ct::twin(v_cpu);
+  auto f = [](const Tensor& t) { return t.softmax(0) * t.sin(); };
+  auto g = [](const Tensor& t) { return t.logsumexp(0) + t.pow(3).sum(); };
+  for (auto strategy : {AF::JacobianStrategy::reverse_mode, AF::JacobianStrategy::forward_mode}) {
+    const Tensor j = AF::jacobian(f, x, false, false, strategy), h = AF::hessian(g, x, false, false, strategy);
+    CHECK(j.device() == ct::device());
+    tt::check_close(j, AF::jacobian(f, x_cpu, false, false, strategy), 1e-12, 1e-12, "jacobian");
+    tt::check_close(h, AF::hessian(g, x_cpu, false, false, strategy), 1e-12, 1e-12, "hessian");
+  }
+  tt::check_close(AF::jvp(f, x, v).second, AF::jvp(f, x_cpu, v_cpu).second, 1e-12, 1e-12, "jvp");
+  tt::check_close(AF::vjp(f, x, v).second, AF::vjp(f, x_cpu, v_cpu).second, 1e-12, 1e-12, "vjp");
+  tt::check_close(AF::hvp(g, x, v).second, AF::hvp(g, x_cpu, v_cpu).second, 1e-12, 1e-12, "hvp");
+  tt::check_close(AF::vhp(g, x, v).second, AF::vhp(g, x_cpu, v_cpu).second, 1e-12, 1e-12, "vhp");
+}
+
 TEST_CASE("gradcheck of a computation that crosses two CUDA devices", "[cuda][devices]") {
   TD_SKIP_UNLESS_CUDA();
   if (td::cuda::device_count() < 2) {
