@@ -23,4 +23,10 @@ class NoGradGuard : public AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
 
+// Turns recording back on for a scope inside a NoGradGuard (torch.enable_grad).
+class EnableGradGuard : public AutoGradMode {
+ public:
+  EnableGradGuard() : AutoGradMode(true) {}
+};
+
 }  // namespace tandem

@@ -20,31 +20,59 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& parameters) {
 
 }  // namespace
 
-Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
-                       bool error_if_nonfinite) {
-  TD_CHECK(norm_type >= 0, "clip_grad_norm_: norm_type must not be negative (or NaN), got ", norm_type);
-  TD_CHECK(!std::isnan(max_norm), "clip_grad_norm_: max_norm is NaN");
+namespace {
+
+// The norm of order norm_type of `tensors` as one vector (see get_total_norm), checked as `op`.
+Tensor total_norm(const char* op, const std::vector<Tensor>& tensors, double norm_type, bool error_if_nonfinite) {
+  TD_CHECK(norm_type >= 0, op, ": norm_type must not be negative (or NaN), got ", norm_type);
   NoGradGuard no_grad;
-  const std::vector<Tensor> grads = gradients_of(parameters);
-  if (grads.empty()) return zeros({});
-  // The norms meet on the first gradient's device, in the widest of their dtypes (as PyTorch's
+  std::vector<Tensor> given;
+  for (const Tensor& t : tensors) {
+    if (t.defined()) given.push_back(t);
+  }
+  if (given.empty()) return zeros({});
+  // The norms meet on the first tensor's device, in the widest of their dtypes (as PyTorch's
   // stack promotes them): a float16 first gradient does not cap a float32 one's norm at 65504.
-  const Device device = grads[0].device();
-  DType dtype = grads[0].dtype();
-  for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
+  const Device device = given[0].device();
+  DType dtype = given[0].dtype();
+  for (const Tensor& t : given) {
+    TD_CHECK(is_floating(t.dtype()), op, ": expected floating tensors, got ", t.dtype());
+    dtype = promote_types(dtype, t.dtype());
+  }
   std::vector<Tensor> norms;
-  for (const Tensor& g : grads) norms.push_back(to(norm(g, norm_type), device, dtype));
+  for (const Tensor& t : given) norms.push_back(to(norm(t, norm_type), device, dtype));
   const Tensor total = norm(stack(norms), norm_type);
   if (error_if_nonfinite) {
     const double value = total.item<double>();
-    TD_CHECK(std::isfinite(value), "clip_grad_norm_: the total norm of order ", norm_type, " of the gradients is ",
-             value, ", so they cannot be clipped (pass error_if_nonfinite = false to scale them anyway)");
+    TD_CHECK(std::isfinite(value), op, ": the total norm of order ", norm_type, " of the gradients is ", value,
+             ", so they cannot be clipped (pass error_if_nonfinite = false to scale them anyway)");
   }
+  return total;
+}
+
+}  // namespace
+
+Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type, bool error_if_nonfinite) {
+  return total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite);
+}
+
+void clip_grads_with_norm_(const std::vector<Tensor>& parameters, double max_norm, const Tensor& total_norm) {
+  TD_CHECK(!std::isnan(max_norm), "clip_grads_with_norm_: max_norm is NaN");
+  TD_CHECK(total_norm.defined() && total_norm.numel() == 1, "clip_grads_with_norm_: total_norm must be a tensor ",
+           "of one element, got ", total_norm.defined() ? shape_str(total_norm.sizes()) : std::string("none"));
+  NoGradGuard no_grad;
   // Where the total is within max_norm the factor is 1: the gradients are multiplied all the same,
   // with no wait for the device to say whether they need it.
   // PyTorch's rounding: its max_norm / t is the reciprocal of t times max_norm.
-  const Tensor factor = clamp(reciprocal(total + 1e-6) * max_norm, std::nullopt, 1.0);
-  for (Tensor g : grads) g.mul_(to(factor, g.device(), factor.dtype()));
+  const Tensor factor = clamp(reciprocal(total_norm.detach() + 1e-6) * max_norm, std::nullopt, 1.0);
+  for (Tensor g : gradients_of(parameters)) g.mul_(to(factor, g.device(), factor.dtype()));
+}
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  TD_CHECK(!std::isnan(max_norm), "clip_grad_norm_: max_norm is NaN");
+  const Tensor total = total_norm("clip_grad_norm_", gradients_of(parameters), norm_type, error_if_nonfinite);
+  clip_grads_with_norm_(parameters, max_norm, total);
   return total;
 }
 

@@ -17,6 +17,13 @@ namespace tandem::nn::utils {
 Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 
+// The two halves of clip_grad_norm_, as torch.nn.utils' (to clip with a norm taken elsewhere,
+// across processes, say): the norm of order norm_type of every defined tensor of `tensors` as
+// one vector, a 0-dim tensor (0 where none is defined); and the scaling of every defined
+// gradient of `parameters` by max_norm / (total_norm + 1e-6) where that is below 1.
+Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type = 2.0, bool error_if_nonfinite = false);
+void clip_grads_with_norm_(const std::vector<Tensor>& parameters, double max_norm, const Tensor& total_norm);
+
 // Clamps every defined gradient of `parameters` in place to [-clip_value, clip_value].
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 

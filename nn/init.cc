@@ -143,4 +143,19 @@ Tensor& orthogonal_(Tensor& t, double gain) {
   return t;
 }
 
+Tensor& sparse_(Tensor& t, double sparsity, double std) {
+  TD_CHECK(t.dim() == 2, "sparse_: expected a 2-D tensor, got shape ", shape_str(t.sizes()));
+  TD_CHECK(sparsity >= 0 && sparsity <= 1, "sparse_: sparsity must be in [0, 1], got ", sparsity);
+  TD_CHECK(std >= 0, "sparse_: std must not be negative, got ", std);
+  const int64_t rows = t.size(0), cols = t.size(1);
+  const auto zeroed = static_cast<int64_t>(std::ceil(sparsity * static_cast<double>(rows)));
+  NoGradGuard no_grad;
+  tandem::normal_(t, 0, std);
+  for (int64_t c = 0; c < cols && zeroed > 0; ++c) {
+    const Tensor at = randperm(rows, TensorOptions(kInt64).device(t.device())).narrow(0, 0, zeroed);
+    t.select(1, c).index_fill_(0, at, 0);
+  }
+  return t;
+}
+
 }  // namespace tandem::nn::init

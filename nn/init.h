@@ -35,5 +35,8 @@ Tensor& dirac_(Tensor& t, int64_t groups = 1);
 // A (semi-)orthogonal matrix from a normal draw: the Q of its QR factorisation with R's diagonal
 // positive, times gain; t flattened to [size(0), rest].
 Tensor& orthogonal_(Tensor& t, double gain = 1);
+// A sparse 2-D matrix [rows, cols]: normal(0, std) draws, then in each column ceil(sparsity * rows)
+// entries, at rows drawn without replacement, set to zero (Martens' sparse initialisation).
+Tensor& sparse_(Tensor& t, double sparsity, double std = 0.01);
 
 }  // namespace tandem::nn::init

@@ -143,7 +143,7 @@ PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64
 }
 
 PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first, bool enforce_sorted) {
-  TD_CHECK(lengths.defined() && lengths.dim() == 1 && !is_floating(lengths.dtype()),
+  TD_CHECK(lengths.defined() && lengths.dim() == 1 && is_integral(lengths.dtype(), false),
            "pack_padded_sequence: lengths must be a 1-D integer tensor, got ",
            lengths.defined() ? lengths.dtype() : kInt64, " ", lengths.defined() ? shape_str(lengths.sizes()) : "");
   return pack_padded_sequence(input, host_int64(lengths), batch_first, enforce_sorted);
@@ -194,6 +194,38 @@ Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first, doub
     padded.push_back(fill[0] == 0 ? s : padding_side == "right" ? cat({s, padding}, 0) : cat({padding, s}, 0));
   }
   return stack(padded, batch_first ? 0 : 1);
+}
+
+std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const std::vector<int64_t>& lengths,
+                                   bool batch_first) {
+  constexpr const char* op = "unpad_sequence";
+  TD_CHECK(padded_sequences.defined() && padded_sequences.dim() >= 2, op, ": expected a padded batch [T, B, *] or ",
+           "[B, T, *], got ", padded_sequences.defined() ? shape_str(padded_sequences.sizes()) : std::string("none"));
+  const Tensor batch_major = batch_first ? padded_sequences : padded_sequences.transpose(0, 1);
+  const int64_t batch = batch_major.size(0), steps = batch_major.size(1);
+  TD_CHECK(static_cast<int64_t>(lengths.size()) == batch, op, ": got ", lengths.size(), " lengths for a batch of ",
+           batch, " sequences (", shape_str(padded_sequences.sizes()), ", batch_first ",
+           batch_first ? "true" : "false", ")");
+  std::vector<Tensor> sequences;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t length = lengths[static_cast<size_t>(b)];
+    TD_CHECK(length >= 0 && length <= steps, op, ": length ", length, " of sequence ", b, " is not within the ",
+             steps, " steps of the batch ", shape_str(padded_sequences.sizes()));
+    sequences.push_back(batch_major.select(0, b).narrow(0, 0, length));
+  }
+  return sequences;
+}
+
+std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const Tensor& lengths, bool batch_first) {
+  TD_CHECK(lengths.defined() && lengths.dim() == 1 && is_integral(lengths.dtype(), false), "unpad_sequence: lengths must ",
+           "be a 1-D integer tensor, got ", lengths.defined() ? shape_str(lengths.sizes()) : std::string("none"));
+  return unpad_sequence(padded_sequences, host_int64(lengths), batch_first);
+}
+
+std::vector<Tensor> unpack_sequence(const PackedSequence& packed_sequences) {
+  TD_CHECK(packed_sequences.defined(), "unpack_sequence: the PackedSequence is empty");
+  const auto [padded, lengths] = pad_packed_sequence(packed_sequences, /*batch_first=*/true);
+  return unpad_sequence(padded, lengths, /*batch_first=*/true);
 }
 
 PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted) {

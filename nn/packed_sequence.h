@@ -55,6 +55,13 @@ Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first = fal
                     const std::string& padding_side = "right");
 // pack_padded_sequence of pad_sequence(sequences), with the sequences' lengths.
 PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted = true);
+// The reverses: a padded batch [T, B, *] (or [B, T, *]) cut back into its B sequences [L_i, *]
+// (views of the batch) by their lengths, and a packing unpacked into its sequences in the order
+// they were packed in.
+std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const Tensor& lengths, bool batch_first = false);
+std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const std::vector<int64_t>& lengths,
+                                   bool batch_first = false);
+std::vector<Tensor> unpack_sequence(const PackedSequence& packed_sequences);
 
 namespace detail {
 // Each step's batch size, read from batch_sizes (checked: 1-D, positive, not increasing).

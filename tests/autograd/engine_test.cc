@@ -113,6 +113,21 @@ TEST_CASE("no-grad mode records nothing; detach cuts history but shares data", "
   CHECK(td::is_grad_enabled());
 }
 
+TEST_CASE("EnableGradGuard records again inside a NoGradGuard, and the outer mode comes back", "[cpu]") {
+  Tensor x = td::ones({2}).requires_grad_(true);
+  td::NoGradGuard no_grad;
+  {
+    td::EnableGradGuard enable_grad;
+    CHECK(td::is_grad_enabled());
+    Tensor y = x * 2;
+    CHECK(y.requires_grad());
+    y.sum().backward();
+  }
+  CHECK(!td::is_grad_enabled());
+  CHECK(values(x.grad()) == std::vector<double>{2, 2});
+  CHECK(!(x * 2).requires_grad());
+}
+
 TEST_CASE("requires_grad is for floating leaves only", "[cpu]") {
   check_error([] { td::tensor({1, 2}).requires_grad_(true); }, {"requires_grad_", "floating", "int64"});
   Tensor x = td::ones({2}).requires_grad_(true);

@@ -135,3 +135,34 @@ TEST_CASE("parameters_to_vector and vector_to_parameters flatten and refill para
   check_error([] { utils::parameters_to_vector({}); }, {"parameters_to_vector", "no parameters"});
   before.check_unchanged(a);
 }
+
+TEST_CASE("get_total_norm and clip_grads_with_norm_ are clip_grad_norm_'s two halves", "[cpu]") {
+  const std::vector<std::vector<double>> grads = {{3, -4, 1}, {2, 0.5}};
+  std::vector<Tensor> params = with_grads(grads), again = with_grads(grads);
+  std::vector<Tensor> just_grads;
+  for (const Tensor& p : params) just_grads.push_back(p.grad());
+  just_grads.push_back(Tensor());  // an undefined tensor is left out, as a parameter without a gradient
+  const Tensor total = utils::get_total_norm(just_grads);
+  CHECK(total.dim() == 0);
+  CHECK(std::abs(total.item<double>() - std::sqrt(9 + 16 + 1 + 4 + 0.25)) < 1e-14);
+  CHECK(utils::get_total_norm(just_grads, INFINITY).item<double>() == 4);
+  CHECK(utils::get_total_norm(just_grads, 1).item<double>() == 10.5);
+  utils::clip_grads_with_norm_(params, 2.0, total);
+  const Tensor whole = utils::clip_grad_norm_(again, 2.0);
+  CHECK(whole.item<double>() == total.item<double>());
+  for (size_t i = 0; i < params.size(); ++i) check_close(params[i].grad(), values(again[i].grad()), 0, 0);
+  // The factor caps at 1: a norm within max_norm leaves the gradients as they were.
+  std::vector<Tensor> small = with_grads({{0.1, 0.2}});
+  utils::clip_grads_with_norm_(small, 5.0, utils::get_total_norm({small[0].grad()}));
+  check_close(small[0].grad(), {0.1, 0.2}, 0, 0);
+  CHECK(utils::get_total_norm({}).item<double>() == 0);
+  const td::testing::Snapshot before(params[0].grad());
+  check_error([&] { utils::get_total_norm({td::tensor(std::vector<double>{INFINITY})}, 2, true); },
+              {"get_total_norm", "inf", "error_if_nonfinite"});
+  check_error([&] { utils::get_total_norm(just_grads, -1); }, {"get_total_norm", "norm_type", "-1"});
+  check_error([&] { utils::clip_grads_with_norm_(params, 1.0, td::ones({2}, td::kFloat64)); },
+              {"clip_grads_with_norm_", "one element", "[2]"});
+  check_error([&] { utils::clip_grads_with_norm_(params, std::nan(""), total); },
+              {"clip_grads_with_norm_", "max_norm is NaN"});
+  before.check_unchanged(params[0].grad());
+}

@@ -239,3 +239,28 @@ TEST_CASE("trunc_normal_, eye_, dirac_ and orthogonal_ fill as PyTorch's initial
       },
       {"trunc_normal_", "a < b"});
 }
+
+TEST_CASE("sparse_ zeroes ceil(sparsity * rows) entries of each column and draws the rest from N(0, std)", "[cpu]") {
+  td::manual_seed(11);
+  Tensor t = td::full({10, 400}, 5.0);
+  td::nn::init::sparse_(t, 0.25, 0.5);
+  const Tensor zero = t == 0;
+  // ceil(0.25 * 10) = 3 zeros in every column, at rows drawn afresh for each column.
+  check_close(zero.sum(0), values(td::full({400}, 3.0)), 0, 0);
+  const Tensor per_row = zero.sum(1).to(td::kFloat64);  // 1200 zeros over 10 rows: 120 each on average
+  CHECK(per_row.min().item<double>() > 80);
+  CHECK(per_row.max().item<double>() < 160);
+  const Tensor kept = t.masked_select(t != 0);
+  CHECK(kept.numel() == 2800);
+  CHECK(std::abs(kept.mean().item<double>()) < 0.05);
+  CHECK(std::abs(kept.std().item<double>() - 0.5) < 0.03);
+  Tensor none = td::ones({4, 3});
+  td::nn::init::sparse_(none, 0.0);
+  CHECK((none == 0).sum().item<int64_t>() == 0);
+  Tensor bad = td::ones({2, 3, 4});
+  const td::testing::Snapshot before(bad);
+  check_error([&] { td::nn::init::sparse_(bad, 0.5); }, {"sparse_", "2-D", "[2, 3, 4]"});
+  Tensor flat = td::ones({3, 4});
+  check_error([&] { td::nn::init::sparse_(flat, 1.5); }, {"sparse_", "sparsity", "1.5"});
+  before.check_unchanged(bad);
+}

@@ -84,6 +84,40 @@ TEST_CASE("pad_sequence pads on either side; pack_sequence packs a list", "[cpu]
   check_error([&] { rnn::pad_sequence(sequences, false, 0, "middle"); }, {"pad_sequence", "padding_side", "middle"});
 }
 
+TEST_CASE("unpad_sequence and unpack_sequence give the sequences back, in their order", "[cpu]") {
+  const std::vector<Tensor> sequences = {sine_ramp({2, 3}, 0.3), sine_ramp({4, 3}, 0.5), sine_ramp({1, 3}, 0.7)};
+  for (bool batch_first : {false, true}) {
+    INFO("batch_first " << batch_first);
+    const Tensor padded = rnn::pad_sequence(sequences, batch_first, -9);
+    const std::vector<Tensor> back = rnn::unpad_sequence(padded, td::tensor(std::vector<int64_t>{2, 4, 1}), batch_first);
+    REQUIRE(back.size() == 3);
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(back[i].sizes() == sequences[i].sizes());
+      check_close(back[i], values(sequences[i]), 0, 0);
+    }
+    CHECK(back[1].is_alias_of(padded));  // views of the batch, as PyTorch's slices
+  }
+  // Packed unsorted, unpacked in the list's order; gradients reach each sequence.
+  std::vector<Tensor> leaves;
+  for (const Tensor& s : sequences) leaves.push_back(s.detach().requires_grad_(true));
+  const std::vector<Tensor> unpacked = rnn::unpack_sequence(rnn::pack_sequence(leaves, false));
+  REQUIRE(unpacked.size() == 3);
+  for (size_t i = 0; i < 3; ++i) check_close(unpacked[i], values(sequences[i]), 0, 0);
+  (unpacked[1] * 2).sum().backward();
+  check_close(leaves[1].grad(), values(td::full({4, 3}, 2.0, td::kFloat64)), 0, 0);
+  CHECK((!leaves[0].grad().defined() || values(leaves[0].grad()) == std::vector<double>(6, 0.0)));
+  const Tensor padded = rnn::pad_sequence(sequences);
+  const td::testing::Snapshot before(padded);
+  check_error([&] { rnn::unpad_sequence(padded, std::vector<int64_t>{2, 4}); },
+              {"unpad_sequence", "2 lengths", "batch of 3", "[4, 3, 3]"});
+  check_error([&] { rnn::unpad_sequence(padded, std::vector<int64_t>{2, 5, 1}); },
+              {"unpad_sequence", "length 5", "sequence 1", "4 steps"});
+  check_error([&] { rnn::unpad_sequence(padded, td::tensor(std::vector<double>{2, 4, 1})); },
+              {"unpad_sequence", "integer"});
+  check_error([&] { rnn::unpad_sequence(td::ones({3}), std::vector<int64_t>{1}); }, {"unpad_sequence", "[3]"});
+  before.check_unchanged(padded);
+}
+
 TEST_CASE("LSTM, GRU and RNN over packed batches give PyTorch's outputs, last states and gradients", "[cpu]") {
   // PyTorch 2.15: each layer's parameters set by name; x = sin(0.37 i) packed with the lengths;
   // loss = sum(padded output * sin(0.11 i)) + sum over the last states of sum(h * sin(0.07 i));
