@@ -55,7 +55,19 @@ struct Run {
   bool accumulate = true;         // backward: run the leaves' AccumulateGrad nodes
   bool keep_graph = false;
   bool create_graph = false;
+  bool check_nan = is_anomaly_check_nan_enabled();  // anomaly detection, as it was when the run began
 };
+
+// Anomaly detection: a node whose results hold NaN stops the backward, named as PyTorch names it.
+void check_for_nan(const Node& node, const std::vector<Tensor>& outputs) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& g = outputs[i];
+    if (!g.defined() || !is_floating(g.dtype())) continue;
+    TD_CHECK(!any(isnan(g)).item<bool>(), "Function '", node.name(), "' returned nan values in its ", i,
+             "th output (found by anomaly detection)");
+  }
+}
 
 Tensor add_gradients(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
@@ -289,6 +301,7 @@ void execute(Run& run) {
                                       : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
           }
           outputs = node->apply(grads);
+          if (run.check_nan) check_for_nan(*node, outputs);
           if (!run.keep_graph) node->release();
           const auto end = std::chrono::steady_clock::now();
           if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);

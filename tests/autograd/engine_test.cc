@@ -113,6 +113,39 @@ TEST_CASE("no-grad mode records nothing; detach cuts history but shares data", "
   CHECK(td::is_grad_enabled());
 }
 
+TEST_CASE("anomaly detection names the backward node that returned NaN and stops there", "[cpu]") {
+  // sqrt at 0 is finite forward; its backward meets 0 / (2 sqrt(0)) = NaN.
+  Tensor x = td::tensor(std::vector<double>{0, 4}).requires_grad_(true);
+  auto loss = [&] { return (x.sqrt() * 0).sum(); };
+  CHECK(!td::autograd::is_anomaly_enabled());
+  loss().backward();  // off: the NaN reaches the gradient
+  CHECK(std::isnan(values(x.grad())[0]));
+  x.mutable_grad() = Tensor();
+  {
+    td::autograd::DetectAnomalyGuard anomaly;
+    CHECK(td::autograd::is_anomaly_enabled());
+    check_error([&] { loss().backward(); }, {"Function 'SqrtBackward0' returned nan values in its 0th output"});
+    CHECK(!x.grad().defined());  // the backward stopped before x's gradient
+    check_error([&] { td::autograd::grad({loss()}, {x}); }, {"SqrtBackward0", "nan"});
+    {
+      td::autograd::DetectAnomalyGuard without_nan_checks(false);
+      CHECK(td::autograd::is_anomaly_enabled());
+      CHECK(!td::autograd::is_anomaly_check_nan_enabled());
+      CHECK(std::isnan(values(td::autograd::grad({loss()}, {x})[0])[0]));
+    }
+    CHECK(td::autograd::is_anomaly_check_nan_enabled());
+    // A backward without NaN runs as ever.
+    Tensor y = td::tensor(std::vector<double>{1, 4}).requires_grad_(true);
+    y.sqrt().sum().backward();
+    check_close(y.grad(), {0.5, 0.25}, 1e-15, 0);
+  }
+  CHECK(!td::autograd::is_anomaly_enabled());
+  td::autograd::set_detect_anomaly(true);
+  CHECK(td::autograd::is_anomaly_enabled());
+  td::autograd::set_detect_anomaly(false);
+  CHECK(!td::autograd::is_anomaly_check_nan_enabled());
+}
+
 TEST_CASE("EnableGradGuard records again inside a NoGradGuard, and the outer mode comes back", "[cpu]") {
   Tensor x = td::ones({2}).requires_grad_(true);
   td::NoGradGuard no_grad;
