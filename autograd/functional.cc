@@ -36,6 +36,14 @@ std::vector<Tensor> call(const Function& f, const std::vector<Tensor>& inputs, c
   return outputs;
 }
 
+// In strict mode every output must depend on the inputs.
+void check_outputs(const std::vector<Tensor>& outputs, bool strict, const char* op) {
+  for (size_t i = 0; i < outputs.size() && strict; ++i) {
+    TD_CHECK(outputs[i].requires_grad(), op, ": output ", i, " of the function does not require grad (it depends ",
+             "on no input): not allowed in strict mode");
+  }
+}
+
 // The one output of a function that hessian, vhp and hvp differentiate twice.
 Tensor single_output(const Function& f, const std::vector<Tensor>& inputs, const char* op) {
   const std::vector<Tensor> outputs = call(f, inputs, op);
@@ -85,12 +93,18 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vec
 }
 
 // Zeros (shaped as like[k]) for the gradients no output reached; an error in strict mode, which
-// `independent(k)` words.
+// `independent(k)` words; in strict mode with create_graph (the caller's, or the first gradient
+// of a second derivative), also for a gradient that is a constant (one that does not require
+// grad), as PyTorch's.
 template <typename Message>
 std::vector<Tensor> zeros_where_unused(std::vector<Tensor> grads, const std::vector<Tensor>& like, bool strict,
-                                       const Message& independent) {
+                                       bool create_graph, const Message& independent) {
   for (size_t k = 0; k < grads.size(); ++k) {
-    if (grads[k].defined()) continue;
+    if (grads[k].defined()) {
+      TD_CHECK(!strict || !create_graph || grads[k].requires_grad(), independent(k),
+               " (its derivative is a constant): not allowed in strict mode");
+      continue;
+    }
     TD_CHECK(!strict, independent(k), ": not allowed in strict mode");
     grads[k] = zeros_like(like[k]);
   }
@@ -123,9 +137,15 @@ Function of_lists(const TensorFunction& f) {
 
 std::vector<Tensor> one_or_none(const Tensor& v) { return v.defined() ? std::vector<Tensor>{v} : std::vector<Tensor>{}; }
 
+// What a Jacobian's rows are in errors: the function's outputs ("jacobian: output 1 of the
+// function is independent of input 0"), or, for hessian, the gradient's parts.
+using RowName = std::string (*)(size_t);
+std::string output_row(size_t i) { return "output " + std::to_string(i) + " of the function"; }
+std::string gradient_row(size_t i) { return "the gradient with respect to input " + std::to_string(i); }
+
 // result[i][j] of shape outputs[i].shape + inputs[j].shape, one backward pass per output element.
 std::vector<std::vector<Tensor>> reverse_jacobian(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                                                  bool create_graph, bool strict, const char* op) {
+                                                  bool create_graph, bool strict, const char* op, RowName row_name) {
   std::vector<std::vector<Tensor>> result(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
@@ -133,8 +153,10 @@ std::vector<std::vector<Tensor>> reverse_jacobian(const std::vector<Tensor>& out
     for (int64_t k = 0; k < out.numel(); ++k) {
       const std::vector<Tensor> row =
           zeros_where_unused(gradients({out}, inputs, {one_hot_like(out, k)}, create_graph), inputs, strict,
-                             [&](size_t j) { return std::string(op) + ": output " + std::to_string(i) +
-                                                    " of the function is independent of input " + std::to_string(j); });
+                             create_graph, [&](size_t j) {
+                               return std::string(op) + ": " + row_name(i) + " is independent of input " +
+                                      std::to_string(j);
+                             });
       for (size_t j = 0; j < inputs.size(); ++j) rows[j].push_back(row[j]);
     }
     for (size_t j = 0; j < inputs.size(); ++j) {
@@ -147,12 +169,11 @@ std::vector<std::vector<Tensor>> reverse_jacobian(const std::vector<Tensor>& out
 
 // The same matrix one Jacobian-vector product per input element, by the double-backward trick.
 std::vector<std::vector<Tensor>> forward_jacobian(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                                                  bool create_graph, bool strict, const char* op) {
+                                                  bool create_graph, bool strict, const char* op, RowName row_name) {
   std::vector<Tensor> dummies;
   for (const Tensor& out : outputs) dummies.push_back(zeros_like(out).requires_grad_(true));
   auto independent = [&](size_t i, size_t j) {
-    return std::string(op) + ": output " + std::to_string(i) + " of the function is independent of input " +
-           std::to_string(j);
+    return std::string(op) + ": " + row_name(i) + " is independent of input " + std::to_string(j);
   };
   const std::vector<Tensor> transposed = gradients(outputs, inputs, dummies, /*create_graph=*/true);
   std::vector<std::vector<Tensor>> result(outputs.size(), std::vector<Tensor>(inputs.size()));
@@ -165,6 +186,8 @@ std::vector<std::vector<Tensor>> forward_jacobian(const std::vector<Tensor>& out
               : std::vector<Tensor>(outputs.size());
       for (size_t i = 0; i < outputs.size(); ++i) {
         TD_CHECK(!strict || column[i].defined(), independent(i, j), ": not allowed in strict mode");
+        TD_CHECK(!strict || !create_graph || !column[i].defined() || column[i].requires_grad(), independent(i, j),
+                 " (its derivative is a constant): not allowed in strict mode");
         columns[i].push_back(column[i].defined() ? column[i] : zeros_like(outputs[i]));
       }
     }
@@ -177,11 +200,15 @@ std::vector<std::vector<Tensor>> forward_jacobian(const std::vector<Tensor>& out
   return result;
 }
 
-// d f / d inputs, recorded for differentiating again: what hessian, vhp and hvp start from.
+// d f / d inputs, recorded for differentiating again: what hessian, vhp and hvp start from. In
+// strict mode each part must depend on the inputs again (else the second derivatives are zeros).
 std::vector<Tensor> first_gradient(const Tensor& out, const std::vector<Tensor>& inputs, bool strict, const char* op) {
-  return zeros_where_unused(gradients({out}, inputs, {}, /*create_graph=*/true), inputs, strict, [&](size_t j) {
-    return std::string(op) + ": the output of the function is independent of input " + std::to_string(j);
-  });
+  check_outputs({out}, strict, op);
+  return zeros_where_unused(gradients({out}, inputs, {}, /*create_graph=*/true), inputs, strict,
+                            /*create_graph=*/true, [&](size_t j) {
+                              return std::string(op) + ": the gradient with respect to input " + std::to_string(j) +
+                                     " is independent of the inputs";
+                            });
 }
 
 }  // namespace
@@ -191,9 +218,10 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> vjp(const Function& f, const
   AutoGradMode enabled(true);
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "vjp");
   const std::vector<Tensor> outputs = call(f, xs, "vjp");
+  check_outputs(outputs, strict, "vjp");
   const std::vector<Tensor> weights = vectors(v, outputs, "output", "vjp");
   const std::vector<Tensor> products =
-      zeros_where_unused(gradients(outputs, xs, weights, create_graph), xs, strict, [](size_t j) {
+      zeros_where_unused(gradients(outputs, xs, weights, create_graph), xs, strict, create_graph, [](size_t j) {
         return "vjp: the outputs of the function are independent of input " + std::to_string(j);
       });
   return {detached_unless(outputs, create_graph), detached_unless(products, create_graph)};
@@ -211,6 +239,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp(const Function& f, const
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "jvp");
   const std::vector<Tensor> directions = vectors(v, xs, "input", "jvp");
   const std::vector<Tensor> outputs = call(f, xs, "jvp");
+  check_outputs(outputs, strict, "jvp");
   // transposed[j] = J_j^T u is linear in the dummy u; its gradient along v with respect to u is J v.
   std::vector<Tensor> dummies;
   for (const Tensor& out : outputs) dummies.push_back(zeros_like(out).requires_grad_(true));
@@ -224,7 +253,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp(const Function& f, const
     along.push_back(directions[j]);
   }
   const std::vector<Tensor> products =
-      zeros_where_unused(gradients(used, dummies, along, create_graph), outputs, strict, [](size_t i) {
+      zeros_where_unused(gradients(used, dummies, along, create_graph), outputs, strict, create_graph, [](size_t i) {
         return "jvp: output " + std::to_string(i) + " of the function is independent of the inputs";
       });
   return {detached_unless(outputs, create_graph), detached_unless(products, create_graph)};
@@ -241,9 +270,11 @@ std::vector<std::vector<Tensor>> jacobian(const Function& f, const std::vector<T
   AutoGradMode enabled(true);
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "jacobian");
   const std::vector<Tensor> outputs = call(f, xs, "jacobian");
-  std::vector<std::vector<Tensor>> result = strategy == JacobianStrategy::reverse_mode
-                                                ? reverse_jacobian(outputs, xs, create_graph, strict, "jacobian")
-                                                : forward_jacobian(outputs, xs, create_graph, strict, "jacobian");
+  check_outputs(outputs, strict, "jacobian");
+  std::vector<std::vector<Tensor>> result =
+      strategy == JacobianStrategy::reverse_mode
+          ? reverse_jacobian(outputs, xs, create_graph, strict, "jacobian", output_row)
+          : forward_jacobian(outputs, xs, create_graph, strict, "jacobian", output_row);
   for (std::vector<Tensor>& row : result) row = detached_unless(row, create_graph);
   return result;
 }
@@ -259,9 +290,10 @@ std::vector<std::vector<Tensor>> hessian(const Function& f, const std::vector<Te
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "hessian");
   const Tensor out = single_output(f, xs, "hessian");
   const std::vector<Tensor> gradient = first_gradient(out, xs, strict, "hessian");
-  std::vector<std::vector<Tensor>> result = outer_strategy == JacobianStrategy::reverse_mode
-                                                ? reverse_jacobian(gradient, xs, create_graph, strict, "hessian")
-                                                : forward_jacobian(gradient, xs, create_graph, strict, "hessian");
+  std::vector<std::vector<Tensor>> result =
+      outer_strategy == JacobianStrategy::reverse_mode
+          ? reverse_jacobian(gradient, xs, create_graph, strict, "hessian", gradient_row)
+          : forward_jacobian(gradient, xs, create_graph, strict, "hessian", gradient_row);
   for (std::vector<Tensor>& row : result) row = detached_unless(row, create_graph);
   return result;
 }
@@ -279,7 +311,7 @@ std::pair<Tensor, std::vector<Tensor>> vhp(const Function& f, const std::vector<
   const Tensor out = single_output(f, xs, "vhp");
   const std::vector<Tensor> gradient = first_gradient(out, xs, strict, "vhp");
   const std::vector<Tensor> products =
-      zeros_where_unused(gradients(gradient, xs, directions, create_graph), xs, strict, [](size_t j) {
+      zeros_where_unused(gradients(gradient, xs, directions, create_graph), xs, strict, create_graph, [](size_t j) {
         return "vhp: the gradient of the function is independent of input " + std::to_string(j);
       });
   return {create_graph ? out : out.detach(), detached_unless(products, create_graph)};
@@ -302,11 +334,12 @@ std::pair<Tensor, std::vector<Tensor>> hvp(const Function& f, const std::vector<
   std::vector<Tensor> dummies;
   for (const Tensor& x : xs) dummies.push_back(zeros_like(x).requires_grad_(true));
   const std::vector<Tensor> transposed =
-      zeros_where_unused(gradients(gradient, xs, dummies, /*create_graph=*/true), xs, strict, [](size_t j) {
-        return "hvp: the gradient of the function is independent of input " + std::to_string(j);
-      });
-  const std::vector<Tensor> products =
-      zeros_where_unused(gradients(transposed, dummies, directions, create_graph), xs, strict, [](size_t j) {
+      zeros_where_unused(gradients(gradient, xs, dummies, /*create_graph=*/true), xs, strict, /*create_graph=*/false,
+                         [](size_t j) {
+                           return "hvp: the gradient of the function is independent of input " + std::to_string(j);
+                         });
+  const std::vector<Tensor> products = zeros_where_unused(
+      gradients(transposed, dummies, directions, create_graph), xs, strict, create_graph, [](size_t j) {
         return "hvp: the second derivatives of the function do not involve input " + std::to_string(j);
       });
   return {create_graph ? out : out.detach(), detached_unless(products, create_graph)};

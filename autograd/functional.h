@@ -8,8 +8,10 @@
 // tensor, or a list to a list. The inputs are not modified. Without create_graph they are
 // replaced by detached copies inside, and the results are detached; with create_graph an input
 // that requires grad stays in its graph, so that the results can be differentiated again with
-// respect to it (and to anything it was computed from). An output that does not depend on an
-// input gives zeros where strict is false, and an error naming both where it is true.
+// respect to it (and to anything it was computed from). A result that does not depend on an
+// input gives zeros where strict is false, and an error naming the input where it is true; strict
+// mode also refuses an output that depends on no input, and, with create_graph, a result that is
+// a constant (PyTorch's strict mode).
 #pragma once
 
 #include <functional>

@@ -460,7 +460,8 @@ CubicSources cubic_sources(int64_t in, int64_t out, std::optional<double> scale_
   for (int64_t j = 0; j < out; ++j) {
     const Real source = align_corners ? scale * static_cast<Real>(j)
                                       : scale * (static_cast<Real>(j) + Real(0.5)) - Real(0.5);
-    const int64_t floor = std::min(static_cast<int64_t>(std::floor(source)), in - 1);
+    // Rounded down in float also for float64 inputs, as PyTorch's kernel rounds it (floorf).
+    const int64_t floor = std::min(static_cast<int64_t>(std::floor(static_cast<float>(source))), in - 1);
     const Real t = std::clamp(source - static_cast<Real>(floor), Real(0), Real(1)), rest = 1 - t;
     const std::array<Real, 4> weights = {far(t + 1), near(t), near(rest), far(rest + 1)};
     for (int k = 0; k < 4; ++k) {
@@ -614,7 +615,9 @@ Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
       y = y.index_select(dim, positions(sources));
     }
   }
-  return half ? y.to(x.dtype()) : y;
+  if (half) return y.to(x.dtype());
+  // Every dim kept as it was: a copy, not the input itself, as PyTorch's.
+  return y.is_same(x) ? x.clone() : y;
 }
 
 namespace {

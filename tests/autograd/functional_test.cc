@@ -142,7 +142,33 @@ TEST_CASE("hessian, vhp and hvp match closed forms", "[cpu]") {
   check_close(AF::vhp(linear, x, v).second, td::zeros({5}, td::kFloat64), 0, 0);
   check_close(AF::hessian(linear, x), td::zeros({5, 5}, td::kFloat64), 0, 0);
   check_error([&] { AF::hvp(linear, x, v, false, true); }, {"hvp", "input 0", "strict"});
-  check_error([&] { AF::hessian(linear, x, false, true); }, {"hessian", "independent of input 0", "strict"});
+  check_error([&] { AF::hessian(linear, x, false, true); },
+              {"hessian", "gradient with respect to input 0", "independent", "strict"});
+}
+
+TEST_CASE("strict mode refuses outputs that need no input, and constant results under create_graph", "[cpu]") {
+  const Tensor x = td::randn({3}, td::kFloat64), v = td::randn({3}, td::kFloat64);
+  auto with_constant = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * 2, td::ones({2}, td::kFloat64)};
+  };
+  const std::vector<Tensor> weights = {v, td::ones({2}, td::kFloat64)};
+  check_error([&] { AF::vjp(with_constant, {x}, weights, false, true); },
+              {"vjp", "output 1", "does not require grad", "strict"});
+  check_error([&] { AF::jvp(with_constant, {x}, {v}, false, true); }, {"jvp", "output 1", "strict"});
+  check_error([&] { AF::jacobian(with_constant, {x}, false, true); }, {"jacobian", "output 1", "strict"});
+  check_close(AF::vjp(with_constant, {x}, weights).second[0], values(v * 2), 0, 0);  // not strict: fine
+  // A linear function's derivatives are constants: with create_graph and strict, an error.
+  auto linear = [](const Tensor& t) { return t * 2; };
+  check_error([&] { AF::vjp(linear, x, v, true, true); }, {"vjp", "input 0", "constant", "strict"});
+  check_error([&] { AF::jvp(linear, x, v, true, true); }, {"jvp", "output 0", "constant", "strict"});
+  for (Strategy strategy : {Strategy::reverse_mode, Strategy::forward_mode}) {
+    check_error([&] { AF::jacobian(linear, x, true, true, strategy); }, {"jacobian", "constant", "strict"});
+  }
+  auto quadratic = [](const Tensor& t) { return (t * t).sum(); };
+  check_error([&] { AF::vhp(quadratic, x, v, true, true); }, {"vhp", "input 0", "constant", "strict"});
+  check_error([&] { AF::hvp(quadratic, x, v, true, true); }, {"hvp", "input 0", "constant", "strict"});
+  check_close(AF::hvp(quadratic, x, v, false, true).second, values(v * 2), 1e-15, 0);  // fine without create_graph
+  check_close(AF::jacobian(linear, x, true), values(td::eye(3, -1, td::kFloat64) * 2), 0, 0);
 }
 
 TEST_CASE("with create_graph the results differentiate again, into the caller's leaves", "[cpu]") {
@@ -209,8 +235,11 @@ TEST_CASE("the functional API's errors name the function and the shapes; inputs 
               {"jacobian", "no outputs"});
   auto constant = [](const Tensor&) { return td::ones({2}, td::kFloat64); };
   check_error([&] { AF::vjp(constant, x, td::ones({2}, td::kFloat64), false, true); },
-              {"vjp", "independent of input 0", "strict"});
-  check_error([&] { AF::jvp(constant, x, x, false, true); }, {"jvp", "independent of input 0", "strict"});
+              {"vjp", "output 0", "does not require grad", "strict"});
+  check_error([&] { AF::jvp(constant, x, x, false, true); }, {"jvp", "output 0", "does not require grad", "strict"});
+  auto first_only = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2}; };
+  check_error([&] { AF::vjp(first_only, {x, x}, {x}, false, true); }, {"vjp", "independent of input 1", "strict"});
+  check_error([&] { AF::jvp(first_only, {x, x}, {x, x}, false, true); }, {"jvp", "independent of input 1", "strict"});
   check_close(AF::vjp(constant, x, td::ones({2}, td::kFloat64)).second, td::zeros({3}, td::kFloat64), 0, 0);
   check_close(AF::jvp(constant, x, x).second, td::zeros({2}, td::kFloat64), 0, 0);
   before.check_unchanged(x);

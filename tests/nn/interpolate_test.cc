@@ -415,7 +415,8 @@ TEST_CASE("bicubic, area and antialias give every value and gradient of PyTorch'
     const std::vector<double> want_grad = td::testing::fixture_numbers(c["grad"]);
     if (td::is_16bit_float(dtype)) {
       // The same weights, rounded where PyTorch rounds them, in the same order: the same bits. The
-      // gradient adds up in float32 and rounds once; PyTorch's rounds as it goes.
+      // gradients differ by up to an ulp or two: PyTorch's backward weighs with the float32 weights,
+      // tandem's with the rounded ones its forward used.
       check_close(y, values(td::tensor(want).to(dtype)), 0, 0, name);
       const double ulp = dtype == td::kBFloat16 ? 0x1p-8 : 0x1p-11;
       check_close(x.grad(), want_grad, 2 * ulp, 2 * ulp, name + " gradient");
@@ -428,6 +429,16 @@ TEST_CASE("bicubic, area and antialias give every value and gradient of PyTorch'
     ++checked;
   }
   CHECK(checked == 38);
+}
+
+TEST_CASE("bicubic rounds its source point down in float, float64 inputs too, as PyTorch's", "[cpu]") {
+  // PyTorch 2.15: the source point 2.999999999 is 3 in float, so the output is x[3] = 9 exactly
+  // (rounded down in double it would weigh x[2..5] and give 8.999999991).
+  const Tensor x = td::arange(8).to(td::kFloat64).pow(2).view({1, 1, 1, 8});
+  const Tensor y =
+      F::interpolate(x, F::InterpolateOptions().scale_factor({1, 0.5 / (3.5 - 1e-9)}).mode(td::kBicubic));
+  REQUIRE(y.sizes() == Shape{1, 1, 1, 1});
+  CHECK(y.item<double>() == 9.0);
 }
 
 TEST_CASE("antialias reads only the inputs under each output's filter, as PyTorch's", "[cpu]") {
@@ -446,6 +457,19 @@ TEST_CASE("antialias reads only the inputs under each output's filter, as PyTorc
 TEST_CASE("interpolate copies a dim whose size does not change, as PyTorch, whatever the scale", "[cpu]") {
   // PyTorch 2.15: F.interpolate(x, scale_factor=1.2, mode='linear') of 4 values gives them back.
   const Tensor x = sine_ramp({1, 2, 4}, 0.7);
+  // A copy, not the input: writing to it leaves the input alone, and it has a gradient function.
+  Tensor leaf = sine_ramp({1, 2, 3, 4}, 0.7).requires_grad_(true);
+  for (td::InterpolateMode mode : {td::kBilinear, td::kBicubic}) {
+    const Tensor same = F::interpolate(leaf, F::InterpolateOptions().size({3, 4}).mode(mode).antialias(true));
+    CHECK(!same.is_same(leaf));
+    CHECK(same.requires_grad());
+    CHECK(!same.is_leaf());
+    check_close(same, values(leaf), 0, 0);
+  }
+  const Tensor plain = sine_ramp({1, 2, 4}, 0.7);
+  Tensor copy = F::interpolate(plain, F::InterpolateOptions().size({4}).mode(td::kLinear));
+  copy.fill_(0);
+  check_close(plain, values(x), 0, 0);
   check_close(F::interpolate(x, F::InterpolateOptions().scale_factor({1.2}).mode(td::kLinear)), values(x), 0, 0);
   check_close(F::interpolate(x.view({1, 2, 1, 4}), F::InterpolateOptions().scale_factor({1.1, 1.2}).mode(td::kBilinear)),
               values(x), 0, 0);
