@@ -59,13 +59,15 @@ struct Run {
 };
 
 // Anomaly detection: a node whose results hold NaN stops the backward, named as PyTorch names it.
+// Only the results that go on along an edge count: a gradient some backward computes for an input
+// that needs none is thrown away (PyTorch does not compute it at all).
 void check_for_nan(const Node& node, const std::vector<Tensor>& outputs) {
   NoGradGuard no_grad;
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size() && i < node.next_edges.size(); ++i) {
     const Tensor& g = outputs[i];
-    if (!g.defined() || !is_floating(g.dtype())) continue;
+    if (!node.next_edges[i].node || !g.defined() || !is_floating(g.dtype())) continue;
     TD_CHECK(!any(isnan(g)).item<bool>(), "Function '", node.name(), "' returned nan values in its ", i,
-             "th output (found by anomaly detection)");
+             "th output.");
   }
 }
 
@@ -301,8 +303,8 @@ void execute(Run& run) {
                                       : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
           }
           outputs = node->apply(grads);
+          if (!run.keep_graph) node->release();  // before the check, which may stop the run, as PyTorch's
           if (run.check_nan) check_for_nan(*node, outputs);
-          if (!run.keep_graph) node->release();
           const auto end = std::chrono::steady_clock::now();
           if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);
           if (gpu_span) {

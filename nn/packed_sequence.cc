@@ -211,7 +211,7 @@ std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const std::ve
     const int64_t length = lengths[static_cast<size_t>(b)];
     TD_CHECK(length >= 0 && length <= steps, op, ": length ", length, " of sequence ", b, " is not within the ",
              steps, " steps of the batch ", shape_str(padded_sequences.sizes()));
-    sequences.push_back(batch_major.select(0, b).narrow(0, 0, length));
+    sequences.push_back(batch_major.select(0, b).narrow(0, 0, length).clone());
   }
   return sequences;
 }

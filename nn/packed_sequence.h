@@ -56,8 +56,8 @@ Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first = fal
 // pack_padded_sequence of pad_sequence(sequences), with the sequences' lengths.
 PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted = true);
 // The reverses: a padded batch [T, B, *] (or [B, T, *]) cut back into its B sequences [L_i, *]
-// (views of the batch) by their lengths, and a packing unpacked into its sequences in the order
-// they were packed in.
+// (copies, as PyTorch's; unlike PyTorch's, the batch is not transposed in place) by their
+// lengths, and a packing unpacked into its sequences in the order they were packed in.
 std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const Tensor& lengths, bool batch_first = false);
 std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const std::vector<int64_t>& lengths,
                                    bool batch_first = false);

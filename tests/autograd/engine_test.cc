@@ -124,8 +124,17 @@ TEST_CASE("anomaly detection names the backward node that returned NaN and stops
   {
     td::autograd::DetectAnomalyGuard anomaly;
     CHECK(td::autograd::is_anomaly_enabled());
-    check_error([&] { loss().backward(); }, {"Function 'SqrtBackward0' returned nan values in its 0th output"});
+    check_error([&] { loss().backward(); }, {"Function 'SqrtBackward0' returned nan values in its 0th output."});
     CHECK(!x.grad().defined());  // the backward stopped before x's gradient
+    // The graph is released as the backward went: a second backward through it is an error.
+    const Tensor kept = loss();
+    check_error([&] { kept.backward(); }, {"SqrtBackward0"});
+    check_error([&] { kept.backward(); }, {"second time"});
+    // A NaN in a gradient no input needs is not an anomaly: xlogy's y here requires none.
+    Tensor a = td::tensor(std::vector<double>{0, 0.5}).requires_grad_(true);
+    const Tensor b = td::tensor(std::vector<double>{0, 2});
+    td::xlogy(a, b).sum().backward();
+    check_close(a.grad(), {0, std::log(2.0)}, 1e-15, 0);
     check_error([&] { td::autograd::grad({loss()}, {x}); }, {"SqrtBackward0", "nan"});
     {
       td::autograd::DetectAnomalyGuard without_nan_checks(false);

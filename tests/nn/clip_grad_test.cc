@@ -156,6 +156,13 @@ TEST_CASE("get_total_norm and clip_grads_with_norm_ are clip_grad_norm_'s two ha
   utils::clip_grads_with_norm_(small, 5.0, utils::get_total_norm({small[0].grad()}));
   check_close(small[0].grad(), {0.1, 0.2}, 0, 0);
   CHECK(utils::get_total_norm({}).item<double>() == 0);
+  // A norm taken elsewhere (over more gradients, say): the factor is max_norm / (norm + 1e-6), a
+  // float32 norm scaling float64 gradients.
+  std::vector<Tensor> shared = with_grads({{3, -4, 1}});
+  utils::clip_grads_with_norm_(shared, 1.0, td::full({}, 20.0, td::kFloat32));
+  const double factor = 1.0 / static_cast<double>(20.0f + 1e-6f);
+  check_close(shared[0].grad(), {3 * factor, -4 * factor, factor}, 1e-7, 0);
+  CHECK(shared[0].grad().dtype() == td::kFloat64);
   const td::testing::Snapshot before(params[0].grad());
   check_error([&] { utils::get_total_norm({td::tensor(std::vector<double>{INFINITY})}, 2, true); },
               {"get_total_norm", "inf", "error_if_nonfinite"});

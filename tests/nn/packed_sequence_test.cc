@@ -95,7 +95,8 @@ TEST_CASE("unpad_sequence and unpack_sequence give the sequences back, in their 
       CHECK(back[i].sizes() == sequences[i].sizes());
       check_close(back[i], values(sequences[i]), 0, 0);
     }
-    CHECK(back[1].is_alias_of(padded));  // views of the batch, as PyTorch's slices
+    CHECK(!back[1].is_alias_of(padded));  // copies, as PyTorch's masked selection makes them
+    CHECK(padded.size(0) == (batch_first ? 3 : 4));  // the batch itself left as it was
   }
   // Packed unsorted, unpacked in the list's order; gradients reach each sequence.
   std::vector<Tensor> leaves;
