@@ -18,6 +18,7 @@
 #include "core/generator.h"
 #include "core/scalar.h"
 #include "core/tensor.h"
+#include "distributions/distributions.h"
 #include "core/thread_pool.h"
 #include "kernels/factory.h"
 #include "nn/data/cifar10.h"

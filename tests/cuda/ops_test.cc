@@ -2386,6 +2386,38 @@ TEST_CASE("interpolate in every mode gives the CPU's values and gradients, non-c
   }
 }
 
+TEST_CASE("distributions on the device give the CPU's log_prob, entropy, cdf and KL; draws stay there", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(37);
+  namespace D = td::distributions;
+  const Tensor loc = td::randn({3, 4}, td::kFloat64), scale = td::rand({4}, td::kFloat64) + 0.5;
+  const Tensor value = td::randn({2, 3, 4}, td::kFloat64), logits = td::randn({3, 5}, td::kFloat64);
+  const Tensor a = td::randn({4, 4}, td::kFloat64), sigma = a.matmul(a.t()) + td::eye(4, -1, td::kFloat64);
+  const Tensor picks = td::randint(0, 5, {2, 3}).to(td::kFloat64);
+  const D::Normal normal_cpu(loc, scale), normal_dev(ct::twin(loc), ct::twin(scale));
+  const D::Laplace laplace_cpu(loc, scale), laplace_dev(ct::twin(loc), ct::twin(scale));
+  tt::check_close(normal_dev.log_prob(ct::twin(value)), normal_cpu.log_prob(value), 1e-12, 1e-12, "Normal log_prob");
+  tt::check_close(normal_dev.cdf(ct::twin(value)), normal_cpu.cdf(value), 1e-12, 1e-12, "Normal cdf");
+  tt::check_close(laplace_dev.entropy(), laplace_cpu.entropy(), 1e-12, 1e-12, "Laplace entropy");
+  const D::Normal other_cpu(scale, loc.exp()), other_dev(ct::twin(scale), ct::twin(loc).exp());
+  tt::check_close(D::kl_divergence(normal_dev, other_dev), D::kl_divergence(normal_cpu, other_cpu), 1e-12, 1e-12,
+                  "Normal KL");
+  const D::Categorical cat_cpu(logits, D::Given::logits), cat_dev(ct::twin(logits), D::Given::logits);
+  tt::check_close(cat_dev.log_prob(ct::twin(picks)), cat_cpu.log_prob(picks), 1e-12, 1e-12, "Categorical log_prob");
+  tt::check_close(cat_dev.entropy(), cat_cpu.entropy(), 1e-12, 1e-12, "Categorical entropy");
+  const D::MultivariateNormal mvn_cpu(loc, sigma), mvn_dev(ct::twin(loc), ct::twin(sigma));
+  tt::check_close(mvn_dev.log_prob(ct::twin(value)), mvn_cpu.log_prob(value), 1e-10, 1e-10, "MVN log_prob");
+  tt::check_close(D::kl_divergence(mvn_dev, mvn_dev), td::zeros({3}, td::kFloat64), 0, 1e-10, "MVN KL to itself");
+  for (const Tensor& draws : {normal_dev.rsample({7}), cat_dev.sample({7}), mvn_dev.sample({7}),
+                              D::Bernoulli(ct::twin(scale.sigmoid())).sample({7})}) {
+    CHECK(draws.device() == ct::device());
+    CHECK(draws.size(0) == 7);
+  }
+  // Categorical draws on the device follow the probabilities.
+  const Tensor many = D::Categorical(ct::twin(td::tensor(std::vector<double>{0.2, 0.8}))).sample({20000}).cpu();
+  CHECK(std::abs((many == 1).to(td::kFloat64).mean().item<double>() - 0.8) < 0.02);
+}
+
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(38);

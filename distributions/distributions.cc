@@ -1,0 +1,664 @@
+#include "distributions/distributions.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "autograd/grad_mode.h"
+#include "autograd/linalg.h"
+#include "autograd/ops.h"
+#include "kernels/factory.h"
+
+namespace tandem::distributions {
+
+namespace {
+
+std::atomic<bool> g_validate{true};
+
+// torch.finfo(dtype).eps and .min of a floating dtype.
+double machine_epsilon(DType dtype) {
+  switch (dtype) {
+    case kFloat64: return std::numeric_limits<double>::epsilon();
+    case kFloat16: return 0x1p-10;
+    case kBFloat16: return 0x1p-7;
+    default: return std::numeric_limits<float>::epsilon();
+  }
+}
+double lowest(DType dtype) {
+  switch (dtype) {
+    case kFloat64: return std::numeric_limits<double>::lowest();
+    case kFloat16: return -65504.0;
+    case kBFloat16: return -0x1.fep127;
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+// The parameters as tensors of one floating dtype on one device, broadcast to one shape.
+std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* dist,
+                                  const std::vector<const char*>& names) {
+  const Tensor* first = nullptr;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].is_tensor()) continue;
+    const Tensor& t = params[i].tensor();
+    TD_CHECK(is_floating(t.dtype()), dist, ": parameter ", names[i], " must be a floating tensor, got ", t.dtype());
+    if (!first) first = &t;
+    TD_CHECK(t.device() == first->device(), dist, ": parameter ", names[i], " is on ", t.device(), " but the others on ",
+             first->device());
+  }
+  const TensorOptions options = first ? first->options() : TensorOptions(kFloat32);
+  std::vector<Tensor> tensors;
+  for (const Param& p : params) tensors.push_back(p.is_tensor() ? p.tensor() : full({}, p.number(), options));
+  if (first) {
+    DType dtype = first->dtype();
+    for (const Tensor& t : tensors) dtype = promote_types(dtype, t.dtype());
+    for (Tensor& t : tensors) t = t.to(dtype);
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : tensors) shapes.push_back(t.sizes());
+  broadcast_shapes(shapes);  // an error naming the shapes where they do not broadcast
+  return broadcast_tensors(tensors);
+}
+
+Shape shape_of(const std::vector<Tensor>& broadcast) { return broadcast[0].sizes(); }
+
+// Where validation is on: every element of `ok` (a bool tensor) holds, else an error naming the
+// parameter and its constraint, as PyTorch's.
+void check_parameter(bool validate, const char* dist, const char* name, const Tensor& t, const Tensor& ok,
+                     const char* constraint) {
+  if (!validate) return;
+  NoGradGuard no_grad;
+  TD_CHECK(ok.all().item<bool>(), dist, ": expected parameter ", name, " (shape ", shape_str(t.sizes()),
+           ") to satisfy the constraint ", constraint, ", but found invalid values");
+}
+
+Tensor is_real(const Tensor& t) { return t == t; }  // PyTorch's real: anything but NaN
+
+Tensor softplus(const Tensor& x) { return x.clamp_min(0) + (-x.abs()).exp().log1p(); }
+
+// The sum over the last n dims.
+Tensor sum_rightmost(const Tensor& t, int64_t n) {
+  if (n == 0) return t;
+  Shape shape(t.sizes().begin(), t.sizes().end() - n);
+  shape.push_back(-1);
+  return t.reshape(shape).sum(-1);
+}
+
+Shape joined(IntList a, IntList b) {
+  Shape s = a.vec();
+  s.insert(s.end(), b.begin(), b.end());
+  return s;
+}
+
+const double kLogSqrt2Pi = 0.5 * std::log(2 * std::numbers::pi);
+
+}  // namespace
+
+// ---- Distribution ----
+
+void Distribution::set_default_validate_args(bool validate) { g_validate = validate; }
+bool Distribution::default_validate_args() { return g_validate; }
+
+Distribution::Distribution(Shape batch_shape, Shape event_shape, std::optional<bool> validate_args)
+    : batch_shape_(std::move(batch_shape)),
+      event_shape_(std::move(event_shape)),
+      validate_(validate_args.value_or(g_validate)) {}
+
+Shape Distribution::extended_shape(IntList sample_shape) const {
+  return joined(joined(sample_shape, batch_shape_), event_shape_);
+}
+
+Tensor Distribution::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  return rsample(sample_shape).detach();
+}
+
+Tensor Distribution::rsample(IntList) const {
+  TD_FAIL(name(), " does not support rsample: its draws are not differentiable in its parameters (use sample)");
+}
+
+void Distribution::not_implemented(const char* what) const {
+  TD_FAIL(name(), ": ", what, " is not implemented for this distribution");
+}
+
+Tensor Distribution::cdf(const Tensor&) const { not_implemented("cdf"); }
+Tensor Distribution::icdf(const Tensor&) const { not_implemented("icdf"); }
+Tensor Distribution::entropy() const { not_implemented("entropy"); }
+Tensor Distribution::mean() const { not_implemented("mean"); }
+Tensor Distribution::mode() const { not_implemented("mode"); }
+Tensor Distribution::variance() const { not_implemented("variance"); }
+Tensor Distribution::enumerate_support(bool) const { not_implemented("enumerate_support"); }
+
+void Distribution::check_value(const Tensor& value, const Tensor& in_support, const std::string& support) const {
+  TD_CHECK(value.defined(), name(), ": the value is an undefined tensor");
+  if (!validate_) return;
+  const Shape expected = joined(batch_shape_, event_shape_);
+  const size_t event = event_shape_.size();
+  const Shape& actual = value.sizes();
+  bool fits = actual.size() >= event && Shape(actual.end() - static_cast<int64_t>(event), actual.end()) == event_shape_;
+  // From the right, each size equals the expected one or one of them is 1 (broadcastable).
+  for (size_t k = 1; fits && k <= std::min(actual.size(), expected.size()); ++k) {
+    const int64_t a = actual[actual.size() - k], e = expected[expected.size() - k];
+    fits = a == e || a == 1 || e == 1;
+  }
+  TD_CHECK(fits, name(), ": the value's shape ", shape_str(actual), " does not broadcast with batch_shape + ",
+           "event_shape ", shape_str(expected));
+  NoGradGuard no_grad;
+  TD_CHECK(in_support.all().item<bool>(), name(), ": expected the value (shape ", shape_str(actual),
+           ") to be within the support (", support, ") of the distribution, but found invalid values");
+}
+
+// ---- Normal ----
+
+namespace {
+std::vector<Tensor> loc_scale(const Param& loc, const Param& scale, const char* dist) {
+  return broadcast_all({loc, scale}, dist, {"loc", "scale"});
+}
+}  // namespace
+
+Normal::Normal(Param loc, Param scale, std::optional<bool> validate_args)
+    : Normal(loc_scale(loc, scale, "Normal"), validate_args) {}
+
+Normal::Normal(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
+  check_parameter(validates(), "Normal", "loc", loc_, is_real(loc_), "Real()");
+  check_parameter(validates(), "Normal", "scale", scale_, scale_ > 0, "GreaterThan(lower_bound=0.0)");
+}
+
+Tensor Normal::rsample(IntList sample_shape) const {
+  const Tensor eps = randn(extended_shape(sample_shape), loc_.options());
+  return loc_ + eps * scale_;
+}
+
+Tensor Normal::log_prob(const Tensor& value) const {
+  check_value(value, is_real(value), "Real()");
+  const Tensor var = scale_.pow(2);
+  return -(value - loc_).pow(2) / (var * 2) - scale_.log() - kLogSqrt2Pi;
+}
+
+Tensor Normal::cdf(const Tensor& value) const {
+  check_value(value, is_real(value), "Real()");
+  return ((value - loc_) * scale_.reciprocal() / std::numbers::sqrt2).erf().add(1).mul(0.5);
+}
+
+Tensor Normal::icdf(const Tensor& value) const {
+  return loc_ + scale_ * (value * 2 - 1).erfinv() * std::numbers::sqrt2;
+}
+
+Tensor Normal::entropy() const { return scale_.log() + (0.5 + kLogSqrt2Pi); }
+
+// ---- Uniform ----
+
+Uniform::Uniform(Param low, Param high, std::optional<bool> validate_args)
+    : Uniform(broadcast_all({low, high}, "Uniform", {"low", "high"}), validate_args) {}
+
+Uniform::Uniform(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), low_(params[0]), high_(params[1]) {
+  check_parameter(validates(), "Uniform", "low", low_, low_ < high_, "LessThan(high) (low < high everywhere)");
+}
+
+Tensor Uniform::rsample(IntList sample_shape) const {
+  const Tensor u = rand(extended_shape(sample_shape), low_.options());
+  return low_ + u * (high_ - low_);
+}
+
+Tensor Uniform::log_prob(const Tensor& value) const {
+  check_value(value, (value >= low_) & (value <= high_), "Interval(low, high)");
+  const Tensor inside = (low_ <= value).to(low_.dtype()) * (high_ > value).to(low_.dtype());
+  return inside.log() - (high_ - low_).log();
+}
+
+Tensor Uniform::cdf(const Tensor& value) const {
+  check_value(value, (value >= low_) & (value <= high_), "Interval(low, high)");
+  return ((value - low_) / (high_ - low_)).clamp(0, 1);
+}
+
+Tensor Uniform::icdf(const Tensor& value) const { return value * (high_ - low_) + low_; }
+Tensor Uniform::entropy() const { return (high_ - low_).log(); }
+Tensor Uniform::mean() const { return (high_ + low_) / 2; }
+Tensor Uniform::mode() const { return full_like(high_, std::numeric_limits<double>::quiet_NaN()); }
+Tensor Uniform::variance() const { return (high_ - low_).pow(2) / 12; }
+
+// ---- Exponential ----
+
+Exponential::Exponential(Param rate, std::optional<bool> validate_args)
+    : Exponential(broadcast_all({rate}, "Exponential", {"rate"}), validate_args) {}
+
+Exponential::Exponential(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), rate_(params[0]) {
+  check_parameter(validates(), "Exponential", "rate", rate_, rate_ > 0, "GreaterThan(lower_bound=0.0)");
+}
+
+Tensor Exponential::rsample(IntList sample_shape) const {
+  Tensor draws = empty(extended_shape(sample_shape), rate_.options());
+  {
+    NoGradGuard no_grad;
+    draws.exponential_();
+  }
+  return draws / rate_;
+}
+
+Tensor Exponential::log_prob(const Tensor& value) const {
+  check_value(value, value >= 0, "GreaterThanEq(lower_bound=0.0)");
+  return rate_.log() - rate_ * value;
+}
+
+Tensor Exponential::cdf(const Tensor& value) const {
+  check_value(value, value >= 0, "GreaterThanEq(lower_bound=0.0)");
+  return 1 - (-rate_ * value).exp();
+}
+
+Tensor Exponential::icdf(const Tensor& value) const { return -(-value).log1p() / rate_; }
+Tensor Exponential::entropy() const { return 1.0 - rate_.log(); }
+Tensor Exponential::mode() const { return zeros_like(rate_); }
+
+// ---- Laplace ----
+
+Laplace::Laplace(Param loc, Param scale, std::optional<bool> validate_args)
+    : Laplace(loc_scale(loc, scale, "Laplace"), validate_args) {}
+
+Laplace::Laplace(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
+  check_parameter(validates(), "Laplace", "loc", loc_, is_real(loc_), "Real()");
+  check_parameter(validates(), "Laplace", "scale", scale_, scale_ > 0, "GreaterThan(lower_bound=0.0)");
+}
+
+Tensor Laplace::rsample(IntList sample_shape) const {
+  // u uniform on (-1, 1), open at -1 as PyTorch draws it, so that log1p(-|u|) stays finite.
+  Tensor u = empty(extended_shape(sample_shape), loc_.options());
+  {
+    NoGradGuard no_grad;
+    u.uniform_(machine_epsilon(loc_.dtype()) - 1, 1);
+  }
+  return loc_ - scale_ * u.sign() * (-u.abs()).log1p();
+}
+
+Tensor Laplace::log_prob(const Tensor& value) const {
+  check_value(value, is_real(value), "Real()");
+  return -(scale_ * 2).log() - (value - loc_).abs() / scale_;
+}
+
+Tensor Laplace::cdf(const Tensor& value) const {
+  check_value(value, is_real(value), "Real()");
+  const Tensor d = value - loc_;
+  return 0.5 - 0.5 * d.sign() * (-d.abs() / scale_).expm1();
+}
+
+Tensor Laplace::icdf(const Tensor& value) const {
+  const Tensor term = value - 0.5;
+  return loc_ - scale_ * term.sign() * (term.abs() * -2).log1p();
+}
+
+Tensor Laplace::entropy() const { return (scale_ * 2).log() + 1; }
+Tensor Laplace::stddev() const { return scale_ * std::numbers::sqrt2; }
+
+// ---- Bernoulli ----
+
+namespace {
+// The parameter, floating, and the other one derived from it: logits from probs clamped to
+// [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
+void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits) {
+  TD_CHECK(parameter.defined(), "Bernoulli: the parameter is an undefined tensor");
+  TD_CHECK(is_floating(parameter.dtype()), "Bernoulli: ", given == Given::probs ? "probs" : "logits",
+           " must be a floating tensor, got ", parameter.dtype());
+  if (given == Given::probs) {
+    probs = parameter;
+    const double eps = machine_epsilon(parameter.dtype());
+    const Tensor clamped = parameter.clamp(eps, 1 - eps);
+    logits = clamped.log() - (-clamped).log1p();
+  } else {
+    logits = parameter;
+    probs = parameter.sigmoid();
+  }
+}
+}  // namespace
+
+Bernoulli::Bernoulli(const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(parameter.defined() ? parameter.sizes() : Shape{}, {}, validate_args) {
+  bernoulli_parameters(parameter, given, probs_, logits_);
+  if (given == Given::probs) {
+    check_parameter(validates(), "Bernoulli", "probs", probs_, (probs_ >= 0) & (probs_ <= 1),
+                    "Interval(lower_bound=0.0, upper_bound=1.0)");
+  } else {
+    check_parameter(validates(), "Bernoulli", "logits", logits_, is_real(logits_), "Real()");
+  }
+}
+
+Tensor Bernoulli::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  return bernoulli(probs_.detach().expand(extended_shape(sample_shape)).contiguous());
+}
+
+Tensor Bernoulli::log_prob(const Tensor& value) const {
+  check_value(value, (value == 0) | (value == 1), "Boolean()");
+  // -binary_cross_entropy_with_logits(logits, value), stable for logits of any size.
+  const Tensor v = value.to(logits_.dtype());
+  return -(logits_.clamp_min(0) - logits_ * v + (-logits_.abs()).exp().log1p());
+}
+
+Tensor Bernoulli::entropy() const {
+  return logits_.clamp_min(0) - logits_ * probs_ + (-logits_.abs()).exp().log1p();
+}
+
+Tensor Bernoulli::mode() const {
+  const Tensor rounded = (probs_ >= 0.5).to(probs_.dtype());
+  return where(probs_ == 0.5, std::numeric_limits<double>::quiet_NaN(), rounded);
+}
+
+Tensor Bernoulli::enumerate_support(bool expand) const {
+  Shape shape(batch_shape().size() + 1, 1);
+  shape[0] = 2;
+  const Tensor values = arange(2, probs_.options()).view(shape);
+  return expand ? values.expand(joined({2}, batch_shape())) : values;
+}
+
+// ---- Categorical ----
+
+namespace {
+Shape categorical_batch(const Tensor& parameter) {
+  TD_CHECK(parameter.defined() && parameter.dim() >= 1, "Categorical: the parameter must have at least one dim ",
+           "(the categories, last), got ", parameter.defined() ? shape_str(parameter.sizes()) : std::string("none"));
+  return Shape(parameter.sizes().begin(), parameter.sizes().end() - 1);
+}
+}  // namespace
+
+Categorical::Categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(categorical_batch(parameter), {}, validate_args) {
+  TD_CHECK(is_floating(parameter.dtype()), "Categorical: ", given == Given::probs ? "probs" : "logits",
+           " must be a floating tensor, got ", parameter.dtype());
+  TD_CHECK(parameter.size(-1) > 0, "Categorical: the parameter has no categories (its last dim is 0)");
+  if (given == Given::probs) {
+    check_parameter(validates(), "Categorical", "probs", parameter,
+                    (parameter >= 0).all(-1) & (parameter.sum(-1) > 0) & parameter.sum(-1).isfinite(),
+                    "Simplex() (after scaling each row to sum to 1)");
+    probs_ = parameter / parameter.sum(-1, true);
+    const double eps = machine_epsilon(parameter.dtype());
+    logits_ = probs_.clamp(eps, 1 - eps).log();
+  } else {
+    check_parameter(validates(), "Categorical", "logits", parameter, is_real(parameter), "IndependentConstraint(Real(), 1)");
+    logits_ = parameter - parameter.logsumexp({-1}, true);
+    probs_ = logits_.softmax(-1);
+  }
+}
+
+Tensor Categorical::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  const int64_t count = numel_of(sample_shape);
+  const Shape shape = extended_shape(sample_shape);
+  if (count == 0) return zeros(shape, TensorOptions(kInt64).device(probs_.device()));
+  const Tensor rows = probs_.detach().reshape({-1, num_events()});
+  return multinomial(rows, count, /*replacement=*/true).t().reshape(shape);
+}
+
+Tensor Categorical::log_prob(const Tensor& value) const {
+  const Tensor wide = value.defined() ? value.to(kFloat64) : value;
+  check_value(value, (wide == wide.floor()) & (wide >= 0) & (wide <= static_cast<double>(num_events() - 1)),
+              "IntegerInterval(lower_bound=0, upper_bound=" + std::to_string(num_events() - 1) + ")");
+  std::vector<Tensor> both = broadcast_tensors({value.to(kInt64).unsqueeze(-1), logits_});
+  const Tensor index = both[0].narrow(-1, 0, 1);
+  return both[1].gather(-1, index).squeeze(-1);
+}
+
+Tensor Categorical::entropy() const {
+  const Tensor logits = logits_.clamp_min(lowest(logits_.dtype()));
+  return -(logits * probs_).sum(-1);
+}
+
+Tensor Categorical::mean() const {
+  return full(batch_shape(), std::numeric_limits<double>::quiet_NaN(), probs_.options());
+}
+Tensor Categorical::variance() const { return mean(); }
+Tensor Categorical::mode() const { return probs_.argmax(-1); }
+
+Tensor Categorical::enumerate_support(bool expand) const {
+  Shape shape(batch_shape().size() + 1, 1);
+  shape[0] = num_events();
+  const Tensor values = arange(num_events(), TensorOptions(kInt64).device(probs_.device())).view(shape);
+  return expand ? values.expand(joined({num_events()}, batch_shape())) : values;
+}
+
+// ---- MultivariateNormal ----
+
+namespace {
+
+const char* matrix_name(MultivariateNormal::Matrix kind) {
+  switch (kind) {
+    case MultivariateNormal::Matrix::covariance: return "covariance_matrix";
+    case MultivariateNormal::Matrix::precision: return "precision_matrix";
+    case MultivariateNormal::Matrix::scale_tril: return "scale_tril";
+  }
+  return "?";
+}
+
+// [n], loc's last dim (checked: the base's shapes are worked out before the constructor's body).
+Shape mvn_event(const Tensor& loc) {
+  TD_CHECK(loc.defined(), "MultivariateNormal: loc must be defined");
+  TD_CHECK(loc.dim() >= 1, "MultivariateNormal: loc must be at least one-dimensional [..., n], got shape ",
+           shape_str(loc.sizes()));
+  return {loc.size(-1)};
+}
+
+Shape mvn_batch(const Tensor& loc, const Tensor& matrix, MultivariateNormal::Matrix kind) {
+  constexpr const char* dist = "MultivariateNormal";
+  const int64_t n = mvn_event(loc)[0];
+  TD_CHECK(matrix.defined(), dist, ": ", matrix_name(kind), " must be defined");
+  TD_CHECK(matrix.dim() >= 2 && matrix.size(-1) == n && matrix.size(-2) == n, dist, ": ", matrix_name(kind),
+           " must be [..., n, n] with n = ", n, " (loc's last dim), got ", shape_str(matrix.sizes()));
+  TD_CHECK(is_floating(loc.dtype()) && loc.dtype() == matrix.dtype(), dist, ": loc and ", matrix_name(kind),
+           " must share a floating dtype, got ", loc.dtype(), " and ", matrix.dtype());
+  TD_CHECK(loc.device() == matrix.device(), dist, ": loc is on ", loc.device(), " but ", matrix_name(kind), " on ",
+           matrix.device());
+  return broadcast_shapes(Shape(matrix.sizes().begin(), matrix.sizes().end() - 2),
+                          Shape(loc.sizes().begin(), loc.sizes().end() - 1), dist);
+}
+
+// L from the precision matrix P without inverting P itself: the Cholesky factor of P with rows
+// and columns reversed, flipped back and transposed, is the inverse of L (PyTorch's route).
+Tensor precision_to_scale_tril(const Tensor& p) {
+  const Tensor lf = linalg::cholesky(p.flip({-2, -1}));
+  const Tensor l_inverse = lf.flip({-2, -1}).transpose(-2, -1);
+  const Tensor identity = eye(p.size(-1), -1, p.options()).expand(l_inverse.sizes());
+  return linalg::solve_triangular(l_inverse, identity, /*upper=*/false);
+}
+
+// |L^-1 x|^2 over the last dim, L and x broadcast against each other.
+Tensor mahalanobis(const Tensor& l, const Tensor& x) {
+  const Shape batch = broadcast_shapes(Shape(l.sizes().begin(), l.sizes().end() - 2),
+                                       Shape(x.sizes().begin(), x.sizes().end() - 1), "MultivariateNormal");
+  const int64_t n = x.size(-1);
+  const Tensor lb = l.expand(joined(batch, {n, n})), xb = x.expand(joined(batch, {n})).unsqueeze(-1);
+  return linalg::solve_triangular(lb, xb, /*upper=*/false).squeeze(-1).pow(2).sum(-1);
+}
+
+Tensor half_log_det(const Tensor& l) { return l.diagonal(0, -2, -1).log().sum(-1); }
+
+}  // namespace
+
+MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind,
+                                       std::optional<bool> validate_args)
+    : Distribution(mvn_batch(loc, matrix, kind), mvn_event(loc), validate_args) {
+  constexpr const char* dist = "MultivariateNormal";
+  const int64_t n = loc.size(-1);
+  check_parameter(validates(), dist, "loc", loc, is_real(loc), "IndependentConstraint(Real(), 1)");
+  if (kind == Matrix::scale_tril) {
+    check_parameter(validates(), dist, "scale_tril", matrix,
+                    (matrix.tril() == matrix).all() & (matrix.diagonal(0, -2, -1) > 0).all(), "LowerCholesky()");
+    scale_tril_ = matrix;
+  } else {
+    if (validates()) {
+      NoGradGuard no_grad;
+      const Tensor symmetric = ((matrix - matrix.transpose(-2, -1)).abs() <= 1e-6).all();
+      const Tensor factorizes = std::get<1>(linalg::cholesky_ex(matrix.detach())) == 0;
+      check_parameter(true, dist, matrix_name(kind), matrix, symmetric & factorizes.all(), "PositiveDefinite()");
+    }
+    scale_tril_ = kind == Matrix::covariance ? linalg::cholesky(matrix) : precision_to_scale_tril(matrix);
+  }
+  loc_ = loc.expand(joined(batch_shape(), {n}));
+}
+
+Tensor MultivariateNormal::rsample(IntList sample_shape) const {
+  const Tensor eps = randn(extended_shape(sample_shape), loc_.options());
+  return loc_ + scale_tril_.matmul(eps.unsqueeze(-1)).squeeze(-1);
+}
+
+Tensor MultivariateNormal::log_prob(const Tensor& value) const {
+  check_value(value, value.defined() && value.dim() >= 1 ? is_real(value).all(-1) : is_real(value),
+              "IndependentConstraint(Real(), 1)");
+  const double n = static_cast<double>(event_shape()[0]);
+  const Tensor m = mahalanobis(scale_tril_, value - loc_);
+  return -0.5 * (m + n * std::log(2 * std::numbers::pi)) - half_log_det(scale_tril_);
+}
+
+Tensor MultivariateNormal::entropy() const {
+  const double n = static_cast<double>(event_shape()[0]);
+  const Tensor h = half_log_det(scale_tril_) + 0.5 * n * (1.0 + std::log(2 * std::numbers::pi));
+  return h.expand(batch_shape());
+}
+
+Tensor MultivariateNormal::variance() const {
+  return scale_tril_.pow(2).sum(-1).expand(joined(batch_shape(), event_shape()));
+}
+
+Tensor MultivariateNormal::scale_tril() const {
+  const int64_t n = event_shape()[0];
+  return scale_tril_.expand(joined(batch_shape(), {n, n}));
+}
+
+Tensor MultivariateNormal::covariance_matrix() const {
+  const int64_t n = event_shape()[0];
+  return scale_tril_.matmul(scale_tril_.transpose(-2, -1)).expand(joined(batch_shape(), {n, n}));
+}
+
+Tensor MultivariateNormal::precision_matrix() const {
+  const int64_t n = event_shape()[0];
+  return cholesky_inverse(scale_tril_).expand(joined(batch_shape(), {n, n}));
+}
+
+// ---- Independent ----
+
+namespace {
+std::pair<Shape, Shape> independent_shapes(const std::shared_ptr<const Distribution>& base, int64_t n) {
+  TD_CHECK(base != nullptr, "Independent: the base distribution is null");
+  const Shape& batch = base->batch_shape();
+  TD_CHECK(n >= 0 && n <= static_cast<int64_t>(batch.size()), "Independent: reinterpreted_batch_ndims (", n,
+           ") must be in [0, ", batch.size(), "], the dims of ", base->name(), "'s batch_shape ", shape_str(batch));
+  const auto cut = batch.end() - n;
+  return {Shape(batch.begin(), cut), joined(Shape(cut, batch.end()), base->event_shape())};
+}
+}  // namespace
+
+Independent::Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,
+                         std::optional<bool> validate_args)
+    : Distribution(independent_shapes(base, reinterpreted_batch_ndims).first,
+                   independent_shapes(base, reinterpreted_batch_ndims).second,
+                   validate_args.value_or(base ? base->validates() : default_validate_args())),
+      base_(std::move(base)),
+      ndims_(reinterpreted_batch_ndims) {}
+
+Tensor Independent::log_prob(const Tensor& value) const { return sum_rightmost(base_->log_prob(value), ndims_); }
+Tensor Independent::entropy() const { return sum_rightmost(base_->entropy(), ndims_); }
+
+// ---- KL divergence ----
+
+namespace {
+
+template <typename D>
+const D* as(const Distribution& d) {
+  return dynamic_cast<const D*>(&d);
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+Tensor kl(const Normal& p, const Normal& q) {
+  const Tensor var_ratio = (p.scale() / q.scale()).pow(2);
+  const Tensor t1 = ((p.loc() - q.loc()) / q.scale()).pow(2);
+  return 0.5 * (var_ratio + t1 - 1 - var_ratio.log());
+}
+
+Tensor kl(const Uniform& p, const Uniform& q) {
+  const Tensor result = ((q.high() - q.low()) / (p.high() - p.low())).log();
+  return where((q.low() > p.low()) | (q.high() < p.high()), kInf, result);
+}
+
+Tensor kl(const Exponential& p, const Exponential& q) {
+  const Tensor ratio = q.rate() / p.rate();
+  return -ratio.log() + ratio - 1;
+}
+
+Tensor kl(const Laplace& p, const Laplace& q) {
+  const Tensor scale_ratio = p.scale() / q.scale();
+  const Tensor distance = (p.loc() - q.loc()).abs();
+  return -scale_ratio.log() + distance / q.scale() + scale_ratio * (-distance / p.scale()).exp() - 1;
+}
+
+Tensor kl(const Bernoulli& p, const Bernoulli& q) {
+  Tensor t1 = p.probs() * (softplus(-q.logits()) - softplus(-p.logits()));
+  t1 = where(p.probs() == 0, 0.0, where(q.probs() == 0, kInf, t1));
+  Tensor t2 = (1 - p.probs()) * (softplus(q.logits()) - softplus(p.logits()));
+  t2 = where(p.probs() == 1, 0.0, where(q.probs() == 1, kInf, t2));
+  return t1 + t2;
+}
+
+Tensor kl(const Categorical& p, const Categorical& q) {
+  TD_CHECK(p.num_events() == q.num_events(), "kl_divergence: Categoricals over ", p.num_events(), " and ",
+           q.num_events(), " categories");
+  Tensor t = p.probs() * (p.logits() - q.logits());
+  const std::vector<Tensor> zeros_q = broadcast_tensors({q.probs() == 0, t});
+  t = where(zeros_q[0], kInf, t);
+  const std::vector<Tensor> zeros_p = broadcast_tensors({p.probs() == 0, t});
+  t = where(zeros_p[0], 0.0, t);
+  return t.sum(-1);
+}
+
+Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
+  TD_CHECK(p.event_shape() == q.event_shape(), "kl_divergence: MultivariateNormals of different event shapes ",
+           shape_str(p.event_shape()), " and ", shape_str(q.event_shape()));
+  const int64_t n = p.event_shape()[0];
+  const Tensor& lp = p.unbroadcasted_scale_tril();
+  const Tensor& lq = q.unbroadcasted_scale_tril();
+  const Shape batch = broadcast_shapes(p.batch_shape(), q.batch_shape(), "kl_divergence");
+  const Tensor half_term1 = half_log_det(lq) - half_log_det(lp);
+  // trace(Sigma_q^-1 Sigma_p) = |Lq^-1 Lp|_F^2.
+  const Tensor solved = linalg::solve_triangular(lq.expand(joined(batch, {n, n})), lp.expand(joined(batch, {n, n})),
+                                                 /*upper=*/false);
+  const Tensor term2 = solved.pow(2).sum({-2, -1});
+  const Tensor term3 = mahalanobis(lq, q.loc() - p.loc());
+  return half_term1 + 0.5 * (term2 + term3 - static_cast<double>(n));
+}
+
+}  // namespace
+
+Tensor kl_divergence(const Distribution& p, const Distribution& q) {
+  if (const auto* a = as<Normal>(p)) {
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Uniform>(p)) {
+    if (const auto* b = as<Uniform>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Exponential>(p)) {
+    if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Laplace>(p)) {
+    if (const auto* b = as<Laplace>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Bernoulli>(p)) {
+    if (const auto* b = as<Bernoulli>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Categorical>(p)) {
+    if (const auto* b = as<Categorical>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<MultivariateNormal>(p)) {
+    if (const auto* b = as<MultivariateNormal>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Independent>(p)) {
+    if (const auto* b = as<Independent>(q)) {
+      TD_CHECK(a->reinterpreted_batch_ndims() == b->reinterpreted_batch_ndims(), "kl_divergence: Independent ",
+               "distributions over ", a->reinterpreted_batch_ndims(), " and ", b->reinterpreted_batch_ndims(),
+               " reinterpreted dims");
+      return sum_rightmost(kl_divergence(a->base(), b->base()), a->reinterpreted_batch_ndims());
+    }
+  }
+  TD_FAIL("kl_divergence: no KL divergence is implemented between ", p.name(), " and ", q.name());
+}
+
+}  // namespace tandem::distributions

@@ -1,0 +1,288 @@
+// Probability distributions, as torch.distributions: parameters that broadcast into a batch of
+// distributions, draws (sample, and rsample where the draw is a differentiable function of the
+// parameters: the reparameterization trick), log densities, moments, entropies and the KL
+// divergence between two distributions of a family.
+//
+//   td::distributions::Normal policy(mu, sigma);      // mu, sigma: tensors (or numbers)
+//   Tensor a = policy.rsample();                      // gradients reach mu and sigma
+//   Tensor loss = -policy.log_prob(a).sum();
+//
+// Shapes as PyTorch's: a distribution has a batch_shape (the parameters' broadcast shape) and an
+// event_shape (the shape of one draw: [] for scalar distributions, [n] for MultivariateNormal);
+// sample(sample_shape) returns sample_shape + batch_shape + event_shape, and log_prob(value)
+// takes a value that broadcasts against batch_shape + event_shape and returns its batch part.
+//
+// Validation, as PyTorch's (on unless set_default_validate_args(false) or validate_args =
+// false): parameters outside their constraint are an error at construction, and values outside
+// the support an error in log_prob and cdf, naming the distribution, the argument, its shape and
+// the constraint. Checking reads the tensors back to the host.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"  // the operators the inline members use
+#include "core/tensor.h"
+
+namespace tandem::distributions {
+
+// A parameter: a tensor, or a number, which takes the dtype and device of the tensors given with
+// it (float32 on the CPU where all are numbers), as PyTorch's broadcast_all.
+class Param {
+ public:
+  Param(Tensor t) : tensor_(std::move(t)) {}  // NOLINT: implicit, as a number is
+  Param(double v) : number_(v) {}             // NOLINT
+  bool is_tensor() const { return tensor_.defined(); }
+  const Tensor& tensor() const { return tensor_; }
+  double number() const { return number_; }
+
+ private:
+  Tensor tensor_;
+  double number_ = 0;
+};
+
+class Distribution {
+ public:
+  virtual ~Distribution() = default;
+
+  // PyTorch's default: on.
+  static void set_default_validate_args(bool validate);
+  static bool default_validate_args();
+
+  virtual std::string name() const = 0;  // "Normal"
+  const Shape& batch_shape() const { return batch_shape_; }
+  const Shape& event_shape() const { return event_shape_; }
+
+  // Draws of shape sample_shape + batch_shape + event_shape: sample records no gradient; rsample
+  // (for the distributions with has_rsample()) is differentiable in the parameters.
+  virtual bool has_rsample() const { return false; }
+  virtual Tensor sample(IntList sample_shape = {}) const;
+  virtual Tensor rsample(IntList sample_shape = {}) const;
+
+  virtual Tensor log_prob(const Tensor& value) const = 0;
+  virtual Tensor cdf(const Tensor& value) const;
+  virtual Tensor icdf(const Tensor& value) const;
+  virtual Tensor entropy() const;
+  Tensor perplexity() const { return entropy().exp(); }
+
+  virtual Tensor mean() const;
+  virtual Tensor mode() const;
+  virtual Tensor variance() const;
+  virtual Tensor stddev() const { return variance().sqrt(); }
+
+  // Every value of a discrete distribution's support, along a new first dim ([K] + batch_shape
+  // with expand, else [K] + ones), for Bernoulli and Categorical.
+  virtual bool has_enumerate_support() const { return false; }
+  virtual Tensor enumerate_support(bool expand = true) const;
+
+  bool validates() const { return validate_; }
+
+ protected:
+  Distribution(Shape batch_shape, Shape event_shape, std::optional<bool> validate_args);
+  Shape extended_shape(IntList sample_shape) const;  // sample_shape + batch_shape + event_shape
+  // Where validation is on: `value` broadcasts against batch_shape + event_shape and every
+  // element lies in the support (`in_support`: a bool tensor of value's shape, or of its batch
+  // part for vector events), which `support` names.
+  void check_value(const Tensor& value, const Tensor& in_support, const std::string& support) const;
+  [[noreturn]] void not_implemented(const char* what) const;
+
+ private:
+  Shape batch_shape_, event_shape_;
+  bool validate_;
+};
+
+// N(loc, scale^2). Parameters: loc real, scale > 0.
+class Normal : public Distribution {
+ public:
+  Normal(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Normal"; }
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override { return scale_.pow(2); }
+  Tensor stddev() const override { return scale_; }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ private:
+  Normal(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor loc_, scale_;
+};
+
+// Uniform on [low, high). Parameters: low < high.
+class Uniform : public Distribution {
+ public:
+  Uniform(Param low, Param high, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Uniform"; }
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;  // NaN: every point of the interval is one
+  Tensor variance() const override;
+  const Tensor& low() const { return low_; }
+  const Tensor& high() const { return high_; }
+
+ private:
+  Uniform(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor low_, high_;
+};
+
+// Exponential(rate): density rate e^(-rate x) on x >= 0. Parameter: rate > 0.
+class Exponential : public Distribution {
+ public:
+  explicit Exponential(Param rate, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Exponential"; }
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return rate_.reciprocal(); }
+  Tensor mode() const override;
+  Tensor variance() const override { return rate_.pow(-2); }
+  Tensor stddev() const override { return rate_.reciprocal(); }
+  const Tensor& rate() const { return rate_; }
+
+ private:
+  Exponential(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor rate_;
+};
+
+// Laplace(loc, scale): density e^(-|x - loc| / scale) / (2 scale). Parameters: loc real, scale > 0.
+class Laplace : public Distribution {
+ public:
+  Laplace(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Laplace"; }
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override { return scale_.pow(2) * 2; }
+  Tensor stddev() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ private:
+  Laplace(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor loc_, scale_;
+};
+
+// Which parameter a Bernoulli or Categorical is given; the other is derived from it.
+enum class Given { probs, logits };
+
+// Bernoulli: 1 with probability probs, else 0. Given probs in [0, 1], or logits (log-odds, real).
+class Bernoulli : public Distribution {
+ public:
+  Bernoulli(const Tensor& parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Bernoulli"; }
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return probs_; }
+  Tensor mode() const override;  // NaN where probs is exactly 0.5
+  Tensor variance() const override { return probs_ * (1 - probs_); }
+  bool has_enumerate_support() const override { return true; }
+  Tensor enumerate_support(bool expand = true) const override;
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ private:
+  Tensor probs_, logits_;
+};
+
+// Categorical over {0, ..., K - 1}, K the last dim of the parameter: probs (non-negative, scaled
+// to sum to 1 along the last dim) or logits (normalised by their logsumexp). batch_shape is the
+// parameter's shape without its last dim.
+class Categorical : public Distribution {
+ public:
+  Categorical(const Tensor& parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Categorical"; }
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;      // NaN, as PyTorch's (no order on the categories)
+  Tensor mode() const override;      // the most probable category
+  Tensor variance() const override;  // NaN
+  bool has_enumerate_support() const override { return true; }
+  Tensor enumerate_support(bool expand = true) const override;
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+  int64_t num_events() const { return probs_.size(-1); }
+
+ private:
+  Tensor probs_, logits_;
+};
+
+// N(loc, Sigma) over vectors of n: loc [..., n] with exactly one of covariance_matrix (positive
+// definite), precision_matrix (its inverse, positive definite) or scale_tril (the lower
+// Cholesky factor L of Sigma = L L^T, positive diagonal), [..., n, n]. event_shape [n].
+class MultivariateNormal : public Distribution {
+ public:
+  enum class Matrix { covariance, precision, scale_tril };
+  MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind = Matrix::covariance,
+                     std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "MultivariateNormal"; }
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& loc() const { return loc_; }
+  Tensor scale_tril() const;
+  Tensor covariance_matrix() const;
+  Tensor precision_matrix() const;
+  // L before broadcasting to the batch: what the computations use.
+  const Tensor& unbroadcasted_scale_tril() const { return scale_tril_; }
+
+ private:
+  Tensor loc_, scale_tril_;
+};
+
+// Reinterprets the last `reinterpreted_batch_ndims` batch dims of a distribution as event dims:
+// log_prob and entropy sum over them (a diagonal Normal over vectors: Independent(Normal, 1)).
+class Independent : public Distribution {
+ public:
+  Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,
+              std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Independent"; }
+  bool has_rsample() const override { return base_->has_rsample(); }
+  Tensor sample(IntList sample_shape = {}) const override { return base_->sample(sample_shape); }
+  Tensor rsample(IntList sample_shape = {}) const override { return base_->rsample(sample_shape); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return base_->mean(); }
+  Tensor mode() const override { return base_->mode(); }
+  Tensor variance() const override { return base_->variance(); }
+  const Distribution& base() const { return *base_; }
+  int64_t reinterpreted_batch_ndims() const { return ndims_; }
+
+ private:
+  std::shared_ptr<const Distribution> base_;
+  int64_t ndims_;
+};
+
+// KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
+// (Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, MultivariateNormal, and
+// Independent of those with the same reinterpreted dims): PyTorch's formulas, +inf where p puts
+// mass q does not. Any other pair is an error naming both.
+Tensor kl_divergence(const Distribution& p, const Distribution& q);
+
+}  // namespace tandem::distributions

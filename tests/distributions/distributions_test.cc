@@ -1,0 +1,280 @@
+// td::distributions against torch.distributions 2.15 (tests/distributions/distributions_fixtures.json,
+// written by tests/distributions/make_distributions_fixtures.py): log_prob and its gradients,
+// cdf, icdf, entropy and the moments of every distribution, kl_divergence and its gradients;
+// then draws (shapes, moments over many samples, rsample's gradients), validation and errors.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tests/nn/json_fixture.h"
+#include "tests/testing.h"
+
+namespace td = tandem;
+namespace D = td::distributions;
+using nlohmann::json;
+using td::Shape;
+using td::Tensor;
+using td::testing::check_close;
+using td::testing::check_error;
+using td::testing::fixture_numbers;
+using td::testing::values;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+const json& fixture() {
+  static const json data = td::testing::load_json_fixture("tests/distributions/distributions_fixtures.json");
+  return data;
+}
+
+Tensor from(const json& j) { return td::tensor(fixture_numbers(j["values"])).reshape(j["shape"].get<Shape>()); }
+
+// A distribution from a fixture's parameters; each tensor parameter a leaf in `leaves`, by name.
+std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tensor>& leaves) {
+  const json& params = c["params"];
+  auto param = [&](const std::string& name) -> D::Param {
+    const json& p = params[name];
+    if (p.contains("number")) return p["number"].get<double>();
+    return leaves[name] = from(p).requires_grad_(true);
+  };
+  auto tensor_param = [&](const std::string& name) { return param(name).tensor(); };
+  const std::string dist = c["dist"].get<std::string>();
+  if (dist == "Normal") return std::make_shared<D::Normal>(param("loc"), param("scale"));
+  if (dist == "Uniform") return std::make_shared<D::Uniform>(param("low"), param("high"));
+  if (dist == "Exponential") return std::make_shared<D::Exponential>(param("rate"));
+  if (dist == "Laplace") return std::make_shared<D::Laplace>(param("loc"), param("scale"));
+  const bool probs = params.contains("probs");
+  const D::Given given = probs ? D::Given::probs : D::Given::logits;
+  if (dist == "Bernoulli") return std::make_shared<D::Bernoulli>(tensor_param(probs ? "probs" : "logits"), given);
+  if (dist == "Categorical") return std::make_shared<D::Categorical>(tensor_param(probs ? "probs" : "logits"), given);
+  if (dist == "MultivariateNormal") {
+    using Matrix = D::MultivariateNormal::Matrix;
+    for (const auto& [key, kind] : {std::pair{"covariance_matrix", Matrix::covariance},
+                                    std::pair{"precision_matrix", Matrix::precision},
+                                    std::pair{"scale_tril", Matrix::scale_tril}}) {
+      if (params.contains(key)) return std::make_shared<D::MultivariateNormal>(tensor_param("loc"), tensor_param(key), kind);
+    }
+  }
+  if (dist == "IndependentNormal") {
+    return std::make_shared<D::Independent>(std::make_shared<D::Normal>(param("loc"), param("scale")), 1);
+  }
+  FAIL("unknown distribution " << dist);
+  return nullptr;
+}
+
+void check_tensor(const Tensor& got, const json& want, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.sizes() == want["shape"].get<Shape>());
+  check_close(got.to(td::kFloat64), fixture_numbers(want["values"]), kTol, kTol, what);
+}
+
+void check_grads(const std::map<std::string, Tensor>& leaves, const json& want, const std::string& what) {
+  for (const auto& [name, leaf] : leaves) {
+    INFO(what << " gradient of " << name);
+    const json& g = want[name];
+    if (g.is_null()) {
+      CHECK((!leaf.grad().defined() || values(leaf.grad()) == std::vector<double>(leaf.numel(), 0.0)));
+      continue;
+    }
+    REQUIRE(leaf.grad().defined());
+    check_close(leaf.grad(), fixture_numbers(g), kTol, kTol, what + " gradient of " + name);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and moments are PyTorch's", "[cpu]") {
+  int checked = 0;
+  for (const json& c : fixture()["cases"]) {
+    const std::string name = c["dist"].get<std::string>() + " " + c["params"].dump().substr(0, 60);
+    INFO(name);
+    std::map<std::string, Tensor> leaves;
+    const auto dist = make(c, leaves);
+    CHECK(dist->batch_shape() == c["batch_shape"].get<Shape>());
+    CHECK(dist->event_shape() == c["event_shape"].get<Shape>());
+    const Tensor value = from(c["value"]);
+    const Tensor log_prob = dist->log_prob(value);
+    check_tensor(log_prob, c["log_prob"], name + " log_prob");
+    if (c.contains("log_prob_grad")) {
+      log_prob.sum().backward();
+      check_grads(leaves, c["log_prob_grad"], name + " log_prob");
+    }
+    if (c.contains("entropy")) check_tensor(dist->entropy(), c["entropy"], name + " entropy");
+    if (c.contains("mean")) check_tensor(dist->mean(), c["mean"], name + " mean");
+    if (c.contains("mode")) check_tensor(dist->mode(), c["mode"], name + " mode");
+    if (c.contains("variance")) check_tensor(dist->variance(), c["variance"], name + " variance");
+    if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
+    if (c.contains("cdf")) check_close(dist->cdf(value), fixture_numbers(c["cdf"]), kTol, kTol, name + " cdf");
+    if (c.contains("icdf")) {
+      check_close(dist->icdf(from(c["icdf_at"])), fixture_numbers(c["icdf"]), kTol, kTol, name + " icdf");
+    }
+    ++checked;
+  }
+  CHECK(checked == 15);
+}
+
+TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
+  int checked = 0;
+  for (const json& c : fixture()["kl"]) {
+    const std::string name = c["p"]["dist"].get<std::string>() + " || " + c["q"]["dist"].get<std::string>();
+    INFO(name);
+    std::map<std::string, Tensor> p_leaves, q_leaves;
+    const auto p = make(c["p"], p_leaves);
+    const auto q = make(c["q"], q_leaves);
+    const Tensor kl = D::kl_divergence(*p, *q);
+    check_tensor(kl, c["kl"], name);
+    if (c.contains("grad_p")) {
+      kl.sum().backward();
+      check_grads(p_leaves, c["grad_p"], name + " p");
+      check_grads(q_leaves, c["grad_q"], name + " q");
+    }
+    ++checked;
+  }
+  CHECK(checked == 10);
+  const D::Normal normal(0.0, 1.0);
+  const D::Laplace laplace(0.0, 1.0);
+  check_error([&] { D::kl_divergence(normal, laplace); }, {"kl_divergence", "between Normal and Laplace"});
+  const D::Categorical three(td::ones({3}, td::kFloat64)), four(td::ones({4}, td::kFloat64));
+  check_error([&] { D::kl_divergence(three, four); }, {"kl_divergence", "3", "4", "categories"});
+}
+
+TEST_CASE("draws have shape sample + batch + event and the distribution's moments", "[cpu]") {
+  td::manual_seed(3);
+  const Tensor loc = td::tensor(std::vector<double>{-1, 0.5, 2}), scale = td::tensor(std::vector<double>{0.5, 1, 2});
+  const int64_t n = 40000;
+  auto check_moments = [&](const D::Distribution& d, const std::string& what) {
+    INFO(what);
+    const Tensor draws = d.sample({n});
+    REQUIRE(draws.sizes()[0] == n);
+    const Tensor mean = draws.to(td::kFloat64).mean({0}), var = draws.to(td::kFloat64).var({0});
+    const Tensor sd_of_mean = (d.variance() / static_cast<double>(n)).sqrt();
+    // Within 5 standard errors of the mean; the variance within 5%.
+    CHECK(((mean - d.mean()).abs() <= sd_of_mean * 5).all().item<bool>());
+    check_close(var, values(d.variance()), 0.05, 0, what + " variance");
+  };
+  check_moments(D::Normal(loc, scale), "Normal");
+  check_moments(D::Uniform(loc, loc + scale), "Uniform");
+  check_moments(D::Exponential(scale), "Exponential");
+  check_moments(D::Laplace(loc, scale), "Laplace");
+  check_moments(D::Bernoulli(td::tensor(std::vector<double>{0.1, 0.5, 0.8})), "Bernoulli");
+  // Categorical: each category's share within 5 standard errors.
+  const Tensor probs = td::tensor(std::vector<double>{0.1, 0.2, 0.3, 0.4});
+  const Tensor picks = D::Categorical(probs * 3).sample({n});  // unnormalised: scaled to sum to 1
+  CHECK(picks.dtype() == td::kInt64);
+  for (int64_t k = 0; k < 4; ++k) {
+    const double share = (picks == k).to(td::kFloat64).mean().item<double>(), p = values(probs)[k];
+    CHECK(std::abs(share - p) <= 5 * std::sqrt(p * (1 - p) / n));
+  }
+  // MultivariateNormal: the draws' covariance is Sigma.
+  const Tensor sigma = td::tensor(std::vector<double>{2, 0.6, 0.6, 1}).view({2, 2});
+  const D::MultivariateNormal mvn(td::tensor(std::vector<double>{1, -1}), sigma);
+  const Tensor draws = mvn.sample({n});
+  REQUIRE(draws.sizes() == Shape{n, 2});
+  const Tensor centred = draws - draws.mean({0});
+  check_close(centred.t().matmul(centred) / static_cast<double>(n - 1), values(sigma), 0.05, 0.03, "covariance");
+  // Shapes: sample_shape + batch_shape + event_shape.
+  const D::Normal batch(td::zeros({2, 3}, td::kFloat64), 1.0);
+  CHECK(batch.sample({4, 5}).sizes() == Shape{4, 5, 2, 3});
+  CHECK(batch.sample().sizes() == Shape{2, 3});
+  const D::MultivariateNormal mvn_batch(td::zeros({3, 2}, td::kFloat64), sigma);
+  CHECK(mvn_batch.batch_shape() == Shape{3});
+  CHECK(mvn_batch.event_shape() == Shape{2});
+  CHECK(mvn_batch.rsample({4}).sizes() == Shape{4, 3, 2});
+  CHECK(D::Categorical(td::ones({2, 5}, td::kFloat64)).sample({7}).sizes() == Shape{7, 2});
+  const D::Independent diagonal(std::make_shared<D::Normal>(td::zeros({2, 3}, td::kFloat64), 1.0), 1);
+  CHECK(diagonal.batch_shape() == Shape{2});
+  CHECK(diagonal.event_shape() == Shape{3});
+  CHECK(diagonal.sample({4}).sizes() == Shape{4, 2, 3});
+  CHECK(diagonal.log_prob(td::zeros({2, 3}, td::kFloat64)).sizes() == Shape{2});
+}
+
+TEST_CASE("rsample is differentiable in the parameters; sample records nothing", "[cpu]") {
+  td::manual_seed(4);
+  Tensor loc = td::tensor(std::vector<double>{0.5, -1}).requires_grad_(true);
+  Tensor scale = td::tensor(std::vector<double>{2, 0.5}).requires_grad_(true);
+  const D::Normal normal(loc, scale);
+  const Tensor x = normal.rsample({1000});
+  CHECK(x.requires_grad());
+  x.sum().backward();
+  // x = loc + eps scale: d sum / d loc = the draws' count, d sum / d scale = sum of eps.
+  check_close(loc.grad(), {1000, 1000}, 0, 0);
+  check_close(scale.grad(), values(((x.detach() - loc.detach()) / scale.detach()).sum({0})), 1e-10, 1e-10);
+  CHECK(!normal.sample({3}).requires_grad());
+  Tensor rate = td::tensor(std::vector<double>{2.0}).requires_grad_(true);
+  const Tensor e = D::Exponential(rate).rsample({5});
+  e.sum().backward();  // x = draw / rate: d / d rate = -x / rate
+  check_close(rate.grad(), {-(e.detach().sum().item<double>()) / 2}, 1e-12, 0);
+  for (const D::Distribution* d :
+       std::initializer_list<const D::Distribution*>{new D::Bernoulli(td::full({2}, 0.5)),
+                                                      new D::Categorical(td::ones({3}))}) {
+    CHECK(!d->has_rsample());
+    check_error([&] { d->rsample(); }, {d->name(), "does not support rsample"});
+    CHECK(!d->sample().requires_grad());
+    delete d;
+  }
+}
+
+TEST_CASE("numbers take the dtype and device of the tensors beside them, float32 alone", "[cpu]") {
+  const D::Normal standard(0.0, 1.0);
+  CHECK(standard.loc().dtype() == td::kFloat32);
+  CHECK(standard.batch_shape().empty());
+  CHECK(standard.sample().dtype() == td::kFloat32);
+  const D::Normal wide(td::zeros({3}, td::kFloat64), 2.0);
+  CHECK(wide.scale().dtype() == td::kFloat64);
+  CHECK(wide.scale().sizes() == Shape{3});
+  check_close(wide.perplexity(), values(wide.entropy().exp()), 0, 0);
+  // Bernoulli and Categorical enumerate their supports.
+  const D::Bernoulli coin(td::full({3}, 0.3));
+  CHECK(coin.enumerate_support().sizes() == Shape{2, 3});
+  check_close(coin.enumerate_support(false), {0, 1}, 0, 0);
+  const D::Categorical die(td::ones({2, 6}));
+  CHECK(die.enumerate_support().sizes() == Shape{6, 2});
+  CHECK(die.num_events() == 6);
+  check_error([&] { coin.cdf(td::zeros({3})); }, {"Bernoulli", "cdf", "not implemented"});
+  check_error([&] { die.icdf(td::zeros({2})); }, {"Categorical", "icdf", "not implemented"});
+}
+
+TEST_CASE("validation names the distribution, the argument, its shape and the constraint", "[cpu]") {
+  const Tensor bad_scale = td::tensor(std::vector<double>{1, 0, 2});
+  check_error([&] { D::Normal(0.0, bad_scale); }, {"Normal", "parameter scale", "[3]", "GreaterThan(lower_bound=0.0)"});
+  check_error([&] { D::Normal(td::tensor(std::vector<double>{NAN}), 1.0); }, {"Normal", "parameter loc", "Real()"});
+  check_error([&] { D::Uniform(1.0, 1.0); }, {"Uniform", "low", "low < high"});
+  check_error([&] { D::Exponential(-1.0); }, {"Exponential", "rate", "GreaterThan"});
+  check_error([&] { D::Bernoulli(td::full({2}, 1.5)); }, {"Bernoulli", "probs", "Interval"});
+  check_error([&] { D::Categorical(td::tensor(std::vector<double>{0.5, -0.1})); }, {"Categorical", "probs", "Simplex"});
+  check_error([&] { D::Categorical(td::zeros({2, 0})); }, {"Categorical", "no categories"});
+  check_error([&] { D::Normal(td::ones({2}, td::kInt64), 1.0); }, {"Normal", "loc", "floating", "int64"});
+  check_error([&] { D::Normal(td::ones({2}), td::ones({3})); }, {"[2]", "[3]"});
+  const Tensor not_spd = td::tensor(std::vector<double>{1, 2, 2, 1}).view({2, 2});
+  check_error([&] { D::MultivariateNormal(td::zeros({2}, td::kFloat64), not_spd); },
+              {"MultivariateNormal", "covariance_matrix", "PositiveDefinite"});
+  check_error(
+      [&] {
+        D::MultivariateNormal(td::zeros({2}, td::kFloat64), td::ones({2, 2}, td::kFloat64),
+                              D::MultivariateNormal::Matrix::scale_tril);
+      },
+      {"MultivariateNormal", "scale_tril", "LowerCholesky"});
+  check_error([&] { D::MultivariateNormal(td::zeros({3}, td::kFloat64), td::eye(2, -1, td::kFloat64)); },
+              {"MultivariateNormal", "[..., n, n] with n = 3", "[2, 2]"});
+  check_error([&] { D::MultivariateNormal(td::zeros({}, td::kFloat64), td::eye(2, -1, td::kFloat64)); },
+              {"MultivariateNormal", "loc", "one-dimensional"});
+  check_error([&] { D::Independent(std::make_shared<D::Normal>(td::zeros({2}), 1.0), 2); },
+              {"Independent", "reinterpreted_batch_ndims (2)", "[0, 1]"});
+  // Values outside the support, or of a shape that does not broadcast.
+  const D::Exponential exponential(td::ones({3}));
+  check_error([&] { exponential.log_prob(td::full({3}, -1.0)); },
+              {"Exponential", "value", "[3]", "support", "GreaterThanEq(lower_bound=0.0)"});
+  check_error([&] { exponential.log_prob(td::ones({2})); }, {"Exponential", "[2]", "does not broadcast", "[3]"});
+  check_error([&] { D::Bernoulli(td::full({2}, 0.5)).log_prob(td::full({2}, 0.5)); }, {"Bernoulli", "Boolean()"});
+  check_error([&] { D::Categorical(td::ones({3})).log_prob(td::full({}, 3.0)); },
+              {"Categorical", "IntegerInterval(lower_bound=0, upper_bound=2)"});
+  // validate_args = false, for one distribution or by default.
+  CHECK(std::isnan(D::Normal(0.0, -1.0, false).log_prob(td::zeros({})).item<double>()));
+  D::Distribution::set_default_validate_args(false);
+  const double outside = D::Exponential(1.0).log_prob(td::full({}, -1.0)).item<double>();
+  D::Distribution::set_default_validate_args(true);
+  CHECK(outside == 1.0);  // log(1) - 1 * (-1): the formula, unchecked
+  CHECK(D::Distribution::default_validate_args());
+}

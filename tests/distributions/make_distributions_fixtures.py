@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Writes tests/distributions/distributions_fixtures.json: what torch.distributions gives for the
+distributions tandem has (log_prob, cdf, icdf, entropy, mean, mode, variance, stddev, and the
+gradients of sum(log_prob) with respect to the parameters), and kl_divergence between pairs with
+its gradients, for tests/distributions/distributions_test.cc to replay. Everything in float64;
+parameters and values from closed formulas, written into the fixture. Floats by Python's repr.
+
+    ~/.cache/tandem/venv/bin/python tests/distributions/make_distributions_fixtures.py
+"""
+
+import json
+import math
+import os
+
+import torch
+import torch.distributions as D
+
+torch.set_default_dtype(torch.float64)
+
+
+def ramp(shape, scale, offset=0.0, salt=0.0):
+    n = math.prod(shape)
+    return torch.tensor([offset + math.sin(scale * k + salt) for k in range(n)]).view(shape)
+
+
+def floats(t):
+    return [v if math.isfinite(v) else str(v) for v in t.detach().double().flatten().tolist()]
+
+
+def encode(param):
+    if isinstance(param, float):
+        return {"number": param}
+    return {"shape": list(param.shape), "values": floats(param)}
+
+
+def spd(n, salt, batch=()):
+    a = ramp(list(batch) + [n, n], 0.9, salt=salt)
+    return a @ a.transpose(-2, -1) + torch.eye(n) * 0.5
+
+
+def make(name, params, kind=None):
+    args = {k: (v.clone().requires_grad_() if isinstance(v, torch.Tensor) else v) for k, v in params.items()}
+    if name == "Normal":
+        return D.Normal(args["loc"], args["scale"]), args
+    if name == "Uniform":
+        return D.Uniform(args["low"], args["high"]), args
+    if name == "Exponential":
+        return D.Exponential(args["rate"]), args
+    if name == "Laplace":
+        return D.Laplace(args["loc"], args["scale"]), args
+    if name == "Bernoulli":
+        return (D.Bernoulli(probs=args["probs"]) if "probs" in args else D.Bernoulli(logits=args["logits"])), args
+    if name == "Categorical":
+        return (D.Categorical(probs=args["probs"]) if "probs" in args else
+                D.Categorical(logits=args["logits"])), args
+    if name == "MultivariateNormal":
+        key = [k for k in args if k != "loc"][0]
+        return D.MultivariateNormal(args["loc"], **{key: args[key]}), args
+    if name == "IndependentNormal":
+        return D.Independent(D.Normal(args["loc"], args["scale"]), 1), args
+    raise ValueError(name)
+
+
+def grads_of(total, args):
+    tensors = {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
+    got = torch.autograd.grad(total, list(tensors.values()), allow_unused=True)
+    return {k: floats(g) if g is not None else None for k, g in zip(tensors, got)}
+
+
+def case(name, params, value, icdf_at=None, grad=True):
+    dist, args = make(name, params)
+    out = {"dist": name, "params": {k: encode(v) for k, v in params.items()}, "value": encode(value),
+           "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)}
+    log_prob = dist.log_prob(value)
+    out["log_prob"] = {"shape": list(log_prob.shape), "values": floats(log_prob)}
+    if grad:
+        out["log_prob_grad"] = grads_of(log_prob.sum(), args)
+    for what in ["entropy", "mean", "mode", "variance", "stddev"]:
+        try:
+            t = getattr(dist, what)() if what == "entropy" else getattr(dist, what)
+        except NotImplementedError:
+            continue
+        out[what] = {"shape": list(t.shape), "values": floats(t)}
+    try:
+        out["cdf"] = floats(dist.cdf(value))
+    except NotImplementedError:
+        pass
+    if icdf_at is not None:
+        out["icdf_at"] = encode(icdf_at)
+        out["icdf"] = floats(dist.icdf(icdf_at))
+    return out
+
+
+def kl_case(p_name, p_params, q_name, q_params, grad=True):
+    p, p_args = make(p_name, p_params)
+    q, q_args = make(q_name, q_params)
+    kl = D.kl_divergence(p, q)
+    out = {"p": {"dist": p_name, "params": {k: encode(v) for k, v in p_params.items()}},
+           "q": {"dist": q_name, "params": {k: encode(v) for k, v in q_params.items()}},
+           "kl": {"shape": list(kl.shape), "values": floats(kl)}}
+    if grad:
+        out["grad_p"] = grads_of(kl.sum(), p_args)
+        q2, q_args2 = make(q_name, q_params)
+        p2, _ = make(p_name, p_params)
+        out["grad_q"] = grads_of(D.kl_divergence(p2, q2).sum(), q_args2)
+    return out
+
+
+def main():
+    unit = ramp([2, 3], 0.7, 0.5, 0.1) * 0.45 + 0.5  # in (0, 1)
+    cases = [
+        case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.5)}, ramp([2, 3], 0.3, 0.2),
+             icdf_at=unit),
+        case("Normal", {"loc": 0.5, "scale": ramp([3], 0.5, 1.5)}, ramp([4, 3], 0.3), icdf_at=unit[0]),
+        case("Uniform", {"low": ramp([3], 0.5, -1.0), "high": ramp([3], 0.4, 1.5)}, ramp([2, 3], 0.2, 0.1) * 0.3,
+             icdf_at=unit),
+        case("Exponential", {"rate": ramp([3], 0.6, 1.5)}, ramp([2, 3], 0.8, 1.2), icdf_at=unit),
+        case("Laplace", {"loc": ramp([3], 0.6), "scale": ramp([2, 1], 0.5, 1.3)}, ramp([2, 3], 0.9, 0.1),
+             icdf_at=unit),
+        case("Bernoulli", {"probs": ramp([4], 0.8, 0.5) * 0.4}, torch.tensor([0.0, 1.0, 1.0, 0.0])),
+        case("Bernoulli", {"logits": ramp([2, 4], 0.8, 0.3) * 3}, torch.tensor([0.0, 1.0, 1.0, 0.0])),
+        case("Bernoulli", {"probs": torch.tensor([0.0, 1.0, 0.5, 0.25])}, torch.tensor([0.0, 1.0, 1.0, 0.0]),
+             grad=False),
+        case("Categorical", {"probs": ramp([2, 4], 0.8, 1.2)}, torch.tensor([[0.0, 3.0], [2.0, 1.0], [3.0, 3.0]])),
+        case("Categorical", {"logits": ramp([2, 4], 0.8, 0.2) * 4}, torch.tensor([1.0, 2.0])),
+        case("Categorical", {"probs": torch.tensor([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])}, torch.tensor([1.0, 0.0]),
+             grad=False),
+        case("MultivariateNormal", {"loc": ramp([2, 3], 0.5), "covariance_matrix": spd(3, 0.3)},
+             ramp([2, 3], 0.4, 0.3)),
+        case("MultivariateNormal", {"loc": ramp([3], 0.5), "precision_matrix": spd(3, 0.7)}, ramp([2, 3], 0.4, 0.3)),
+        case("MultivariateNormal",
+             {"loc": ramp([3], 0.5), "scale_tril": torch.linalg.cholesky(spd(3, 1.1, (2,)))}, ramp([4, 2, 3], 0.4)),
+        case("IndependentNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([2, 3], 0.5, 1.5)}, ramp([2, 3], 0.3)),
+    ]
+    kls = [
+        kl_case("Normal", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
+                "Normal", {"loc": ramp([2, 3], 0.3), "scale": ramp([2, 3], 0.4, 1.2)}),
+        kl_case("Uniform", {"low": torch.tensor([0.0, -1.0, 0.5]), "high": torch.tensor([1.0, 0.5, 2.0])},
+                "Uniform", {"low": torch.tensor([-0.5, -1.0, 0.7]), "high": torch.tensor([1.5, 1.0, 3.0])}, grad=False),
+        kl_case("Exponential", {"rate": ramp([3], 0.6, 1.5)}, "Exponential", {"rate": ramp([3], 0.9, 1.2)}),
+        kl_case("Laplace", {"loc": ramp([3], 0.6), "scale": ramp([3], 0.5, 1.3)},
+                "Laplace", {"loc": ramp([3], 0.2), "scale": ramp([3], 0.7, 1.1)}),
+        kl_case("Bernoulli", {"probs": ramp([4], 0.8, 0.5) * 0.4}, "Bernoulli", {"probs": ramp([4], 0.3, 0.5) * 0.4}),
+        kl_case("Bernoulli", {"probs": torch.tensor([0.0, 1.0, 0.3, 0.5])},
+                "Bernoulli", {"probs": torch.tensor([0.2, 0.4, 0.0, 1.0])}, grad=False),
+        kl_case("Categorical", {"probs": ramp([2, 4], 0.8, 1.2)}, "Categorical", {"logits": ramp([4], 0.5) * 2}),
+        kl_case("Categorical", {"probs": torch.tensor([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5]])},
+                "Categorical", {"probs": torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])}, grad=False),
+        kl_case("MultivariateNormal", {"loc": ramp([2, 3], 0.5), "covariance_matrix": spd(3, 0.3)},
+                "MultivariateNormal", {"loc": ramp([3], 0.2), "scale_tril": torch.linalg.cholesky(spd(3, 1.1))}),
+        kl_case("IndependentNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([2, 3], 0.5, 1.5)},
+                "IndependentNormal", {"loc": ramp([2, 3], 0.3), "scale": ramp([2, 3], 0.4, 1.2)}),
+    ]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributions_fixtures.json")
+    with open(path, "w") as f:
+        json.dump({"torch": torch.__version__, "cases": cases, "kl": kls}, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"{len(cases)} cases and {len(kls)} KL pairs written to {path}")
+
+
+if __name__ == "__main__":
+    main()
