@@ -41,6 +41,7 @@ std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* 
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].is_tensor()) continue;
     const Tensor& t = params[i].tensor();
+    TD_CHECK(t.defined(), dist, ": parameter ", names[i], " is an undefined tensor");
     TD_CHECK(is_floating(t.dtype()), dist, ": parameter ", names[i], " must be a floating tensor, got ", t.dtype());
     if (!first) first = &t;
     TD_CHECK(t.device() == first->device(), dist, ": parameter ", names[i], " is on ", t.device(), " but the others on ",
@@ -62,19 +63,20 @@ std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* 
 
 Shape shape_of(const std::vector<Tensor>& broadcast) { return broadcast[0].sizes(); }
 
-// Where validation is on: every element of `ok` (a bool tensor) holds, else an error naming the
+// Where validation is on: every element of `ok()` (a bool tensor) holds, else an error naming the
 // parameter and its constraint, as PyTorch's.
-void check_parameter(bool validate, const char* dist, const char* name, const Tensor& t, const Tensor& ok,
-                     const char* constraint) {
+void check_parameter(bool validate, const char* dist, const char* name, const Tensor& t,
+                     const std::function<Tensor()>& ok, const char* constraint) {
   if (!validate) return;
   NoGradGuard no_grad;
-  TD_CHECK(ok.all().item<bool>(), dist, ": expected parameter ", name, " (shape ", shape_str(t.sizes()),
+  TD_CHECK(ok().all().item<bool>(), dist, ": expected parameter ", name, " (shape ", shape_str(t.sizes()),
            ") to satisfy the constraint ", constraint, ", but found invalid values");
 }
 
 Tensor is_real(const Tensor& t) { return t == t; }  // PyTorch's real: anything but NaN
 
-Tensor softplus(const Tensor& x) { return x.clamp_min(0) + (-x.abs()).exp().log1p(); }
+// log(1 + e^x) through logaddexp, whose gradient is the sigmoid everywhere (0 included).
+Tensor softplus(const Tensor& x) { return logaddexp(x, zeros_like(x)); }
 
 // The sum over the last n dims.
 Tensor sum_rightmost(const Tensor& t, int64_t n) {
@@ -129,7 +131,8 @@ Tensor Distribution::mode() const { not_implemented("mode"); }
 Tensor Distribution::variance() const { not_implemented("variance"); }
 Tensor Distribution::enumerate_support(bool) const { not_implemented("enumerate_support"); }
 
-void Distribution::check_value(const Tensor& value, const Tensor& in_support, const std::string& support) const {
+void Distribution::check_value(const Tensor& value, const std::function<Tensor()>& in_support,
+                               const std::string& support) const {
   TD_CHECK(value.defined(), name(), ": the value is an undefined tensor");
   if (!validate_) return;
   const Shape expected = joined(batch_shape_, event_shape_);
@@ -144,7 +147,7 @@ void Distribution::check_value(const Tensor& value, const Tensor& in_support, co
   TD_CHECK(fits, name(), ": the value's shape ", shape_str(actual), " does not broadcast with batch_shape + ",
            "event_shape ", shape_str(expected));
   NoGradGuard no_grad;
-  TD_CHECK(in_support.all().item<bool>(), name(), ": expected the value (shape ", shape_str(actual),
+  TD_CHECK(in_support().all().item<bool>(), name(), ": expected the value (shape ", shape_str(actual),
            ") to be within the support (", support, ") of the distribution, but found invalid values");
 }
 
@@ -161,8 +164,12 @@ Normal::Normal(Param loc, Param scale, std::optional<bool> validate_args)
 
 Normal::Normal(const std::vector<Tensor>& params, std::optional<bool> validate_args)
     : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Normal", "loc", loc_, is_real(loc_), "Real()");
-  check_parameter(validates(), "Normal", "scale", scale_, scale_ > 0, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), "Normal", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), "Normal", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Normal::expand(const Shape& batch_shape) const {
+  return std::make_shared<Normal>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
 }
 
 Tensor Normal::rsample(IntList sample_shape) const {
@@ -171,13 +178,13 @@ Tensor Normal::rsample(IntList sample_shape) const {
 }
 
 Tensor Normal::log_prob(const Tensor& value) const {
-  check_value(value, is_real(value), "Real()");
+  check_value(value, [&] { return is_real(value); }, "Real()");
   const Tensor var = scale_.pow(2);
   return -(value - loc_).pow(2) / (var * 2) - scale_.log() - kLogSqrt2Pi;
 }
 
 Tensor Normal::cdf(const Tensor& value) const {
-  check_value(value, is_real(value), "Real()");
+  check_value(value, [&] { return is_real(value); }, "Real()");
   return ((value - loc_) * scale_.reciprocal() / std::numbers::sqrt2).erf().add(1).mul(0.5);
 }
 
@@ -194,7 +201,11 @@ Uniform::Uniform(Param low, Param high, std::optional<bool> validate_args)
 
 Uniform::Uniform(const std::vector<Tensor>& params, std::optional<bool> validate_args)
     : Distribution(shape_of(params), {}, validate_args), low_(params[0]), high_(params[1]) {
-  check_parameter(validates(), "Uniform", "low", low_, low_ < high_, "LessThan(high) (low < high everywhere)");
+  check_parameter(validates(), "Uniform", "low", low_, [&] { return low_ < high_; }, "LessThan(high) (low < high everywhere)");
+}
+
+std::shared_ptr<Distribution> Uniform::expand(const Shape& batch_shape) const {
+  return std::make_shared<Uniform>(low_.expand(batch_shape), high_.expand(batch_shape), validates());
 }
 
 Tensor Uniform::rsample(IntList sample_shape) const {
@@ -203,13 +214,13 @@ Tensor Uniform::rsample(IntList sample_shape) const {
 }
 
 Tensor Uniform::log_prob(const Tensor& value) const {
-  check_value(value, (value >= low_) & (value <= high_), "Interval(low, high)");
+  check_value(value, [&] { return (value >= low_) & (value <= high_); }, "Interval(low, high)");
   const Tensor inside = (low_ <= value).to(low_.dtype()) * (high_ > value).to(low_.dtype());
   return inside.log() - (high_ - low_).log();
 }
 
 Tensor Uniform::cdf(const Tensor& value) const {
-  check_value(value, (value >= low_) & (value <= high_), "Interval(low, high)");
+  check_value(value, [&] { return (value >= low_) & (value <= high_); }, "Interval(low, high)");
   return ((value - low_) / (high_ - low_)).clamp(0, 1);
 }
 
@@ -226,7 +237,11 @@ Exponential::Exponential(Param rate, std::optional<bool> validate_args)
 
 Exponential::Exponential(const std::vector<Tensor>& params, std::optional<bool> validate_args)
     : Distribution(shape_of(params), {}, validate_args), rate_(params[0]) {
-  check_parameter(validates(), "Exponential", "rate", rate_, rate_ > 0, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), "Exponential", "rate", rate_, [&] { return rate_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Exponential::expand(const Shape& batch_shape) const {
+  return std::make_shared<Exponential>(rate_.expand(batch_shape), validates());
 }
 
 Tensor Exponential::rsample(IntList sample_shape) const {
@@ -239,12 +254,12 @@ Tensor Exponential::rsample(IntList sample_shape) const {
 }
 
 Tensor Exponential::log_prob(const Tensor& value) const {
-  check_value(value, value >= 0, "GreaterThanEq(lower_bound=0.0)");
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
   return rate_.log() - rate_ * value;
 }
 
 Tensor Exponential::cdf(const Tensor& value) const {
-  check_value(value, value >= 0, "GreaterThanEq(lower_bound=0.0)");
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
   return 1 - (-rate_ * value).exp();
 }
 
@@ -259,8 +274,12 @@ Laplace::Laplace(Param loc, Param scale, std::optional<bool> validate_args)
 
 Laplace::Laplace(const std::vector<Tensor>& params, std::optional<bool> validate_args)
     : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Laplace", "loc", loc_, is_real(loc_), "Real()");
-  check_parameter(validates(), "Laplace", "scale", scale_, scale_ > 0, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), "Laplace", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), "Laplace", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Laplace::expand(const Shape& batch_shape) const {
+  return std::make_shared<Laplace>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
 }
 
 Tensor Laplace::rsample(IntList sample_shape) const {
@@ -274,12 +293,12 @@ Tensor Laplace::rsample(IntList sample_shape) const {
 }
 
 Tensor Laplace::log_prob(const Tensor& value) const {
-  check_value(value, is_real(value), "Real()");
+  check_value(value, [&] { return is_real(value); }, "Real()");
   return -(scale_ * 2).log() - (value - loc_).abs() / scale_;
 }
 
 Tensor Laplace::cdf(const Tensor& value) const {
-  check_value(value, is_real(value), "Real()");
+  check_value(value, [&] { return is_real(value); }, "Real()");
   const Tensor d = value - loc_;
   return 0.5 - 0.5 * d.sign() * (-d.abs() / scale_).expm1();
 }
@@ -298,7 +317,6 @@ namespace {
 // The parameter, floating, and the other one derived from it: logits from probs clamped to
 // [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
 void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits) {
-  TD_CHECK(parameter.defined(), "Bernoulli: the parameter is an undefined tensor");
   TD_CHECK(is_floating(parameter.dtype()), "Bernoulli: ", given == Given::probs ? "probs" : "logits",
            " must be a floating tensor, got ", parameter.dtype());
   if (given == Given::probs) {
@@ -313,15 +331,26 @@ void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, T
 }
 }  // namespace
 
-Bernoulli::Bernoulli(const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(parameter.defined() ? parameter.sizes() : Shape{}, {}, validate_args) {
-  bernoulli_parameters(parameter, given, probs_, logits_);
+namespace {
+Tensor bernoulli_tensor(const Param& parameter, Given given) {
+  return broadcast_all({parameter}, "Bernoulli", {given == Given::probs ? "probs" : "logits"})[0];
+}
+}  // namespace
+
+Bernoulli::Bernoulli(Param parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(bernoulli_tensor(parameter, given).sizes(), {}, validate_args), given_(given) {
+  bernoulli_parameters(bernoulli_tensor(parameter, given), given, probs_, logits_);
   if (given == Given::probs) {
-    check_parameter(validates(), "Bernoulli", "probs", probs_, (probs_ >= 0) & (probs_ <= 1),
+    check_parameter(validates(), "Bernoulli", "probs", probs_, [&] { return (probs_ >= 0) & (probs_ <= 1); },
                     "Interval(lower_bound=0.0, upper_bound=1.0)");
   } else {
-    check_parameter(validates(), "Bernoulli", "logits", logits_, is_real(logits_), "Real()");
+    check_parameter(validates(), "Bernoulli", "logits", logits_, [&] { return is_real(logits_); }, "Real()");
   }
+}
+
+std::shared_ptr<Distribution> Bernoulli::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  return std::make_shared<Bernoulli>(given.expand(batch_shape), given_, validates());
 }
 
 Tensor Bernoulli::sample(IntList sample_shape) const {
@@ -330,15 +359,12 @@ Tensor Bernoulli::sample(IntList sample_shape) const {
 }
 
 Tensor Bernoulli::log_prob(const Tensor& value) const {
-  check_value(value, (value == 0) | (value == 1), "Boolean()");
+  check_value(value, [&] { return (value == 0) | (value == 1); }, "Boolean()");
   // -binary_cross_entropy_with_logits(logits, value), stable for logits of any size.
-  const Tensor v = value.to(logits_.dtype());
-  return -(logits_.clamp_min(0) - logits_ * v + (-logits_.abs()).exp().log1p());
+  return -(softplus(logits_) - logits_ * value.to(logits_.dtype()));
 }
 
-Tensor Bernoulli::entropy() const {
-  return logits_.clamp_min(0) - logits_ * probs_ + (-logits_.abs()).exp().log1p();
-}
+Tensor Bernoulli::entropy() const { return softplus(logits_) - logits_ * probs_; }
 
 Tensor Bernoulli::mode() const {
   const Tensor rounded = (probs_ >= 0.5).to(probs_.dtype());
@@ -363,20 +389,23 @@ Shape categorical_batch(const Tensor& parameter) {
 }  // namespace
 
 Categorical::Categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(categorical_batch(parameter), {}, validate_args) {
+    : Distribution(categorical_batch(parameter), {}, validate_args), given_(given) {
   TD_CHECK(is_floating(parameter.dtype()), "Categorical: ", given == Given::probs ? "probs" : "logits",
            " must be a floating tensor, got ", parameter.dtype());
   TD_CHECK(parameter.size(-1) > 0, "Categorical: the parameter has no categories (its last dim is 0)");
   if (given == Given::probs) {
-    check_parameter(validates(), "Categorical", "probs", parameter,
-                    (parameter >= 0).all(-1) & (parameter.sum(-1) > 0) & parameter.sum(-1).isfinite(),
-                    "Simplex() (after scaling each row to sum to 1)");
+    check_parameter(
+        validates(), "Categorical", "probs", parameter,
+        [&] { return (parameter >= 0).all(-1) & (parameter.sum(-1) > 0) & parameter.sum(-1).isfinite(); },
+        "Simplex() (after scaling each row to sum to 1)");
     probs_ = parameter / parameter.sum(-1, true);
     const double eps = machine_epsilon(parameter.dtype());
     logits_ = probs_.clamp(eps, 1 - eps).log();
   } else {
-    check_parameter(validates(), "Categorical", "logits", parameter, is_real(parameter), "IndependentConstraint(Real(), 1)");
     logits_ = parameter - parameter.logsumexp({-1}, true);
+    // Checked normalised, as PyTorch's: an infinite logit makes the row NaN.
+    check_parameter(validates(), "Categorical", "logits", parameter, [&] { return is_real(logits_); },
+                    "IndependentConstraint(Real(), 1) (after normalising each row)");
     probs_ = logits_.softmax(-1);
   }
 }
@@ -390,10 +419,21 @@ Tensor Categorical::sample(IntList sample_shape) const {
   return multinomial(rows, count, /*replacement=*/true).t().reshape(shape);
 }
 
+std::shared_ptr<Distribution> Categorical::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  Shape shape = batch_shape;
+  shape.push_back(num_events());
+  return std::make_shared<Categorical>(given.expand(shape), given_, validates());
+}
+
 Tensor Categorical::log_prob(const Tensor& value) const {
-  const Tensor wide = value.defined() ? value.to(kFloat64) : value;
-  check_value(value, (wide == wide.floor()) & (wide >= 0) & (wide <= static_cast<double>(num_events() - 1)),
-              "IntegerInterval(lower_bound=0, upper_bound=" + std::to_string(num_events() - 1) + ")");
+  check_value(
+      value,
+      [&] {
+        const Tensor wide = value.to(kFloat64);
+        return (wide == wide.floor()) & (wide >= 0) & (wide <= static_cast<double>(num_events() - 1));
+      },
+      "IntegerInterval(lower_bound=0, upper_bound=" + std::to_string(num_events() - 1) + ")");
   std::vector<Tensor> both = broadcast_tensors({value.to(kInt64).unsqueeze(-1), logits_});
   const Tensor index = both[0].narrow(-1, 0, 1);
   return both[1].gather(-1, index).squeeze(-1);
@@ -461,11 +501,27 @@ Tensor precision_to_scale_tril(const Tensor& p) {
   return linalg::solve_triangular(l_inverse, identity, /*upper=*/false);
 }
 
-// |L^-1 x|^2 over the last dim, L and x broadcast against each other.
+// |L^-1 x|^2 over the last dim, L and x broadcast against each other. Where x has more batch dims
+// than L and its last ones are L's (many values against one distribution, say), the extra ones
+// become columns of one right-hand side, so L is not copied once per value.
 Tensor mahalanobis(const Tensor& l, const Tensor& x) {
-  const Shape batch = broadcast_shapes(Shape(l.sizes().begin(), l.sizes().end() - 2),
-                                       Shape(x.sizes().begin(), x.sizes().end() - 1), "MultivariateNormal");
-  const int64_t n = x.size(-1);
+  const int64_t n = x.size(-1), l_batch = l.dim() - 2, x_batch = x.dim() - 1, outer = x_batch - l_batch;
+  const Shape l_dims(l.sizes().begin(), l.sizes().end() - 2);
+  if (outer > 0 && Shape(x.sizes().begin() + outer, x.sizes().end() - 1) == l_dims) {
+    // x [outer..., L's batch..., n] -> [L's batch..., n, outer...] -> [L's batch..., n, columns].
+    std::vector<int64_t> order;
+    for (int64_t d = outer; d < x.dim(); ++d) order.push_back(d);
+    for (int64_t d = 0; d < outer; ++d) order.push_back(d);
+    const Shape outer_dims(x.sizes().begin(), x.sizes().begin() + outer);
+    const Tensor columns = x.permute(order).reshape(joined(joined(l_dims, {n}), {-1}));
+    const Tensor squares = linalg::solve_triangular(l, columns, /*upper=*/false).pow(2).sum(-2);  // [L's batch..., P]
+    // [L's batch..., outer...] -> [outer..., L's batch...].
+    std::vector<int64_t> back;
+    for (int64_t d = l_batch; d < l_batch + outer; ++d) back.push_back(d);
+    for (int64_t d = 0; d < l_batch; ++d) back.push_back(d);
+    return squares.reshape(joined(l_dims, outer_dims)).permute(back);
+  }
+  const Shape batch = broadcast_shapes(l_dims, Shape(x.sizes().begin(), x.sizes().end() - 1), "MultivariateNormal");
   const Tensor lb = l.expand(joined(batch, {n, n})), xb = x.expand(joined(batch, {n})).unsqueeze(-1);
   return linalg::solve_triangular(lb, xb, /*upper=*/false).squeeze(-1).pow(2).sum(-1);
 }
@@ -479,21 +535,30 @@ MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, 
     : Distribution(mvn_batch(loc, matrix, kind), mvn_event(loc), validate_args) {
   constexpr const char* dist = "MultivariateNormal";
   const int64_t n = loc.size(-1);
-  check_parameter(validates(), dist, "loc", loc, is_real(loc), "IndependentConstraint(Real(), 1)");
+  check_parameter(validates(), dist, "loc", loc, [&] { return is_real(loc); }, "IndependentConstraint(Real(), 1)");
   if (kind == Matrix::scale_tril) {
-    check_parameter(validates(), dist, "scale_tril", matrix,
-                    (matrix.tril() == matrix).all() & (matrix.diagonal(0, -2, -1) > 0).all(), "LowerCholesky()");
+    check_parameter(
+        validates(), dist, "scale_tril", matrix,
+        [&] { return (matrix.tril() == matrix).all() & (matrix.diagonal(0, -2, -1) > 0).all(); }, "LowerCholesky()");
     scale_tril_ = matrix;
   } else {
-    if (validates()) {
-      NoGradGuard no_grad;
-      const Tensor symmetric = ((matrix - matrix.transpose(-2, -1)).abs() <= 1e-6).all();
-      const Tensor factorizes = std::get<1>(linalg::cholesky_ex(matrix.detach())) == 0;
-      check_parameter(true, dist, matrix_name(kind), matrix, symmetric & factorizes.all(), "PositiveDefinite()");
-    }
+    check_parameter(
+        validates(), dist, matrix_name(kind), matrix,
+        [&] {
+          // Symmetric as torch.isclose(M, M^T) tells it (atol 1e-6, rtol 1e-5), and with a Cholesky factor.
+          const Tensor transposed = matrix.transpose(-2, -1);
+          const Tensor symmetric = ((matrix - transposed).abs() <= transposed.abs() * 1e-5 + 1e-6).all();
+          return symmetric & (std::get<1>(linalg::cholesky_ex(matrix.detach())) == 0).all();
+        },
+        "PositiveDefinite()");
     scale_tril_ = kind == Matrix::covariance ? linalg::cholesky(matrix) : precision_to_scale_tril(matrix);
   }
   loc_ = loc.expand(joined(batch_shape(), {n}));
+}
+
+std::shared_ptr<Distribution> MultivariateNormal::expand(const Shape& batch_shape) const {
+  return std::make_shared<MultivariateNormal>(loc_.expand(joined(batch_shape, event_shape())), scale_tril_,
+                                              Matrix::scale_tril, validates());
 }
 
 Tensor MultivariateNormal::rsample(IntList sample_shape) const {
@@ -502,7 +567,7 @@ Tensor MultivariateNormal::rsample(IntList sample_shape) const {
 }
 
 Tensor MultivariateNormal::log_prob(const Tensor& value) const {
-  check_value(value, value.defined() && value.dim() >= 1 ? is_real(value).all(-1) : is_real(value),
+  check_value(value, [&] { return value.dim() >= 1 ? is_real(value).all(-1) : is_real(value); },
               "IndependentConstraint(Real(), 1)");
   const double n = static_cast<double>(event_shape()[0]);
   const Tensor m = mahalanobis(scale_tril_, value - loc_);
@@ -555,7 +620,19 @@ Independent::Independent(std::shared_ptr<const Distribution> base, int64_t reint
       base_(std::move(base)),
       ndims_(reinterpreted_batch_ndims) {}
 
+std::shared_ptr<Distribution> Independent::expand(const Shape& batch_shape) const {
+  const Shape& base_batch = base_->batch_shape();
+  const Shape kept(base_batch.end() - ndims_, base_batch.end());
+  return std::make_shared<Independent>(base_->expand(joined(batch_shape, kept)), ndims_, validates());
+}
+
 Tensor Independent::log_prob(const Tensor& value) const { return sum_rightmost(base_->log_prob(value), ndims_); }
+
+Tensor Independent::enumerate_support(bool expand) const {
+  TD_CHECK(has_enumerate_support(), "Independent: enumerate_support needs a base that has one and no ",
+           "reinterpreted dims (", ndims_, " here)");
+  return base_->enumerate_support(expand);
+}
 Tensor Independent::entropy() const { return sum_rightmost(base_->entropy(), ndims_); }
 
 // ---- KL divergence ----
@@ -616,7 +693,8 @@ Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
   const int64_t n = p.event_shape()[0];
   const Tensor& lp = p.unbroadcasted_scale_tril();
   const Tensor& lq = q.unbroadcasted_scale_tril();
-  const Shape batch = broadcast_shapes(p.batch_shape(), q.batch_shape(), "kl_divergence");
+  const Shape batch = broadcast_shapes(Shape(lp.sizes().begin(), lp.sizes().end() - 2),
+                                       Shape(lq.sizes().begin(), lq.sizes().end() - 2), "kl_divergence");
   const Tensor half_term1 = half_log_det(lq) - half_log_det(lp);
   // trace(Sigma_q^-1 Sigma_p) = |Lq^-1 Lp|_F^2.
   const Tensor solved = linalg::solve_triangular(lq.expand(joined(batch, {n, n})), lp.expand(joined(batch, {n, n})),
@@ -625,6 +703,42 @@ Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
   const Tensor term3 = mahalanobis(lq, q.loc() - p.loc());
   return half_term1 + 0.5 * (term2 + term3 - static_cast<double>(n));
 }
+
+// The pairs of families PyTorch registers.
+Tensor kl(const Laplace& p, const Normal& q) {
+  const Tensor var = q.scale().pow(2), ratio = p.scale().pow(2) / var;
+  const Tensor t1 = 0.5 * (ratio * (2 / std::numbers::pi)).log();
+  const Tensor t2 = 0.5 * p.loc().pow(2) - p.loc() * q.loc() + 0.5 * q.loc().pow(2);
+  return -t1 + ratio + t2 / var - 1;
+}
+
+Tensor kl(const Normal& p, const Laplace& q) {
+  const Tensor diff = p.loc() - q.loc(), z = diff / p.scale();
+  const Tensor t2 = std::sqrt(2 / std::numbers::pi) * p.scale() * (-0.5 * z.pow(2)).exp();
+  const Tensor t3 = diff * (z * std::sqrt(0.5)).erf();
+  return -(p.scale() / q.scale()).log() + (t2 + t3) / q.scale() - 0.5 * (1 + std::log(0.5 * std::numbers::pi));
+}
+
+Tensor kl(const Exponential& p, const Normal& q) {
+  const Tensor var = q.scale().pow(2), rate_sq = p.rate().pow(2);
+  const Tensor t1 = 0.5 * (rate_sq * var * (2 * std::numbers::pi)).log();
+  return t1 - 1 + (rate_sq.reciprocal() - q.loc() / p.rate() + q.loc().pow(2) * 0.5) / var;
+}
+
+Tensor kl(const Uniform& p, const Normal& q) {
+  const Tensor width = p.high() - p.low();
+  const Tensor t1 = (std::sqrt(2 * std::numbers::pi) * q.scale() / width).log();
+  const Tensor t3 = ((p.high() + p.low() - 2 * q.loc()) / 2).pow(2);
+  return t1 + 0.5 * (width.pow(2) / 12 + t3) / q.scale().pow(2);
+}
+
+Tensor kl(const Uniform& p, const Exponential& q) {
+  const Tensor result = q.rate() * (p.high() + p.low()) / 2 - ((p.high() - p.low()) * q.rate()).log();
+  return where(p.low() < 0, kInf, result);
+}
+
+// p's support reaches where q has no density: +inf, shaped as p's parameter.
+Tensor infinite_like(const Tensor& t) { return full_like(t, kInf); }
 
 }  // namespace
 
@@ -649,6 +763,22 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   }
   if (const auto* a = as<MultivariateNormal>(p)) {
     if (const auto* b = as<MultivariateNormal>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Laplace>(p)) {
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+    if (as<Uniform>(q) || as<Exponential>(q)) return infinite_like(a->loc());
+  }
+  if (const auto* a = as<Normal>(p)) {
+    if (const auto* b = as<Laplace>(q)) return kl(*a, *b);
+    if (as<Uniform>(q) || as<Exponential>(q)) return infinite_like(a->loc());
+  }
+  if (const auto* a = as<Exponential>(p)) {
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+    if (as<Uniform>(q)) return infinite_like(a->rate());
+  }
+  if (const auto* a = as<Uniform>(p)) {
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+    if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
   }
   if (const auto* a = as<Independent>(p)) {
     if (const auto* b = as<Independent>(q)) {

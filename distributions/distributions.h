@@ -18,6 +18,7 @@
 // the constraint. Checking reads the tensors back to the host.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,19 +29,21 @@
 
 namespace tandem::distributions {
 
-// A parameter: a tensor, or a number, which takes the dtype and device of the tensors given with
-// it (float32 on the CPU where all are numbers), as PyTorch's broadcast_all.
+// A parameter: a tensor, or a number, which takes the device of the tensors given with it and
+// their dtype (float32 on the CPU where all are numbers), as PyTorch's broadcast_all. Unlike
+// PyTorch, tensor parameters of different floating dtypes are promoted to the widest.
 class Param {
  public:
-  Param(Tensor t) : tensor_(std::move(t)) {}  // NOLINT: implicit, as a number is
-  Param(double v) : number_(v) {}             // NOLINT
-  bool is_tensor() const { return tensor_.defined(); }
+  Param(Tensor t) : tensor_(std::move(t)), is_tensor_(true) {}  // NOLINT: implicit, as a number is
+  Param(double v) : number_(v) {}                               // NOLINT
+  bool is_tensor() const { return is_tensor_; }
   const Tensor& tensor() const { return tensor_; }
   double number() const { return number_; }
 
  private:
   Tensor tensor_;
   double number_ = 0;
+  bool is_tensor_ = false;
 };
 
 class Distribution {
@@ -77,15 +80,18 @@ class Distribution {
   virtual bool has_enumerate_support() const { return false; }
   virtual Tensor enumerate_support(bool expand = true) const;
 
+  // The same distribution with its parameters expanded (views) to a batch_shape they broadcast to.
+  virtual std::shared_ptr<Distribution> expand(const Shape& batch_shape) const = 0;
+
   bool validates() const { return validate_; }
 
  protected:
   Distribution(Shape batch_shape, Shape event_shape, std::optional<bool> validate_args);
   Shape extended_shape(IntList sample_shape) const;  // sample_shape + batch_shape + event_shape
   // Where validation is on: `value` broadcasts against batch_shape + event_shape and every
-  // element lies in the support (`in_support`: a bool tensor of value's shape, or of its batch
-  // part for vector events), which `support` names.
-  void check_value(const Tensor& value, const Tensor& in_support, const std::string& support) const;
+  // element lies in the support (`in_support` makes a bool tensor of value's shape, or of its
+  // batch part for vector events; only when validating), which `support` names.
+  void check_value(const Tensor& value, const std::function<Tensor()>& in_support, const std::string& support) const;
   [[noreturn]] void not_implemented(const char* what) const;
 
  private:
@@ -98,6 +104,7 @@ class Normal : public Distribution {
  public:
   Normal(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Normal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
@@ -121,6 +128,7 @@ class Uniform : public Distribution {
  public:
   Uniform(Param low, Param high, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Uniform"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
@@ -143,6 +151,7 @@ class Exponential : public Distribution {
  public:
   explicit Exponential(Param rate, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Exponential"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
@@ -165,6 +174,7 @@ class Laplace : public Distribution {
  public:
   Laplace(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Laplace"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
@@ -189,8 +199,9 @@ enum class Given { probs, logits };
 // Bernoulli: 1 with probability probs, else 0. Given probs in [0, 1], or logits (log-odds, real).
 class Bernoulli : public Distribution {
  public:
-  Bernoulli(const Tensor& parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
+  Bernoulli(Param parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Bernoulli"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   Tensor sample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
@@ -204,6 +215,7 @@ class Bernoulli : public Distribution {
 
  private:
   Tensor probs_, logits_;
+  Given given_;
 };
 
 // Categorical over {0, ..., K - 1}, K the last dim of the parameter: probs (non-negative, scaled
@@ -213,6 +225,7 @@ class Categorical : public Distribution {
  public:
   Categorical(const Tensor& parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Categorical"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   Tensor sample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
@@ -227,6 +240,7 @@ class Categorical : public Distribution {
 
  private:
   Tensor probs_, logits_;
+  Given given_;
 };
 
 // N(loc, Sigma) over vectors of n: loc [..., n] with exactly one of covariance_matrix (positive
@@ -238,6 +252,7 @@ class MultivariateNormal : public Distribution {
   MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind = Matrix::covariance,
                      std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "MultivariateNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
@@ -263,6 +278,7 @@ class Independent : public Distribution {
   Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,
               std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Independent"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return base_->has_rsample(); }
   Tensor sample(IntList sample_shape = {}) const override { return base_->sample(sample_shape); }
   Tensor rsample(IntList sample_shape = {}) const override { return base_->rsample(sample_shape); }
@@ -271,6 +287,9 @@ class Independent : public Distribution {
   Tensor mean() const override { return base_->mean(); }
   Tensor mode() const override { return base_->mode(); }
   Tensor variance() const override { return base_->variance(); }
+  // Only where no dim is reinterpreted, as PyTorch's.
+  bool has_enumerate_support() const override { return ndims_ == 0 && base_->has_enumerate_support(); }
+  Tensor enumerate_support(bool expand = true) const override;
   const Distribution& base() const { return *base_; }
   int64_t reinterpreted_batch_ndims() const { return ndims_; }
 
@@ -281,8 +300,11 @@ class Independent : public Distribution {
 
 // KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
 // (Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, MultivariateNormal, and
-// Independent of those with the same reinterpreted dims): PyTorch's formulas, +inf where p puts
-// mass q does not. Any other pair is an error naming both.
+// Independent of those with the same reinterpreted dims) and the pairs of families PyTorch
+// registers: Laplace || Normal, Normal || Laplace, Exponential || Normal, Uniform || Normal and
+// Uniform || Exponential, and +inf (of p's shape) where p's support reaches past q's (Normal,
+// Laplace or Exponential || Uniform, Normal or Laplace || Exponential). PyTorch's formulas, +inf
+// where p puts mass q does not. Any other pair is an error naming both.
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 
 }  // namespace tandem::distributions
