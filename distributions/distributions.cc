@@ -25,6 +25,14 @@ double machine_epsilon(DType dtype) {
     default: return std::numeric_limits<float>::epsilon();
   }
 }
+// torch.finfo(dtype).tiny: the smallest normal number.
+double tiniest(DType dtype) {
+  switch (dtype) {
+    case kFloat64: return std::numeric_limits<double>::min();
+    case kFloat16: return 0x1p-14;
+    default: return std::numeric_limits<float>::min();  // float32 and bfloat16
+  }
+}
 double lowest(DType dtype) {
   switch (dtype) {
     case kFloat64: return std::numeric_limits<double>::lowest();
@@ -93,6 +101,9 @@ Shape joined(IntList a, IntList b) {
 }
 
 const double kLogSqrt2Pi = 0.5 * std::log(2 * std::numbers::pi);
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor is_whole(const Tensor& t) { return t == t.floor(); }
 
 }  // namespace
 
@@ -311,14 +322,181 @@ Tensor Laplace::icdf(const Tensor& value) const {
 Tensor Laplace::entropy() const { return (scale_ * 2).log() + 1; }
 Tensor Laplace::stddev() const { return scale_ * std::numbers::sqrt2; }
 
+// ---- Cauchy ----
+
+Cauchy::Cauchy(Param loc, Param scale, std::optional<bool> validate_args)
+    : Cauchy(loc_scale(loc, scale, "Cauchy"), validate_args) {}
+
+Cauchy::Cauchy(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
+  check_parameter(validates(), "Cauchy", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), "Cauchy", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Cauchy::expand(const Shape& batch_shape) const {
+  return std::make_shared<Cauchy>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
+}
+
+Tensor Cauchy::rsample(IntList sample_shape) const {
+  Tensor eps = empty(extended_shape(sample_shape), loc_.options());
+  {
+    NoGradGuard no_grad;
+    eps.cauchy_();
+  }
+  return loc_ + eps * scale_;
+}
+
+Tensor Cauchy::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return is_real(value); }, "Real()");
+  return -std::log(std::numbers::pi) - scale_.log() - ((value - loc_) / scale_).pow(2).log1p();
+}
+
+Tensor Cauchy::cdf(const Tensor& value) const {
+  check_value(value, [&] { return is_real(value); }, "Real()");
+  return ((value - loc_) / scale_).atan() / std::numbers::pi + 0.5;
+}
+
+Tensor Cauchy::icdf(const Tensor& value) const { return ((value - 0.5) * std::numbers::pi).tan() * scale_ + loc_; }
+Tensor Cauchy::entropy() const { return scale_.log() + std::log(4 * std::numbers::pi); }
+Tensor Cauchy::mean() const { return full(batch_shape(), kNaN, loc_.options()); }
+Tensor Cauchy::variance() const {
+  return full(batch_shape(), std::numeric_limits<double>::infinity(), loc_.options());
+}
+
+// ---- LogNormal ----
+
+// The base Normal is not validated itself: LogNormal checks its parameters and values, and names
+// itself in the errors.
+LogNormal::LogNormal(Param loc, Param scale, std::optional<bool> validate_args)
+    : Distribution(loc_scale(loc, scale, "LogNormal")[0].sizes(), {}, validate_args), base_(loc, scale, false) {
+  check_parameter(validates(), "LogNormal", "loc", base_.loc(), [&] { return is_real(base_.loc()); }, "Real()");
+  check_parameter(validates(), "LogNormal", "scale", base_.scale(), [&] { return base_.scale() > 0; },
+                  "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> LogNormal::expand(const Shape& batch_shape) const {
+  return std::make_shared<LogNormal>(loc().expand(batch_shape), scale().expand(batch_shape), validates());
+}
+
+Tensor LogNormal::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  const Tensor log_value = value.log();
+  return base_.log_prob(log_value) - log_value;
+}
+
+Tensor LogNormal::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  return base_.cdf(value.log());
+}
+
+Tensor LogNormal::mean() const { return (loc() + scale().pow(2) / 2).exp(); }
+Tensor LogNormal::mode() const { return (loc() - scale().pow(2)).exp(); }
+Tensor LogNormal::variance() const {
+  const Tensor scale_sq = scale().pow(2);
+  return scale_sq.expm1() * (loc() * 2 + scale_sq).exp();
+}
+
+// ---- Gumbel ----
+
+namespace {
+constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
+}  // namespace
+
+Gumbel::Gumbel(Param loc, Param scale, std::optional<bool> validate_args)
+    : Gumbel(loc_scale(loc, scale, "Gumbel"), validate_args) {}
+
+Gumbel::Gumbel(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
+  check_parameter(validates(), "Gumbel", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), "Gumbel", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Gumbel::expand(const Shape& batch_shape) const {
+  return std::make_shared<Gumbel>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
+}
+
+Tensor Gumbel::rsample(IntList sample_shape) const {
+  // u uniform on [tiny, 1 - eps], as PyTorch's base Uniform, so that both logarithms stay finite.
+  const double low = tiniest(loc_.dtype()), high = 1 - machine_epsilon(loc_.dtype());
+  const Tensor u = rand(extended_shape(sample_shape), loc_.options()) * (high - low) + low;
+  return loc_ - scale_ * (-u.log()).log();
+}
+
+Tensor Gumbel::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return is_real(value); }, "Real()");
+  const Tensor y = (loc_ - value) / scale_;
+  return (y - y.exp()) - scale_.log();
+}
+
+Tensor Gumbel::cdf(const Tensor& value) const {
+  check_value(value, [&] { return is_real(value); }, "Real()");
+  return (-(-(value - loc_) / scale_).exp()).exp();
+}
+
+Tensor Gumbel::icdf(const Tensor& value) const { return loc_ - scale_ * (-value.log()).log(); }
+Tensor Gumbel::entropy() const { return scale_.log() + (1 + kEulerGamma); }
+Tensor Gumbel::mean() const { return loc_ + scale_ * kEulerGamma; }
+Tensor Gumbel::stddev() const { return scale_ * (std::numbers::pi / std::sqrt(6.0)); }
+
+// ---- HalfNormal ----
+
+HalfNormal::HalfNormal(Param scale, std::optional<bool> validate_args)
+    : Distribution(broadcast_all({scale}, "HalfNormal", {"scale"})[0].sizes(), {}, validate_args),
+      base_(0.0, broadcast_all({scale}, "HalfNormal", {"scale"})[0], false) {
+  check_parameter(validates(), "HalfNormal", "scale", base_.scale(), [&] { return base_.scale() > 0; },
+                  "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> HalfNormal::expand(const Shape& batch_shape) const {
+  return std::make_shared<HalfNormal>(scale().expand(batch_shape), validates());
+}
+
+Tensor HalfNormal::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return where(value >= 0, base_.log_prob(value) + std::numbers::ln2, -std::numeric_limits<double>::infinity());
+}
+
+Tensor HalfNormal::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return base_.cdf(value) * 2 - 1;
+}
+
+Tensor HalfNormal::entropy() const { return base_.entropy() - std::numbers::ln2; }
+Tensor HalfNormal::mean() const { return scale() * std::sqrt(2 / std::numbers::pi); }
+Tensor HalfNormal::mode() const { return zeros_like(scale()); }
+Tensor HalfNormal::variance() const { return scale().pow(2) * (1 - 2 / std::numbers::pi); }
+
+// ---- Poisson ----
+
+Poisson::Poisson(Param rate, std::optional<bool> validate_args)
+    : Poisson(broadcast_all({rate}, "Poisson", {"rate"}), validate_args) {}
+
+Poisson::Poisson(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), rate_(params[0]) {
+  check_parameter(validates(), "Poisson", "rate", rate_, [&] { return rate_ >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Poisson::expand(const Shape& batch_shape) const {
+  return std::make_shared<Poisson>(rate_.expand(batch_shape), validates());
+}
+
+Tensor Poisson::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  return poisson(rate_.detach().expand(extended_shape(sample_shape)).contiguous());
+}
+
+Tensor Poisson::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return (value >= 0) & is_whole(value); }, "IntegerGreaterThan(lower_bound=0)");
+  const Tensor v = value.to(rate_.dtype());
+  return xlogy(v, rate_) - rate_ - (v + 1).lgamma();
+}
+
 // ---- Bernoulli ----
 
 namespace {
 // The parameter, floating, and the other one derived from it: logits from probs clamped to
 // [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
 void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits) {
-  TD_CHECK(is_floating(parameter.dtype()), "Bernoulli: ", given == Given::probs ? "probs" : "logits",
-           " must be a floating tensor, got ", parameter.dtype());
   if (given == Given::probs) {
     probs = parameter;
     const double eps = machine_epsilon(parameter.dtype());
@@ -332,8 +510,8 @@ void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, T
 }  // namespace
 
 namespace {
-Tensor bernoulli_tensor(const Param& parameter, Given given) {
-  return broadcast_all({parameter}, "Bernoulli", {given == Given::probs ? "probs" : "logits"})[0];
+Tensor bernoulli_tensor(const Param& parameter, Given given, const char* dist = "Bernoulli") {
+  return broadcast_all({parameter}, dist, {given == Given::probs ? "probs" : "logits"})[0];
 }
 }  // namespace
 
@@ -455,6 +633,148 @@ Tensor Categorical::enumerate_support(bool expand) const {
   shape[0] = num_events();
   const Tensor values = arange(num_events(), TensorOptions(kInt64).device(probs_.device())).view(shape);
   return expand ? values.expand(joined({num_events()}, batch_shape())) : values;
+}
+
+// ---- Geometric ----
+
+Geometric::Geometric(Param parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(bernoulli_tensor(parameter, given, "Geometric").sizes(), {}, validate_args), given_(given) {
+  bernoulli_parameters(bernoulli_tensor(parameter, given, "Geometric"), given, probs_, logits_);
+  if (given == Given::probs) {
+    check_parameter(validates(), "Geometric", "probs", probs_, [&] { return (probs_ > 0) & (probs_ <= 1); },
+                    "Interval(lower_bound=0.0, upper_bound=1.0), and positive");
+  } else {
+    check_parameter(validates(), "Geometric", "logits", logits_, [&] { return is_real(logits_); }, "Real()");
+  }
+}
+
+std::shared_ptr<Distribution> Geometric::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  return std::make_shared<Geometric>(given.expand(batch_shape), given_, validates());
+}
+
+Tensor Geometric::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  const Tensor u = rand(extended_shape(sample_shape), probs_.options()).clamp_min(tiniest(probs_.dtype()));
+  return (u.log() / (-probs_.detach()).log1p()).floor();
+}
+
+Tensor Geometric::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return (value >= 0) & is_whole(value); }, "IntegerGreaterThan(lower_bound=0)");
+  const Tensor v = value.to(probs_.dtype());
+  // 0 * log(0) where probs is 1 and no failure was seen: 0, not NaN.
+  const Tensor probs = where((probs_ == 1) & (v == 0), 0.0, probs_);
+  return v * (-probs).log1p() + probs_.log();
+}
+
+Tensor Geometric::entropy() const { return (softplus(logits_) - logits_ * probs_) / probs_; }
+Tensor Geometric::mode() const { return zeros_like(probs_); }
+
+// ---- Binomial ----
+
+Binomial::Binomial(Param total_count, const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(broadcast_all({total_count, parameter}, "Binomial", {"total_count", "probs"})[0].sizes(), {},
+                   validate_args),
+      given_(given) {
+  const std::vector<Tensor> both = broadcast_all({total_count, parameter}, "Binomial",
+                                                 {"total_count", given == Given::probs ? "probs" : "logits"});
+  total_count_ = both[0];
+  bernoulli_parameters(both[1], given, probs_, logits_);
+  check_parameter(validates(), "Binomial", "total_count", total_count_,
+                  [&] { return (total_count_ >= 0) & is_whole(total_count_); }, "IntegerGreaterThan(lower_bound=0)");
+  if (given == Given::probs) {
+    check_parameter(validates(), "Binomial", "probs", probs_, [&] { return (probs_ >= 0) & (probs_ <= 1); },
+                    "Interval(lower_bound=0.0, upper_bound=1.0)");
+  } else {
+    check_parameter(validates(), "Binomial", "logits", logits_, [&] { return is_real(logits_); }, "Real()");
+  }
+}
+
+std::shared_ptr<Distribution> Binomial::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  return std::make_shared<Binomial>(total_count_.expand(batch_shape), given.expand(batch_shape), given_, validates());
+}
+
+Tensor Binomial::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  const Shape shape = extended_shape(sample_shape);
+  return binomial(total_count_.detach().expand(shape).contiguous(), probs_.detach().expand(shape).contiguous());
+}
+
+Tensor Binomial::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return (value >= 0) & (value <= total_count_) & is_whole(value); },
+              "IntegerInterval(lower_bound=0, upper_bound=total_count)");
+  const Tensor v = value.to(probs_.dtype()), n = total_count_;
+  // k log p + (n - k) log(1 - p) = k logit - n softplus(logit), stable for any logit.
+  const Tensor normalizer = n * softplus(logits_) - (n + 1).lgamma();
+  return v * logits_ - (v + 1).lgamma() - (n - v + 1).lgamma() - normalizer;
+}
+
+int64_t Binomial::homogeneous_count(const char* what) const {
+  NoGradGuard no_grad;
+  const double most = total_count_.max().item<double>(), least = total_count_.min().item<double>();
+  TD_CHECK(most == least, "Binomial: ", what, " needs one total_count for the whole batch, got ", least, " to ", most);
+  return static_cast<int64_t>(most);
+}
+
+Tensor Binomial::entropy() const {
+  const Tensor log_prob = this->log_prob(enumerate_support(false));
+  return -(log_prob.exp() * log_prob).sum(0);
+}
+
+Tensor Binomial::mode() const { return ((total_count_ + 1) * probs_).floor().minimum(total_count_); }
+
+Tensor Binomial::enumerate_support(bool expand) const {
+  const int64_t count = homogeneous_count("enumerate_support");
+  Shape shape(batch_shape().size() + 1, 1);
+  shape[0] = count + 1;
+  const Tensor values = arange(count + 1, probs_.options()).view(shape);
+  return expand ? values.expand(joined({count + 1}, batch_shape())) : values;
+}
+
+// ---- OneHotCategorical ----
+
+namespace {
+Shape one_hot_event(const Tensor& parameter) {
+  categorical_batch(parameter);  // checks the parameter's dims
+  return {parameter.size(-1)};
+}
+}  // namespace
+
+OneHotCategorical::OneHotCategorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(categorical_batch(parameter), one_hot_event(parameter), validate_args),
+      categorical_(parameter, given, validate_args),
+      given_(given) {}
+
+std::shared_ptr<Distribution> OneHotCategorical::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  return std::make_shared<OneHotCategorical>(given.expand(joined(batch_shape, event_shape())), given_, validates());
+}
+
+Tensor OneHotCategorical::sample(IntList sample_shape) const {
+  const Tensor picks = categorical_.sample(sample_shape);
+  return one_hot(picks, categorical_.num_events()).to(probs().dtype());
+}
+
+Tensor OneHotCategorical::log_prob(const Tensor& value) const {
+  check_value(
+      value,
+      [&] { return (value.dim() >= 1 ? ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1) : value == 2); },
+      "OneHot()");
+  return categorical_.log_prob(value.argmax(-1));
+}
+
+Tensor OneHotCategorical::mode() const {
+  return one_hot(probs().argmax(-1), categorical_.num_events()).to(probs().dtype());
+}
+
+Tensor OneHotCategorical::enumerate_support(bool expand) const {
+  const int64_t k = categorical_.num_events();
+  Shape shape(batch_shape().size() + 2, 1);
+  shape.front() = k;
+  shape.back() = k;
+  const Tensor values = eye(k, -1, probs().options()).view(shape);
+  return expand ? values.expand(joined(joined({k}, batch_shape()), {k})) : values;
 }
 
 // ---- MultivariateNormal ----
@@ -737,6 +1057,40 @@ Tensor kl(const Uniform& p, const Exponential& q) {
   return where(p.low() < 0, kInf, result);
 }
 
+Tensor kl(const Cauchy& p, const Cauchy& q) {
+  const Tensor t1 = ((p.scale() + q.scale()).pow(2) + (p.loc() - q.loc()).pow(2)).log();
+  return t1 - (p.scale() * q.scale() * 4).log();
+}
+
+Tensor kl(const Gumbel& p, const Gumbel& q) {
+  const Tensor ct1 = p.scale() / q.scale(), ct2 = q.loc() / q.scale(), ct3 = p.loc() / q.scale();
+  const Tensor t1 = -ct1.log() - ct2 + ct3, t2 = ct1 * kEulerGamma, t3 = (ct2 + (ct1 + 1).lgamma() - ct3).exp();
+  return t1 + t2 + t3 - (1 + kEulerGamma);
+}
+
+Tensor kl(const Poisson& p, const Poisson& q) {
+  return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
+}
+
+Tensor kl(const Geometric& p, const Geometric& q) {
+  return -p.entropy() - (-q.probs()).log1p() / p.probs() - q.logits();
+}
+
+Tensor kl(const Binomial& p, const Binomial& q) {
+  {
+    NoGradGuard no_grad;
+    TD_CHECK(!(p.total_count() < q.total_count()).any().item<bool>(), "kl_divergence: between Binomials where q's ",
+             "total_count exceeds p's: not implemented (as in PyTorch)");
+  }
+  const Tensor result = p.total_count() * (p.probs() * (p.logits() - q.logits()) + (-p.probs()).log1p() -
+                                           (-q.probs()).log1p());
+  return where(p.total_count() > q.total_count(), kInf, result);
+}
+
+Tensor kl(const Bernoulli& p, const Poisson& q) {
+  return -p.entropy() - (p.probs() * q.rate().log() - q.rate());
+}
+
 // p's support reaches where q has no density: +inf, shaped as p's parameter.
 Tensor infinite_like(const Tensor& t) { return full_like(t, kInf); }
 
@@ -763,6 +1117,34 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   }
   if (const auto* a = as<MultivariateNormal>(p)) {
     if (const auto* b = as<MultivariateNormal>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Cauchy>(p)) {
+    if (const auto* b = as<Cauchy>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<LogNormal>(p)) {
+    if (const auto* b = as<LogNormal>(q)) return kl(a->base_dist(), b->base_dist());
+  }
+  if (const auto* a = as<HalfNormal>(p)) {
+    if (const auto* b = as<HalfNormal>(q)) return kl(a->base_dist(), b->base_dist());
+  }
+  if (const auto* a = as<Gumbel>(p)) {
+    if (const auto* b = as<Gumbel>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Poisson>(p)) {
+    if (const auto* b = as<Poisson>(q)) return kl(*a, *b);
+    if (as<Bernoulli>(q) || as<Binomial>(q)) return infinite_like(a->rate());
+  }
+  if (const auto* a = as<Geometric>(p)) {
+    if (const auto* b = as<Geometric>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<Binomial>(p)) {
+    if (const auto* b = as<Binomial>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<OneHotCategorical>(p)) {
+    if (const auto* b = as<OneHotCategorical>(q)) return kl(a->categorical(), b->categorical());
+  }
+  if (const auto* a = as<Bernoulli>(p)) {
+    if (const auto* b = as<Poisson>(q)) return kl(*a, *b);
   }
   if (const auto* a = as<Laplace>(p)) {
     if (const auto* b = as<Normal>(q)) return kl(*a, *b);

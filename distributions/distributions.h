@@ -193,6 +193,118 @@ class Laplace : public Distribution {
   Tensor loc_, scale_;
 };
 
+// Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)). No mean or variance
+// (NaN and +inf, as PyTorch's). Parameters: loc real, scale > 0.
+class Cauchy : public Distribution {
+ public:
+  Cauchy(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Cauchy"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ private:
+  Cauchy(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor loc_, scale_;
+};
+
+// LogNormal(loc, scale): exp of N(loc, scale^2), on x > 0. Parameters: loc real, scale > 0.
+class LogNormal : public Distribution {
+ public:
+  LogNormal(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "LogNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).exp(); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override { return base_.icdf(value).exp(); }
+  Tensor entropy() const override { return base_.entropy() + base_.loc(); }
+  Tensor mean() const override;
+  Tensor mode() const override;
+  Tensor variance() const override;
+  const Tensor& loc() const { return base_.loc(); }
+  const Tensor& scale() const { return base_.scale(); }
+  const Normal& base_dist() const { return base_; }
+
+ private:
+  Normal base_;
+};
+
+// Gumbel(loc, scale): the largest of many draws; cdf exp(-exp(-(x - loc) / scale)). Parameters:
+// loc real, scale > 0.
+class Gumbel : public Distribution {
+ public:
+  Gumbel(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Gumbel"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override { return stddev().pow(2); }
+  Tensor stddev() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ private:
+  Gumbel(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor loc_, scale_;
+};
+
+// HalfNormal(scale): |N(0, scale^2)|, on x >= 0. Parameter: scale > 0.
+class HalfNormal : public Distribution {
+ public:
+  explicit HalfNormal(Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "HalfNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).abs(); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override { return base_.icdf((value + 1) / 2); }
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;
+  Tensor variance() const override;
+  const Tensor& scale() const { return base_.scale(); }
+  const Normal& base_dist() const { return base_; }
+
+ private:
+  Normal base_;
+};
+
+// Poisson(rate): k events with probability rate^k e^-rate / k!. Parameter: rate >= 0.
+class Poisson : public Distribution {
+ public:
+  explicit Poisson(Param rate, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Poisson"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return rate_; }
+  Tensor mode() const override { return rate_.floor(); }
+  Tensor variance() const override { return rate_; }
+  const Tensor& rate() const { return rate_; }
+
+ private:
+  Poisson(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor rate_;
+};
+
 // Which parameter a Bernoulli or Categorical is given; the other is derived from it.
 enum class Given { probs, logits };
 
@@ -240,6 +352,79 @@ class Categorical : public Distribution {
 
  private:
   Tensor probs_, logits_;
+  Given given_;
+};
+
+// Geometric: the number of failures before the first success, each trial a success with
+// probability probs (in (0, 1]) or by logits. Draws count failures from 0 (Tensor::geometric_
+// counts trials from 1).
+class Geometric : public Distribution {
+ public:
+  Geometric(Param parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Geometric"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return 1.0 / probs_ - 1.0; }
+  Tensor mode() const override;
+  Tensor variance() const override { return (1.0 / probs_ - 1.0) / probs_; }
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ private:
+  Tensor probs_, logits_;
+  Given given_;
+};
+
+// Binomial(total_count, probs | logits): successes in total_count trials (a whole number >= 0,
+// a number or a tensor that broadcasts with the probabilities). entropy and enumerate_support
+// need one total_count for the whole batch, as PyTorch's.
+class Binomial : public Distribution {
+ public:
+  Binomial(Param total_count, const Tensor& parameter, Given given = Given::probs,
+           std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Binomial"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return total_count_ * probs_; }
+  Tensor mode() const override;
+  Tensor variance() const override { return total_count_ * probs_ * (1 - probs_); }
+  bool has_enumerate_support() const override { return true; }
+  Tensor enumerate_support(bool expand = true) const override;
+  const Tensor& total_count() const { return total_count_; }
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ private:
+  int64_t homogeneous_count(const char* what) const;
+  Tensor total_count_, probs_, logits_;
+  Given given_;
+};
+
+// OneHotCategorical: Categorical's draws as one-hot vectors [..., K] (event_shape [K]).
+class OneHotCategorical : public Distribution {
+ public:
+  OneHotCategorical(const Tensor& parameter, Given given = Given::probs,
+                    std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "OneHotCategorical"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return categorical_.entropy(); }
+  Tensor mean() const override { return categorical_.probs(); }
+  Tensor mode() const override;
+  Tensor variance() const override { return categorical_.probs() * (1 - categorical_.probs()); }
+  bool has_enumerate_support() const override { return true; }
+  Tensor enumerate_support(bool expand = true) const override;
+  const Tensor& probs() const { return categorical_.probs(); }
+  const Tensor& logits() const { return categorical_.logits(); }
+  const Categorical& categorical() const { return categorical_; }
+
+ private:
+  Categorical categorical_;
   Given given_;
 };
 
@@ -299,8 +484,8 @@ class Independent : public Distribution {
 };
 
 // KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
-// (Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, MultivariateNormal, and
-// Independent of those with the same reinterpreted dims) and the pairs of families PyTorch
+// (every family here, Independent of those with the same reinterpreted dims, and Binomials with
+// q's total_count at most p's) and the pairs of families PyTorch
 // registers: Laplace || Normal, Normal || Laplace, Exponential || Normal, Uniform || Normal and
 // Uniform || Exponential, and +inf (of p's shape) where p's support reaches past q's (Normal,
 // Laplace or Exponential || Uniform, Normal or Laplace || Exponential). PyTorch's formulas, +inf

@@ -45,10 +45,23 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "Uniform") return std::make_shared<D::Uniform>(param("low"), param("high"));
   if (dist == "Exponential") return std::make_shared<D::Exponential>(param("rate"));
   if (dist == "Laplace") return std::make_shared<D::Laplace>(param("loc"), param("scale"));
+  if (dist == "Cauchy") return std::make_shared<D::Cauchy>(param("loc"), param("scale"));
+  if (dist == "LogNormal") return std::make_shared<D::LogNormal>(param("loc"), param("scale"));
+  if (dist == "Gumbel") return std::make_shared<D::Gumbel>(param("loc"), param("scale"));
+  if (dist == "HalfNormal") return std::make_shared<D::HalfNormal>(param("scale"));
+  if (dist == "Poisson") return std::make_shared<D::Poisson>(param("rate"));
   const bool probs = params.contains("probs");
   const D::Given given = probs ? D::Given::probs : D::Given::logits;
   if (dist == "Bernoulli") return std::make_shared<D::Bernoulli>(tensor_param(probs ? "probs" : "logits"), given);
   if (dist == "Categorical") return std::make_shared<D::Categorical>(tensor_param(probs ? "probs" : "logits"), given);
+  if (dist == "Geometric") return std::make_shared<D::Geometric>(tensor_param(probs ? "probs" : "logits"), given);
+  if (dist == "OneHotCategorical") {
+    return std::make_shared<D::OneHotCategorical>(tensor_param(probs ? "probs" : "logits"), given);
+  }
+  if (dist == "Binomial") {
+    const D::Param count = param("total_count");
+    return std::make_shared<D::Binomial>(count, tensor_param(probs ? "probs" : "logits"), given);
+  }
   if (dist == "MultivariateNormal") {
     using Matrix = D::MultivariateNormal::Matrix;
     for (const auto& [key, kind] : {std::pair{"covariance_matrix", Matrix::covariance},
@@ -112,7 +125,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     }
     ++checked;
   }
-  CHECK(checked == 17);
+  CHECK(checked == 28);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
@@ -132,7 +145,7 @@ TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass 
     }
     ++checked;
   }
-  CHECK(checked == 20);
+  CHECK(checked == 31);
   const D::Normal normal(0.0, 1.0);
   const D::Bernoulli coin(0.5);
   check_error([&] { D::kl_divergence(coin, normal); }, {"kl_divergence", "between Bernoulli and Normal"});
@@ -159,6 +172,19 @@ TEST_CASE("draws have shape sample + batch + event and the distribution's moment
   check_moments(D::Exponential(scale), "Exponential");
   check_moments(D::Laplace(loc, scale), "Laplace");
   check_moments(D::Bernoulli(td::tensor(std::vector<double>{0.1, 0.5, 0.8})), "Bernoulli");
+  check_moments(D::LogNormal(loc * 0.5, scale * 0.3), "LogNormal");
+  check_moments(D::Gumbel(loc, scale), "Gumbel");
+  check_moments(D::HalfNormal(scale), "HalfNormal");
+  check_moments(D::Poisson(scale * 3), "Poisson");
+  check_moments(D::Geometric(td::tensor(std::vector<double>{0.2, 0.5, 0.9})), "Geometric");
+  check_moments(D::Binomial(12.0, td::tensor(std::vector<double>{0.2, 0.5, 0.9})), "Binomial");
+  check_moments(D::OneHotCategorical(td::tensor(std::vector<double>{0.2, 0.3, 0.5})), "OneHotCategorical");
+  // Cauchy has no mean: half of the draws fall below loc, a quarter below loc - scale.
+  const Tensor cauchy = D::Cauchy(loc, scale).sample({n});
+  const Tensor below = (cauchy < loc).to(td::kFloat64).mean({0}), far_below = (cauchy < loc - scale).to(td::kFloat64).mean({0});
+  const double share_sd = std::sqrt(0.25 / n);
+  CHECK(((below - 0.5).abs() <= 5 * share_sd).all().item<bool>());
+  CHECK(((far_below - 0.25).abs() <= 5 * share_sd).all().item<bool>());
   // Categorical: each category's share within 5 standard errors.
   const Tensor probs = td::tensor(std::vector<double>{0.1, 0.2, 0.3, 0.4});
   const Tensor picks = D::Categorical(probs * 3).sample({n});  // unnormalised: scaled to sum to 1
@@ -183,6 +209,9 @@ TEST_CASE("draws have shape sample + batch + event and the distribution's moment
   CHECK(mvn_batch.event_shape() == Shape{2});
   CHECK(mvn_batch.rsample({4}).sizes() == Shape{4, 3, 2});
   CHECK(D::Categorical(td::ones({2, 5}, td::kFloat64)).sample({7}).sizes() == Shape{7, 2});
+  CHECK(D::OneHotCategorical(td::ones({2, 5}, td::kFloat64)).sample({7}).sizes() == Shape{7, 2, 5});
+  CHECK(D::Binomial(td::full({2, 1}, 5.0, td::kFloat64), td::full({3}, 0.5, td::kFloat64)).sample({4}).sizes() ==
+        Shape{4, 2, 3});
   const D::Independent diagonal(std::make_shared<D::Normal>(td::zeros({2, 3}, td::kFloat64), 1.0), 1);
   CHECK(diagonal.batch_shape() == Shape{2});
   CHECK(diagonal.event_shape() == Shape{3});
@@ -277,6 +306,22 @@ TEST_CASE("validation names the distribution, the argument, its shape and the co
   check_error([&] { D::Categorical(td::tensor(std::vector<double>{0, INFINITY}), D::Given::logits); },
               {"Categorical", "logits", "Real()"});
   check_error([&] { D::Normal(Tensor(), 1.0); }, {"Normal", "parameter loc", "undefined"});
+  check_error([&] { D::LogNormal(0.0, -1.0); }, {"LogNormal", "scale", "GreaterThan"});
+  check_error([&] { D::LogNormal(0.0, 1.0).log_prob(td::zeros({})); }, {"LogNormal", "support", "GreaterThan"});
+  check_error([&] { D::Poisson(-1.0); }, {"Poisson", "rate", "GreaterThanEq"});
+  check_error([&] { D::Poisson(1.0).log_prob(td::full({}, 0.5)); }, {"Poisson", "IntegerGreaterThan"});
+  check_error([&] { D::Geometric(0.0); }, {"Geometric", "probs", "positive"});
+  check_error([&] { D::Binomial(2.5, td::full({}, 0.5)); }, {"Binomial", "total_count", "IntegerGreaterThan"});
+  check_error([&] { D::Binomial(3.0, td::full({}, 0.5)).log_prob(td::full({}, 4.0)); },
+              {"Binomial", "IntegerInterval"});
+  check_error([&] { D::Binomial(td::tensor(std::vector<double>{2, 3}), td::full({2}, 0.5)).entropy(); },
+              {"Binomial", "one total_count", "2", "3"});
+  check_error([&] { D::OneHotCategorical(td::ones({3})).log_prob(td::ones({3})); }, {"OneHotCategorical", "OneHot()"});
+  check_error(
+      [&] {
+        D::kl_divergence(D::Binomial(3.0, td::full({}, 0.5)), D::Binomial(4.0, td::full({}, 0.5)));
+      },
+      {"kl_divergence", "Binomials", "total_count"});
   check_error([&] { D::Exponential{Tensor()}; }, {"Exponential", "rate", "undefined"});
   // Symmetric within torch.isclose's tolerance: a float32 covariance off by 2e-5 is taken.
   const Tensor nearly = td::tensor(std::vector<double>{100, 50, 50.00002, 100}).view({2, 2}).to(td::kFloat32);

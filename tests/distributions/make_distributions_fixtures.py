@@ -56,6 +56,24 @@ def make(name, params, kind=None):
     if name == "MultivariateNormal":
         key = [k for k in args if k != "loc"][0]
         return D.MultivariateNormal(args["loc"], **{key: args[key]}), args
+    if name == "Cauchy":
+        return D.Cauchy(args["loc"], args["scale"]), args
+    if name == "LogNormal":
+        return D.LogNormal(args["loc"], args["scale"]), args
+    if name == "Gumbel":
+        return D.Gumbel(args["loc"], args["scale"]), args
+    if name == "HalfNormal":
+        return D.HalfNormal(args["scale"]), args
+    if name == "Poisson":
+        return D.Poisson(args["rate"]), args
+    if name == "Geometric":
+        return (D.Geometric(probs=args["probs"]) if "probs" in args else D.Geometric(logits=args["logits"])), args
+    if name == "Binomial":
+        key = "probs" if "probs" in args else "logits"
+        return D.Binomial(args["total_count"], **{key: args[key]}), args
+    if name == "OneHotCategorical":
+        return (D.OneHotCategorical(probs=args["probs"]) if "probs" in args else
+                D.OneHotCategorical(logits=args["logits"])), args
     if name == "IndependentNormal":
         return D.Independent(D.Normal(args["loc"], args["scale"]), 1), args
     raise ValueError(name)
@@ -134,6 +152,23 @@ def main():
         case("MultivariateNormal",
              {"loc": ramp([3], 0.5), "scale_tril": torch.linalg.cholesky(spd(3, 1.1, (2,)))}, ramp([4, 2, 3], 0.4)),
         case("IndependentNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([2, 3], 0.5, 1.5)}, ramp([2, 3], 0.3)),
+        case("Cauchy", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.5)}, ramp([2, 3], 0.9, 0.2) * 3,
+             icdf_at=unit),
+        case("LogNormal", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.2)}, ramp([2, 3], 0.9, 1.5),
+             icdf_at=unit),
+        case("Gumbel", {"loc": ramp([3], 0.7), "scale": ramp([2, 1], 0.5, 1.2)}, ramp([2, 3], 0.9, 0.3) * 2,
+             icdf_at=unit),
+        case("HalfNormal", {"scale": ramp([3], 0.5, 1.2)}, ramp([2, 3], 0.9, 1.2), icdf_at=unit),
+        case("Poisson", {"rate": ramp([4], 0.7, 2.0)}, torch.tensor([[0.0, 1.0, 4.0, 2.0], [3.0, 0.0, 1.0, 7.0]])),
+        case("Geometric", {"probs": ramp([4], 0.7, 0.5) * 0.4}, torch.tensor([0.0, 1.0, 4.0, 2.0])),
+        case("Geometric", {"logits": ramp([2, 3], 0.7, 0.2) * 2}, torch.tensor([0.0, 5.0, 1.0])),
+        case("Geometric", {"probs": torch.tensor([1.0, 1.0, 0.5])}, torch.tensor([0.0, 2.0, 3.0]), grad=False),
+        case("Binomial", {"total_count": 10.0, "probs": ramp([3], 0.7, 0.5) * 0.4},
+             torch.tensor([[0.0, 3.0, 10.0], [7.0, 5.0, 1.0]])),
+        case("Binomial", {"total_count": torch.tensor([4.0, 6.0, 9.0]), "logits": ramp([3], 0.7) * 2},
+             torch.tensor([0.0, 3.0, 9.0])),
+        case("OneHotCategorical", {"probs": ramp([2, 4], 0.8, 1.2)},
+             torch.tensor([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])),
     ]
     kls = [
         kl_case("Normal", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
@@ -171,6 +206,23 @@ def main():
                 "Exponential", {"rate": torch.tensor([1.0])}, grad=False),
         kl_case("Exponential", {"rate": ramp([3], 0.6, 1.5)},
                 "Uniform", {"low": torch.tensor([0.0]), "high": torch.tensor([9.0])}, grad=False),
+        kl_case("Cauchy", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
+                "Cauchy", {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.2)}),
+        kl_case("LogNormal", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
+                "LogNormal", {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.2)}),
+        kl_case("Gumbel", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
+                "Gumbel", {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.2)}),
+        kl_case("HalfNormal", {"scale": ramp([3], 0.5, 1.5)}, "HalfNormal", {"scale": ramp([3], 0.4, 1.2)}),
+        kl_case("Poisson", {"rate": ramp([3], 0.5, 1.5)}, "Poisson", {"rate": ramp([3], 0.4, 1.2)}),
+        kl_case("Geometric", {"probs": ramp([3], 0.5, 0.5) * 0.4}, "Geometric", {"logits": ramp([3], 0.4)}),
+        kl_case("Binomial", {"total_count": 8.0, "probs": ramp([3], 0.5, 0.5) * 0.4},
+                "Binomial", {"total_count": 8.0, "probs": ramp([3], 0.4, 0.5) * 0.4}),
+        kl_case("Binomial", {"total_count": torch.tensor([8.0, 9.0]), "probs": torch.tensor([0.3, 0.6])},
+                "Binomial", {"total_count": torch.tensor([8.0, 8.0]), "probs": torch.tensor([0.5, 0.5])}, grad=False),
+        kl_case("OneHotCategorical", {"probs": ramp([2, 4], 0.8, 1.2)}, "OneHotCategorical", {"logits": ramp([4], 0.5)}),
+        kl_case("Bernoulli", {"probs": ramp([3], 0.8, 0.5) * 0.4}, "Poisson", {"rate": ramp([3], 0.4, 1.2)}),
+        kl_case("Poisson", {"rate": ramp([3], 0.4, 1.2)}, "Bernoulli", {"probs": ramp([3], 0.8, 0.5) * 0.4},
+                grad=False),
         kl_case("IndependentNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([2, 3], 0.5, 1.5)},
                 "IndependentNormal", {"loc": ramp([2, 3], 0.3), "scale": ramp([2, 3], 0.4, 1.2)}),
     ]
