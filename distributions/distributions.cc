@@ -103,7 +103,15 @@ Shape joined(IntList a, IntList b) {
 const double kLogSqrt2Pi = 0.5 * std::log(2 * std::numbers::pi);
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Tensor is_whole(const Tensor& t) { return t == t.floor(); }
+// Finite and whole (PyTorch's value % 1 == 0, which infinity fails).
+Tensor is_whole(const Tensor& t) { return t.isfinite() & (t == t.floor()); }
+
+// value and a parameter in their promoted floating dtype: a float64 count against a float32 rate
+// is not rounded to float32 (the parameter is converted instead, as PyTorch's promotion does).
+std::pair<Tensor, Tensor> promoted(const Tensor& value, const Tensor& parameter) {
+  const DType dtype = is_floating(value.dtype()) ? promote_types(value.dtype(), parameter.dtype()) : parameter.dtype();
+  return {value.to(dtype), parameter.to(dtype)};
+}
 
 }  // namespace
 
@@ -385,7 +393,8 @@ Tensor LogNormal::log_prob(const Tensor& value) const {
 }
 
 Tensor LogNormal::cdf(const Tensor& value) const {
-  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  // 0 included (cdf 0), as PyTorch's, which checks only that log(value) is not NaN.
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
   return base_.cdf(value.log());
 }
 
@@ -433,7 +442,12 @@ Tensor Gumbel::cdf(const Tensor& value) const {
   return (-(-(value - loc_) / scale_).exp()).exp();
 }
 
-Tensor Gumbel::icdf(const Tensor& value) const { return loc_ - scale_ * (-value.log()).log(); }
+Tensor Gumbel::icdf(const Tensor& value) const {
+  // Through the same uniform on [tiny, 1 - eps] the draws come from, as PyTorch's: finite at 0 and 1.
+  const double low = tiniest(loc_.dtype()), high = 1 - machine_epsilon(loc_.dtype());
+  const Tensor u = value * (high - low) + low;
+  return loc_ - scale_ * (-u.log()).log();
+}
 Tensor Gumbel::entropy() const { return scale_.log() + (1 + kEulerGamma); }
 Tensor Gumbel::mean() const { return loc_ + scale_ * kEulerGamma; }
 Tensor Gumbel::stddev() const { return scale_ * (std::numbers::pi / std::sqrt(6.0)); }
@@ -487,8 +501,8 @@ Tensor Poisson::sample(IntList sample_shape) const {
 
 Tensor Poisson::log_prob(const Tensor& value) const {
   check_value(value, [&] { return (value >= 0) & is_whole(value); }, "IntegerGreaterThan(lower_bound=0)");
-  const Tensor v = value.to(rate_.dtype());
-  return xlogy(v, rate_) - rate_ - (v + 1).lgamma();
+  const auto [v, rate] = promoted(value, rate_);
+  return xlogy(v, rate) - rate - (v + 1).lgamma();
 }
 
 // ---- Bernoulli ----
@@ -661,10 +675,10 @@ Tensor Geometric::sample(IntList sample_shape) const {
 
 Tensor Geometric::log_prob(const Tensor& value) const {
   check_value(value, [&] { return (value >= 0) & is_whole(value); }, "IntegerGreaterThan(lower_bound=0)");
-  const Tensor v = value.to(probs_.dtype());
+  const auto [v, p] = promoted(value, probs_);
   // 0 * log(0) where probs is 1 and no failure was seen: 0, not NaN.
-  const Tensor probs = where((probs_ == 1) & (v == 0), 0.0, probs_);
-  return v * (-probs).log1p() + probs_.log();
+  const Tensor probs = where((p == 1) & (v == 0), 0.0, p);
+  return v * (-probs).log1p() + p.log();
 }
 
 Tensor Geometric::entropy() const { return (softplus(logits_) - logits_ * probs_) / probs_; }
@@ -672,12 +686,21 @@ Tensor Geometric::mode() const { return zeros_like(probs_); }
 
 // ---- Binomial ----
 
+namespace {
+// total_count and the probabilities broadcast together; an integer total_count takes their dtype.
+std::vector<Tensor> binomial_parameters(const Param& total_count, const Tensor& parameter, Given given) {
+  const char* name = given == Given::probs ? "probs" : "logits";
+  const bool integral_count = total_count.is_tensor() && total_count.tensor().defined() &&
+                              !is_floating(total_count.tensor().dtype());
+  const Param count = integral_count && parameter.defined() ? Param(total_count.tensor().to(parameter.dtype()))
+                                                            : total_count;
+  return broadcast_all({count, parameter}, "Binomial", {"total_count", name});
+}
+}  // namespace
+
 Binomial::Binomial(Param total_count, const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(broadcast_all({total_count, parameter}, "Binomial", {"total_count", "probs"})[0].sizes(), {},
-                   validate_args),
-      given_(given) {
-  const std::vector<Tensor> both = broadcast_all({total_count, parameter}, "Binomial",
-                                                 {"total_count", given == Given::probs ? "probs" : "logits"});
+    : Distribution(binomial_parameters(total_count, parameter, given)[0].sizes(), {}, validate_args), given_(given) {
+  const std::vector<Tensor> both = binomial_parameters(total_count, parameter, given);
   total_count_ = both[0];
   bernoulli_parameters(both[1], given, probs_, logits_);
   check_parameter(validates(), "Binomial", "total_count", total_count_,
@@ -704,10 +727,11 @@ Tensor Binomial::sample(IntList sample_shape) const {
 Tensor Binomial::log_prob(const Tensor& value) const {
   check_value(value, [&] { return (value >= 0) & (value <= total_count_) & is_whole(value); },
               "IntegerInterval(lower_bound=0, upper_bound=total_count)");
-  const Tensor v = value.to(probs_.dtype()), n = total_count_;
+  const auto [v, logits] = promoted(value, logits_);
+  const Tensor n = total_count_.to(logits.dtype());
   // k log p + (n - k) log(1 - p) = k logit - n softplus(logit), stable for any logit.
-  const Tensor normalizer = n * softplus(logits_) - (n + 1).lgamma();
-  return v * logits_ - (v + 1).lgamma() - (n - v + 1).lgamma() - normalizer;
+  const Tensor normalizer = n * softplus(logits) - (n + 1).lgamma();
+  return v * logits - (v + 1).lgamma() - (n - v + 1).lgamma() - normalizer;
 }
 
 int64_t Binomial::homogeneous_count(const char* what) const {
@@ -1068,6 +1092,32 @@ Tensor kl(const Gumbel& p, const Gumbel& q) {
   return t1 + t2 + t3 - (1 + kEulerGamma);
 }
 
+Tensor kl(const Exponential& p, const Gumbel& q) {
+  const Tensor product = p.rate() * q.scale(), ratio = q.loc() / q.scale();
+  return product.log() - 1 - ratio + ratio.exp() * product / (product + 1) + product.reciprocal();
+}
+
+Tensor kl(const Gumbel& p, const Normal& q) {
+  const Tensor ratio = p.scale() / q.scale();
+  const Tensor t1 = (ratio / std::sqrt(2 * std::numbers::pi)).log();
+  const Tensor t2 = (ratio * (std::numbers::pi * 0.5)).pow(2) / 3;
+  const Tensor t3 = ((p.loc() + p.scale() * kEulerGamma - q.loc()) / q.scale()).pow(2) * 0.5;
+  return -t1 + t2 + t3 - (kEulerGamma + 1);
+}
+
+Tensor kl(const Normal& p, const Gumbel& q) {
+  const Tensor mean_ratio = p.loc() / q.scale(), var_ratio = (p.scale() / q.scale()).pow(2);
+  const Tensor loc_ratio = q.loc() / q.scale();
+  const Tensor t3 = (-mean_ratio + var_ratio * 0.5 + loc_ratio).exp();
+  return -var_ratio.log() * 0.5 + mean_ratio - loc_ratio + t3 - 0.5 * (1 + std::log(2 * std::numbers::pi));
+}
+
+Tensor kl(const Uniform& p, const Gumbel& q) {
+  const Tensor ratio = q.scale() / (p.high() - p.low());
+  const Tensor high = (p.high() - q.loc()) / q.scale(), low = (p.low() - q.loc()) / q.scale();
+  return ratio.log() + 0.5 * (high + low) - ratio * ((-high).exp() - (-low).exp());
+}
+
 Tensor kl(const Poisson& p, const Poisson& q) {
   return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
 }
@@ -1129,6 +1179,13 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   }
   if (const auto* a = as<Gumbel>(p)) {
     if (const auto* b = as<Gumbel>(q)) return kl(*a, *b);
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+    if (as<Exponential>(q) || as<Uniform>(q)) return infinite_like(a->loc());
+  }
+  if (const auto* b = as<Gumbel>(q)) {
+    if (const auto* a = as<Exponential>(p)) return kl(*a, *b);
+    if (const auto* a = as<Normal>(p)) return kl(*a, *b);
+    if (const auto* a = as<Uniform>(p)) return kl(*a, *b);
   }
   if (const auto* a = as<Poisson>(p)) {
     if (const auto* b = as<Poisson>(q)) return kl(*a, *b);

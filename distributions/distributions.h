@@ -76,7 +76,8 @@ class Distribution {
   virtual Tensor stddev() const { return variance().sqrt(); }
 
   // Every value of a discrete distribution's support, along a new first dim ([K] + batch_shape
-  // with expand, else [K] + ones), for Bernoulli and Categorical.
+  // with expand, else [K] + ones; OneHotCategorical's rows also keep their event dim [K]), for
+  // Bernoulli, Binomial, Categorical and OneHotCategorical.
   virtual bool has_enumerate_support() const { return false; }
   virtual Tensor enumerate_support(bool expand = true) const;
 
@@ -378,7 +379,7 @@ class Geometric : public Distribution {
 };
 
 // Binomial(total_count, probs | logits): successes in total_count trials (a whole number >= 0,
-// a number or a tensor that broadcasts with the probabilities). entropy and enumerate_support
+// a number or a tensor, integer or floating, that broadcasts with the probabilities). entropy and enumerate_support
 // need one total_count for the whole batch, as PyTorch's.
 class Binomial : public Distribution {
  public:
@@ -404,7 +405,8 @@ class Binomial : public Distribution {
   Given given_;
 };
 
-// OneHotCategorical: Categorical's draws as one-hot vectors [..., K] (event_shape [K]).
+// OneHotCategorical: Categorical's draws as one-hot vectors [..., K] (event_shape [K]). Its
+// validate_args reaches the Categorical inside too (PyTorch's always validates the parameter).
 class OneHotCategorical : public Distribution {
  public:
   OneHotCategorical(const Tensor& parameter, Given given = Given::probs,
@@ -486,10 +488,12 @@ class Independent : public Distribution {
 // KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
 // (every family here, Independent of those with the same reinterpreted dims, and Binomials with
 // q's total_count at most p's) and the pairs of families PyTorch
-// registers: Laplace || Normal, Normal || Laplace, Exponential || Normal, Uniform || Normal and
-// Uniform || Exponential, and +inf (of p's shape) where p's support reaches past q's (Normal,
-// Laplace or Exponential || Uniform, Normal or Laplace || Exponential). PyTorch's formulas, +inf
-// where p puts mass q does not. Any other pair is an error naming both.
+// registers: Laplace || Normal, Normal || Laplace, Exponential || Normal, Uniform || Normal,
+// Uniform || Exponential, Gumbel || Normal, Exponential, Normal or Uniform || Gumbel and
+// Bernoulli || Poisson; and +inf (of p's shape) where p's support reaches past q's (Normal,
+// Laplace, Exponential or Gumbel || Uniform, Normal, Laplace or Gumbel || Exponential, Poisson ||
+// Bernoulli or Binomial). PyTorch's formulas, +inf where p puts mass q does not. Any other pair
+// is an error naming both.
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 
 }  // namespace tandem::distributions

@@ -125,7 +125,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     }
     ++checked;
   }
-  CHECK(checked == 28);
+  CHECK(checked == 29);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
@@ -145,7 +145,7 @@ TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass 
     }
     ++checked;
   }
-  CHECK(checked == 31);
+  CHECK(checked == 36);
   const D::Normal normal(0.0, 1.0);
   const D::Bernoulli coin(0.5);
   check_error([&] { D::kl_divergence(coin, normal); }, {"kl_divergence", "between Bernoulli and Normal"});
@@ -235,9 +235,29 @@ TEST_CASE("rsample is differentiable in the parameters; sample records nothing",
   const Tensor e = D::Exponential(rate).rsample({5});
   e.sum().backward();  // x = draw / rate: d / d rate = -x / rate
   check_close(rate.grad(), {-(e.detach().sum().item<double>()) / 2}, 1e-12, 0);
-  for (const D::Distribution* d :
-       std::initializer_list<const D::Distribution*>{new D::Bernoulli(td::full({2}, 0.5)),
-                                                      new D::Categorical(td::ones({3}))}) {
+  // The location families move with loc: d sum / d loc is the number of draws; LogNormal's draws
+  // are exp of them, so d sum / d loc is their sum; HalfNormal's scale them: d / d scale = x / scale.
+  for (const std::string family : {"Cauchy", "Gumbel", "Laplace"}) {
+    INFO(family);
+    Tensor l = td::zeros({2}, td::kFloat64).requires_grad_(true);
+    const std::shared_ptr<D::Distribution> d =
+        family == "Cauchy" ? std::shared_ptr<D::Distribution>(std::make_shared<D::Cauchy>(l, 2.0))
+        : family == "Gumbel" ? std::shared_ptr<D::Distribution>(std::make_shared<D::Gumbel>(l, 2.0))
+                             : std::shared_ptr<D::Distribution>(std::make_shared<D::Laplace>(l, 2.0));
+    d->rsample({50}).sum().backward();
+    check_close(l.grad(), {50, 50}, 0, 0);
+  }
+  Tensor m = td::zeros({2}, td::kFloat64).requires_grad_(true);
+  const Tensor lognormal = D::LogNormal(m, 0.5).rsample({50});
+  lognormal.sum().backward();
+  check_close(m.grad(), values(lognormal.detach().sum({0})), 1e-12, 0);
+  Tensor s = td::full({2}, 2.0, td::kFloat64).requires_grad_(true);
+  const Tensor half = D::HalfNormal(s).rsample({50});
+  half.sum().backward();
+  check_close(s.grad(), values(half.detach().sum({0}) / 2), 1e-12, 0);
+  for (const D::Distribution* d : std::initializer_list<const D::Distribution*>{
+           new D::Bernoulli(td::full({2}, 0.5)), new D::Categorical(td::ones({3})), new D::Poisson(2.0),
+           new D::Geometric(0.5), new D::Binomial(4.0, td::full({}, 0.5)), new D::OneHotCategorical(td::ones({3}))}) {
     CHECK(!d->has_rsample());
     check_error([&] { d->rsample(); }, {d->name(), "does not support rsample"});
     CHECK(!d->sample().requires_grad());
@@ -272,6 +292,35 @@ TEST_CASE("expand gives the same distribution over a larger batch, its parameter
   CHECK(D::Independent(std::make_shared<D::Bernoulli>(td::full({2}, 0.3)), 0).has_enumerate_support());
   CHECK(!D::Independent(std::make_shared<D::Bernoulli>(td::full({2}, 0.3)), 1).has_enumerate_support());
   check_error([&] { normal.expand({3}); }, {"expand"});
+  // Every family expands to the same distributions over the larger batch.
+  const Tensor p = td::tensor(std::vector<double>{0.3, 0.6});
+  const std::vector<std::shared_ptr<D::Distribution>> families = {
+      std::make_shared<D::Cauchy>(p, 1.0),      std::make_shared<D::LogNormal>(p, 1.0),
+      std::make_shared<D::Gumbel>(p, 1.0),      std::make_shared<D::HalfNormal>(p),
+      std::make_shared<D::Poisson>(p),          std::make_shared<D::Geometric>(p),
+      std::make_shared<D::Binomial>(5.0, p),    std::make_shared<D::Exponential>(p),
+      std::make_shared<D::Laplace>(p, 1.0),     std::make_shared<D::Uniform>(p, 1.0),
+      std::make_shared<D::Bernoulli>(p)};
+  const Tensor at = td::tensor(std::vector<double>{1, 0.5});
+  for (const auto& d : families) {
+    INFO(d->name());
+    const auto wide = d->expand({3, 2});
+    CHECK(wide->name() == d->name());
+    CHECK(wide->batch_shape() == Shape{3, 2});
+    CHECK(wide->sample({2}).sizes() == Shape{2, 3, 2});
+    const Tensor value = d->name() == "Bernoulli" ? td::tensor(std::vector<double>{1, 0}) : at.round().clamp_min(1);
+    check_close(wide->log_prob(value), values(d->log_prob(value).expand({3, 2})), 0, 0);
+  }
+  const D::OneHotCategorical one_hot(td::tensor(std::vector<double>{0.2, 0.8}));
+  CHECK(one_hot.expand({3})->sample().sizes() == Shape{3, 2});
+  CHECK(one_hot.enumerate_support().sizes() == Shape{2, 2});
+  check_close(one_hot.enumerate_support(), {1, 0, 0, 1}, 0, 0);
+  const D::OneHotCategorical one_hots(td::ones({3, 4}));
+  CHECK(one_hots.enumerate_support().sizes() == Shape{4, 3, 4});
+  CHECK(one_hots.enumerate_support(false).sizes() == Shape{4, 1, 4});
+  const D::Binomial binomial(3.0, td::full({2}, 0.5, td::kFloat64));
+  CHECK(binomial.enumerate_support().sizes() == Shape{4, 2});
+  check_close(binomial.enumerate_support(false), {0, 1, 2, 3}, 0, 0);
 }
 
 TEST_CASE("numbers take the dtype and device of the tensors beside them, float32 alone", "[cpu]") {
@@ -310,6 +359,15 @@ TEST_CASE("validation names the distribution, the argument, its shape and the co
   check_error([&] { D::LogNormal(0.0, 1.0).log_prob(td::zeros({})); }, {"LogNormal", "support", "GreaterThan"});
   check_error([&] { D::Poisson(-1.0); }, {"Poisson", "rate", "GreaterThanEq"});
   check_error([&] { D::Poisson(1.0).log_prob(td::full({}, 0.5)); }, {"Poisson", "IntegerGreaterThan"});
+  check_error([&] { D::Poisson(1.0).log_prob(td::full({}, INFINITY)); }, {"Poisson", "IntegerGreaterThan"});
+  check_error([&] { D::Binomial(INFINITY, td::full({}, 0.5)); }, {"Binomial", "total_count"});
+  check_error([&] { D::Binomial(2.0, td::ones({2}, td::kInt64), D::Given::logits); },
+              {"Binomial", "logits", "floating"});
+  // An integer total_count takes the probabilities' dtype; a float64 value is not rounded to float32.
+  const D::Binomial counted(td::tensor(std::vector<int64_t>{4, 6}), td::full({2}, 0.5));
+  CHECK(counted.total_count().dtype() == td::kFloat32);
+  CHECK(D::Poisson(td::full({}, 2.0)).log_prob(td::full({}, 3.0, td::kFloat64)).dtype() == td::kFloat64);
+  CHECK(D::LogNormal(0.0, 1.0).cdf(td::zeros({})).item<double>() == 0);
   check_error([&] { D::Geometric(0.0); }, {"Geometric", "probs", "positive"});
   check_error([&] { D::Binomial(2.5, td::full({}, 0.5)); }, {"Binomial", "total_count", "IntegerGreaterThan"});
   check_error([&] { D::Binomial(3.0, td::full({}, 0.5)).log_prob(td::full({}, 4.0)); },
