@@ -21,6 +21,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "distributions/distributions.h"
+#include "distributions/transforms.h"
 #include "kernels/factory.h"
 #include "nn/data/cifar10.h"
 #include "nn/data/dataloader.h"

@@ -8,39 +8,21 @@
 #include "autograd/grad_mode.h"
 #include "autograd/linalg.h"
 #include "autograd/ops.h"
+#include "distributions/internal.h"
+#include "distributions/transforms.h"
 #include "kernels/factory.h"
 
 namespace tandem::distributions {
 
+using internal::lowest;
+using internal::machine_epsilon;
+using internal::softplus;
+using internal::sum_rightmost;
+using internal::tiniest;
+
 namespace {
 
 std::atomic<bool> g_validate{true};
-
-// torch.finfo(dtype).eps and .min of a floating dtype.
-double machine_epsilon(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::epsilon();
-    case kFloat16: return 0x1p-10;
-    case kBFloat16: return 0x1p-7;
-    default: return std::numeric_limits<float>::epsilon();
-  }
-}
-// torch.finfo(dtype).tiny: the smallest normal number.
-double tiniest(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::min();
-    case kFloat16: return 0x1p-14;
-    default: return std::numeric_limits<float>::min();  // float32 and bfloat16
-  }
-}
-double lowest(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::lowest();
-    case kFloat16: return -65504.0;
-    case kBFloat16: return -0x1.fep127;
-    default: return std::numeric_limits<float>::lowest();
-  }
-}
 
 // The parameters as tensors of one floating dtype on one device, broadcast to one shape.
 std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* dist,
@@ -83,16 +65,6 @@ void check_parameter(bool validate, const char* dist, const char* name, const Te
 
 Tensor is_real(const Tensor& t) { return t == t; }  // PyTorch's real: anything but NaN
 
-// log(1 + e^x) through logaddexp, whose gradient is the sigmoid everywhere (0 included).
-Tensor softplus(const Tensor& x) { return logaddexp(x, zeros_like(x)); }
-
-// The sum over the last n dims.
-Tensor sum_rightmost(const Tensor& t, int64_t n) {
-  if (n == 0) return t;
-  Shape shape(t.sizes().begin(), t.sizes().end() - n);
-  shape.push_back(-1);
-  return t.reshape(shape).sum(-1);
-}
 
 Shape joined(IntList a, IntList b) {
   Shape s = a.vec();
@@ -1218,6 +1190,14 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   if (const auto* a = as<Uniform>(p)) {
     if (const auto* b = as<Normal>(q)) return kl(*a, *b);
     if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
+  }
+  if (const auto* a = as<TransformedDistribution>(p)) {
+    if (const auto* b = as<TransformedDistribution>(q)) {
+      bool same = a->transforms().size() == b->transforms().size() && a->event_shape() == b->event_shape();
+      for (size_t i = 0; same && i < a->transforms().size(); ++i) same = a->transforms()[i]->equals(*b->transforms()[i]);
+      TD_CHECK(same, "kl_divergence: between TransformedDistributions only through the same transforms");
+      return kl_divergence(a->base_dist(), b->base_dist());
+    }
   }
   if (const auto* a = as<Independent>(p)) {
     if (const auto* b = as<Independent>(q)) {

@@ -153,6 +153,103 @@ TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass 
   check_error([&] { D::kl_divergence(three, four); }, {"kl_divergence", "3", "4", "categories"});
 }
 
+namespace {
+
+std::vector<std::shared_ptr<const D::Transform>> transforms_of(const json& spec) {
+  std::vector<std::shared_ptr<const D::Transform>> out;
+  auto param = [](const json& p) -> D::Param {
+    if (p.contains("number")) return p["number"].get<double>();
+    return from(p);
+  };
+  for (const json& t : spec) {
+    const std::string name = t["name"].get<std::string>();
+    if (name == "exp") out.push_back(std::make_shared<D::ExpTransform>());
+    if (name == "affine") out.push_back(std::make_shared<D::AffineTransform>(param(t["loc"]), param(t["scale"])));
+    if (name == "sigmoid") out.push_back(std::make_shared<D::SigmoidTransform>());
+    if (name == "tanh") out.push_back(std::make_shared<D::TanhTransform>());
+    if (name == "softplus") out.push_back(std::make_shared<D::SoftplusTransform>());
+    if (name == "power") out.push_back(std::make_shared<D::PowerTransform>(t["exponent"].get<double>()));
+  }
+  REQUIRE(out.size() == spec.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTorch's", "[cpu]") {
+  int checked = 0;
+  for (const json& c : fixture()["transformed"]) {
+    const std::string name = c["base"]["dist"].get<std::string>() + " through " + c["transforms"].dump();
+    INFO(name);
+    std::map<std::string, Tensor> leaves;
+    const D::TransformedDistribution dist(make(c["base"], leaves), transforms_of(c["transforms"]));
+    CHECK(dist.batch_shape() == c["batch_shape"].get<Shape>());
+    CHECK(dist.event_shape() == c["event_shape"].get<Shape>());
+    const Tensor value = from(c["value"]);
+    const Tensor log_prob = dist.log_prob(value);
+    check_tensor(log_prob, c["log_prob"], name + " log_prob");
+    log_prob.sum().backward();
+    check_grads(leaves, c["log_prob_grad"], name + " log_prob");
+    if (c.contains("cdf")) check_close(dist.cdf(value), fixture_numbers(c["cdf"]), kTol, kTol, name + " cdf");
+    if (c.contains("icdf")) {
+      check_close(dist.icdf(from(c["icdf_at"])), fixture_numbers(c["icdf"]), kTol, kTol, name + " icdf");
+    }
+    ++checked;
+  }
+  CHECK(checked == 7);
+  const json& k = fixture()["transformed_kl"];
+  std::map<std::string, Tensor> leaves;
+  json p_spec = json::object(), q_spec = json::object();
+  p_spec["dist"] = q_spec["dist"] = "Normal";
+  p_spec["params"] = k["p"];
+  q_spec["params"] = k["q"];
+  const D::TransformedDistribution p(make(p_spec, leaves), transforms_of(k["transforms"]));
+  const D::TransformedDistribution q(make(q_spec, leaves), transforms_of(k["transforms"]));
+  check_close(D::kl_divergence(p, q), fixture_numbers(k["kl"]), kTol, kTol, "KL through the same transforms");
+  const D::TransformedDistribution other(std::make_shared<D::Normal>(0.0, 1.0), {std::make_shared<D::TanhTransform>()});
+  check_error([&] { D::kl_divergence(p, other); }, {"kl_divergence", "same transforms"});
+}
+
+TEST_CASE("a tanh-squashed Gaussian with a cached transform scores its own draws exactly", "[cpu]") {
+  // loc 12: tanh of the draws rounds to 1 in float32, where atanh is infinite.
+  Tensor loc = td::full({4}, 12.0f).requires_grad_(true);
+  const auto base = std::make_shared<D::Normal>(loc, 0.5);
+  const D::TransformedDistribution cached(base, {std::make_shared<D::TanhTransform>(1)});
+  td::manual_seed(9);
+  const Tensor x = base->rsample().detach();  // the draw the transformed rsample below makes again
+  td::manual_seed(9);
+  const Tensor action = cached.rsample();
+  CHECK(values(action) == std::vector<double>(4, 1.0));
+  const Tensor log_pi = cached.log_prob(action);
+  // The pre-tanh draw scored by hand: log N(x) - log(1 - tanh(x)^2), the latter 2 (log 2 - x - softplus(-2x)).
+  const Tensor by_hand =
+      base->log_prob(x) - (std::log(2.0f) - x - td::logaddexp(x * -2, td::zeros_like(x))) * 2;
+  check_close(log_pi, values(by_hand), 1e-6, 1e-5, "cached score");
+  CHECK(td::isfinite(log_pi).all().item<bool>());
+  log_pi.sum().backward();
+  CHECK(td::isfinite(loc.grad()).all().item<bool>());
+  // Without the cache, atanh(1) is infinite and the score is lost.
+  const D::TransformedDistribution uncached(base, {std::make_shared<D::TanhTransform>()}, false);
+  CHECK(!td::isfinite(uncached.log_prob(action.detach())).all().item<bool>());
+  // Shapes, expand, rsample, and cdf errors for transforms of mixed sign.
+  const D::TransformedDistribution affine(std::make_shared<D::Normal>(td::zeros({3}, td::kFloat64), 1.0),
+                                          {std::make_shared<D::AffineTransform>(td::zeros({2, 1}, td::kFloat64), 2.0),
+                                           std::make_shared<D::ExpTransform>()});
+  CHECK(affine.batch_shape() == Shape{2, 3});
+  CHECK(affine.has_rsample());
+  CHECK(affine.sample({5}).sizes() == Shape{5, 2, 3});
+  CHECK((affine.sample({5}) > 0).all().item<bool>());
+  CHECK(affine.expand({4, 2, 3})->batch_shape() == Shape{4, 2, 3});
+  const D::TransformedDistribution mixed(
+      std::make_shared<D::Normal>(td::zeros({2}, td::kFloat64), 1.0),
+      {std::make_shared<D::AffineTransform>(0.0, td::tensor(std::vector<double>{1, -1}))});
+  check_error([&] { mixed.cdf(td::zeros({2}, td::kFloat64)); }, {"TransformedDistribution", "cdf", "monotone"});
+  check_error([&] { affine.log_prob(td::full({2, 3}, -1.0, td::kFloat64)); },
+              {"TransformedDistribution", "support", "GreaterThan(lower_bound=0.0)"});
+  check_error([&] { D::TanhTransform(2); }, {"cache_size", "0 or 1"});
+  check_error([&] { D::PowerTransform(0.0); }, {"PowerTransform", "exponent"});
+}
+
 TEST_CASE("draws have shape sample + batch + event and the distribution's moments", "[cpu]") {
   td::manual_seed(3);
   const Tensor loc = td::tensor(std::vector<double>{-1, 0.5, 2}), scale = td::tensor(std::vector<double>{0.5, 1, 2});

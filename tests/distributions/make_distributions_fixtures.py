@@ -109,6 +109,50 @@ def case(name, params, value, icdf_at=None, grad=True):
     return out
 
 
+def make_transforms(spec):
+    out = []
+    for t in spec:
+        name = t["name"]
+        if name == "exp":
+            out.append(D.ExpTransform())
+        elif name == "affine":
+            out.append(D.AffineTransform(t["loc"], t["scale"]))
+        elif name == "sigmoid":
+            out.append(D.SigmoidTransform())
+        elif name == "tanh":
+            out.append(D.TanhTransform())
+        elif name == "softplus":
+            out.append(D.SoftplusTransform())
+        elif name == "power":
+            out.append(D.PowerTransform(torch.tensor(t["exponent"])))
+        else:
+            raise ValueError(name)
+    return out
+
+
+def encode_transforms(spec):
+    return [{k: (encode(v) if k in ("loc", "scale") else v) for k, v in t.items()} for t in spec]
+
+
+def transformed_case(base_name, base_params, spec, value, icdf_at=None):
+    base, args = make(base_name, base_params)
+    dist = D.TransformedDistribution(base, make_transforms(spec))
+    out = {"base": {"dist": base_name, "params": {k: encode(v) for k, v in base_params.items()}},
+           "transforms": encode_transforms(spec), "value": encode(value),
+           "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)}
+    log_prob = dist.log_prob(value)
+    out["log_prob"] = {"shape": list(log_prob.shape), "values": floats(log_prob)}
+    out["log_prob_grad"] = grads_of(log_prob.sum(), args)
+    try:
+        out["cdf"] = floats(dist.cdf(value))
+    except NotImplementedError:
+        pass
+    if icdf_at is not None:
+        out["icdf_at"] = encode(icdf_at)
+        out["icdf"] = floats(dist.icdf(icdf_at))
+    return out
+
+
 def kl_case(p_name, p_params, q_name, q_params, grad=True):
     p, p_args = make(p_name, p_params)
     q, q_args = make(q_name, q_params)
@@ -238,11 +282,36 @@ def main():
         kl_case("IndependentNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([2, 3], 0.5, 1.5)},
                 "IndependentNormal", {"loc": ramp([2, 3], 0.3), "scale": ramp([2, 3], 0.4, 1.2)}),
     ]
+    normal = {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.2)}
+    transformed = [
+        transformed_case("Normal", normal, [{"name": "tanh"}], ramp([2, 3], 0.9) * 0.9, icdf_at=unit),
+        transformed_case("Normal", normal, [{"name": "affine", "loc": 0.5, "scale": 2.0}, {"name": "exp"}],
+                         ramp([2, 3], 0.9, 1.5), icdf_at=unit),
+        transformed_case("Normal", normal, [{"name": "sigmoid"}], ramp([2, 3], 0.9) * 0.45 + 0.5, icdf_at=unit),
+        transformed_case("Exponential", {"rate": ramp([3], 0.6, 1.5)}, [{"name": "softplus"}],
+                         ramp([2, 3], 0.9) * 0.5 + 1.5, icdf_at=unit),
+        transformed_case("Exponential", {"rate": ramp([3], 0.6, 1.5)}, [{"name": "power", "exponent": 0.5}],
+                         ramp([2, 3], 0.9, 1.5), icdf_at=unit),
+        transformed_case("Normal", normal, [{"name": "affine", "loc": ramp([2, 1], 0.4), "scale": -1.5}],
+                         ramp([2, 3], 0.9), icdf_at=unit),
+        transformed_case("MultivariateNormal", {"loc": ramp([3], 0.5), "covariance_matrix": spd(3, 0.3)},
+                         [{"name": "exp"}], ramp([2, 3], 0.4, 1.3)),
+    ]
+    p_t, _ = make("Normal", normal)
+    q_t, _ = make("Normal", {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.3)})
+    spec = [{"name": "affine", "loc": 0.5, "scale": 2.0}, {"name": "exp"}]
+    transformed_kl = {"p": normal, "q": {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.3)},
+                      "transforms": encode_transforms(spec),
+                      "kl": floats(D.kl_divergence(D.TransformedDistribution(p_t, make_transforms(spec)),
+                                                   D.TransformedDistribution(q_t, make_transforms(spec))))}
+    transformed_kl["p"] = {k: encode(v) for k, v in transformed_kl["p"].items()}
+    transformed_kl["q"] = {k: encode(v) for k, v in transformed_kl["q"].items()}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributions_fixtures.json")
     with open(path, "w") as f:
-        json.dump({"torch": torch.__version__, "cases": cases, "kl": kls}, f, separators=(",", ":"))
+        json.dump({"torch": torch.__version__, "cases": cases, "kl": kls, "transformed": transformed,
+                   "transformed_kl": transformed_kl}, f, separators=(",", ":"))
         f.write("\n")
-    print(f"{len(cases)} cases and {len(kls)} KL pairs written to {path}")
+    print(f"{len(cases)} cases, {len(kls)} KL pairs and {len(transformed)} transformed distributions written to {path}")
 
 
 if __name__ == "__main__":
