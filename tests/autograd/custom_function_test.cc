@@ -46,11 +46,12 @@ struct ScaledExp : Function<ScaledExp> {
   }
 };
 
-// a * b + c with a non-tensor argument between them; records which inputs need gradients.
+// a * b + c with a non-tensor argument between them; records which tensor arguments need
+// gradients (indexed among the tensors, as LibTorch's).
 std::vector<bool> g_needs;
 struct MulAdd : Function<MulAdd> {
   static Tensor forward(AutogradContext* ctx, const Tensor& a, int64_t, const Tensor& b, const Tensor& c) {
-    g_needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->needs_input_grad(2), ctx->needs_input_grad(3)};
+    g_needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->needs_input_grad(2)};
     ctx->save_for_backward({a, b});
     return a * b + c;
   }
@@ -82,6 +83,46 @@ struct SortValues : Function<SortValues> {
 
 struct Identity : Function<Identity> {
   static Tensor forward(AutogradContext*, const Tensor& x) { return x; }
+  static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) { return {g[0]}; }
+};
+
+// Doubles x; the mask (x > 0) is a float output marked non-differentiable.
+struct DoubleAndMask : Function<DoubleAndMask> {
+  static std::vector<Tensor> forward(AutogradContext* ctx, const Tensor& x) {
+    Tensor mask = (x > 0).to(x.dtype());
+    ctx->mark_non_differentiable({mask});
+    return {x * 2, mask};
+  }
+  static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) { return {g[0] * 2}; }
+};
+struct IdentityNotDifferentiable : Function<IdentityNotDifferentiable> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    ctx->mark_non_differentiable({x});
+    return x;
+  }
+  static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) { return {g[0]}; }
+};
+struct WritesInput : Function<WritesInput> {
+  static Tensor forward(AutogradContext*, const Tensor& x) {
+    Tensor(x).mul_(2);
+    return x * 1;
+  }
+  static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) { return {g[0]}; }
+};
+// A float32 gradient for a float64 input, two undefined extra entries, and a wrong-shaped
+// gradient for an argument that needs none: all taken as LibTorch takes them.
+struct Lenient : Function<Lenient> {
+  static Tensor forward(AutogradContext*, const Tensor& x, const Tensor& y) { return x * y; }
+  static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) {
+    return {g[0].to(td::kFloat32), td::ones({7}), Tensor(), Tensor()};
+  }
+};
+namespace inner {
+struct Mark {};
+}  // namespace inner
+template <typename Tag>
+struct Tagged : Function<Tagged<Tag>> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 1; }
   static std::vector<Tensor> backward(AutogradContext*, const std::vector<Tensor>& g) { return {g[0]}; }
 };
 
@@ -129,14 +170,14 @@ TEST_CASE("needs_input_grad counts every argument; gradients reach each tensor a
   Tensor a = td::randn({3}, td::kFloat64).requires_grad_(true), c = td::randn({3}, td::kFloat64).requires_grad_(true);
   const Tensor b = td::randn({3}, td::kFloat64);
   MulAdd::apply(a, int64_t{7}, b, c).sum().backward();
-  CHECK(g_needs == std::vector<bool>{true, false, false, true});
+  CHECK(g_needs == std::vector<bool>{true, false, true});
   check_close(a.grad(), values(b), 0, 0);
   check_close(c.grad(), {1, 1, 1}, 0, 0);
   {
     td::NoGradGuard no_grad;
     const Tensor off = MulAdd::apply(a, int64_t{7}, b, c);
     CHECK(!off.requires_grad());
-    CHECK(g_needs == std::vector<bool>{false, false, false, false});
+    CHECK(g_needs == std::vector<bool>{false, false, false});
   }
   const Tensor plain = MulAdd::apply(b, int64_t{1}, b, b);  // nothing requires grad: nothing recorded
   CHECK(!plain.requires_grad());
@@ -158,6 +199,13 @@ TEST_CASE("non-differentiable outputs get no gradient function; missing gradient
     check_close(x.grad(), {1, 1, 1}, 0, 0);
   }
   g_materialize = true;
+  // A float output marked non-differentiable, and an input returned so marked: no gradient.
+  const std::vector<Tensor> doubled = DoubleAndMask::apply(x);
+  CHECK(doubled[0].requires_grad());
+  CHECK(!doubled[1].requires_grad());
+  CHECK(doubled[1].grad_fn() == nullptr);
+  const Tensor same = IdentityNotDifferentiable::apply(x);
+  CHECK(!same.requires_grad());
 }
 
 TEST_CASE("a saved tensor written in place after forward stops backward; an input returned is not changed", "[cpu]") {
@@ -167,13 +215,20 @@ TEST_CASE("a saved tensor written in place after forward stops backward; an inpu
   h.mul_(2);
   check_error([&] { y.sum().backward(); }, {"CubeBackward", "modified by an in-place operation"});
   // Identity returns its input: the output is a new tensor with the function's node; the input
-  // stays a leaf.
-  const Tensor same = Identity::apply(x);
+  // stays a leaf, and an in-place write through the output (which would change the leaf) is refused.
+  Tensor same = Identity::apply(x);
   CHECK(!same.is_same(x));
   CHECK(x.is_leaf());
   CHECK(same.grad_fn()->name() == "IdentityBackward");
+  const std::vector<double> before = values(x);
+  CHECK_THROWS_AS(same.mul_(2), td::Error);
+  CHECK(values(x) == before);
   same.sum().backward();
   check_close(x.grad(), {1, 1, 1, 1}, 0, 0);
+  // forward may not write an input that requires grad in place.
+  Tensor leaf = td::randn({3}, td::kFloat64).requires_grad_(true);
+  Tensor nonleaf = leaf * 1;
+  check_error([&] { WritesInput::apply(nonleaf); }, {"WritesInputBackward", "argument 0", "in place", "mark_dirty"});
 }
 
 TEST_CASE("a wrong backward gets an error naming the function; broadcast gradients are summed", "[cpu]") {
@@ -186,4 +241,13 @@ TEST_CASE("a wrong backward gets an error naming the function; broadcast gradien
   x.mutable_grad() = Tensor();
   Broadcasting::apply(x).sum().backward();
   check_close(x.grad(), {2, 2, 2}, 0, 0);
+  // Converted to the input's dtype; extra undefined entries and a gradient nobody needs ignored.
+  x.mutable_grad() = Tensor();
+  Lenient::apply(x, td::full({3}, 2.0, td::kFloat64)).sum().backward();
+  CHECK(x.grad().dtype() == td::kFloat64);
+  check_close(x.grad(), {1, 1, 1}, 0, 0);  // what Lenient's backward returns, converted
+  // The node's name keeps template arguments whole.
+  const std::string name = Tagged<inner::Mark>::apply(x).grad_fn()->name();
+  CHECK(name.rfind("Tagged<", 0) == 0);
+  CHECK(name.find("Mark>Backward") != std::string::npos);
 }
