@@ -1,7 +1,6 @@
 #include "distributions/transforms.h"
 
 #include <cmath>
-#include <limits>
 #include <numbers>
 
 #include "autograd/grad_mode.h"
@@ -24,26 +23,43 @@ Transform::Transform(int cache_size) : cache_size_(cache_size) {
 
 Tensor Transform::operator()(const Tensor& x) const {
   TD_CHECK(x.defined(), name(), ": the input is an undefined tensor");
-  if (cache_size_ == 1 && cached_x_.defined() && x.is_same(cached_x_)) return cached_y_;
-  Tensor y = forward(x);
-  if (cache_size_ == 1) {
-    cached_x_ = x;
-    cached_y_ = y;
+  if (cache_size_ == 0) return forward(x);
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (cached_x_.defined() && x.is_same(cached_x_)) return cached_y_;
   }
+  Tensor y = forward(x);
+  std::lock_guard lock(cache_mutex_);
+  cached_x_ = x;
+  cached_y_ = y;
   return y;
 }
 
 Tensor Transform::inv(const Tensor& y) const {
   TD_CHECK(y.defined(), name(), ": the value to invert is an undefined tensor");
-  if (cache_size_ == 1 && cached_y_.defined() && y.is_same(cached_y_)) return cached_x_;
-  Tensor x = inverse(y);
-  if (cache_size_ == 1) {
-    cached_x_ = x;
-    cached_y_ = y;
+  if (cache_size_ == 0) return inverse(y);
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (cached_y_.defined() && y.is_same(cached_y_)) return cached_x_;
   }
+  Tensor x = inverse(y);
+  std::lock_guard lock(cache_mutex_);
+  cached_x_ = x;
+  cached_y_ = y;
   return x;
 }
 
+std::shared_ptr<const Transform> Transform::inv() const {
+  std::shared_ptr<const Transform> self;
+  try {
+    self = shared_from_this();
+  } catch (const std::bad_weak_ptr&) {
+    TD_FAIL(name(), ": inv() needs the transform held by a std::shared_ptr (std::make_shared)");
+  }
+  return std::make_shared<InverseTransform>(self);
+}
+
+Tensor Transform::in_domain(const Tensor& x) const { return x == x; }
 Tensor Transform::in_codomain(const Tensor& y) const { return y == y; }
 
 // ---- the transforms ----
@@ -73,12 +89,9 @@ Tensor AffineTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) con
   return result.expand(broadcast_shapes(result.sizes(), x.sizes(), "AffineTransform"));
 }
 
-std::optional<int> AffineTransform::sign() const {
-  if (!scale_.is_tensor()) return scale_.number() > 0 ? 1 : scale_.number() < 0 ? -1 : 0;
-  NoGradGuard no_grad;
-  if ((scale_.tensor() > 0).all().item<bool>()) return 1;
-  if ((scale_.tensor() < 0).all().item<bool>()) return -1;
-  return std::nullopt;
+std::optional<Param> AffineTransform::sign() const {
+  if (!scale_.is_tensor()) return scale_.number() > 0 ? 1.0 : scale_.number() < 0 ? -1.0 : 0.0;
+  return Param(scale_.tensor().detach().sign());
 }
 
 Shape AffineTransform::forward_shape(const Shape& shape) const {
@@ -94,11 +107,19 @@ Shape AffineTransform::inverse_shape(const Shape& shape) const { return forward_
 bool AffineTransform::equals(const Transform& other) const {
   const auto* o = dynamic_cast<const AffineTransform*>(&other);
   if (!o) return false;
+  // By value, numbers and tensors alike, broadcasting, as PyTorch's __eq__.
   auto same = [](const Param& a, const Param& b) {
-    if (a.is_tensor() != b.is_tensor()) return false;
-    if (!a.is_tensor()) return a.number() == b.number();
+    if (!a.is_tensor() && !b.is_tensor()) return a.number() == b.number();
     NoGradGuard no_grad;
-    return a.tensor().sizes() == b.tensor().sizes() && (a.tensor() == b.tensor()).all().item<bool>();
+    const Tensor ta = a.is_tensor() ? a.tensor() : full({}, a.number(), b.tensor().options());
+    const Tensor tb = b.is_tensor() ? b.tensor() : full({}, b.number(), ta.options());
+    Shape shape;
+    try {
+      shape = broadcast_shapes(ta.sizes(), tb.sizes(), "AffineTransform");
+    } catch (const Error&) {
+      return false;
+    }
+    return (ta.to(tb.device()) == tb).all().item<bool>();
   };
   return same(loc_, o->loc_) && same(scale_, o->scale_);
 }
@@ -137,10 +158,100 @@ Tensor PowerTransform::inverse(const Tensor& y) const { return y.pow(1 / exponen
 Tensor PowerTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
   return (y * exponent_ / x).abs().log();
 }
+Tensor PowerTransform::in_domain(const Tensor& x) const { return x > 0; }
 Tensor PowerTransform::in_codomain(const Tensor& y) const { return y > 0; }
 bool PowerTransform::equals(const Transform& other) const {
   const auto* o = dynamic_cast<const PowerTransform*>(&other);
   return o && o->exponent_ == exponent_;
+}
+
+// ---- InverseTransform and ComposeTransform ----
+
+InverseTransform::InverseTransform(std::shared_ptr<const Transform> of) : of_(std::move(of)) {
+  TD_CHECK(of_ != nullptr, "InverseTransform: the transform to invert is null");
+}
+
+Tensor InverseTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  return -of_->log_abs_det_jacobian(y, x);
+}
+
+bool InverseTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const InverseTransform*>(&other);
+  return o && of_->equals(*o->of_);
+}
+
+ComposeTransform::ComposeTransform(std::vector<std::shared_ptr<const Transform>> parts, int cache_size)
+    : Transform(cache_size), parts_(std::move(parts)) {
+  for (size_t i = 0; i < parts_.size(); ++i) TD_CHECK(parts_[i] != nullptr, "ComposeTransform: part ", i, " is null");
+}
+
+Tensor ComposeTransform::forward(const Tensor& x) const {
+  Tensor y = x;
+  for (const auto& t : parts_) y = (*t)(y);
+  return y;
+}
+
+Tensor ComposeTransform::inverse(const Tensor& y) const {
+  Tensor x = y;
+  for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) x = (*it)->inv(x);
+  return x;
+}
+
+Tensor ComposeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  if (parts_.empty()) return zeros_like(x);
+  Tensor total, at = x;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Tensor next = i + 1 == parts_.size() ? y : (*parts_[i])(at);
+    const Tensor term = parts_[i]->log_abs_det_jacobian(at, next);
+    total = total.defined() ? total + term : term;
+    at = next;
+  }
+  return total;
+}
+
+std::optional<Param> ComposeTransform::sign() const {
+  Param product = 1.0;
+  for (const auto& t : parts_) {
+    const std::optional<Param> s = t->sign();
+    if (!s) return std::nullopt;
+    if (!product.is_tensor() && !s->is_tensor()) {
+      product = product.number() * s->number();
+    } else {
+      const Tensor a = product.is_tensor() ? product.tensor() : full({}, product.number(), s->tensor().options());
+      product = s->is_tensor() ? Param(a * s->tensor()) : Param(a * s->number());
+    }
+  }
+  return product;
+}
+
+Tensor ComposeTransform::in_domain(const Tensor& x) const {
+  return parts_.empty() ? x == x : parts_.front()->in_domain(x);
+}
+std::string ComposeTransform::domain() const { return parts_.empty() ? "Real()" : parts_.front()->domain(); }
+Tensor ComposeTransform::in_codomain(const Tensor& y) const {
+  return parts_.empty() ? y == y : parts_.back()->in_codomain(y);
+}
+std::string ComposeTransform::codomain() const { return parts_.empty() ? "Real()" : parts_.back()->codomain(); }
+
+Shape ComposeTransform::forward_shape(const Shape& shape) const {
+  Shape s = shape;
+  for (const auto& t : parts_) s = t->forward_shape(s);
+  return s;
+}
+
+Shape ComposeTransform::inverse_shape(const Shape& shape) const {
+  Shape s = shape;
+  for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) s = (*it)->inverse_shape(s);
+  return s;
+}
+
+bool ComposeTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const ComposeTransform*>(&other);
+  if (!o || o->parts_.size() != parts_.size()) return false;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (!parts_[i]->equals(*o->parts_[i])) return false;
+  }
+  return true;
 }
 
 // ---- TransformedDistribution ----
@@ -171,7 +282,7 @@ TransformedDistribution::TransformedDistribution(std::shared_ptr<const Distribut
                                                  std::vector<std::shared_ptr<const Transform>> transforms,
                                                  std::optional<bool> validate_args)
     : Distribution(transformed_shapes(base, transforms).batch, transformed_shapes(base, transforms).event,
-                   validate_args.value_or(base ? base->validates() : default_validate_args())),
+                   validate_args),
       base_(std::move(base)),
       transforms_(std::move(transforms)) {
   // A transform's parameters may widen the batch: the base is expanded to it, as PyTorch's.
@@ -212,28 +323,22 @@ Tensor TransformedDistribution::log_prob(const Tensor& value) const {
   return correction.defined() ? base - correction : base;
 }
 
-int TransformedDistribution::monotone_sign(const char* what) const {
-  int sign = 1;
-  for (const auto& t : transforms_) {
-    const std::optional<int> s = t->sign();
-    TD_CHECK(s.has_value() && *s != 0, "TransformedDistribution: ", what, " needs monotone transforms, but ", t->name(),
-             " has a sign that differs by element");
-    sign *= *s;
-  }
-  return sign;
+Tensor TransformedDistribution::monotonize(const Tensor& p, const char* what) const {
+  const std::optional<Param> sign = ComposeTransform(transforms_).sign();
+  TD_CHECK(sign.has_value(), "TransformedDistribution: ", what, " needs each transform's sign, and one has none");
+  if (!sign->is_tensor() && sign->number() == 1) return p;
+  const Tensor s = sign->is_tensor() ? sign->tensor() : full({}, sign->number(), p.options());
+  return s * (p - 0.5) + 0.5;
 }
 
 Tensor TransformedDistribution::cdf(const Tensor& value) const {
-  const int sign = monotone_sign("cdf");
   Tensor x = value;
   for (auto it = transforms_.rbegin(); it != transforms_.rend(); ++it) x = (*it)->inv(x);
-  const Tensor p = base_->cdf(x);
-  return sign == 1 ? p : 1 - p;
+  return monotonize(base_->cdf(x), "cdf");
 }
 
 Tensor TransformedDistribution::icdf(const Tensor& value) const {
-  const int sign = monotone_sign("icdf");
-  Tensor x = base_->icdf(sign == 1 ? value : 1 - value);
+  Tensor x = base_->icdf(monotonize(value, "icdf"));
   for (const auto& t : transforms_) x = (*t)(x);
   return x;
 }

@@ -7,11 +7,14 @@
 //   Tensor a = policy.rsample(), log_pi = policy.log_prob(a);  // the cache gives log_prob atanh's exact input
 //
 // A transform with cache_size 1 remembers its last (x, y) pair, so that inverting a y it made
-// returns that x itself, exactly (atanh(tanh(x)) loses x once tanh(x) rounds to +-1); as PyTorch's,
-// the cache is not safe to share between threads.
+// returns that x itself, exactly (atanh(tanh(x)) loses x once tanh(x) rounds to +-1). The pair is
+// guarded by a lock, so threads may share a transform; but one thread's draw can replace the
+// pair another is about to invert, so give each thread (each DataParallel replica) its own
+// cached transforms.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +23,7 @@
 
 namespace tandem::distributions {
 
-class Transform {
+class Transform : public std::enable_shared_from_this<Transform> {
  public:
   explicit Transform(int cache_size = 0);
   virtual ~Transform() = default;
@@ -28,24 +31,36 @@ class Transform {
 
   Tensor operator()(const Tensor& x) const;  // y
   Tensor inv(const Tensor& y) const;         // x
+  // The inverse map as a transform (PyTorch's t.inv): a transform held by a shared_ptr only.
+  std::shared_ptr<const Transform> inv() const;
   virtual Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const = 0;
-  // +1 where y grows with x, -1 where it falls (none: a sign that differs by element).
-  virtual std::optional<int> sign() const { return 1; }
-  // Whether y lies in the transform's codomain, and the codomain's name, for validation.
+  // +1 where y grows with x, -1 where it falls, 0 where it is constant: a number, or a tensor of
+  // one sign per element (an affine map's scale); none where a transform has no sign (the default).
+  virtual std::optional<Param> sign() const { return std::nullopt; }
+  // Whether x lies in the domain and y in the codomain, with their names, for validation.
+  virtual Tensor in_domain(const Tensor& x) const;
+  virtual std::string domain() const { return "Real()"; }
   virtual Tensor in_codomain(const Tensor& y) const;
   virtual std::string codomain() const { return "Real()"; }
   // The shape of y for an x of `shape` (a transform's parameters may broadcast it), and back.
   virtual Shape forward_shape(const Shape& shape) const { return shape; }
   virtual Shape inverse_shape(const Shape& shape) const { return shape; }
-  // The same map (for kl_divergence between transformed distributions): the type and parameters.
-  virtual bool equals(const Transform& other) const { return name() == other.name(); }
+  // The same map (for kl_divergence between transformed distributions). By default only the
+  // same object, as PyTorch's; the transforms here compare their type and parameters.
+  virtual bool equals(const Transform& other) const { return this == &other; }
 
  protected:
   virtual Tensor forward(const Tensor& x) const = 0;
   virtual Tensor inverse(const Tensor& y) const = 0;
+  // For equals: the other transform is of this one's class.
+  template <typename T>
+  static bool same_class(const Transform& other) {
+    return dynamic_cast<const T*>(&other) != nullptr;
+  }
 
  private:
   int cache_size_;
+  mutable std::mutex cache_mutex_;
   mutable Tensor cached_x_, cached_y_;
 };
 
@@ -55,6 +70,8 @@ class ExpTransform : public Transform {
   using Transform::Transform;
   std::string name() const override { return "ExpTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  bool equals(const Transform& other) const override { return same_class<ExpTransform>(other); }
   Tensor in_codomain(const Tensor& y) const override;
   std::string codomain() const override { return "GreaterThan(lower_bound=0.0)"; }
 
@@ -69,7 +86,7 @@ class AffineTransform : public Transform {
   AffineTransform(Param loc, Param scale, int cache_size = 0);
   std::string name() const override { return "AffineTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
-  std::optional<int> sign() const override;
+  std::optional<Param> sign() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
   bool equals(const Transform& other) const override;
@@ -89,6 +106,8 @@ class SigmoidTransform : public Transform {
   using Transform::Transform;
   std::string name() const override { return "SigmoidTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  bool equals(const Transform& other) const override { return same_class<SigmoidTransform>(other); }
   Tensor in_codomain(const Tensor& y) const override;
   std::string codomain() const override { return "Interval(lower_bound=0.0, upper_bound=1.0)"; }
 
@@ -103,6 +122,8 @@ class TanhTransform : public Transform {
   using Transform::Transform;
   std::string name() const override { return "TanhTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  bool equals(const Transform& other) const override { return same_class<TanhTransform>(other); }
   Tensor in_codomain(const Tensor& y) const override;
   std::string codomain() const override { return "Interval(lower_bound=-1.0, upper_bound=1.0)"; }
 
@@ -117,6 +138,8 @@ class SoftplusTransform : public Transform {
   using Transform::Transform;
   std::string name() const override { return "SoftplusTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  bool equals(const Transform& other) const override { return same_class<SoftplusTransform>(other); }
   Tensor in_codomain(const Tensor& y) const override;
   std::string codomain() const override { return "GreaterThan(lower_bound=0.0)"; }
 
@@ -131,7 +154,9 @@ class PowerTransform : public Transform {
   explicit PowerTransform(double exponent, int cache_size = 0);
   std::string name() const override { return "PowerTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
-  std::optional<int> sign() const override { return exponent_ > 0 ? 1 : -1; }
+  std::optional<Param> sign() const override { return exponent_ > 0 ? 1.0 : -1.0; }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "GreaterThan(lower_bound=0.0)"; }
   Tensor in_codomain(const Tensor& y) const override;
   std::string codomain() const override { return "GreaterThan(lower_bound=0.0)"; }
   bool equals(const Transform& other) const override;
@@ -144,10 +169,61 @@ class PowerTransform : public Transform {
   double exponent_;
 };
 
+// The inverse of a transform (Transform::inv()): its forward is the other's inverse, and its log
+// |dy/dx| the other's negated at the swapped pair.
+class InverseTransform : public Transform {
+ public:
+  explicit InverseTransform(std::shared_ptr<const Transform> of);
+  std::string name() const override { return of_->name() + ".inv"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return of_->sign(); }
+  Tensor in_domain(const Tensor& x) const override { return of_->in_codomain(x); }
+  std::string domain() const override { return of_->codomain(); }
+  Tensor in_codomain(const Tensor& y) const override { return of_->in_domain(y); }
+  std::string codomain() const override { return of_->domain(); }
+  Shape forward_shape(const Shape& shape) const override { return of_->inverse_shape(shape); }
+  Shape inverse_shape(const Shape& shape) const override { return of_->forward_shape(shape); }
+  bool equals(const Transform& other) const override;
+  const Transform& of() const { return *of_; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override { return of_->inv(x); }
+  Tensor inverse(const Tensor& y) const override { return (*of_)(y); }
+
+ private:
+  std::shared_ptr<const Transform> of_;
+};
+
+// Transforms applied in order as one (PyTorch's ComposeTransform): log |dy/dx| adds up along the
+// way, and the sign multiplies.
+class ComposeTransform : public Transform {
+ public:
+  explicit ComposeTransform(std::vector<std::shared_ptr<const Transform>> parts, int cache_size = 0);
+  std::string name() const override { return "ComposeTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override;
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override;
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override;
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  bool equals(const Transform& other) const override;
+  const std::vector<std::shared_ptr<const Transform>>& parts() const { return parts_; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+
+ private:
+  std::vector<std::shared_ptr<const Transform>> parts_;
+};
+
 // A base distribution pushed through transforms (applied in order). Its batch and event shapes are
 // the base's (broadcast by the transforms' parameters); log_prob inverts the transforms and
-// subtracts each log |dy/dx|; cdf and icdf need transforms of one sign throughout. No closed-form
-// moments or entropy, as PyTorch's.
+// subtracts each log |dy/dx|; cdf and icdf need every transform's sign (a decreasing map turns
+// p into 1 - p, element by element for an affine map's tensor scale). No closed-form moments or
+// entropy, as PyTorch's. validate_args defaults to the global setting, not the base's.
 class TransformedDistribution : public Distribution {
  public:
   TransformedDistribution(std::shared_ptr<const Distribution> base,
@@ -165,7 +241,8 @@ class TransformedDistribution : public Distribution {
   const std::vector<std::shared_ptr<const Transform>>& transforms() const { return transforms_; }
 
  private:
-  int monotone_sign(const char* what) const;
+  // p made increasing in the value: sign (p - 1/2) + 1/2 for the transforms' product of signs.
+  Tensor monotonize(const Tensor& p, const char* what) const;
   std::shared_ptr<const Distribution> base_;
   std::vector<std::shared_ptr<const Transform>> transforms_;
 };

@@ -208,6 +208,46 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
   check_close(D::kl_divergence(p, q), fixture_numbers(k["kl"]), kTol, kTol, "KL through the same transforms");
   const D::TransformedDistribution other(std::make_shared<D::Normal>(0.0, 1.0), {std::make_shared<D::TanhTransform>()});
   check_error([&] { D::kl_divergence(p, other); }, {"kl_divergence", "same transforms"});
+  // Equal transforms by value (numbers and tensors alike), unequal ones refused.
+  auto normal = std::make_shared<D::Normal>(0.0, 1.0), wider = std::make_shared<D::Normal>(0.5, 2.0);
+  const D::TransformedDistribution a1(normal, {std::make_shared<D::AffineTransform>(0.5, 2.0)});
+  const D::TransformedDistribution a2(wider, {std::make_shared<D::AffineTransform>(td::full({}, 0.5f),
+                                                                                   td::full({}, 2.0f))});
+  const D::TransformedDistribution a3(wider, {std::make_shared<D::AffineTransform>(0.5, 3.0)});
+  check_close(D::kl_divergence(a1, a2), values(D::kl_divergence(*normal, *wider)), 0, 0);
+  check_error([&] { D::kl_divergence(a1, a3); }, {"kl_divergence", "same transforms"});
+}
+
+TEST_CASE("inverse and composed transforms: the logistic distribution, and a log-normal", "[cpu]") {
+  // Logistic(a, b) = Uniform(0, 1) through the sigmoid's inverse, then y = a + b x, as in PyTorch's
+  // documentation: log p(y) = -z - 2 log(1 + e^-z) - log b, z = (y - a) / b.
+  const double a = 0.5, b = 2.0;
+  const auto sigmoid = std::make_shared<D::SigmoidTransform>();
+  const D::TransformedDistribution logistic(
+      std::make_shared<D::Uniform>(td::zeros({}, td::kFloat64), 1.0),
+      {sigmoid->inv(), std::make_shared<D::AffineTransform>(a, b)});
+  const Tensor y = td::tensor(std::vector<double>{-3, 0.2, 4});
+  const Tensor z = (y - a) / b;
+  check_close(logistic.log_prob(y), values(-z - (-z).exp().log1p() * 2 - std::log(b)), 1e-12, 1e-12);
+  check_close(logistic.cdf(y), values(z.sigmoid()), 1e-12, 1e-12);
+  CHECK(sigmoid->inv()->name() == "SigmoidTransform.inv");
+  CHECK(sigmoid->inv()->equals(*sigmoid->inv()));
+  CHECK(!sigmoid->inv()->equals(*sigmoid));
+  // exp through a composition equals the two transforms in a row.
+  const auto base = std::make_shared<D::Normal>(td::zeros({3}, td::kFloat64), 1.0);
+  const auto affine = std::make_shared<D::AffineTransform>(0.5, 2.0);
+  const auto exp = std::make_shared<D::ExpTransform>();
+  const D::TransformedDistribution in_a_row(base, {affine, exp});
+  const D::TransformedDistribution composed(base, {std::make_shared<D::ComposeTransform>(
+                                                      std::vector<std::shared_ptr<const D::Transform>>{affine, exp})});
+  const Tensor v = td::tensor(std::vector<double>{0.3, 1.0, 7.0});
+  check_close(composed.log_prob(v), values(in_a_row.log_prob(v)), 1e-14, 1e-14);
+  check_close(composed.cdf(v), values(in_a_row.cdf(v)), 1e-14, 1e-14);
+  // The log of exp's inverse: a LogNormal's log is Normal.
+  const D::TransformedDistribution back(std::make_shared<D::LogNormal>(0.0, 1.0), {exp->inv()});
+  check_close(back.log_prob(td::full({}, 0.7)), values(D::Normal(0.0, 1.0).log_prob(td::full({}, 0.7))), 1e-6, 0);
+  D::TanhTransform unmanaged;
+  check_error([&] { unmanaged.inv(); }, {"TanhTransform", "inv()", "shared_ptr"});
 }
 
 TEST_CASE("a tanh-squashed Gaussian with a cached transform scores its own draws exactly", "[cpu]") {
@@ -239,11 +279,30 @@ TEST_CASE("a tanh-squashed Gaussian with a cached transform scores its own draws
   CHECK(affine.has_rsample());
   CHECK(affine.sample({5}).sizes() == Shape{5, 2, 3});
   CHECK((affine.sample({5}) > 0).all().item<bool>());
-  CHECK(affine.expand({4, 2, 3})->batch_shape() == Shape{4, 2, 3});
+  const auto expanded = std::dynamic_pointer_cast<D::TransformedDistribution>(affine.expand({4, 2, 3}));
+  CHECK(expanded->batch_shape() == Shape{4, 2, 3});
+  CHECK(expanded->base_dist().batch_shape() == Shape{4, 2, 3});
+  // A scale of mixed signs: each element's cdf is monotonized by its own sign, as PyTorch's.
   const D::TransformedDistribution mixed(
       std::make_shared<D::Normal>(td::zeros({2}, td::kFloat64), 1.0),
       {std::make_shared<D::AffineTransform>(0.0, td::tensor(std::vector<double>{1, -1}))});
-  check_error([&] { mixed.cdf(td::zeros({2}, td::kFloat64)); }, {"TransformedDistribution", "cdf", "monotone"});
+  const double phi1 = 0.5 * std::erfc(-1 / std::sqrt(2.0));
+  check_close(mixed.cdf(td::ones({2}, td::kFloat64)), {phi1, phi1}, 1e-15, 0);
+  check_close(mixed.icdf(td::full({2}, phi1, td::kFloat64)), {1, 1}, 1e-12, 1e-12);
+  // A transform with no sign (a user's that does not say) cannot give a cdf.
+  struct Unsigned : D::Transform {
+    std::string name() const override { return "Unsigned"; }
+    Tensor log_abs_det_jacobian(const Tensor& x, const Tensor&) const override { return td::zeros_like(x); }
+    Tensor forward(const Tensor& x) const override { return x; }
+    Tensor inverse(const Tensor& y) const override { return y; }
+  };
+  const D::TransformedDistribution unsigned_dist(std::make_shared<D::Normal>(0.0, 1.0),
+                                                 {std::make_shared<Unsigned>()});
+  check_error([&] { unsigned_dist.cdf(td::zeros({})); }, {"TransformedDistribution", "cdf", "sign"});
+  // A sample scored through the cache too.
+  const D::TransformedDistribution squashed(std::make_shared<D::Normal>(td::full({3}, 12.0f), 0.5),
+                                            {std::make_shared<D::TanhTransform>(1)});
+  CHECK(td::isfinite(squashed.log_prob(squashed.sample())).all().item<bool>());
   check_error([&] { affine.log_prob(td::full({2, 3}, -1.0, td::kFloat64)); },
               {"TransformedDistribution", "support", "GreaterThan(lower_bound=0.0)"});
   check_error([&] { D::TanhTransform(2); }, {"cache_size", "0 or 1"});
