@@ -142,7 +142,7 @@ void Distribution::check_value(const Tensor& value, const std::function<Tensor()
            ") to be within the support (", support, ") of the distribution, but found invalid values");
 }
 
-// ---- Normal ----
+// ---- LocationScale ----
 
 namespace {
 std::vector<Tensor> loc_scale(const Param& loc, const Param& scale, const char* dist) {
@@ -150,14 +150,19 @@ std::vector<Tensor> loc_scale(const Param& loc, const Param& scale, const char* 
 }
 }  // namespace
 
-Normal::Normal(Param loc, Param scale, std::optional<bool> validate_args)
-    : Normal(loc_scale(loc, scale, "Normal"), validate_args) {}
+LocationScale::LocationScale(const char* family, Param loc, Param scale, std::optional<bool> validate_args)
+    : LocationScale(family, loc_scale(loc, scale, family), validate_args) {}
 
-Normal::Normal(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+LocationScale::LocationScale(const char* family, const std::vector<Tensor>& params, std::optional<bool> validate_args)
     : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Normal", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
-  check_parameter(validates(), "Normal", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), family, "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), family, "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
 }
+
+// ---- Normal ----
+
+Normal::Normal(Param loc, Param scale, std::optional<bool> validate_args)
+    : LocationScale("Normal", std::move(loc), std::move(scale), validate_args) {}
 
 std::shared_ptr<Distribution> Normal::expand(const Shape& batch_shape) const {
   return std::make_shared<Normal>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
@@ -261,13 +266,7 @@ Tensor Exponential::mode() const { return zeros_like(rate_); }
 // ---- Laplace ----
 
 Laplace::Laplace(Param loc, Param scale, std::optional<bool> validate_args)
-    : Laplace(loc_scale(loc, scale, "Laplace"), validate_args) {}
-
-Laplace::Laplace(const std::vector<Tensor>& params, std::optional<bool> validate_args)
-    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Laplace", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
-  check_parameter(validates(), "Laplace", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
-}
+    : LocationScale("Laplace", std::move(loc), std::move(scale), validate_args) {}
 
 std::shared_ptr<Distribution> Laplace::expand(const Shape& batch_shape) const {
   return std::make_shared<Laplace>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
@@ -305,13 +304,7 @@ Tensor Laplace::stddev() const { return scale_ * std::numbers::sqrt2; }
 // ---- Cauchy ----
 
 Cauchy::Cauchy(Param loc, Param scale, std::optional<bool> validate_args)
-    : Cauchy(loc_scale(loc, scale, "Cauchy"), validate_args) {}
-
-Cauchy::Cauchy(const std::vector<Tensor>& params, std::optional<bool> validate_args)
-    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Cauchy", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
-  check_parameter(validates(), "Cauchy", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
-}
+    : LocationScale("Cauchy", std::move(loc), std::move(scale), validate_args) {}
 
 std::shared_ptr<Distribution> Cauchy::expand(const Shape& batch_shape) const {
   return std::make_shared<Cauchy>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());
@@ -384,13 +377,7 @@ constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
 }  // namespace
 
 Gumbel::Gumbel(Param loc, Param scale, std::optional<bool> validate_args)
-    : Gumbel(loc_scale(loc, scale, "Gumbel"), validate_args) {}
-
-Gumbel::Gumbel(const std::vector<Tensor>& params, std::optional<bool> validate_args)
-    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]) {
-  check_parameter(validates(), "Gumbel", "loc", loc_, [&] { return is_real(loc_); }, "Real()");
-  check_parameter(validates(), "Gumbel", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
-}
+    : LocationScale("Gumbel", std::move(loc), std::move(scale), validate_args) {}
 
 std::shared_ptr<Distribution> Gumbel::expand(const Shape& batch_shape) const {
   return std::make_shared<Gumbel>(loc_.expand(batch_shape), scale_.expand(batch_shape), validates());

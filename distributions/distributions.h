@@ -100,8 +100,23 @@ class Distribution {
   bool validate_;
 };
 
+// What Normal, Laplace, Cauchy and Gumbel share: a location (real) and a scale (> 0), broadcast
+// together into the batch, checked and named as the family (`name`) names them.
+class LocationScale : public Distribution {
+ public:
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ protected:
+  LocationScale(const char* family, Param loc, Param scale, std::optional<bool> validate_args);
+  Tensor loc_, scale_;
+
+ private:
+  LocationScale(const char* family, const std::vector<Tensor>& params, std::optional<bool> validate_args);
+};
+
 // N(loc, scale^2). Parameters: loc real, scale > 0.
-class Normal : public Distribution {
+class Normal : public LocationScale {
  public:
   Normal(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Normal"; }
@@ -116,12 +131,6 @@ class Normal : public Distribution {
   Tensor mode() const override { return loc_; }
   Tensor variance() const override { return scale_.pow(2); }
   Tensor stddev() const override { return scale_; }
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- private:
-  Normal(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
-  Tensor loc_, scale_;
 };
 
 // Uniform on [low, high). Parameters: low < high.
@@ -171,7 +180,7 @@ class Exponential : public Distribution {
 };
 
 // Laplace(loc, scale): density e^(-|x - loc| / scale) / (2 scale). Parameters: loc real, scale > 0.
-class Laplace : public Distribution {
+class Laplace : public LocationScale {
  public:
   Laplace(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Laplace"; }
@@ -186,17 +195,11 @@ class Laplace : public Distribution {
   Tensor mode() const override { return loc_; }
   Tensor variance() const override { return scale_.pow(2) * 2; }
   Tensor stddev() const override;
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- private:
-  Laplace(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
-  Tensor loc_, scale_;
 };
 
 // Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)). No mean or variance
 // (NaN and +inf, as PyTorch's). Parameters: loc real, scale > 0.
-class Cauchy : public Distribution {
+class Cauchy : public LocationScale {
  public:
   Cauchy(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Cauchy"; }
@@ -210,12 +213,6 @@ class Cauchy : public Distribution {
   Tensor mean() const override;
   Tensor mode() const override { return loc_; }
   Tensor variance() const override;
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- private:
-  Cauchy(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
-  Tensor loc_, scale_;
 };
 
 // LogNormal(loc, scale): exp of N(loc, scale^2), on x > 0. Parameters: loc real, scale > 0.
@@ -243,7 +240,7 @@ class LogNormal : public Distribution {
 
 // Gumbel(loc, scale): the largest of many draws; cdf exp(-exp(-(x - loc) / scale)). Parameters:
 // loc real, scale > 0.
-class Gumbel : public Distribution {
+class Gumbel : public LocationScale {
  public:
   Gumbel(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
   std::string name() const override { return "Gumbel"; }
@@ -258,12 +255,6 @@ class Gumbel : public Distribution {
   Tensor mode() const override { return loc_; }
   Tensor variance() const override { return stddev().pow(2); }
   Tensor stddev() const override;
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- private:
-  Gumbel(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
-  Tensor loc_, scale_;
 };
 
 // HalfNormal(scale): |N(0, scale^2)|, on x >= 0. Parameter: scale > 0.

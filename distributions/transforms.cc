@@ -21,32 +21,29 @@ Transform::Transform(int cache_size) : cache_size_(cache_size) {
   TD_CHECK(cache_size == 0 || cache_size == 1, "Transform: cache_size must be 0 or 1, got ", cache_size);
 }
 
-Tensor Transform::operator()(const Tensor& x) const {
-  TD_CHECK(x.defined(), name(), ": the input is an undefined tensor");
-  if (cache_size_ == 0) return forward(x);
+Tensor Transform::through_cache(const Tensor& input, bool is_x,
+                                const std::function<Tensor(const Tensor&)>& compute) const {
+  if (cache_size_ == 0) return compute(input);
   {
     std::lock_guard lock(cache_mutex_);
-    if (cached_x_.defined() && x.is_same(cached_x_)) return cached_y_;
+    const Tensor& key = is_x ? cached_x_ : cached_y_;
+    if (key.defined() && input.is_same(key)) return is_x ? cached_y_ : cached_x_;
   }
-  Tensor y = forward(x);
+  Tensor output = compute(input);
   std::lock_guard lock(cache_mutex_);
-  cached_x_ = x;
-  cached_y_ = y;
-  return y;
+  (is_x ? cached_x_ : cached_y_) = input;
+  (is_x ? cached_y_ : cached_x_) = output;
+  return output;
+}
+
+Tensor Transform::operator()(const Tensor& x) const {
+  TD_CHECK(x.defined(), name(), ": the input is an undefined tensor");
+  return through_cache(x, true, [this](const Tensor& t) { return forward(t); });
 }
 
 Tensor Transform::inv(const Tensor& y) const {
   TD_CHECK(y.defined(), name(), ": the value to invert is an undefined tensor");
-  if (cache_size_ == 0) return inverse(y);
-  {
-    std::lock_guard lock(cache_mutex_);
-    if (cached_y_.defined() && y.is_same(cached_y_)) return cached_x_;
-  }
-  Tensor x = inverse(y);
-  std::lock_guard lock(cache_mutex_);
-  cached_x_ = x;
-  cached_y_ = y;
-  return x;
+  return through_cache(y, false, [this](const Tensor& t) { return inverse(t); });
 }
 
 std::shared_ptr<const Transform> Transform::inv() const {

@@ -13,6 +13,7 @@
 // cached transforms.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,8 @@ class Transform : public std::enable_shared_from_this<Transform> {
   }
 
  private:
+  // The other half of the cached pair where `input` is its x (is_x) or y; else compute, and cache.
+  Tensor through_cache(const Tensor& input, bool is_x, const std::function<Tensor(const Tensor&)>& compute) const;
   int cache_size_;
   mutable std::mutex cache_mutex_;
   mutable Tensor cached_x_, cached_y_;
