@@ -938,6 +938,85 @@ Tensor Independent::enumerate_support(bool expand) const {
 }
 Tensor Independent::entropy() const { return sum_rightmost(base_->entropy(), ndims_); }
 
+// ---- MixtureSameFamily ----
+
+namespace {
+Shape mixture_batch(const std::shared_ptr<const Categorical>& mixture,
+                    const std::shared_ptr<const Distribution>& component) {
+  TD_CHECK(mixture != nullptr && component != nullptr, "MixtureSameFamily: the mixture and the component ",
+           "distributions must not be null");
+  const Shape& components = component->batch_shape();
+  TD_CHECK(!components.empty(), "MixtureSameFamily: the component distribution needs a batch dim of components ",
+           "(its last), got batch_shape []");
+  TD_CHECK(components.back() == mixture->num_events(), "MixtureSameFamily: the mixture has ", mixture->num_events(),
+           " categories but the component distribution ", components.back(), " components (its batch_shape ",
+           shape_str(components), ")");
+  const Shape batch(components.begin(), components.end() - 1);
+  const Shape& weights = mixture->batch_shape();
+  TD_CHECK(broadcast_shapes(weights, batch, "MixtureSameFamily") == batch, "MixtureSameFamily: the mixture's ",
+           "batch_shape ", shape_str(weights), " does not broadcast to the components' ", shape_str(batch));
+  return batch;
+}
+}  // namespace
+
+MixtureSameFamily::MixtureSameFamily(std::shared_ptr<const Categorical> mixture,
+                                     std::shared_ptr<const Distribution> component, std::optional<bool> validate_args)
+    : Distribution(mixture_batch(mixture, component), component ? component->event_shape() : Shape{}, validate_args),
+      mixture_(std::move(mixture)),
+      component_(std::move(component)) {}
+
+std::shared_ptr<Distribution> MixtureSameFamily::expand(const Shape& batch_shape) const {
+  Shape with_components = batch_shape;
+  with_components.push_back(mixture_->num_events());
+  return std::make_shared<MixtureSameFamily>(std::dynamic_pointer_cast<const Categorical>(mixture_->expand(batch_shape)),
+                                             component_->expand(with_components), validates());
+}
+
+Tensor MixtureSameFamily::weights(const Tensor& probs) const {
+  Shape shape = probs.sizes();
+  shape.insert(shape.end(), event_shape().size(), 1);
+  return probs.view(shape);
+}
+
+Tensor MixtureSameFamily::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  const int64_t k_dim = static_cast<int64_t>(sample_shape.size() + batch_shape().size());
+  const Tensor picks = mixture_->sample(sample_shape).expand(joined(sample_shape, batch_shape()));  // [S, B]
+  const Tensor draws = component_->sample(sample_shape);                                           // [S, B, K, E]
+  Shape index_shape = picks.sizes();
+  index_shape.push_back(1);
+  index_shape.insert(index_shape.end(), event_shape().size(), 1);
+  Shape full = index_shape;
+  for (size_t e = 0; e < event_shape().size(); ++e) full[full.size() - event_shape().size() + e] = event_shape()[e];
+  const Tensor index = picks.reshape(index_shape).expand(full).contiguous();
+  return draws.gather(k_dim, index).squeeze(k_dim);
+}
+
+Tensor MixtureSameFamily::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value == value; }, "the components' support");
+  const int64_t pad = -1 - static_cast<int64_t>(event_shape().size());
+  const Tensor per_component = component_->log_prob(value.unsqueeze(pad));  // [S, B, K]
+  return (per_component + mixture_->logits().log_softmax(-1)).logsumexp({-1});
+}
+
+Tensor MixtureSameFamily::cdf(const Tensor& value) const {
+  const int64_t pad = -1 - static_cast<int64_t>(event_shape().size());
+  return (component_->cdf(value.unsqueeze(pad)) * mixture_->probs()).sum(-1);
+}
+
+Tensor MixtureSameFamily::mean() const {
+  const int64_t k_dim = -1 - static_cast<int64_t>(event_shape().size());
+  return (weights(mixture_->probs()) * component_->mean()).sum(k_dim);
+}
+
+Tensor MixtureSameFamily::variance() const {
+  // The law of total variance: E[Var(Y | X)] + Var(E[Y | X]).
+  const int64_t k_dim = -1 - static_cast<int64_t>(event_shape().size());
+  const Tensor w = weights(mixture_->probs());
+  const Tensor spread = (component_->mean() - mean().unsqueeze(k_dim)).pow(2);
+  return (w * component_->variance()).sum(k_dim) + (w * spread).sum(k_dim);
+}
+
 // ---- KL divergence ----
 
 namespace {

@@ -476,6 +476,33 @@ class Independent : public Distribution {
   int64_t ndims_;
 };
 
+// A mixture of K distributions of one family: `mixture` (a Categorical over K, of batch shape B or
+// broadcasting to it) picks one of the K components of `component` (batch shape B + [K]).
+// log_prob is the log of the weighted sum of the components' densities; mean and variance the
+// mixture's (total variance: the weighted variances plus the spread of the means); cdf the
+// weighted sum of the components' (for events of one value). Draws pick a component, then a
+// value from it, and are not differentiable.
+class MixtureSameFamily : public Distribution {
+ public:
+  MixtureSameFamily(std::shared_ptr<const Categorical> mixture, std::shared_ptr<const Distribution> component,
+                    std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "MixtureSameFamily"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
+  const Categorical& mixture_distribution() const { return *mixture_; }
+  const Distribution& component_distribution() const { return *component_; }
+
+ private:
+  // The mixture's probabilities shaped to weigh the components' [..., K, event...] results.
+  Tensor weights(const Tensor& probs) const;
+  std::shared_ptr<const Categorical> mixture_;
+  std::shared_ptr<const Distribution> component_;
+};
+
 // KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
 // (every family here, Independent of those with the same reinterpreted dims, and Binomials with
 // q's total_count at most p's) and the pairs of families PyTorch

@@ -250,6 +250,53 @@ TEST_CASE("inverse and composed transforms: the logistic distribution, and a log
   check_error([&] { unmanaged.inv(); }, {"TanhTransform", "inv()", "shared_ptr"});
 }
 
+TEST_CASE("MixtureSameFamily's log_prob, gradients, moments and cdf are PyTorch's", "[cpu]") {
+  int checked = 0;
+  for (const json& c : fixture()["mixtures"]) {
+    const std::string name = "mixture of " + c["component"]["dist"].get<std::string>();
+    INFO(name);
+    std::map<std::string, Tensor> mix_leaves, comp_leaves;
+    json mix_spec = json::object();
+    mix_spec["dist"] = "Categorical";
+    mix_spec["params"] = c["mixture"];
+    const auto mixture = std::dynamic_pointer_cast<D::Categorical>(make(mix_spec, mix_leaves));
+    const D::MixtureSameFamily dist(mixture, make(c["component"], comp_leaves));
+    CHECK(dist.batch_shape() == c["batch_shape"].get<Shape>());
+    CHECK(dist.event_shape() == c["event_shape"].get<Shape>());
+    const Tensor value = from(c["value"]);
+    const Tensor log_prob = dist.log_prob(value);
+    check_tensor(log_prob, c["log_prob"], name + " log_prob");
+    log_prob.sum().backward();
+    check_grads(mix_leaves, c["mixture_grad"], name + " log_prob, mixture");
+    check_grads(comp_leaves, c["component_grad"], name + " log_prob, components");
+    check_tensor(dist.mean(), c["mean"], name + " mean");
+    check_tensor(dist.variance(), c["variance"], name + " variance");
+    if (c.contains("cdf")) check_close(dist.cdf(value), fixture_numbers(c["cdf"]), kTol, kTol, name + " cdf");
+    ++checked;
+  }
+  CHECK(checked == 2);
+  // Draws: shapes, and the mixture's mean and variance over many of them.
+  td::manual_seed(12);
+  const auto mixture = std::make_shared<D::Categorical>(td::tensor(std::vector<double>{0.3, 0.7}));
+  const auto components = std::make_shared<D::Normal>(td::tensor(std::vector<double>{-2, 3}),
+                                                      td::tensor(std::vector<double>{0.5, 1}));
+  const D::MixtureSameFamily bimodal(mixture, components);
+  const Tensor draws = bimodal.sample({40000});
+  REQUIRE(draws.sizes() == Shape{40000});
+  CHECK(std::abs(draws.mean().item<double>() - bimodal.mean().item<double>()) < 0.05);
+  CHECK(std::abs(draws.var().item<double>() / bimodal.variance().item<double>() - 1) < 0.03);
+  CHECK((draws < 0.5).to(td::kFloat64).mean().item<double>() == Approx(0.3).margin(0.01));
+  CHECK(!bimodal.has_rsample());
+  const auto mvn = std::make_shared<D::MultivariateNormal>(td::zeros({2, 3}, td::kFloat64), td::eye(3, -1, td::kFloat64));
+  const D::MixtureSameFamily vectors(mixture, mvn);
+  CHECK(vectors.sample({5}).sizes() == Shape{5, 3});
+  CHECK(vectors.expand({4})->sample().sizes() == Shape{4, 3});
+  check_error([&] { D::MixtureSameFamily(std::make_shared<D::Categorical>(td::ones({3})), components); },
+              {"MixtureSameFamily", "3 categories", "2 components"});
+  check_error([&] { D::MixtureSameFamily(mixture, std::make_shared<D::Normal>(0.0, 1.0)); },
+              {"MixtureSameFamily", "batch dim of components"});
+}
+
 TEST_CASE("a tanh-squashed Gaussian with a cached transform scores its own draws exactly", "[cpu]") {
   // loc 12: tanh of the draws rounds to 1 in float32, where atanh is infinite.
   Tensor loc = td::full({4}, 12.0f).requires_grad_(true);

@@ -153,6 +153,26 @@ def transformed_case(base_name, base_params, spec, value, icdf_at=None):
     return out
 
 
+def mixture_case(mix_params, comp_name, comp_params, value):
+    mix, mix_args = make("Categorical", mix_params)
+    comp, comp_args = make(comp_name, comp_params)
+    dist = D.MixtureSameFamily(mix, comp)
+    out = {"mixture": {k: encode(v) for k, v in mix_params.items()},
+           "component": {"dist": comp_name, "params": {k: encode(v) for k, v in comp_params.items()}},
+           "value": encode(value), "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)}
+    log_prob = dist.log_prob(value)
+    out["log_prob"] = {"shape": list(log_prob.shape), "values": floats(log_prob)}
+    out["mixture_grad"] = grads_of(log_prob.sum(), mix_args)
+    log_prob = D.MixtureSameFamily(*[make("Categorical", mix_params)[0], comp]).log_prob(value)
+    out["component_grad"] = grads_of(log_prob.sum(), comp_args)
+    for what in ["mean", "variance"]:
+        t = getattr(dist, what)
+        out[what] = {"shape": list(t.shape), "values": floats(t)}
+    if not dist.event_shape:
+        out["cdf"] = floats(dist.cdf(value))
+    return out
+
+
 def kl_case(p_name, p_params, q_name, q_params, grad=True):
     p, p_args = make(p_name, p_params)
     q, q_args = make(q_name, q_params)
@@ -297,6 +317,13 @@ def main():
         transformed_case("MultivariateNormal", {"loc": ramp([3], 0.5), "covariance_matrix": spd(3, 0.3)},
                          [{"name": "exp"}], ramp([2, 3], 0.4, 1.3)),
     ]
+    mixtures = [
+        mixture_case({"logits": ramp([2, 3], 0.8, 0.2) * 2}, "Normal",
+                     {"loc": ramp([2, 3], 0.7) * 3, "scale": ramp([2, 3], 0.5, 1.2)}, ramp([4, 2], 0.9) * 2),
+        mixture_case({"probs": ramp([3], 0.8, 1.2)}, "MultivariateNormal",
+                     {"loc": ramp([3, 2], 0.7), "scale_tril": torch.linalg.cholesky(spd(2, 0.4, (3,)))},
+                     ramp([4, 2], 0.9)),
+    ]
     p_t, _ = make("Normal", normal)
     q_t, _ = make("Normal", {"loc": ramp([3], 0.3), "scale": ramp([3], 0.4, 1.3)})
     spec = [{"name": "affine", "loc": 0.5, "scale": 2.0}, {"name": "exp"}]
@@ -309,7 +336,7 @@ def main():
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributions_fixtures.json")
     with open(path, "w") as f:
         json.dump({"torch": torch.__version__, "cases": cases, "kl": kls, "transformed": transformed,
-                   "transformed_kl": transformed_kl}, f, separators=(",", ":"))
+                   "transformed_kl": transformed_kl, "mixtures": mixtures}, f, separators=(",", ":"))
         f.write("\n")
     print(f"{len(cases)} cases, {len(kls)} KL pairs and {len(transformed)} transformed distributions written to {path}")
 
