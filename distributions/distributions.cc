@@ -981,7 +981,8 @@ Tensor MixtureSameFamily::weights(const Tensor& probs) const {
 Tensor MixtureSameFamily::sample(IntList sample_shape) const {
   NoGradGuard no_grad;
   const int64_t k_dim = static_cast<int64_t>(sample_shape.size() + batch_shape().size());
-  const Tensor picks = mixture_->sample(sample_shape).expand(joined(sample_shape, batch_shape()));  // [S, B]
+  // The mixture expanded to the whole batch first, so that each batch element picks on its own.
+  const Tensor picks = mixture_->expand(batch_shape())->sample(sample_shape);  // [S, B]
   const Tensor draws = component_->sample(sample_shape);                                           // [S, B, K, E]
   Shape index_shape = picks.sizes();
   index_shape.push_back(1);
@@ -993,7 +994,8 @@ Tensor MixtureSameFamily::sample(IntList sample_shape) const {
 }
 
 Tensor MixtureSameFamily::log_prob(const Tensor& value) const {
-  check_value(value, [&] { return value == value; }, "the components' support");
+  // The shape is checked here; the support by the component distribution's own validation.
+  check_value(value, [&] { return value == value; }, "Real()");
   const int64_t pad = -1 - static_cast<int64_t>(event_shape().size());
   const Tensor per_component = component_->log_prob(value.unsqueeze(pad));  // [S, B, K]
   return (per_component + mixture_->logits().log_softmax(-1)).logsumexp({-1});

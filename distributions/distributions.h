@@ -101,7 +101,7 @@ class Distribution {
 };
 
 // What Normal, Laplace, Cauchy and Gumbel share: a location (real) and a scale (> 0), broadcast
-// together into the batch, checked and named as the family (`name`) names them.
+// together into the batch, checked, and named in errors after `family`.
 class LocationScale : public Distribution {
  public:
   const Tensor& loc() const { return loc_; }
@@ -481,7 +481,9 @@ class Independent : public Distribution {
 // log_prob is the log of the weighted sum of the components' densities; mean and variance the
 // mixture's (total variance: the weighted variances plus the spread of the means); cdf the
 // weighted sum of the components' (for events of one value). Draws pick a component, then a
-// value from it, and are not differentiable.
+// value from it, and are not differentiable. Values are checked against the components' support
+// by the component distribution's own validation. A mixture batch larger than the components'
+// is refused (PyTorch broadcasts it).
 class MixtureSameFamily : public Distribution {
  public:
   MixtureSameFamily(std::shared_ptr<const Categorical> mixture, std::shared_ptr<const Distribution> component,

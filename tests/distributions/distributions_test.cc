@@ -274,7 +274,7 @@ TEST_CASE("MixtureSameFamily's log_prob, gradients, moments and cdf are PyTorch'
     if (c.contains("cdf")) check_close(dist.cdf(value), fixture_numbers(c["cdf"]), kTol, kTol, name + " cdf");
     ++checked;
   }
-  CHECK(checked == 2);
+  CHECK(checked == 3);
   // Draws: shapes, and the mixture's mean and variance over many of them.
   td::manual_seed(12);
   const auto mixture = std::make_shared<D::Categorical>(td::tensor(std::vector<double>{0.3, 0.7}));
@@ -285,12 +285,28 @@ TEST_CASE("MixtureSameFamily's log_prob, gradients, moments and cdf are PyTorch'
   REQUIRE(draws.sizes() == Shape{40000});
   CHECK(std::abs(draws.mean().item<double>() - bimodal.mean().item<double>()) < 0.05);
   CHECK(std::abs(draws.var().item<double>() / bimodal.variance().item<double>() - 1) < 0.03);
-  CHECK((draws < 0.5).to(td::kFloat64).mean().item<double>() == Approx(0.3).margin(0.01));
+  // P(draw < 0.5) = 0.3 + 0.7 Phi(-2.5) = 0.30435.
+  CHECK((draws < 0.5).to(td::kFloat64).mean().item<double>() == Approx(0.30435).margin(0.01));
   CHECK(!bimodal.has_rsample());
-  const auto mvn = std::make_shared<D::MultivariateNormal>(td::zeros({2, 3}, td::kFloat64), td::eye(3, -1, td::kFloat64));
+  // Vector events: each drawn row comes whole from one component (means -10 and +10 everywhere).
+  const Tensor means = td::tensor(std::vector<double>{-10, -10, -10, 10, 10, 10}).view({2, 3});
+  const auto mvn = std::make_shared<D::MultivariateNormal>(means, td::eye(3, -1, td::kFloat64));
   const D::MixtureSameFamily vectors(mixture, mvn);
-  CHECK(vectors.sample({5}).sizes() == Shape{5, 3});
+  const Tensor rows = vectors.sample({4000});
+  REQUIRE(rows.sizes() == Shape{4000, 3});
+  const Tensor low = (rows < 0).all(1), high = (rows > 0).all(1);
+  CHECK((low | high).all().item<bool>());
+  CHECK(low.to(td::kFloat64).mean().item<double>() == Approx(0.3).margin(0.03));
   CHECK(vectors.expand({4})->sample().sizes() == Shape{4, 3});
+  // A mixture without a batch over components with one: each batch element picks on its own.
+  const D::MixtureSameFamily shared_weights(
+      mixture, std::make_shared<D::Normal>(td::tensor(std::vector<double>{-10, 10, -10, 10}).view({2, 2}), 1.0));
+  CHECK(shared_weights.batch_shape() == Shape{2});
+  const Tensor pairs = shared_weights.sample({4000});
+  REQUIRE(pairs.sizes() == Shape{4000, 2});
+  const Tensor first_low = pairs.select(1, 0) < 0, second_low = pairs.select(1, 1) < 0;
+  const double both = (first_low & second_low).to(td::kFloat64).mean().item<double>();
+  CHECK(both == Approx(0.09).margin(0.02));  // independent: 0.3 * 0.3
   check_error([&] { D::MixtureSameFamily(std::make_shared<D::Categorical>(td::ones({3})), components); },
               {"MixtureSameFamily", "3 categories", "2 components"});
   check_error([&] { D::MixtureSameFamily(mixture, std::make_shared<D::Normal>(0.0, 1.0)); },

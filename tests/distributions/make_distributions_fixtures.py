@@ -320,6 +320,9 @@ def main():
     mixtures = [
         mixture_case({"logits": ramp([2, 3], 0.8, 0.2) * 2}, "Normal",
                      {"loc": ramp([2, 3], 0.7) * 3, "scale": ramp([2, 3], 0.5, 1.2)}, ramp([4, 2], 0.9) * 2),
+        # The mixture's batch [] broadcast against the components' [2].
+        mixture_case({"logits": ramp([3], 0.8, 0.2) * 2}, "Normal",
+                     {"loc": ramp([2, 3], 0.7) * 3, "scale": ramp([2, 3], 0.5, 1.2)}, ramp([4, 2], 0.9) * 2),
         mixture_case({"probs": ramp([3], 0.8, 1.2)}, "MultivariateNormal",
                      {"loc": ramp([3, 2], 0.7), "scale_tril": torch.linalg.cholesky(spd(2, 0.4, (3,)))},
                      ramp([4, 2], 0.9)),
