@@ -200,6 +200,18 @@ std::vector<std::vector<Tensor>> forward_jacobian(const std::vector<Tensor>& out
   return result;
 }
 
+// The Jacobian of `outputs` with respect to `inputs` by either strategy, detached unless create_graph.
+std::vector<std::vector<Tensor>> full_jacobian(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                               bool create_graph, bool strict, JacobianStrategy strategy,
+                                               const char* op, RowName row_name) {
+  std::vector<std::vector<Tensor>> result =
+      strategy == JacobianStrategy::reverse_mode
+          ? reverse_jacobian(outputs, inputs, create_graph, strict, op, row_name)
+          : forward_jacobian(outputs, inputs, create_graph, strict, op, row_name);
+  for (std::vector<Tensor>& row : result) row = detached_unless(row, create_graph);
+  return result;
+}
+
 // d f / d inputs, recorded for differentiating again: what hessian, vhp and hvp start from. In
 // strict mode each part must depend on the inputs again (else the second derivatives are zeros).
 std::vector<Tensor> first_gradient(const Tensor& out, const std::vector<Tensor>& inputs, bool strict, const char* op) {
@@ -271,12 +283,7 @@ std::vector<std::vector<Tensor>> jacobian(const Function& f, const std::vector<T
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "jacobian");
   const std::vector<Tensor> outputs = call(f, xs, "jacobian");
   check_outputs(outputs, strict, "jacobian");
-  std::vector<std::vector<Tensor>> result =
-      strategy == JacobianStrategy::reverse_mode
-          ? reverse_jacobian(outputs, xs, create_graph, strict, "jacobian", output_row)
-          : forward_jacobian(outputs, xs, create_graph, strict, "jacobian", output_row);
-  for (std::vector<Tensor>& row : result) row = detached_unless(row, create_graph);
-  return result;
+  return full_jacobian(outputs, xs, create_graph, strict, strategy, "jacobian", output_row);
 }
 
 Tensor jacobian(const TensorFunction& f, const Tensor& input, bool create_graph, bool strict,
@@ -290,12 +297,7 @@ std::vector<std::vector<Tensor>> hessian(const Function& f, const std::vector<Te
   const std::vector<Tensor> xs = prepare(inputs, create_graph, "hessian");
   const Tensor out = single_output(f, xs, "hessian");
   const std::vector<Tensor> gradient = first_gradient(out, xs, strict, "hessian");
-  std::vector<std::vector<Tensor>> result =
-      outer_strategy == JacobianStrategy::reverse_mode
-          ? reverse_jacobian(gradient, xs, create_graph, strict, "hessian", gradient_row)
-          : forward_jacobian(gradient, xs, create_graph, strict, "hessian", gradient_row);
-  for (std::vector<Tensor>& row : result) row = detached_unless(row, create_graph);
-  return result;
+  return full_jacobian(gradient, xs, create_graph, strict, outer_strategy, "hessian", gradient_row);
 }
 
 Tensor hessian(const TensorFunction& f, const Tensor& input, bool create_graph, bool strict,
