@@ -85,20 +85,13 @@ def grads_of(total, args):
     return {k: floats(g) if g is not None else None for k, g in zip(tensors, got)}
 
 
-def case(name, params, value, icdf_at=None, grad=True):
-    dist, args = make(name, params)
-    out = {"dist": name, "params": {k: encode(v) for k, v in params.items()}, "value": encode(value),
-           "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)}
+def scores(dist, args, value, icdf_at, grad, out):
+    """What every case records: the shapes, log_prob (and its gradients), cdf and icdf."""
+    out.update({"value": encode(value), "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)})
     log_prob = dist.log_prob(value)
     out["log_prob"] = {"shape": list(log_prob.shape), "values": floats(log_prob)}
     if grad:
         out["log_prob_grad"] = grads_of(log_prob.sum(), args)
-    for what in ["entropy", "mean", "mode", "variance", "stddev"]:
-        try:
-            t = getattr(dist, what)() if what == "entropy" else getattr(dist, what)
-        except NotImplementedError:
-            continue
-        out[what] = {"shape": list(t.shape), "values": floats(t)}
     try:
         out["cdf"] = floats(dist.cdf(value))
     except NotImplementedError:
@@ -106,6 +99,18 @@ def case(name, params, value, icdf_at=None, grad=True):
     if icdf_at is not None:
         out["icdf_at"] = encode(icdf_at)
         out["icdf"] = floats(dist.icdf(icdf_at))
+    return out
+
+
+def case(name, params, value, icdf_at=None, grad=True):
+    dist, args = make(name, params)
+    out = scores(dist, args, value, icdf_at, grad, {"dist": name, "params": {k: encode(v) for k, v in params.items()}})
+    for what in ["entropy", "mean", "mode", "variance", "stddev"]:
+        try:
+            t = getattr(dist, what)() if what == "entropy" else getattr(dist, what)
+        except NotImplementedError:
+            continue
+        out[what] = {"shape": list(t.shape), "values": floats(t)}
     return out
 
 
@@ -137,20 +142,9 @@ def encode_transforms(spec):
 def transformed_case(base_name, base_params, spec, value, icdf_at=None):
     base, args = make(base_name, base_params)
     dist = D.TransformedDistribution(base, make_transforms(spec))
-    out = {"base": {"dist": base_name, "params": {k: encode(v) for k, v in base_params.items()}},
-           "transforms": encode_transforms(spec), "value": encode(value),
-           "batch_shape": list(dist.batch_shape), "event_shape": list(dist.event_shape)}
-    log_prob = dist.log_prob(value)
-    out["log_prob"] = {"shape": list(log_prob.shape), "values": floats(log_prob)}
-    out["log_prob_grad"] = grads_of(log_prob.sum(), args)
-    try:
-        out["cdf"] = floats(dist.cdf(value))
-    except NotImplementedError:
-        pass
-    if icdf_at is not None:
-        out["icdf_at"] = encode(icdf_at)
-        out["icdf"] = floats(dist.icdf(icdf_at))
-    return out
+    head = {"base": {"dist": base_name, "params": {k: encode(v) for k, v in base_params.items()}},
+            "transforms": encode_transforms(spec)}
+    return scores(dist, args, value, icdf_at, True, head)
 
 
 def mixture_case(mix_params, comp_name, comp_params, value):
