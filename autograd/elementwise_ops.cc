@@ -371,13 +371,18 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
       TD_CHECK(!need_a, "zeta: there is no derivative with respect to x (the exponent), as in PyTorch; only q's");
       return {Tensor(), need_b ? -g * a * special::zeta(a + 1, b) : Tensor()};
     // dP/dx = x^(a-1) e^-x / Gamma(a) = -dQ/dx, by PyTorch's formula (so NaN at x = 0 for a = 1, as
-    // there); PyTorch has no derivative in a either.
+    // there). dP/da = -(dx/da of a Gamma(a) draw at x) times that density (special::standard_gamma_grad
+    // holds the derivation), 0 at x = 0; PyTorch has no derivative in a. It is not differentiable again.
     case BinaryOp::Igamma:
     case BinaryOp::Igammac: {
-      TD_CHECK(!need_a, kernels::op_name(op), ": there is no derivative with respect to a (the input), as in PyTorch; only x's");
-      if (!need_b) return {};
       const Tensor density = exp((a - 1) * log(b) - b - lgamma(a));
-      return {Tensor(), op == BinaryOp::Igamma ? g * density : -g * density};
+      Tensor grad_a, grad_b;
+      if (need_a) {
+        const Tensor d_lower = masked_fill(-standard_gamma_grad(a, b) * density, b == 0, 0);
+        grad_a = op == BinaryOp::Igamma ? g * d_lower : -g * d_lower;
+      }
+      if (need_b) grad_b = op == BinaryOp::Igamma ? g * density : -g * density;
+      return {grad_a, grad_b};
     }
     default: TD_FAIL(kernels::op_name(op), " is not differentiable");
   }
@@ -428,9 +433,9 @@ GradReads grad_reads(BinaryOp op, bool for_a) {
     case BinaryOp::Remainder:
     case BinaryOp::Fmod: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Hypot: return for_a ? GradReads{true, false, true} : GradReads{false, true, true};
-    case BinaryOp::Zeta:
+    case BinaryOp::Zeta: return for_a ? GradReads{} : GradReads{true, true};
     case BinaryOp::Igamma:
-    case BinaryOp::Igammac: return for_a ? GradReads{} : GradReads{true, true};
+    case BinaryOp::Igammac: return {true, true};
     case BinaryOp::Copysign: return for_a ? GradReads{true, false, true} : GradReads{};
     default: return {};  // add, sub, the rounded divisions: constants
   }
@@ -650,6 +655,10 @@ Tensor lcm(const Tensor& a, const Tensor& b) { return kernels::lcm(a, b); }
 Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
 Tensor igamma(const Tensor& a, const Tensor& x) { return detail::binary(BinaryOp::Igamma, a, x); }
 Tensor igammac(const Tensor& a, const Tensor& x) { return detail::binary(BinaryOp::Igammac, a, x); }
+// Not differentiable, as PyTorch's.
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
+  return detail::binary(BinaryOp::StandardGammaGrad, alpha, x);
+}
 Tensor fmin(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Fmin, a, b); }
 Tensor bitwise_and(const Tensor& a, const Tensor& b) { return kernels::bitwise_and(a, b); }
 Tensor bitwise_and(const Tensor& a, Scalar b) { return kernels::bitwise_and(a, b); }

@@ -104,9 +104,13 @@ Tensor lcm(const Tensor& a, const Tensor& b);        // integers only; 0 where e
 Tensor nextafter(const Tensor& a, const Tensor& b);  // the next float32/float64 value after a toward b
 // The regularized lower incomplete gamma function P(a, x) = (1 / Gamma(a)) integral_0^x t^(a-1) e^-t dt
 // and the upper one Q(a, x) = 1 - P(a, x) (special::gammainc and gammaincc); floating operands,
-// broadcast. Differentiable in x only, as PyTorch's.
+// broadcast. Differentiable in x and (unlike PyTorch's) in a, once.
 Tensor igamma(const Tensor& a, const Tensor& x);
 Tensor igammac(const Tensor& a, const Tensor& x);
+// The derivative d x / d alpha of a draw x of Gamma(alpha, 1) at a fixed quantile, -(dP(alpha, x) /
+// d alpha) / density (torch._standard_gamma_grad): standard_gamma's backward. Floating, broadcast;
+// 0 at x = 0, NaN for alpha <= 0 or an infinite operand. Not differentiable.
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x);
 // a * 2^b (b an integer or floating tensor); integers give float32.
 Tensor ldexp(const Tensor& a, const Tensor& b);
 // x as mantissa * 2^exponent: the mantissa in x's floating dtype, in [0.5, 1) in magnitude (0, inf and
@@ -487,6 +491,11 @@ Tensor poisson(const Tensor& rates);
 // of one dtype, broadcast: 0 where count or prob <= 0, count where prob >= 1, NaN for NaN or an
 // infinite count. Not differentiable: a backward through it is an error, as in PyTorch.
 Tensor binomial(const Tensor& count, const Tensor& prob);
+// A Gamma(alpha, 1) variate for each concentration alpha (floating, >= 0; inf gives inf), in alpha's
+// dtype (torch._standard_gamma), at least the dtype's smallest normal number (so 0 draws and alpha
+// = 0 give it, as PyTorch's). Differentiable in alpha by the implicit reparameterization
+// d x / d alpha = standard_gamma_grad(alpha, x) (StandardGammaBackward0), once.
+Tensor standard_gamma(const Tensor& alpha);
 // Normal variates of the given means and standard deviations (>= 0), broadcast, in their promoted
 // floating dtype. Their gradients are zero, as PyTorch's: for a differentiable sample write
 // mean + std * randn_like(mean).

@@ -1,8 +1,9 @@
-// Random sampling with autograd: Poisson and binomial variates, normal(mean, std) with tensor
+// Random sampling with autograd: Poisson, binomial and gamma variates, normal(mean, std) with tensor
 // parameters, and the in-place samplers of Tensor (uniform_, normal_, bernoulli_, exponential_,
 // geometric_, cauchy_, log_normal_, random_). As in PyTorch, a sample is not differentiable in its
-// parameters: poisson and normal give them zero gradients, binomial refuses a backward, and an
-// in-place sample gives the overwritten value a zero gradient.
+// parameters (gamma variates excepted: theirs is the implicit reparameterization gradient): poisson
+// and normal give them zero gradients, binomial refuses a backward, and an in-place sample gives the
+// overwritten value a zero gradient.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -12,6 +13,7 @@
 #include "autograd/record.h"
 #include "kernels/backend.h"
 #include "kernels/copy.h"
+#include "kernels/elementwise.h"
 #include "kernels/factory.h"
 
 namespace tandem {
@@ -128,6 +130,17 @@ Tensor binomial(const Tensor& count, const Tensor& prob) {
     autograd::record("BinomialBackward0", {&count, &prob}, {&out}, [](const std::vector<Tensor>&) -> std::vector<Tensor> {
       TD_FAIL("binomial: the derivative is not implemented, as in PyTorch (the variate is not differentiable)");
     });
+  }
+  return out;
+}
+
+Tensor standard_gamma(const Tensor& alpha) {
+  Tensor out = kernels::standard_gamma(alpha);
+  if (autograd::needs_grad({&alpha})) {
+    autograd::record("StandardGammaBackward0", {&alpha}, {&out},
+                     [alpha = alpha.detach(), x = out.detach()](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+                       return {grads[0] * kernels::standard_gamma_grad(alpha, x)};
+                     });
   }
   return out;
 }

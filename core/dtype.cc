@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <limits>
 #include <ostream>
 
 #include "core/error.h"
@@ -63,6 +64,22 @@ DType promote_types(DType a, DType b) {
   // Two different floating types: float16 with bfloat16 meets in float32.
   if (floating_rank(a) == 0 && floating_rank(b) == 0) return kFloat32;
   return floating_rank(a) >= floating_rank(b) ? a : b;
+}
+
+FloatInfo finfo(DType t) {
+  switch (t) {
+    case kFloat64: {
+      using L = std::numeric_limits<double>;
+      return {L::epsilon(), L::min(), L::lowest(), L::max()};
+    }
+    case kFloat32: {
+      using L = std::numeric_limits<float>;
+      return {L::epsilon(), L::min(), L::lowest(), L::max()};
+    }
+    case kFloat16: return {0x1p-10, 0x1p-14, -65504.0, 65504.0};
+    case kBFloat16: return {0x1p-7, 0x1p-126, -0x1.fep127, 0x1.fep127};
+    default: TD_FAIL("finfo: expected a floating dtype, got ", t);
+  }
 }
 
 bool can_cast(DType from, DType to) {

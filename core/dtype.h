@@ -50,6 +50,13 @@ DType promote_types(DType a, DType b);
 // no float into an integer, no number into bool.
 bool can_cast(DType from, DType to);
 
+// A floating dtype's limits, as torch.finfo: the machine epsilon, the smallest normal number, and
+// the most negative and the largest finite values.
+struct FloatInfo {
+  double eps, tiny, min, max;
+};
+FloatInfo finfo(DType t);  // an error for a dtype that is not floating
+
 // The floating dtype factories use when none is given (PyTorch's default dtype).
 inline constexpr DType kDefaultFloat = kFloat32;
 

@@ -336,6 +336,7 @@ DType binary_compute_dtype(BinaryOp op, DType common, Scalar alpha) {
     case BinaryOp::LogAddExp:
     case BinaryOp::Igamma:
     case BinaryOp::Igammac:
+    case BinaryOp::StandardGammaGrad:
       TD_CHECK(is_floating(common), name, ": expected floating tensors, got dtype ", common);
       return common;
     case BinaryOp::Gcd:
@@ -508,6 +509,9 @@ Tensor lcm(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::L
 Tensor nextafter(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Nextafter, a, b); }
 Tensor igamma(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igamma, a, b); }
 Tensor igammac(const Tensor& a, const Tensor& b) { return detail::binary(BinaryOp::Igammac, a, b); }
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
+  return detail::binary(BinaryOp::StandardGammaGrad, alpha, x);
+}
 Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevT, x, n); }
 Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevU, x, n); }
 Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { return detail::binary(BinaryOp::ChebyshevV, x, n); }
@@ -745,6 +749,7 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Nextafter: return "nextafter";
     case BinaryOp::Igamma: return "igamma";
     case BinaryOp::Igammac: return "igammac";
+    case BinaryOp::StandardGammaGrad: return "_standard_gamma_grad";
     case BinaryOp::ChebyshevT: return "chebyshev_polynomial_t";
     case BinaryOp::ChebyshevU: return "chebyshev_polynomial_u";
     case BinaryOp::ChebyshevV: return "chebyshev_polynomial_v";

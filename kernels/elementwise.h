@@ -135,6 +135,7 @@ Tensor nextafter(const Tensor& a, const Tensor& b);  // float32/float64 only
 // The regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P; floating only.
 Tensor igamma(const Tensor& a, const Tensor& x);
 Tensor igammac(const Tensor& a, const Tensor& x);
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x);  // d x / d alpha of Gamma(alpha, 1) draws x
 Tensor fmax(const Tensor& a, const Tensor& b);       // a NaN gives way to the other operand
 Tensor fmin(const Tensor& a, const Tensor& b);
 // Integers and bool only.

@@ -320,6 +320,22 @@ Tensor binomial(const Tensor& count, const Tensor& prob) {
   return out;
 }
 
+Tensor standard_gamma(const Tensor& alpha) {
+  check_defined(alpha, "standard_gamma", "input");
+  check_floating(alpha.dtype(), "standard_gamma");
+  const Tensor concentration = as_parameter(alpha, alpha.sizes());
+  // !(alpha >= 0) also catches NaN (PyTorch returns its smallest number for both).
+  TD_CHECK(concentration.numel() == 0 || all(ge(concentration, 0)).item<bool>(),
+           "standard_gamma: invalid concentration, expected every alpha to be non-negative (and not NaN)");
+  Tensor out = empty_tensor(alpha.sizes(), alpha.dtype(), alpha.device());
+  if (out.numel() == 0) return out;
+  const PhiloxState state = reserve_streams(out);
+  const double least = finfo(alpha.dtype()).tiny;
+  out.is_cuda() ? cuda::standard_gamma(out, concentration, least, state)
+                : cpu::standard_gamma(out, concentration, least, state);
+  return out;
+}
+
 }  // namespace kernels
 
 }  // namespace tandem

@@ -88,9 +88,11 @@ Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
 Tensor& bernoulli_(Tensor& t, double p);
 
 namespace kernels {
-// The samplers behind td::poisson and td::binomial (autograd/ops.h), without their autograd nodes.
+// The samplers behind td::poisson, td::binomial and td::standard_gamma (autograd/ops.h), without
+// their autograd nodes.
 Tensor poisson(const Tensor& rates);
 Tensor binomial(const Tensor& count, const Tensor& prob);
+Tensor standard_gamma(const Tensor& alpha);
 }  // namespace kernels
 
 }  // namespace tandem

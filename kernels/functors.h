@@ -591,6 +591,12 @@ struct Igammac {
     return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), true));
   }
 };
+// d x / d alpha of a Gamma(alpha, 1) draw x (alpha, x), in double.
+struct StandardGammaGrad {
+  template <typename T> TD_INLINE T operator()(T a, T b) const {
+    return static_cast<T>(special::standard_gamma_grad(static_cast<double>(a), static_cast<double>(b)));
+  }
+};
 
 struct BitwiseAnd {
   template <typename T> TD_INLINE T operator()(T a, T b) const {

@@ -17,7 +17,7 @@ enum class UnaryOp {
 enum class BinaryOp {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, DivTrunc, DivFloor, Remainder, Fmod, Atan2, Hypot, Copysign, LogAddExp,
   Fmax, Fmin, BitwiseAnd, BitwiseOr, BitwiseXor, Zeta, Gcd, Lcm, Nextafter, Igamma, Igammac, ShiftLeft,
-  ShiftRight,
+  ShiftRight, StandardGammaGrad,
   // torch.special's orthogonal polynomials of x (a) and degree n (b)
   ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, ShiftedChebyshevT, ShiftedChebyshevU, ShiftedChebyshevV,
   ShiftedChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,

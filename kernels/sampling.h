@@ -1,4 +1,4 @@
-// Samplers that take a varying number of uniform draws per element (Poisson, binomial), the same
+// Samplers that take a varying number of uniform draws per element (Poisson, binomial, gamma), the same
 // code on the CPU and the GPU. Element i of a call owns Philox block `offset + i` of its generator's
 // reserved range; its draws come from the counters (that block, j, 1) for j = 0, 1, ...: a stream of
 // its own, disjoint from every block of the ordinary stream (whose counters end in 0, 0), so each
@@ -148,6 +148,39 @@ TD_INLINE double sample_binomial(double count, double prob, ElementStream& strea
     }
   }
   return flip ? n - k : k;
+}
+
+// A standard normal variate from two uniforms: Box and Muller's cosine branch (1 - u in (0, 1], so
+// the logarithm is finite).
+TD_INLINE double standard_normal(ElementStream& stream) {
+  const double radius = special::sqrt(-2 * special::log(1 - stream.uniform()));
+  return radius * special::cos(2 * special::kPi * stream.uniform());
+}
+
+// A Gamma(alpha, 1) variate (torch._standard_gamma): 0 for alpha = 0, inf for alpha = inf, NaN for
+// NaN. Marsaglia and Tsang's squeeze-and-reject method (2000), for alpha >= 1: d (1 + c z)^3 with
+// d = alpha - 1/3, c = 1 / sqrt(9 d) and z normal, accepted about 95% of the time or more. Below 1,
+// a Gamma(alpha + 1) variate times u^(1/alpha) (which underflows to 0 for tiny alpha: the callers
+// raise the result to the dtype's smallest normal number, as PyTorch does).
+TD_INLINE double sample_gamma(double alpha, ElementStream& stream) {
+  if (!(alpha > 0)) return alpha == 0 ? 0 : special::kNaN;
+  if (alpha == special::kInf) return alpha;
+  double boost = 1;
+  if (alpha < 1) {
+    boost = special::exp(special::log(1 - stream.uniform()) / alpha);
+    alpha += 1;
+  }
+  const double d = alpha - 1.0 / 3, c = 1 / special::sqrt(9 * d);
+  for (;;) {
+    double z, v;
+    do {
+      z = standard_normal(stream);
+      v = 1 + c * z;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = 1 - stream.uniform(), z2 = z * z;
+    if (u < 1 - 0.0331 * z2 * z2 || special::log(u) < 0.5 * z2 + d * (1 - v + special::log(v))) return d * v * boost;
+  }
 }
 
 }  // namespace tandem::fn

@@ -41,6 +41,8 @@ void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p bro
 // one per element; element i draws from Philox block state.offset + i's own stream (kernels/sampling.h).
 void poisson(const Tensor& out, const Tensor& rates, PhiloxState state);
 void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state);
+// One Gamma(alpha, 1) variate per element, raised to `least` (the dtype's smallest normal number).
+void standard_gamma(const Tensor& out, const Tensor& alpha, double least, PhiloxState state);
 // Dropout in one pass: keep[e] = uniform_float(word e) < keep_prob, the words and comparison of
 // bernoulli (so a mask equals bernoulli(x, keep_prob)'s for the same state); out = x * keep * scale.
 // x and out contiguous, one floating dtype; mask bool contiguous.

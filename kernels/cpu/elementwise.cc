@@ -170,6 +170,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, Sc
     case BinaryOp::Nextafter: return binary_floating(s, t, fn::Nextafter{});
     case BinaryOp::Igamma: return binary_floating(s, t, fn::Igamma{});
     case BinaryOp::Igammac: return binary_floating(s, t, fn::Igammac{});
+    case BinaryOp::StandardGammaGrad: return binary_floating(s, t, fn::StandardGammaGrad{});
     case BinaryOp::ChebyshevT:
       return binary_floating(s, t, fn::OrthogonalPolynomial<fn::special::Polynomial::ChebyshevT>{});
     case BinaryOp::ChebyshevU:

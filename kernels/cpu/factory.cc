@@ -160,6 +160,14 @@ void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, Philox
               [&](int64_t i, fn::ElementStream& s) { return fn::sample_binomial(n[i], p[i], s); });
 }
 
+void standard_gamma(const Tensor& out, const Tensor& alpha, double least, PhiloxState state) {
+  const double* a = alpha.data_ptr<double>();
+  sample_each(out, "standard_gamma", state, [&](int64_t i, fn::ElementStream& s) {
+    const double x = fn::sample_gamma(a[i], s);
+    return x < least ? least : x;  // NaN stays NaN
+  });
+}
+
 void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
              PhiloxState state) {
   dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {

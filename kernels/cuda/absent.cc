@@ -27,6 +27,7 @@ void randint(const Tensor&, int64_t, int64_t, PhiloxState) { absent("randint"); 
 void bernoulli(const Tensor&, const Tensor&, PhiloxState) { absent("bernoulli"); }
 void poisson(const Tensor&, const Tensor&, PhiloxState) { absent("poisson"); }
 void binomial(const Tensor&, const Tensor&, const Tensor&, PhiloxState) { absent("binomial"); }
+void standard_gamma(const Tensor&, const Tensor&, double, PhiloxState) { absent("standard_gamma"); }
 void dropout(const Tensor&, const Tensor&, const Tensor&, double, double, PhiloxState) { absent("dropout"); }
 void keep_scale(const Tensor&, const Tensor&, const Tensor&, double) { absent("dropout_backward"); }
 void sum(const Tensor&, const Tensor&, const std::vector<bool>&) { absent("sum"); }

@@ -41,6 +41,7 @@ void randint(const Tensor& out, int64_t low, int64_t high, PhiloxState state);
 void bernoulli(const Tensor& out, const Tensor& p, PhiloxState state);  // p broadcast to out, float
 void poisson(const Tensor& out, const Tensor& rates, PhiloxState state);  // as the CPU's (cpu_ops.h)
 void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, PhiloxState state);
+void standard_gamma(const Tensor& out, const Tensor& alpha, double least, PhiloxState state);
 void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double keep_prob, double scale,
              PhiloxState state);
 void keep_scale(const Tensor& out, const Tensor& x, const Tensor& mask, double scale);  // cuda/elementwise.cu

@@ -127,6 +127,15 @@ __global__ void binomial_kernel(T* out, int64_t n, const double* count, const do
 }
 
 template <typename T>
+__global__ void standard_gamma_kernel(T* out, int64_t n, const double* alpha, double least, PhiloxState state) {
+  TD_GRID_STRIDE(i, n) {
+    fn::ElementStream stream(state.seed, state.offset + static_cast<uint64_t>(i));
+    const double x = fn::sample_gamma(alpha[i], stream);
+    out[i] = convert<T>(x < least ? least : x);  // NaN stays NaN
+  }
+}
+
+template <typename T>
 __global__ void dropout_kernel(T* out, bool* keep, const T* x, int64_t n, double keep_prob, fn::KeepScale<T, opmath_t<T>> f,
                                PhiloxState state) {
   for_each_block(n, 4, state, [&](const PhiloxBlock& w, int64_t first, int64_t count) {
@@ -224,6 +233,16 @@ void binomial(const Tensor& out, const Tensor& count, const Tensor& prob, Philox
   dispatch_floating(out.dtype(), "binomial", [&]<typename T>() {
     launch("binomial", out.device(), n, binomial_kernel<T>, out.data_ptr<T>(), n, count.data_ptr<double>(),
            prob.data_ptr<double>(), state);
+  });
+}
+
+void standard_gamma(const Tensor& out, const Tensor& alpha, double least, PhiloxState state) {
+  const int64_t n = out.numel();
+  TD_CHECK(alpha.device() == out.device() && alpha.is_contiguous() && alpha.numel() == n,
+           "standard_gamma: expected the concentrations contiguous on ", out.device(), " with ", n, " elements");
+  dispatch_floating(out.dtype(), "standard_gamma", [&]<typename T>() {
+    launch("standard_gamma", out.device(), n, standard_gamma_kernel<T>, out.data_ptr<T>(), n,
+           alpha.data_ptr<double>(), least, state);
   });
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -13,17 +12,6 @@
 namespace tandem::optim {
 
 namespace {
-
-// The machine epsilon of a floating dtype: eps1's default, as PyTorch's torch.finfo(dtype).eps.
-double machine_epsilon(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::epsilon();
-    case kFloat32: return std::numeric_limits<float>::epsilon();
-    case kFloat16: return 0x1p-10;
-    case kBFloat16: return 0x1p-7;
-    default: TD_FAIL("Adafactor: parameters must be floating, got ", dtype);
-  }
-}
 
 // The factored moments' shapes: the gradient's with its last dim 1 (one value per row), or with its
 // second-last dim 1 (one per column).
@@ -149,7 +137,7 @@ void Adafactor::update() {
         slot = std::move(fresh);
       }
       auto& s = static_cast<AdafactorParamState&>(*slot);
-      if (!eps1) eps1 = machine_epsilon(p.dtype());
+      if (!eps1) eps1 = finfo(p.dtype()).eps;
       s.step += 1;
       const double step = static_cast<double>(s.step);
       const double one_minus_beta2 = std::pow(step, o.beta2_decay());
