@@ -14,17 +14,28 @@
 
 namespace tandem::distributions {
 
-using internal::lowest;
-using internal::machine_epsilon;
+using internal::broadcast_all;
+using internal::check_parameter;
+using internal::is_real;
+using internal::is_whole;
+using internal::joined;
+using internal::kEulerGamma;
+using internal::promoted;
+using internal::shape_of;
 using internal::softplus;
 using internal::sum_rightmost;
-using internal::tiniest;
 
 namespace {
 
 std::atomic<bool> g_validate{true};
 
-// The parameters as tensors of one floating dtype on one device, broadcast to one shape.
+const double kLogSqrt2Pi = 0.5 * std::log(2 * std::numbers::pi);
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+namespace internal {
+
 std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* dist,
                                   const std::vector<const char*>& names) {
   const Tensor* first = nullptr;
@@ -51,10 +62,6 @@ std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* 
   return broadcast_tensors(tensors);
 }
 
-Shape shape_of(const std::vector<Tensor>& broadcast) { return broadcast[0].sizes(); }
-
-// Where validation is on: every element of `ok()` (a bool tensor) holds, else an error naming the
-// parameter and its constraint, as PyTorch's.
 void check_parameter(bool validate, const char* dist, const char* name, const Tensor& t,
                      const std::function<Tensor()>& ok, const char* constraint) {
   if (!validate) return;
@@ -63,29 +70,18 @@ void check_parameter(bool validate, const char* dist, const char* name, const Te
            ") to satisfy the constraint ", constraint, ", but found invalid values");
 }
 
-Tensor is_real(const Tensor& t) { return t == t; }  // PyTorch's real: anything but NaN
-
-
 Shape joined(IntList a, IntList b) {
   Shape s = a.vec();
   s.insert(s.end(), b.begin(), b.end());
   return s;
 }
 
-const double kLogSqrt2Pi = 0.5 * std::log(2 * std::numbers::pi);
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Finite and whole (PyTorch's value % 1 == 0, which infinity fails).
-Tensor is_whole(const Tensor& t) { return t.isfinite() & (t == t.floor()); }
-
-// value and a parameter in their promoted floating dtype: a float64 count against a float32 rate
-// is not rounded to float32 (the parameter is converted instead, as PyTorch's promotion does).
 std::pair<Tensor, Tensor> promoted(const Tensor& value, const Tensor& parameter) {
   const DType dtype = is_floating(value.dtype()) ? promote_types(value.dtype(), parameter.dtype()) : parameter.dtype();
   return {value.to(dtype), parameter.to(dtype)};
 }
 
-}  // namespace
+}  // namespace internal
 
 // ---- Distribution ----
 
@@ -263,6 +259,114 @@ Tensor Exponential::icdf(const Tensor& value) const { return -(-value).log1p() /
 Tensor Exponential::entropy() const { return 1.0 - rate_.log(); }
 Tensor Exponential::mode() const { return zeros_like(rate_); }
 
+// ---- Pareto ----
+
+Pareto::Pareto(Param scale, Param alpha, std::optional<bool> validate_args)
+    : Pareto(broadcast_all({scale, alpha}, "Pareto", {"scale", "alpha"}), validate_args) {}
+
+Pareto::Pareto(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), scale_(params[0]), alpha_(params[1]) {
+  check_parameter(validates(), "Pareto", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), "Pareto", "alpha", alpha_, [&] { return alpha_ > 0; }, "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Pareto::expand(const Shape& batch_shape) const {
+  return std::make_shared<Pareto>(scale_.expand(batch_shape), alpha_.expand(batch_shape), validates());
+}
+
+Tensor Pareto::rsample(IntList sample_shape) const {
+  Tensor draws = empty(extended_shape(sample_shape), alpha_.options());
+  {
+    NoGradGuard no_grad;
+    draws.exponential_();
+  }
+  return scale_ * (draws / alpha_).exp();
+}
+
+// As PyTorch's, through the exponential variate y = log(x / scale) it is made of.
+Tensor Pareto::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value >= scale_; }, "GreaterThanEq(lower_bound=scale)");
+  const Tensor y = (value / scale_).log();
+  return alpha_.log() - alpha_ * y - scale_.log() - y;
+}
+
+Tensor Pareto::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value >= scale_; }, "GreaterThanEq(lower_bound=scale)");
+  return 1 - (-alpha_ * (value / scale_).log()).exp();
+}
+
+Tensor Pareto::icdf(const Tensor& value) const { return scale_ * (-(-value).log1p() / alpha_).exp(); }
+Tensor Pareto::entropy() const { return (scale_ / alpha_).log() + (1 + alpha_.reciprocal()); }
+
+Tensor Pareto::mean() const {
+  const Tensor a = alpha_.clamp_min(1);  // inf at alpha <= 1
+  return a * scale_ / (a - 1);
+}
+
+Tensor Pareto::variance() const {
+  const Tensor a = alpha_.clamp_min(2);  // inf at alpha <= 2
+  return scale_.pow(2) * a / ((a - 1).pow(2) * (a - 2));
+}
+
+// ---- Weibull ----
+
+Weibull::Weibull(Param scale, Param concentration, std::optional<bool> validate_args)
+    : Weibull(broadcast_all({scale, concentration}, "Weibull", {"scale", "concentration"}), validate_args) {}
+
+Weibull::Weibull(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), scale_(params[0]), concentration_(params[1]) {
+  check_parameter(validates(), "Weibull", "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), "Weibull", "concentration", concentration_, [&] { return concentration_ > 0; },
+                  "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> Weibull::expand(const Shape& batch_shape) const {
+  return std::make_shared<Weibull>(scale_.expand(batch_shape), concentration_.expand(batch_shape), validates());
+}
+
+Tensor Weibull::rsample(IntList sample_shape) const {
+  Tensor draws = empty(extended_shape(sample_shape), scale_.options());
+  {
+    NoGradGuard no_grad;
+    draws.exponential_();
+  }
+  return scale_ * draws.pow(concentration_.reciprocal());
+}
+
+// As PyTorch's, through the exponential variate e = (x / scale)^k it is made of: its density e^-e
+// over the Jacobian of x = scale e^(1/k).
+Tensor Weibull::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  const Tensor e = (value / scale_).pow(concentration_);
+  const Tensor jacobian = (concentration_.reciprocal() * (value / scale_) / e).abs().log() + scale_.log();
+  return -e - jacobian;
+}
+
+Tensor Weibull::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  return 1 - (-(value / scale_).pow(concentration_)).exp();
+}
+
+Tensor Weibull::icdf(const Tensor& value) const {
+  return scale_ * (-(-value).log1p()).pow(concentration_.reciprocal());
+}
+
+Tensor Weibull::entropy() const {
+  const Tensor inverse = concentration_.reciprocal();
+  return kEulerGamma * (1 - inverse) + (scale_ * inverse).log() + 1;
+}
+
+Tensor Weibull::mean() const { return scale_ * (1 + concentration_.reciprocal()).lgamma().exp(); }
+
+Tensor Weibull::mode() const {
+  return scale_ * ((concentration_ - 1) / concentration_).pow(concentration_.reciprocal());
+}
+
+Tensor Weibull::variance() const {
+  const Tensor inverse = concentration_.reciprocal();
+  return scale_.pow(2) * ((1 + 2 * inverse).lgamma().exp() - (2 * (1 + inverse).lgamma()).exp());
+}
+
 // ---- Laplace ----
 
 Laplace::Laplace(Param loc, Param scale, std::optional<bool> validate_args)
@@ -277,7 +381,7 @@ Tensor Laplace::rsample(IntList sample_shape) const {
   Tensor u = empty(extended_shape(sample_shape), loc_.options());
   {
     NoGradGuard no_grad;
-    u.uniform_(machine_epsilon(loc_.dtype()) - 1, 1);
+    u.uniform_(finfo(loc_.dtype()).eps - 1, 1);
   }
   return loc_ - scale_ * u.sign() * (-u.abs()).log1p();
 }
@@ -372,10 +476,6 @@ Tensor LogNormal::variance() const {
 
 // ---- Gumbel ----
 
-namespace {
-constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
-}  // namespace
-
 Gumbel::Gumbel(Param loc, Param scale, std::optional<bool> validate_args)
     : LocationScale("Gumbel", std::move(loc), std::move(scale), validate_args) {}
 
@@ -385,7 +485,7 @@ std::shared_ptr<Distribution> Gumbel::expand(const Shape& batch_shape) const {
 
 Tensor Gumbel::rsample(IntList sample_shape) const {
   // u uniform on [tiny, 1 - eps], as PyTorch's base Uniform, so that both logarithms stay finite.
-  const double low = tiniest(loc_.dtype()), high = 1 - machine_epsilon(loc_.dtype());
+  const double low = finfo(loc_.dtype()).tiny, high = 1 - finfo(loc_.dtype()).eps;
   const Tensor u = rand(extended_shape(sample_shape), loc_.options()) * (high - low) + low;
   return loc_ - scale_ * (-u.log()).log();
 }
@@ -403,7 +503,7 @@ Tensor Gumbel::cdf(const Tensor& value) const {
 
 Tensor Gumbel::icdf(const Tensor& value) const {
   // Through the same uniform on [tiny, 1 - eps] the draws come from, as PyTorch's: finite at 0 and 1.
-  const double low = tiniest(loc_.dtype()), high = 1 - machine_epsilon(loc_.dtype());
+  const double low = finfo(loc_.dtype()).tiny, high = 1 - finfo(loc_.dtype()).eps;
   const Tensor u = value * (high - low) + low;
   return loc_ - scale_ * (-u.log()).log();
 }
@@ -466,13 +566,11 @@ Tensor Poisson::log_prob(const Tensor& value) const {
 
 // ---- Bernoulli ----
 
-namespace {
-// The parameter, floating, and the other one derived from it: logits from probs clamped to
-// [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
+namespace internal {
 void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits) {
   if (given == Given::probs) {
     probs = parameter;
-    const double eps = machine_epsilon(parameter.dtype());
+    const double eps = finfo(parameter.dtype()).eps;
     const Tensor clamped = parameter.clamp(eps, 1 - eps);
     logits = clamped.log() - (-clamped).log1p();
   } else {
@@ -480,7 +578,9 @@ void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, T
     probs = parameter.sigmoid();
   }
 }
-}  // namespace
+}  // namespace internal
+
+using internal::bernoulli_parameters;
 
 namespace {
 Tensor bernoulli_tensor(const Param& parameter, Given given, const char* dist = "Bernoulli") {
@@ -550,7 +650,7 @@ Categorical::Categorical(const Tensor& parameter, Given given, std::optional<boo
         [&] { return (parameter >= 0).all(-1) & (parameter.sum(-1) > 0) & parameter.sum(-1).isfinite(); },
         "Simplex() (after scaling each row to sum to 1)");
     probs_ = parameter / parameter.sum(-1, true);
-    const double eps = machine_epsilon(parameter.dtype());
+    const double eps = finfo(parameter.dtype()).eps;
     logits_ = probs_.clamp(eps, 1 - eps).log();
   } else {
     logits_ = parameter - parameter.logsumexp({-1}, true);
@@ -591,7 +691,7 @@ Tensor Categorical::log_prob(const Tensor& value) const {
 }
 
 Tensor Categorical::entropy() const {
-  const Tensor logits = logits_.clamp_min(lowest(logits_.dtype()));
+  const Tensor logits = logits_.clamp_min(finfo(logits_.dtype()).min);
   return -(logits * probs_).sum(-1);
 }
 
@@ -628,7 +728,7 @@ std::shared_ptr<Distribution> Geometric::expand(const Shape& batch_shape) const 
 
 Tensor Geometric::sample(IntList sample_shape) const {
   NoGradGuard no_grad;
-  const Tensor u = rand(extended_shape(sample_shape), probs_.options()).clamp_min(tiniest(probs_.dtype()));
+  const Tensor u = rand(extended_shape(sample_shape), probs_.options()).clamp_min(finfo(probs_.dtype()).tiny);
   return (u.log() / (-probs_.detach()).log1p()).floor();
 }
 
@@ -804,9 +904,13 @@ Tensor precision_to_scale_tril(const Tensor& p) {
   return linalg::solve_triangular(l_inverse, identity, /*upper=*/false);
 }
 
-// |L^-1 x|^2 over the last dim, L and x broadcast against each other. Where x has more batch dims
-// than L and its last ones are L's (many values against one distribution, say), the extra ones
-// become columns of one right-hand side, so L is not copied once per value.
+}  // namespace
+
+namespace internal {
+
+// Where x has more batch dims than L and its last ones are L's (many values against one
+// distribution, say), the extra ones become columns of one right-hand side, so L is not copied
+// once per value.
 Tensor mahalanobis(const Tensor& l, const Tensor& x) {
   const int64_t n = x.size(-1), l_batch = l.dim() - 2, x_batch = x.dim() - 1, outer = x_batch - l_batch;
   const Shape l_dims(l.sizes().begin(), l.sizes().end() - 2);
@@ -831,7 +935,10 @@ Tensor mahalanobis(const Tensor& l, const Tensor& x) {
 
 Tensor half_log_det(const Tensor& l) { return l.diagonal(0, -2, -1).log().sum(-1); }
 
-}  // namespace
+}  // namespace internal
+
+using internal::half_log_det;
+using internal::mahalanobis;
 
 MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind,
                                        std::optional<bool> validate_args)
@@ -1017,265 +1124,6 @@ Tensor MixtureSameFamily::variance() const {
   const Tensor w = weights(mixture_->probs());
   const Tensor spread = (component_->mean() - mean().unsqueeze(k_dim)).pow(2);
   return (w * component_->variance()).sum(k_dim) + (w * spread).sum(k_dim);
-}
-
-// ---- KL divergence ----
-
-namespace {
-
-template <typename D>
-const D* as(const Distribution& d) {
-  return dynamic_cast<const D*>(&d);
-}
-
-const double kInf = std::numeric_limits<double>::infinity();
-
-Tensor kl(const Normal& p, const Normal& q) {
-  const Tensor var_ratio = (p.scale() / q.scale()).pow(2);
-  const Tensor t1 = ((p.loc() - q.loc()) / q.scale()).pow(2);
-  return 0.5 * (var_ratio + t1 - 1 - var_ratio.log());
-}
-
-Tensor kl(const Uniform& p, const Uniform& q) {
-  const Tensor result = ((q.high() - q.low()) / (p.high() - p.low())).log();
-  return where((q.low() > p.low()) | (q.high() < p.high()), kInf, result);
-}
-
-Tensor kl(const Exponential& p, const Exponential& q) {
-  const Tensor ratio = q.rate() / p.rate();
-  return -ratio.log() + ratio - 1;
-}
-
-Tensor kl(const Laplace& p, const Laplace& q) {
-  const Tensor scale_ratio = p.scale() / q.scale();
-  const Tensor distance = (p.loc() - q.loc()).abs();
-  return -scale_ratio.log() + distance / q.scale() + scale_ratio * (-distance / p.scale()).exp() - 1;
-}
-
-Tensor kl(const Bernoulli& p, const Bernoulli& q) {
-  Tensor t1 = p.probs() * (softplus(-q.logits()) - softplus(-p.logits()));
-  t1 = where(p.probs() == 0, 0.0, where(q.probs() == 0, kInf, t1));
-  Tensor t2 = (1 - p.probs()) * (softplus(q.logits()) - softplus(p.logits()));
-  t2 = where(p.probs() == 1, 0.0, where(q.probs() == 1, kInf, t2));
-  return t1 + t2;
-}
-
-Tensor kl(const Categorical& p, const Categorical& q) {
-  TD_CHECK(p.num_events() == q.num_events(), "kl_divergence: Categoricals over ", p.num_events(), " and ",
-           q.num_events(), " categories");
-  Tensor t = p.probs() * (p.logits() - q.logits());
-  const std::vector<Tensor> zeros_q = broadcast_tensors({q.probs() == 0, t});
-  t = where(zeros_q[0], kInf, t);
-  const std::vector<Tensor> zeros_p = broadcast_tensors({p.probs() == 0, t});
-  t = where(zeros_p[0], 0.0, t);
-  return t.sum(-1);
-}
-
-Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
-  TD_CHECK(p.event_shape() == q.event_shape(), "kl_divergence: MultivariateNormals of different event shapes ",
-           shape_str(p.event_shape()), " and ", shape_str(q.event_shape()));
-  const int64_t n = p.event_shape()[0];
-  const Tensor& lp = p.unbroadcasted_scale_tril();
-  const Tensor& lq = q.unbroadcasted_scale_tril();
-  const Shape batch = broadcast_shapes(Shape(lp.sizes().begin(), lp.sizes().end() - 2),
-                                       Shape(lq.sizes().begin(), lq.sizes().end() - 2), "kl_divergence");
-  const Tensor half_term1 = half_log_det(lq) - half_log_det(lp);
-  // trace(Sigma_q^-1 Sigma_p) = |Lq^-1 Lp|_F^2.
-  const Tensor solved = linalg::solve_triangular(lq.expand(joined(batch, {n, n})), lp.expand(joined(batch, {n, n})),
-                                                 /*upper=*/false);
-  const Tensor term2 = solved.pow(2).sum({-2, -1});
-  const Tensor term3 = mahalanobis(lq, q.loc() - p.loc());
-  return half_term1 + 0.5 * (term2 + term3 - static_cast<double>(n));
-}
-
-// The pairs of families PyTorch registers.
-Tensor kl(const Laplace& p, const Normal& q) {
-  const Tensor var = q.scale().pow(2), ratio = p.scale().pow(2) / var;
-  const Tensor t1 = 0.5 * (ratio * (2 / std::numbers::pi)).log();
-  const Tensor t2 = 0.5 * p.loc().pow(2) - p.loc() * q.loc() + 0.5 * q.loc().pow(2);
-  return -t1 + ratio + t2 / var - 1;
-}
-
-Tensor kl(const Normal& p, const Laplace& q) {
-  const Tensor diff = p.loc() - q.loc(), z = diff / p.scale();
-  const Tensor t2 = std::sqrt(2 / std::numbers::pi) * p.scale() * (-0.5 * z.pow(2)).exp();
-  const Tensor t3 = diff * (z * std::sqrt(0.5)).erf();
-  return -(p.scale() / q.scale()).log() + (t2 + t3) / q.scale() - 0.5 * (1 + std::log(0.5 * std::numbers::pi));
-}
-
-Tensor kl(const Exponential& p, const Normal& q) {
-  const Tensor var = q.scale().pow(2), rate_sq = p.rate().pow(2);
-  const Tensor t1 = 0.5 * (rate_sq * var * (2 * std::numbers::pi)).log();
-  return t1 - 1 + (rate_sq.reciprocal() - q.loc() / p.rate() + q.loc().pow(2) * 0.5) / var;
-}
-
-Tensor kl(const Uniform& p, const Normal& q) {
-  const Tensor width = p.high() - p.low();
-  const Tensor t1 = (std::sqrt(2 * std::numbers::pi) * q.scale() / width).log();
-  const Tensor t3 = ((p.high() + p.low() - 2 * q.loc()) / 2).pow(2);
-  return t1 + 0.5 * (width.pow(2) / 12 + t3) / q.scale().pow(2);
-}
-
-Tensor kl(const Uniform& p, const Exponential& q) {
-  const Tensor result = q.rate() * (p.high() + p.low()) / 2 - ((p.high() - p.low()) * q.rate()).log();
-  return where(p.low() < 0, kInf, result);
-}
-
-Tensor kl(const Cauchy& p, const Cauchy& q) {
-  const Tensor t1 = ((p.scale() + q.scale()).pow(2) + (p.loc() - q.loc()).pow(2)).log();
-  return t1 - (p.scale() * q.scale() * 4).log();
-}
-
-Tensor kl(const Gumbel& p, const Gumbel& q) {
-  const Tensor ct1 = p.scale() / q.scale(), ct2 = q.loc() / q.scale(), ct3 = p.loc() / q.scale();
-  const Tensor t1 = -ct1.log() - ct2 + ct3, t2 = ct1 * kEulerGamma, t3 = (ct2 + (ct1 + 1).lgamma() - ct3).exp();
-  return t1 + t2 + t3 - (1 + kEulerGamma);
-}
-
-Tensor kl(const Exponential& p, const Gumbel& q) {
-  const Tensor product = p.rate() * q.scale(), ratio = q.loc() / q.scale();
-  return product.log() - 1 - ratio + ratio.exp() * product / (product + 1) + product.reciprocal();
-}
-
-Tensor kl(const Gumbel& p, const Normal& q) {
-  const Tensor ratio = p.scale() / q.scale();
-  const Tensor t1 = (ratio / std::sqrt(2 * std::numbers::pi)).log();
-  const Tensor t2 = (ratio * (std::numbers::pi * 0.5)).pow(2) / 3;
-  const Tensor t3 = ((p.loc() + p.scale() * kEulerGamma - q.loc()) / q.scale()).pow(2) * 0.5;
-  return -t1 + t2 + t3 - (kEulerGamma + 1);
-}
-
-Tensor kl(const Normal& p, const Gumbel& q) {
-  const Tensor mean_ratio = p.loc() / q.scale(), var_ratio = (p.scale() / q.scale()).pow(2);
-  const Tensor loc_ratio = q.loc() / q.scale();
-  const Tensor t3 = (-mean_ratio + var_ratio * 0.5 + loc_ratio).exp();
-  return -var_ratio.log() * 0.5 + mean_ratio - loc_ratio + t3 - 0.5 * (1 + std::log(2 * std::numbers::pi));
-}
-
-Tensor kl(const Uniform& p, const Gumbel& q) {
-  const Tensor ratio = q.scale() / (p.high() - p.low());
-  const Tensor high = (p.high() - q.loc()) / q.scale(), low = (p.low() - q.loc()) / q.scale();
-  return ratio.log() + 0.5 * (high + low) - ratio * ((-high).exp() - (-low).exp());
-}
-
-Tensor kl(const Poisson& p, const Poisson& q) {
-  return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
-}
-
-Tensor kl(const Geometric& p, const Geometric& q) {
-  return -p.entropy() - (-q.probs()).log1p() / p.probs() - q.logits();
-}
-
-Tensor kl(const Binomial& p, const Binomial& q) {
-  {
-    NoGradGuard no_grad;
-    TD_CHECK(!(p.total_count() < q.total_count()).any().item<bool>(), "kl_divergence: between Binomials where q's ",
-             "total_count exceeds p's: not implemented (as in PyTorch)");
-  }
-  const Tensor result = p.total_count() * (p.probs() * (p.logits() - q.logits()) + (-p.probs()).log1p() -
-                                           (-q.probs()).log1p());
-  return where(p.total_count() > q.total_count(), kInf, result);
-}
-
-Tensor kl(const Bernoulli& p, const Poisson& q) {
-  return -p.entropy() - (p.probs() * q.rate().log() - q.rate());
-}
-
-// p's support reaches where q has no density: +inf, shaped as p's parameter.
-Tensor infinite_like(const Tensor& t) { return full_like(t, kInf); }
-
-}  // namespace
-
-Tensor kl_divergence(const Distribution& p, const Distribution& q) {
-  if (const auto* a = as<Normal>(p)) {
-    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Uniform>(p)) {
-    if (const auto* b = as<Uniform>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Exponential>(p)) {
-    if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Laplace>(p)) {
-    if (const auto* b = as<Laplace>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Bernoulli>(p)) {
-    if (const auto* b = as<Bernoulli>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Categorical>(p)) {
-    if (const auto* b = as<Categorical>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<MultivariateNormal>(p)) {
-    if (const auto* b = as<MultivariateNormal>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Cauchy>(p)) {
-    if (const auto* b = as<Cauchy>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<LogNormal>(p)) {
-    if (const auto* b = as<LogNormal>(q)) return kl(a->base_dist(), b->base_dist());
-  }
-  if (const auto* a = as<HalfNormal>(p)) {
-    if (const auto* b = as<HalfNormal>(q)) return kl(a->base_dist(), b->base_dist());
-  }
-  if (const auto* a = as<Gumbel>(p)) {
-    if (const auto* b = as<Gumbel>(q)) return kl(*a, *b);
-    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
-    if (as<Exponential>(q) || as<Uniform>(q)) return infinite_like(a->loc());
-  }
-  if (const auto* b = as<Gumbel>(q)) {
-    if (const auto* a = as<Exponential>(p)) return kl(*a, *b);
-    if (const auto* a = as<Normal>(p)) return kl(*a, *b);
-    if (const auto* a = as<Uniform>(p)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Poisson>(p)) {
-    if (const auto* b = as<Poisson>(q)) return kl(*a, *b);
-    if (as<Bernoulli>(q) || as<Binomial>(q)) return infinite_like(a->rate());
-  }
-  if (const auto* a = as<Geometric>(p)) {
-    if (const auto* b = as<Geometric>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Binomial>(p)) {
-    if (const auto* b = as<Binomial>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<OneHotCategorical>(p)) {
-    if (const auto* b = as<OneHotCategorical>(q)) return kl(a->categorical(), b->categorical());
-  }
-  if (const auto* a = as<Bernoulli>(p)) {
-    if (const auto* b = as<Poisson>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<Laplace>(p)) {
-    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
-    if (as<Uniform>(q) || as<Exponential>(q)) return infinite_like(a->loc());
-  }
-  if (const auto* a = as<Normal>(p)) {
-    if (const auto* b = as<Laplace>(q)) return kl(*a, *b);
-    if (as<Uniform>(q) || as<Exponential>(q)) return infinite_like(a->loc());
-  }
-  if (const auto* a = as<Exponential>(p)) {
-    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
-    if (as<Uniform>(q)) return infinite_like(a->rate());
-  }
-  if (const auto* a = as<Uniform>(p)) {
-    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
-    if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
-  }
-  if (const auto* a = as<TransformedDistribution>(p)) {
-    if (const auto* b = as<TransformedDistribution>(q)) {
-      bool same = a->transforms().size() == b->transforms().size() && a->event_shape() == b->event_shape();
-      for (size_t i = 0; same && i < a->transforms().size(); ++i) same = a->transforms()[i]->equals(*b->transforms()[i]);
-      TD_CHECK(same, "kl_divergence: between TransformedDistributions only through the same transforms");
-      return kl_divergence(a->base_dist(), b->base_dist());
-    }
-  }
-  if (const auto* a = as<Independent>(p)) {
-    if (const auto* b = as<Independent>(q)) {
-      TD_CHECK(a->reinterpreted_batch_ndims() == b->reinterpreted_batch_ndims(), "kl_divergence: Independent ",
-               "distributions over ", a->reinterpreted_batch_ndims(), " and ", b->reinterpreted_batch_ndims(),
-               " reinterpreted dims");
-      return sum_rightmost(kl_divergence(a->base(), b->base()), a->reinterpreted_batch_ndims());
-    }
-  }
-  TD_FAIL("kl_divergence: no KL divergence is implemented between ", p.name(), " and ", q.name());
 }
 
 }  // namespace tandem::distributions

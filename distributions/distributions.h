@@ -421,6 +421,180 @@ class OneHotCategorical : public Distribution {
   Given given_;
 };
 
+// Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a) on x >= 0, a the
+// concentration. Parameters: concentration > 0, rate > 0. rsample differentiates through the draws
+// by the implicit reparameterization (td::standard_gamma).
+class Gamma : public Distribution {
+ public:
+  Gamma(Param concentration, Param rate, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Gamma"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return concentration_ / rate_; }
+  Tensor mode() const override;  // (a - 1) / rate, 0 for a < 1
+  Tensor variance() const override { return concentration_ / rate_.pow(2); }
+  const Tensor& concentration() const { return concentration_; }
+  const Tensor& rate() const { return rate_; }
+
+ protected:
+  // The broadcast parameters; `check` validates them as Gamma's (Chi2 checks its own df).
+  Gamma(const std::vector<Tensor>& params, std::optional<bool> validate_args, bool check);
+  Tensor concentration_, rate_;
+};
+
+// Chi2(df): the sum of df squared standard normals, Gamma(df / 2, 1 / 2). Parameter: df > 0.
+class Chi2 : public Gamma {
+ public:
+  explicit Chi2(Param df, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Chi2"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor df() const { return concentration_ * 2; }
+};
+
+// Dirichlet(concentration): over the probability simplex of K categories, concentration [..., K]
+// (each > 0); event_shape [K]. Draws normalise K independent gamma variates, differentiably.
+class Dirichlet : public Distribution {
+ public:
+  explicit Dirichlet(const Tensor& concentration, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Dirichlet"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;  // one-hot at the largest concentration where all are below 1
+  Tensor variance() const override;
+  const Tensor& concentration() const { return concentration_; }
+
+ private:
+  Tensor concentration_;
+};
+
+// Beta(concentration1, concentration0): density x^(a-1) (1-x)^(b-1) / B(a, b) on [0, 1], a =
+// concentration1, b = concentration0 (each > 0). A Dirichlet over (x, 1 - x), as PyTorch's.
+class Beta : public Distribution {
+ public:
+  Beta(Param concentration1, Param concentration0, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Beta"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override { return dirichlet_.rsample(sample_shape).select(-1, 0); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return dirichlet_.entropy(); }
+  Tensor mean() const override;
+  Tensor mode() const override { return dirichlet_.mode().select(-1, 0); }
+  Tensor variance() const override;
+  const Tensor& concentration1() const { return concentration1_; }
+  const Tensor& concentration0() const { return concentration0_; }
+
+ private:
+  Beta(Dirichlet dirichlet, std::optional<bool> validate_args);
+  Dirichlet dirichlet_;
+  Tensor concentration1_, concentration0_;
+};
+
+// Student's t with df degrees of freedom, shifted by loc and scaled by scale. Parameters: df > 0,
+// loc real, scale > 0. The mean is NaN for df <= 1; the variance inf for 1 < df <= 2, NaN below.
+class StudentT : public Distribution {
+ public:
+  explicit StudentT(Param df, Param loc = 0.0, Param scale = 1.0, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "StudentT"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& df() const { return df_; }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ private:
+  StudentT(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor df_, loc_, scale_;
+  Chi2 chi2_;
+};
+
+// NegativeBinomial(total_count, probs | logits): the failures before total_count successes (a real
+// number >= 0), each trial failing with probability probs (in [0, 1)) or by logits. Draws are
+// Poisson variates of Gamma-distributed rates, not differentiable.
+class NegativeBinomial : public Distribution {
+ public:
+  NegativeBinomial(Param total_count, Param parameter, Given given = Given::probs,
+                   std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "NegativeBinomial"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override;
+  Tensor mode() const override;
+  Tensor variance() const override;
+  const Tensor& total_count() const { return total_count_; }
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ private:
+  NegativeBinomial(const std::vector<Tensor>& params, Given given, std::optional<bool> validate_args);
+  Tensor total_count_, probs_, logits_;
+  Given given_;
+};
+
+// Pareto(scale, alpha): density alpha scale^alpha / x^(alpha + 1) on x >= scale, scale e^(E /
+// alpha) for E ~ Exponential(1). Parameters: scale > 0, alpha > 0. The mean is inf for alpha <= 1,
+// the variance inf for alpha <= 2.
+class Pareto : public Distribution {
+ public:
+  Pareto(Param scale, Param alpha, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Pareto"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override { return scale_; }
+  Tensor variance() const override;
+  const Tensor& scale() const { return scale_; }
+  const Tensor& alpha() const { return alpha_; }
+
+ private:
+  Pareto(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor scale_, alpha_;
+};
+
+// Weibull(scale, concentration): cdf 1 - e^(-(x / scale)^k) on x > 0, k the concentration, scale
+// E^(1 / k) for E ~ Exponential(1). Parameters: scale > 0, concentration > 0.
+class Weibull : public Distribution {
+ public:
+  Weibull(Param scale, Param concentration, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Weibull"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;  // NaN for concentration < 1, as PyTorch's
+  Tensor variance() const override;
+  const Tensor& scale() const { return scale_; }
+  const Tensor& concentration() const { return concentration_; }
+
+ private:
+  Weibull(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor scale_, concentration_;
+};
+
 // N(loc, Sigma) over vectors of n: loc [..., n] with exactly one of covariance_matrix (positive
 // definite), precision_matrix (its inverse, positive definite) or scale_tril (the lower
 // Cholesky factor L of Sigma = L L^T, positive diagonal), [..., n, n]. event_shape [n].
@@ -506,14 +680,18 @@ class MixtureSameFamily : public Distribution {
 };
 
 // KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
-// (every family here, Independent of those with the same reinterpreted dims, and Binomials with
-// q's total_count at most p's) and the pairs of families PyTorch
-// registers: Laplace || Normal, Normal || Laplace, Exponential || Normal, Uniform || Normal,
-// Uniform || Exponential, Gumbel || Normal, Exponential, Normal or Uniform || Gumbel and
-// Bernoulli || Poisson; and +inf (of p's shape) where p's support reaches past q's (Normal,
-// Laplace, Exponential or Gumbel || Uniform, Normal, Laplace or Gumbel || Exponential, Poisson ||
-// Bernoulli or Binomial). PyTorch's formulas, +inf where p puts mass q does not. Any other pair
-// is an error naming both.
+// (every family here but StudentT, NegativeBinomial and Weibull; Independent of those with the same
+// reinterpreted dims; Binomials with q's total_count at most p's; Chi2 counts as a Gamma) and the
+// pairs of families PyTorch registers: Laplace || Normal, Normal || Laplace, Exponential || Normal,
+// Uniform || Normal, Uniform || Exponential, Gumbel || Normal, Exponential, Normal or Uniform ||
+// Gumbel, Bernoulli || Poisson, Beta || Exponential, Gamma, Normal or Uniform, Exponential ||
+// Gamma, Gamma || Exponential, Gumbel or Normal, Pareto || Exponential, Gamma or Normal, and
+// Uniform || Beta, Gamma or Pareto. +inf (of p's shape) where p's support reaches past q's:
+// Normal, Laplace or Gumbel || Uniform, Exponential, Gamma, Beta or Pareto; Exponential ||
+// Uniform, Beta or Pareto; Gamma || Beta, Pareto or Uniform; Beta || Pareto; Pareto || Beta or
+// Uniform; Poisson || Bernoulli or Binomial. PyTorch's formulas, +inf where p puts mass q does not
+// (broadcast: PyTorch's masking fails where q's batch is the larger). Any other pair is an error
+// naming both.
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 
 }  // namespace tandem::distributions

@@ -1,38 +1,49 @@
 // Helpers the distributions and the transforms share (not part of the API).
 #pragma once
 
-#include <limits>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "core/tensor.h"
+#include "distributions/distributions.h"
 #include "kernels/factory.h"
 
 namespace tandem::distributions::internal {
 
-// torch.finfo(dtype).eps, .tiny (the smallest normal number) and .min of a floating dtype.
-inline double machine_epsilon(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::epsilon();
-    case kFloat16: return 0x1p-10;
-    case kBFloat16: return 0x1p-7;
-    default: return std::numeric_limits<float>::epsilon();
-  }
-}
-inline double tiniest(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::min();
-    case kFloat16: return 0x1p-14;
-    default: return std::numeric_limits<float>::min();  // float32 and bfloat16
-  }
-}
-inline double lowest(DType dtype) {
-  switch (dtype) {
-    case kFloat64: return std::numeric_limits<double>::lowest();
-    case kFloat16: return -65504.0;
-    case kBFloat16: return -0x1.fep127;
-    default: return std::numeric_limits<float>::lowest();
-  }
-}
+// The parameters as tensors of one floating dtype on one device, broadcast to one shape: numbers
+// take the tensors' dtype and device (float32 on the CPU where all are numbers); errors name `dist`
+// and the parameter (`names`, in order).
+std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* dist,
+                                  const std::vector<const char*>& names);
+inline Shape shape_of(const std::vector<Tensor>& broadcast) { return broadcast[0].sizes(); }
+
+// Where validation is on: every element of `ok()` (a bool tensor) holds, else an error naming the
+// distribution, the parameter and its constraint, as PyTorch's.
+void check_parameter(bool validate, const char* dist, const char* name, const Tensor& t,
+                     const std::function<Tensor()>& ok, const char* constraint);
+
+inline Tensor is_real(const Tensor& t) { return t == t; }  // PyTorch's real: anything but NaN
+// Finite and whole (PyTorch's value % 1 == 0, which infinity fails).
+inline Tensor is_whole(const Tensor& t) { return t.isfinite() & (t == t.floor()); }
+
+Shape joined(IntList a, IntList b);  // a's sizes, then b's
+
+// value and a parameter in their promoted floating dtype: a float64 count against a float32 rate
+// is not rounded to float32 (the parameter is converted instead, as PyTorch's promotion does).
+std::pair<Tensor, Tensor> promoted(const Tensor& value, const Tensor& parameter);
+
+// A Bernoulli-type parameter and the other one derived from it: logits from probs clamped to
+// [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
+void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits);
+
+// |L^-1 x|^2 over the last dim, L (lower triangular) and x broadcast against each other.
+Tensor mahalanobis(const Tensor& l, const Tensor& x);
+// log det(L L^T) / 2 for a lower-triangular L with a positive diagonal.
+Tensor half_log_det(const Tensor& l);
+
+inline constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
 
 // log(1 + e^x) through logaddexp, whose gradient is the sigmoid everywhere (0 included).
 inline Tensor softplus(const Tensor& x) { return logaddexp(x, zeros_like(x)); }

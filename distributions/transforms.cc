@@ -10,10 +10,8 @@
 
 namespace tandem::distributions {
 
-using internal::machine_epsilon;
 using internal::softplus;
 using internal::sum_rightmost;
-using internal::tiniest;
 
 // ---- Transform ----
 
@@ -122,10 +120,10 @@ bool AffineTransform::equals(const Transform& other) const {
 }
 
 Tensor SigmoidTransform::forward(const Tensor& x) const {
-  return x.sigmoid().clamp(tiniest(x.dtype()), 1 - machine_epsilon(x.dtype()));
+  return x.sigmoid().clamp(finfo(x.dtype()).tiny, 1 - finfo(x.dtype()).eps);
 }
 Tensor SigmoidTransform::inverse(const Tensor& y) const {
-  const Tensor kept = y.clamp(tiniest(y.dtype()), 1 - machine_epsilon(y.dtype()));
+  const Tensor kept = y.clamp(finfo(y.dtype()).tiny, 1 - finfo(y.dtype()).eps);
   return kept.log() - (-kept).log1p();
 }
 Tensor SigmoidTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const {

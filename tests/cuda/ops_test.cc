@@ -1056,6 +1056,48 @@ TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every 
   }
 }
 
+TEST_CASE("standard_gamma draws the CPU's variates for the same key, and standard_gamma_grad matches: views, three dtypes",
+          "[cuda]") {
+  // Each element's draws come from its own Philox stream on both devices, through the same code
+  // (kernels/sampling.h). The accepted variate is d (1 + c z)^3 u^(1/alpha) from the GPU's own log,
+  // cos, sqrt and exp, an ulp or a few from glibc's: equal within the dtype's tolerance (an acceptance
+  // test that close to its boundary is rarer than one in 10^12). The gradient runs the same series
+  // and continued fraction in double, with digamma and log carried through a sum of about sqrt(alpha)
+  // terms: within 1e-11 in float64.
+  TD_SKIP_UNLESS_CUDA();
+  ct::PoisonGuard poison;
+  tt::reseed(81);
+  const uint64_t seed = tt::test_seed() ^ 0x6a33;
+  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+    const double r = dtype == td::kFloat64 ? 1e-11 : rtol_for(dtype);
+    const double top = dtype == td::kFloat16 ? 3 : 5;  // alpha 10^[-2, top): both regimes
+    for (const Shape& shape : std::vector<Shape>{{1}, {7}, {3, 11}, {1000003}}) {
+      const std::vector<Layout> layouts = is_big(shape) ? std::vector<Layout>{Layout::Strided} : ct::all_layouts();
+      for (Layout layout : layouts) {
+        Tensor alpha = ct::random_input(shape, dtype, layout, -2, top);
+        whole(alpha).copy_(td::pow(10.0, whole(alpha).to(td::kFloat64)));
+        for (double v : {0.0, kInf}) sprinkle(alpha, 0.01, v);
+        ct::manual_seed_as_cpu(seed);
+        const Tensor want = td::standard_gamma(alpha);
+        ct::manual_seed_as_cpu(seed);
+        const Tensor got = td::standard_gamma(ct::twin(alpha));
+        CHECK(got.is_cuda());
+        check_close(got, want, r, 0, describe("standard_gamma", dtype, shape, layout));
+        check_close(td::standard_gamma_grad(ct::twin(alpha), got.to(dtype)), td::standard_gamma_grad(alpha, want), r, 0,
+                    describe("standard_gamma_grad", dtype, shape, layout));
+      }
+    }
+  }
+  // Through a distribution: Gamma's rsample on the device has the CPU's gradients.
+  Tensor concentration = td::full({1000}, 2.5, td::kFloat64).requires_grad_(true);
+  Tensor device_concentration = concentration.detach().to(td::Device("cuda:0")).requires_grad_(true);
+  ct::manual_seed_as_cpu(seed);
+  td::standard_gamma(concentration).sum().backward();
+  ct::manual_seed_as_cpu(seed);
+  td::standard_gamma(device_concentration).sum().backward();
+  check_close(device_concentration.grad(), concentration.grad(), 1e-11, 0, "StandardGammaBackward0 on the device");
+}
+
 TEST_CASE("the in-place samplers and normal(mean, std) draw the CPU's values for the same key", "[cuda]") {
   // The same float64 uniforms on both devices through the same transforms: whole-number samplers are
   // equal, the others within the dtype's tolerance (the GPU's log1p, tan and exp are an ulp or a few off).

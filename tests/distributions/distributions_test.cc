@@ -50,6 +50,13 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "Gumbel") return std::make_shared<D::Gumbel>(param("loc"), param("scale"));
   if (dist == "HalfNormal") return std::make_shared<D::HalfNormal>(param("scale"));
   if (dist == "Poisson") return std::make_shared<D::Poisson>(param("rate"));
+  if (dist == "Gamma") return std::make_shared<D::Gamma>(param("concentration"), param("rate"));
+  if (dist == "Chi2") return std::make_shared<D::Chi2>(param("df"));
+  if (dist == "Beta") return std::make_shared<D::Beta>(param("concentration1"), param("concentration0"));
+  if (dist == "Dirichlet") return std::make_shared<D::Dirichlet>(tensor_param("concentration"));
+  if (dist == "StudentT") return std::make_shared<D::StudentT>(param("df"), param("loc"), param("scale"));
+  if (dist == "Pareto") return std::make_shared<D::Pareto>(param("scale"), param("alpha"));
+  if (dist == "Weibull") return std::make_shared<D::Weibull>(param("scale"), param("concentration"));
   const bool probs = params.contains("probs");
   const D::Given given = probs ? D::Given::probs : D::Given::logits;
   if (dist == "Bernoulli") return std::make_shared<D::Bernoulli>(tensor_param(probs ? "probs" : "logits"), given);
@@ -57,6 +64,10 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "Geometric") return std::make_shared<D::Geometric>(tensor_param(probs ? "probs" : "logits"), given);
   if (dist == "OneHotCategorical") {
     return std::make_shared<D::OneHotCategorical>(tensor_param(probs ? "probs" : "logits"), given);
+  }
+  if (dist == "NegativeBinomial") {
+    const D::Param count = param("total_count");
+    return std::make_shared<D::NegativeBinomial>(count, param(probs ? "probs" : "logits"), given);
   }
   if (dist == "Binomial") {
     const D::Param count = param("total_count");
@@ -132,7 +143,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
     ++checked;
   }
-  CHECK(checked == 29);
+  CHECK(checked == 44);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
@@ -152,7 +163,7 @@ TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass 
     }
     ++checked;
   }
-  CHECK(checked == 36);
+  CHECK(checked == 59);
   const D::Normal normal(0.0, 1.0);
   const D::Bernoulli coin(0.5);
   check_error([&] { D::kl_divergence(coin, normal); }, {"kl_divergence", "between Bernoulli and Normal"});
