@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.h"  // the operators the inline members use
@@ -472,6 +473,7 @@ class Dirichlet : public Distribution {
   const Tensor& concentration() const { return concentration_; }
 
  private:
+  Dirichlet(const std::pair<Shape, Shape>& shapes, const Tensor& concentration, std::optional<bool> validate_args);
   Tensor concentration_;
 };
 

@@ -92,18 +92,24 @@ std::shared_ptr<Distribution> Chi2::expand(const Shape& batch_shape) const {
 // ---- Dirichlet ----
 
 namespace {
-Shape dirichlet_batch(const Tensor& concentration) {
+// The concentration's shape split into batch and event, checked first.
+std::pair<Shape, Shape> dirichlet_shapes(const Tensor& concentration) {
   TD_CHECK(concentration.defined(), "Dirichlet: the concentration is an undefined tensor");
   TD_CHECK(concentration.dim() >= 1, "Dirichlet: the concentration must be at least one-dimensional, got shape ",
            shape_str(concentration.sizes()));
   TD_CHECK(is_floating(concentration.dtype()), "Dirichlet: the concentration must be a floating tensor, got ",
            concentration.dtype());
-  return Shape(concentration.sizes().begin(), concentration.sizes().end() - 1);
+  const Shape& sizes = concentration.sizes();
+  return {Shape(sizes.begin(), sizes.end() - 1), Shape{sizes.back()}};
 }
 }  // namespace
 
 Dirichlet::Dirichlet(const Tensor& concentration, std::optional<bool> validate_args)
-    : Distribution(dirichlet_batch(concentration), {concentration.size(-1)}, validate_args),
+    : Dirichlet(dirichlet_shapes(concentration), concentration, validate_args) {}
+
+Dirichlet::Dirichlet(const std::pair<Shape, Shape>& shapes, const Tensor& concentration,
+                     std::optional<bool> validate_args)
+    : Distribution(shapes.first, shapes.second, validate_args),
       concentration_(concentration) {
   check_parameter(validates(), "Dirichlet", "concentration", concentration_, [&] { return concentration_ > 0; },
                   "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)");
