@@ -378,7 +378,12 @@ BinaryGrads binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Te
       const Tensor density = exp((a - 1) * log(b) - b - lgamma(a));
       Tensor grad_a, grad_b;
       if (need_a) {
-        const Tensor d_lower = masked_fill(-standard_gamma_grad(a, b) * density, b == 0, 0);
+        // In float64: for tiny a and x the float32 density overflows where the product does not.
+        // P(a, x) is 0 at x = 0 and 1 at x = inf for every a.
+        const Tensor a64 = a.to(kFloat64), b64 = b.to(kFloat64);
+        const Tensor density64 = exp((a64 - 1) * log(b64) - b64 - lgamma(a64));
+        const Tensor d_lower =
+            masked_fill(-standard_gamma_grad(a64, b64) * density64, (b64 == 0) | isinf(b64), 0).to(g.dtype());
         grad_a = op == BinaryOp::Igamma ? g * d_lower : -g * d_lower;
       }
       if (need_b) grad_b = op == BinaryOp::Igamma ? g * density : -g * density;

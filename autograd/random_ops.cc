@@ -138,8 +138,10 @@ Tensor standard_gamma(const Tensor& alpha) {
   Tensor out = kernels::standard_gamma(alpha);
   if (autograd::needs_grad({&alpha})) {
     autograd::record("StandardGammaBackward0", {&alpha}, {&out},
-                     [alpha = alpha.detach(), x = out.detach()](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
-                       return {grads[0] * kernels::standard_gamma_grad(alpha, x)};
+                     [alpha, x = out.detach()](const std::vector<Tensor>& grads) -> std::vector<Tensor> {
+                       // Through td::standard_gamma_grad of alpha itself, whose own backward refuses:
+                       // a second derivative is an error, as PyTorch's, not dx/da taken as a constant.
+                       return {grads[0] * standard_gamma_grad(alpha, x)};
                      });
   }
   return out;

@@ -343,7 +343,8 @@ Tensor Weibull::log_prob(const Tensor& value) const {
 }
 
 Tensor Weibull::cdf(const Tensor& value) const {
-  check_value(value, [&] { return value > 0; }, "GreaterThan(lower_bound=0.0)");
+  // PyTorch checks the exponential variate here, which may be 0.
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
   return 1 - (-(value / scale_).pow(concentration_)).exp();
 }
 

@@ -587,7 +587,9 @@ class Weibull : public Distribution {
   Tensor icdf(const Tensor& value) const override;
   Tensor entropy() const override;
   Tensor mean() const override;
-  Tensor mode() const override;  // NaN for concentration < 1, as PyTorch's
+  // scale ((k - 1) / k)^(1 / k), PyTorch's formula: 0 at k = 1, NaN for most k < 1 (a negative
+  // base), a real power where 1 / k is a whole number.
+  Tensor mode() const override;
   Tensor variance() const override;
   const Tensor& scale() const { return scale_; }
   const Tensor& concentration() const { return concentration_; }

@@ -143,8 +143,9 @@ Tensor Dirichlet::entropy() const {
 Tensor Dirichlet::mean() const { return concentration_ / concentration_.sum(-1, true); }
 
 Tensor Dirichlet::mode() const {
-  // The interior mode (a - 1)^+ normalised; where every a < 1 the density peaks at the corner of the
-  // largest a, as PyTorch's (a one-hot vector).
+  // The interior mode (a - 1)^+ normalised. Where every a < 1 the density is unbounded at every
+  // corner, the most steeply at the largest a's: that corner, one-hot (PyTorch 2.15 takes the
+  // argmax of a row of NaN and always gives the first).
   const Tensor shifted = (concentration_ - 1).clamp_min(0);
   const Tensor interior = shifted / shifted.sum(-1, true);
   const Tensor corner = one_hot(concentration_.argmax(-1), concentration_.size(-1)).to(concentration_.dtype());
@@ -231,7 +232,8 @@ Tensor StudentT::log_prob(const Tensor& value) const {
 }
 
 Tensor StudentT::entropy() const {
-  const Tensor log_beta = (0.5 * df_).lgamma() + std::lgamma(0.5) - (0.5 * (df_ + 1)).lgamma();
+  const double log_gamma_half = 0.5 * std::log(std::numbers::pi);  // lgamma(1/2) = log(sqrt(pi))
+  const Tensor log_beta = (0.5 * df_).lgamma() + log_gamma_half - (0.5 * (df_ + 1)).lgamma();
   return scale_.log() + 0.5 * (df_ + 1) * ((0.5 * (df_ + 1)).digamma() - (0.5 * df_).digamma()) + 0.5 * df_.log() +
          log_beta;
 }
@@ -241,8 +243,10 @@ Tensor StudentT::mean() const {
 }
 
 Tensor StudentT::variance() const {
-  // scale^2 df / (df - 2) above 2, inf in (1, 2], NaN at or below 1.
-  const Tensor finite = scale_.pow(2) * df_ / (df_ - 2);
+  // scale^2 df / (df - 2) above 2, inf in (1, 2], NaN at or below 1. The unselected branch divides
+  // by 1, so its gradient is not 0/0 at df = 2.
+  const Tensor safe_df = where(df_ > 2, df_, 3.0);
+  const Tensor finite = scale_.pow(2) * safe_df / (safe_df - 2);
   const Tensor infinite = full_like(df_, std::numeric_limits<double>::infinity());
   return where(df_ > 2, finite, where(df_ > 1, infinite, full_like(df_, std::numeric_limits<double>::quiet_NaN())));
 }
@@ -259,7 +263,7 @@ NegativeBinomial::NegativeBinomial(const std::vector<Tensor>& params, Given give
     : Distribution(shape_of(params), {}, validate_args), total_count_(params[0]), given_(given) {
   internal::bernoulli_parameters(params[1], given, probs_, logits_);
   check_parameter(validates(), "NegativeBinomial", "total_count", total_count_, [&] { return total_count_ >= 0; },
-                  kNonNegative);
+                  "GreaterThanEq(lower_bound=0)");
   if (given == Given::probs) {
     check_parameter(validates(), "NegativeBinomial", "probs", probs_, [&] { return (probs_ >= 0) & (probs_ < 1); },
                     "HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)");

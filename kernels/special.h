@@ -259,16 +259,20 @@ TD_INLINE double log1p_gap_small(double t) {
 // and s Stirling's remainder (its series to a^-15), so that no large logarithms cancel: a log x - x
 // and lgamma(a + 1) are each near 1.3e7 for a = 1e6, and their difference would lose 9 digits.
 // x - a is exact for x within a factor 2 of a, so t keeps its digits there (x / a - 1 would not).
+// s(a) = log Gamma(a + 1) - log(sqrt(2 pi a) (a / e)^a), Stirling's remainder, by its series
+// B_2k / (2k (2k - 1) a^(2k - 1)), k = 1..8: for a >= 10.
+TD_INLINE double stirling_remainder(double a) {
+  const double r = 1 / a, r2 = r * r;
+  return r * (1.0 / 12 -
+              r2 * (1.0 / 360 -
+                    r2 * (1.0 / 1260 -
+                          r2 * (1.0 / 1680 -
+                                r2 * (1.0 / 1188 - r2 * (691.0 / 360360 - r2 * (1.0 / 156 - r2 * 3617.0 / 122400)))))));
+}
+
 TD_INLINE double incomplete_gamma_factor(double a, double x) {
   if (a < 10) return exp(a * log(x) - x - (a < 0.05 ? lgamma1p_small(a) : lgamma(a + 1)));
-  const double r = 1 / a, r2 = r * r;
-  // B_2k / (2k (2k - 1) a^(2k - 1)), k = 1..8
-  const double stirling =
-      r * (1.0 / 12 -
-           r2 * (1.0 / 360 -
-                 r2 * (1.0 / 1260 -
-                       r2 * (1.0 / 1680 -
-                             r2 * (1.0 / 1188 - r2 * (691.0 / 360360 - r2 * (1.0 / 156 - r2 * 3617.0 / 122400)))))));
+  const double stirling = stirling_remainder(a);
   const double t = (x - a) / a;
   double exponent;
   if (t >= -0.25 && t <= 0.25) {
@@ -287,7 +291,11 @@ TD_INLINE double incomplete_gamma_factor(double a, double x) {
 // The next term is about 0.004 / a^2 of R: below double's rounding for a >= 1e7, where the series and
 // the continued fraction would need 10 sqrt(a) terms. c0 = 1/t - 1/eta and c1 = 1/eta^3 - 1/t^3 -
 // 1/t^2 - 1/(12 t) cancel near t = 0: there their Taylor series in eta.
-TD_INLINE double incomplete_gamma_large(double a, double x, bool upper) {
+struct TemmeTerms {
+  double half_eta2, eta, c;  // eta^2 / 2, eta, and c0 + c1 / a
+};
+
+TD_INLINE TemmeTerms temme_terms(double a, double x) {
   const double t = (x - a) / a;
   const double half_eta2 = t >= -0.25 && t <= 0.25 ? log1p_gap_small(t) : t - log1p(t);
   const double eta = t < 0 ? -sqrt(2 * half_eta2) : sqrt(2 * half_eta2);
@@ -299,9 +307,23 @@ TD_INLINE double incomplete_gamma_large(double a, double x, bool upper) {
     c0 = 1 / t - 1 / eta;
     c1 = 1 / (eta * eta * eta) - 1 / (t * t * t) - 1 / (t * t) - 1 / (12 * t);
   }
-  const double r = exp(-a * half_eta2) / sqrt(2 * kPi * a) * (c0 + c1 / a);
-  const double z = eta * sqrt(a / 2);
+  return {half_eta2, eta, c0 + c1 / a};
+}
+
+TD_INLINE double incomplete_gamma_large(double a, double x, bool upper) {
+  const TemmeTerms k = temme_terms(a, x);
+  const double r = exp(-a * k.half_eta2) / sqrt(2 * kPi * a) * k.c;
+  const double z = k.eta * sqrt(a / 2);
   return upper ? 0.5 * erfc(z) + r : 0.5 * erfc(-z) - r;
+}
+
+// The smaller of Temme's two tails (Q above a, P below) times e^(a eta^2 / 2), which cancels the
+// exponential in both of its terms: erfc(|z|) e^(z^2) = erfcx(|z|), so nothing underflows.
+TD_INLINE double incomplete_gamma_large_scaled_tail(double a, double x) {
+  const TemmeTerms k = temme_terms(a, x);
+  const double r = k.c / sqrt(2 * kPi * a);
+  const double z = k.eta * sqrt(a / 2);
+  return x > a ? 0.5 * erfcx(z) + r : 0.5 * erfcx(-z) - r;
 }
 
 // The regularized incomplete gamma functions P(a, x) = gamma(a, x) / Gamma(a) and Q = 1 - P
@@ -388,23 +410,36 @@ TD_INLINE double incomplete_gamma(double a, double x, bool upper) {
 //   terms are positive while x < e^psi(a + 1) (about a + 1/2), and the first is small after that;
 // - x >= a + 1: Q = p(x) x f, f the continued fraction, so dx/da = (dQ/da) / p(x) =
 //   x (f (log x - psi(a)) + df/da), with df/da carried through Lentz's recurrences (both positive);
-// - a >= 1e7 within 30% of a, where those take 10 sqrt(a) terms: the fourth-order central difference
-//   of Temme's expansion in a, over steps of about 1e-3 sqrt(a) (powers of 2, so a +- h is exact),
-//   divided by the density: within about 1e-8 of the exact value there.
+// - a >= 1e7 within 30% of a, where those take 10 sqrt(a) terms: the derivative of Temme's expansion,
+//   its exponential divided out by hand (a fourth-order central difference for the rest);
+// - a >= 1e20: the leading order of Temme's expansion, within O(1 / a).
 // x = 0 (a draw that underflowed) gives 0, x = inf or a = inf NaN; NaN in, NaN out.
 TD_INLINE double standard_gamma_grad(double a, double x) {
   if (a != a || x != x || !(a > 0) || x < 0 || a == kInf || x == kInf) return kNaN;
   if (x == 0) return 0;
   constexpr int kMaxTerms = 100000;
   constexpr double kEps = 1e-17;
+  if (a >= 1e20) {
+    // z = eta sqrt(a / 2) is constant at a fixed quantile up to O(1 / sqrt(a)) of it, so
+    // d eta / da = -eta / (2a); with d(eta^2 / 2) / dt = t / (1 + t) that gives dx/da = x / a -
+    // (1 + t) (eta^2 / 2) / t: 1 + z / sqrt(2a) + O(1 / a) near x = a.
+    const double t = (x - a) / a;
+    if (t == 0) return 1;
+    const double half_eta2 = t >= -0.25 && t <= 0.25 ? log1p_gap_small(t) : t - log1p(t);
+    return x / a - (1 + t) * half_eta2 / t;
+  }
   if (a >= 1e7 && x > 0.7 * a && x < 1.3 * a) {
+    // The smaller tail T = e^-E S, E = a eta^2 / 2 = x - a - a log(x / a) (so dE/da = -log(x / a))
+    // and S its scaled form, smooth in a: dT/da = e^-E (S' + log(x / a) S), S' by its fourth-order
+    // central difference over steps of about 1e-3 sqrt(a) (powers of 2: a +- 2h is exact below 1e20).
+    // The density is a e^-E / (x sqrt(2 pi a) e^s(a)): e^-E cancels, so neither underflows.
     const double h = ldexp(1.0, ilogb(1e-3 * sqrt(a)));
-    const bool upper = x > a;
-    auto tail = [&](double at) { return incomplete_gamma_large(at, x, upper); };
-    const double derivative =
-        (8 * (tail(a + h) - tail(a - h)) - (tail(a + 2 * h) - tail(a - 2 * h))) / (12 * h);  // of Q or P
-    const double density = a * incomplete_gamma_factor(a, x) / x;
-    return (upper ? derivative : -derivative) / density;
+    auto scaled = [&](double at) { return incomplete_gamma_large_scaled_tail(at, x); };
+    const double slope = (8 * (scaled(a + h) - scaled(a - h)) - (scaled(a + 2 * h) - scaled(a - 2 * h))) / (12 * h);
+    // log1p of the exact (x - a) / a: log(x / a) would round x / a near 1 and lose t's digits.
+    const double ratio =
+        (slope + log1p((x - a) / a) * scaled(a)) * x * sqrt(2 * kPi * a) * exp(stirling_remainder(a)) / a;
+    return x > a ? ratio : -ratio;  // dQ/da / density above a, -dP/da / density below
   }
   if (x < a + 1) {
     double term = 1, sum = 1, harmonic = 0, weighted = 0;  // t_n, S, H_n, sum t_n H_n

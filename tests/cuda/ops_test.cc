@@ -2458,6 +2458,32 @@ TEST_CASE("distributions on the device give the CPU's log_prob, entropy, cdf and
   // Categorical draws on the device follow the probabilities.
   const Tensor many = D::Categorical(ct::twin(td::tensor(std::vector<double>{0.2, 0.8}))).sample({20000}).cpu();
   CHECK(std::abs((many == 1).to(td::kFloat64).mean().item<double>() - 0.8) < 0.02);
+  // The gamma family: scores, cdf and KL on the device; draws there, Dirichlet's on the simplex.
+  const Tensor positive = scale + 0.3, unit = value.sigmoid(), counts = value.abs().round();
+  const D::Gamma gamma_cpu(positive, scale), gamma_dev(ct::twin(positive), ct::twin(scale));
+  tt::check_close(gamma_dev.log_prob(ct::twin(value.abs())), gamma_cpu.log_prob(value.abs()), 1e-12, 1e-12, "Gamma log_prob");
+  tt::check_close(gamma_dev.cdf(ct::twin(value.abs())), gamma_cpu.cdf(value.abs()), 1e-12, 1e-12, "Gamma cdf");
+  tt::check_close(gamma_dev.entropy(), gamma_cpu.entropy(), 1e-12, 1e-12, "Gamma entropy");
+  const D::Beta beta_cpu(positive, scale), beta_dev(ct::twin(positive), ct::twin(scale));
+  tt::check_close(beta_dev.log_prob(ct::twin(unit)), beta_cpu.log_prob(unit), 1e-12, 1e-12, "Beta log_prob");
+  tt::check_close(D::kl_divergence(beta_dev, D::Beta(ct::twin(scale), ct::twin(positive))),
+                  D::kl_divergence(beta_cpu, D::Beta(scale, positive)), 1e-12, 1e-12, "Beta KL");
+  const D::StudentT student_cpu(positive, loc, scale), student_dev(ct::twin(positive), ct::twin(loc), ct::twin(scale));
+  tt::check_close(student_dev.log_prob(ct::twin(value)), student_cpu.log_prob(value), 1e-12, 1e-12, "StudentT log_prob");
+  const D::NegativeBinomial negative_cpu(positive, scale.sigmoid()), negative_dev(ct::twin(positive), ct::twin(scale.sigmoid()));
+  tt::check_close(negative_dev.log_prob(ct::twin(counts)), negative_cpu.log_prob(counts), 1e-12, 1e-12,
+                  "NegativeBinomial log_prob");
+  const D::Dirichlet dirichlet_dev(ct::twin(positive));
+  const Tensor simplex = dirichlet_dev.rsample({7});
+  CHECK(simplex.device() == ct::device());
+  tt::check_close(simplex.sum(-1).cpu(), td::ones({7}, td::kFloat64), 1e-14, 0, "Dirichlet draws on the simplex");
+  for (const Tensor& draws : {gamma_dev.rsample({7}), beta_dev.rsample({7}), student_dev.rsample({7}),
+                              negative_dev.sample({7}), D::Chi2(ct::twin(positive)).sample({7}),
+                              D::Pareto(ct::twin(scale), ct::twin(positive)).rsample({7}),
+                              D::Weibull(ct::twin(scale), ct::twin(positive)).rsample({7})}) {
+    CHECK(draws.device() == ct::device());
+    CHECK(draws.size(0) == 7);
+  }
 }
 
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {
