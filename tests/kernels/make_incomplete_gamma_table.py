@@ -18,10 +18,15 @@ POINTS = [
 ]
 
 
+def tolerance():
+    return mp.mpf(10) ** (5 - mp.mp.dps)  # five digits short of the working precision
+
+
 def lower(a, x):
+    """P(a, x) by its series."""
     term = total = mp.mpf(1)
     n = 1
-    while term > total * mp.mpf(10) ** -55:
+    while term > total * tolerance():
         term *= x / (a + n)
         total += term
         n += 1
@@ -29,7 +34,8 @@ def lower(a, x):
 
 
 def upper(a, x):
-    tiny = mp.mpf(10) ** -500
+    """Q(a, x) by its continued fraction (Lentz's method)."""
+    tiny = mp.mpf(10) ** (-10 * mp.mp.dps)
     b = x + 1 - a
     c, d = 1 / tiny, 1 / b
     f = d
@@ -41,17 +47,25 @@ def upper(a, x):
         c = b + an / c
         f *= c * d
         n += 1
-        if abs(c * d - 1) < mp.mpf(10) ** -55:
+        # Not before 200 terms: near a = 1, a_1 = -(1 - a) is tiny and every later term moves the
+        # fraction by that factor less than the tolerance, while its derivative in a (what
+        # make_standard_gamma_grad_table.py takes) needs them.
+        if n > 200 and abs(c * d - 1) < tolerance():
             return mp.exp(a * mp.log(x) - x - mp.loggamma(a)) * f
 
 
-for a, x in POINTS:
-    am, xm = mp.mpf(a), mp.mpf(x)
-    if x < a + 1:
-        p = lower(am, xm)
-        # For a < 1, Q is the small one (1 - P would keep none of its digits): mpmath's own.
-        q = mp.gammainc(am, xm, mp.inf, regularized=True) if a < 1 else 1 - p
-    else:
-        q = upper(am, xm)
-        p = 1 - q
-    print(f"      {{{a!r}, {x!r}, {mp.nstr(p, 17)}, {mp.nstr(q, 17)}}},")
+def main():
+    for a, x in POINTS:
+        am, xm = mp.mpf(a), mp.mpf(x)
+        if x < a + 1:
+            p = lower(am, xm)
+            # For a < 1, Q is the small one (1 - P would keep none of its digits): mpmath's own.
+            q = mp.gammainc(am, xm, mp.inf, regularized=True) if a < 1 else 1 - p
+        else:
+            q = upper(am, xm)
+            p = 1 - q
+        print(f"      {{{a!r}, {x!r}, {mp.nstr(p, 17)}, {mp.nstr(q, 17)}}},")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,13 +1,16 @@
 """Prints the rows of tests/kernels/standard_gamma_test.cc: dx/da of a Gamma(a, 1) draw x at a fixed
-quantile, -(dP(a, x) / da) / (x^(a-1) e^-x / Gamma(a)), at 60 digits.
+quantile, -(dP(a, x) / da) / (x^(a-1) e^-x / Gamma(a)), at 80 digits.
 
-P comes from its series where x < a + 1 and 1 - Q from the continued fraction elsewhere (as in
-make_incomplete_gamma_table.py: each converges for every a, x > 0), differentiated in a by mpmath's
-numerical differentiation at 80 digits, so the 17 printed digits are exact.
+P comes from its series where x < a + 1 and 1 - Q from the continued fraction elsewhere
+(make_incomplete_gamma_table.py's: each converges for every a, x > 0), differentiated in a by
+mpmath's numerical differentiation at 80 digits, so the 17 printed digits are exact; mpmath's own
+gammainc confirms the rows it can reach (a up to 1000).
 
-    python3 tests/kernels/make_standard_gamma_grad_table.py   # any Python with mpmath
+    cd tests/kernels && python3 make_standard_gamma_grad_table.py   # any Python with mpmath
 """
 import mpmath as mp
+
+from make_incomplete_gamma_table import lower, upper
 
 mp.mp.dps = 80
 
@@ -18,36 +21,6 @@ POINTS = [
     (1e4, 10500.0), (1e5, 100300.0), (1e6, 998000.0), (2e7, 20003000.0), (2e7, 19991000.0),
     (1e8, 100005000.0), (1e7, 1.25e7), (1e7, 0.75e7), (1e12, 1.001e12), (1e12, 0.9995e12),
 ]
-
-
-def lower(a, x):
-    term = total = mp.mpf(1)
-    n = 1
-    while term > total * mp.mpf(10) ** -75:
-        term *= x / (a + n)
-        total += term
-        n += 1
-    return mp.exp(a * mp.log(x) - x - mp.loggamma(a + 1)) * total
-
-
-def upper(a, x):
-    tiny = mp.mpf(10) ** -900
-    b = x + 1 - a
-    c, d = 1 / tiny, 1 / b
-    f = d
-    n = 1
-    while True:
-        an = -n * (n - a)
-        b += 2
-        d = 1 / (an * d + b)
-        c = b + an / c
-        f *= c * d
-        n += 1
-        # Not before 200 terms: near a = 1, a_1 = -(1 - a) is about mp.diff's step, and every later
-        # term moves the fraction by that factor less than the tolerance, while its derivative in a
-        # needs them (mpmath's own gammainc confirms the rows it can reach, below).
-        if n > 200 and abs(c * d - 1) < mp.mpf(10) ** -75:
-            return mp.exp(a * mp.log(x) - x - mp.loggamma(a)) * f
 
 
 for a, x in POINTS:
