@@ -1056,8 +1056,7 @@ TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every 
   }
 }
 
-TEST_CASE("standard_gamma draws the CPU's variates for the same key, and standard_gamma_grad matches: views, three dtypes",
-          "[cuda]") {
+TEST_CASE("standard_gamma and standard_gamma_grad on the device equal the CPU's, all layouts, three dtypes", "[cuda]") {
   // Each element's draws come from its own Philox stream on both devices, through the same code
   // (kernels/sampling.h). The accepted variate is d (1 + c z)^3 u^(1/alpha) from the GPU's own log,
   // cos, sqrt and exp, an ulp or a few from glibc's: equal within the dtype's tolerance (an acceptance
