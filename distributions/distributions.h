@@ -524,8 +524,8 @@ class StudentT : public Distribution {
   Chi2 chi2_;
 };
 
-// NegativeBinomial(total_count, probs | logits): the failures before total_count successes (a real
-// number >= 0), each trial failing with probability probs (in [0, 1)) or by logits. Draws are
+// NegativeBinomial(total_count, probs | logits): the successes before total_count failures (a real
+// number >= 0), each trial succeeding with probability probs (in [0, 1)) or by logits. Draws are
 // Poisson variates of Gamma-distributed rates, not differentiable.
 class NegativeBinomial : public Distribution {
  public:
