@@ -861,6 +861,63 @@ Tensor OneHotCategorical::enumerate_support(bool expand) const {
   return expand ? values.expand(joined(joined({k}, batch_shape()), {k})) : values;
 }
 
+// ---- Multinomial ----
+
+Multinomial::Multinomial(int64_t total_count, const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(categorical_batch(parameter), one_hot_event(parameter), validate_args),
+      total_count_(total_count),
+      categorical_(parameter, given, validate_args),
+      given_(given) {
+  TD_CHECK(total_count >= 0, "Multinomial: total_count must be >= 0, got ", total_count);
+}
+
+std::shared_ptr<Distribution> Multinomial::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  return std::make_shared<Multinomial>(total_count_, given.expand(joined(batch_shape, event_shape())), given_,
+                                       validates());
+}
+
+// total_count categories drawn from the Categorical, counted into their slots.
+Tensor Multinomial::sample(IntList sample_shape) const {
+  NoGradGuard no_grad;
+  Tensor counts = zeros(extended_shape(sample_shape), TensorOptions(kInt64).device(probs().device()));
+  if (total_count_ > 0 && counts.numel() > 0) {
+    const Tensor picks = categorical_.sample(joined({total_count_}, sample_shape));  // [n] + sample + batch
+    std::vector<int64_t> order;  // the draws' dim moved last
+    for (int64_t d = 1; d < picks.dim(); ++d) order.push_back(d);
+    order.push_back(0);
+    const Tensor index = picks.permute(order);
+    scatter_add_(counts, -1, index, ones_like(index));
+  }
+  return counts.to(probs().dtype());
+}
+
+Tensor Multinomial::log_prob(const Tensor& value) const {
+  check_value(
+      value,
+      [&] {
+        const Tensor whole = value.dim() >= 1 ? ((value >= 0) & is_whole(value)).all(-1) : value == -1;
+        return whole & (value.sum(-1) <= static_cast<double>(total_count_));
+      },
+      "Multinomial(upper_bound=" + std::to_string(total_count_) + ")");
+  const auto [v, logits] = promoted(value, this->logits());
+  // A category of probability 0 that was never drawn adds nothing (0 * -inf would be NaN).
+  const Tensor terms = where((v == 0) & (logits == -std::numeric_limits<double>::infinity()), 0.0, logits * v);
+  return (v.sum(-1) + 1).lgamma() - (v + 1).lgamma().sum(-1) + terms.sum(-1);
+}
+
+// n H(categorical) - log n! + sum over categories of E[log x_k!], each x_k ~ Binomial(n, p_k).
+Tensor Multinomial::entropy() const {
+  const double n = static_cast<double>(total_count_);
+  const Tensor outer = categorical_.entropy() * n - std::lgamma(n + 1);
+  if (total_count_ == 0) return outer;
+  Shape shape(batch_shape().size() + 2, 1);
+  shape[0] = total_count_;
+  const Tensor support = arange(1, total_count_ + 1, 1, probs().options()).view(shape);  // [n, 1..., 1]
+  const Tensor binomial_probs = Binomial(n, probs(), Given::probs, false).log_prob(support).exp();
+  return outer + (binomial_probs * (support + 1).lgamma()).sum({0, -1});
+}
+
 // ---- MultivariateNormal ----
 
 namespace {

@@ -599,6 +599,181 @@ class Weibull : public Distribution {
   Tensor scale_, concentration_;
 };
 
+// FisherSnedecor(df1, df2): the ratio (X1 / df1) / (X2 / df2) of chi-squared variates with df1 and
+// df2 degrees of freedom, on x > 0. Parameters: df1 > 0, df2 > 0. As PyTorch's, the mean is NaN for
+// df2 <= 2, the variance NaN for df2 <= 4 and the mode NaN for df1 <= 2.
+class FisherSnedecor : public Distribution {
+ public:
+  FisherSnedecor(Param df1, Param df2, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "FisherSnedecor"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override;
+  Tensor mode() const override;
+  Tensor variance() const override;
+  const Tensor& df1() const { return df1_; }
+  const Tensor& df2() const { return df2_; }
+
+ private:
+  FisherSnedecor(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor df1_, df2_;
+};
+
+// Kumaraswamy(concentration1, concentration0): density a b x^(a-1) (1 - x^a)^(b-1) on [0, 1], a =
+// concentration1, b = concentration0 (each > 0); cdf 1 - (1 - x^a)^b, so draws invert it. The mode
+// is ((a - 1) / (a b - 1))^(1 / a) where a >= 1 and b >= 1 (but not both 1), else NaN; PyTorch's
+// formula gives NaN almost everywhere.
+class Kumaraswamy : public Distribution {
+ public:
+  Kumaraswamy(Param concentration1, Param concentration0, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Kumaraswamy"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return moment(1); }
+  Tensor mode() const override;
+  Tensor variance() const override { return moment(2) - moment(1).pow(2); }
+  const Tensor& concentration1() const { return concentration1_; }
+  const Tensor& concentration0() const { return concentration0_; }
+
+ private:
+  Kumaraswamy(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor moment(double n) const;  // E[x^n] = b B(1 + n / a, b)
+  Tensor concentration1_, concentration0_;
+};
+
+// VonMises(loc, concentration): the circular normal, density e^(k cos(x - loc)) / (2 pi I0(k)) for
+// angles x (any real number, taken modulo 2 pi), k the concentration. Parameters: loc real, k > 0.
+// Draws lie in [-pi, pi) (Best and Fisher's rejection sampler, in float64 as PyTorch's). The mean
+// and the mode are loc; the variance the circular one, 1 - I1(k) / I0(k). Bessel functions are
+// exact here (PyTorch's polynomial fits are within about 1e-7), and entropy is implemented
+// (PyTorch has none).
+class VonMises : public Distribution {
+ public:
+  VonMises(Param loc, Param concentration, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "VonMises"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& concentration() const { return concentration_; }
+
+ private:
+  VonMises(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  Tensor loc_, concentration_;
+};
+
+// ContinuousBernoulli(probs | logits): density C(p) p^x (1 - p)^(1-x) on [0, 1], C the normalising
+// constant (Loaiza-Ganem and Cunningham, 2019). probs in [0, 1] (clamped to [eps, 1 - eps], as
+// PyTorch's) or logits, real. Near p = 1/2 (inside `lims`) the closed forms of log C, the mean and
+// the variance cancel, and Taylor expansions take over, as PyTorch's. cdf and icdf are exact
+// everywhere (PyTorch's are the uniform's inside lims), so rsample, which inverts the cdf, is
+// differentiable at p = 1/2 too.
+class ContinuousBernoulli : public Distribution {
+ public:
+  ContinuousBernoulli(Param parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt,
+                      std::pair<double, double> lims = {0.499, 0.501});
+  std::string name() const override { return "ContinuousBernoulli"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+  // log C(p), the log normalising constant.
+  Tensor log_normalizer() const;
+
+ private:
+  Tensor outside_lims() const;  // where the closed forms hold
+  Tensor cut_probs() const;     // probs, and lims.first inside the lims (kept finite for the gradient)
+  Tensor probs_, logits_;
+  Given given_;
+  std::pair<double, double> lims_;
+};
+
+// LogitRelaxedBernoulli(temperature, probs | logits): the logit of a RelaxedBernoulli draw, (logit(u)
+// + logits) / temperature for u uniform (Maddison et al., 2017), on the real line. temperature: a
+// number or a tensor (> 0) that broadcasts to the batch shape. probs in [0, 1], or logits.
+class LogitRelaxedBernoulli : public Distribution {
+ public:
+  LogitRelaxedBernoulli(Param temperature, Param parameter, Given given = Given::probs,
+                        std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "LogitRelaxedBernoulli"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  const Tensor& temperature() const { return temperature_; }
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ private:
+  Tensor temperature_, probs_, logits_;
+  Given given_;
+};
+
+// ExpRelaxedCategorical(temperature, probs | logits): the log of a RelaxedOneHotCategorical draw, a
+// point of the simplex's log, event_shape [K]: log_softmax((logits + Gumbel noise) / temperature).
+// probs and logits as Categorical's; temperature a number or a tensor (> 0) that broadcasts to the
+// batch shape.
+class ExpRelaxedCategorical : public Distribution {
+ public:
+  ExpRelaxedCategorical(Param temperature, const Tensor& parameter, Given given = Given::probs,
+                        std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "ExpRelaxedCategorical"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  const Tensor& temperature() const { return temperature_; }
+  const Tensor& probs() const { return categorical_.probs(); }
+  const Tensor& logits() const { return categorical_.logits(); }
+
+ private:
+  Categorical categorical_;
+  Tensor temperature_;
+  Given given_;
+};
+
+// Multinomial(total_count, probs | logits): the counts of total_count draws from a Categorical over
+// K, event_shape [K]. log_prob takes counts of any total (as PyTorch's: the support is counts >= 0
+// summing to at most total_count); sample and entropy use total_count.
+class Multinomial : public Distribution {
+ public:
+  explicit Multinomial(int64_t total_count, const Tensor& parameter, Given given = Given::probs,
+                       std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Multinomial"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return probs() * static_cast<double>(total_count_); }
+  Tensor variance() const override { return probs() * (1 - probs()) * static_cast<double>(total_count_); }
+  int64_t total_count() const { return total_count_; }
+  const Tensor& probs() const { return categorical_.probs(); }
+  const Tensor& logits() const { return categorical_.logits(); }
+
+ private:
+  int64_t total_count_;
+  Categorical categorical_;
+  Given given_;
+};
+
 // N(loc, Sigma) over vectors of n: loc [..., n] with exactly one of covariance_matrix (positive
 // definite), precision_matrix (its inverse, positive definite) or scale_tril (the lower
 // Cholesky factor L of Sigma = L L^T, positive diagonal), [..., n, n]. event_shape [n].
@@ -625,6 +800,42 @@ class MultivariateNormal : public Distribution {
 
  private:
   Tensor loc_, scale_tril_;
+};
+
+// N(loc, W W^T + diag(D)) over vectors of n, a covariance of low rank r plus a diagonal: loc [..., n],
+// cov_factor W [..., n, r], cov_diag D [..., n] (> 0), broadcast together. log_prob and entropy go
+// through the r x r capacitance matrix I + W^T D^-1 W (the Woodbury identity and the matrix
+// determinant lemma), so nothing n x n is factored.
+class LowRankMultivariateNormal : public Distribution {
+ public:
+  LowRankMultivariateNormal(const Tensor& loc, const Tensor& cov_factor, const Tensor& cov_diag,
+                            std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "LowRankMultivariateNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& loc() const { return loc_; }
+  Tensor cov_factor() const;  // broadcast to batch_shape + [n, r]
+  Tensor cov_diag() const;    // broadcast to batch_shape + [n]
+  Tensor scale_tril() const;
+  Tensor covariance_matrix() const;
+  Tensor precision_matrix() const;
+  // The parameters before broadcasting, and the capacitance matrix's Cholesky factor: what the
+  // computations (and kl_divergence) use.
+  const Tensor& unbroadcasted_cov_factor() const { return cov_factor_; }
+  const Tensor& unbroadcasted_cov_diag() const { return cov_diag_; }
+  const Tensor& capacitance_tril() const { return capacitance_tril_; }
+  // log det(W W^T + D), and x^T (W W^T + D)^-1 x over x's last dim.
+  Tensor log_det() const;
+  Tensor mahalanobis(const Tensor& x) const;
+
+ private:
+  Tensor loc_, cov_factor_, cov_diag_, capacitance_tril_;
 };
 
 // Reinterprets the last `reinterpreted_batch_ndims` batch dims of a distribution as event dims:
@@ -683,19 +894,25 @@ class MixtureSameFamily : public Distribution {
   std::shared_ptr<const Distribution> component_;
 };
 
-// KL(p || q), of p's and q's broadcast batch shape, for two distributions of the same family
-// (every family here but StudentT, NegativeBinomial and Weibull; Independent of those with the same
-// reinterpreted dims; Binomials with q's total_count at most p's; Chi2 counts as a Gamma) and the
-// pairs of families PyTorch registers: Laplace || Normal, Normal || Laplace, Exponential || Normal,
-// Uniform || Normal, Uniform || Exponential, Gumbel || Normal, Exponential, Normal or Uniform ||
-// Gumbel, Bernoulli || Poisson, Beta || Exponential, Gamma, Normal or Uniform, Exponential ||
-// Gamma, Gamma || Exponential, Gumbel or Normal, Pareto || Exponential, Gamma or Normal, and
-// Uniform || Beta, Gamma or Pareto. +inf (of p's shape) where p's support reaches past q's:
-// Normal, Laplace or Gumbel || Uniform, Exponential, Gamma, Beta or Pareto; Exponential ||
-// Uniform, Beta or Pareto; Gamma || Beta, Pareto or Uniform; Beta || Pareto; Pareto || Beta or
-// Uniform; Poisson || Bernoulli or Binomial. PyTorch's formulas, +inf where p puts mass q does not
-// (broadcast: PyTorch's masking fails where q's batch is the larger). Any other pair is an error
-// naming both.
+// KL(p || q), of p's and q's broadcast batch shape, by PyTorch's formulas:
+// - Two of the same family: every family here but StudentT, NegativeBinomial, Weibull,
+//   FisherSnedecor, Kumaraswamy, VonMises, Multinomial and the relaxed ones. Independent of those
+//   with the same reinterpreted dims; Binomials with q's total_count at most p's; Chi2 counts as a
+//   Gamma.
+// - The pairs of families PyTorch registers: Laplace || Normal, Normal || Laplace, Exponential ||
+//   Normal, Uniform || Normal, Uniform || Exponential, Gumbel || Normal, Exponential, Normal or
+//   Uniform || Gumbel, Bernoulli || Poisson, Beta || Exponential, Gamma, Normal or Uniform,
+//   Exponential || Gamma, Gamma || Exponential, Gumbel or Normal, Pareto || Exponential, Gamma or
+//   Normal, Uniform || Beta, Gamma or Pareto; MultivariateNormal and LowRankMultivariateNormal
+//   either way; ContinuousBernoulli || Exponential, Normal or Uniform; Beta or Uniform ||
+//   ContinuousBernoulli. With a Uniform and a ContinuousBernoulli, +inf only where the interval
+//   misses part of [0, 1] (PyTorch's also where it is exactly [0, 1]).
+// - +inf (of p's shape) where p's support reaches past q's: Normal, Laplace or Gumbel || Uniform,
+//   Exponential, Gamma, Beta, Pareto or ContinuousBernoulli; Exponential or Gamma || Uniform, Beta,
+//   Pareto or ContinuousBernoulli; Beta || Pareto; Pareto || Beta, Uniform or ContinuousBernoulli;
+//   ContinuousBernoulli || Pareto; Poisson || Bernoulli or Binomial.
+// +inf where p puts mass q does not, broadcast (PyTorch's masking fails where q's batch is the
+// larger). Any other pair is an error naming both.
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 
 }  // namespace tandem::distributions

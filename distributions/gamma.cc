@@ -1,5 +1,5 @@
 // The distributions drawn through gamma variates (td::standard_gamma): Gamma, Chi2, Beta,
-// Dirichlet, StudentT and NegativeBinomial. The continuous ones' rsample differentiates through the
+// Dirichlet, StudentT, NegativeBinomial and FisherSnedecor. The continuous ones' rsample differentiates through the
 // gamma draws by the implicit reparameterization; Dirichlet's draws normalise independent gamma
 // variates, so their gradient is that of g / sum(g) (PyTorch's differentiates each coordinate's
 // marginal Beta instead: the two are different unbiased estimators of the same expected gradients).
@@ -24,6 +24,15 @@ using internal::softplus;
 namespace {
 const char* const kPositive = "GreaterThan(lower_bound=0.0)";
 const char* const kNonNegative = "GreaterThanEq(lower_bound=0.0)";
+
+// Draws that round below the smallest normal number (after a division) are raised to it, as
+// PyTorch's, so that log_prob stays finite; the gradient passes through unchanged: value + (tiny -
+// value) is exactly tiny for such a value.
+Tensor at_least_tiny(const Tensor& value) {
+  const double tiny = finfo(value.dtype()).tiny;
+  const Tensor kept = value.detach();
+  return where(kept < tiny, value + (tiny - kept), value);
+}
 }  // namespace
 
 // ---- Gamma ----
@@ -44,13 +53,7 @@ std::shared_ptr<Distribution> Gamma::expand(const Shape& batch_shape) const {
 
 Tensor Gamma::rsample(IntList sample_shape) const {
   const Shape shape = extended_shape(sample_shape);
-  const Tensor value = standard_gamma(concentration_.expand(shape)) / rate_.expand(shape);
-  // Draws that round below the smallest normal number after the division are raised to it, as
-  // PyTorch's (log_prob stays finite), the gradient passing through unchanged: value + (tiny -
-  // value) is exactly tiny for such a value.
-  const double tiny = finfo(value.dtype()).tiny;
-  const Tensor kept = value.detach();
-  return where(kept < tiny, value + (tiny - kept), value);
+  return at_least_tiny(standard_gamma(concentration_.expand(shape)) / rate_.expand(shape));
 }
 
 Tensor Gamma::log_prob(const Tensor& value) const {
@@ -301,5 +304,53 @@ Tensor NegativeBinomial::mean() const { return total_count_ * logits_.exp(); }
 Tensor NegativeBinomial::mode() const { return ((total_count_ - 1) * logits_.exp()).floor().clamp_min(0); }
 
 Tensor NegativeBinomial::variance() const { return mean() / (-logits_).sigmoid(); }
+
+// ---- FisherSnedecor ----
+
+FisherSnedecor::FisherSnedecor(Param df1, Param df2, std::optional<bool> validate_args)
+    : FisherSnedecor(broadcast_all({df1, df2}, "FisherSnedecor", {"df1", "df2"}), validate_args) {}
+
+FisherSnedecor::FisherSnedecor(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), df1_(params[0]), df2_(params[1]) {
+  check_parameter(validates(), "FisherSnedecor", "df1", df1_, [&] { return df1_ > 0; }, kPositive);
+  check_parameter(validates(), "FisherSnedecor", "df2", df2_, [&] { return df2_ > 0; }, kPositive);
+}
+
+std::shared_ptr<Distribution> FisherSnedecor::expand(const Shape& batch_shape) const {
+  return std::make_shared<FisherSnedecor>(df1_.expand(batch_shape), df2_.expand(batch_shape), validates());
+}
+
+// X1 / X2 for X1 ~ Gamma(df1 / 2, df1) and X2 ~ Gamma(df2 / 2, df2), as PyTorch's.
+Tensor FisherSnedecor::rsample(IntList sample_shape) const {
+  const Tensor x1 = Gamma(df1_ * 0.5, df1_, false).rsample(sample_shape);
+  const Tensor x2 = Gamma(df2_ * 0.5, df2_, false).rsample(sample_shape);
+  return at_least_tiny(x1 / x2);
+}
+
+Tensor FisherSnedecor::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value > 0; }, kPositive);
+  const auto [v, df1] = promoted(value, df1_);
+  const Tensor df2 = df2_.to(df1.dtype());
+  const Tensor half1 = df1 * 0.5, half2 = df2 * 0.5, ratio = df1 / df2;
+  const Tensor log_beta = half1.lgamma() + half2.lgamma() - (half1 + half2).lgamma();
+  return half1 * ratio.log() + (half1 - 1) * v.log() - (half1 + half2) * (ratio * v).log1p() - log_beta;
+}
+
+// Where the moment does not exist the parameter is replaced by NaN before the formula (not the
+// result after it), so no gradient flows from the undefined branch.
+Tensor FisherSnedecor::mean() const {
+  const Tensor df2 = where(df2_ > 2, df2_, std::numeric_limits<double>::quiet_NaN());
+  return df2 / (df2 - 2);
+}
+
+Tensor FisherSnedecor::mode() const {
+  const Tensor df1 = where(df1_ > 2, df1_, std::numeric_limits<double>::quiet_NaN());
+  return (df1 - 2) / df1 * df2_ / (df2_ + 2);
+}
+
+Tensor FisherSnedecor::variance() const {
+  const Tensor df2 = where(df2_ > 4, df2_, std::numeric_limits<double>::quiet_NaN());
+  return 2 * df2.pow(2) * (df1_ + df2 - 2) / (df1_ * (df2 - 2).pow(2) * (df2 - 4));
+}
 
 }  // namespace tandem::distributions

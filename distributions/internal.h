@@ -56,4 +56,9 @@ inline Tensor sum_rightmost(const Tensor& t, int64_t n) {
   return t.reshape(shape).sum(-1);
 }
 
+// KL divergences with a low-rank Gaussian on either side (low_rank.cc).
+Tensor kl_low_rank(const LowRankMultivariateNormal& p, const LowRankMultivariateNormal& q);
+Tensor kl_low_rank(const MultivariateNormal& p, const LowRankMultivariateNormal& q);
+Tensor kl_low_rank(const LowRankMultivariateNormal& p, const MultivariateNormal& q);
+
 }  // namespace tandem::distributions::internal

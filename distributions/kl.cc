@@ -321,8 +321,46 @@ Tensor kl(const Uniform& p, const Pareto& q) {
 Tensor infinite_like(const Tensor& t) { return full_like(t, kInf); }
 
 // q's support is bounded below (or on both sides), where that of a Normal, Laplace or Gumbel p is not.
+// ContinuousBernoulli, its pairs as PyTorch registers them. With a Uniform, +inf only where the
+// Uniform's interval misses part of [0, 1] (PyTorch's also where it is exactly [0, 1]).
+Tensor kl(const ContinuousBernoulli& p, const ContinuousBernoulli& q) {
+  const Tensor t1 = p.mean() * (p.logits() - q.logits());
+  return t1 + p.log_normalizer() + (-p.probs()).log1p() - q.log_normalizer() - (-q.probs()).log1p();
+}
+
+// -H(p) - E_p[log q(x)] for any p on [0, 1] with mean E_p[x].
+Tensor kl_to_continuous_bernoulli(const Tensor& entropy, const Tensor& mean, const ContinuousBernoulli& q) {
+  return -entropy - mean * q.logits() - (-q.probs()).log1p() - q.log_normalizer();
+}
+
+Tensor kl(const ContinuousBernoulli& p, const Exponential& q) {
+  return -p.entropy() - q.rate().log() + q.rate() * p.mean();
+}
+
+Tensor kl(const ContinuousBernoulli& p, const Normal& q) {
+  const Tensor t2 = 0.5 * (std::log(2 * std::numbers::pi) + (q.loc() / q.scale()).pow(2)) + q.scale().log();
+  const Tensor t3 = (p.variance() + p.mean().pow(2) - 2 * q.loc() * p.mean()) / (2 * q.scale().pow(2));
+  return -p.entropy() + t2 + t3;
+}
+
+Tensor kl(const ContinuousBernoulli& p, const Uniform& q) {
+  const Tensor result = -p.entropy() + (q.high() - q.low()).log();
+  return where((q.low() > 0) | (q.high() < 1), kInf, result);
+}
+
+Tensor kl(const Uniform& p, const ContinuousBernoulli& q) {
+  const Tensor result = kl_to_continuous_bernoulli(p.entropy(), p.mean(), q);
+  return where((p.low() < 0) | (p.high() > 1), kInf, result);
+}
+
+void check_same_event(const Distribution& p, const Distribution& q) {
+  TD_CHECK(p.event_shape() == q.event_shape(), "kl_divergence: between ", p.name(), " and ", q.name(),
+           " of different event shapes ", shape_str(p.event_shape()), " and ", shape_str(q.event_shape()));
+}
+
 bool reaches_below(const Distribution& q) {
-  return as<Exponential>(q) || as<Uniform>(q) || as<Gamma>(q) || as<Beta>(q) || as<Pareto>(q);
+  return as<Exponential>(q) || as<Uniform>(q) || as<Gamma>(q) || as<Beta>(q) || as<Pareto>(q) ||
+         as<ContinuousBernoulli>(q);
 }
 
 }  // namespace
@@ -348,6 +386,34 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   }
   if (const auto* a = as<MultivariateNormal>(p)) {
     if (const auto* b = as<MultivariateNormal>(q)) return kl(*a, *b);
+    if (const auto* b = as<LowRankMultivariateNormal>(q)) {
+      check_same_event(p, q);
+      return internal::kl_low_rank(*a, *b);
+    }
+  }
+  if (const auto* a = as<LowRankMultivariateNormal>(p)) {
+    if (const auto* b = as<LowRankMultivariateNormal>(q)) {
+      check_same_event(p, q);
+      return internal::kl_low_rank(*a, *b);
+    }
+    if (const auto* b = as<MultivariateNormal>(q)) {
+      check_same_event(p, q);
+      return internal::kl_low_rank(*a, *b);
+    }
+  }
+  if (const auto* a = as<ContinuousBernoulli>(p)) {
+    if (const auto* b = as<ContinuousBernoulli>(q)) return kl(*a, *b);
+    if (const auto* b = as<Exponential>(q)) return kl(*a, *b);
+    if (const auto* b = as<Normal>(q)) return kl(*a, *b);
+    if (const auto* b = as<Uniform>(q)) return kl(*a, *b);
+    if (as<Pareto>(q)) return infinite_like(a->probs());
+  }
+  if (const auto* b = as<ContinuousBernoulli>(q)) {
+    if (const auto* a = as<Beta>(p)) return kl_to_continuous_bernoulli(a->entropy(), a->mean(), *b);
+    if (const auto* a = as<Uniform>(p)) return kl(*a, *b);
+    if (const auto* a = as<Exponential>(p)) return infinite_like(a->rate());
+    if (const auto* a = as<Gamma>(p)) return infinite_like(a->concentration());
+    if (const auto* a = as<Pareto>(p)) return infinite_like(a->scale());
   }
   if (const auto* a = as<Cauchy>(p)) {
     if (const auto* b = as<Cauchy>(q)) return kl(*a, *b);

@@ -250,4 +250,41 @@ class TransformedDistribution : public Distribution {
   std::vector<std::shared_ptr<const Transform>> transforms_;
 };
 
+// RelaxedBernoulli(temperature, probs | logits): the sigmoid of a LogitRelaxedBernoulli draw, on
+// (0, 1), differentiable in the parameters; as the temperature goes to 0 its draws become
+// Bernoulli draws.
+class RelaxedBernoulli : public TransformedDistribution {
+ public:
+  RelaxedBernoulli(Param temperature, Param parameter, Given given = Given::probs,
+                   std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "RelaxedBernoulli"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  const Tensor& temperature() const { return logit_dist().temperature(); }
+  const Tensor& probs() const { return logit_dist().probs(); }
+  const Tensor& logits() const { return logit_dist().logits(); }
+
+ private:
+  const LogitRelaxedBernoulli& logit_dist() const;
+  Given given_;
+};
+
+// RelaxedOneHotCategorical(temperature, probs | logits): the exp of an ExpRelaxedCategorical draw,
+// a point of the simplex (event_shape [K]): the Gumbel-softmax. log_prob checks its value against
+// the simplex, as PyTorch's.
+class RelaxedOneHotCategorical : public TransformedDistribution {
+ public:
+  RelaxedOneHotCategorical(Param temperature, const Tensor& parameter, Given given = Given::probs,
+                           std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "RelaxedOneHotCategorical"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  const Tensor& temperature() const { return log_dist().temperature(); }
+  const Tensor& probs() const { return log_dist().probs(); }
+  const Tensor& logits() const { return log_dist().logits(); }
+
+ private:
+  const ExpRelaxedCategorical& log_dist() const;
+  Given given_;
+};
+
 }  // namespace tandem::distributions

@@ -2485,6 +2485,46 @@ TEST_CASE("distributions on the device give the CPU's log_prob, entropy, cdf and
   }
 }
 
+TEST_CASE("low-rank, relaxed and circular distributions on the device equal the CPU's", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(57);
+  namespace D = td::distributions;
+  const Tensor loc = td::randn({3, 4}, td::kFloat64), positive = td::rand({4}, td::kFloat64) + 0.5;
+  const Tensor unit = td::rand({2, 3, 4}, td::kFloat64), w = td::randn({4, 2}, td::kFloat64);
+  const D::LowRankMultivariateNormal low_cpu(loc, w, positive), low_dev(ct::twin(loc), ct::twin(w), ct::twin(positive));
+  tt::check_close(low_dev.log_prob(ct::twin(unit)), low_cpu.log_prob(unit), 1e-12, 1e-12, "LowRankMVN log_prob");
+  tt::check_close(low_dev.entropy(), low_cpu.entropy(), 1e-12, 1e-12, "LowRankMVN entropy");
+  tt::check_close(D::kl_divergence(low_dev, D::MultivariateNormal(ct::twin(loc), low_dev.covariance_matrix())),
+                  td::zeros({3}, td::kFloat64), 0, 1e-10, "LowRankMVN KL to its full twin");
+  const D::VonMises von_cpu(loc, positive), von_dev(ct::twin(loc), ct::twin(positive));
+  tt::check_close(von_dev.log_prob(ct::twin(unit)), von_cpu.log_prob(unit), 1e-12, 1e-12, "VonMises log_prob");
+  tt::check_close(von_dev.entropy(), von_cpu.entropy(), 1e-12, 1e-12, "VonMises entropy");
+  const D::ContinuousBernoulli cb_cpu(loc, D::Given::logits), cb_dev(ct::twin(loc), D::Given::logits);
+  tt::check_close(cb_dev.log_prob(ct::twin(unit)), cb_cpu.log_prob(unit), 1e-12, 1e-12, "ContinuousBernoulli log_prob");
+  tt::check_close(cb_dev.icdf(ct::twin(unit)), cb_cpu.icdf(unit), 1e-12, 1e-12, "ContinuousBernoulli icdf");
+  const D::Kumaraswamy kuma_cpu(positive, positive + 1), kuma_dev(ct::twin(positive), ct::twin(positive) + 1);
+  tt::check_close(kuma_dev.cdf(ct::twin(unit)), kuma_cpu.cdf(unit), 1e-12, 1e-12, "Kumaraswamy cdf");
+  const D::FisherSnedecor fisher_cpu(positive, positive + 4), fisher_dev(ct::twin(positive), ct::twin(positive) + 4);
+  tt::check_close(fisher_dev.log_prob(ct::twin(unit)), fisher_cpu.log_prob(unit), 1e-12, 1e-12, "FisherSnedecor");
+  const Tensor probs = td::rand({3, 5}, td::kFloat64) + 0.1, counts = td::randint(0, 4, {3, 5}).to(td::kFloat64);
+  const D::Multinomial multi_cpu(20, probs), multi_dev(20, ct::twin(probs));
+  tt::check_close(multi_dev.log_prob(ct::twin(counts)), multi_cpu.log_prob(counts), 1e-12, 1e-12, "Multinomial");
+  tt::check_close(multi_dev.entropy(), multi_cpu.entropy(), 1e-12, 1e-12, "Multinomial entropy");
+  const D::RelaxedOneHotCategorical relaxed_dev(0.5, ct::twin(probs));
+  const Tensor simplex = relaxed_dev.rsample({7});
+  tt::check_close(relaxed_dev.log_prob(simplex), D::RelaxedOneHotCategorical(0.5, probs).log_prob(simplex.cpu()),
+                  1e-12, 1e-12, "RelaxedOneHotCategorical log_prob");
+  const Tensor many = multi_dev.sample({7});
+  CHECK(many.device() == ct::device());
+  tt::check_close(many.sum(-1).cpu(), td::full({7, 3}, 20.0, td::kFloat64), 0, 0, "Multinomial draws count 20");
+  for (const Tensor& draws : {low_dev.rsample({7}), von_dev.sample({7}), cb_dev.rsample({7}), kuma_dev.rsample({7}),
+                              fisher_dev.rsample({7}), simplex,
+                              D::RelaxedBernoulli(0.5, ct::twin(positive.sigmoid())).rsample({7})}) {
+    CHECK(draws.device() == ct::device());
+    CHECK(draws.size(0) == 7);
+  }
+}
+
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(38);

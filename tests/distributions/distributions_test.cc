@@ -57,8 +57,37 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "StudentT") return std::make_shared<D::StudentT>(param("df"), param("loc"), param("scale"));
   if (dist == "Pareto") return std::make_shared<D::Pareto>(param("scale"), param("alpha"));
   if (dist == "Weibull") return std::make_shared<D::Weibull>(param("scale"), param("concentration"));
+  if (dist == "FisherSnedecor") return std::make_shared<D::FisherSnedecor>(param("df1"), param("df2"));
+  if (dist == "Kumaraswamy") return std::make_shared<D::Kumaraswamy>(param("concentration1"), param("concentration0"));
+  if (dist == "VonMises") return std::make_shared<D::VonMises>(param("loc"), param("concentration"));
+  if (dist == "LowRankMultivariateNormal") {
+    return std::make_shared<D::LowRankMultivariateNormal>(tensor_param("loc"), tensor_param("cov_factor"),
+                                                          tensor_param("cov_diag"));
+  }
   const bool probs = params.contains("probs");
   const D::Given given = probs ? D::Given::probs : D::Given::logits;
+  const char* const given_name = probs ? "probs" : "logits";
+  if (dist == "ContinuousBernoulli") return std::make_shared<D::ContinuousBernoulli>(param(given_name), given);
+  if (dist == "Multinomial") {
+    const auto count = static_cast<int64_t>(params["total_count"]["number"].get<double>());
+    return std::make_shared<D::Multinomial>(count, tensor_param(given_name), given);
+  }
+  if (dist == "LogitRelaxedBernoulli") {
+    const D::Param temperature = param("temperature");
+    return std::make_shared<D::LogitRelaxedBernoulli>(temperature, param(given_name), given);
+  }
+  if (dist == "RelaxedBernoulli") {
+    const D::Param temperature = param("temperature");
+    return std::make_shared<D::RelaxedBernoulli>(temperature, param(given_name), given);
+  }
+  if (dist == "ExpRelaxedCategorical") {
+    const D::Param temperature = param("temperature");
+    return std::make_shared<D::ExpRelaxedCategorical>(temperature, tensor_param(given_name), given);
+  }
+  if (dist == "RelaxedOneHotCategorical") {
+    const D::Param temperature = param("temperature");
+    return std::make_shared<D::RelaxedOneHotCategorical>(temperature, tensor_param(given_name), given);
+  }
   if (dist == "Bernoulli") return std::make_shared<D::Bernoulli>(tensor_param(probs ? "probs" : "logits"), given);
   if (dist == "Categorical") return std::make_shared<D::Categorical>(tensor_param(probs ? "probs" : "logits"), given);
   if (dist == "Geometric") return std::make_shared<D::Geometric>(tensor_param(probs ? "probs" : "logits"), given);
@@ -143,7 +172,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
     ++checked;
   }
-  CHECK(checked == 44);
+  CHECK(checked == 61);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
@@ -163,7 +192,7 @@ TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass 
     }
     ++checked;
   }
-  CHECK(checked == 59);
+  CHECK(checked == 73);
   const D::Normal normal(0.0, 1.0);
   const D::Bernoulli coin(0.5);
   check_error([&] { D::kl_divergence(coin, normal); }, {"kl_divergence", "between Bernoulli and Normal"});

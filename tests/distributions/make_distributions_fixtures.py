@@ -35,6 +35,29 @@ class _Digamma(torch.autograd.Function):
         return grad * trigamma
 
 
+def _exact_log_bessel(x, order=0):
+    """log I0 or log I1 from torch.special's scaled Bessel functions: exact, where PyTorch 2.15's
+    VonMises evaluates polynomial fits good to about 1e-7 (tandem's are exact)."""
+    return (torch.special.i0e(x) if order == 0 else torch.special.i1e(x)).log() + x
+
+
+D.von_mises._log_modified_bessel_fn = _exact_log_bessel
+
+
+def _continuous_bernoulli_variance(self):
+    """PyTorch 2.15's ContinuousBernoulli.variance with its Taylor expansion's fourth-order sign
+    corrected: around probs 1/2 the variance is 1/12 - x/15 - 128 x^2/945 for x = (probs - 1/2)^2;
+    PyTorch adds the last term, which changes the gradient inside its band by about 1e-10."""
+    cut_probs = self._cut_probs()
+    closed = cut_probs * (cut_probs - 1.0) / torch.pow(1.0 - 2.0 * cut_probs, 2) + 1.0 / torch.pow(
+        torch.log1p(-cut_probs) - torch.log(cut_probs), 2)
+    x = torch.pow(self.probs - 0.5, 2)
+    taylor = 1.0 / 12.0 - (1.0 / 15.0 + 128.0 / 945.0 * x) * x
+    return torch.where(self._outside_unstable_region(), closed, taylor)
+
+
+D.ContinuousBernoulli.variance = property(_continuous_bernoulli_variance)
+
 _torch_digamma = torch.digamma
 torch.digamma = _Digamma.apply
 torch.Tensor.digamma = lambda self: _Digamma.apply(self)
@@ -113,6 +136,24 @@ def make(name, params, kind=None):
         return D.Pareto(args["scale"], args["alpha"]), args
     if name == "Weibull":
         return D.Weibull(args["scale"], args["concentration"]), args
+    if name == "FisherSnedecor":
+        return D.FisherSnedecor(args["df1"], args["df2"]), args
+    if name == "Kumaraswamy":
+        return D.Kumaraswamy(args["concentration1"], args["concentration0"]), args
+    if name == "VonMises":
+        return D.VonMises(args["loc"], args["concentration"]), args
+    if name == "LowRankMultivariateNormal":
+        return D.LowRankMultivariateNormal(args["loc"], args["cov_factor"], args["cov_diag"]), args
+    key = "probs" if "probs" in args else "logits"
+    if name == "ContinuousBernoulli":
+        return D.ContinuousBernoulli(**{key: args[key]}), args
+    if name == "Multinomial":
+        return D.Multinomial(int(args["total_count"]), **{key: args[key]}), args
+    relaxed = {"LogitRelaxedBernoulli": D.relaxed_bernoulli.LogitRelaxedBernoulli, "RelaxedBernoulli": D.RelaxedBernoulli,
+               "ExpRelaxedCategorical": D.relaxed_categorical.ExpRelaxedCategorical,
+               "RelaxedOneHotCategorical": D.RelaxedOneHotCategorical}
+    if name in relaxed:
+        return relaxed[name](args["temperature"], **{key: args[key]}), args
     if name == "IndependentNormal":
         return D.Independent(D.Normal(args["loc"], args["scale"]), 1), args
     raise ValueError(name)
@@ -158,6 +199,31 @@ def case(name, params, value, icdf_at=None, grad=True):
         corner = torch.nn.functional.one_hot(c.argmax(-1), c.shape[-1]).to(c)
         mode = torch.where((c < 1).all(-1, keepdim=True), corner, dist._dirichlet.mode if name == "Beta" else dist.mode)
         mode = mode[..., 0] if name == "Beta" else mode
+        out["mode"] = {"shape": list(mode.shape), "values": floats(mode)}
+    if name == "ContinuousBernoulli":
+        # PyTorch 2.15's cdf and icdf are the uniform's where probs lies in (0.499, 0.501], off by up
+        # to 1e-3; tandem's are exact there: expm1(l x) / expm1(l) and log1p(u expm1(l)) / l for
+        # l = logits, evaluated here in mpmath.
+        def exact(f, at):
+            lam, x = torch.broadcast_tensors(dist.logits.detach(), at)
+            return [float(f(mpmath.mpf(l), mpmath.mpf(v))) for l, v in zip(lam.flatten().tolist(), x.flatten().tolist())]
+        mpmath.mp.dps = 50
+        out["cdf"] = exact(lambda l, v: v if l == 0 else mpmath.expm1(l * v) / mpmath.expm1(l), value)
+        if icdf_at is not None:
+            out["icdf"] = exact(lambda l, u: u if l == 0 else mpmath.log1p(u * mpmath.expm1(l)) / l, icdf_at)
+        # Its variance, 1 / l^2 - 1 / (4 sinh^2(l / 2)), is exact too; PyTorch's closed form in probs
+        # loses up to 1e-10 next to the band (at probs 0.4985, say).
+        lam = dist.logits.detach()
+        var = [float(mpmath.mpf(1) / 12 if l == 0 else 1 / mpmath.mpf(l) ** 2 - 1 / (4 * mpmath.sinh(mpmath.mpf(l) / 2) ** 2))
+               for l in lam.flatten().tolist()]
+        out["variance"] = {"shape": list(lam.shape), "values": var}
+        out["stddev"] = {"shape": list(lam.shape), "values": [math.sqrt(v) for v in var]}
+    if name == "Kumaraswamy":
+        # PyTorch 2.15's mode takes log1p(-b) for b > 1 (NaN) where the density's maximum is at
+        # x^a = (a - 1) / (a b - 1); tandem's gives that point (a, b >= 1, not both 1; else NaN).
+        a, b = dist.concentration1, dist.concentration0
+        defined = (a >= 1) & (b >= 1) & ((a > 1) | (b > 1))
+        mode = torch.where(defined, ((a - 1) / (a * b - 1)).pow(1 / a), torch.nan)
         out["mode"] = {"shape": list(mode.shape), "values": floats(mode)}
     return out
 
@@ -309,6 +375,46 @@ def main():
         case("Weibull", {"scale": ramp([3], 0.7, 1.2), "concentration": ramp([2, 1], 0.9, 1.5) * 1.2},
              ramp([2, 3], 0.9, 1.5), icdf_at=torch.sigmoid(ramp([2, 3], 0.8) * 2)),
         case("Weibull", {"scale": 2.0, "concentration": torch.tensor([0.5, 1.0, 3.0])}, torch.tensor([0.2, 1.0, 4.0])),
+        case("FisherSnedecor", {"df1": ramp([3], 0.7, 3.0) * 2, "df2": ramp([2, 1], 0.9, 4.0) * 2},
+             ramp([2, 3], 0.9, 1.5)),
+        # df2 at or below 2 and 4, df1 at or below 2: NaN mean, variance and mode.
+        case("FisherSnedecor", {"df1": torch.tensor([1.0, 2.0, 3.0, 6.0]), "df2": torch.tensor([1.5, 3.0, 4.0, 9.0])},
+             torch.tensor([0.5, 1.0, 2.0, 0.1])),
+        case("Kumaraswamy", {"concentration1": ramp([3], 0.7, 1.5) * 2, "concentration0": ramp([2, 1], 0.9, 1.5) * 2},
+             torch.sigmoid(ramp([2, 3], 0.9) * 2), icdf_at=unit),
+        # Concentrations below, at and above 1: a NaN mode, a mode at 0 and at 1.
+        case("Kumaraswamy", {"concentration1": torch.tensor([0.5, 1.0, 2.0, 1.0, 3.0]),
+                             "concentration0": torch.tensor([2.0, 3.0, 1.0, 1.0, 0.5])},
+             torch.tensor([0.3, 0.6, 0.9, 0.5, 0.2]), icdf_at=torch.tensor([0.1, 0.5, 0.9, 0.3, 0.7])),
+        case("VonMises", {"loc": ramp([3], 0.7) * 3, "concentration": ramp([2, 1], 0.9, 1.2) * 2},
+             ramp([2, 3], 0.9) * 4),
+        # Concentrations from 1e-3 to 80: I0 from 1 to e^80.
+        case("VonMises", {"loc": 0.5, "concentration": torch.tensor([1e-3, 0.5, 3.75, 12.0, 80.0])},
+             torch.tensor([0.1, -2.0, 3.0, 7.0, 0.4])),
+        case("ContinuousBernoulli", {"probs": ramp([4], 0.8, 0.5) * 0.45}, torch.sigmoid(ramp([2, 4], 0.9) * 2),
+             icdf_at=unit[0].repeat(2)[:4]),
+        # probs inside the Taylor band (0.499, 0.501] and next to it, and at 0 and 1.
+        case("ContinuousBernoulli", {"probs": torch.tensor([0.4995, 0.5, 0.501, 0.4985, 0.0, 1.0])},
+             torch.tensor([0.3, 0.0, 1.0, 0.7, 0.2, 0.9]), icdf_at=torch.tensor([0.2, 0.5, 0.7, 0.9, 0.3, 0.6])),
+        case("ContinuousBernoulli", {"logits": ramp([2, 3], 0.8, 0.3) * 3}, torch.sigmoid(ramp([2, 3], 0.9) * 2),
+             icdf_at=unit),
+        case("LowRankMultivariateNormal", {"loc": ramp([2, 4], 0.5), "cov_factor": ramp([4, 2], 0.7, salt=0.3),
+                                           "cov_diag": ramp([4], 0.6, 1.5)}, ramp([3, 2, 4], 0.4, 0.3)),
+        case("LowRankMultivariateNormal", {"loc": ramp([3], 0.5), "cov_factor": ramp([2, 3, 1], 0.7, salt=0.3),
+                                           "cov_diag": ramp([2, 3], 0.6, 1.5)}, ramp([3], 0.4, 0.3)),
+        case("Multinomial", {"total_count": 10.0, "probs": ramp([2, 4], 0.8, 1.2)},
+             torch.tensor([[1.0, 3.0, 0.0, 6.0], [2.0, 2.0, 2.0, 4.0]])),
+        # Counts summing to less than total_count; a category of probability 0 never drawn.
+        case("Multinomial", {"total_count": 6.0, "logits": torch.tensor([0.5, -1.0, float("-inf")])},
+             torch.tensor([[1.0, 3.0, 0.0], [4.0, 0.0, 0.0]]), grad=False),
+        case("LogitRelaxedBernoulli", {"temperature": torch.tensor(0.7), "probs": ramp([3], 0.8, 0.5) * 0.4},
+             ramp([2, 3], 0.9) * 3),
+        case("RelaxedBernoulli", {"temperature": torch.tensor(1.3), "logits": ramp([2, 3], 0.8, 0.3) * 2},
+             torch.sigmoid(ramp([2, 3], 0.9) * 2)),
+        case("ExpRelaxedCategorical", {"temperature": torch.tensor(0.6), "probs": ramp([2, 4], 0.8, 1.2)},
+             torch.log_softmax(ramp([3, 2, 4], 0.6) * 2, -1)),
+        case("RelaxedOneHotCategorical", {"temperature": torch.tensor(2.0), "logits": ramp([2, 3], 0.8, 0.2) * 2},
+             torch.softmax(ramp([2, 3], 0.6) * 2, -1)),
     ]
     gamma_p = {"concentration": ramp([3], 0.7, 1.5), "rate": ramp([3], 0.5, 1.3)}
     gamma_q = {"concentration": ramp([2, 3], 0.4, 1.2), "rate": ramp([3], 0.8, 1.1)}
@@ -318,6 +424,9 @@ def main():
     beta_q = {"concentration1": ramp([3], 0.4, 1.2), "concentration0": ramp([3], 0.8, 1.1)}
     # alpha below 1, between 1 and 2, above 2: an infinite KL to Exponential, Gamma or Normal.
     pareto_p = {"scale": ramp([3], 0.7, 1.5), "alpha": torch.tensor([0.8, 1.6, 3.5])}
+    # One probs inside the Taylor band around 1/2.
+    cb_p = {"probs": torch.tensor([0.2, 0.4996, 0.7, 0.95])}
+    low_rank_p = {"loc": ramp([2, 4], 0.5), "cov_factor": ramp([4, 2], 0.7, salt=0.3), "cov_diag": ramp([4], 0.6, 1.5)}
     kls = [
         kl_case("Normal", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.5)},
                 "Normal", {"loc": ramp([2, 3], 0.3), "scale": ramp([2, 3], 0.4, 1.2)}),
@@ -408,6 +517,32 @@ def main():
         kl_case("Gamma", gamma_p, "Beta", beta_q, grad=False),
         kl_case("Pareto", pareto_p, "Uniform", {"low": torch.tensor([0.0]), "high": torch.tensor([9.0])}, grad=False),
         kl_case("Exponential", {"rate": ramp([3], 0.6, 1.5)}, "Pareto", pareto_p, grad=False),
+        kl_case("ContinuousBernoulli", cb_p, "ContinuousBernoulli", {"logits": ramp([2, 4], 0.5) * 2}),
+        kl_case("Beta", {"concentration1": ramp([4], 0.7, 1.5), "concentration0": ramp([4], 0.5, 1.3)},
+                "ContinuousBernoulli", cb_p),
+        kl_case("ContinuousBernoulli", cb_p, "Exponential", {"rate": ramp([4], 0.6, 1.5)}),
+        kl_case("ContinuousBernoulli", cb_p, "Normal", {"loc": ramp([4], 0.3), "scale": ramp([4], 0.4, 1.2)}),
+        # Intervals that hold [0, 1] strictly: finite (PyTorch's is +inf where it is [0, 1] exactly).
+        kl_case("ContinuousBernoulli", cb_p, "Uniform", {"low": torch.tensor([-0.5, -1.0, -0.1, -2.0]),
+                                                         "high": torch.tensor([1.5, 1.1, 2.0, 3.0])}),
+        kl_case("ContinuousBernoulli", cb_p, "Uniform", {"low": torch.tensor([0.5, -1.0, -0.1, -2.0]),
+                                                         "high": torch.tensor([1.5, 0.9, 2.0, 3.0])}, grad=False),
+        kl_case("Uniform", {"low": torch.tensor([0.1, 0.2, 0.3, 0.05]), "high": torch.tensor([0.9, 0.5, 0.95, 0.6])},
+                "ContinuousBernoulli", cb_p),
+        kl_case("Uniform", {"low": torch.tensor([-0.1, 0.2, 0.3, 0.05]), "high": torch.tensor([0.9, 1.5, 0.95, 0.6])},
+                "ContinuousBernoulli", cb_p, grad=False),
+        kl_case("ContinuousBernoulli", cb_p, "Pareto", {"scale": ramp([4], 0.5, 1.5), "alpha": ramp([4], 0.4, 1.5)},
+                grad=False),
+        kl_case("Normal", {"loc": ramp([4], 0.7), "scale": ramp([4], 0.5, 1.5)}, "ContinuousBernoulli", cb_p,
+                grad=False),
+        kl_case("Gamma", {"concentration": ramp([4], 0.7, 1.5), "rate": ramp([4], 0.5, 1.3)},
+                "ContinuousBernoulli", cb_p, grad=False),
+        kl_case("LowRankMultivariateNormal", low_rank_p, "LowRankMultivariateNormal",
+                {"loc": ramp([4], 0.3), "cov_factor": ramp([4, 3], 0.5, salt=0.9), "cov_diag": ramp([4], 0.8, 1.2)}),
+        kl_case("MultivariateNormal", {"loc": ramp([2, 4], 0.45, 0.1), "covariance_matrix": spd(4, 0.3)},
+                "LowRankMultivariateNormal", low_rank_p),
+        kl_case("LowRankMultivariateNormal", low_rank_p, "MultivariateNormal",
+                {"loc": ramp([4], 0.2), "scale_tril": torch.linalg.cholesky(spd(4, 1.1, (2,)))}),
     ]
     normal = {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.2)}
     transformed = [

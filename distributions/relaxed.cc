@@ -1,0 +1,314 @@
+// Continuous relaxations of the discrete distributions: ContinuousBernoulli (a proper density on
+// [0, 1] for values a Bernoulli likelihood is wrongly applied to), and the Concrete / Gumbel-softmax
+// family (Maddison et al., 2017; Jang et al., 2017): LogitRelaxedBernoulli and RelaxedBernoulli,
+// ExpRelaxedCategorical and RelaxedOneHotCategorical, whose draws tend to Bernoulli and one-hot
+// draws as the temperature goes to 0 and are differentiable in the parameters.
+#include <cmath>
+#include <limits>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "distributions/distributions.h"
+#include "distributions/internal.h"
+#include "distributions/transforms.h"
+#include "kernels/factory.h"
+
+namespace tandem::distributions {
+
+using internal::bernoulli_parameters;
+using internal::broadcast_all;
+using internal::check_parameter;
+using internal::is_real;
+using internal::softplus;
+
+namespace {
+
+const char* given_name(Given given) { return given == Given::probs ? "probs" : "logits"; }
+
+Tensor parameter_tensor(const Param& parameter, Given given, const char* dist) {
+  return broadcast_all({parameter}, dist, {given_name(given)})[0];
+}
+
+// The temperature as a tensor of `batch`'s dtype and device and shape (the batch shape), which it
+// must broadcast to.
+Tensor temperature_tensor(const Param& temperature, const Tensor& batch, const char* dist) {
+  if (temperature.is_tensor() && temperature.tensor().defined()) {
+    const Shape& given = temperature.tensor().sizes();
+    bool fits = given.size() <= static_cast<size_t>(batch.dim());
+    for (size_t k = 1; fits && k <= given.size(); ++k) {
+      const int64_t size = given[given.size() - k];
+      fits = size == 1 || size == batch.size(-static_cast<int64_t>(k));
+    }
+    TD_CHECK(fits, dist, ": the temperature's shape ", shape_str(given), " does not broadcast to the batch shape ",
+             shape_str(batch.sizes()));
+  }
+  return broadcast_all({temperature, batch}, dist, {"temperature", "the batch"})[0].to(batch.dtype());
+}
+
+void check_temperature(bool validate, const char* dist, const Tensor& temperature) {
+  check_parameter(validate, dist, "temperature", temperature, [&] { return temperature > 0; },
+                  "GreaterThan(lower_bound=0.0)");
+}
+
+void check_probs_or_logits(bool validate, const char* dist, Given given, const Tensor& parameter) {
+  if (given == Given::probs) {
+    check_parameter(validate, dist, "probs", parameter, [&] { return (parameter >= 0) & (parameter <= 1); },
+                    "Interval(lower_bound=0.0, upper_bound=1.0)");
+  } else {
+    check_parameter(validate, dist, "logits", parameter, [&] { return is_real(parameter); }, "Real()");
+  }
+}
+
+// PyTorch's clamp_probs: into [eps, 1 - eps], so that logs and logits of them stay finite.
+Tensor clamp_probs(const Tensor& p) {
+  const double eps = finfo(p.dtype()).eps;
+  return p.clamp(eps, 1 - eps);
+}
+
+const char* const kUnitInterval = "Interval(lower_bound=0.0, upper_bound=1.0)";
+
+}  // namespace
+
+// ---- ContinuousBernoulli ----
+
+ContinuousBernoulli::ContinuousBernoulli(Param parameter, Given given, std::optional<bool> validate_args,
+                                         std::pair<double, double> lims)
+    : Distribution(parameter_tensor(parameter, given, "ContinuousBernoulli").sizes(), {}, validate_args),
+      given_(given),
+      lims_(lims) {
+  const Tensor p = parameter_tensor(parameter, given, "ContinuousBernoulli");
+  TD_CHECK(lims.first < 0.5 && 0.5 < lims.second, "ContinuousBernoulli: lims must enclose 0.5, got (", lims.first,
+           ", ", lims.second, ")");
+  check_probs_or_logits(validates(), "ContinuousBernoulli", given, p);
+  if (given == Given::probs) {
+    probs_ = clamp_probs(p);
+    logits_ = probs_.log() - (-probs_).log1p();
+  } else {
+    logits_ = p;
+    probs_ = clamp_probs(p.sigmoid());
+  }
+}
+
+std::shared_ptr<Distribution> ContinuousBernoulli::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  return std::make_shared<ContinuousBernoulli>(given.expand(batch_shape), given_, validates(), lims_);
+}
+
+Tensor ContinuousBernoulli::outside_lims() const { return (probs_ <= lims_.first) | (probs_ > lims_.second); }
+
+Tensor ContinuousBernoulli::cut_probs() const { return where(outside_lims(), probs_, lims_.first); }
+
+// log C(p) = log |log1p(-p) - log p| - log |1 - 2p|, and its expansion around p = 1/2.
+Tensor ContinuousBernoulli::log_normalizer() const {
+  const Tensor cut = cut_probs();
+  const Tensor below = where(cut <= 0.5, cut, 0.0), above = where(cut >= 0.5, cut, 1.0);
+  const Tensor closed = ((-cut).log1p() - cut.log()).abs().log() -
+                        where(cut <= 0.5, (-2 * below).log1p(), (2 * above - 1).log());
+  const Tensor x = (probs_ - 0.5).pow(2);
+  const Tensor taylor = std::log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x;
+  return where(outside_lims(), closed, taylor);
+}
+
+Tensor ContinuousBernoulli::mean() const {
+  const Tensor cut = cut_probs();
+  const Tensor closed = cut / (2 * cut - 1) + ((-cut).log1p() - cut.log()).reciprocal();
+  const Tensor x = probs_ - 0.5;
+  const Tensor taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x.pow(2)) * x;
+  return where(outside_lims(), closed, taylor);
+}
+
+// In lambda = logits the variance is 1 / lambda^2 - 1 / (4 sinh^2(lambda / 2)), two terms that
+// cancel near 0, so below |lambda| = 0.25 its series takes over (exact to 1e-14 on both sides).
+// PyTorch's closed form in probs cancels the same way and loses up to 1e-10 next to its band.
+Tensor ContinuousBernoulli::variance() const {
+  const Tensor small = logits_.abs() < 0.25;
+  const Tensor lambda = where(small, 1.0, logits_);
+  const Tensor closed = lambda.pow(-2) - (lambda / 2).sinh().pow(-2) / 4;
+  const Tensor x = logits_.pow(2);
+  const Tensor series = 1.0 / 12 + x * (-1.0 / 240 + x * (1.0 / 6048 + x * (-1.0 / 172800 + x / 5322240)));
+  return where(small, series, closed);
+}
+
+Tensor ContinuousBernoulli::rsample(IntList sample_shape) const {
+  const Tensor u = rand(extended_shape(sample_shape), probs_.options());
+  return icdf(u);
+}
+
+// -binary_cross_entropy_with_logits(logits, x) + log C.
+Tensor ContinuousBernoulli::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return (value >= 0) & (value <= 1); }, kUnitInterval);
+  return -(softplus(logits_) - logits_ * value) + log_normalizer();
+}
+
+// With lambda = logits the density is proportional to e^(lambda x), so the cdf is
+// expm1(lambda x) / expm1(lambda) and its inverse log1p(u expm1(lambda)) / lambda: exact for any
+// lambda but 0, with no band around p = 1/2. Where |lambda| < 1e-5 the gradient of those forms
+// would lose digits (two terms of size 1 / lambda cancel), and their expansions to lambda^2 take
+// over, exact to 1e-15 there. PyTorch's cdf and icdf are x and u inside its lims: off by up to
+// 1e-3, and with no gradient in the parameter there (rsample's included).
+namespace {
+constexpr double kExpansion = 1e-5;
+Tensor small_logits(const Tensor& logits) { return logits.abs() < kExpansion; }
+// logits where they are not small, 1 elsewhere (the closed forms' unused branch stays finite).
+Tensor cut_logits(const Tensor& logits) { return where(small_logits(logits), 1.0, logits); }
+}  // namespace
+
+Tensor ContinuousBernoulli::cdf(const Tensor& value) const {
+  check_value(value, [&] { return (value >= 0) & (value <= 1); }, kUnitInterval);
+  const Tensor lambda = cut_logits(logits_);
+  const Tensor closed = (lambda * value).expm1() / lambda.expm1();
+  const Tensor expansion = value + logits_ * value * (value - 1) / 2 +
+                           logits_.pow(2) * value * (value - 1) * (2 * value - 1) / 12;
+  const Tensor inside = where(small_logits(logits_), expansion, closed);
+  return where(value <= 0, 0.0, where(value >= 1, 1.0, inside));
+}
+
+Tensor ContinuousBernoulli::icdf(const Tensor& value) const {
+  const Tensor lambda = cut_logits(logits_);
+  const Tensor closed = (value * lambda.expm1()).log1p() / lambda;
+  const Tensor expansion = value + logits_ * value * (1 - value) / 2 +
+                           logits_.pow(2) * value * (1 - value) * (1 - 2 * value) / 6;
+  return where(small_logits(logits_), expansion, closed);
+}
+
+Tensor ContinuousBernoulli::entropy() const {
+  const Tensor log_q = (-probs_).log1p();
+  return mean() * (log_q - probs_.log()) - log_normalizer() - log_q;
+}
+
+// ---- LogitRelaxedBernoulli ----
+
+LogitRelaxedBernoulli::LogitRelaxedBernoulli(Param temperature, Param parameter, Given given,
+                                             std::optional<bool> validate_args)
+    : Distribution(parameter_tensor(parameter, given, "LogitRelaxedBernoulli").sizes(), {}, validate_args),
+      given_(given) {
+  constexpr const char* dist = "LogitRelaxedBernoulli";
+  const Tensor p = parameter_tensor(parameter, given, dist);
+  temperature_ = temperature_tensor(temperature, p, dist);
+  check_temperature(validates(), dist, temperature_);
+  check_probs_or_logits(validates(), dist, given, p);
+  bernoulli_parameters(p, given, probs_, logits_);
+}
+
+std::shared_ptr<Distribution> LogitRelaxedBernoulli::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs_ : logits_;
+  return std::make_shared<LogitRelaxedBernoulli>(temperature_.expand(batch_shape), given.expand(batch_shape), given_,
+                                                 validates());
+}
+
+// (logit(u) + logit(p)) / temperature for u uniform, both clamped into [eps, 1 - eps].
+Tensor LogitRelaxedBernoulli::rsample(IntList sample_shape) const {
+  const Shape shape = extended_shape(sample_shape);
+  const Tensor p = clamp_probs(probs_.expand(shape));
+  const Tensor u = clamp_probs(rand(shape, probs_.options()));
+  return (u.log() - (-u).log1p() + p.log() - (-p).log1p()) / temperature_;
+}
+
+Tensor LogitRelaxedBernoulli::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return is_real(value); }, "Real()");
+  const Tensor diff = logits_ - value * temperature_;
+  return temperature_.log() + diff - 2 * softplus(diff);
+}
+
+// ---- ExpRelaxedCategorical ----
+
+namespace {
+Shape categorical_batch(const Tensor& parameter, const char* dist) {
+  TD_CHECK(parameter.defined() && parameter.dim() >= 1, dist, ": the parameter must have at least one dim ",
+           "(the categories, last), got ", parameter.defined() ? shape_str(parameter.sizes()) : std::string("none"));
+  return Shape(parameter.sizes().begin(), parameter.sizes().end() - 1);
+}
+
+Shape categorical_event(const Tensor& parameter, const char* dist) {
+  categorical_batch(parameter, dist);  // checks the parameter's dims
+  return {parameter.size(-1)};
+}
+}  // namespace
+
+ExpRelaxedCategorical::ExpRelaxedCategorical(Param temperature, const Tensor& parameter, Given given,
+                                             std::optional<bool> validate_args)
+    : Distribution(categorical_batch(parameter, "ExpRelaxedCategorical"),
+                   categorical_event(parameter, "ExpRelaxedCategorical"), validate_args),
+      categorical_(parameter, given, validate_args),
+      given_(given) {
+  constexpr const char* dist = "ExpRelaxedCategorical";
+  temperature_ = temperature_tensor(temperature, categorical_.logits().select(-1, 0), dist);
+  check_temperature(validates(), dist, temperature_);
+}
+
+std::shared_ptr<Distribution> ExpRelaxedCategorical::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  Shape shape = batch_shape;
+  shape.push_back(event_shape()[0]);
+  return std::make_shared<ExpRelaxedCategorical>(temperature_.expand(batch_shape), given.expand(shape), given_,
+                                                 validates());
+}
+
+// log_softmax((logits + g) / temperature), g Gumbel noise -log(-log u).
+Tensor ExpRelaxedCategorical::rsample(IntList sample_shape) const {
+  const Tensor u = clamp_probs(rand(extended_shape(sample_shape), logits().options()));
+  const Tensor scores = (logits() - (-u.log()).log()) / temperature_.unsqueeze(-1);
+  return scores - scores.logsumexp({-1}, true);
+}
+
+// log (K - 1)! + (K - 1) log t + sum_k (s_k - logsumexp(s)), s = logits - t x.
+Tensor ExpRelaxedCategorical::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value.dim() >= 1 ? is_real(value).all(-1) : is_real(value); },
+              "IndependentConstraint(Real(), 1)");
+  const double k = static_cast<double>(event_shape()[0]);
+  const Tensor log_scale = std::lgamma(k) + (k - 1) * temperature_.log();
+  const Tensor score = logits() - value * temperature_.unsqueeze(-1);
+  return (score - score.logsumexp({-1}, true)).sum(-1) + log_scale;
+}
+
+// ---- RelaxedBernoulli ----
+
+RelaxedBernoulli::RelaxedBernoulli(Param temperature, Param parameter, Given given,
+                                   std::optional<bool> validate_args)
+    : TransformedDistribution(std::make_shared<LogitRelaxedBernoulli>(temperature, parameter, given, validate_args),
+                              {std::make_shared<SigmoidTransform>()}, validate_args),
+      given_(given) {}
+
+const LogitRelaxedBernoulli& RelaxedBernoulli::logit_dist() const {
+  return static_cast<const LogitRelaxedBernoulli&>(base_dist());
+}
+
+std::shared_ptr<Distribution> RelaxedBernoulli::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  return std::make_shared<RelaxedBernoulli>(temperature().expand(batch_shape), given.expand(batch_shape), given_,
+                                            validates());
+}
+
+// ---- RelaxedOneHotCategorical ----
+
+RelaxedOneHotCategorical::RelaxedOneHotCategorical(Param temperature, const Tensor& parameter, Given given,
+                                                   std::optional<bool> validate_args)
+    : TransformedDistribution(std::make_shared<ExpRelaxedCategorical>(temperature, parameter, given, validate_args),
+                              {std::make_shared<ExpTransform>()}, validate_args),
+      given_(given) {}
+
+const ExpRelaxedCategorical& RelaxedOneHotCategorical::log_dist() const {
+  return static_cast<const ExpRelaxedCategorical&>(base_dist());
+}
+
+std::shared_ptr<Distribution> RelaxedOneHotCategorical::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  Shape shape = batch_shape;
+  shape.push_back(event_shape()[0]);
+  return std::make_shared<RelaxedOneHotCategorical>(temperature().expand(batch_shape), given.expand(shape), given_,
+                                                    validates());
+}
+
+// Checked against the simplex (PyTorch's support), then the exp transform's log density.
+Tensor RelaxedOneHotCategorical::log_prob(const Tensor& value) const {
+  check_value(
+      value,
+      [&] {
+        if (value.dim() == 0) return value != value;  // a scalar is no point of the simplex
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6);
+      },
+      "Simplex()");
+  return TransformedDistribution::log_prob(value);
+}
+
+}  // namespace tandem::distributions
