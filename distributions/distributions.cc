@@ -568,36 +568,48 @@ Tensor Poisson::log_prob(const Tensor& value) const {
 // ---- Bernoulli ----
 
 namespace internal {
+
+Tensor clamp_probs(const Tensor& p) {
+  const double eps = finfo(p.dtype()).eps;
+  return p.clamp(eps, 1 - eps);
+}
+
+Tensor probability_tensor(const Param& parameter, Given given, const char* dist) {
+  return broadcast_all({parameter}, dist, {given == Given::probs ? "probs" : "logits"})[0];
+}
+
+void check_probs_or_logits(bool validate, const char* dist, Given given, const Tensor& parameter) {
+  if (given == Given::probs) {
+    check_parameter(validate, dist, "probs", parameter, [&] { return (parameter >= 0) & (parameter <= 1); },
+                    "Interval(lower_bound=0.0, upper_bound=1.0)");
+  } else {
+    check_parameter(validate, dist, "logits", parameter, [&] { return is_real(parameter); }, "Real()");
+  }
+}
+
 void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits) {
   if (given == Given::probs) {
     probs = parameter;
-    const double eps = finfo(parameter.dtype()).eps;
-    const Tensor clamped = parameter.clamp(eps, 1 - eps);
+    const Tensor clamped = clamp_probs(parameter);
     logits = clamped.log() - (-clamped).log1p();
   } else {
     logits = parameter;
     probs = parameter.sigmoid();
   }
 }
+
 }  // namespace internal
 
 using internal::bernoulli_parameters;
-
-namespace {
-Tensor bernoulli_tensor(const Param& parameter, Given given, const char* dist = "Bernoulli") {
-  return broadcast_all({parameter}, dist, {given == Given::probs ? "probs" : "logits"})[0];
-}
-}  // namespace
+using internal::check_probs_or_logits;
+using internal::clamp_probs;
+using internal::probability_tensor;
 
 Bernoulli::Bernoulli(Param parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(bernoulli_tensor(parameter, given).sizes(), {}, validate_args), given_(given) {
-  bernoulli_parameters(bernoulli_tensor(parameter, given), given, probs_, logits_);
-  if (given == Given::probs) {
-    check_parameter(validates(), "Bernoulli", "probs", probs_, [&] { return (probs_ >= 0) & (probs_ <= 1); },
-                    "Interval(lower_bound=0.0, upper_bound=1.0)");
-  } else {
-    check_parameter(validates(), "Bernoulli", "logits", logits_, [&] { return is_real(logits_); }, "Real()");
-  }
+    : Distribution(probability_tensor(parameter, given, "Bernoulli").sizes(), {}, validate_args), given_(given) {
+  const Tensor p = probability_tensor(parameter, given, "Bernoulli");
+  check_probs_or_logits(validates(), "Bernoulli", given, p);
+  bernoulli_parameters(p, given, probs_, logits_);
 }
 
 std::shared_ptr<Distribution> Bernoulli::expand(const Shape& batch_shape) const {
@@ -632,32 +644,50 @@ Tensor Bernoulli::enumerate_support(bool expand) const {
 
 // ---- Categorical ----
 
-namespace {
-Shape categorical_batch(const Tensor& parameter) {
-  TD_CHECK(parameter.defined() && parameter.dim() >= 1, "Categorical: the parameter must have at least one dim ",
+namespace internal {
+
+Shape categorical_batch(const Tensor& parameter, const char* dist) {
+  TD_CHECK(parameter.defined() && parameter.dim() >= 1, dist, ": the parameter must have at least one dim ",
            "(the categories, last), got ", parameter.defined() ? shape_str(parameter.sizes()) : std::string("none"));
   return Shape(parameter.sizes().begin(), parameter.sizes().end() - 1);
 }
-}  // namespace
 
-Categorical::Categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(categorical_batch(parameter), {}, validate_args), given_(given) {
-  TD_CHECK(is_floating(parameter.dtype()), "Categorical: ", given == Given::probs ? "probs" : "logits",
+void check_categorical(bool validate, const char* dist, Given given, const Tensor& parameter) {
+  TD_CHECK(is_floating(parameter.dtype()), dist, ": ", given == Given::probs ? "probs" : "logits",
            " must be a floating tensor, got ", parameter.dtype());
-  TD_CHECK(parameter.size(-1) > 0, "Categorical: the parameter has no categories (its last dim is 0)");
+  TD_CHECK(parameter.size(-1) > 0, dist, ": the parameter has no categories (its last dim is 0)");
   if (given == Given::probs) {
     check_parameter(
-        validates(), "Categorical", "probs", parameter,
+        validate, dist, "probs", parameter,
         [&] { return (parameter >= 0).all(-1) & (parameter.sum(-1) > 0) & parameter.sum(-1).isfinite(); },
         "Simplex() (after scaling each row to sum to 1)");
+  } else {
+    // Checked normalised, as PyTorch's: an infinite logit makes the row NaN.
+    check_parameter(validate, dist, "logits", parameter,
+                    [&] { return is_real(parameter - parameter.logsumexp({-1}, true)); },
+                    "IndependentConstraint(Real(), 1) (after normalising each row)");
+  }
+}
+
+const Tensor& checked_categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args,
+                                  const char* dist) {
+  categorical_batch(parameter, dist);
+  check_categorical(validate_args.value_or(Distribution::default_validate_args()), dist, given, parameter);
+  return parameter;
+}
+
+}  // namespace internal
+
+using internal::categorical_batch;
+
+Categorical::Categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
+    : Distribution(categorical_batch(parameter, "Categorical"), {}, validate_args), given_(given) {
+  internal::check_categorical(validates(), "Categorical", given, parameter);
+  if (given == Given::probs) {
     probs_ = parameter / parameter.sum(-1, true);
-    const double eps = finfo(parameter.dtype()).eps;
-    logits_ = probs_.clamp(eps, 1 - eps).log();
+    logits_ = clamp_probs(probs_).log();
   } else {
     logits_ = parameter - parameter.logsumexp({-1}, true);
-    // Checked normalised, as PyTorch's: an infinite logit makes the row NaN.
-    check_parameter(validates(), "Categorical", "logits", parameter, [&] { return is_real(logits_); },
-                    "IndependentConstraint(Real(), 1) (after normalising each row)");
     probs_ = logits_.softmax(-1);
   }
 }
@@ -712,8 +742,8 @@ Tensor Categorical::enumerate_support(bool expand) const {
 // ---- Geometric ----
 
 Geometric::Geometric(Param parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(bernoulli_tensor(parameter, given, "Geometric").sizes(), {}, validate_args), given_(given) {
-  bernoulli_parameters(bernoulli_tensor(parameter, given, "Geometric"), given, probs_, logits_);
+    : Distribution(probability_tensor(parameter, given, "Geometric").sizes(), {}, validate_args), given_(given) {
+  bernoulli_parameters(probability_tensor(parameter, given, "Geometric"), given, probs_, logits_);
   if (given == Given::probs) {
     check_parameter(validates(), "Geometric", "probs", probs_, [&] { return (probs_ > 0) & (probs_ <= 1); },
                     "Interval(lower_bound=0.0, upper_bound=1.0), and positive");
@@ -765,12 +795,7 @@ Binomial::Binomial(Param total_count, const Tensor& parameter, Given given, std:
   bernoulli_parameters(both[1], given, probs_, logits_);
   check_parameter(validates(), "Binomial", "total_count", total_count_,
                   [&] { return (total_count_ >= 0) & is_whole(total_count_); }, "IntegerGreaterThan(lower_bound=0)");
-  if (given == Given::probs) {
-    check_parameter(validates(), "Binomial", "probs", probs_, [&] { return (probs_ >= 0) & (probs_ <= 1); },
-                    "Interval(lower_bound=0.0, upper_bound=1.0)");
-  } else {
-    check_parameter(validates(), "Binomial", "logits", logits_, [&] { return is_real(logits_); }, "Real()");
-  }
+  check_probs_or_logits(validates(), "Binomial", given, given == Given::probs ? probs_ : logits_);
 }
 
 std::shared_ptr<Distribution> Binomial::expand(const Shape& batch_shape) const {
@@ -819,14 +844,14 @@ Tensor Binomial::enumerate_support(bool expand) const {
 // ---- OneHotCategorical ----
 
 namespace {
-Shape one_hot_event(const Tensor& parameter) {
-  categorical_batch(parameter);  // checks the parameter's dims
+Shape one_hot_event(const Tensor& parameter, const char* dist = "OneHotCategorical") {
+  categorical_batch(parameter, dist);  // checks the parameter's dims
   return {parameter.size(-1)};
 }
 }  // namespace
 
 OneHotCategorical::OneHotCategorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(categorical_batch(parameter), one_hot_event(parameter), validate_args),
+    : Distribution(categorical_batch(parameter, "OneHotCategorical"), one_hot_event(parameter), validate_args),
       categorical_(parameter, given, validate_args),
       given_(given) {}
 
@@ -864,9 +889,9 @@ Tensor OneHotCategorical::enumerate_support(bool expand) const {
 // ---- Multinomial ----
 
 Multinomial::Multinomial(int64_t total_count, const Tensor& parameter, Given given, std::optional<bool> validate_args)
-    : Distribution(categorical_batch(parameter), one_hot_event(parameter), validate_args),
+    : Distribution(categorical_batch(parameter, "Multinomial"), one_hot_event(parameter, "Multinomial"), validate_args),
       total_count_(total_count),
-      categorical_(parameter, given, validate_args),
+      categorical_(internal::checked_categorical(parameter, given, validate_args, "Multinomial"), given, validate_args),
       given_(given) {
   TD_CHECK(total_count >= 0, "Multinomial: total_count must be >= 0, got ", total_count);
 }
@@ -902,7 +927,7 @@ Tensor Multinomial::log_prob(const Tensor& value) const {
       "Multinomial(upper_bound=" + std::to_string(total_count_) + ")");
   const auto [v, logits] = promoted(value, this->logits());
   // A category of probability 0 that was never drawn adds nothing (0 * -inf would be NaN).
-  const Tensor terms = where((v == 0) & (logits == -std::numeric_limits<double>::infinity()), 0.0, logits * v);
+  const Tensor terms = where((v == 0) & (logits == -std::numeric_limits<double>::infinity()), 0.0, logits) * v;
   return (v.sum(-1) + 1).lgamma() - (v + 1).lgamma().sum(-1) + terms.sum(-1);
 }
 
@@ -953,18 +978,18 @@ Shape mvn_batch(const Tensor& loc, const Tensor& matrix, MultivariateNormal::Mat
                           Shape(loc.sizes().begin(), loc.sizes().end() - 1), dist);
 }
 
-// L from the precision matrix P without inverting P itself: the Cholesky factor of P with rows
-// and columns reversed, flipped back and transposed, is the inverse of L (PyTorch's route).
+}  // namespace
+
+namespace internal {
+
+// The Cholesky factor of P with rows and columns reversed, flipped back and transposed, is the
+// inverse of L (PyTorch's route): P itself is never inverted.
 Tensor precision_to_scale_tril(const Tensor& p) {
   const Tensor lf = linalg::cholesky(p.flip({-2, -1}));
   const Tensor l_inverse = lf.flip({-2, -1}).transpose(-2, -1);
   const Tensor identity = eye(p.size(-1), -1, p.options()).expand(l_inverse.sizes());
   return linalg::solve_triangular(l_inverse, identity, /*upper=*/false);
 }
-
-}  // namespace
-
-namespace internal {
 
 // Where x has more batch dims than L and its last ones are L's (many values against one
 // distribution, say), the extra ones become columns of one right-hand side, so L is not copied
@@ -997,6 +1022,7 @@ Tensor half_log_det(const Tensor& l) { return l.diagonal(0, -2, -1).log().sum(-1
 
 using internal::half_log_det;
 using internal::mahalanobis;
+using internal::precision_to_scale_tril;
 
 MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind,
                                        std::optional<bool> validate_args)

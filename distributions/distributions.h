@@ -650,7 +650,9 @@ class Kumaraswamy : public Distribution {
 
 // VonMises(loc, concentration): the circular normal, density e^(k cos(x - loc)) / (2 pi I0(k)) for
 // angles x (any real number, taken modulo 2 pi), k the concentration. Parameters: loc real, k > 0.
-// Draws lie in [-pi, pi) (Best and Fisher's rejection sampler, in float64 as PyTorch's). The mean
+// Draws lie in [-pi, pi) (Best and Fisher's rejection sampler, in float64 as PyTorch's; a narrower
+// dtype may round one to pi; above concentration 1e6, where the sampler's envelope rounds away,
+// the normal approximation N(loc, 1 / k), whose error is O(1 / k^2) there). The mean
 // and the mode are loc; the variance the circular one, 1 - I1(k) / I0(k). Bessel functions are
 // exact here (PyTorch's polynomial fits are within about 1e-7), and entropy is implemented
 // (PyTorch has none).
@@ -675,10 +677,11 @@ class VonMises : public Distribution {
 
 // ContinuousBernoulli(probs | logits): density C(p) p^x (1 - p)^(1-x) on [0, 1], C the normalising
 // constant (Loaiza-Ganem and Cunningham, 2019). probs in [0, 1] (clamped to [eps, 1 - eps], as
-// PyTorch's) or logits, real. Near p = 1/2 (inside `lims`) the closed forms of log C, the mean and
-// the variance cancel, and Taylor expansions take over, as PyTorch's. cdf and icdf are exact
-// everywhere (PyTorch's are the uniform's inside lims), so rsample, which inverts the cdf, is
-// differentiable at p = 1/2 too.
+// PyTorch's) or logits, real (the moments, cdf and icdf take them clamped the same way). Near
+// p = 1/2 (inside `lims`) the closed forms of log C and the mean cancel, and Taylor expansions take
+// over, as PyTorch's. The variance, cdf and icdf are exact there too, through their own expansions
+// in the logits (PyTorch's variance expansion has a wrong fourth-order sign, and its cdf and icdf
+// are the uniform's inside lims), so rsample, which inverts the cdf, is differentiable at p = 1/2.
 class ContinuousBernoulli : public Distribution {
  public:
   ContinuousBernoulli(Param parameter, Given given = Given::probs, std::optional<bool> validate_args = std::nullopt,
@@ -702,6 +705,7 @@ class ContinuousBernoulli : public Distribution {
   Tensor outside_lims() const;  // where the closed forms hold
   Tensor cut_probs() const;     // probs, and lims.first inside the lims (kept finite for the gradient)
   Tensor probs_, logits_;
+  Tensor natural_;  // the logits of the clamped probs: what the moments, cdf and icdf use
   Given given_;
   std::pair<double, double> lims_;
 };
@@ -751,8 +755,9 @@ class ExpRelaxedCategorical : public Distribution {
 };
 
 // Multinomial(total_count, probs | logits): the counts of total_count draws from a Categorical over
-// K, event_shape [K]. log_prob takes counts of any total (as PyTorch's: the support is counts >= 0
-// summing to at most total_count); sample and entropy use total_count.
+// K, event_shape [K]. log_prob takes whole counts >= 0 of any total up to total_count (PyTorch's
+// support; it does not check that they are whole), its factorials from their own sum; sample and
+// entropy use total_count.
 class Multinomial : public Distribution {
  public:
   explicit Multinomial(int64_t total_count, const Tensor& parameter, Given given = Given::probs,
@@ -838,6 +843,57 @@ class LowRankMultivariateNormal : public Distribution {
   Tensor loc_, cov_factor_, cov_diag_, capacitance_tril_;
 };
 
+// Wishart(df, Sigma): the distribution of X^T X for df rows X drawn from N(0, Sigma), over p x p
+// positive definite matrices (event_shape [p, p]). Sigma given as a covariance matrix, a
+// precision matrix or its lower Cholesky factor, [..., p, p], as MultivariateNormal's; df (> p - 1:
+// an error always, as PyTorch's) broadcasts with the matrix's batch. rsample is Bartlett's
+// decomposition, differentiable through its chi-squared draws; a draw that is not positive
+// definite (df near p - 1, in low precision) is drawn again, up to 10 times, as PyTorch's.
+class Wishart : public Distribution {
+ public:
+  using Matrix = MultivariateNormal::Matrix;
+  Wishart(Param df, const Tensor& matrix, Matrix kind = Matrix::covariance,
+          std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "Wishart"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;  // (df - p - 1) Sigma, NaN where df <= p + 1
+  Tensor variance() const override;
+  const Tensor& df() const { return df_; }
+  Tensor scale_tril() const;
+  Tensor covariance_matrix() const;
+  Tensor precision_matrix() const;
+  const Tensor& unbroadcasted_scale_tril() const { return scale_tril_; }
+
+ private:
+  Tensor bartlett(IntList sample_shape) const;  // one round of draws
+  Tensor df_, scale_tril_;
+};
+
+// LKJCholesky(dim, concentration): over the lower Cholesky factors L of dim x dim correlation
+// matrices (event_shape [dim, dim]), with density proportional to det(L L^T)^(concentration - 1):
+// uniform over correlation matrices at concentration 1, concentrated near the identity above.
+// Draws by the onion method (Lewandowski, Kurowicka and Joe, 2009), not differentiable. dim >= 2;
+// concentration > 0.
+class LKJCholesky : public Distribution {
+ public:
+  LKJCholesky(int64_t dim, Param concentration = 1.0, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "LKJCholesky"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor sample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  int64_t dim() const { return dim_; }
+  const Tensor& concentration() const { return concentration_; }
+
+ private:
+  int64_t dim_;
+  Tensor concentration_;
+};
+
 // Reinterprets the last `reinterpreted_batch_ndims` batch dims of a distribution as event dims:
 // log_prob and entropy sum over them (a diagonal Normal over vectors: Independent(Normal, 1)).
 class Independent : public Distribution {
@@ -896,17 +952,17 @@ class MixtureSameFamily : public Distribution {
 
 // KL(p || q), of p's and q's broadcast batch shape, by PyTorch's formulas:
 // - Two of the same family: every family here but StudentT, NegativeBinomial, Weibull,
-//   FisherSnedecor, Kumaraswamy, VonMises, Multinomial and the relaxed ones. Independent of those
-//   with the same reinterpreted dims; Binomials with q's total_count at most p's; Chi2 counts as a
-//   Gamma.
+//   FisherSnedecor, Kumaraswamy, VonMises, Multinomial, Wishart, LKJCholesky and the relaxed ones
+//   (as PyTorch's). Independent of those with the same reinterpreted dims; Binomials with q's
+//   total_count at most p's; Chi2 counts as a Gamma.
 // - The pairs of families PyTorch registers: Laplace || Normal, Normal || Laplace, Exponential ||
 //   Normal, Uniform || Normal, Uniform || Exponential, Gumbel || Normal, Exponential, Normal or
 //   Uniform || Gumbel, Bernoulli || Poisson, Beta || Exponential, Gamma, Normal or Uniform,
 //   Exponential || Gamma, Gamma || Exponential, Gumbel or Normal, Pareto || Exponential, Gamma or
 //   Normal, Uniform || Beta, Gamma or Pareto; MultivariateNormal and LowRankMultivariateNormal
 //   either way; ContinuousBernoulli || Exponential, Normal or Uniform; Beta or Uniform ||
-//   ContinuousBernoulli. With a Uniform and a ContinuousBernoulli, +inf only where the interval
-//   misses part of [0, 1] (PyTorch's also where it is exactly [0, 1]).
+//   ContinuousBernoulli. +inf where the Uniform's interval misses part of [0, 1] (CB || Uniform)
+//   or reaches beyond it (Uniform || CB); PyTorch's also where an end is exactly 0 or 1.
 // - +inf (of p's shape) where p's support reaches past q's: Normal, Laplace or Gumbel || Uniform,
 //   Exponential, Gamma, Beta, Pareto or ContinuousBernoulli; Exponential or Gamma || Uniform, Beta,
 //   Pareto or ContinuousBernoulli; Beta || Pareto; Pareto || Beta, Uniform or ContinuousBernoulli;

@@ -336,21 +336,22 @@ Tensor FisherSnedecor::log_prob(const Tensor& value) const {
   return half1 * ratio.log() + (half1 - 1) * v.log() - (half1 + half2) * (ratio * v).log1p() - log_beta;
 }
 
-// Where the moment does not exist the parameter is replaced by NaN before the formula (not the
-// result after it), so no gradient flows from the undefined branch.
+// NaN where the moment does not exist; there the formula sees safe parameters, so that no NaN
+// reaches the gradient.
 Tensor FisherSnedecor::mean() const {
-  const Tensor df2 = where(df2_ > 2, df2_, std::numeric_limits<double>::quiet_NaN());
-  return df2 / (df2 - 2);
+  const Tensor exists = df2_ > 2, df2 = where(exists, df2_, 3.0);
+  return where(exists, df2 / (df2 - 2), std::numeric_limits<double>::quiet_NaN());
 }
 
 Tensor FisherSnedecor::mode() const {
-  const Tensor df1 = where(df1_ > 2, df1_, std::numeric_limits<double>::quiet_NaN());
-  return (df1 - 2) / df1 * df2_ / (df2_ + 2);
+  const Tensor exists = df1_ > 2, df1 = where(exists, df1_, 3.0);
+  return where(exists, (df1 - 2) / df1 * df2_ / (df2_ + 2), std::numeric_limits<double>::quiet_NaN());
 }
 
 Tensor FisherSnedecor::variance() const {
-  const Tensor df2 = where(df2_ > 4, df2_, std::numeric_limits<double>::quiet_NaN());
-  return 2 * df2.pow(2) * (df1_ + df2 - 2) / (df1_ * (df2 - 2).pow(2) * (df2 - 4));
+  const Tensor exists = df2_ > 4, df2 = where(exists, df2_, 5.0);
+  return where(exists, 2 * df2.pow(2) * (df1_ + df2 - 2) / (df1_ * (df2 - 2).pow(2) * (df2 - 4)),
+               std::numeric_limits<double>::quiet_NaN());
 }
 
 }  // namespace tandem::distributions

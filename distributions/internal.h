@@ -34,14 +34,33 @@ Shape joined(IntList a, IntList b);  // a's sizes, then b's
 // is not rounded to float32 (the parameter is converted instead, as PyTorch's promotion does).
 std::pair<Tensor, Tensor> promoted(const Tensor& value, const Tensor& parameter);
 
+// PyTorch's clamp_probs: into [eps, 1 - eps], so that logs and logits of them stay finite.
+Tensor clamp_probs(const Tensor& p);
+
+// A Bernoulli-type parameter (probs or logits) as a tensor, errors naming `dist`; where validation
+// is on, probs must lie in [0, 1] and logits be real.
+Tensor probability_tensor(const Param& parameter, Given given, const char* dist);
+void check_probs_or_logits(bool validate, const char* dist, Given given, const Tensor& parameter);
+
 // A Bernoulli-type parameter and the other one derived from it: logits from probs clamped to
 // [eps, 1 - eps] (PyTorch's probs_to_logits), probs from logits by the sigmoid.
 void bernoulli_parameters(const Tensor& parameter, Given given, Tensor& probs, Tensor& logits);
+
+// A Categorical-type parameter [..., K]: its batch shape (the parameter checked to have a dim), and
+// Categorical's checks (a floating dtype, K > 0; where `validate_args`, or the default, asks: probs
+// that scale to a simplex, logits real once normalised), errors naming `dist`. checked_categorical
+// returns the parameter, for the distributions that hold a Categorical to check it under their name.
+Shape categorical_batch(const Tensor& parameter, const char* dist);
+void check_categorical(bool validate, const char* dist, Given given, const Tensor& parameter);
+const Tensor& checked_categorical(const Tensor& parameter, Given given, std::optional<bool> validate_args,
+                                  const char* dist);
 
 // |L^-1 x|^2 over the last dim, L (lower triangular) and x broadcast against each other.
 Tensor mahalanobis(const Tensor& l, const Tensor& x);
 // log det(L L^T) / 2 for a lower-triangular L with a positive diagonal.
 Tensor half_log_det(const Tensor& l);
+// The lower Cholesky factor L of P^-1 (L L^T = P^-1) from a precision matrix P.
+Tensor precision_to_scale_tril(const Tensor& p);
 
 inline constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
 

@@ -320,9 +320,9 @@ Tensor kl(const Uniform& p, const Pareto& q) {
 // p's support reaches where q has no density: +inf, shaped as p's parameter.
 Tensor infinite_like(const Tensor& t) { return full_like(t, kInf); }
 
-// q's support is bounded below (or on both sides), where that of a Normal, Laplace or Gumbel p is not.
-// ContinuousBernoulli, its pairs as PyTorch registers them. With a Uniform, +inf only where the
-// Uniform's interval misses part of [0, 1] (PyTorch's also where it is exactly [0, 1]).
+// ContinuousBernoulli, its pairs as PyTorch registers them. +inf where the Uniform's interval misses
+// part of [0, 1] (CB || Uniform) or reaches beyond it (Uniform || CB): PyTorch's also where an end is
+// exactly 0 or 1.
 Tensor kl(const ContinuousBernoulli& p, const ContinuousBernoulli& q) {
   const Tensor t1 = p.mean() * (p.logits() - q.logits());
   return t1 + p.log_normalizer() + (-p.probs()).log1p() - q.log_normalizer() - (-q.probs()).log1p();
@@ -358,6 +358,7 @@ void check_same_event(const Distribution& p, const Distribution& q) {
            " of different event shapes ", shape_str(p.event_shape()), " and ", shape_str(q.event_shape()));
 }
 
+// q's support is bounded below (or on both sides), where that of a Normal, Laplace or Gumbel p is not.
 bool reaches_below(const Distribution& q) {
   return as<Exponential>(q) || as<Uniform>(q) || as<Gamma>(q) || as<Beta>(q) || as<Pareto>(q) ||
          as<ContinuousBernoulli>(q);

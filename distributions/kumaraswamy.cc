@@ -40,9 +40,11 @@ std::shared_ptr<Distribution> Kumaraswamy::expand(const Shape& batch_shape) cons
 }
 
 // x = (1 - u^(1/b))^(1/a) for u uniform on [0, 1), with 1 - u^(1/b) as -expm1(log(u) / b): exact
-// where u^(1/b) is close to 1 (a large b).
+// where u^(1/b) is close to 1 (a large b). u = 0 is raised to the smallest normal number, where
+// log(u) would make b's gradient NaN.
 Tensor Kumaraswamy::rsample(IntList sample_shape) const {
-  const Tensor u = rand(extended_shape(sample_shape), concentration1_.options());
+  const Tensor u = rand(extended_shape(sample_shape), concentration1_.options())
+                       .clamp_min(finfo(concentration1_.dtype()).tiny);
   return (-(u.log() / concentration0_).expm1()).pow(concentration1_.reciprocal());
 }
 
@@ -83,12 +85,11 @@ Tensor Kumaraswamy::moment(double n) const {
 }
 
 // Where the density has a single interior or edge maximum (a >= 1 and b >= 1, not the uniform
-// a = b = 1); a is replaced by NaN elsewhere before the formula, so no gradient flows from there.
+// a = b = 1), else NaN. Elsewhere the formula sees a = b = 2, so that no NaN reaches the gradient.
 Tensor Kumaraswamy::mode() const {
-  const Tensor& b = concentration0_;
-  const Tensor defined = (concentration1_ >= 1) & (b >= 1) & ((concentration1_ > 1) | (b > 1));
-  const Tensor a = where(defined, concentration1_, std::numeric_limits<double>::quiet_NaN());
-  return ((a - 1) / (a * b - 1)).pow(a.reciprocal());
+  const Tensor defined = (concentration1_ >= 1) & (concentration0_ >= 1) & ((concentration1_ > 1) | (concentration0_ > 1));
+  const Tensor a = where(defined, concentration1_, 2.0), b = where(defined, concentration0_, 2.0);
+  return where(defined, ((a - 1) / (a * b - 1)).pow(a.reciprocal()), std::numeric_limits<double>::quiet_NaN());
 }
 
 }  // namespace tandem::distributions

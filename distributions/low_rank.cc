@@ -57,6 +57,14 @@ Tensor scaled_factor_t(const Tensor& w, const Tensor& d) { return transposed(w) 
 // The sum of the squares of a matrix's elements: trace(X X^T).
 Tensor trace_xxt(const Tensor& x) { return x.pow(2).sum({-2, -1}); }
 
+// C_L^-1 W^T D^-1, C_L the capacitance's Cholesky factor: (W W^T + D)^-1 = D^-1 - A^T A.
+Tensor woodbury_factor(const Tensor& capacitance_tril, const Tensor& w, const Tensor& d) {
+  return linalg::solve_triangular(capacitance_tril, scaled_factor_t(w, d), /*upper=*/false);
+}
+Tensor woodbury_factor(const LowRankMultivariateNormal& q) {
+  return woodbury_factor(q.capacitance_tril(), q.unbroadcasted_cov_factor(), q.unbroadcasted_cov_diag());
+}
+
 }  // namespace
 
 LowRankMultivariateNormal::LowRankMultivariateNormal(const Tensor& loc, const Tensor& cov_factor,
@@ -137,20 +145,12 @@ Tensor LowRankMultivariateNormal::covariance_matrix() const {
 
 Tensor LowRankMultivariateNormal::precision_matrix() const {
   const int64_t n = event_shape()[0];
-  const Tensor a = linalg::solve_triangular(capacitance_tril_, scaled_factor_t(cov_factor_, cov_diag_),
-                                            /*upper=*/false);
+  const Tensor a = woodbury_factor(capacitance_tril_, cov_factor_, cov_diag_);
   return (diag_embed(cov_diag_.reciprocal()) - transposed(a).matmul(a)).expand(joined(batch_shape(), {n, n}));
 }
 
 // The three KL divergences with a low-rank side (kl.cc dispatches to them).
 namespace internal {
-
-// C_L^-1 W^T D^-1 for q: (W W^T + D)^-1 = D^-1 - A^T A.
-Tensor woodbury_factor(const LowRankMultivariateNormal& q) {
-  return linalg::solve_triangular(q.capacitance_tril(),
-                                  scaled_factor_t(q.unbroadcasted_cov_factor(), q.unbroadcasted_cov_diag()),
-                                  /*upper=*/false);
-}
 
 Tensor kl_low_rank(const LowRankMultivariateNormal& p, const LowRankMultivariateNormal& q) {
   const Tensor& pw = p.unbroadcasted_cov_factor();
@@ -176,7 +176,8 @@ Tensor kl_low_rank(const LowRankMultivariateNormal& p, const MultivariateNormal&
   const Tensor& lq = q.unbroadcasted_scale_tril();
   const Tensor& pw = p.unbroadcasted_cov_factor();
   const int64_t n = p.event_shape()[0];
-  const Shape batch = broadcast_shapes(leading(lq, 2), leading(pw, 2), "kl_divergence");
+  const Shape batch = broadcast_shapes(broadcast_shapes(leading(lq, 2), leading(pw, 2), "kl_divergence"),
+                                       leading(p.unbroadcasted_cov_diag(), 1), "kl_divergence");
   const Tensor lq_b = lq.expand(joined(batch, {n, n}));
   // trace(Sigma_q^-1 (W W^T + D)) = |Lq^-1 W|_F^2 + |Lq^-1 D^(1/2)|_F^2.
   const Tensor trace =

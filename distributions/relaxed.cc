@@ -18,16 +18,13 @@ namespace tandem::distributions {
 using internal::bernoulli_parameters;
 using internal::broadcast_all;
 using internal::check_parameter;
+using internal::check_probs_or_logits;
+using internal::clamp_probs;
 using internal::is_real;
+using internal::probability_tensor;
 using internal::softplus;
 
 namespace {
-
-const char* given_name(Given given) { return given == Given::probs ? "probs" : "logits"; }
-
-Tensor parameter_tensor(const Param& parameter, Given given, const char* dist) {
-  return broadcast_all({parameter}, dist, {given_name(given)})[0];
-}
 
 // The temperature as a tensor of `batch`'s dtype and device and shape (the batch shape), which it
 // must broadcast to.
@@ -50,19 +47,9 @@ void check_temperature(bool validate, const char* dist, const Tensor& temperatur
                   "GreaterThan(lower_bound=0.0)");
 }
 
-void check_probs_or_logits(bool validate, const char* dist, Given given, const Tensor& parameter) {
-  if (given == Given::probs) {
-    check_parameter(validate, dist, "probs", parameter, [&] { return (parameter >= 0) & (parameter <= 1); },
-                    "Interval(lower_bound=0.0, upper_bound=1.0)");
-  } else {
-    check_parameter(validate, dist, "logits", parameter, [&] { return is_real(parameter); }, "Real()");
-  }
-}
-
-// PyTorch's clamp_probs: into [eps, 1 - eps], so that logs and logits of them stay finite.
-Tensor clamp_probs(const Tensor& p) {
-  const double eps = finfo(p.dtype()).eps;
-  return p.clamp(eps, 1 - eps);
+Shape categorical_event(const Tensor& parameter, const char* dist) {
+  internal::categorical_batch(parameter, dist);  // checks the parameter's dims
+  return {parameter.size(-1)};
 }
 
 const char* const kUnitInterval = "Interval(lower_bound=0.0, upper_bound=1.0)";
@@ -73,19 +60,24 @@ const char* const kUnitInterval = "Interval(lower_bound=0.0, upper_bound=1.0)";
 
 ContinuousBernoulli::ContinuousBernoulli(Param parameter, Given given, std::optional<bool> validate_args,
                                          std::pair<double, double> lims)
-    : Distribution(parameter_tensor(parameter, given, "ContinuousBernoulli").sizes(), {}, validate_args),
+    : Distribution(probability_tensor(parameter, given, "ContinuousBernoulli").sizes(), {}, validate_args),
       given_(given),
       lims_(lims) {
-  const Tensor p = parameter_tensor(parameter, given, "ContinuousBernoulli");
+  const Tensor p = probability_tensor(parameter, given, "ContinuousBernoulli");
   TD_CHECK(lims.first < 0.5 && 0.5 < lims.second, "ContinuousBernoulli: lims must enclose 0.5, got (", lims.first,
            ", ", lims.second, ")");
   check_probs_or_logits(validates(), "ContinuousBernoulli", given, p);
   if (given == Given::probs) {
     probs_ = clamp_probs(p);
     logits_ = probs_.log() - (-probs_).log1p();
+    natural_ = logits_;
   } else {
     logits_ = p;
     probs_ = clamp_probs(p.sigmoid());
+    // The logits of the clamped probs, which the moments and log C describe, without rounding the
+    // logits through probs.
+    const double eps = finfo(p.dtype()).eps, bound = std::log1p(-eps) - std::log(eps);
+    natural_ = p.clamp(-bound, bound);
   }
 }
 
@@ -121,10 +113,10 @@ Tensor ContinuousBernoulli::mean() const {
 // cancel near 0, so below |lambda| = 0.25 its series takes over (exact to 1e-14 on both sides).
 // PyTorch's closed form in probs cancels the same way and loses up to 1e-10 next to its band.
 Tensor ContinuousBernoulli::variance() const {
-  const Tensor small = logits_.abs() < 0.25;
-  const Tensor lambda = where(small, 1.0, logits_);
+  const Tensor small = natural_.abs() < 0.25;
+  const Tensor lambda = where(small, 1.0, natural_);
   const Tensor closed = lambda.pow(-2) - (lambda / 2).sinh().pow(-2) / 4;
-  const Tensor x = logits_.pow(2);
+  const Tensor x = natural_.pow(2);
   const Tensor series = 1.0 / 12 + x * (-1.0 / 240 + x * (1.0 / 6048 + x * (-1.0 / 172800 + x / 5322240)));
   return where(small, series, closed);
 }
@@ -148,27 +140,27 @@ Tensor ContinuousBernoulli::log_prob(const Tensor& value) const {
 // 1e-3, and with no gradient in the parameter there (rsample's included).
 namespace {
 constexpr double kExpansion = 1e-5;
-Tensor small_logits(const Tensor& logits) { return logits.abs() < kExpansion; }
-// logits where they are not small, 1 elsewhere (the closed forms' unused branch stays finite).
-Tensor cut_logits(const Tensor& logits) { return where(small_logits(logits), 1.0, logits); }
+Tensor small_logits(const Tensor& lambda) { return lambda.abs() < kExpansion; }
+// lambda where it is not small, 1 elsewhere (the closed forms' unused branch stays finite).
+Tensor cut_logits(const Tensor& lambda) { return where(small_logits(lambda), 1.0, lambda); }
 }  // namespace
 
 Tensor ContinuousBernoulli::cdf(const Tensor& value) const {
   check_value(value, [&] { return (value >= 0) & (value <= 1); }, kUnitInterval);
-  const Tensor lambda = cut_logits(logits_);
+  const Tensor lambda = cut_logits(natural_);
   const Tensor closed = (lambda * value).expm1() / lambda.expm1();
-  const Tensor expansion = value + logits_ * value * (value - 1) / 2 +
-                           logits_.pow(2) * value * (value - 1) * (2 * value - 1) / 12;
-  const Tensor inside = where(small_logits(logits_), expansion, closed);
+  const Tensor expansion = value + natural_ * value * (value - 1) / 2 +
+                           natural_.pow(2) * value * (value - 1) * (2 * value - 1) / 12;
+  const Tensor inside = where(small_logits(natural_), expansion, closed);
   return where(value <= 0, 0.0, where(value >= 1, 1.0, inside));
 }
 
 Tensor ContinuousBernoulli::icdf(const Tensor& value) const {
-  const Tensor lambda = cut_logits(logits_);
+  const Tensor lambda = cut_logits(natural_);
   const Tensor closed = (value * lambda.expm1()).log1p() / lambda;
-  const Tensor expansion = value + logits_ * value * (1 - value) / 2 +
-                           logits_.pow(2) * value * (1 - value) * (1 - 2 * value) / 6;
-  return where(small_logits(logits_), expansion, closed);
+  const Tensor expansion = value + natural_ * value * (1 - value) / 2 +
+                           natural_.pow(2) * value * (1 - value) * (1 - 2 * value) / 6;
+  return where(small_logits(natural_), expansion, closed);
 }
 
 Tensor ContinuousBernoulli::entropy() const {
@@ -180,10 +172,10 @@ Tensor ContinuousBernoulli::entropy() const {
 
 LogitRelaxedBernoulli::LogitRelaxedBernoulli(Param temperature, Param parameter, Given given,
                                              std::optional<bool> validate_args)
-    : Distribution(parameter_tensor(parameter, given, "LogitRelaxedBernoulli").sizes(), {}, validate_args),
+    : Distribution(probability_tensor(parameter, given, "LogitRelaxedBernoulli").sizes(), {}, validate_args),
       given_(given) {
   constexpr const char* dist = "LogitRelaxedBernoulli";
-  const Tensor p = parameter_tensor(parameter, given, dist);
+  const Tensor p = probability_tensor(parameter, given, dist);
   temperature_ = temperature_tensor(temperature, p, dist);
   check_temperature(validates(), dist, temperature_);
   check_probs_or_logits(validates(), dist, given, p);
@@ -212,24 +204,12 @@ Tensor LogitRelaxedBernoulli::log_prob(const Tensor& value) const {
 
 // ---- ExpRelaxedCategorical ----
 
-namespace {
-Shape categorical_batch(const Tensor& parameter, const char* dist) {
-  TD_CHECK(parameter.defined() && parameter.dim() >= 1, dist, ": the parameter must have at least one dim ",
-           "(the categories, last), got ", parameter.defined() ? shape_str(parameter.sizes()) : std::string("none"));
-  return Shape(parameter.sizes().begin(), parameter.sizes().end() - 1);
-}
-
-Shape categorical_event(const Tensor& parameter, const char* dist) {
-  categorical_batch(parameter, dist);  // checks the parameter's dims
-  return {parameter.size(-1)};
-}
-}  // namespace
-
 ExpRelaxedCategorical::ExpRelaxedCategorical(Param temperature, const Tensor& parameter, Given given,
                                              std::optional<bool> validate_args)
-    : Distribution(categorical_batch(parameter, "ExpRelaxedCategorical"),
+    : Distribution(internal::categorical_batch(parameter, "ExpRelaxedCategorical"),
                    categorical_event(parameter, "ExpRelaxedCategorical"), validate_args),
-      categorical_(parameter, given, validate_args),
+      categorical_(internal::checked_categorical(parameter, given, validate_args, "ExpRelaxedCategorical"), given,
+                   validate_args),
       given_(given) {
   constexpr const char* dist = "ExpRelaxedCategorical";
   temperature_ = temperature_tensor(temperature, categorical_.logits().select(-1, 0), dist);
@@ -263,9 +243,31 @@ Tensor ExpRelaxedCategorical::log_prob(const Tensor& value) const {
 
 // ---- RelaxedBernoulli ----
 
+namespace {
+// The base distributions, their parameters checked first under the outer distribution's name.
+std::shared_ptr<const LogitRelaxedBernoulli> logit_base(const Param& temperature, const Param& parameter, Given given,
+                                                        std::optional<bool> validate_args) {
+  constexpr const char* dist = "RelaxedBernoulli";
+  const bool validate = validate_args.value_or(Distribution::default_validate_args());
+  const Tensor p = probability_tensor(parameter, given, dist);
+  check_temperature(validate, dist, temperature_tensor(temperature, p, dist));
+  check_probs_or_logits(validate, dist, given, p);
+  return std::make_shared<LogitRelaxedBernoulli>(temperature, parameter, given, validate_args);
+}
+
+std::shared_ptr<const ExpRelaxedCategorical> exp_base(const Param& temperature, const Tensor& parameter, Given given,
+                                                      std::optional<bool> validate_args) {
+  constexpr const char* dist = "RelaxedOneHotCategorical";
+  internal::checked_categorical(parameter, given, validate_args, dist);
+  const bool validate = validate_args.value_or(Distribution::default_validate_args());
+  check_temperature(validate, dist, temperature_tensor(temperature, parameter.select(-1, 0), dist));
+  return std::make_shared<ExpRelaxedCategorical>(temperature, parameter, given, validate_args);
+}
+}  // namespace
+
 RelaxedBernoulli::RelaxedBernoulli(Param temperature, Param parameter, Given given,
                                    std::optional<bool> validate_args)
-    : TransformedDistribution(std::make_shared<LogitRelaxedBernoulli>(temperature, parameter, given, validate_args),
+    : TransformedDistribution(logit_base(temperature, parameter, given, validate_args),
                               {std::make_shared<SigmoidTransform>()}, validate_args),
       given_(given) {}
 
@@ -283,7 +285,7 @@ std::shared_ptr<Distribution> RelaxedBernoulli::expand(const Shape& batch_shape)
 
 RelaxedOneHotCategorical::RelaxedOneHotCategorical(Param temperature, const Tensor& parameter, Given given,
                                                    std::optional<bool> validate_args)
-    : TransformedDistribution(std::make_shared<ExpRelaxedCategorical>(temperature, parameter, given, validate_args),
+    : TransformedDistribution(exp_base(temperature, parameter, given, validate_args),
                               {std::make_shared<ExpTransform>()}, validate_args),
       given_(given) {}
 

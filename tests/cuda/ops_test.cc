@@ -2485,7 +2485,7 @@ TEST_CASE("distributions on the device give the CPU's log_prob, entropy, cdf and
   }
 }
 
-TEST_CASE("low-rank, relaxed and circular distributions on the device equal the CPU's", "[cuda]") {
+TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device equal the CPU's", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(57);
   namespace D = td::distributions;
@@ -2514,11 +2514,19 @@ TEST_CASE("low-rank, relaxed and circular distributions on the device equal the 
   const Tensor simplex = relaxed_dev.rsample({7});
   tt::check_close(relaxed_dev.log_prob(simplex), D::RelaxedOneHotCategorical(0.5, probs).log_prob(simplex.cpu()),
                   1e-12, 1e-12, "RelaxedOneHotCategorical log_prob");
+  const Tensor sigma = w.matmul(w.t()) + td::eye(4, -1, td::kFloat64), x = sigma.matmul(sigma) + sigma;
+  const D::Wishart wishart_cpu(positive + 5, sigma), wishart_dev(ct::twin(positive) + 5, ct::twin(sigma));
+  tt::check_close(wishart_dev.log_prob(ct::twin(x)), wishart_cpu.log_prob(x), 1e-10, 1e-10, "Wishart log_prob");
+  tt::check_close(wishart_dev.entropy(), wishart_cpu.entropy(), 1e-12, 1e-12, "Wishart entropy");
+  const D::LKJCholesky lkj_cpu(4, positive), lkj_dev(4, ct::twin(positive));
+  const Tensor factors = lkj_dev.sample({3});
+  tt::check_close(lkj_dev.log_prob(factors), lkj_cpu.log_prob(factors.cpu()), 1e-12, 1e-12, "LKJCholesky log_prob");
+  tt::check_close(factors.pow(2).sum(-1).cpu(), td::ones({3, 4, 4}, td::kFloat64), 1e-12, 1e-12, "LKJ unit rows");
   const Tensor many = multi_dev.sample({7});
   CHECK(many.device() == ct::device());
   tt::check_close(many.sum(-1).cpu(), td::full({7, 3}, 20.0, td::kFloat64), 0, 0, "Multinomial draws count 20");
   for (const Tensor& draws : {low_dev.rsample({7}), von_dev.sample({7}), cb_dev.rsample({7}), kuma_dev.rsample({7}),
-                              fisher_dev.rsample({7}), simplex,
+                              fisher_dev.rsample({7}), simplex, wishart_dev.rsample({7}), factors,
                               D::RelaxedBernoulli(0.5, ct::twin(positive.sigmoid())).rsample({7})}) {
     CHECK(draws.device() == ct::device());
     CHECK(draws.size(0) == 7);

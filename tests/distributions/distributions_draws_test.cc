@@ -1,5 +1,5 @@
 // FisherSnedecor, Kumaraswamy, VonMises, ContinuousBernoulli, the relaxed Bernoulli and categorical
-// distributions, LowRankMultivariateNormal and Multinomial: their values are PyTorch's through
+// distributions, LowRankMultivariateNormal, Multinomial, Wishart and LKJCholesky: their values are PyTorch's through
 // distributions_test.cc's fixture; here their draws (against their cdf, their moments, or an exact
 // property of the sampler), rsample's pathwise gradients, gradcheck where tandem's formulas are its
 // own (PyTorch's differ), cross-checks between families, expand, validation and errors.
@@ -66,6 +66,10 @@ TEST_CASE("FisherSnedecor draws have its moments, and their gradients the moment
   // d/d df2 E[x] = -2 / (df2 - 2)^2.
   x.sum().backward();
   check_mean(d2.grad(), {-2 / 100.0, -2 / 324.0}, "d/d df2 E[x]");
+  // E[x^2] = df2^2 (df1 + 2) / (df1 (df2 - 2) (df2 - 4)), so d/d df1 E[x^2] = -2 df2^2 / (df1^2 (df2 - 2) (df2 - 4)).
+  Tensor d1 = per_draw(df1);
+  D::FisherSnedecor(d1, f64(df2)).rsample().pow(2).sum().backward();
+  check_mean(d1.grad(), {-2 * 144 / (25 * 10 * 8.0), -2 * 400 / (4 * 18 * 16.0)}, "d/d df1 E[x^2]");
   check_gradients([](const std::vector<Tensor>& in) { return D::FisherSnedecor(in[0], in[1]).log_prob(in[2]); },
                   {f64({0.7, 3.0}).requires_grad_(true), f64({4.5, 1.2}).requires_grad_(true), f64({0.3, 2.5})},
                   "FisherSnedecor log_prob");
@@ -92,6 +96,13 @@ TEST_CASE("Kumaraswamy draws follow its cdf; pathwise gradients average to the m
   const std::vector<double> density = values(D::Kumaraswamy(f64({3.0}), f64({4.0})).log_prob(around));
   CHECK(density[1] > density[0]);
   CHECK(density[1] > density[2]);
+  // Where the mode is undefined (NaN), no NaN reaches either concentration's gradient.
+  Tensor a_leaf = f64({0.5, 2.0}).requires_grad_(true), b_leaf = f64({3.0, 0.5}).requires_grad_(true);
+  const Tensor undefined = D::Kumaraswamy(a_leaf, b_leaf).mode();
+  CHECK(td::isnan(undefined).all().item<bool>());
+  td::where(td::isnan(undefined), 0.0, undefined).sum().backward();
+  check_close(a_leaf.grad(), {0, 0}, 0, 0, "a");
+  check_close(b_leaf.grad(), {0, 0}, 0, 0, "b");
   check_gradients(
       [](const std::vector<Tensor>& in) {
         const D::Kumaraswamy d(in[0], in[1]);
@@ -142,6 +153,14 @@ TEST_CASE("VonMises draws have its circular moments, and its density integrates 
       },
       {f64({0.3, -1.0, 2.0}).requires_grad_(true), f64({0.02, 3.0, 40.0}).requires_grad_(true), f64({1.0, 0.5, 2.2})},
       "VonMises");
+  // Past concentration 1e6 the draws are normal with variance 1 / k; an infinite one gives loc.
+  const D::VonMises sharp(f64({1.0, -3.1, 2.0}), f64({1e8, 1e15, INFINITY}));
+  const Tensor peaked = sharp.sample({kDraws});
+  check_mean((peaked - sharp.loc()).select(1, 0).unsqueeze(-1), {0.0}, "mean at k = 1e8");
+  check_mean((peaked - sharp.loc()).select(1, 0).pow(2).unsqueeze(-1) * 1e8, {1.0}, "variance 1 / k");
+  CHECK(((peaked.select(1, 1) + 3.1).abs() < 1e-6).all().item<bool>());
+  CHECK((peaked.select(1, 2) == 2.0).all().item<bool>());
+  check_error([&] { D::VonMises(0.0, f64({NAN}), false).sample(); }, {"VonMises", "accepted no draw"});
   CHECK(!v.has_rsample());
   check_error([&] { v.rsample(); }, {"VonMises", "does not support rsample"});
 }
@@ -169,6 +188,16 @@ TEST_CASE("ContinuousBernoulli: draws follow its cdf, exact and differentiable a
     const D::ContinuousBernoulli d(f64({logit}), D::Given::logits);
     const Tensor u = f64({0.01, 0.3, 0.5, 0.77, 0.999}).unsqueeze(-1);
     check_close(d.cdf(d.icdf(u)), values(u), 1e-14, 1e-14, "cdf(icdf(u))");
+  }
+  // Large logits: the moments, cdf and icdf take them clamped as the probs are, and stay finite.
+  for (const auto dtype : {td::kFloat32, td::kFloat64}) {
+    const D::ContinuousBernoulli steep(td::tensor({-300.0, 60.0, 300.0}, dtype), D::Given::logits);
+    const Tensor x = steep.rsample({1000});
+    CHECK((x >= 0).all().item<bool>());
+    CHECK((x <= 1).all().item<bool>());
+    CHECK(td::isfinite(steep.cdf(td::full({3}, 0.999, dtype))).all().item<bool>());
+    CHECK(td::isfinite(steep.variance()).all().item<bool>());
+    CHECK(td::isfinite(steep.mean()).all().item<bool>());
   }
   check_gradients(
       [](const std::vector<Tensor>& in) {
@@ -217,10 +246,12 @@ TEST_CASE("RelaxedOneHotCategorical draws: points of the simplex whose argmax is
     // The Gumbel-max trick: the largest coordinate is a Categorical(probs) draw, at any temperature.
     const Tensor picks = td::one_hot(y.argmax(-1), 4).to(td::kFloat64).reshape({kDraws, 8});
     check_mean(picks, values((probs / probs.sum(-1, true)).reshape({8})), "argmax frequencies");
-    const D::ExpRelaxedCategorical log_form(temperature, probs);
-    check_close(relaxed.log_prob(y.narrow(0, 0, 5)),
-                values(log_form.log_prob(y.narrow(0, 0, 5).log()) - y.narrow(0, 0, 5).log().sum(-1)), 1e-12, 1e-12,
-                "log_prob through exp's Jacobian");
+    // The temperature: t (log y_i - log y_j) - (l_i - l_j) is a difference of two Gumbel variates,
+    // standard logistic.
+    const Tensor logits = relaxed.logits();
+    const Tensor logistic = temperature * (y.select(-1, 0).log() - y.select(-1, 2).log()) -
+                            (logits.select(-1, 0) - logits.select(-1, 2));
+    CHECK(ks_statistic(D::Uniform(f64({0.0}), f64({1.0})), logistic.sigmoid()) < 2.7);
   }
   check_gradients([](const std::vector<Tensor>& in) { return D::ExpRelaxedCategorical(in[0], in[1]).log_prob(in[2]); },
                   {td::full({}, 0.7, td::kFloat64).requires_grad_(true), f64({0.2, 0.5, 0.3}).requires_grad_(true),
@@ -265,11 +296,18 @@ TEST_CASE("LowRankMultivariateNormal equals the MultivariateNormal of its covari
       {f64({0.2, -0.3, 0.5}).requires_grad_(true), f64({0.4, -0.2, 0.9, 0.1, 0.3, 0.7}).view({3, 2}).requires_grad_(true),
        f64({0.6, 1.1, 0.4}).requires_grad_(true), f64({1.0, 0.0, -0.5})},
       "LowRankMultivariateNormal");
-  // rsample reaches every parameter.
-  Tensor wl = w.clone().requires_grad_(true), dl = d.clone().requires_grad_(true);
-  D::LowRankMultivariateNormal(loc, wl, dl).rsample({3}).pow(2).sum().backward();
-  CHECK(wl.grad().defined());
-  CHECK(dl.grad().defined());
+  // rsample's pathwise gradients: E|x|^2 = |loc|^2 + trace(W W^T) + sum D, so d/dW = 2 W, d/dD = 1.
+  Tensor wl = w.expand({kDraws, 4, 2}).contiguous().requires_grad_(true);
+  Tensor dl = d.expand({kDraws, 4}).contiguous().requires_grad_(true);
+  D::LowRankMultivariateNormal(loc.select(0, 0), wl, dl).rsample().pow(2).sum().backward();
+  check_mean(wl.grad().reshape({kDraws, 8}), values((2 * w).reshape({8})), "d/dW E|x|^2");
+  check_mean(dl.grad(), {1, 1, 1, 1}, "d/dD E|x|^2");
+  // A batch of diagonals beside one factor, against a full Gaussian (PyTorch's KL fails there).
+  const D::LowRankMultivariateNormal diagonals(f64({0.0, 0.5, 1.0, -1.0}), w, td::stack({d, d * 2}));
+  const D::MultivariateNormal reference(loc.select(0, 1), other.covariance_matrix());
+  check_close(D::kl_divergence(diagonals, reference),
+              values(D::kl_divergence(D::MultivariateNormal(diagonals.loc(), diagonals.covariance_matrix()), reference)),
+              1e-12, 1e-12, "KL with batched cov_diag");
 }
 
 TEST_CASE("Multinomial draws count total_count categories; entropy is the enumerated sum", "[cpu]") {
@@ -297,6 +335,78 @@ TEST_CASE("Multinomial draws count total_count categories; entropy is the enumer
   CHECK(!m.has_rsample());
 }
 
+TEST_CASE("Wishart draws have its mean and variance; their gradients the mean's derivative", "[cpu]") {
+  td::manual_seed(69);
+  const Tensor a = f64({1.0, 0.3, -0.2, 0.5, 1.2, 0.4, 0.1, -0.6, 0.9}).view({3, 3});
+  const Tensor sigma = a.matmul(a.t()) + td::eye(3, -1, td::kFloat64) * 0.5;
+  Tensor df = td::full({kDraws}, 5.5, td::kFloat64).requires_grad_(true);
+  const D::Wishart w(df, sigma);
+  const Tensor x = w.rsample();
+  REQUIRE(x.sizes() == Shape{kDraws, 3, 3});
+  check_close(x.detach() - x.detach().transpose(-2, -1), std::vector<double>(9 * kDraws, 0.0), 0, 1e-12, "symmetric");
+  CHECK((std::get<1>(td::linalg::cholesky_ex(x.detach())) == 0).all().item<bool>());
+  const D::Wishart one(5.5, sigma);
+  check_mean(x.detach().reshape({kDraws, 9}), values(one.mean().reshape({9})), "mean df Sigma");
+  check_mean((x.detach() - one.mean()).pow(2).reshape({kDraws, 9}), values(one.variance().reshape({9})), "variance");
+  // d/d df E[sum X] = sum Sigma, per draw through the chi-squared draws.
+  x.sum().backward();
+  check_mean(df.grad().unsqueeze(-1), {sigma.sum().item<double>()}, "d/d df E[sum X]");
+  // A number df beside a batch of matrices.
+  const D::Wishart batched(4.0, sigma.expand({2, 3, 3}), D::Wishart::Matrix::covariance);
+  CHECK(batched.batch_shape() == Shape{2});
+  CHECK(batched.sample({5}).sizes() == Shape{5, 2, 3, 3});
+  CHECK(td::isnan(batched.mode()).all().item<bool>());  // df <= p + 1
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        // The covariance made symmetric: cholesky reads one triangle, and returns a symmetric gradient.
+        const D::Wishart dist(in[0], (in[1] + in[1].transpose(-2, -1)) / 2);
+        return td::cat({dist.log_prob(in[2]).reshape({-1}), dist.entropy().reshape({-1})});
+      },
+      {f64({3.5}).requires_grad_(true), sigma.clone().requires_grad_(true), sigma.matmul(sigma) + td::eye(3, -1, td::kFloat64)},
+      "Wishart");
+}
+
+TEST_CASE("LKJCholesky draws: correlation factors with the onion method's moments", "[cpu]") {
+  td::manual_seed(70);
+  for (const int64_t dim : {2, 4}) {
+    for (const double eta : {0.5, 1.0, 4.0}) {
+      INFO("dim " << dim << ", concentration " << eta);
+      const D::LKJCholesky lkj(dim, f64({eta}));
+      const Tensor l = lkj.sample({kDraws}).select(1, 0);  // [N, dim, dim]
+      CHECK((l.tril() == l).all().item<bool>());
+      CHECK((l.diagonal(0, -2, -1) > 0).all().item<bool>());
+      check_close(l.pow(2).sum(-1), std::vector<double>(kDraws * dim, 1.0), 1e-12, 1e-12, "unit rows");
+      // Each off-diagonal correlation is 2 Beta(b, b) - 1 with b = eta - 1 + dim / 2: mean 0 and
+      // mean square 1 / (2 eta + dim - 1).
+      const Tensor corr = l.matmul(l.transpose(-2, -1)).select(-1, 0).select(-1, 1);
+      check_mean(corr.unsqueeze(-1), {0.0}, "E[r]");
+      check_mean(corr.pow(2).unsqueeze(-1), {1 / (2 * eta + static_cast<double>(dim) - 1)}, "E[r^2]");
+    }
+  }
+  // For dim 2 the density over r = L[1][0] is (1 - r^2)^(eta - 1) / B(1/2, eta): it integrates to 1
+  // (Simpson's rule; eta >= 1 keeps the integrand smooth at the ends).
+  const int64_t points = 20001;
+  const Tensor r = td::linspace(-1.0, 1.0, points, td::kFloat64);
+  Tensor factors = td::zeros({points, 2, 2}, td::kFloat64);
+  factors.select(-1, 0).select(-1, 0).fill_(1.0);
+  factors.select(-2, 1).select(-1, 0).copy_(r);
+  factors.select(-2, 1).select(-1, 1).copy_((1 - r.pow(2)).clamp_min(1e-300).sqrt());
+  Tensor weights = td::full({points}, 2.0, td::kFloat64);
+  weights.narrow(0, 1, points - 1).view({-1, 2}).select(1, 0).fill_(4.0);
+  weights.narrow(0, 0, 1).fill_(1.0);
+  weights.narrow(0, points - 1, 1).fill_(1.0);
+  for (const double eta : {1.0, 2.0, 3.5}) {
+    INFO("concentration " << eta);
+    const Tensor density = D::LKJCholesky(2, f64({eta}), false).log_prob(factors.unsqueeze(1)).squeeze(1).exp();
+    const double integral = (density * weights).sum().item<double>() * (2.0 / (points - 1)) / 3;
+    CHECK(std::abs(integral - 1) < 1e-9);
+  }
+  check_gradients([](const std::vector<Tensor>& in) { return D::LKJCholesky(3, in[0]).log_prob(in[1]); },
+                  {f64({0.7, 2.0}).requires_grad_(true), D::LKJCholesky(3, f64({1.5})).sample({2}).squeeze(1)},
+                  "LKJCholesky log_prob");
+  CHECK(!D::LKJCholesky(3).has_rsample());
+}
+
 TEST_CASE("this file's families expand, keep their kind and score the same values", "[cpu]") {
   const Tensor p = f64({0.6, 1.7});
   const Tensor unit = f64({0.3, 0.8});
@@ -313,6 +423,8 @@ TEST_CASE("this file's families expand, keep their kind and score the same value
       {std::make_shared<D::RelaxedOneHotCategorical>(0.5, row), row},
       {std::make_shared<D::Multinomial>(5, row), f64({1.0, 3.0, 1.0})},
       {std::make_shared<D::LowRankMultivariateNormal>(row, f64({1.0, 0.5, -0.3}).view({3, 1}), row), row},
+      {std::make_shared<D::Wishart>(f64({3.0, 4.5}), td::eye(2, -1, td::kFloat64)), td::eye(2, -1, td::kFloat64) * 2},
+      {std::make_shared<D::LKJCholesky>(2, p), td::eye(2, -1, td::kFloat64)},
   };
   for (const auto& [d, value] : families) {
     INFO(d->name());
@@ -349,12 +461,16 @@ TEST_CASE("this file's families refuse bad parameters and values, naming them", 
               {"LogitRelaxedBernoulli", "temperature", "GreaterThan"});
   check_error([&] { D::RelaxedBernoulli(f64({1.0, 2.0, 3.0}), f64({0.3, 0.3})); },
               {"RelaxedBernoulli", "temperature", "[3]", "[2]"});
-  check_error([&] { D::RelaxedBernoulli(0.5, f64({1.5})); }, {"LogitRelaxedBernoulli", "probs", "Interval"});
+  check_error([&] { D::RelaxedBernoulli(0.5, f64({1.5})); }, {"RelaxedBernoulli: ", "probs", "Interval"});
   check_error([&] { D::ExpRelaxedCategorical(f64({1.0, 2.0}), row); },
               {"ExpRelaxedCategorical", "temperature", "[2]", "does not broadcast to the batch shape []"});
-  check_error([&] { D::RelaxedOneHotCategorical(0.5, f64({0.5}).squeeze()); }, {"ExpRelaxedCategorical", "at least one dim"});
+  check_error([&] { D::RelaxedOneHotCategorical(0.5, f64({0.5}).squeeze()); },
+              {"RelaxedOneHotCategorical", "at least one dim"});
+  check_error([&] { D::RelaxedOneHotCategorical(-0.5, row); }, {"RelaxedOneHotCategorical", "temperature", "GreaterThan"});
   check_error([&] { D::Multinomial(-1, row); }, {"Multinomial", "total_count", "-1"});
-  check_error([&] { D::Multinomial(3, f64({-0.2, 0.5})); }, {"Categorical", "probs", "Simplex"});
+  check_error([&] { D::Multinomial(3, f64({-0.2, 0.5})); }, {"Multinomial", "probs", "Simplex"});
+  check_error([&] { D::ExpRelaxedCategorical(0.5, f64({0.2, NAN}), D::Given::logits); },
+              {"ExpRelaxedCategorical", "logits", "Real()"});
   check_error([&] { D::LowRankMultivariateNormal(row, f64({1.0, 2.0}).view({2, 1}), row); },
               {"LowRankMultivariateNormal", "cov_factor", "[2, 1]", "n = 3"});
   check_error([&] { D::LowRankMultivariateNormal(row, row.view({3, 1}), f64({1.0, 2.0})); },
@@ -363,6 +479,16 @@ TEST_CASE("this file's families refuse bad parameters and values, naming them", 
               {"LowRankMultivariateNormal", "cov_diag", "GreaterThan"});
   check_error([&] { D::LowRankMultivariateNormal(row, row.view({3, 1}).to(td::kFloat32), row); },
               {"LowRankMultivariateNormal", "dtype", "float64", "float32"});
+  const Tensor identity = td::eye(3, -1, td::kFloat64);
+  check_error([&] { D::Wishart(2.0, identity); }, {"Wishart", "df", "greater than p - 1 = 2"});
+  check_error([&] { D::Wishart(4.0, identity.narrow(0, 0, 2)); }, {"Wishart", "p, p]", "[2, 3]"});
+  check_error([&] { D::Wishart(4.0, -identity); }, {"Wishart", "covariance_matrix", "PositiveDefinite()"});
+  check_error([&] { D::Wishart(4.0, identity.t().triu() + 1, D::Wishart::Matrix::scale_tril); },
+              {"Wishart", "scale_tril", "LowerCholesky()"});
+  check_error([&] { D::Wishart(4.0, identity).log_prob(-identity); }, {"Wishart", "support", "PositiveDefinite()"});
+  check_error([&] { D::LKJCholesky(1); }, {"LKJCholesky", "dim", "at least 2", "1"});
+  check_error([&] { D::LKJCholesky(3, negative); }, {"LKJCholesky", "concentration", "GreaterThan"});
+  check_error([&] { D::LKJCholesky(3).log_prob(identity * 2); }, {"LKJCholesky", "support", "CorrCholesky()"});
   before.check_unchanged(negative);
   row_before.check_unchanged(row);
   // Values outside the support.

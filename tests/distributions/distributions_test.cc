@@ -60,6 +60,19 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "FisherSnedecor") return std::make_shared<D::FisherSnedecor>(param("df1"), param("df2"));
   if (dist == "Kumaraswamy") return std::make_shared<D::Kumaraswamy>(param("concentration1"), param("concentration0"));
   if (dist == "VonMises") return std::make_shared<D::VonMises>(param("loc"), param("concentration"));
+  if (dist == "Wishart") {
+    using Matrix = D::Wishart::Matrix;
+    const D::Param df = param("df");
+    for (const auto& [key, kind] : {std::pair{"covariance_matrix", Matrix::covariance},
+                                    std::pair{"precision_matrix", Matrix::precision},
+                                    std::pair{"scale_tril", Matrix::scale_tril}}) {
+      if (params.contains(key)) return std::make_shared<D::Wishart>(df, tensor_param(key), kind);
+    }
+  }
+  if (dist == "LKJCholesky") {
+    const auto dim = static_cast<int64_t>(params["dim"]["number"].get<double>());
+    return std::make_shared<D::LKJCholesky>(dim, param("concentration"));
+  }
   if (dist == "LowRankMultivariateNormal") {
     return std::make_shared<D::LowRankMultivariateNormal>(tensor_param("loc"), tensor_param("cov_factor"),
                                                           tensor_param("cov_diag"));
@@ -172,7 +185,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
     ++checked;
   }
-  CHECK(checked == 61);
+  CHECK(checked == 66);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {

@@ -83,6 +83,13 @@ def spd(n, salt, batch=()):
     return a @ a.transpose(-2, -1) + torch.eye(n) * 0.5
 
 
+def corr_cholesky(n, salt, batch=()):
+    """The Cholesky factor of a correlation matrix: unit rows, a positive diagonal."""
+    s = spd(n, salt, batch)
+    d = s.diagonal(dim1=-2, dim2=-1).rsqrt()
+    return torch.linalg.cholesky(s * d.unsqueeze(-1) * d.unsqueeze(-2))
+
+
 def make(name, params, kind=None):
     args = {k: (v.clone().requires_grad_() if isinstance(v, torch.Tensor) else v) for k, v in params.items()}
     if name == "Normal":
@@ -144,6 +151,11 @@ def make(name, params, kind=None):
         return D.VonMises(args["loc"], args["concentration"]), args
     if name == "LowRankMultivariateNormal":
         return D.LowRankMultivariateNormal(args["loc"], args["cov_factor"], args["cov_diag"]), args
+    if name == "Wishart":
+        key = [k for k in args if k != "df"][0]
+        return D.Wishart(args["df"], **{key: args[key]}), args
+    if name == "LKJCholesky":
+        return D.LKJCholesky(int(args["dim"]), args["concentration"]), args
     key = "probs" if "probs" in args else "logits"
     if name == "ContinuousBernoulli":
         return D.ContinuousBernoulli(**{key: args[key]}), args
@@ -200,6 +212,11 @@ def case(name, params, value, icdf_at=None, grad=True):
         mode = torch.where((c < 1).all(-1, keepdim=True), corner, dist._dirichlet.mode if name == "Beta" else dist.mode)
         mode = mode[..., 0] if name == "Beta" else mode
         out["mode"] = {"shape": list(mode.shape), "values": floats(mode)}
+    if name == "Wishart" and "scale_tril" in params and "log_prob_grad" in out:
+        # PyTorch's cholesky_solve gives the factor's upper triangle a gradient though it never reads
+        # it (the factor is lower triangular); tandem's gives it none.
+        g = torch.tensor(out["log_prob_grad"]["scale_tril"]).view(params["scale_tril"].shape).tril()
+        out["log_prob_grad"]["scale_tril"] = floats(g)
     if name == "ContinuousBernoulli":
         # PyTorch 2.15's cdf and icdf are the uniform's where probs lies in (0.499, 0.501], off by up
         # to 1e-3; tandem's are exact there: expm1(l x) / expm1(l) and log1p(u expm1(l)) / l for
@@ -407,6 +424,14 @@ def main():
         # Counts summing to less than total_count; a category of probability 0 never drawn.
         case("Multinomial", {"total_count": 6.0, "logits": torch.tensor([0.5, -1.0, float("-inf")])},
              torch.tensor([[1.0, 3.0, 0.0], [4.0, 0.0, 0.0]]), grad=False),
+        case("Wishart", {"df": ramp([2], 0.7, 4.0), "covariance_matrix": spd(3, 0.3)},
+             torch.stack([spd(3, 0.9), spd(3, 1.7)])),
+        # df between p - 1 and p + 1: a NaN mode; precision and scale_tril parameters, batched.
+        case("Wishart", {"df": torch.tensor([2.5, 3.5, 7.0]), "precision_matrix": spd(3, 0.5, (3,))}, spd(3, 0.9)),
+        case("Wishart", {"df": torch.tensor([4.0, 5.5]), "scale_tril": torch.linalg.cholesky(spd(3, 1.1, (2,)))},
+             spd(3, 2.3, (2,))),
+        case("LKJCholesky", {"dim": 3.0, "concentration": ramp([2], 0.7, 1.5)}, corr_cholesky(3, 0.4, (2,))),
+        case("LKJCholesky", {"dim": 4.0, "concentration": torch.tensor([0.5, 1.0, 3.0])}, corr_cholesky(4, 1.3)),
         case("LogitRelaxedBernoulli", {"temperature": torch.tensor(0.7), "probs": ramp([3], 0.8, 0.5) * 0.4},
              ramp([2, 3], 0.9) * 3),
         case("RelaxedBernoulli", {"temperature": torch.tensor(1.3), "logits": ramp([2, 3], 0.8, 0.3) * 2},
