@@ -852,7 +852,8 @@ Shape one_hot_event(const Tensor& parameter, const char* dist = "OneHotCategoric
 
 OneHotCategorical::OneHotCategorical(const Tensor& parameter, Given given, std::optional<bool> validate_args)
     : Distribution(categorical_batch(parameter, "OneHotCategorical"), one_hot_event(parameter), validate_args),
-      categorical_(parameter, given, validate_args),
+      categorical_(internal::checked_categorical(parameter, given, validate_args, "OneHotCategorical"), given,
+                   validate_args),
       given_(given) {}
 
 std::shared_ptr<Distribution> OneHotCategorical::expand(const Shape& batch_shape) const {
@@ -1018,11 +1019,30 @@ Tensor mahalanobis(const Tensor& l, const Tensor& x) {
 
 Tensor half_log_det(const Tensor& l) { return l.diagonal(0, -2, -1).log().sum(-1); }
 
+// Symmetric as torch.isclose(M, M^T) tells it (atol 1e-6, rtol 1e-5), and with a Cholesky factor.
+Tensor is_positive_definite(const Tensor& m) {
+  const Tensor transposed = m.transpose(-2, -1);
+  const Tensor symmetric = ((m - transposed).abs() <= transposed.abs() * 1e-5 + 1e-6).all(-1).all(-1);
+  return symmetric & (std::get<1>(linalg::cholesky_ex(m.detach())) == 0);
+}
+
+Tensor scale_tril_of(const Tensor& matrix, MultivariateNormal::Matrix kind, bool validate, const char* dist) {
+  using Matrix = MultivariateNormal::Matrix;
+  if (kind == Matrix::scale_tril) {
+    check_parameter(
+        validate, dist, "scale_tril", matrix,
+        [&] { return (matrix.tril() == matrix).all() & (matrix.diagonal(0, -2, -1) > 0).all(); }, "LowerCholesky()");
+    return matrix;
+  }
+  check_parameter(validate, dist, matrix_name(kind), matrix, [&] { return is_positive_definite(matrix); },
+                  "PositiveDefinite()");
+  return kind == Matrix::covariance ? linalg::cholesky(matrix) : precision_to_scale_tril(matrix);
+}
+
 }  // namespace internal
 
 using internal::half_log_det;
 using internal::mahalanobis;
-using internal::precision_to_scale_tril;
 
 MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, Matrix kind,
                                        std::optional<bool> validate_args)
@@ -1030,23 +1050,7 @@ MultivariateNormal::MultivariateNormal(const Tensor& loc, const Tensor& matrix, 
   constexpr const char* dist = "MultivariateNormal";
   const int64_t n = loc.size(-1);
   check_parameter(validates(), dist, "loc", loc, [&] { return is_real(loc); }, "IndependentConstraint(Real(), 1)");
-  if (kind == Matrix::scale_tril) {
-    check_parameter(
-        validates(), dist, "scale_tril", matrix,
-        [&] { return (matrix.tril() == matrix).all() & (matrix.diagonal(0, -2, -1) > 0).all(); }, "LowerCholesky()");
-    scale_tril_ = matrix;
-  } else {
-    check_parameter(
-        validates(), dist, matrix_name(kind), matrix,
-        [&] {
-          // Symmetric as torch.isclose(M, M^T) tells it (atol 1e-6, rtol 1e-5), and with a Cholesky factor.
-          const Tensor transposed = matrix.transpose(-2, -1);
-          const Tensor symmetric = ((matrix - transposed).abs() <= transposed.abs() * 1e-5 + 1e-6).all();
-          return symmetric & (std::get<1>(linalg::cholesky_ex(matrix.detach())) == 0).all();
-        },
-        "PositiveDefinite()");
-    scale_tril_ = kind == Matrix::covariance ? linalg::cholesky(matrix) : precision_to_scale_tril(matrix);
-  }
+  scale_tril_ = internal::scale_tril_of(matrix, kind, validates(), dist);
   loc_ = loc.expand(joined(batch_shape(), {n}));
 }
 

@@ -652,7 +652,8 @@ class Kumaraswamy : public Distribution {
 // angles x (any real number, taken modulo 2 pi), k the concentration. Parameters: loc real, k > 0.
 // Draws lie in [-pi, pi) (Best and Fisher's rejection sampler, in float64 as PyTorch's; a narrower
 // dtype may round one to pi; above concentration 1e6, where the sampler's envelope rounds away,
-// the normal approximation N(loc, 1 / k), whose error is O(1 / k^2) there). The mean
+// the normal approximation N(loc, 1 / k): within O(1 / k) in total variation, its variance
+// within O(1 / k^2)). The mean
 // and the mode are loc; the variance the circular one, 1 - I1(k) / I0(k). Bessel functions are
 // exact here (PyTorch's polynomial fits are within about 1e-7), and entropy is implemented
 // (PyTorch has none).
@@ -877,8 +878,9 @@ class Wishart : public Distribution {
 // LKJCholesky(dim, concentration): over the lower Cholesky factors L of dim x dim correlation
 // matrices (event_shape [dim, dim]), with density proportional to det(L L^T)^(concentration - 1):
 // uniform over correlation matrices at concentration 1, concentrated near the identity above.
-// Draws by the onion method (Lewandowski, Kurowicka and Joe, 2009), not differentiable. dim >= 2;
-// concentration > 0.
+// Draws by the onion method (Lewandowski, Kurowicka and Joe, 2009), not differentiable; PyTorch's
+// takes a wrong Beta parameter past the first row, so that its draws do not follow its own density
+// from dim 3. dim >= 2; concentration > 0.
 class LKJCholesky : public Distribution {
  public:
   LKJCholesky(int64_t dim, Param concentration = 1.0, std::optional<bool> validate_args = std::nullopt);

@@ -61,6 +61,12 @@ Tensor mahalanobis(const Tensor& l, const Tensor& x);
 Tensor half_log_det(const Tensor& l);
 // The lower Cholesky factor L of P^-1 (L L^T = P^-1) from a precision matrix P.
 Tensor precision_to_scale_tril(const Tensor& p);
+// Whether each matrix [..., n, n] is positive definite (PyTorch's PositiveDefinite(): symmetric
+// within torch.isclose's tolerances, with a Cholesky factor); a bool tensor of the batch shape.
+Tensor is_positive_definite(const Tensor& m);
+// The lower Cholesky factor of a covariance matrix, a precision matrix or the factor itself
+// (checked where `validate` asks, errors naming `dist`), as MultivariateNormal and Wishart take them.
+Tensor scale_tril_of(const Tensor& matrix, MultivariateNormal::Matrix kind, bool validate, const char* dist);
 
 inline constexpr double kEulerGamma = 0.57721566490153286060651209008240243;
 

@@ -42,7 +42,8 @@ std::shared_ptr<Distribution> VonMises::expand(const Shape& batch_shape) const {
 // Best and Fisher (1979): a wrapped Cauchy envelope, each element redrawn until one is accepted.
 // In float64 whatever the dtype, as PyTorch's: in float32 a concentration near 1e-4 rejects almost
 // every draw. Above k = 1e6 the envelope's r - 1 ~ 1 / (2 k) loses its digits (at 1e15 it rounds to 0
-// and nothing is ever accepted) and N(loc, 1 / k) is used: its error is O(1 / k^2).
+// and nothing is ever accepted) and N(loc, 1 / k) is used: within O(1 / k) in total variation, its
+// variance within O(1 / k^2).
 Tensor VonMises::sample(IntList sample_shape) const {
   constexpr double kLarge = 1e6;
   constexpr int kRounds = 1000;  // each accepts at least 65% of the draws: never reached

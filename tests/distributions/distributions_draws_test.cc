@@ -376,11 +376,17 @@ TEST_CASE("LKJCholesky draws: correlation factors with the onion method's moment
       CHECK((l.tril() == l).all().item<bool>());
       CHECK((l.diagonal(0, -2, -1) > 0).all().item<bool>());
       check_close(l.pow(2).sum(-1), std::vector<double>(kDraws * dim, 1.0), 1e-12, 1e-12, "unit rows");
-      // Each off-diagonal correlation is 2 Beta(b, b) - 1 with b = eta - 1 + dim / 2: mean 0 and
-      // mean square 1 / (2 eta + dim - 1).
-      const Tensor corr = l.matmul(l.transpose(-2, -1)).select(-1, 0).select(-1, 1);
-      check_mean(corr.unsqueeze(-1), {0.0}, "E[r]");
-      check_mean(corr.pow(2).unsqueeze(-1), {1 / (2 * eta + static_cast<double>(dim) - 1)}, "E[r^2]");
+      // Every off-diagonal correlation is 2 Beta(b, b) - 1 with b = eta - 1 + dim / 2: mean 0 and
+      // mean square 1 / (2 eta + dim - 1), in every row (PyTorch's draws fail this past the first).
+      const Tensor corr = l.matmul(l.transpose(-2, -1)).reshape({kDraws, dim * dim});
+      std::vector<int64_t> pairs;
+      for (int64_t i = 0; i < dim; ++i) {
+        for (int64_t j = i + 1; j < dim; ++j) pairs.push_back(i * dim + j);
+      }
+      const Tensor r = corr.index_select(1, td::tensor(pairs));
+      const auto count = static_cast<size_t>(r.size(1));
+      check_mean(r, std::vector<double>(count, 0.0), "E[r]");
+      check_mean(r.pow(2), std::vector<double>(count, 1 / (2 * eta + static_cast<double>(dim) - 1)), "E[r^2]");
     }
   }
   // For dim 2 the density over r = L[1][0] is (1 - r^2)^(eta - 1) / B(1/2, eta): it integrates to 1
@@ -481,6 +487,9 @@ TEST_CASE("this file's families refuse bad parameters and values, naming them", 
               {"LowRankMultivariateNormal", "dtype", "float64", "float32"});
   const Tensor identity = td::eye(3, -1, td::kFloat64);
   check_error([&] { D::Wishart(2.0, identity); }, {"Wishart", "df", "greater than p - 1 = 2"});
+  check_error([&] { D::Wishart(4.0, Tensor()); }, {"Wishart", "p, p]", "none"});
+  check_error([&] { D::Wishart(f64({NAN}), identity); }, {"Wishart", "df", "not NaN"});
+  check_error([&] { D::OneHotCategorical(f64({-0.2, 0.5})); }, {"OneHotCategorical", "probs", "Simplex"});
   check_error([&] { D::Wishart(4.0, identity.narrow(0, 0, 2)); }, {"Wishart", "p, p]", "[2, 3]"});
   check_error([&] { D::Wishart(4.0, -identity); }, {"Wishart", "covariance_matrix", "PositiveDefinite()"});
   check_error([&] { D::Wishart(4.0, identity.t().triu() + 1, D::Wishart::Matrix::scale_tril); },
