@@ -308,6 +308,89 @@ Tensor Pareto::variance() const {
   return scale_.pow(2) * a / ((a - 1).pow(2) * (a - 2));
 }
 
+// ---- GeneralizedPareto ----
+
+namespace {
+// Where |t| < 1e-3 (t = xi z) the closed forms divide by xi and their gradients lose digits as xi
+// goes to 0; these series of log1p(t) / t and expm1(t) / t take over there, exact to rounding.
+constexpr double kSeries = 1e-3;
+Tensor log1p_over(const Tensor& t) { return 1 + t * (-1.0 / 2 + t * (1.0 / 3 + t * (-1.0 / 4 + t / 5))); }
+Tensor expm1_over(const Tensor& t) { return 1 + t * (1.0 / 2 + t * (1.0 / 6 + t * (1.0 / 24 + t / 120))); }
+}  // namespace
+
+GeneralizedPareto::GeneralizedPareto(Param loc, Param scale, Param concentration, std::optional<bool> validate_args)
+    : GeneralizedPareto(broadcast_all({loc, scale, concentration}, "GeneralizedPareto", {"loc", "scale", "concentration"}),
+                        validate_args) {}
+
+GeneralizedPareto::GeneralizedPareto(const std::vector<Tensor>& params, std::optional<bool> validate_args)
+    : Distribution(shape_of(params), {}, validate_args), loc_(params[0]), scale_(params[1]), concentration_(params[2]) {
+  constexpr const char* dist = "GeneralizedPareto";
+  check_parameter(validates(), dist, "loc", loc_, [&] { return is_real(loc_); }, "Real()");
+  check_parameter(validates(), dist, "scale", scale_, [&] { return scale_ > 0; }, "GreaterThan(lower_bound=0.0)");
+  check_parameter(validates(), dist, "concentration", concentration_, [&] { return is_real(concentration_); },
+                  "Real()");
+}
+
+std::shared_ptr<Distribution> GeneralizedPareto::expand(const Shape& batch_shape) const {
+  return std::make_shared<GeneralizedPareto>(loc_.expand(batch_shape), scale_.expand(batch_shape),
+                                             concentration_.expand(batch_shape), validates());
+}
+
+void GeneralizedPareto::check_support(const Tensor& value) const {
+  check_value(
+      value,
+      [&] {
+        const Tensor upper = where(concentration_ < 0, loc_ - scale_ / concentration_,
+                                   std::numeric_limits<double>::infinity());
+        return (value >= loc_) & (value <= upper);
+      },
+      "Interval(lower_bound=loc, upper_bound=loc - scale / concentration where concentration < 0)");
+}
+
+Tensor GeneralizedPareto::rsample(IntList sample_shape) const {
+  return icdf(rand(extended_shape(sample_shape), loc_.options()));
+}
+
+// -log scale - (1/xi + 1) log1p(xi z). At xi = -1 the density is uniform (its coefficient 0 kept
+// away from log1p(-1) = -inf at the upper end, as PyTorch's). Each branch sees safe inputs where
+// the other is taken, so that no NaN reaches the gradient.
+Tensor GeneralizedPareto::log_prob(const Tensor& value) const {
+  check_support(value);
+  const Tensor z = (value - loc_) / scale_, t = concentration_ * z, small = t.abs() < kSeries;
+  const Tensor ts = where(small, t, 0.0), xi = where(small, 1.0, concentration_);
+  const Tensor series = z * log1p_over(ts) + ts.log1p();
+  const Tensor closed = where(concentration_ == -1, 0.0, (xi.reciprocal() + 1) * where(small, 0.0, t).log1p());
+  return -scale_.log() - where(small, series, closed);
+}
+
+// 1 - (1 + xi z)^(-1/xi) = -expm1(-log1p(xi z) / xi).
+Tensor GeneralizedPareto::cdf(const Tensor& value) const {
+  check_support(value);
+  const Tensor z = (value - loc_) / scale_, t = concentration_ * z, small = t.abs() < kSeries;
+  const Tensor ts = where(small, t, 0.0), xi = where(small, 1.0, concentration_);
+  const Tensor log_survival = where(small, -z * log1p_over(ts), -where(small, 0.0, t).log1p() / xi);
+  return -log_survival.expm1();
+}
+
+// loc + scale expm1(xi L) / xi for L = -log1p(-p); +inf at p = 1 for xi = 0 too (where xi L is
+// 0 times infinity).
+Tensor GeneralizedPareto::icdf(const Tensor& value) const {
+  const Tensor l = -(-value).log1p(), t = concentration_ * l, small = t.abs() < kSeries;
+  const Tensor ts = where(small, t, 0.0), xi = where(small, 1.0, concentration_);
+  const Tensor x = loc_ + scale_ * where(small, l * expm1_over(ts), where(small, 0.0, t).expm1() / xi);
+  return where((value == 1) & (concentration_ == 0), std::numeric_limits<double>::infinity(), x);
+}
+
+Tensor GeneralizedPareto::mean() const {
+  const Tensor exists = concentration_ < 1, xi = where(exists, concentration_, 0.5);
+  return where(exists, loc_ + scale_ / (1 - xi), std::numeric_limits<double>::quiet_NaN());
+}
+
+Tensor GeneralizedPareto::variance() const {
+  const Tensor exists = concentration_ < 0.5, xi = where(exists, concentration_, 0.25);
+  return where(exists, scale_.pow(2) / ((1 - xi).pow(2) * (1 - 2 * xi)), std::numeric_limits<double>::quiet_NaN());
+}
+
 // ---- Weibull ----
 
 Weibull::Weibull(Param scale, Param concentration, std::optional<bool> validate_args)
@@ -539,6 +622,33 @@ Tensor HalfNormal::entropy() const { return base_.entropy() - std::numbers::ln2;
 Tensor HalfNormal::mean() const { return scale() * std::sqrt(2 / std::numbers::pi); }
 Tensor HalfNormal::mode() const { return zeros_like(scale()); }
 Tensor HalfNormal::variance() const { return scale().pow(2) * (1 - 2 / std::numbers::pi); }
+
+// ---- HalfCauchy ----
+
+HalfCauchy::HalfCauchy(Param scale, std::optional<bool> validate_args)
+    : Distribution(broadcast_all({scale}, "HalfCauchy", {"scale"})[0].sizes(), {}, validate_args),
+      base_(0.0, broadcast_all({scale}, "HalfCauchy", {"scale"})[0], false) {
+  check_parameter(validates(), "HalfCauchy", "scale", base_.scale(), [&] { return base_.scale() > 0; },
+                  "GreaterThan(lower_bound=0.0)");
+}
+
+std::shared_ptr<Distribution> HalfCauchy::expand(const Shape& batch_shape) const {
+  return std::make_shared<HalfCauchy>(scale().expand(batch_shape), validates());
+}
+
+Tensor HalfCauchy::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return where(value >= 0, base_.log_prob(value) + std::numbers::ln2, -std::numeric_limits<double>::infinity());
+}
+
+Tensor HalfCauchy::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return base_.cdf(value) * 2 - 1;
+}
+
+Tensor HalfCauchy::entropy() const { return base_.entropy() - std::numbers::ln2; }
+Tensor HalfCauchy::mean() const { return full_like(scale(), std::numeric_limits<double>::infinity()); }
+Tensor HalfCauchy::mode() const { return zeros_like(scale()); }
 
 // ---- Poisson ----
 
@@ -942,6 +1052,18 @@ Tensor Multinomial::entropy() const {
   const Tensor support = arange(1, total_count_ + 1, 1, probs().options()).view(shape);  // [n, 1..., 1]
   const Tensor binomial_probs = Binomial(n, probs(), Given::probs, false).log_prob(support).exp();
   return outer + (binomial_probs * (support + 1).lgamma()).sum({0, -1});
+}
+
+// ---- OneHotCategoricalStraightThrough ----
+
+std::shared_ptr<Distribution> OneHotCategoricalStraightThrough::expand(const Shape& batch_shape) const {
+  const Tensor& given = given_ == Given::probs ? probs() : logits();
+  return std::make_shared<OneHotCategoricalStraightThrough>(given.expand(joined(batch_shape, event_shape())), given_,
+                                                            validates());
+}
+
+Tensor OneHotCategoricalStraightThrough::rsample(IntList sample_shape) const {
+  return sample(sample_shape) + (probs() - probs().detach());
 }
 
 // ---- MultivariateNormal ----

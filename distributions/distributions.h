@@ -280,6 +280,29 @@ class HalfNormal : public Distribution {
   Normal base_;
 };
 
+// HalfCauchy(scale): |Cauchy(0, scale)|, on x >= 0. No mean (+inf) or variance (+inf), as
+// PyTorch's. Parameter: scale > 0.
+class HalfCauchy : public Distribution {
+ public:
+  explicit HalfCauchy(Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "HalfCauchy"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).abs(); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override { return base_.icdf((value + 1) / 2); }
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override;
+  Tensor variance() const override { return base_.variance(); }
+  const Tensor& scale() const { return base_.scale(); }
+  const Cauchy& base_dist() const { return base_; }
+
+ private:
+  Cauchy base_;
+};
+
 // Poisson(rate): k events with probability rate^k e^-rate / k!. Parameter: rate >= 0.
 class Poisson : public Distribution {
  public:
@@ -417,9 +440,21 @@ class OneHotCategorical : public Distribution {
   const Tensor& logits() const { return categorical_.logits(); }
   const Categorical& categorical() const { return categorical_; }
 
- private:
+ protected:
   Categorical categorical_;
   Given given_;
+};
+
+// OneHotCategorical whose rsample passes gradients straight through (Bengio et al., 2013): the
+// one-hot draw in value, probs - probs.detach() added, so the gradient reaches probs as if the
+// draw were probs.
+class OneHotCategoricalStraightThrough : public OneHotCategorical {
+ public:
+  using OneHotCategorical::OneHotCategorical;
+  std::string name() const override { return "OneHotCategoricalStraightThrough"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
 };
 
 // Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a) on x >= 0, a the
@@ -445,6 +480,30 @@ class Gamma : public Distribution {
   // The broadcast parameters; `check` validates them as Gamma's (Chi2 checks its own df).
   Gamma(const std::vector<Tensor>& params, std::optional<bool> validate_args, bool check);
   Tensor concentration_, rate_;
+};
+
+// InverseGamma(concentration, rate): 1 / x for x ~ Gamma(concentration, rate), on x > 0, with
+// rsample through the gamma draws. Mean +inf for concentration <= 1, variance +inf for <= 2, as
+// PyTorch's. Parameters: concentration > 0, rate > 0.
+class InverseGamma : public Distribution {
+ public:
+  InverseGamma(Param concentration, Param rate, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "InverseGamma"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).reciprocal(); }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor mode() const override { return rate() / (concentration() + 1); }
+  Tensor variance() const override;
+  const Tensor& concentration() const { return base_.concentration(); }
+  const Tensor& rate() const { return base_.rate(); }
+  const Gamma& base_dist() const { return base_; }
+
+ private:
+  Gamma base_;
 };
 
 // Chi2(df): the sum of df squared standard normals, Gamma(df / 2, 1 / 2). Parameter: df > 0.
@@ -571,6 +630,37 @@ class Pareto : public Distribution {
  private:
   Pareto(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
   Tensor scale_, alpha_;
+};
+
+// GeneralizedPareto(loc, scale, concentration): survival (1 + xi z)^(-1/xi) for z = (x - loc) /
+// scale, xi the concentration; xi = 0 is the exponential e^(-z). Support x >= loc, and x <= loc -
+// scale / xi where xi < 0. Mean NaN for xi >= 1, variance NaN for xi >= 1/2, as PyTorch's.
+// Parameters: loc real, scale > 0, concentration real. Near xi = 0 the closed forms go through
+// log1p(t) / t and expm1(t) / t, expanded for |t| < 1e-3, so values and gradients are exact on both
+// sides (PyTorch switches to the exponential at |xi| <= 1e-8 and loses the gradient's digits
+// before that).
+class GeneralizedPareto : public Distribution {
+ public:
+  GeneralizedPareto(Param loc, Param scale, Param concentration, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "GeneralizedPareto"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  bool has_rsample() const override { return true; }
+  Tensor rsample(IntList sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Tensor entropy() const override { return (scale_.log() + concentration_ + 1).expand(batch_shape()); }
+  Tensor mean() const override;
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+  const Tensor& concentration() const { return concentration_; }
+
+ private:
+  GeneralizedPareto(const std::vector<Tensor>& params, std::optional<bool> validate_args);  // broadcast
+  void check_support(const Tensor& value) const;
+  Tensor loc_, scale_, concentration_;
 };
 
 // Weibull(scale, concentration): cdf 1 - e^(-(x / scale)^k) on x > 0, k the concentration, scale

@@ -2522,11 +2522,17 @@ TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device eq
   const Tensor factors = lkj_dev.sample({3});
   tt::check_close(lkj_dev.log_prob(factors), lkj_cpu.log_prob(factors.cpu()), 1e-12, 1e-12, "LKJCholesky log_prob");
   tt::check_close(factors.pow(2).sum(-1).cpu(), td::ones({3, 4, 4}, td::kFloat64), 1e-12, 1e-12, "LKJ unit rows");
+  const D::GeneralizedPareto gp_cpu(loc, positive, positive - 0.9), gp_dev(ct::twin(loc), ct::twin(positive),
+                                                                           ct::twin(positive) - 0.9);
+  tt::check_close(gp_dev.icdf(ct::twin(unit)), gp_cpu.icdf(unit), 1e-12, 1e-12, "GeneralizedPareto icdf");
+  const D::InverseGamma inverse_cpu(positive, positive + 1), inverse_dev(ct::twin(positive), ct::twin(positive) + 1);
+  tt::check_close(inverse_dev.cdf(ct::twin(unit + 0.1)), inverse_cpu.cdf(unit + 0.1), 1e-12, 1e-12, "InverseGamma cdf");
   const Tensor many = multi_dev.sample({7});
   CHECK(many.device() == ct::device());
   tt::check_close(many.sum(-1).cpu(), td::full({7, 3}, 20.0, td::kFloat64), 0, 0, "Multinomial draws count 20");
   for (const Tensor& draws : {low_dev.rsample({7}), von_dev.sample({7}), cb_dev.rsample({7}), kuma_dev.rsample({7}),
                               fisher_dev.rsample({7}), simplex, wishart_dev.rsample({7}), factors,
+                              gp_dev.rsample({7}), inverse_dev.rsample({7}), D::HalfCauchy(ct::twin(positive)).rsample({7}),
                               D::RelaxedBernoulli(0.5, ct::twin(positive.sigmoid())).rsample({7})}) {
     CHECK(draws.device() == ct::device());
     CHECK(draws.size(0) == 7);

@@ -1,5 +1,6 @@
 // FisherSnedecor, Kumaraswamy, VonMises, ContinuousBernoulli, the relaxed Bernoulli and categorical
-// distributions, LowRankMultivariateNormal, Multinomial, Wishart and LKJCholesky: their values are PyTorch's through
+// distributions, LowRankMultivariateNormal, Multinomial, Wishart, LKJCholesky, HalfCauchy, InverseGamma,
+// GeneralizedPareto and OneHotCategoricalStraightThrough: their values are PyTorch's through
 // distributions_test.cc's fixture; here their draws (against their cdf, their moments, or an exact
 // property of the sampler), rsample's pathwise gradients, gradcheck where tandem's formulas are its
 // own (PyTorch's differ), cross-checks between families, expand, validation and errors.
@@ -413,6 +414,65 @@ TEST_CASE("LKJCholesky draws: correlation factors with the onion method's moment
   CHECK(!D::LKJCholesky(3).has_rsample());
 }
 
+TEST_CASE("HalfCauchy, InverseGamma and GeneralizedPareto draws follow their cdf; their gradients", "[cpu]") {
+  td::manual_seed(71);
+  const D::HalfCauchy half(f64({0.5, 2.0}));
+  CHECK(ks_statistic(half, half.sample({kDraws})) < 2.7);
+  const D::InverseGamma inverse(f64({0.7, 3.0, 12.0}), f64({1.0, 0.5, 4.0}));
+  CHECK(ks_statistic(inverse, inverse.sample({kDraws})) < 2.7);
+  // Concentration 0 (the exponential), just beside it on both sides (the series), and both signs.
+  const D::GeneralizedPareto gp(f64({0.5, -1.0, 0.0, 2.0, 0.0}), f64({1.0, 2.0, 0.5, 1.5, 1.0}),
+                                f64({0.0, 1e-7, -2e-5, 0.3, -0.4}));
+  const Tensor gp_draws = gp.sample({kDraws});
+  CHECK(ks_statistic(gp, gp_draws) < 2.7);
+  CHECK((gp_draws.select(1, 4) <= 2.5).all().item<bool>());  // loc - scale / xi bounds xi < 0
+  check_close(gp.cdf(gp.icdf(f64({0.1, 0.5, 0.9, 0.999, 0.3}))), {0.1, 0.5, 0.9, 0.999, 0.3}, 1e-13, 1e-13,
+              "cdf(icdf(p))");
+  // Pathwise: HalfCauchy's x = scale |c|, so d/d scale x = x / scale per draw; InverseGamma's
+  // E[x] = rate / (a - 1); GeneralizedPareto's E[x] = loc + scale / (1 - xi).
+  Tensor scale = f64({2.0}).requires_grad_(true);
+  const Tensor x = D::HalfCauchy(scale).rsample({1000});
+  x.sum().backward();
+  check_close(scale.grad(), {x.detach().sum().item<double>() / 2}, 1e-12, 0, "HalfCauchy scale");
+  Tensor rate = per_draw({1.5}), a = per_draw({5.0});
+  D::InverseGamma(a, rate).rsample().sum().backward();
+  check_mean(rate.grad(), {1 / 4.0}, "InverseGamma d/d rate E[x]");
+  check_mean(a.grad(), {-1.5 / 16}, "InverseGamma d/da E[x]");
+  Tensor xi = per_draw({0.0, 0.2});
+  D::GeneralizedPareto(0.5, f64({1.5}), xi).rsample().sum().backward();
+  check_mean(xi.grad(), {1.5, 1.5 / 0.64}, "GeneralizedPareto d/d xi E[x]");
+  // gradcheck across xi = 0: the series and the closed forms agree to rounding.
+  for (const double c : {0.0, 3e-7, -4e-5, 0.25, -0.3}) {
+    INFO("concentration " << c);
+    check_gradients(
+        [](const std::vector<Tensor>& in) {
+          const D::GeneralizedPareto d(in[0], in[1], in[2]);
+          return td::cat({d.log_prob(in[3]), d.cdf(in[3]), d.icdf(f64({0.2, 0.7})), d.mean(), d.entropy()});
+        },
+        {f64({0.1, 0.2}).requires_grad_(true), f64({1.3, 0.8}).requires_grad_(true),
+         f64({c, c}).requires_grad_(true), f64({0.9, 2.0})},
+        "GeneralizedPareto");
+  }
+  check_gradients([](const std::vector<Tensor>& in) { return D::InverseGamma(in[0], in[1]).log_prob(in[2]); },
+                  {f64({0.8, 3.0}).requires_grad_(true), f64({1.2, 0.4}).requires_grad_(true), f64({0.5, 2.0})},
+                  "InverseGamma log_prob");
+}
+
+TEST_CASE("OneHotCategoricalStraightThrough: one-hot draws, gradients as through probs", "[cpu]") {
+  td::manual_seed(72);
+  Tensor logits = f64({0.3, -1.0, 2.0, 0.5}).requires_grad_(true);
+  const D::OneHotCategoricalStraightThrough st(logits, D::Given::logits);
+  const Tensor draws = st.rsample({50});
+  CHECK(((draws == 0) | (draws == 1)).all().item<bool>());
+  check_close(draws.sum(-1), std::vector<double>(50, 1.0), 0, 0, "one-hot");
+  const Tensor weights = td::arange(4, td::kFloat64) + 1;
+  (draws * weights).sum().backward();
+  Tensor again = f64({0.3, -1.0, 2.0, 0.5}).requires_grad_(true);
+  (D::OneHotCategorical(again, D::Given::logits).probs() * weights * 50).sum().backward();
+  check_close(logits.grad(), values(again.grad()), 1e-14, 1e-14, "the gradient of 50 probs");
+  CHECK(std::dynamic_pointer_cast<D::OneHotCategoricalStraightThrough>(st.expand({3})) != nullptr);
+}
+
 TEST_CASE("this file's families expand, keep their kind and score the same values", "[cpu]") {
   const Tensor p = f64({0.6, 1.7});
   const Tensor unit = f64({0.3, 0.8});
@@ -431,6 +491,10 @@ TEST_CASE("this file's families expand, keep their kind and score the same value
       {std::make_shared<D::LowRankMultivariateNormal>(row, f64({1.0, 0.5, -0.3}).view({3, 1}), row), row},
       {std::make_shared<D::Wishart>(f64({3.0, 4.5}), td::eye(2, -1, td::kFloat64)), td::eye(2, -1, td::kFloat64) * 2},
       {std::make_shared<D::LKJCholesky>(2, p), td::eye(2, -1, td::kFloat64)},
+      {std::make_shared<D::HalfCauchy>(p), p},
+      {std::make_shared<D::InverseGamma>(p, 2.0), p},
+      {std::make_shared<D::GeneralizedPareto>(0.1, p, f64({-0.2, 0.3})), unit},
+      {std::make_shared<D::OneHotCategoricalStraightThrough>(row), f64({0.0, 1.0, 0.0})},
   };
   for (const auto& [d, value] : families) {
     INFO(d->name());
@@ -498,8 +562,16 @@ TEST_CASE("this file's families refuse bad parameters and values, naming them", 
   check_error([&] { D::LKJCholesky(1); }, {"LKJCholesky", "dim", "at least 2", "1"});
   check_error([&] { D::LKJCholesky(3, negative); }, {"LKJCholesky", "concentration", "GreaterThan"});
   check_error([&] { D::LKJCholesky(3).log_prob(identity * 2); }, {"LKJCholesky", "support", "CorrCholesky()"});
+  check_error([&] { D::HalfCauchy{negative}; }, {"HalfCauchy", "scale", "GreaterThan"});
+  check_error([&] { D::InverseGamma(negative, 1.0); }, {"InverseGamma", "concentration", "GreaterThan"});
+  check_error([&] { D::GeneralizedPareto(0.0, negative, 0.1); }, {"GeneralizedPareto", "scale", "GreaterThan"});
+  check_error([&] { D::GeneralizedPareto(0.0, 1.0, f64({NAN})); }, {"GeneralizedPareto", "concentration", "Real()"});
   before.check_unchanged(negative);
   row_before.check_unchanged(row);
+  check_error([&] { D::InverseGamma(2.0, 1.0).log_prob(f64({0.0})); }, {"InverseGamma", "support", "GreaterThan"});
+  check_error([&] { D::GeneralizedPareto(1.0, 1.0, 0.2).log_prob(f64({0.5})); }, {"GeneralizedPareto", "support"});
+  check_error([&] { D::GeneralizedPareto(0.0, 1.0, -0.5).cdf(f64({2.5})); }, {"GeneralizedPareto", "support"});
+  check_error([&] { D::HalfCauchy(1.0).log_prob(f64({-0.5})); }, {"HalfCauchy", "support"});
   // Values outside the support.
   check_error([&] { D::FisherSnedecor(2.0, 3.0).log_prob(f64({0.0})); }, {"FisherSnedecor", "support", "GreaterThan"});
   check_error([&] { D::Kumaraswamy(2.0, 3.0).cdf(f64({1.5})); }, {"Kumaraswamy", "support", "Interval"});

@@ -57,6 +57,12 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   if (dist == "StudentT") return std::make_shared<D::StudentT>(param("df"), param("loc"), param("scale"));
   if (dist == "Pareto") return std::make_shared<D::Pareto>(param("scale"), param("alpha"));
   if (dist == "Weibull") return std::make_shared<D::Weibull>(param("scale"), param("concentration"));
+  if (dist == "HalfCauchy") return std::make_shared<D::HalfCauchy>(param("scale"));
+  if (dist == "InverseGamma") return std::make_shared<D::InverseGamma>(param("concentration"), param("rate"));
+  if (dist == "GeneralizedPareto") {
+    const D::Param loc = param("loc"), scale = param("scale");
+    return std::make_shared<D::GeneralizedPareto>(loc, scale, param("concentration"));
+  }
   if (dist == "FisherSnedecor") return std::make_shared<D::FisherSnedecor>(param("df1"), param("df2"));
   if (dist == "Kumaraswamy") return std::make_shared<D::Kumaraswamy>(param("concentration1"), param("concentration0"));
   if (dist == "VonMises") return std::make_shared<D::VonMises>(param("loc"), param("concentration"));
@@ -80,6 +86,9 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
   const bool probs = params.contains("probs");
   const D::Given given = probs ? D::Given::probs : D::Given::logits;
   const char* const given_name = probs ? "probs" : "logits";
+  if (dist == "OneHotCategoricalStraightThrough") {
+    return std::make_shared<D::OneHotCategoricalStraightThrough>(tensor_param(given_name), given);
+  }
   if (dist == "ContinuousBernoulli") return std::make_shared<D::ContinuousBernoulli>(param(given_name), given);
   if (dist == "Multinomial") {
     const auto count = static_cast<int64_t>(params["total_count"]["number"].get<double>());
@@ -185,7 +194,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
     ++checked;
   }
-  CHECK(checked == 66);
+  CHECK(checked == 71);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {

@@ -151,6 +151,15 @@ def make(name, params, kind=None):
         return D.VonMises(args["loc"], args["concentration"]), args
     if name == "LowRankMultivariateNormal":
         return D.LowRankMultivariateNormal(args["loc"], args["cov_factor"], args["cov_diag"]), args
+    if name == "HalfCauchy":
+        return D.HalfCauchy(args["scale"]), args
+    if name == "InverseGamma":
+        return D.InverseGamma(args["concentration"], args["rate"]), args
+    if name == "GeneralizedPareto":
+        return D.GeneralizedPareto(args["loc"], args["scale"], args["concentration"]), args
+    if name == "OneHotCategoricalStraightThrough":
+        return (D.OneHotCategoricalStraightThrough(probs=args["probs"]) if "probs" in args else
+                D.OneHotCategoricalStraightThrough(logits=args["logits"])), args
     if name == "Wishart":
         key = [k for k in args if k != "df"][0]
         return D.Wishart(args["df"], **{key: args[key]}), args
@@ -432,6 +441,20 @@ def main():
              spd(3, 2.3, (2,))),
         case("LKJCholesky", {"dim": 3.0, "concentration": ramp([2], 0.7, 1.5)}, corr_cholesky(3, 0.4, (2,))),
         case("LKJCholesky", {"dim": 4.0, "concentration": torch.tensor([0.5, 1.0, 3.0])}, corr_cholesky(4, 1.3)),
+        case("HalfCauchy", {"scale": ramp([3], 0.5, 1.2)}, ramp([2, 3], 0.9, 1.2) * 2, icdf_at=unit),
+        # Concentrations at and below 1 and 2: infinite mean and variance.
+        case("InverseGamma", {"concentration": torch.tensor([0.5, 1.5, 2.5, 4.0]), "rate": ramp([4], 0.5, 1.3)},
+             ramp([2, 4], 0.9, 1.5)),
+        # Values inside the support, bounded above where the concentration is negative; gradients in
+        # the concentration away from 0 (PyTorch's is 0 there, where it switches to the exponential).
+        case("GeneralizedPareto", {"loc": ramp([3], 0.7), "scale": ramp([3], 0.5, 1.2),
+                                   "concentration": torch.tensor([-0.3, 0.05, 0.4])},
+             ramp([3], 0.7) + ramp([3], 0.5, 1.2) * torch.tensor([[0.5, 2.0, 5.0], [3.0, 0.1, 40.0]]), icdf_at=unit),
+        # Concentration 0 (the exponential), -1 (the uniform), and 0.7 and 1.2 (NaN variance, NaN mean).
+        case("GeneralizedPareto", {"loc": 0.5, "scale": 2.0, "concentration": torch.tensor([0.0, -1.0, 0.7, 1.2])},
+             torch.tensor([1.5, 2.0, 7.0, 30.0]), icdf_at=torch.tensor([0.3, 0.5, 0.9, 0.99]), grad=False),
+        case("OneHotCategoricalStraightThrough", {"logits": ramp([2, 4], 0.8, 0.2) * 2},
+             torch.tensor([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])),
         case("LogitRelaxedBernoulli", {"temperature": torch.tensor(0.7), "probs": ramp([3], 0.8, 0.5) * 0.4},
              ramp([2, 3], 0.9) * 3),
         case("RelaxedBernoulli", {"temperature": torch.tensor(1.3), "logits": ramp([2, 3], 0.8, 0.3) * 2},
