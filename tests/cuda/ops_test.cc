@@ -2532,7 +2532,8 @@ TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device eq
   tt::check_close(many.sum(-1).cpu(), td::full({7, 3}, 20.0, td::kFloat64), 0, 0, "Multinomial draws count 20");
   for (const Tensor& draws : {low_dev.rsample({7}), von_dev.sample({7}), cb_dev.rsample({7}), kuma_dev.rsample({7}),
                               fisher_dev.rsample({7}), simplex, wishart_dev.rsample({7}), factors,
-                              gp_dev.rsample({7}), inverse_dev.rsample({7}), D::HalfCauchy(ct::twin(positive)).rsample({7}),
+                              gp_dev.rsample({7}), inverse_dev.rsample({7}),
+                              D::HalfCauchy(ct::twin(positive)).rsample({7}),
                               D::RelaxedBernoulli(0.5, ct::twin(positive.sigmoid())).rsample({7})}) {
     CHECK(draws.device() == ct::device());
     CHECK(draws.size(0) == 7);
