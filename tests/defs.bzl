@@ -16,10 +16,11 @@ def td_test(name, srcs = None, size = "small", deps = [], **kwargs):
         visibility = ["//visibility:public"],
         deps = deps + ["//tests:testing", "//:tandem", "@catch2"],
     )
+    # The cases are linked in whole; the library as its shared objects (see //:BUILD).
     native.cc_test(
         name = name,
         size = size,
-        linkstatic = True,
+        linkstatic = False,
         deps = [":" + name + "_cases"],
         **kwargs
     )

@@ -45,12 +45,19 @@ cc_library(
     includes = ["include"],
 )
 
-# Static runtime: binaries run on machines that have a driver but no toolkit.
+# The runtime: static in static binaries (they run on machines that have a driver but no toolkit),
+# shared in the tests, which link tandem's libraries as shared objects (a shared object's
+# undefined symbols are not looked up in a static archive).
+cc_import(
+    name = "cudart_library",
+    static_library = "lib64/libcudart_static.a",
+    shared_library = "lib64/libcudart.so",
+)
+
 cc_library(
     name = "cudart",
-    srcs = ["lib64/libcudart_static.a"],
     linkopts = ["-ldl", "-lrt", "-lpthread"],
-    deps = [":headers"],
+    deps = [":cudart_library", ":headers"],
 )
 
 cc_library(
