@@ -8,12 +8,29 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/convert.h"
 #include "core/macros.h"
 #include "kernels/bessel.h"
 #include "kernels/polynomials.h"
 #include "kernels/special.h"
 
 namespace tandem::fn {
+
+// The type a functor computes in for operands of type T: opmath_t<T> (float for the 16-bit
+// floats), or double for the functors that declare `using math = double;` (the special
+// functions). Those results are rounded once to T: through float, a float16 result would be off
+// by one in about 1 of 8000 values.
+template <typename F, typename T>
+struct MathOf {
+  using type = opmath_t<T>;
+};
+template <typename F, typename T>
+  requires requires { typename F::math; }
+struct MathOf<F, T> {
+  using type = typename F::math;
+};
+template <typename F, typename T>
+using math_t = typename MathOf<F, T>::type;
 
 // Overloads that pick the float or double function on the host and in CUDA device code.
 namespace math {
@@ -377,8 +394,9 @@ struct Erfinv {
 // The special functions of kernels/special.h, computed in double for every floating dtype.
 #define TD_UNARY_SPECIAL(Name, f) \
   struct Name { \
+    using math = double; \
     template <typename T> TD_INLINE T operator()(T x) const { \
-      return static_cast<T>(special::f(static_cast<double>(x))); \
+      return convert<T>(special::f(static_cast<double>(x))); \
     } \
   };
 TD_UNARY_SPECIAL(Lgamma, lgamma)
@@ -565,36 +583,41 @@ struct LogAddExp {
   }
 };
 
-struct Zeta {  // the Hurwitz zeta function of a at b, in double
+struct Zeta {
+  using math = double;  // the Hurwitz zeta function of a at b, in double
   template <typename T> TD_INLINE T operator()(T a, T b) const {
-    return static_cast<T>(special::zeta(static_cast<double>(a), static_cast<double>(b)));
+    return convert<T>(special::zeta(static_cast<double>(a), static_cast<double>(b)));
   }
 };
 
 // The regularized lower and upper incomplete gamma functions P(a, b) and Q(a, b), in double.
 struct Igamma {
+  using math = double;
   template <typename T> TD_INLINE T operator()(T a, T b) const {
-    return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), false));
+    return convert<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), false));
   }
 };
 // An orthogonal polynomial of x of degree n, in double; the shifted ones at 2x - 1.
 template <special::Polynomial kind, bool shifted = false>
 struct OrthogonalPolynomial {
+  using math = double;
   template <typename T> TD_INLINE T operator()(T x, T n) const {
     const double at = shifted ? 2 * static_cast<double>(x) - 1 : static_cast<double>(x);
-    return static_cast<T>(special::orthogonal_polynomial(kind, at, static_cast<double>(n)));
+    return convert<T>(special::orthogonal_polynomial(kind, at, static_cast<double>(n)));
   }
 };
 
 struct Igammac {
+  using math = double;
   template <typename T> TD_INLINE T operator()(T a, T b) const {
-    return static_cast<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), true));
+    return convert<T>(special::incomplete_gamma(static_cast<double>(a), static_cast<double>(b), true));
   }
 };
 // d x / d alpha of a Gamma(alpha, 1) draw x (alpha, x), in double.
 struct StandardGammaGrad {
+  using math = double;
   template <typename T> TD_INLINE T operator()(T a, T b) const {
-    return static_cast<T>(special::standard_gamma_grad(static_cast<double>(a), static_cast<double>(b)));
+    return convert<T>(special::standard_gamma_grad(static_cast<double>(a), static_cast<double>(b)));
   }
 };
 

@@ -12,11 +12,12 @@ namespace tandem::kernels::cpu {
 
 namespace {
 
-// out = f(in), computed in op-math (float for the 16-bit floats).
+// out = f(in), computed in fn::math_t (float for the 16-bit floats, double for the special
+// functions) and rounded once.
 template <typename T, typename F>
 void unary_as(const LoopShape<2>& s, F f) {
-  using M = opmath_t<T>;
-  elementwise<T, T>(s, [f](T x) { return static_cast<T>(f(static_cast<M>(x))); });
+  using M = fn::math_t<F, T>;
+  elementwise<T, T>(s, [f](T x) { return convert<T>(f(static_cast<M>(x))); });
 }
 
 template <typename F>
@@ -31,8 +32,8 @@ void numeric_unary(const LoopShape<2>& s, DType t, F f) {
 
 template <typename T, typename F>
 void binary_as(const LoopShape<3>& s, F f) {
-  using M = opmath_t<T>;
-  elementwise<T, T, T>(s, [f](T a, T b) { return static_cast<T>(f(static_cast<M>(a), static_cast<M>(b))); });
+  using M = fn::math_t<F, T>;
+  elementwise<T, T, T>(s, [f](T a, T b) { return convert<T>(f(static_cast<M>(a), static_cast<M>(b))); });
 }
 
 template <typename F>

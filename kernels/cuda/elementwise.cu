@@ -13,14 +13,14 @@ namespace {
 
 using cpu::loop_shape;
 
-// f applied in op-math (float for the 16-bit floats), the result stored as T.
+// f applied in fn::math_t (float for the 16-bit floats, double for the special functions), the
+// result rounded once to T.
 template <typename T, typename F>
 struct InOpMath {
+  using M = fn::math_t<F, T>;
   F f;
-  TD_INLINE T operator()(T x) const { return static_cast<T>(f(static_cast<opmath_t<T>>(x))); }
-  TD_INLINE T operator()(T a, T b) const {
-    return static_cast<T>(f(static_cast<opmath_t<T>>(a), static_cast<opmath_t<T>>(b)));
-  }
+  TD_INLINE T operator()(T x) const { return convert<T>(f(static_cast<M>(x))); }
+  TD_INLINE T operator()(T a, T b) const { return convert<T>(f(static_cast<M>(a), static_cast<M>(b))); }
 };
 
 template <typename T, typename F>
