@@ -58,7 +58,13 @@ std::vector<Tensor> broadcast_all(const std::vector<Param>& params, const char* 
   }
   std::vector<Shape> shapes;
   for (const Tensor& t : tensors) shapes.push_back(t.sizes());
-  broadcast_shapes(shapes);  // an error naming the shapes where they do not broadcast
+  try {
+    broadcast_shapes(shapes);
+  } catch (const Error& e) {
+    std::string listed;
+    for (const char* name : names) listed += (listed.empty() ? "" : ", ") + std::string(name);
+    TD_FAIL(dist, ": parameters ", listed, " do not broadcast: ", e.what());
+  }
   return broadcast_tensors(tensors);
 }
 

@@ -10,6 +10,7 @@
 
 namespace tandem::distributions {
 
+using internal::joined;
 using internal::softplus;
 using internal::sum_rightmost;
 
@@ -160,6 +161,164 @@ bool PowerTransform::equals(const Transform& other) const {
   return o && o->exponent_ == exponent_;
 }
 
+Tensor AbsTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
+  TD_FAIL("AbsTransform: log_abs_det_jacobian is not defined: |x| is not invertible");
+}
+Tensor AbsTransform::in_codomain(const Tensor& y) const { return y >= 0; }
+
+namespace {
+
+// Whether each vector (the last dim) of `y` lies on the simplex, as PyTorch's check.
+Tensor on_simplex(const Tensor& y) { return (y >= 0).all(-1) & ((y.sum(-1) - 1).abs() < 1e-6); }
+
+// Whether all of each event's `n` rightmost dims of `mask` hold (a mask of fewer dims: all of it).
+Tensor all_rightmost(const Tensor& mask, int64_t n) {
+  if (n == 0) return mask;
+  if (mask.dim() < n) return mask.all();
+  Shape shape(mask.sizes().begin(), mask.sizes().end() - n);
+  shape.push_back(-1);
+  return mask.reshape(shape).all(-1);
+}
+
+void check_vectors(const Tensor& t, const char* transform, const char* what) {
+  TD_CHECK(t.dim() >= 1, transform, ": the ", what, " must have a dim of vectors, got shape ", shape_str(t.sizes()));
+}
+
+// log(n), log(n - 1), ..., log(1): the stick-breaking offsets for vectors of n reals.
+Tensor stick_offsets(int64_t n, const Tensor& like) {
+  return arange(static_cast<double>(n), 0.0, -1.0, like.options()).log();
+}
+
+}  // namespace
+
+Tensor StickBreakingTransform::forward(const Tensor& x) const {
+  check_vectors(x, "StickBreakingTransform", "input");
+  const Tensor u = x - stick_offsets(x.size(-1), x);
+  // What each break takes and leaves. sigmoid(-u) keeps the digits that 1 - sigmoid(u) loses as u
+  // grows, so the inverse finds x again where y_i rounds to 1 (PyTorch clamps y_i below 1 - eps,
+  // which caps the x it gives back near 36 in float64). Above 0, so that log y stays finite.
+  const double tiny = finfo(x.dtype()).tiny;
+  const Tensor taken = u.sigmoid().clamp_min(tiny);
+  const Tensor left = (-u).sigmoid().clamp_min(tiny).cumprod(-1);
+  Shape one = x.sizes();
+  one.back() = 1;
+  const Tensor ones_column = ones(one, x.options());
+  return cat({taken, ones_column}, -1) * cat({ones_column, left}, -1);
+}
+
+Tensor StickBreakingTransform::inverse(const Tensor& y) const {
+  check_vectors(y, "StickBreakingTransform", "value");
+  const int64_t n = y.size(-1) - 1;
+  TD_CHECK(n >= 1, "StickBreakingTransform: a point of the simplex needs at least 2 numbers, got shape ",
+           shape_str(y.sizes()));
+  // What is left after each y_i: the sum of the y after it.
+  const Tensor rest = y.flip({-1}).cumsum(-1).flip({-1}).narrow(-1, 1, n).clamp_min(finfo(y.dtype()).tiny);
+  return y.narrow(-1, 0, n).log() - rest.log() + stick_offsets(n, y);
+}
+
+// dy_i/dx_i = y_i (1 - z_i) and the Jacobian of y_1..y_{K-1} is triangular.
+Tensor StickBreakingTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  check_vectors(x, "StickBreakingTransform", "input");
+  const int64_t n = x.size(-1);
+  TD_CHECK(y.dim() >= 1 && y.size(-1) == n + 1, "StickBreakingTransform: log_abs_det_jacobian takes y one longer ",
+           "than x in the last dim, got x ", shape_str(x.sizes()), " and y ", shape_str(y.sizes()));
+  const Tensor u = x - stick_offsets(n, x);
+  return (y.narrow(-1, 0, n).log() - softplus(u)).sum(-1);
+}
+
+Tensor StickBreakingTransform::in_domain(const Tensor& x) const {
+  return x.dim() == 0 ? x != x : (x == x).all(-1);
+}
+Tensor StickBreakingTransform::in_codomain(const Tensor& y) const { return y.dim() == 0 ? y != y : on_simplex(y); }
+
+Shape StickBreakingTransform::forward_shape(const Shape& shape) const {
+  TD_CHECK(!shape.empty(), "StickBreakingTransform: maps vectors, got shape ", shape_str(shape));
+  Shape out = shape;
+  out.back() += 1;
+  return out;
+}
+
+Shape StickBreakingTransform::inverse_shape(const Shape& shape) const {
+  TD_CHECK(!shape.empty() && shape.back() >= 2, "StickBreakingTransform: a point of the simplex needs at least 2 ",
+           "numbers, got shape ", shape_str(shape));
+  Shape out = shape;
+  out.back() -= 1;
+  return out;
+}
+
+Tensor SoftmaxTransform::forward(const Tensor& x) const {
+  check_vectors(x, "SoftmaxTransform", "input");
+  return x.softmax(-1);
+}
+Tensor SoftmaxTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
+  TD_FAIL("SoftmaxTransform: log_abs_det_jacobian is not defined: softmax is not invertible");
+}
+Tensor SoftmaxTransform::in_domain(const Tensor& x) const { return x.dim() == 0 ? x != x : (x == x).all(-1); }
+Tensor SoftmaxTransform::in_codomain(const Tensor& y) const { return y.dim() == 0 ? y != y : on_simplex(y); }
+
+IndependentTransform::IndependentTransform(std::shared_ptr<const Transform> base, int64_t reinterpreted_batch_ndims,
+                                           int cache_size)
+    : Transform(cache_size), base_(std::move(base)), ndims_(reinterpreted_batch_ndims) {
+  TD_CHECK(base_ != nullptr, "IndependentTransform: the base transform is null");
+  TD_CHECK(ndims_ >= 0, "IndependentTransform: reinterpreted_batch_ndims must be >= 0, got ", ndims_);
+}
+
+Tensor IndependentTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  const Tensor per_point = base_->log_abs_det_jacobian(x, y);
+  TD_CHECK(per_point.dim() >= ndims_, "IndependentTransform: ", ndims_, " batch dims to reinterpret, but ",
+           base_->name(), "'s log |dy/dx| has shape ", shape_str(per_point.sizes()));
+  return sum_rightmost(per_point, ndims_);
+}
+
+Tensor IndependentTransform::in_domain(const Tensor& x) const { return all_rightmost(base_->in_domain(x), ndims_); }
+std::string IndependentTransform::domain() const {
+  return "IndependentConstraint(" + base_->domain() + ", " + std::to_string(ndims_) + ")";
+}
+Tensor IndependentTransform::in_codomain(const Tensor& y) const {
+  return all_rightmost(base_->in_codomain(y), ndims_);
+}
+std::string IndependentTransform::codomain() const {
+  return "IndependentConstraint(" + base_->codomain() + ", " + std::to_string(ndims_) + ")";
+}
+
+bool IndependentTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const IndependentTransform*>(&other);
+  return o && o->ndims_ == ndims_ && base_->equals(*o->base_);
+}
+
+ReshapeTransform::ReshapeTransform(Shape in_shape, Shape out_shape, int cache_size)
+    : Transform(cache_size), in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)) {
+  for (const Shape* s : {&in_shape_, &out_shape_}) {
+    for (int64_t d : *s) TD_CHECK(d >= 0, "ReshapeTransform: sizes must be >= 0, got ", shape_str(*s));
+  }
+  TD_CHECK(numel_of(in_shape_) == numel_of(out_shape_), "ReshapeTransform: in_shape ", shape_str(in_shape_),
+           " and out_shape ", shape_str(out_shape_), " hold different numbers of elements");
+}
+
+Shape ReshapeTransform::replaced(const Shape& shape, const Shape& from, const Shape& to, const char* what) const {
+  const auto n = static_cast<int64_t>(from.size());
+  TD_CHECK(static_cast<int64_t>(shape.size()) >= n && Shape(shape.end() - n, shape.end()) == from,
+           "ReshapeTransform: the ", what, "'s shape ", shape_str(shape), " does not end in ", shape_str(from));
+  Shape out(shape.begin(), shape.end() - n);
+  out.insert(out.end(), to.begin(), to.end());
+  return out;
+}
+
+Tensor ReshapeTransform::forward(const Tensor& x) const { return x.reshape(replaced(x.sizes(), in_shape_, out_shape_, "input")); }
+Tensor ReshapeTransform::inverse(const Tensor& y) const { return y.reshape(replaced(y.sizes(), out_shape_, in_shape_, "value")); }
+Shape ReshapeTransform::forward_shape(const Shape& shape) const { return replaced(shape, in_shape_, out_shape_, "input"); }
+Shape ReshapeTransform::inverse_shape(const Shape& shape) const { return replaced(shape, out_shape_, in_shape_, "value"); }
+
+Tensor ReshapeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const {
+  const Shape batch = replaced(x.sizes(), in_shape_, {}, "input");
+  return zeros(batch, x.options());
+}
+
+bool ReshapeTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const ReshapeTransform*>(&other);
+  return o && o->in_shape_ == in_shape_ && o->out_shape_ == out_shape_;
+}
+
 // ---- InverseTransform and ComposeTransform ----
 
 InverseTransform::InverseTransform(std::shared_ptr<const Transform> of) : of_(std::move(of)) {
@@ -192,16 +351,38 @@ Tensor ComposeTransform::inverse(const Tensor& y) const {
   return x;
 }
 
+// Each part's term summed over the dims the whole takes as one event at that point.
 Tensor ComposeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
   if (parts_.empty()) return zeros_like(x);
   Tensor total, at = x;
+  int64_t event_dim = domain_event_dim();
   for (size_t i = 0; i < parts_.size(); ++i) {
-    const Tensor next = i + 1 == parts_.size() ? y : (*parts_[i])(at);
-    const Tensor term = parts_[i]->log_abs_det_jacobian(at, next);
+    const Transform& part = *parts_[i];
+    const Tensor next = i + 1 == parts_.size() ? y : part(at);
+    const Tensor term = sum_rightmost(part.log_abs_det_jacobian(at, next), event_dim - part.domain_event_dim());
     total = total.defined() ? total + term : term;
     at = next;
+    event_dim += part.codomain_event_dim() - part.domain_event_dim();
   }
   return total;
+}
+
+int64_t ComposeTransform::domain_event_dim() const {
+  if (parts_.empty()) return 0;
+  int64_t event_dim = parts_.back()->codomain_event_dim();
+  for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) {
+    event_dim = std::max(event_dim + (*it)->domain_event_dim() - (*it)->codomain_event_dim(), (*it)->domain_event_dim());
+  }
+  return event_dim;
+}
+
+int64_t ComposeTransform::codomain_event_dim() const {
+  if (parts_.empty()) return 0;
+  int64_t event_dim = parts_.front()->domain_event_dim();
+  for (const auto& part : parts_) {
+    event_dim = std::max(event_dim + part->codomain_event_dim() - part->domain_event_dim(), part->codomain_event_dim());
+  }
+  return event_dim;
 }
 
 std::optional<Param> ComposeTransform::sign() const {
@@ -251,41 +432,50 @@ bool ComposeTransform::equals(const Transform& other) const {
 
 // ---- TransformedDistribution ----
 
-namespace {
-
-struct Shapes {
-  Shape batch, event;
-};
-
-Shapes transformed_shapes(const std::shared_ptr<const Distribution>& base,
-                          const std::vector<std::shared_ptr<const Transform>>& transforms) {
+TransformedDistribution::Prepared TransformedDistribution::prepare(
+    std::shared_ptr<const Distribution> base, const std::vector<std::shared_ptr<const Transform>>& transforms) {
   TD_CHECK(base != nullptr, "TransformedDistribution: the base distribution is null");
   for (size_t i = 0; i < transforms.size(); ++i) {
     TD_CHECK(transforms[i] != nullptr, "TransformedDistribution: transform ", i, " is null");
   }
-  Shape shape = base->batch_shape();
-  shape.insert(shape.end(), base->event_shape().begin(), base->event_shape().end());
-  for (const auto& t : transforms) shape = t->forward_shape(shape);
-  const size_t event = base->event_shape().size();
-  const Shape batch(shape.begin(), shape.end() - static_cast<int64_t>(event));
-  return {batch, base->event_shape()};
+  const ComposeTransform all(transforms);
+  const Shape base_shape = joined(base->batch_shape(), base->event_shape());
+  const auto base_event = static_cast<int64_t>(base->event_shape().size());
+  const int64_t domain_event = all.domain_event_dim();
+  TD_CHECK(static_cast<int64_t>(base_shape.size()) >= domain_event, "TransformedDistribution: the transforms take ",
+           "events of ", domain_event, " dims, but the base ", base->name(), " has shape ", shape_str(base_shape));
+  const Shape shape = all.forward_shape(base_shape);
+  // A transform's parameters may widen the batch: the base is expanded to it, as PyTorch's.
+  const Shape base_wanted = all.inverse_shape(shape);
+  if (base_wanted != base_shape) base = base->expand(Shape(base_wanted.begin(), base_wanted.end() - base_event));
+  if (domain_event > base_event) base = std::make_shared<Independent>(base, domain_event - base_event);
+  const int64_t event_dim =
+      std::max(all.codomain_event_dim(), base_event + all.codomain_event_dim() - domain_event);
+  const auto cut = static_cast<int64_t>(shape.size()) - event_dim;
+  return {std::move(base), Shape(shape.begin(), shape.begin() + cut), Shape(shape.begin() + cut, shape.end())};
 }
-
-}  // namespace
 
 TransformedDistribution::TransformedDistribution(std::shared_ptr<const Distribution> base,
                                                  std::vector<std::shared_ptr<const Transform>> transforms,
                                                  std::optional<bool> validate_args)
-    : Distribution(transformed_shapes(base, transforms).batch, transformed_shapes(base, transforms).event,
-                   validate_args),
-      base_(std::move(base)),
-      transforms_(std::move(transforms)) {
-  // A transform's parameters may widen the batch: the base is expanded to it, as PyTorch's.
-  if (base_->batch_shape() != batch_shape()) base_ = base_->expand(batch_shape());
-}
+    : TransformedDistribution(prepare(std::move(base), transforms), transforms, validate_args) {}
+
+// `transforms` by reference: a by-value parameter could be moved from before prepare() reads it
+// (the order in which arguments are evaluated is unspecified).
+TransformedDistribution::TransformedDistribution(Prepared prepared,
+                                                 const std::vector<std::shared_ptr<const Transform>>& transforms,
+                                                 std::optional<bool> validate_args)
+    : Distribution(prepared.batch, prepared.event, validate_args),
+      base_(std::move(prepared.base)),
+      transforms_(transforms) {}
 
 std::shared_ptr<Distribution> TransformedDistribution::expand(const Shape& batch_shape) const {
-  return std::make_shared<TransformedDistribution>(base_->expand(batch_shape), transforms_, validates());
+  const Shape shape = ComposeTransform(transforms_).inverse_shape(joined(batch_shape, event_shape()));
+  const auto base_event = static_cast<int64_t>(base_->event_shape().size());
+  TD_CHECK(static_cast<int64_t>(shape.size()) >= base_event, name(), ": cannot expand to batch_shape ",
+           shape_str(batch_shape));
+  return std::make_shared<TransformedDistribution>(base_->expand(Shape(shape.begin(), shape.end() - base_event)),
+                                                   transforms_, validates());
 }
 
 Tensor TransformedDistribution::sample(IntList sample_shape) const {
@@ -305,37 +495,82 @@ Tensor TransformedDistribution::log_prob(const Tensor& value) const {
   const std::string support = transforms_.empty() ? "the base's support" : transforms_.back()->codomain();
   check_value(value, [&] { return transforms_.empty() ? value == value : transforms_.back()->in_codomain(value); },
               support);
-  const int64_t event_dims = static_cast<int64_t>(event_shape().size());
+  // Each log |dy/dx| and the base's log density summed over the dims of one event of this
+  // distribution, as they stand at that point of the chain.
+  auto event_dim = static_cast<int64_t>(event_shape().size());
   Tensor correction;  // the sum of every log |dy/dx|
   Tensor y = value;
   for (auto it = transforms_.rbegin(); it != transforms_.rend(); ++it) {
-    const Tensor x = (*it)->inv(y);
-    const Tensor term = sum_rightmost((*it)->log_abs_det_jacobian(x, y), event_dims);
+    const Transform& t = **it;
+    const Tensor x = t.inv(y);
+    event_dim += t.domain_event_dim() - t.codomain_event_dim();
+    const Tensor term = sum_rightmost(t.log_abs_det_jacobian(x, y), event_dim - t.domain_event_dim());
     correction = correction.defined() ? correction + term : term;
     y = x;
   }
-  const Tensor base = base_->log_prob(y);
+  const Tensor base =
+      sum_rightmost(base_->log_prob(y), event_dim - static_cast<int64_t>(base_->event_shape().size()));
   return correction.defined() ? base - correction : base;
 }
 
-Tensor TransformedDistribution::monotonize(const Tensor& p, const char* what) const {
+Param TransformedDistribution::sign(const char* what) const {
   const std::optional<Param> sign = ComposeTransform(transforms_).sign();
-  TD_CHECK(sign.has_value(), "TransformedDistribution: ", what, " needs each transform's sign, and one has none");
-  if (!sign->is_tensor() && sign->number() == 1) return p;
-  const Tensor s = sign->is_tensor() ? sign->tensor() : full({}, sign->number(), p.options());
+  TD_CHECK(sign.has_value(), name(), ": ", what, " needs each transform's sign, and one has none");
+  return *sign;
+}
+
+Tensor TransformedDistribution::monotonize(const Tensor& p, const Param& sign) {
+  if (!sign.is_tensor() && sign.number() == 1) return p;
+  const Tensor s = sign.is_tensor() ? sign.tensor() : full({}, sign.number(), p.options());
   return s * (p - 0.5) + 0.5;
 }
 
 Tensor TransformedDistribution::cdf(const Tensor& value) const {
+  const Param s = sign("cdf");
   Tensor x = value;
   for (auto it = transforms_.rbegin(); it != transforms_.rend(); ++it) x = (*it)->inv(x);
-  return monotonize(base_->cdf(x), "cdf");
+  return monotonize(base_->cdf(x), s);
 }
 
 Tensor TransformedDistribution::icdf(const Tensor& value) const {
-  Tensor x = base_->icdf(monotonize(value, "icdf"));
+  Tensor x = base_->icdf(monotonize(value, sign("icdf")));
   for (const auto& t : transforms_) x = (*t)(x);
   return x;
+}
+
+// ---- LogisticNormal ----
+
+namespace {
+
+// Normal(loc, scale), of batch shape [1] where both are numbers (the simplex of 2 dims). The
+// parameters are checked here, so that errors name LogisticNormal.
+std::shared_ptr<const Distribution> logistic_normal_base(const Param& loc, const Param& scale,
+                                                         std::optional<bool> validate_args) {
+  constexpr const char* dist = "LogisticNormal";
+  const std::vector<Tensor> params = internal::broadcast_all({loc, scale}, dist, {"loc", "scale"});
+  const bool validate = validate_args.value_or(Distribution::default_validate_args());
+  internal::check_parameter(validate, dist, "loc", params[0], [&] { return internal::is_real(params[0]); }, "Real()");
+  internal::check_parameter(validate, dist, "scale", params[1], [&] { return params[1] > 0; },
+                            "GreaterThan(lower_bound=0.0)");
+  auto normal = std::make_shared<Normal>(params[0], params[1], validate_args);
+  if (normal->batch_shape().empty()) return normal->expand({1});
+  return normal;
+}
+
+}  // namespace
+
+LogisticNormal::LogisticNormal(Param loc, Param scale, std::optional<bool> validate_args)
+    : TransformedDistribution(logistic_normal_base(loc, scale, validate_args),
+                              {std::make_shared<StickBreakingTransform>()}, validate_args) {}
+
+const Normal& LogisticNormal::normal() const {
+  return static_cast<const Normal&>(static_cast<const Independent&>(base_dist()).base());
+}
+
+std::shared_ptr<Distribution> LogisticNormal::expand(const Shape& batch_shape) const {
+  Shape shape = batch_shape;
+  shape.push_back(event_shape()[0] - 1);
+  return std::make_shared<LogisticNormal>(loc().expand(shape), scale().expand(shape), validates());
 }
 
 }  // namespace tandem::distributions

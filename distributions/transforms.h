@@ -1,5 +1,7 @@
 // Transforms and TransformedDistribution, as torch.distributions.transforms: a distribution pushed
-// through invertible element-wise maps, its log density corrected by each map's log |dy/dx|.
+// through invertible maps, its log density corrected by each map's log |det dy/dx|. Most maps act
+// element by element; StickBreakingTransform maps vectors, IndependentTransform and
+// ReshapeTransform treat rightmost dims as one event.
 //
 //   // A tanh-squashed Gaussian policy (soft actor-critic): actions in (-1, 1).
 //   auto tanh = std::make_shared<td::distributions::TanhTransform>(/*cache_size=*/1);
@@ -46,6 +48,11 @@ class Transform : public std::enable_shared_from_this<Transform> {
   // The shape of y for an x of `shape` (a transform's parameters may broadcast it), and back.
   virtual Shape forward_shape(const Shape& shape) const { return shape; }
   virtual Shape inverse_shape(const Shape& shape) const { return shape; }
+  // How many rightmost dims make one point of the domain and of the codomain: 0 for the
+  // element-wise maps, 1 for a map of vectors. log_abs_det_jacobian has x's shape less the
+  // domain's event dims.
+  virtual int64_t domain_event_dim() const { return 0; }
+  virtual int64_t codomain_event_dim() const { return 0; }
   // The same map (for kl_divergence between transformed distributions). By default only the
   // same object, as PyTorch's; the transforms here compare their type and parameters.
   virtual bool equals(const Transform& other) const { return this == &other; }
@@ -172,6 +179,121 @@ class PowerTransform : public Transform {
   double exponent_;
 };
 
+// y = |x|: not invertible (inv gives y itself, as PyTorch's), so it has no log |dy/dx|; a
+// TransformedDistribution with it can sample but not give log_prob.
+class AbsTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "AbsTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<AbsTransform>(other); }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "GreaterThan(lower_bound=0.0)"; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override { return x.abs(); }
+  Tensor inverse(const Tensor& y) const override { return y; }
+};
+
+// The stick-breaking map from vectors of K - 1 reals onto the simplex of K dims: y_i takes the
+// fraction z_i = sigmoid(x_i - log(K - 1 - i)) of what the earlier ones left, and y_K the rest, so
+// x = 0 maps to the centre. A bijection of vectors (event_dim 1 on both sides), as PyTorch's
+// StickBreakingTransform, but exact where PyTorch's loses x: its inverse reads what is left from
+// the tail sums of y, not from 1 - cumsum(y), and the forward map keeps y_i's tail where y_i
+// rounds to 1 (PyTorch's gives back at most about 36 in float64 for any larger x_i).
+class StickBreakingTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "StickBreakingTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<StickBreakingTransform>(other); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "IndependentConstraint(Real(), 1)"; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "Simplex()"; }
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override { return 1; }
+  int64_t codomain_event_dim() const override { return 1; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+};
+
+// y = softmax(x) over the last dim, onto the simplex. Not invertible: inv gives log y, one of the
+// x that map to y, and there is no log |det dy/dx| (PyTorch's neither).
+class SoftmaxTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "SoftmaxTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<SoftmaxTransform>(other); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "IndependentConstraint(Real(), 1)"; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "Simplex()"; }
+  int64_t domain_event_dim() const override { return 1; }
+  int64_t codomain_event_dim() const override { return 1; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override { return y.log(); }
+};
+
+// A transform whose `reinterpreted_batch_ndims` rightmost batch dims join its event: the same map,
+// its log |dy/dx| summed over them (PyTorch's IndependentTransform).
+class IndependentTransform : public Transform {
+ public:
+  IndependentTransform(std::shared_ptr<const Transform> base, int64_t reinterpreted_batch_ndims, int cache_size = 0);
+  std::string name() const override { return "IndependentTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return base_->sign(); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override;
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override;
+  Shape forward_shape(const Shape& shape) const override { return base_->forward_shape(shape); }
+  Shape inverse_shape(const Shape& shape) const override { return base_->inverse_shape(shape); }
+  int64_t domain_event_dim() const override { return base_->domain_event_dim() + ndims_; }
+  int64_t codomain_event_dim() const override { return base_->codomain_event_dim() + ndims_; }
+  bool equals(const Transform& other) const override;
+  const Transform& base() const { return *base_; }
+  int64_t reinterpreted_batch_ndims() const { return ndims_; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override { return (*base_)(x); }
+  Tensor inverse(const Tensor& y) const override { return base_->inv(y); }
+
+ private:
+  std::shared_ptr<const Transform> base_;
+  int64_t ndims_;
+};
+
+// Reshapes the rightmost dims of x, an event of in_shape, to out_shape (as many elements);
+// log |dy/dx| is 0 (PyTorch's ReshapeTransform).
+class ReshapeTransform : public Transform {
+ public:
+  ReshapeTransform(Shape in_shape, Shape out_shape, int cache_size = 0);
+  std::string name() const override { return "ReshapeTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override { return static_cast<int64_t>(in_shape_.size()); }
+  int64_t codomain_event_dim() const override { return static_cast<int64_t>(out_shape_.size()); }
+  bool equals(const Transform& other) const override;
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+
+ private:
+  // `shape` with its rightmost `from` dims replaced by `to` (named for errors as `what`).
+  Shape replaced(const Shape& shape, const Shape& from, const Shape& to, const char* what) const;
+  Shape in_shape_, out_shape_;
+};
+
 // The inverse of a transform (Transform::inv()): its forward is the other's inverse, and its log
 // |dy/dx| the other's negated at the swapped pair.
 class InverseTransform : public Transform {
@@ -186,6 +308,8 @@ class InverseTransform : public Transform {
   std::string codomain() const override { return of_->domain(); }
   Shape forward_shape(const Shape& shape) const override { return of_->inverse_shape(shape); }
   Shape inverse_shape(const Shape& shape) const override { return of_->forward_shape(shape); }
+  int64_t domain_event_dim() const override { return of_->codomain_event_dim(); }
+  int64_t codomain_event_dim() const override { return of_->domain_event_dim(); }
   bool equals(const Transform& other) const override;
   const Transform& of() const { return *of_; }
 
@@ -198,7 +322,7 @@ class InverseTransform : public Transform {
 };
 
 // Transforms applied in order as one (PyTorch's ComposeTransform): log |dy/dx| adds up along the
-// way, and the sign multiplies.
+// way (each part's summed over the dims the whole takes as one event), and the sign multiplies.
 class ComposeTransform : public Transform {
  public:
   explicit ComposeTransform(std::vector<std::shared_ptr<const Transform>> parts, int cache_size = 0);
@@ -211,6 +335,8 @@ class ComposeTransform : public Transform {
   std::string codomain() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override;
+  int64_t codomain_event_dim() const override;
   bool equals(const Transform& other) const override;
   const std::vector<std::shared_ptr<const Transform>>& parts() const { return parts_; }
 
@@ -222,11 +348,15 @@ class ComposeTransform : public Transform {
   std::vector<std::shared_ptr<const Transform>> parts_;
 };
 
-// A base distribution pushed through transforms (applied in order). Its batch and event shapes are
-// the base's (broadcast by the transforms' parameters); log_prob inverts the transforms and
-// subtracts each log |dy/dx|; cdf and icdf need every transform's sign (a decreasing map turns
-// p into 1 - p, element by element for an affine map's tensor scale). No closed-form moments or
-// entropy, as PyTorch's. validate_args defaults to the global setting, not the base's.
+// A base distribution pushed through transforms (applied in order). Its shape is the transforms'
+// forward_shape of the base's (broadcast by their parameters); its event has the base's dims or
+// the transforms' codomain event dims, whichever is more (StickBreakingTransform makes a
+// Normal's batch of K - 1 numbers one event of K). A base whose event has fewer dims than the
+// transforms' domain takes its rightmost batch dims as event dims (Independent). log_prob inverts
+// the transforms and subtracts each log |det dy/dx|; cdf and icdf need every transform's sign (a
+// decreasing map turns p into 1 - p, element by element for an affine map's tensor scale). No
+// closed-form moments or entropy, as PyTorch's. validate_args defaults to the global setting, not
+// the base's.
 class TransformedDistribution : public Distribution {
  public:
   TransformedDistribution(std::shared_ptr<const Distribution> base,
@@ -244,8 +374,20 @@ class TransformedDistribution : public Distribution {
   const std::vector<std::shared_ptr<const Transform>>& transforms() const { return transforms_; }
 
  private:
-  // p made increasing in the value: sign (p - 1/2) + 1/2 for the transforms' product of signs.
-  Tensor monotonize(const Tensor& p, const char* what) const;
+  // The base as the transforms take it (expanded, its batch dims made event dims as they need),
+  // and the shapes of the result.
+  struct Prepared {
+    std::shared_ptr<const Distribution> base;
+    Shape batch, event;
+  };
+  static Prepared prepare(std::shared_ptr<const Distribution> base,
+                          const std::vector<std::shared_ptr<const Transform>>& transforms);
+  TransformedDistribution(Prepared prepared, const std::vector<std::shared_ptr<const Transform>>& transforms,
+                          std::optional<bool> validate_args);
+  // The transforms' product of signs, which cdf and icdf (`what`) need.
+  Param sign(const char* what) const;
+  // p made increasing in the value: sign (p - 1/2) + 1/2.
+  static Tensor monotonize(const Tensor& p, const Param& sign);
   std::shared_ptr<const Distribution> base_;
   std::vector<std::shared_ptr<const Transform>> transforms_;
 };
@@ -266,6 +408,21 @@ class RelaxedBernoulli : public TransformedDistribution {
  private:
   const LogitRelaxedBernoulli& logit_dist() const;
   Given given_;
+};
+
+// LogisticNormal(loc, scale): the stick-breaking map (StickBreakingTransform) of a Normal(loc,
+// scale) vector of K - 1 numbers, a point of the simplex of K dims: event_shape [K] for loc and
+// scale broadcast to [..., K - 1]; two numbers give K = 2.
+class LogisticNormal : public TransformedDistribution {
+ public:
+  LogisticNormal(Param loc, Param scale, std::optional<bool> validate_args = std::nullopt);
+  std::string name() const override { return "LogisticNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  const Tensor& loc() const { return normal().loc(); }
+  const Tensor& scale() const { return normal().scale(); }
+
+ private:
+  const Normal& normal() const;
 };
 
 // RelaxedOneHotCategorical(temperature, probs | logits): the exp of an ExpRelaxedCategorical draw,

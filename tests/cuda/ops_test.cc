@@ -2540,6 +2540,34 @@ TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device eq
   }
 }
 
+TEST_CASE("stick-breaking, LogisticNormal and event-dim transforms on the device equal the CPU's", "[cuda]") {
+  TD_SKIP_UNLESS_CUDA();
+  tt::reseed(58);
+  namespace D = td::distributions;
+  const D::StickBreakingTransform stick;
+  const Tensor x = td::randn({4, 3}, td::kFloat64) * 3, x_dev = ct::twin(x);
+  const Tensor y = stick(x), y_dev = stick(x_dev);
+  CHECK(y_dev.device() == ct::device());
+  tt::check_close(y_dev, y, 1e-14, 1e-14, "stick-breaking");
+  tt::check_close(stick.inv(y_dev), x, 1e-12, 1e-12, "and back");
+  tt::check_close(stick.log_abs_det_jacobian(x_dev, y_dev), stick.log_abs_det_jacobian(x, y), 1e-12, 1e-12,
+                  "stick-breaking log |det|");
+  const Tensor loc = td::randn({2, 3}, td::kFloat64), scale = td::rand({3}, td::kFloat64) + 0.5;
+  const D::LogisticNormal cpu(loc, scale), dev(ct::twin(loc), ct::twin(scale));
+  const Tensor draws = dev.rsample({5});
+  CHECK(draws.device() == ct::device());
+  tt::check_close(draws.sum(-1).cpu(), td::ones({5, 2}, td::kFloat64), 0, 1e-12, "draws on the simplex");
+  tt::check_close(dev.log_prob(draws), cpu.log_prob(draws.cpu()), 1e-12, 1e-12, "LogisticNormal log_prob");
+  const auto reshape = std::make_shared<D::ReshapeTransform>(td::Shape{6}, td::Shape{2, 3});
+  const auto exp = std::make_shared<D::IndependentTransform>(std::make_shared<D::ExpTransform>(), 2);
+  const Tensor mu = td::randn({6}, td::kFloat64);
+  const D::TransformedDistribution t_cpu(std::make_shared<D::Normal>(mu, 1.0), {reshape, exp});
+  const D::TransformedDistribution t_dev(std::make_shared<D::Normal>(ct::twin(mu), 1.0), {reshape, exp});
+  const Tensor value = t_dev.sample({3});
+  CHECK(value.device() == ct::device());
+  tt::check_close(t_dev.log_prob(value), t_cpu.log_prob(value.cpu()), 1e-12, 1e-12, "reshaped, exp log_prob");
+}
+
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(38);

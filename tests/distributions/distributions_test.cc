@@ -75,6 +75,7 @@ std::shared_ptr<D::Distribution> make(const json& c, std::map<std::string, Tenso
       if (params.contains(key)) return std::make_shared<D::Wishart>(df, tensor_param(key), kind);
     }
   }
+  if (dist == "LogisticNormal") return std::make_shared<D::LogisticNormal>(param("loc"), param("scale"));
   if (dist == "LKJCholesky") {
     const auto dim = static_cast<int64_t>(params["dim"]["number"].get<double>());
     return std::make_shared<D::LKJCholesky>(dim, param("concentration"));
@@ -194,7 +195,7 @@ TEST_CASE("every distribution's log_prob, gradients, cdf, icdf, entropy and mome
     if (c.contains("stddev")) check_tensor(dist->stddev(), c["stddev"], name + " stddev");
     ++checked;
   }
-  CHECK(checked == 71);
+  CHECK(checked == 73);
 }
 
 TEST_CASE("kl_divergence and its gradients are PyTorch's, +inf where p has mass q lacks", "[cpu]") {
@@ -238,6 +239,15 @@ std::vector<std::shared_ptr<const D::Transform>> transforms_of(const json& spec)
     if (name == "tanh") out.push_back(std::make_shared<D::TanhTransform>());
     if (name == "softplus") out.push_back(std::make_shared<D::SoftplusTransform>());
     if (name == "power") out.push_back(std::make_shared<D::PowerTransform>(t["exponent"].get<double>()));
+    if (name == "stick_breaking") out.push_back(std::make_shared<D::StickBreakingTransform>());
+    if (name == "independent") {
+      out.push_back(std::make_shared<D::IndependentTransform>(transforms_of(json::array({t["base"]}))[0],
+                                                              t["ndims"].get<int64_t>()));
+    }
+    if (name == "reshape") {
+      out.push_back(std::make_shared<D::ReshapeTransform>(t["in_shape"].get<Shape>(), t["out_shape"].get<Shape>()));
+    }
+    if (name == "inv") out.push_back(transforms_of(json::array({t["of"]}))[0]->inv());
   }
   REQUIRE(out.size() == spec.size());
   return out;
@@ -256,7 +266,7 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
     check_scores(dist, c, leaves, name);
     ++checked;
   }
-  CHECK(checked == 7);
+  CHECK(checked == 11);
   const json& k = fixture()["transformed_kl"];
   std::map<std::string, Tensor> leaves;
   json p_spec = json::object(), q_spec = json::object();

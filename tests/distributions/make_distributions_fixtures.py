@@ -78,6 +78,12 @@ def encode(param):
     return {"shape": list(param.shape), "values": floats(param)}
 
 
+def simplex(shape, scale):
+    """Points of the simplex along the last dim, none of their coordinates 0."""
+    w = ramp(shape, scale, 1.2)
+    return w / w.sum(-1, keepdim=True)
+
+
 def spd(n, salt, batch=()):
     a = ramp(list(batch) + [n, n], 0.9, salt=salt)
     return a @ a.transpose(-2, -1) + torch.eye(n) * 0.5
@@ -163,6 +169,8 @@ def make(name, params, kind=None):
     if name == "Wishart":
         key = [k for k in args if k != "df"][0]
         return D.Wishart(args["df"], **{key: args[key]}), args
+    if name == "LogisticNormal":
+        return D.LogisticNormal(args["loc"], args["scale"]), args
     if name == "LKJCholesky":
         return D.LKJCholesky(int(args["dim"]), args["concentration"]), args
     key = "probs" if "probs" in args else "logits"
@@ -270,6 +278,14 @@ def make_transforms(spec):
             out.append(D.SoftplusTransform())
         elif name == "power":
             out.append(D.PowerTransform(torch.tensor(t["exponent"])))
+        elif name == "stick_breaking":
+            out.append(D.StickBreakingTransform())
+        elif name == "independent":
+            out.append(D.IndependentTransform(make_transforms([t["base"]])[0], t["ndims"]))
+        elif name == "reshape":
+            out.append(D.ReshapeTransform(torch.Size(t["in_shape"]), torch.Size(t["out_shape"])))
+        elif name == "inv":
+            out.append(make_transforms([t["of"]])[0].inv)
         else:
             raise ValueError(name)
     return out
@@ -431,6 +447,8 @@ def main():
         case("Multinomial", {"total_count": 10.0, "probs": ramp([2, 4], 0.8, 1.2)},
              torch.tensor([[1.0, 3.0, 0.0, 6.0], [2.0, 2.0, 2.0, 4.0]])),
         # Counts summing to less than total_count; a category of probability 0 never drawn.
+        case("LogisticNormal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)}, simplex([2, 4], 0.6)),
+        case("LogisticNormal", {"loc": torch.tensor(0.3), "scale": torch.tensor(1.4)}, simplex([3, 2], 0.8)),
         case("Multinomial", {"total_count": 6.0, "logits": torch.tensor([0.5, -1.0, float("-inf")])},
              torch.tensor([[1.0, 3.0, 0.0], [4.0, 0.0, 0.0]]), grad=False),
         case("Wishart", {"df": ramp([2], 0.7, 4.0), "covariance_matrix": spd(3, 0.3)},
@@ -606,6 +624,19 @@ def main():
                          ramp([2, 3], 0.9), icdf_at=unit),
         transformed_case("MultivariateNormal", {"loc": ramp([3], 0.5), "covariance_matrix": spd(3, 0.3)},
                          [{"name": "exp"}], ramp([2, 3], 0.4, 1.3)),
+        # Transforms of vectors and of events: a Normal batch made one event of the simplex, an
+        # element-wise map over events of 3, a reshape of events of 6 into 2 x 3, and a Dirichlet
+        # mapped off the simplex by the inverse stick-breaking map.
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "stick_breaking"}, {"name": "affine", "loc": 0.0, "scale": 2.0}],
+                         simplex([2, 4], 0.6) * 2),
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "independent", "base": {"name": "exp"}, "ndims": 1}], ramp([2, 3], 0.9, 1.5)),
+        transformed_case("Normal", {"loc": ramp([2, 6], 0.7), "scale": ramp([6], 0.5, 1.2)},
+                         [{"name": "reshape", "in_shape": [6], "out_shape": [2, 3]}, {"name": "exp"}],
+                         ramp([2, 2, 3], 0.9, 1.5)),
+        transformed_case("Dirichlet", {"concentration": ramp([2, 4], 0.8, 1.5)},
+                         [{"name": "inv", "of": {"name": "stick_breaking"}}], ramp([2, 3], 0.9)),
     ]
     mixtures = [
         mixture_case({"logits": ramp([2, 3], 0.8, 0.2) * 2}, "Normal",
