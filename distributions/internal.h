@@ -64,6 +64,11 @@ Tensor precision_to_scale_tril(const Tensor& p);
 // Whether each matrix [..., n, n] is positive definite (PyTorch's PositiveDefinite(): symmetric
 // within torch.isclose's tolerances, with a Cholesky factor); a bool tensor of the batch shape.
 Tensor is_positive_definite(const Tensor& m);
+// Whether each matrix [..., n, n] is lower triangular with a positive diagonal (PyTorch's
+// LowerCholesky()), and also has rows of unit norm within 10 eps per element (CorrCholesky()): a
+// bool tensor of the batch shape.
+Tensor is_lower_cholesky(const Tensor& m);
+Tensor is_corr_cholesky(const Tensor& m);
 // The lower Cholesky factor of a covariance matrix, a precision matrix or the factor itself
 // (checked where `validate` asks, errors naming `dist`), as MultivariateNormal and Wishart take them.
 Tensor scale_tril_of(const Tensor& matrix, MultivariateNormal::Matrix kind, bool validate, const char* dist);

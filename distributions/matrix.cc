@@ -187,13 +187,7 @@ Tensor LKJCholesky::sample(IntList sample_shape) const {
 Tensor LKJCholesky::log_prob(const Tensor& value) const {
   check_value(
       value,
-      [&] {
-        // Lower triangular, a positive diagonal, rows of unit norm (within 10 eps per element).
-        const Tensor lower = (value.tril() == value).all(-1).all(-1) & (value.diagonal(0, -2, -1) > 0).all(-1);
-        const double tolerance = finfo(value.dtype()).eps * static_cast<double>(value.size(-1)) * 10;
-        return lower & ((value.detach().norm(2, {-1}) - 1).abs() <= tolerance).all(-1);
-      },
-      "CorrCholesky()");
+      [&] { return internal::is_corr_cholesky(value); }, "CorrCholesky()");
   const double dm1 = static_cast<double>(dim_ - 1);
   const Tensor diagonal = value.diagonal(0, -2, -1).narrow(-1, 1, dim_ - 1);
   const Tensor order = 2 * (concentration_ - 1).unsqueeze(-1) + static_cast<double>(dim_) -
@@ -204,5 +198,20 @@ Tensor LKJCholesky::log_prob(const Tensor& value) const {
                             alpha.lgamma() * dm1;
   return unnormalized - normalizer;
 }
+
+namespace internal {
+
+Tensor is_lower_cholesky(const Tensor& m) {
+  if (m.dim() < 2) return m != m;  // no matrix
+  return (m.tril() == m).all(-1).all(-1) & (m.diagonal(0, -2, -1) > 0).all(-1);
+}
+
+Tensor is_corr_cholesky(const Tensor& m) {
+  if (m.dim() < 2) return m != m;
+  const double tolerance = finfo(m.dtype()).eps * static_cast<double>(m.size(-1)) * 10;
+  return is_lower_cholesky(m) & ((m.detach().norm(2, {-1}) - 1).abs() <= tolerance).all(-1);
+}
+
+}  // namespace internal
 
 }  // namespace tandem::distributions

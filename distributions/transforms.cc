@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "autograd/grad_mode.h"
+#include "autograd/linalg.h"
 #include "autograd/ops.h"
 #include "distributions/internal.h"
 #include "kernels/factory.h"
@@ -255,6 +256,162 @@ Tensor SoftmaxTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) cons
 }
 Tensor SoftmaxTransform::in_domain(const Tensor& x) const { return x.dim() == 0 ? x != x : (x == x).all(-1); }
 Tensor SoftmaxTransform::in_codomain(const Tensor& y) const { return y.dim() == 0 ? y != y : on_simplex(y); }
+
+namespace {
+
+// D for vectors of D (D - 1) / 2 numbers, the strict lower triangle of D x D matrices.
+int64_t corr_matrix_size(int64_t n) {
+  const auto d = static_cast<int64_t>(std::llround((1 + std::sqrt(1 + 8.0 * static_cast<double>(n))) / 2));
+  TD_CHECK(d * (d - 1) / 2 == n, "CorrCholeskyTransform: ", n, " numbers are no strict lower triangle (D x D ",
+           "matrices take D (D - 1) / 2)");
+  return d;
+}
+
+// Flat row-major positions in n x n matrices of the entries at or below diagonal `offset` (-1:
+// the strict lower triangle), row by row: the order in which PyTorch fills a triangle.
+std::vector<int64_t> lower_positions(int64_t n, int64_t offset) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= std::min(i + offset, n - 1); ++j) out.push_back(i * n + j);
+  }
+  return out;
+}
+
+Tensor index_tensor(const std::vector<int64_t>& index, const Tensor& like) {
+  return tensor(index, TensorOptions(kInt64).device(like.device()));
+}
+
+// Matrices [..., n, n] holding v's entries [..., n (n - 1) / 2] in their strict lower triangle,
+// row by row, and `elsewhere` on and above the diagonal.
+Tensor fill_strict_lower(const Tensor& v, int64_t n, double elsewhere = 0) {
+  std::vector<int64_t> source(static_cast<size_t>(n * n), v.size(-1));  // the value appended below
+  const std::vector<int64_t> positions = lower_positions(n, -1);
+  for (size_t k = 0; k < positions.size(); ++k) source[static_cast<size_t>(positions[k])] = static_cast<int64_t>(k);
+  Shape one = v.sizes();
+  one.back() = 1;
+  Shape shape(v.sizes().begin(), v.sizes().end() - 1);
+  shape.push_back(n);
+  shape.push_back(n);
+  return cat({v, full(one, elsewhere, v.options())}, -1).index_select(-1, index_tensor(source, v)).reshape(shape);
+}
+
+// The entries of matrices [..., n, n] at or below diagonal `offset`, row by row.
+Tensor lower_entries(const Tensor& m, int64_t offset) {
+  const int64_t n = m.size(-1);
+  Shape flat(m.sizes().begin(), m.sizes().end() - 2);
+  flat.push_back(n * n);
+  return m.reshape(flat).index_select(-1, index_tensor(lower_positions(n, offset), m));
+}
+
+// Along each row of y: the sums of y^2 from each entry to the row's end (the norm each entry and
+// the ones after it share; 1 - cumsum before it, on a unit row, without the cancellation).
+Tensor tail_squares(const Tensor& y) { return y.pow(2).flip({-1}).cumsum(-1).flip({-1}); }
+
+void check_square(const Tensor& m, const char* transform, const char* what) {
+  TD_CHECK(m.dim() >= 2 && m.size(-1) == m.size(-2), transform, ": the ", what, " must be square matrices, got shape ",
+           shape_str(m.sizes()));
+}
+
+}  // namespace
+
+Tensor CorrCholeskyTransform::forward(const Tensor& x) const {
+  check_vectors(x, "CorrCholeskyTransform", "input");
+  const int64_t n = corr_matrix_size(x.size(-1));
+  const Tensor r = fill_strict_lower(x.tanh(), n);
+  // sqrt(1 - r^2) = 1 / cosh(x): what each entry leaves of its row's unit norm (1 off the triangle).
+  const Tensor left = fill_strict_lower(x.cosh().reciprocal().clamp_min(finfo(x.dtype()).tiny), n, 1);
+  const Tensor kept = left.cumprod(-1);
+  Shape one = kept.sizes();
+  one.back() = 1;
+  const Tensor before = cat({ones(one, x.options()), kept.narrow(-1, 0, n - 1)}, -1);  // each entry's share
+  return (r + eye(n, -1, x.options())) * before;
+}
+
+Tensor CorrCholeskyTransform::inverse(const Tensor& y) const {
+  check_square(y, "CorrCholeskyTransform", "value");
+  const Tensor share = lower_entries(tail_squares(y), -1).sqrt();  // the norm from each entry on
+  return (lower_entries(y, -1) / share).atanh();
+}
+
+// The stick-breaking part: half the log of each row's tail norms T_j for 1 <= j < i; the tanh part:
+// log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2 x)).
+Tensor CorrCholeskyTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  check_vectors(x, "CorrCholeskyTransform", "input");
+  check_square(y, "CorrCholeskyTransform", "value");
+  const int64_t n = y.size(-1);
+  Tensor stick = zeros(Shape(y.sizes().begin(), y.sizes().end() - 2), y.options());
+  if (n >= 3) {
+    // shifted[i][j] = T_{j+1} of row i (1 past the last column), read where j <= i - 2.
+    const Tensor tails = tail_squares(y);
+    const Tensor shifted = cat({tails.narrow(-1, 1, n - 1), ones_like(tails.narrow(-1, 0, 1))}, -1);
+    stick = lower_entries(shifted, -2).log().sum(-1) * 0.5;
+  }
+  return stick + ((std::numbers::ln2 - x - softplus(x * -2)) * 2).sum(-1);
+}
+
+Tensor CorrCholeskyTransform::in_domain(const Tensor& x) const { return x.dim() == 0 ? x != x : (x == x).all(-1); }
+Tensor CorrCholeskyTransform::in_codomain(const Tensor& y) const { return internal::is_corr_cholesky(y); }
+
+Shape CorrCholeskyTransform::forward_shape(const Shape& shape) const {
+  TD_CHECK(!shape.empty(), "CorrCholeskyTransform: maps vectors, got shape ", shape_str(shape));
+  Shape out(shape.begin(), shape.end() - 1);
+  const int64_t n = corr_matrix_size(shape.back());
+  out.push_back(n);
+  out.push_back(n);
+  return out;
+}
+
+Shape CorrCholeskyTransform::inverse_shape(const Shape& shape) const {
+  TD_CHECK(shape.size() >= 2 && shape.back() == shape[shape.size() - 2],
+           "CorrCholeskyTransform: the value must be square matrices, got shape ", shape_str(shape));
+  Shape out(shape.begin(), shape.end() - 2);
+  out.push_back(shape.back() * (shape.back() - 1) / 2);
+  return out;
+}
+
+Tensor LowerCholeskyTransform::forward(const Tensor& x) const {
+  check_square(x, "LowerCholeskyTransform", "input");
+  return x.tril(-1) + diag_embed(x.diagonal(0, -2, -1).exp());
+}
+Tensor LowerCholeskyTransform::inverse(const Tensor& y) const {
+  check_square(y, "LowerCholeskyTransform", "value");
+  return y.tril(-1) + diag_embed(y.diagonal(0, -2, -1).log());
+}
+Tensor LowerCholeskyTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
+  TD_FAIL("LowerCholeskyTransform: log_abs_det_jacobian is not defined: the map ignores x's upper triangle");
+}
+Tensor LowerCholeskyTransform::in_domain(const Tensor& x) const {
+  return x.dim() < 2 ? x != x : (x == x).all(-1).all(-1);
+}
+Tensor LowerCholeskyTransform::in_codomain(const Tensor& y) const { return internal::is_lower_cholesky(y); }
+
+Tensor PositiveDefiniteTransform::forward(const Tensor& x) const {
+  const Tensor l = LowerCholeskyTransform()(x);
+  return l.matmul(l.transpose(-2, -1));
+}
+Tensor PositiveDefiniteTransform::inverse(const Tensor& y) const {
+  check_square(y, "PositiveDefiniteTransform", "value");
+  return LowerCholeskyTransform().inv(linalg::cholesky(y));
+}
+Tensor PositiveDefiniteTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
+  TD_FAIL("PositiveDefiniteTransform: log_abs_det_jacobian is not defined: the map ignores x's upper triangle");
+}
+Tensor PositiveDefiniteTransform::in_domain(const Tensor& x) const {
+  return x.dim() < 2 ? x != x : (x == x).all(-1).all(-1);
+}
+Tensor PositiveDefiniteTransform::in_codomain(const Tensor& y) const {
+  return y.dim() < 2 || y.size(-1) != y.size(-2) ? y != y : internal::is_positive_definite(y);
+}
+
+CumulativeDistributionTransform::CumulativeDistributionTransform(std::shared_ptr<const Distribution> distribution,
+                                                                 int cache_size)
+    : Transform(cache_size), distribution_(std::move(distribution)) {
+  TD_CHECK(distribution_ != nullptr, "CumulativeDistributionTransform: the distribution is null");
+}
+Tensor CumulativeDistributionTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const {
+  return distribution_->log_prob(x);
+}
+Tensor CumulativeDistributionTransform::in_codomain(const Tensor& y) const { return (y >= 0) & (y <= 1); }
 
 IndependentTransform::IndependentTransform(std::shared_ptr<const Transform> base, int64_t reinterpreted_batch_ndims,
                                            int cache_size)

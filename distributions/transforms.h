@@ -1,7 +1,8 @@
 // Transforms and TransformedDistribution, as torch.distributions.transforms: a distribution pushed
 // through invertible maps, its log density corrected by each map's log |det dy/dx|. Most maps act
-// element by element; StickBreakingTransform maps vectors, IndependentTransform and
-// ReshapeTransform treat rightmost dims as one event.
+// element by element; StickBreakingTransform and CorrCholeskyTransform map vectors, the Cholesky
+// and positive-definite transforms matrices, and IndependentTransform and ReshapeTransform treat
+// rightmost dims as one event.
 //
 //   // A tanh-squashed Gaussian policy (soft actor-critic): actions in (-1, 1).
 //   auto tanh = std::make_shared<td::distributions::TanhTransform>(/*cache_size=*/1);
@@ -239,6 +240,97 @@ class SoftmaxTransform : public Transform {
  protected:
   Tensor forward(const Tensor& x) const override;
   Tensor inverse(const Tensor& y) const override { return y.log(); }
+};
+
+// The map from vectors of D (D - 1) / 2 reals onto the Cholesky factors of D x D correlation
+// matrices (lower triangular, a positive diagonal, rows of unit norm), as PyTorch's
+// CorrCholeskyTransform: tanh takes each x into (-1, 1), those fill the strict lower triangle row
+// by row, and stick-breaking along each row makes it a unit vector. event_dim 1 in, 2 out. The
+// forward map takes sqrt(1 - tanh(x)^2) as 1 / cosh(x), so the diagonal keeps its digits where
+// tanh(x) nears 1 (PyTorch's clamps tanh below 1 - eps, which floors each factor near 2e-8); the
+// inverse reads each row's remaining norm from tail sums of y^2, not 1 - cumsum.
+class CorrCholeskyTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "CorrCholeskyTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<CorrCholeskyTransform>(other); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "IndependentConstraint(Real(), 1)"; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "CorrCholesky()"; }
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override { return 1; }
+  int64_t codomain_event_dim() const override { return 2; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+};
+
+// Square matrices onto lower-triangular ones with a positive diagonal: x's strict lower triangle
+// and the exp of its diagonal (PyTorch's LowerCholeskyTransform). It ignores x's upper triangle,
+// so it has no log |det dy/dx| (PyTorch's neither).
+class LowerCholeskyTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "LowerCholeskyTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<LowerCholeskyTransform>(other); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "IndependentConstraint(Real(), 2)"; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "LowerCholesky()"; }
+  int64_t domain_event_dim() const override { return 2; }
+  int64_t codomain_event_dim() const override { return 2; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+};
+
+// Square matrices onto positive-definite ones: L L^T for L = LowerCholeskyTransform(x); the
+// inverse takes y's Cholesky factor back. No log |det dy/dx|, as LowerCholeskyTransform.
+class PositiveDefiniteTransform : public Transform {
+ public:
+  using Transform::Transform;
+  std::string name() const override { return "PositiveDefiniteTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  bool equals(const Transform& other) const override { return same_class<PositiveDefiniteTransform>(other); }
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override { return "IndependentConstraint(Real(), 2)"; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "PositiveDefinite()"; }
+  int64_t domain_event_dim() const override { return 2; }
+  int64_t codomain_event_dim() const override { return 2; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+};
+
+// y = distribution.cdf(x), onto [0, 1]; the inverse is its icdf and log |dy/dx| its log density
+// (PyTorch's CumulativeDistributionTransform). A TransformedDistribution of a distribution through
+// its own cdf is uniform. Equal only to itself, as PyTorch's.
+class CumulativeDistributionTransform : public Transform {
+ public:
+  explicit CumulativeDistributionTransform(std::shared_ptr<const Distribution> distribution, int cache_size = 0);
+  std::string name() const override { return "CumulativeDistributionTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override { return 1.0; }
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return "Interval(lower_bound=0.0, upper_bound=1.0)"; }
+  int64_t domain_event_dim() const override { return static_cast<int64_t>(distribution_->event_shape().size()); }
+  int64_t codomain_event_dim() const override { return domain_event_dim(); }
+  const Distribution& distribution() const { return *distribution_; }
+
+ protected:
+  Tensor forward(const Tensor& x) const override { return distribution_->cdf(x); }
+  Tensor inverse(const Tensor& y) const override { return distribution_->icdf(y); }
+
+ private:
+  std::shared_ptr<const Distribution> distribution_;
 };
 
 // A transform whose `reinterpreted_batch_ndims` rightmost batch dims join its event: the same map,

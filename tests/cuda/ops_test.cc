@@ -2540,7 +2540,7 @@ TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device eq
   }
 }
 
-TEST_CASE("stick-breaking, LogisticNormal and event-dim transforms on the device equal the CPU's", "[cuda]") {
+TEST_CASE("vector, matrix and event transforms and LogisticNormal on the device equal the CPU's", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(58);
   namespace D = td::distributions;
@@ -2566,6 +2566,13 @@ TEST_CASE("stick-breaking, LogisticNormal and event-dim transforms on the device
   const Tensor value = t_dev.sample({3});
   CHECK(value.device() == ct::device());
   tt::check_close(t_dev.log_prob(value), t_cpu.log_prob(value.cpu()), 1e-12, 1e-12, "reshaped, exp log_prob");
+  const D::CorrCholeskyTransform corr;
+  const Tensor v = td::randn({2, 6}, td::kFloat64), factors = corr(ct::twin(v));
+  CHECK(factors.device() == ct::device());
+  tt::check_close(factors, corr(v), 1e-14, 1e-14, "CorrCholeskyTransform");
+  tt::check_close(corr.inv(factors), v, 1e-12, 1e-12, "and back");
+  tt::check_close(corr.log_abs_det_jacobian(ct::twin(v), factors), corr.log_abs_det_jacobian(v, corr(v)), 1e-12, 1e-12,
+                  "CorrCholeskyTransform log |det|");
 }
 
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {

@@ -248,6 +248,11 @@ std::vector<std::shared_ptr<const D::Transform>> transforms_of(const json& spec)
       out.push_back(std::make_shared<D::ReshapeTransform>(t["in_shape"].get<Shape>(), t["out_shape"].get<Shape>()));
     }
     if (name == "inv") out.push_back(transforms_of(json::array({t["of"]}))[0]->inv());
+    if (name == "corr_cholesky") out.push_back(std::make_shared<D::CorrCholeskyTransform>());
+    if (name == "cdf") {
+      std::map<std::string, Tensor> unused;  // the distribution's parameters: constants here
+      out.push_back(std::make_shared<D::CumulativeDistributionTransform>(make(t, unused)));
+    }
   }
   REQUIRE(out.size() == spec.size());
   return out;
@@ -266,7 +271,7 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
     check_scores(dist, c, leaves, name);
     ++checked;
   }
-  CHECK(checked == 11);
+  CHECK(checked == 14);
   const json& k = fixture()["transformed_kl"];
   std::map<std::string, Tensor> leaves;
   json p_spec = json::object(), q_spec = json::object();

@@ -284,6 +284,10 @@ def make_transforms(spec):
             out.append(D.IndependentTransform(make_transforms([t["base"]])[0], t["ndims"]))
         elif name == "reshape":
             out.append(D.ReshapeTransform(torch.Size(t["in_shape"]), torch.Size(t["out_shape"])))
+        elif name == "corr_cholesky":
+            out.append(D.CorrCholeskyTransform())
+        elif name == "cdf":
+            out.append(D.CumulativeDistributionTransform(make(t["dist"], t["params"])[0]))
         elif name == "inv":
             out.append(make_transforms([t["of"]])[0].inv)
         else:
@@ -292,7 +296,15 @@ def make_transforms(spec):
 
 
 def encode_transforms(spec):
-    return [{k: (encode(v) if k in ("loc", "scale") else v) for k, v in t.items()} for t in spec]
+    def encoded(k, v):
+        if k in ("loc", "scale"):
+            return encode(v)
+        if k == "params":  # a CumulativeDistributionTransform's distribution
+            return {name: encode(p) for name, p in v.items()}
+        if k in ("base", "of"):
+            return encode_transforms([v])[0]
+        return v
+    return [{k: encoded(k, v) for k, v in t.items()} for t in spec]
 
 
 def transformed_case(base_name, base_params, spec, value, icdf_at=None):
@@ -637,6 +649,14 @@ def main():
                          ramp([2, 2, 3], 0.9, 1.5)),
         transformed_case("Dirichlet", {"concentration": ramp([2, 4], 0.8, 1.5)},
                          [{"name": "inv", "of": {"name": "stick_breaking"}}], ramp([2, 3], 0.9)),
+        # Correlation Cholesky factors of 3 x 3 and 4 x 4, and a Normal through another's cdf.
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "corr_cholesky"}], corr_cholesky(3, 0.4, (2,))),
+        transformed_case("Normal", {"loc": ramp([6], 0.7), "scale": ramp([6], 0.5, 1.2)},
+                         [{"name": "corr_cholesky"}], corr_cholesky(4, 0.9, (2,))),
+        transformed_case("Normal", normal, [{"name": "cdf", "dist": "Normal",
+                                           "params": {"loc": torch.tensor(0.3), "scale": torch.tensor(1.5)}}],
+                         ramp([2, 3], 0.9) * 0.45 + 0.5),
     ]
     mixtures = [
         mixture_case({"logits": ramp([2, 3], 0.8, 0.2) * 2}, "Normal",

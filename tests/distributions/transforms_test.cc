@@ -1,6 +1,7 @@
-// The transforms of vectors and events (StickBreakingTransform, IndependentTransform,
-// ReshapeTransform, SoftmaxTransform), AbsTransform, the event dims of composed and inverted
-// transforms, and LogisticNormal. Values against PyTorch are in distributions_test (the fixture);
+// The transforms of vectors, matrices and events (StickBreakingTransform, CorrCholeskyTransform,
+// LowerCholeskyTransform, PositiveDefiniteTransform, IndependentTransform, ReshapeTransform,
+// SoftmaxTransform), AbsTransform, CumulativeDistributionTransform, the event dims of composed
+// and inverted transforms, and LogisticNormal. Values against PyTorch are in distributions_test (the fixture);
 // here: the maps' own properties, log |det| against the Jacobian autograd builds, gradcheck, draws,
 // shapes and errors.
 #include <cmath>
@@ -69,7 +70,10 @@ TEST_CASE("StickBreakingTransform: onto the simplex and back; log |det| is the J
 
   // Differentiable: the map, its inverse (off the simplex too: the tail sums read any y) and log |det|.
   check_gradients([&](const std::vector<Tensor>& in) { return (*t)(in[0]); }, {x.clone().requires_grad_()}, "forward");
-  check_gradients([&](const std::vector<Tensor>& in) { return t->inv(in[0]); }, {y.clone().requires_grad_()}, "inverse");
+  // The inverse at a point whose smallest coordinate is not tiny: there finite differences of the
+  // logs are accurate to the tolerance.
+  check_gradients([&](const std::vector<Tensor>& in) { return t->inv(in[0]); }, {(*t)(x * 0.25).requires_grad_()},
+                  "inverse");
   check_gradients([&](const std::vector<Tensor>& in) { return t->log_abs_det_jacobian(in[0], (*t)(in[0])); },
                   {x.clone().requires_grad_()}, "log |det|");
 
@@ -214,4 +218,88 @@ TEST_CASE("LogisticNormal: draws on the simplex whose stick-breaking inverse is 
   check_error([&] { d.cdf(f64({0.25, 0.25, 0.25, 0.25})); }, {"LogisticNormal", "cdf", "sign"});
   check_close(d.loc(), loc, 0, 0, "loc");
   check_close(d.scale(), scale, 0, 0, "scale");
+}
+
+TEST_CASE("CorrCholeskyTransform: onto correlation Cholesky factors and back; log |det| is the Jacobian's", "[cpu]") {
+  const auto t = std::make_shared<D::CorrCholeskyTransform>();
+  CHECK(t->domain_event_dim() == 1);
+  CHECK(t->codomain_event_dim() == 2);
+  CHECK(t->forward_shape({5, 6}) == Shape{5, 4, 4});
+  CHECK(t->inverse_shape({5, 4, 4}) == Shape{5, 6});
+  td::testing::reseed(74);
+  const Tensor x = td::randn({2, 6}, td::kFloat64);
+  const Tensor y = (*t)(x);
+  REQUIRE(y.sizes() == Shape{2, 4, 4});
+  CHECK(t->in_codomain(y).all().item<bool>());
+  check_close(y.matmul(y.transpose(-2, -1)).diagonal(0, -2, -1), td::ones({2, 4}, td::kFloat64), 0, 1e-14,
+              "unit rows");
+  check_close(y.triu(1), td::zeros({2, 4, 4}, td::kFloat64), 0, 0, "lower triangular");
+  check_close(t->inv(y), x, 1e-12, 1e-12, "inv(y)");
+  // Its log |det| is that of the map from x to y's strict lower triangle (the free coordinates).
+  const Tensor ladj = t->log_abs_det_jacobian(x, y);
+  REQUIRE(ladj.sizes() == Shape{2});
+  const Tensor rows = td::tensor(std::vector<int64_t>{1, 2, 2, 3, 3, 3}), cols = td::tensor(std::vector<int64_t>{0, 0, 1, 0, 1, 2});
+  for (int64_t b = 0; b < 2; ++b) {
+    INFO("batch " << b);
+    const Tensor jac = td::autograd::functional::jacobian(
+        [&](const Tensor& v) { return (*t)(v).reshape({16}).index_select(0, rows * 4 + cols); }, x.select(0, b).contiguous());
+    const auto [sign, logabsdet] = td::linalg::slogdet(jac);
+    CHECK(std::abs(logabsdet.item<double>() - ladj.select(0, b).item<double>()) < 1e-10);
+  }
+  check_gradients([&](const std::vector<Tensor>& in) { return (*t)(in[0]); }, {x.clone().requires_grad_()}, "forward");
+  check_gradients([&](const std::vector<Tensor>& in) { return t->inv(in[0]); }, {y.clone().requires_grad_()}, "inverse");
+  check_gradients([&](const std::vector<Tensor>& in) { return t->log_abs_det_jacobian(in[0], (*t)(in[0])); },
+                  {x.clone().requires_grad_()}, "log |det|");
+  // A 2 x 2 factor is [[1, 0], [tanh x, sech x]]: sech(15) = 6.1e-7 keeps its digits.
+  const Tensor pair = (*t)(f64({15}));
+  check_close(pair, f64({1, 0, std::tanh(15.0), 1 / std::cosh(15.0)}).reshape({2, 2}), 1e-14, 0, "x = 15");
+  check_error([&] { (*t)(td::zeros({4}, td::kFloat64)); }, {"CorrCholeskyTransform", "4 numbers", "strict lower triangle"});
+  check_error([&] { t->inv(td::zeros({3, 2}, td::kFloat64)); }, {"CorrCholeskyTransform", "square", "[3, 2]"});
+  check_error([&] { t->inverse_shape({3}); }, {"CorrCholeskyTransform", "square", "[3]"});
+  CHECK_FALSE(t->in_codomain(td::eye(3, -1, td::kFloat64) * 2).item<bool>());
+}
+
+TEST_CASE("LowerCholeskyTransform and PositiveDefiniteTransform: onto their matrices and back", "[cpu]") {
+  td::testing::reseed(75);
+  const Tensor x = td::randn({2, 3, 3}, td::kFloat64);
+  const D::LowerCholeskyTransform lower;
+  const Tensor l = lower(x);
+  CHECK(lower.in_codomain(l).all().item<bool>());
+  check_close(l, x.tril(-1) + td::diag_embed(x.diagonal(0, -2, -1).exp()), 0, 0, "lower");
+  check_close(lower.inv(l), x.tril(), 1e-14, 1e-14, "back: x's lower triangle");
+  check_error([&] { lower.log_abs_det_jacobian(x, l); }, {"LowerCholeskyTransform", "not defined", "upper triangle"});
+  check_error([&] { lower(td::zeros({2, 3}, td::kFloat64)); }, {"LowerCholeskyTransform", "square", "[2, 3]"});
+  CHECK_FALSE(lower.in_codomain(x).all().item<bool>());
+  const D::PositiveDefiniteTransform definite;
+  const Tensor p = definite(x);
+  CHECK(definite.in_codomain(p).all().item<bool>());
+  check_close(p, l.matmul(l.transpose(-2, -1)), 0, 0, "L L^T");
+  check_close(definite.inv(p), x.tril(), 1e-12, 1e-12, "back");
+  // The identity on lower triangles, differentiably (at a well-conditioned point: finite
+  // differences through L L^T and its Cholesky factor lose digits as the condition number grows).
+  check_gradients([&](const std::vector<Tensor>& in) { return definite.inv(definite(in[0])); },
+                  {(x * 0.3).tril().requires_grad_()}, "through and back");
+  check_error([&] { definite.log_abs_det_jacobian(x, p); }, {"PositiveDefiniteTransform", "not defined"});
+  check_error([&] { definite.inv(td::zeros({3}, td::kFloat64)); }, {"PositiveDefiniteTransform", "square", "[3]"});
+  CHECK(definite.codomain_event_dim() == 2);
+}
+
+TEST_CASE("CumulativeDistributionTransform: a distribution through its own cdf is uniform", "[cpu]") {
+  const auto normal = std::make_shared<D::Normal>(f64({0.5, -1}), f64({2, 0.3}));
+  const auto cdf = std::make_shared<D::CumulativeDistributionTransform>(normal);
+  CHECK(cdf->sign().has_value());
+  CHECK(cdf->equals(*cdf));
+  CHECK_FALSE(cdf->equals(D::CumulativeDistributionTransform(normal)));
+  const D::TransformedDistribution uniform(normal, {cdf});
+  const Tensor u = f64({0.1, 0.7, 0.95, 0.4}).reshape({2, 2});
+  check_close(uniform.log_prob(u), td::zeros({2, 2}, td::kFloat64), 0, 1e-12, "log density 0");
+  check_close(uniform.cdf(u), u, 1e-12, 1e-12, "cdf");
+  check_close(uniform.icdf(u), u, 1e-12, 1e-12, "icdf");
+  td::testing::reseed(76);
+  CHECK(td::testing::ks_statistic(D::Uniform(0.0, 1.0), uniform.sample({20000}).to(td::kFloat32)) < 2.7);
+  check_error([&] { uniform.log_prob(f64({1.5, 0.5})); }, {"TransformedDistribution", "Interval"});
+  check_error([] { D::CumulativeDistributionTransform(nullptr); }, {"CumulativeDistributionTransform", "null"});
+  // A distribution with events: its event dims are the transform's.
+  const auto dirichlet = std::make_shared<D::Dirichlet>(f64({1, 2, 3}));
+  CHECK(D::CumulativeDistributionTransform(dirichlet).domain_event_dim() == 1);
 }
