@@ -461,10 +461,14 @@ Shape ReshapeTransform::replaced(const Shape& shape, const Shape& from, const Sh
   return out;
 }
 
-Tensor ReshapeTransform::forward(const Tensor& x) const { return x.reshape(replaced(x.sizes(), in_shape_, out_shape_, "input")); }
-Tensor ReshapeTransform::inverse(const Tensor& y) const { return y.reshape(replaced(y.sizes(), out_shape_, in_shape_, "value")); }
-Shape ReshapeTransform::forward_shape(const Shape& shape) const { return replaced(shape, in_shape_, out_shape_, "input"); }
-Shape ReshapeTransform::inverse_shape(const Shape& shape) const { return replaced(shape, out_shape_, in_shape_, "value"); }
+Tensor ReshapeTransform::forward(const Tensor& x) const { return x.reshape(forward_shape(x.sizes())); }
+Tensor ReshapeTransform::inverse(const Tensor& y) const { return y.reshape(inverse_shape(y.sizes())); }
+Shape ReshapeTransform::forward_shape(const Shape& shape) const {
+  return replaced(shape, in_shape_, out_shape_, "input");
+}
+Shape ReshapeTransform::inverse_shape(const Shape& shape) const {
+  return replaced(shape, out_shape_, in_shape_, "value");
+}
 
 Tensor ReshapeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const {
   const Shape batch = replaced(x.sizes(), in_shape_, {}, "input");
@@ -528,7 +532,8 @@ int64_t ComposeTransform::domain_event_dim() const {
   if (parts_.empty()) return 0;
   int64_t event_dim = parts_.back()->codomain_event_dim();
   for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) {
-    event_dim = std::max(event_dim + (*it)->domain_event_dim() - (*it)->codomain_event_dim(), (*it)->domain_event_dim());
+    const Transform& part = **it;
+    event_dim = std::max(event_dim + part.domain_event_dim() - part.codomain_event_dim(), part.domain_event_dim());
   }
   return event_dim;
 }
