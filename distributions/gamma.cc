@@ -173,8 +173,7 @@ Tensor Dirichlet::rsample(IntList sample_shape) const {
 }
 
 Tensor Dirichlet::log_prob(const Tensor& value) const {
-  check_value(
-      value, [&] { return (value >= 0).all({-1}) & ((value.sum(-1) - 1).abs() < 1e-6); }, "Simplex()");
+  check_value(value, [&] { return internal::is_on_simplex(value); }, "Simplex()");
   const auto [v, a] = promoted(value, concentration_);
   return xlogy(a - 1, v).sum(-1) + a.sum(-1).lgamma() - a.lgamma().sum(-1);
 }

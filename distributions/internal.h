@@ -64,6 +64,12 @@ Tensor precision_to_scale_tril(const Tensor& p);
 // Whether each matrix [..., n, n] is positive definite (PyTorch's PositiveDefinite(): symmetric
 // within torch.isclose's tolerances, with a Cholesky factor); a bool tensor of the batch shape.
 Tensor is_positive_definite(const Tensor& m);
+// PyTorch's Simplex(): each vector (the last dim) non-negative and summing to 1 within 1e-6.
+// PyTorch's real vectors and matrices: no NaN in each vector, or in each matrix (the last two
+// dims). A value with too few dims is in none of them.
+Tensor is_on_simplex(const Tensor& value);
+Tensor is_real_vector(const Tensor& value);
+Tensor is_real_matrix(const Tensor& value);
 // Whether each matrix [..., n, n] is lower triangular with a positive diagonal (PyTorch's
 // LowerCholesky()), and also has rows of unit norm within 10 eps per element (CorrCholesky()): a
 // bool tensor of the batch shape.

@@ -199,7 +199,18 @@ Tensor LKJCholesky::log_prob(const Tensor& value) const {
   return unnormalized - normalizer;
 }
 
+// The constraint checks that distributions and transforms share (internal.h).
 namespace internal {
+
+Tensor is_on_simplex(const Tensor& value) {
+  if (value.dim() < 1) return value != value;
+  return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6);
+}
+
+Tensor is_real_vector(const Tensor& value) { return value.dim() < 1 ? value != value : is_real(value).all(-1); }
+Tensor is_real_matrix(const Tensor& value) {
+  return value.dim() < 2 ? value != value : is_real(value).all(-1).all(-1);
+}
 
 Tensor is_lower_cholesky(const Tensor& m) {
   if (m.dim() < 2) return m != m;  // no matrix

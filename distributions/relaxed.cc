@@ -303,13 +303,7 @@ std::shared_ptr<Distribution> RelaxedOneHotCategorical::expand(const Shape& batc
 
 // Checked against the simplex (PyTorch's support), then the exp transform's log density.
 Tensor RelaxedOneHotCategorical::log_prob(const Tensor& value) const {
-  check_value(
-      value,
-      [&] {
-        if (value.dim() == 0) return value != value;  // a scalar is no point of the simplex
-        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6);
-      },
-      "Simplex()");
+  check_value(value, [&] { return internal::is_on_simplex(value); }, "Simplex()");
   return TransformedDistribution::log_prob(value);
 }
 

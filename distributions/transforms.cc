@@ -169,9 +169,6 @@ Tensor AbsTransform::in_codomain(const Tensor& y) const { return y >= 0; }
 
 namespace {
 
-// Whether each vector (the last dim) of `y` lies on the simplex, as PyTorch's check.
-Tensor on_simplex(const Tensor& y) { return (y >= 0).all(-1) & ((y.sum(-1) - 1).abs() < 1e-6); }
-
 // Whether all of each event's `n` rightmost dims of `mask` hold (a mask of fewer dims: all of it).
 Tensor all_rightmost(const Tensor& mask, int64_t n) {
   if (n == 0) return mask;
@@ -228,9 +225,9 @@ Tensor StickBreakingTransform::log_abs_det_jacobian(const Tensor& x, const Tenso
 }
 
 Tensor StickBreakingTransform::in_domain(const Tensor& x) const {
-  return x.dim() == 0 ? x != x : (x == x).all(-1);
+  return internal::is_real_vector(x);
 }
-Tensor StickBreakingTransform::in_codomain(const Tensor& y) const { return y.dim() == 0 ? y != y : on_simplex(y); }
+Tensor StickBreakingTransform::in_codomain(const Tensor& y) const { return internal::is_on_simplex(y); }
 
 Shape StickBreakingTransform::forward_shape(const Shape& shape) const {
   TD_CHECK(!shape.empty(), "StickBreakingTransform: maps vectors, got shape ", shape_str(shape));
@@ -254,8 +251,8 @@ Tensor SoftmaxTransform::forward(const Tensor& x) const {
 Tensor SoftmaxTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
   TD_FAIL("SoftmaxTransform: log_abs_det_jacobian is not defined: softmax is not invertible");
 }
-Tensor SoftmaxTransform::in_domain(const Tensor& x) const { return x.dim() == 0 ? x != x : (x == x).all(-1); }
-Tensor SoftmaxTransform::in_codomain(const Tensor& y) const { return y.dim() == 0 ? y != y : on_simplex(y); }
+Tensor SoftmaxTransform::in_domain(const Tensor& x) const { return internal::is_real_vector(x); }
+Tensor SoftmaxTransform::in_codomain(const Tensor& y) const { return internal::is_on_simplex(y); }
 
 namespace {
 
@@ -349,7 +346,7 @@ Tensor CorrCholeskyTransform::log_abs_det_jacobian(const Tensor& x, const Tensor
   return stick + ((std::numbers::ln2 - x - softplus(x * -2)) * 2).sum(-1);
 }
 
-Tensor CorrCholeskyTransform::in_domain(const Tensor& x) const { return x.dim() == 0 ? x != x : (x == x).all(-1); }
+Tensor CorrCholeskyTransform::in_domain(const Tensor& x) const { return internal::is_real_vector(x); }
 Tensor CorrCholeskyTransform::in_codomain(const Tensor& y) const { return internal::is_corr_cholesky(y); }
 
 Shape CorrCholeskyTransform::forward_shape(const Shape& shape) const {
@@ -381,7 +378,7 @@ Tensor LowerCholeskyTransform::log_abs_det_jacobian(const Tensor&, const Tensor&
   TD_FAIL("LowerCholeskyTransform: log_abs_det_jacobian is not defined: the map ignores x's upper triangle");
 }
 Tensor LowerCholeskyTransform::in_domain(const Tensor& x) const {
-  return x.dim() < 2 ? x != x : (x == x).all(-1).all(-1);
+  return internal::is_real_matrix(x);
 }
 Tensor LowerCholeskyTransform::in_codomain(const Tensor& y) const { return internal::is_lower_cholesky(y); }
 
@@ -397,7 +394,7 @@ Tensor PositiveDefiniteTransform::log_abs_det_jacobian(const Tensor&, const Tens
   TD_FAIL("PositiveDefiniteTransform: log_abs_det_jacobian is not defined: the map ignores x's upper triangle");
 }
 Tensor PositiveDefiniteTransform::in_domain(const Tensor& x) const {
-  return x.dim() < 2 ? x != x : (x == x).all(-1).all(-1);
+  return internal::is_real_matrix(x);
 }
 Tensor PositiveDefiniteTransform::in_codomain(const Tensor& y) const {
   return y.dim() < 2 || y.size(-1) != y.size(-2) ? y != y : internal::is_positive_definite(y);
