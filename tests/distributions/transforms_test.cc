@@ -30,6 +30,21 @@ void check_gradients(const td::autograd::TestedFn& fn, const std::vector<Tensor>
   CHECK(result.ok);
 }
 
+// For each row of x [B, n]: t's log |det dy/dx| equals the log |det| of the Jacobian autograd
+// builds for the map from x's row to the n coordinates of y that determine it (`free`: their flat
+// positions in one y).
+void check_log_det(const D::Transform& t, const Tensor& x, const Tensor& free) {
+  const Tensor ladj = t.log_abs_det_jacobian(x, t(x));
+  REQUIRE(ladj.sizes() == Shape{x.size(0)});
+  for (int64_t row = 0; row < x.size(0); ++row) {
+    INFO("row " << row);
+    const Tensor jac = td::autograd::functional::jacobian(
+        [&](const Tensor& v) { return t(v).reshape({-1}).index_select(0, free); }, x.select(0, row).contiguous());
+    const auto [sign, logabsdet] = td::linalg::slogdet(jac);
+    CHECK(std::abs(logabsdet.item<double>() - ladj.select(0, row).item<double>()) < 1e-10);
+  }
+}
+
 // Every row of y (the last dim) is a point of the simplex with no coordinate 0.
 void check_on_simplex(const Tensor& y, const std::string& what) {
   INFO(what);
@@ -57,16 +72,8 @@ TEST_CASE("StickBreakingTransform: onto the simplex and back; log |det| is the J
   const Tensor xt = td::randn({4, 3}, td::kFloat64).t();
   check_close((*t)(xt), (*t)(xt.contiguous()), 0, 0, "a transposed view");
 
-  // y's first K - 1 coordinates determine the rest: the log |det| of their Jacobian, row by row.
-  const Tensor ladj = t->log_abs_det_jacobian(x, y);
-  REQUIRE(ladj.sizes() == Shape{3});
-  for (int64_t row = 0; row < 3; ++row) {
-    INFO("row " << row);
-    const Tensor jac = td::autograd::functional::jacobian(
-        [&](const Tensor& v) { return (*t)(v).narrow(0, 0, 4); }, x.select(0, row).contiguous());
-    const auto [sign, logabsdet] = td::linalg::slogdet(jac);
-    CHECK(std::abs(logabsdet.item<double>() - ladj.select(0, row).item<double>()) < 1e-10);
-  }
+  // y's first K - 1 coordinates determine the rest.
+  check_log_det(*t, x, td::arange(4));
 
   // Differentiable: the map, its inverse (off the simplex too: the tail sums read any y) and log |det|.
   check_gradients([&](const std::vector<Tensor>& in) { return (*t)(in[0]); }, {x.clone().requires_grad_()}, "forward");
@@ -235,18 +242,8 @@ TEST_CASE("CorrCholeskyTransform: onto correlation Cholesky factors and back; lo
               "unit rows");
   check_close(y.triu(1), td::zeros({2, 4, 4}, td::kFloat64), 0, 0, "lower triangular");
   check_close(t->inv(y), x, 1e-12, 1e-12, "inv(y)");
-  // Its log |det| is that of the map from x to y's strict lower triangle (the free coordinates).
-  const Tensor ladj = t->log_abs_det_jacobian(x, y);
-  REQUIRE(ladj.sizes() == Shape{2});
-  // Row-major positions of the strict lower triangle of 4 x 4, row by row.
-  const Tensor below = td::tensor(std::vector<int64_t>{4, 8, 9, 12, 13, 14});
-  for (int64_t b = 0; b < 2; ++b) {
-    INFO("batch " << b);
-    const Tensor jac = td::autograd::functional::jacobian(
-        [&](const Tensor& v) { return (*t)(v).reshape({16}).index_select(0, below); }, x.select(0, b).contiguous());
-    const auto [sign, logabsdet] = td::linalg::slogdet(jac);
-    CHECK(std::abs(logabsdet.item<double>() - ladj.select(0, b).item<double>()) < 1e-10);
-  }
+  // y's strict lower triangle determines the rest (row-major positions in 4 x 4, row by row).
+  check_log_det(*t, x, td::tensor(std::vector<int64_t>{4, 8, 9, 12, 13, 14}));
   check_gradients([&](const std::vector<Tensor>& in) { return (*t)(in[0]); }, {x.clone().requires_grad_()}, "forward");
   // The inverse where no row's tail is tiny (finite differences of atanh near 1 lose digits).
   check_gradients([&](const std::vector<Tensor>& in) { return t->inv(in[0]); }, {(*t)(x * 0.5).requires_grad_()},
