@@ -601,60 +601,53 @@ Tensor Gumbel::entropy() const { return scale_.log() + (1 + kEulerGamma); }
 Tensor Gumbel::mean() const { return loc_ + scale_ * kEulerGamma; }
 Tensor Gumbel::stddev() const { return scale_ * (std::numbers::pi / std::sqrt(6.0)); }
 
-// ---- HalfNormal ----
+// ---- HalfNormal and HalfCauchy ----
 
-HalfNormal::HalfNormal(Param scale, std::optional<bool> validate_args)
-    : Distribution(broadcast_all({scale}, "HalfNormal", {"scale"})[0].sizes(), {}, validate_args),
-      base_(0.0, broadcast_all({scale}, "HalfNormal", {"scale"})[0], false) {
-  check_parameter(validates(), "HalfNormal", "scale", base_.scale(), [&] { return base_.scale() > 0; },
-                  "GreaterThan(lower_bound=0.0)");
+template <typename Base>
+Folded<Base>::Folded(const char* family, Param scale, std::optional<bool> validate_args)
+    : Folded(family, broadcast_all({std::move(scale)}, family, {"scale"}), validate_args) {}
+
+template <typename Base>
+Folded<Base>::Folded(const char* family, const std::vector<Tensor>& scale, std::optional<bool> validate_args)
+    : Distribution(scale[0].sizes(), {}, validate_args), base_(0.0, scale[0], false) {
+  check_parameter(validates(), family, "scale", scale[0], [&] { return scale[0] > 0; }, "GreaterThan(lower_bound=0.0)");
 }
+
+template <typename Base>
+Tensor Folded<Base>::log_prob(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return where(value >= 0, base_.log_prob(value) + std::numbers::ln2, -std::numeric_limits<double>::infinity());
+}
+
+template <typename Base>
+Tensor Folded<Base>::cdf(const Tensor& value) const {
+  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
+  return base_.cdf(value) * 2 - 1;
+}
+
+template <typename Base>
+Tensor Folded<Base>::entropy() const {
+  return base_.entropy() - std::numbers::ln2;
+}
+
+template <typename Base>
+Tensor Folded<Base>::mode() const {
+  return zeros_like(scale());
+}
+
+template class Folded<Normal>;
+template class Folded<Cauchy>;
 
 std::shared_ptr<Distribution> HalfNormal::expand(const Shape& batch_shape) const {
   return std::make_shared<HalfNormal>(scale().expand(batch_shape), validates());
 }
-
-Tensor HalfNormal::log_prob(const Tensor& value) const {
-  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
-  return where(value >= 0, base_.log_prob(value) + std::numbers::ln2, -std::numeric_limits<double>::infinity());
-}
-
-Tensor HalfNormal::cdf(const Tensor& value) const {
-  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
-  return base_.cdf(value) * 2 - 1;
-}
-
-Tensor HalfNormal::entropy() const { return base_.entropy() - std::numbers::ln2; }
 Tensor HalfNormal::mean() const { return scale() * std::sqrt(2 / std::numbers::pi); }
-Tensor HalfNormal::mode() const { return zeros_like(scale()); }
 Tensor HalfNormal::variance() const { return scale().pow(2) * (1 - 2 / std::numbers::pi); }
-
-// ---- HalfCauchy ----
-
-HalfCauchy::HalfCauchy(Param scale, std::optional<bool> validate_args)
-    : Distribution(broadcast_all({scale}, "HalfCauchy", {"scale"})[0].sizes(), {}, validate_args),
-      base_(0.0, broadcast_all({scale}, "HalfCauchy", {"scale"})[0], false) {
-  check_parameter(validates(), "HalfCauchy", "scale", base_.scale(), [&] { return base_.scale() > 0; },
-                  "GreaterThan(lower_bound=0.0)");
-}
 
 std::shared_ptr<Distribution> HalfCauchy::expand(const Shape& batch_shape) const {
   return std::make_shared<HalfCauchy>(scale().expand(batch_shape), validates());
 }
-
-Tensor HalfCauchy::log_prob(const Tensor& value) const {
-  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
-  return where(value >= 0, base_.log_prob(value) + std::numbers::ln2, -std::numeric_limits<double>::infinity());
-}
-
-Tensor HalfCauchy::cdf(const Tensor& value) const {
-  check_value(value, [&] { return value >= 0; }, "GreaterThanEq(lower_bound=0.0)");
-  return base_.cdf(value) * 2 - 1;
-}
-
-Tensor HalfCauchy::entropy() const { return base_.entropy() - std::numbers::ln2; }
 Tensor HalfCauchy::mean() const { return full_like(scale(), std::numeric_limits<double>::infinity()); }
-Tensor HalfCauchy::mode() const { return zeros_like(scale()); }
 
 // ---- Poisson ----
 

@@ -258,49 +258,54 @@ class Gumbel : public LocationScale {
   Tensor stddev() const override;
 };
 
-// HalfNormal(scale): |N(0, scale^2)|, on x >= 0. Parameter: scale > 0.
-class HalfNormal : public Distribution {
+// |X| for X symmetric about 0 (a Normal or Cauchy of loc 0): what HalfNormal and HalfCauchy share.
+// On x >= 0 its density is twice the base's and its cdf 2 F(x) - 1; its entropy is the base's
+// less log 2, its mode 0.
+template <typename Base>
+class Folded : public Distribution {
  public:
-  explicit HalfNormal(Param scale, std::optional<bool> validate_args = std::nullopt);
-  std::string name() const override { return "HalfNormal"; }
-  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
   bool has_rsample() const override { return true; }
   Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).abs(); }
   Tensor log_prob(const Tensor& value) const override;
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override { return base_.icdf((value + 1) / 2); }
   Tensor entropy() const override;
-  Tensor mean() const override;
   Tensor mode() const override;
-  Tensor variance() const override;
   const Tensor& scale() const { return base_.scale(); }
-  const Normal& base_dist() const { return base_; }
+  const Base& base_dist() const { return base_; }
+
+ protected:
+  // family: the distribution's name, for errors.
+  Folded(const char* family, Param scale, std::optional<bool> validate_args);
 
  private:
-  Normal base_;
+  Folded(const char* family, const std::vector<Tensor>& scale, std::optional<bool> validate_args);
+  Base base_;
+};
+extern template class Folded<Normal>;  // instantiated in distributions.cc
+extern template class Folded<Cauchy>;
+
+// HalfNormal(scale): |N(0, scale^2)|, on x >= 0. Parameter: scale > 0.
+class HalfNormal : public Folded<Normal> {
+ public:
+  explicit HalfNormal(Param scale, std::optional<bool> validate_args = std::nullopt)
+      : Folded("HalfNormal", std::move(scale), validate_args) {}
+  std::string name() const override { return "HalfNormal"; }
+  std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
 };
 
 // HalfCauchy(scale): |Cauchy(0, scale)|, on x >= 0. No mean (+inf) or variance (+inf), as
 // PyTorch's. Parameter: scale > 0.
-class HalfCauchy : public Distribution {
+class HalfCauchy : public Folded<Cauchy> {
  public:
-  explicit HalfCauchy(Param scale, std::optional<bool> validate_args = std::nullopt);
+  explicit HalfCauchy(Param scale, std::optional<bool> validate_args = std::nullopt)
+      : Folded("HalfCauchy", std::move(scale), validate_args) {}
   std::string name() const override { return "HalfCauchy"; }
   std::shared_ptr<Distribution> expand(const Shape& batch_shape) const override;
-  bool has_rsample() const override { return true; }
-  Tensor rsample(IntList sample_shape = {}) const override { return base_.rsample(sample_shape).abs(); }
-  Tensor log_prob(const Tensor& value) const override;
-  Tensor cdf(const Tensor& value) const override;
-  Tensor icdf(const Tensor& value) const override { return base_.icdf((value + 1) / 2); }
-  Tensor entropy() const override;
   Tensor mean() const override;
-  Tensor mode() const override;
-  Tensor variance() const override { return base_.variance(); }
-  const Tensor& scale() const { return base_.scale(); }
-  const Cauchy& base_dist() const { return base_; }
-
- private:
-  Cauchy base_;
+  Tensor variance() const override { return base_dist().variance(); }
 };
 
 // Poisson(rate): k events with probability rate^k e^-rate / k!. Parameter: rate >= 0.
