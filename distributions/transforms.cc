@@ -1,7 +1,9 @@
 #include "distributions/transforms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <numeric>
 
 #include "autograd/grad_mode.h"
 #include "autograd/linalg.h"
@@ -475,6 +477,331 @@ Tensor ReshapeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) co
 bool ReshapeTransform::equals(const Transform& other) const {
   const auto* o = dynamic_cast<const ReshapeTransform*>(&other);
   return o && o->in_shape_ == in_shape_ && o->out_shape_ == out_shape_;
+}
+
+// ---- CatTransform and StackTransform ----
+
+namespace {
+
+using Parts = std::vector<std::shared_ptr<const Transform>>;
+
+void check_parts(const Parts& parts, const char* transform) {
+  TD_CHECK(!parts.empty(), transform, ": needs at least one transform");
+  for (size_t i = 0; i < parts.size(); ++i) TD_CHECK(parts[i] != nullptr, transform, ": part ", i, " is null");
+}
+
+// The sign each part has, where all have the same number.
+std::optional<Param> common_sign(const Parts& parts) {
+  std::optional<double> common;
+  for (const auto& part : parts) {
+    const std::optional<Param> s = part->sign();
+    if (!s || s->is_tensor() || (common && *common != s->number())) return std::nullopt;
+    common = s->number();
+  }
+  return Param(*common);
+}
+
+int64_t most_event_dims(const Parts& parts, bool of_domain) {
+  int64_t most = 0;
+  for (const auto& part : parts) most = std::max(most, of_domain ? part->domain_event_dim() : part->codomain_event_dim());
+  return most;
+}
+
+// "Cat([Real(), GreaterThan(lower_bound=0.0)], dim=-1, lengths=[2, 3])": the parts' domains or codomains.
+std::string parts_constraint(const char* kind, const Parts& parts, bool of_domain, const std::string& rest) {
+  std::string out = std::string(kind) + "([";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i ? ", " : "") + (of_domain ? parts[i]->domain() : parts[i]->codomain());
+  }
+  return out + "], " + rest + ")";
+}
+
+bool same_parts(const Parts& a, const Parts& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i]->equals(*b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+CatTransform::CatTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim,
+                           std::vector<int64_t> lengths, int cache_size)
+    : Transform(cache_size), parts_(std::move(parts)), dim_(dim), lengths_(std::move(lengths)) {
+  check_parts(parts_, "CatTransform");
+  if (lengths_.empty()) lengths_.assign(parts_.size(), 1);
+  TD_CHECK(lengths_.size() == parts_.size(), "CatTransform: ", lengths_.size(), " lengths for ", parts_.size(),
+           " transforms");
+  for (int64_t n : lengths_) TD_CHECK(n >= 1, "CatTransform: lengths must be >= 1, got ", shape_str(lengths_));
+}
+
+int64_t CatTransform::dim_in(int64_t rank, const char* what) const {
+  TD_CHECK(dim_ >= -rank && dim_ < rank, "CatTransform: dim ", dim_, " is out of range for the ", what, " of ", rank,
+           " dims");
+  return dim_ < 0 ? dim_ + rank : dim_;
+}
+
+bool CatTransform::dim_is_batch(int64_t dim, int64_t rank) const {
+  return dim < rank - std::max(domain_event_dim(), codomain_event_dim());
+}
+
+std::vector<int64_t> CatTransform::codomain_lengths(const Shape& shape, int64_t dim) const {
+  const bool batch = dim_is_batch(dim, static_cast<int64_t>(shape.size()));
+  // Equal ranks, equal sizes outside dim.
+  auto agree = [dim](const Shape& a, const Shape& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t j = 0; j < a.size(); ++j) {
+      if (j != static_cast<size_t>(dim) && a[j] != b[j]) return false;
+    }
+    return true;
+  };
+  std::vector<int64_t> out;
+  Shape first;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Shape slice = shape;
+    slice[dim] = lengths_[i];
+    const Shape image = parts_[i]->forward_shape(slice);
+    if (batch) {
+      TD_CHECK(agree(image, i == 0 ? image : first) && image.size() == slice.size() && image[dim] == slice[dim],
+               "CatTransform: part ", i, " (", parts_[i]->name(), ") maps a slice of shape ", shape_str(slice), " to ",
+               shape_str(image), "; along dim ", dim_, ", a batch dim of the parts, their images must keep each ",
+               "slice's length and agree in every other dim", i == 0 ? "" : " with part 0's " + shape_str(first));
+    } else {
+      TD_CHECK(agree(image, slice), "CatTransform: part ", i, " (", parts_[i]->name(), ") maps a slice of shape ",
+               shape_str(slice), " to ", shape_str(image), "; a part may change only the length along dim ", dim_,
+               ", which lies in the parts' event");
+    }
+    if (i == 0) first = image;
+    out.push_back(image[dim]);
+  }
+  return out;
+}
+
+Shape CatTransform::forward_shape(const Shape& shape) const {
+  const int64_t dim = dim_in(static_cast<int64_t>(shape.size()), "input");
+  const int64_t total = std::accumulate(lengths_.begin(), lengths_.end(), int64_t{0});
+  TD_CHECK(shape[dim] == total, "CatTransform: the input of shape ", shape_str(shape), " has ", shape[dim],
+           " along dim ", dim_, ", the lengths ", shape_str(lengths_), " add up to ", total);
+  const std::vector<int64_t> out_lengths = codomain_lengths(shape, dim);
+  Shape slice = shape;
+  slice[dim] = lengths_[0];
+  Shape out = parts_[0]->forward_shape(slice);
+  out[dim] = std::accumulate(out_lengths.begin(), out_lengths.end(), int64_t{0});
+  return out;
+}
+
+Shape CatTransform::inverse_shape(const Shape& shape) const {
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t dim = dim_in(rank, "value");
+  // Along a batch dim each part keeps its slices' length, and part 0 tells the other dims; inside
+  // the event only dim's length changes.
+  Shape x_shape = shape;
+  if (dim_is_batch(dim, rank)) {
+    x_shape[dim] = lengths_[0];
+    x_shape = parts_[0]->inverse_shape(x_shape);
+  }
+  x_shape[dim] = std::accumulate(lengths_.begin(), lengths_.end(), int64_t{0});
+  const Shape image = forward_shape(x_shape);
+  TD_CHECK(image == shape, "CatTransform: a value of shape ", shape_str(shape), " is not an image of its parts, which ",
+           "map an input of shape ", shape_str(x_shape), " to ", shape_str(image));
+  return x_shape;
+}
+
+int64_t CatTransform::domain_event_dim() const { return most_event_dims(parts_, true); }
+int64_t CatTransform::codomain_event_dim() const { return most_event_dims(parts_, false); }
+
+Tensor CatTransform::join(std::vector<Tensor> pieces, int64_t dim, int64_t rank, int64_t event_dim, bool add) const {
+  // Where dim is left of the event, it is a dim of every piece: counted from the right, so that
+  // the event's dims, reduced, do not shift it.
+  const int64_t at = dim - rank + event_dim;
+  if (at < 0) return cat(pieces, at);
+  Tensor out = pieces[0];
+  for (size_t i = 1; i < pieces.size(); ++i) out = add ? out + pieces[i] : out & pieces[i];
+  return out;
+}
+
+Tensor CatTransform::forward(const Tensor& x) const {
+  const int64_t dim = dim_in(x.dim(), "input");
+  forward_shape(x.sizes());  // checks x's length along dim
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    pieces.push_back((*parts_[i])(x.narrow(dim, start, lengths_[i])));
+    start += lengths_[i];
+  }
+  return cat(pieces, dim);
+}
+
+Tensor CatTransform::inverse(const Tensor& y) const {
+  const Shape x_shape = inverse_shape(y.sizes());
+  const int64_t dim = dim_in(y.dim(), "value");
+  const std::vector<int64_t> y_lengths = codomain_lengths(x_shape, dim);
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    pieces.push_back(parts_[i]->inv(y.narrow(dim, start, y_lengths[i])));
+    start += y_lengths[i];
+  }
+  return cat(pieces, dim);
+}
+
+Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  const int64_t dim = dim_in(x.dim(), "input");
+  const Shape y_shape = forward_shape(x.sizes());
+  TD_CHECK(y.sizes() == y_shape, "CatTransform: log_abs_det_jacobian takes y of shape ", shape_str(y_shape),
+           " for x of shape ", shape_str(x.sizes()), ", got ", shape_str(y.sizes()));
+  const std::vector<int64_t> y_lengths = codomain_lengths(x.sizes(), dim);
+  const int64_t event_dim = domain_event_dim();
+  std::vector<Tensor> pieces;
+  int64_t x_start = 0, y_start = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Transform& part = *parts_[i];
+    const Tensor term =
+        part.log_abs_det_jacobian(x.narrow(dim, x_start, lengths_[i]), y.narrow(dim, y_start, y_lengths[i]));
+    pieces.push_back(sum_rightmost(term, event_dim - part.domain_event_dim()));
+    x_start += lengths_[i];
+    y_start += y_lengths[i];
+  }
+  return join(std::move(pieces), dim, x.dim(), event_dim, true);
+}
+
+std::optional<Param> CatTransform::sign() const { return common_sign(parts_); }
+
+Tensor CatTransform::in_domain(const Tensor& x) const {
+  const int64_t dim = dim_in(x.dim(), "input");
+  forward_shape(x.sizes());  // checks x's length along dim
+  const int64_t event_dim = domain_event_dim();
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Tensor inside = parts_[i]->in_domain(x.narrow(dim, start, lengths_[i]));
+    pieces.push_back(all_rightmost(inside, event_dim - parts_[i]->domain_event_dim()));
+    start += lengths_[i];
+  }
+  return join(std::move(pieces), dim, x.dim(), event_dim, false);
+}
+
+Tensor CatTransform::in_codomain(const Tensor& y) const {
+  const Shape x_shape = inverse_shape(y.sizes());
+  const int64_t dim = dim_in(y.dim(), "value");
+  const std::vector<int64_t> y_lengths = codomain_lengths(x_shape, dim);
+  const int64_t event_dim = codomain_event_dim();
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Tensor inside = parts_[i]->in_codomain(y.narrow(dim, start, y_lengths[i]));
+    pieces.push_back(all_rightmost(inside, event_dim - parts_[i]->codomain_event_dim()));
+    start += y_lengths[i];
+  }
+  return join(std::move(pieces), dim, y.dim(), event_dim, false);
+}
+
+std::string CatTransform::constraint(bool of_domain) const {
+  return parts_constraint("Cat", parts_, of_domain, "dim=" + std::to_string(dim_) + ", lengths=" + shape_str(lengths_));
+}
+std::string CatTransform::domain() const { return constraint(true); }
+std::string CatTransform::codomain() const { return constraint(false); }
+
+bool CatTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const CatTransform*>(&other);
+  return o && o->dim_ == dim_ && o->lengths_ == lengths_ && same_parts(parts_, o->parts_);
+}
+
+StackTransform::StackTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim, int cache_size)
+    : Transform(cache_size), parts_(std::move(parts)), dim_(dim) {
+  check_parts(parts_, "StackTransform");
+}
+
+int64_t StackTransform::dim_in(const Shape& shape, int64_t event_dim, const char* what) const {
+  const auto rank = static_cast<int64_t>(shape.size());
+  TD_CHECK(dim_ >= -rank && dim_ < rank, "StackTransform: dim ", dim_, " is out of range for the ", what,
+           " of shape ", shape_str(shape));
+  const int64_t dim = dim_ < 0 ? dim_ + rank : dim_;
+  TD_CHECK(dim < rank - event_dim, "StackTransform: dim ", dim_, " of the ", what, " of shape ", shape_str(shape),
+           " lies in the parts' event (its ", event_dim, " rightmost dims); stack along a batch dim, and wrap the ",
+           "transform in IndependentTransform to take it as one event");
+  TD_CHECK(shape[dim] == static_cast<int64_t>(parts_.size()), "StackTransform: the ", what, " of shape ",
+           shape_str(shape), " has ", shape[dim], " slices along dim ", dim_, " for ", parts_.size(), " transforms");
+  return dim;
+}
+
+Tensor StackTransform::stacked(const Tensor& t, int64_t event_dim, const char* what,
+                               const std::function<Tensor(size_t, const Tensor&)>& apply) const {
+  const int64_t dim = dim_in(t.sizes(), event_dim, what);
+  std::vector<Tensor> pieces;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    pieces.push_back(apply(i, t.select(dim, static_cast<int64_t>(i))));
+    TD_CHECK(pieces[i].sizes() == pieces[0].sizes(), "StackTransform: part ", i, " (", parts_[i]->name(),
+             ") gives shape ", shape_str(pieces[i].sizes()), " where part 0 gives ", shape_str(pieces[0].sizes()));
+  }
+  // dim counted from the left stays in place: the event dims the pieces lost were to its right.
+  return stack(pieces, dim);
+}
+
+Tensor StackTransform::forward(const Tensor& x) const {
+  return stacked(x, domain_event_dim(), "input", [&](size_t i, const Tensor& slice) { return (*parts_[i])(slice); });
+}
+
+Tensor StackTransform::inverse(const Tensor& y) const {
+  return stacked(y, codomain_event_dim(), "value", [&](size_t i, const Tensor& slice) { return parts_[i]->inv(slice); });
+}
+
+Tensor StackTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
+  const int64_t event_dim = domain_event_dim();
+  const int64_t dim = dim_in(x.sizes(), event_dim, "input");
+  dim_in(y.sizes(), codomain_event_dim(), "value");  // checks y as well
+  return stacked(x, event_dim, "input", [&](size_t i, const Tensor& slice) {
+    const Tensor term = parts_[i]->log_abs_det_jacobian(slice, y.select(dim, static_cast<int64_t>(i)));
+    return sum_rightmost(term, event_dim - parts_[i]->domain_event_dim());
+  });
+}
+
+std::optional<Param> StackTransform::sign() const { return common_sign(parts_); }
+
+Tensor StackTransform::in_domain(const Tensor& x) const {
+  const int64_t event_dim = domain_event_dim();
+  return stacked(x, event_dim, "input", [&](size_t i, const Tensor& slice) {
+    return all_rightmost(parts_[i]->in_domain(slice), event_dim - parts_[i]->domain_event_dim());
+  });
+}
+
+Tensor StackTransform::in_codomain(const Tensor& y) const {
+  const int64_t event_dim = codomain_event_dim();
+  return stacked(y, event_dim, "value", [&](size_t i, const Tensor& slice) {
+    return all_rightmost(parts_[i]->in_codomain(slice), event_dim - parts_[i]->codomain_event_dim());
+  });
+}
+
+Shape StackTransform::stacked_shape(const Shape& shape, bool forward) const {
+  const int64_t dim = dim_in(shape, forward ? domain_event_dim() : codomain_event_dim(), forward ? "input" : "value");
+  Shape slice = shape;
+  slice.erase(slice.begin() + dim);
+  Shape out;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Shape image = forward ? parts_[i]->forward_shape(slice) : parts_[i]->inverse_shape(slice);
+    TD_CHECK(i == 0 || image == out, "StackTransform: part ", i, " (", parts_[i]->name(), ") maps a slice of shape ",
+             shape_str(slice), " to ", shape_str(image), " where part 0 maps it to ", shape_str(out));
+    out = image;
+  }
+  out.insert(out.begin() + dim, static_cast<int64_t>(parts_.size()));
+  return out;
+}
+
+Shape StackTransform::forward_shape(const Shape& shape) const { return stacked_shape(shape, true); }
+Shape StackTransform::inverse_shape(const Shape& shape) const { return stacked_shape(shape, false); }
+int64_t StackTransform::domain_event_dim() const { return most_event_dims(parts_, true); }
+int64_t StackTransform::codomain_event_dim() const { return most_event_dims(parts_, false); }
+
+std::string StackTransform::constraint(bool of_domain) const {
+  return parts_constraint("Stack", parts_, of_domain, "dim=" + std::to_string(dim_));
+}
+std::string StackTransform::domain() const { return constraint(true); }
+std::string StackTransform::codomain() const { return constraint(false); }
+
+bool StackTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const StackTransform*>(&other);
+  return o && o->dim_ == dim_ && same_parts(parts_, o->parts_);
 }
 
 // ---- InverseTransform and ComposeTransform ----

@@ -1,8 +1,9 @@
 // Transforms and TransformedDistribution, as torch.distributions.transforms: a distribution pushed
 // through invertible maps, its log density corrected by each map's log |det dy/dx|. Most maps act
 // element by element; StickBreakingTransform and CorrCholeskyTransform map vectors, the Cholesky
-// and positive-definite transforms matrices, and IndependentTransform and ReshapeTransform treat
-// rightmost dims as one event.
+// and positive-definite transforms matrices, IndependentTransform and ReshapeTransform treat
+// rightmost dims as one event, and CatTransform and StackTransform send slices of x through
+// transforms of their own.
 //
 //   // A tanh-squashed Gaussian policy (soft actor-critic): actions in (-1, 1).
 //   auto tanh = std::make_shared<td::distributions::TanhTransform>(/*cache_size=*/1);
@@ -384,6 +385,90 @@ class ReshapeTransform : public Transform {
   // `shape` with its rightmost `from` dims replaced by `to` (named for errors as `what`).
   Shape replaced(const Shape& shape, const Shape& from, const Shape& to, const char* what) const;
   Shape in_shape_, out_shape_;
+};
+
+// Transforms applied to consecutive slices of x along `dim`, part i to lengths[i] of them (1 each
+// by default), the results concatenated (PyTorch's CatTransform). The event has the most dims of
+// any part's. Where dim lies left of it, a batch dim, the parts may change their event dims
+// alike (stick-breaking rows) and their log |dy/dx| are concatenated along dim; where dim lies
+// inside it, a part may change its slice's length along dim only (stick-breaking, with dim the
+// last; PyTorch's keeps every length) and the parts' log |dy/dx| add up. The sign is the parts'
+// where they all have the same number.
+class CatTransform : public Transform {
+ public:
+  CatTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim = 0, std::vector<int64_t> lengths = {},
+               int cache_size = 0);
+  std::string name() const override { return "CatTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override;
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override;
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override;
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override;
+  int64_t codomain_event_dim() const override;
+  bool equals(const Transform& other) const override;
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+
+ private:
+  // dim as an index into a tensor of `rank` dims, checked.
+  int64_t dim_in(int64_t rank, const char* what) const;
+  // Whether dim (an index into `rank` dims) lies left of every part's event.
+  bool dim_is_batch(int64_t dim, int64_t rank) const;
+  // Each part's length along dim in the codomain, for an x of `shape`, its images checked.
+  std::vector<int64_t> codomain_lengths(const Shape& shape, int64_t dim) const;
+  // Per-part results (log |dy/dx| or membership), each reduced over the whole's event of
+  // `event_dim` dims: concatenated along dim where it is left of the event, else combined (added,
+  // or all true). rank: the dims of the tensor they came from.
+  Tensor join(std::vector<Tensor> pieces, int64_t dim, int64_t rank, int64_t event_dim, bool add) const;
+  std::string constraint(bool of_domain) const;
+  std::vector<std::shared_ptr<const Transform>> parts_;
+  int64_t dim_;
+  std::vector<int64_t> lengths_;
+};
+
+// Transforms applied to the slices x.select(dim, i), part i to slice i, the results stacked
+// along dim (PyTorch's StackTransform). dim must be a batch dim: left of the parts' event dims.
+// So the event is the parts' (the most dims of any), and log |dy/dx| is theirs stacked along dim.
+// PyTorch counts a negative dim as an event dim, and its log_prob then fails (stacking along -1
+// of element-wise parts); here that dim stays a batch dim: wrap the transform in
+// IndependentTransform to make it one event.
+class StackTransform : public Transform {
+ public:
+  explicit StackTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim = 0, int cache_size = 0);
+  std::string name() const override { return "StackTransform"; }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  std::optional<Param> sign() const override;
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override;
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override;
+  Shape forward_shape(const Shape& shape) const override;
+  Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override;
+  int64_t codomain_event_dim() const override;
+  bool equals(const Transform& other) const override;
+
+ protected:
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+
+ private:
+  // dim as an index into a tensor of `shape` whose rightmost `event_dim` dims are the event,
+  // checked: inside the shape, left of the event, as long as there are parts.
+  int64_t dim_in(const Shape& shape, int64_t event_dim, const char* what) const;
+  // apply(i, slice i of t) for each part i, stacked along dim.
+  Tensor stacked(const Tensor& t, int64_t event_dim, const char* what,
+                 const std::function<Tensor(size_t, const Tensor&)>& apply) const;
+  Shape stacked_shape(const Shape& shape, bool forward) const;
+  std::string constraint(bool of_domain) const;
+  std::vector<std::shared_ptr<const Transform>> parts_;
+  int64_t dim_;
 };
 
 // The inverse of a transform (Transform::inv()): its forward is the other's inverse, and its log

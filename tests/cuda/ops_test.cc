@@ -2540,7 +2540,7 @@ TEST_CASE("low-rank, relaxed, matrix and circular distributions on the device eq
   }
 }
 
-TEST_CASE("vector, matrix and event transforms and LogisticNormal on the device equal the CPU's", "[cuda]") {
+TEST_CASE("vector, matrix, event and slice transforms and LogisticNormal on the device equal the CPU's", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(58);
   namespace D = td::distributions;
@@ -2573,6 +2573,21 @@ TEST_CASE("vector, matrix and event transforms and LogisticNormal on the device 
   tt::check_close(corr.inv(factors), v, 1e-12, 1e-12, "and back");
   tt::check_close(corr.log_abs_det_jacobian(ct::twin(v), factors), corr.log_abs_det_jacobian(v, corr(v)), 1e-12, 1e-12,
                   "CorrCholeskyTransform log |det|");
+  // Slices through transforms of their own: exp and stick-breaking along the last dim, stacked rows.
+  const auto stick_ptr = std::make_shared<D::StickBreakingTransform>();
+  const D::CatTransform cat({std::make_shared<D::ExpTransform>(), stick_ptr}, -1, {2, 3});
+  const Tensor u = td::randn({3, 5}, td::kFloat64), u_dev = ct::twin(u);
+  const Tensor w = cat(u), w_dev = cat(u_dev);
+  CHECK(w_dev.device() == ct::device());
+  tt::check_close(w_dev, w, 1e-14, 1e-14, "CatTransform");
+  tt::check_close(cat.inv(w_dev), u, 1e-12, 1e-12, "and back");
+  tt::check_close(cat.log_abs_det_jacobian(u_dev, w_dev), cat.log_abs_det_jacobian(u, w), 1e-12, 1e-12,
+                  "CatTransform log |det|");
+  const D::StackTransform stack({stick_ptr, stick_ptr}, 0);
+  const Tensor s = td::randn({2, 3, 4}, td::kFloat64), s_dev = ct::twin(s);
+  tt::check_close(stack(s_dev), stack(s), 1e-14, 1e-14, "StackTransform");
+  tt::check_close(stack.log_abs_det_jacobian(s_dev, stack(s_dev)), stack.log_abs_det_jacobian(s, stack(s)), 1e-12,
+                  1e-12, "StackTransform log |det|");
 }
 
 TEST_CASE("1-D pooling and adaptive max pooling give the CPU's values, indices and gradients", "[cuda]") {

@@ -249,6 +249,13 @@ std::vector<std::shared_ptr<const D::Transform>> transforms_of(const json& spec)
     }
     if (name == "inv") out.push_back(transforms_of(json::array({t["of"]}))[0]->inv());
     if (name == "corr_cholesky") out.push_back(std::make_shared<D::CorrCholeskyTransform>());
+    if (name == "cat") {
+      out.push_back(std::make_shared<D::CatTransform>(transforms_of(t["parts"]), t["dim"].get<int64_t>(),
+                                                      t["lengths"].get<std::vector<int64_t>>()));
+    }
+    if (name == "stack") {
+      out.push_back(std::make_shared<D::StackTransform>(transforms_of(t["parts"]), t["dim"].get<int64_t>()));
+    }
     if (name == "cdf") {
       std::map<std::string, Tensor> unused;  // the distribution's parameters: constants here
       out.push_back(std::make_shared<D::CumulativeDistributionTransform>(make(t, unused)));
@@ -271,7 +278,7 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
     check_scores(dist, c, leaves, name);
     ++checked;
   }
-  CHECK(checked == 14);
+  CHECK(checked == 17);
   const json& k = fixture()["transformed_kl"];
   std::map<std::string, Tensor> leaves;
   json p_spec = json::object(), q_spec = json::object();

@@ -290,6 +290,10 @@ def make_transforms(spec):
             out.append(D.CumulativeDistributionTransform(make(t["dist"], t["params"])[0]))
         elif name == "inv":
             out.append(make_transforms([t["of"]])[0].inv)
+        elif name == "cat":
+            out.append(D.CatTransform(make_transforms(t["parts"]), t["dim"], t["lengths"]))
+        elif name == "stack":
+            out.append(D.StackTransform(make_transforms(t["parts"]), t["dim"]))
         else:
             raise ValueError(name)
     return out
@@ -303,6 +307,8 @@ def encode_transforms(spec):
             return {name: encode(p) for name, p in v.items()}
         if k in ("base", "of"):
             return encode_transforms([v])[0]
+        if k == "parts":  # a CatTransform's or StackTransform's
+            return encode_transforms(v)
         return v
     return [{k: encoded(k, v) for k, v in t.items()} for t in spec]
 
@@ -657,6 +663,22 @@ def main():
         transformed_case("Normal", normal, [{"name": "cdf", "dist": "Normal",
                                            "params": {"loc": torch.tensor(0.3), "scale": torch.tensor(1.5)}}],
                          ramp([2, 3], 0.9) * 0.45 + 0.5),
+        # Slices through transforms of their own: concatenated along the event's one dim, along
+        # a batch dim of events of 3, and stacked along a batch dim.
+        transformed_case("Normal", {"loc": ramp([2, 5], 0.7), "scale": ramp([5], 0.5, 1.2)},
+                         [{"name": "cat", "dim": -1, "lengths": [2, 3],
+                           "parts": [{"name": "exp"}, {"name": "affine", "loc": 0.5, "scale": 2.0}]}],
+                         ramp([2, 5], 0.9, 1.5)),
+        transformed_case("Normal", {"loc": ramp([4, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "cat", "dim": 0, "lengths": [1, 3],
+                           "parts": [{"name": "independent", "base": {"name": "exp"}, "ndims": 1},
+                                     {"name": "independent", "base": {"name": "affine", "loc": 0.5, "scale": 2.0},
+                                      "ndims": 1}]}],
+                         ramp([4, 3], 0.9, 1.5)),
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "stack", "dim": 0,
+                           "parts": [{"name": "exp"}, {"name": "affine", "loc": 0.0, "scale": -3.0}]}],
+                         ramp([2, 3], 0.9, 1.5)),
     ]
     mixtures = [
         mixture_case({"logits": ramp([2, 3], 0.8, 0.2) * 2}, "Normal",

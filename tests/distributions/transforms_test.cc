@@ -1,9 +1,10 @@
-// The transforms of vectors, matrices and events (StickBreakingTransform, CorrCholeskyTransform,
-// LowerCholeskyTransform, PositiveDefiniteTransform, IndependentTransform, ReshapeTransform,
-// SoftmaxTransform), AbsTransform, CumulativeDistributionTransform, the event dims of composed
-// and inverted transforms, and LogisticNormal. Values against PyTorch are in distributions_test (the fixture);
-// here: the maps' own properties, log |det| against the Jacobian autograd builds, gradcheck, draws,
-// shapes and errors.
+// The transforms of vectors, matrices, events and slices (StickBreakingTransform,
+// CorrCholeskyTransform, LowerCholeskyTransform, PositiveDefiniteTransform, IndependentTransform,
+// ReshapeTransform, SoftmaxTransform, CatTransform, StackTransform), AbsTransform,
+// CumulativeDistributionTransform, the event dims of composed and inverted transforms, and
+// LogisticNormal. Values against PyTorch are in distributions_test (the fixture); here: the maps'
+// own properties, log |det| against the Jacobian autograd builds, gradcheck, draws, shapes and
+// errors.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -303,4 +304,170 @@ TEST_CASE("CumulativeDistributionTransform: a distribution through its own cdf i
   // A distribution with events: its event dims are the transform's.
   const auto dirichlet = std::make_shared<D::Dirichlet>(f64({1, 2, 3}));
   CHECK(D::CumulativeDistributionTransform(dirichlet).domain_event_dim() == 1);
+}
+
+TEST_CASE("CatTransform: slices along dim through transforms of their own, concatenated", "[cpu]") {
+  const auto exp = std::make_shared<D::ExpTransform>();
+  const auto affine = std::make_shared<D::AffineTransform>(0.5, 2.0);
+  const auto tanh = std::make_shared<D::TanhTransform>();
+  const auto stick = std::make_shared<D::StickBreakingTransform>();
+  td::testing::reseed(74);
+
+  // Element-wise parts along the last dim of a transposed view: y is each part on its slice, and
+  // log |dy/dx|, element by element, is the log of the derivative autograd finds.
+  const D::CatTransform elementwise({exp, affine, tanh}, -1, {2, 1, 2});
+  CHECK(elementwise.domain_event_dim() == 0);
+  CHECK(elementwise.codomain_event_dim() == 0);
+  const Tensor x = td::randn({5, 3}, td::kFloat64).t();
+  const Tensor x_before = x.clone();
+  const Tensor y = elementwise(x);
+  REQUIRE(y.sizes() == Shape{3, 5});
+  check_close(y.narrow(-1, 0, 2), x.narrow(-1, 0, 2).exp(), 0, 0, "exp's slice");
+  check_close(y.narrow(-1, 2, 1), x.narrow(-1, 2, 1) * 2 + 0.5, 0, 0, "affine's slice");
+  check_close(y.narrow(-1, 3, 2), x.narrow(-1, 3, 2).tanh(), 0, 0, "tanh's slice");
+  check_close(elementwise.inv(y), x, 1e-13, 1e-13, "inv(y)");
+  const Tensor leaf = x.clone().requires_grad_();
+  elementwise(leaf).sum().backward();
+  check_close(elementwise.log_abs_det_jacobian(x, y), leaf.grad().abs().log(), 1e-13, 1e-13, "log |dy/dx|");
+  REQUIRE(elementwise.sign().has_value());
+  CHECK(elementwise.sign()->number() == 1.0);
+  CHECK_FALSE(D::CatTransform({exp, std::make_shared<D::AffineTransform>(0.0, -1.0)}).sign().has_value());
+  CHECK(elementwise.codomain() ==
+        "Cat([GreaterThan(lower_bound=0.0), Real(), Interval(lower_bound=-1.0, upper_bound=1.0)], dim=-1, "
+        "lengths=[2, 1, 2])");
+  CHECK(elementwise.in_codomain(y).all().item<bool>());
+  const Tensor outside = y.clone();
+  outside.select(0, 1).select(0, 4).fill_(2.0);  // tanh's slice, row 1
+  CHECK(values(elementwise.in_codomain(outside).select(0, 1).to(td::kFloat64)) == std::vector<double>{1, 1, 1, 1, 0});
+
+  // A part that lengthens its slice (stick-breaking, on the last dim): the whole takes vectors of
+  // 5 to vectors of 6, and its log |det| is the parts' summed over each vector. PyTorch's
+  // CatTransform keeps every slice's length, and fails here.
+  const auto onto_simplex_ptr = std::make_shared<D::CatTransform>(std::vector<std::shared_ptr<const D::Transform>>{exp, stick}, -1,
+                                                                   std::vector<int64_t>{2, 3});
+  const D::CatTransform& onto_simplex = *onto_simplex_ptr;
+  CHECK(onto_simplex.domain_event_dim() == 1);
+  CHECK(onto_simplex.forward_shape({4, 5}) == Shape{4, 6});
+  CHECK(onto_simplex.inverse_shape({4, 6}) == Shape{4, 5});
+  const Tensor u = td::randn({4, 5}, td::kFloat64);
+  const Tensor v = onto_simplex(u);
+  REQUIRE(v.sizes() == Shape{4, 6});
+  check_on_simplex(v.narrow(-1, 2, 4), "stick-breaking's slice");
+  check_close(onto_simplex.inv(v), u, 1e-12, 1e-12, "back");
+  check_close(onto_simplex.log_abs_det_jacobian(u, v),
+              u.narrow(-1, 0, 2).sum(-1) + stick->log_abs_det_jacobian(u.narrow(-1, 2, 3), v.narrow(-1, 2, 4)), 1e-13,
+              1e-13, "log |det| over each vector");
+  CHECK(onto_simplex.in_codomain(v).sizes() == Shape{4});
+  check_gradients([&](const std::vector<Tensor>& in) { return onto_simplex(in[0]); }, {u.clone().requires_grad_()},
+                  "forward");
+  check_gradients([&](const std::vector<Tensor>& in) { return onto_simplex.inv(in[0]); },
+                  {onto_simplex(u * 0.25).requires_grad_()}, "inverse");
+  check_gradients([&](const std::vector<Tensor>& in) { return onto_simplex.log_abs_det_jacobian(in[0], onto_simplex(in[0])); },
+                  {u.clone().requires_grad_()}, "log |det|");
+
+  // A Normal through it: events of 6, log_prob the base's over the 5 numbers less log |det|.
+  const auto normal = std::make_shared<D::Normal>(td::zeros({4, 5}, td::kFloat64), 1.0);
+  const D::TransformedDistribution pushed(normal, {onto_simplex_ptr});
+  CHECK(pushed.batch_shape() == Shape{4});
+  CHECK(pushed.event_shape() == Shape{6});
+  check_close(pushed.log_prob(v), normal->log_prob(u).sum(-1) - onto_simplex.log_abs_det_jacobian(u, v), 1e-12, 1e-12,
+              "log_prob");
+
+  // Along a batch dim, parts of vectors: rows 0 and 1-2 of x each onto the simplex, log |det| one
+  // per row, concatenated.
+  const D::CatTransform rows({stick, stick}, 0, {1, 2});
+  const Tensor r = td::randn({3, 4}, td::kFloat64);
+  check_close(rows(r), (*stick)(r), 0, 0, "rows");
+  CHECK(rows.forward_shape({3, 4}) == Shape{3, 5});
+  CHECK(rows.inverse_shape({3, 5}) == Shape{3, 4});
+  check_close(rows.inv(rows(r)), r, 1e-12, 1e-12, "rows back");
+  check_close(rows.log_abs_det_jacobian(r, rows(r)), stick->log_abs_det_jacobian(r, (*stick)(r)), 0, 0, "rows' log |det|");
+  CHECK(rows.equals(D::CatTransform({std::make_shared<D::StickBreakingTransform>(), stick}, 0, {1, 2})));
+  CHECK_FALSE(rows.equals(D::CatTransform({stick, stick}, 0, {2, 1})));
+  CHECK_FALSE(rows.equals(D::CatTransform({stick, stick}, 1, {1, 2})));
+
+  check_error([] { D::CatTransform({}); }, {"CatTransform", "at least one"});
+  check_error([&] { D::CatTransform({exp, nullptr}); }, {"CatTransform", "part 1", "null"});
+  check_error([&] { D::CatTransform({exp, tanh}, 0, {1}); }, {"CatTransform", "1 lengths", "2 transforms"});
+  check_error([&] { D::CatTransform({exp, tanh}, 0, {1, 0}); }, {"CatTransform", "lengths", ">= 1", "[1, 0]"});
+  check_error([&] { elementwise(td::zeros({3, 4}, td::kFloat64)); },
+              {"CatTransform", "[3, 4]", "has 4 along dim -1", "[2, 1, 2]", "add up to 5"});
+  check_error([&] { elementwise(td::zeros({}, td::kFloat64)); }, {"CatTransform", "dim -1", "out of range", "0 dims"});
+  check_error([&] { onto_simplex.inv(td::zeros({4, 5}, td::kFloat64)); },
+              {"CatTransform", "[4, 5]", "not an image", "[4, 6]"});
+  check_error([&] { onto_simplex.log_abs_det_jacobian(u, u); }, {"CatTransform", "[4, 6]", "[4, 5]"});
+  const D::CatTransform reshaping({std::make_shared<D::ReshapeTransform>(Shape{2}, Shape{1, 2})}, -1, {2});
+  check_error([&] { reshaping(td::zeros({3, 2}, td::kFloat64)); },
+              {"CatTransform", "part 0", "ReshapeTransform", "[3, 2]", "[3, 1, 2]", "only the length"});
+  check_error([&] { D::CatTransform({stick, exp}, 0, {1, 2})(r); },
+              {"CatTransform", "part 1", "ExpTransform", "[2, 4]", "batch dim", "agree", "[1, 5]"});
+  check_close(x, x_before, 0, 0, "x after the calls");
+}
+
+TEST_CASE("StackTransform: slices along a batch dim through transforms of their own, stacked", "[cpu]") {
+  const auto exp = std::make_shared<D::ExpTransform>();
+  const auto flip = std::make_shared<D::AffineTransform>(0.0, -3.0);
+  const auto stick = std::make_shared<D::StickBreakingTransform>();
+  td::testing::reseed(75);
+
+  // Rows 0 and 1: exp and -3x.
+  const D::StackTransform rows({exp, flip}, 0);
+  const Tensor x = td::randn({2, 3}, td::kFloat64);
+  const Tensor y = rows(x);
+  check_close(y.select(0, 0), x.select(0, 0).exp(), 0, 0, "row 0");
+  check_close(y.select(0, 1), x.select(0, 1) * -3, 0, 0, "row 1");
+  check_close(rows.inv(y), x, 1e-13, 1e-13, "inv(y)");
+  const Tensor ladj = rows.log_abs_det_jacobian(x, y);
+  REQUIRE(ladj.sizes() == Shape{2, 3});
+  check_close(ladj.select(0, 0), x.select(0, 0), 0, 0, "exp's log |det|");
+  check_close(ladj.select(0, 1), std::vector<double>(3, std::log(3.0)), 1e-15, 0, "-3x's log |det|");
+  CHECK_FALSE(rows.sign().has_value());
+  CHECK(rows.domain() == "Stack([Real(), Real()], dim=0)");
+
+  // The last dim of element-wise parts, a transposed view: a batch dim, so log_prob works
+  // (PyTorch's counts it as an event dim and its log_prob fails).
+  const auto columns_ptr = std::make_shared<D::StackTransform>(std::vector<std::shared_ptr<const D::Transform>>{exp, flip}, -1);
+  const D::StackTransform& columns = *columns_ptr;
+  const Tensor xt = td::randn({2, 4}, td::kFloat64).t();
+  const Tensor yt = columns(xt);
+  check_close(yt, rows(xt.t()).t(), 0, 0, "columns");
+  check_close(columns.log_abs_det_jacobian(xt, yt), rows.log_abs_det_jacobian(xt.t(), rows(xt.t())).t(), 0, 0,
+              "columns' log |det|");
+  const auto normal = std::make_shared<D::Normal>(td::zeros({4, 2}, td::kFloat64), 1.0);
+  const D::TransformedDistribution pushed(normal, {columns_ptr});
+  CHECK(pushed.batch_shape() == Shape{4, 2});
+  CHECK(pushed.event_shape() == Shape{});
+  check_close(pushed.log_prob(yt), normal->log_prob(xt) - columns.log_abs_det_jacobian(xt, yt), 1e-13, 1e-13,
+              "log_prob");
+
+  // Parts of vectors, stacked along dim 0 of [2, 3, 4]: events of 4 onto the simplex.
+  const D::StackTransform sticks({stick, stick}, 0);
+  CHECK(sticks.domain_event_dim() == 1);
+  CHECK(sticks.forward_shape({2, 3, 4}) == Shape{2, 3, 5});
+  CHECK(sticks.inverse_shape({2, 3, 5}) == Shape{2, 3, 4});
+  const Tensor u = td::randn({2, 3, 4}, td::kFloat64);
+  const Tensor v = sticks(u);
+  check_close(v, (*stick)(u), 0, 0, "sticks");
+  check_close(sticks.log_abs_det_jacobian(u, v), stick->log_abs_det_jacobian(u, v), 0, 0, "sticks' log |det|");
+  CHECK(sticks.in_codomain(v).sizes() == Shape{2, 3});
+  check_gradients([&](const std::vector<Tensor>& in) { return sticks(in[0]); }, {u.clone().requires_grad_()}, "forward");
+  check_gradients([&](const std::vector<Tensor>& in) { return sticks.inv(in[0]); }, {sticks(u * 0.25).requires_grad_()},
+                  "inverse");
+  check_gradients([&](const std::vector<Tensor>& in) { return sticks.log_abs_det_jacobian(in[0], sticks(in[0])); },
+                  {u.clone().requires_grad_()}, "log |det|");
+  CHECK(sticks.equals(D::StackTransform({std::make_shared<D::StickBreakingTransform>(), stick}, 0)));
+  CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick}, 1)));
+
+  const Tensor u_before = u.clone();
+  check_error([] { D::StackTransform({}); }, {"StackTransform", "at least one"});
+  check_error([&] { D::StackTransform({exp, nullptr}); }, {"StackTransform", "part 1", "null"});
+  check_error([&] { rows(td::zeros({3, 3}, td::kFloat64)); }, {"StackTransform", "[3, 3]", "3 slices", "2 transforms"});
+  check_error([&] { rows(td::zeros({}, td::kFloat64)); }, {"StackTransform", "dim 0", "out of range", "[]"});
+  check_error([&] { D::StackTransform({stick, stick}, -1)(u); },
+              {"StackTransform", "dim -1", "[2, 3, 4]", "event", "IndependentTransform"});
+  check_error([&] { D::StackTransform({exp, stick}, 0)(u); },
+              {"StackTransform", "part 1", "StickBreakingTransform", "[3, 5]", "[3, 4]"});
+  check_error([&] { D::StackTransform({exp, stick}, 0).forward_shape({2, 3, 4}); },
+              {"StackTransform", "part 1", "[3, 4]", "[3, 5]"});
+  check_close(u, u_before, 0, 0, "u after the calls");
 }
