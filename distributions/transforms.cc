@@ -516,6 +516,18 @@ std::string parts_constraint(const char* kind, const Parts& parts, bool of_domai
   return out + "], " + rest + ")";
 }
 
+// apply(i, slice i) for consecutive slices of t along dim, of the given lengths.
+std::vector<Tensor> each_slice(const Tensor& t, int64_t dim, const std::vector<int64_t>& lengths,
+                               const std::function<Tensor(size_t, const Tensor&)>& apply) {
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    out.push_back(apply(i, t.narrow(dim, start, lengths[i])));
+    start += lengths[i];
+  }
+  return out;
+}
+
 bool same_parts(const Parts& a, const Parts& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -624,26 +636,14 @@ Tensor CatTransform::join(std::vector<Tensor> pieces, int64_t dim, int64_t rank,
 Tensor CatTransform::forward(const Tensor& x) const {
   const int64_t dim = dim_in(x.dim(), "input");
   forward_shape(x.sizes());  // checks x's length along dim
-  std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    pieces.push_back((*parts_[i])(x.narrow(dim, start, lengths_[i])));
-    start += lengths_[i];
-  }
-  return cat(pieces, dim);
+  return cat(each_slice(x, dim, lengths_, [&](size_t i, const Tensor& slice) { return (*parts_[i])(slice); }), dim);
 }
 
 Tensor CatTransform::inverse(const Tensor& y) const {
   const Shape x_shape = inverse_shape(y.sizes());
   const int64_t dim = dim_in(y.dim(), "value");
   const std::vector<int64_t> y_lengths = codomain_lengths(x_shape, dim);
-  std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    pieces.push_back(parts_[i]->inv(y.narrow(dim, start, y_lengths[i])));
-    start += y_lengths[i];
-  }
-  return cat(pieces, dim);
+  return cat(each_slice(y, dim, y_lengths, [&](size_t i, const Tensor& slice) { return parts_[i]->inv(slice); }), dim);
 }
 
 Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
@@ -651,19 +651,15 @@ Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) cons
   const Shape y_shape = forward_shape(x.sizes());
   TD_CHECK(y.sizes() == y_shape, "CatTransform: log_abs_det_jacobian takes y of shape ", shape_str(y_shape),
            " for x of shape ", shape_str(x.sizes()), ", got ", shape_str(y.sizes()));
-  const std::vector<int64_t> y_lengths = codomain_lengths(x.sizes(), dim);
+  const std::vector<Tensor> y_slices =
+      each_slice(y, dim, codomain_lengths(x.sizes(), dim), [](size_t, const Tensor& slice) { return slice; });
   const int64_t event_dim = domain_event_dim();
-  std::vector<Tensor> pieces;
-  int64_t x_start = 0, y_start = 0;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    const Transform& part = *parts_[i];
-    const Tensor term =
-        part.log_abs_det_jacobian(x.narrow(dim, x_start, lengths_[i]), y.narrow(dim, y_start, y_lengths[i]));
-    pieces.push_back(sum_rightmost(term, event_dim - part.domain_event_dim()));
-    x_start += lengths_[i];
-    y_start += y_lengths[i];
-  }
-  return join(std::move(pieces), dim, x.dim(), event_dim, true);
+  return join(each_slice(x, dim, lengths_,
+                         [&](size_t i, const Tensor& slice) {
+                           const Tensor term = parts_[i]->log_abs_det_jacobian(slice, y_slices[i]);
+                           return sum_rightmost(term, event_dim - parts_[i]->domain_event_dim());
+                         }),
+              dim, x.dim(), event_dim, true);
 }
 
 std::optional<Param> CatTransform::sign() const { return common_sign(parts_); }
@@ -672,29 +668,23 @@ Tensor CatTransform::in_domain(const Tensor& x) const {
   const int64_t dim = dim_in(x.dim(), "input");
   forward_shape(x.sizes());  // checks x's length along dim
   const int64_t event_dim = domain_event_dim();
-  std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    const Tensor inside = parts_[i]->in_domain(x.narrow(dim, start, lengths_[i]));
-    pieces.push_back(all_rightmost(inside, event_dim - parts_[i]->domain_event_dim()));
-    start += lengths_[i];
-  }
-  return join(std::move(pieces), dim, x.dim(), event_dim, false);
+  return join(each_slice(x, dim, lengths_,
+                         [&](size_t i, const Tensor& slice) {
+                           return all_rightmost(parts_[i]->in_domain(slice), event_dim - parts_[i]->domain_event_dim());
+                         }),
+              dim, x.dim(), event_dim, false);
 }
 
 Tensor CatTransform::in_codomain(const Tensor& y) const {
   const Shape x_shape = inverse_shape(y.sizes());
   const int64_t dim = dim_in(y.dim(), "value");
-  const std::vector<int64_t> y_lengths = codomain_lengths(x_shape, dim);
   const int64_t event_dim = codomain_event_dim();
-  std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    const Tensor inside = parts_[i]->in_codomain(y.narrow(dim, start, y_lengths[i]));
-    pieces.push_back(all_rightmost(inside, event_dim - parts_[i]->codomain_event_dim()));
-    start += y_lengths[i];
-  }
-  return join(std::move(pieces), dim, y.dim(), event_dim, false);
+  return join(each_slice(y, dim, codomain_lengths(x_shape, dim),
+                         [&](size_t i, const Tensor& slice) {
+                           return all_rightmost(parts_[i]->in_codomain(slice),
+                                                event_dim - parts_[i]->codomain_event_dim());
+                         }),
+              dim, y.dim(), event_dim, false);
 }
 
 std::string CatTransform::constraint(bool of_domain) const {
