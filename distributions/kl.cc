@@ -2,7 +2,10 @@
 // forms, +inf where p puts mass where q has none.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numbers>
+#include <optional>
+#include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/linalg.h"
@@ -28,6 +31,19 @@ const D* as(const Distribution& d) {
 }
 
 const double kInf = std::numeric_limits<double>::infinity();
+
+// A distribution as a base through transforms: a TransformedDistribution, or a LogNormal (a
+// Normal through exp).
+struct TransformedForm {
+  const Distribution* base;
+  std::vector<std::shared_ptr<const Transform>> transforms;
+};
+
+std::optional<TransformedForm> transformed_form(const Distribution& d) {
+  if (const auto* t = as<TransformedDistribution>(d)) return TransformedForm{&t->base_dist(), t->transforms()};
+  if (const auto* t = as<LogNormal>(d)) return TransformedForm{&t->base_dist(), {std::make_shared<ExpTransform>()}};
+  return std::nullopt;
+}
 
 Tensor kl(const Normal& p, const Normal& q) {
   const Tensor var_ratio = (p.scale() / q.scale()).pow(2);
@@ -419,9 +435,6 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   if (const auto* a = as<Cauchy>(p)) {
     if (const auto* b = as<Cauchy>(q)) return kl(*a, *b);
   }
-  if (const auto* a = as<LogNormal>(p)) {
-    if (const auto* b = as<LogNormal>(q)) return kl(a->base_dist(), b->base_dist());
-  }
   if (const auto* a = as<HalfNormal>(p)) {
     if (const auto* b = as<HalfNormal>(q)) return kl(a->base_dist(), b->base_dist());
   }
@@ -496,12 +509,15 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
     if (const auto* b = as<Gamma>(q)) return kl(*a, *b);
     if (const auto* b = as<Pareto>(q)) return kl(*a, *b);
   }
-  if (const auto* a = as<TransformedDistribution>(p)) {
-    if (const auto* b = as<TransformedDistribution>(q)) {
-      bool same = a->transforms().size() == b->transforms().size() && a->event_shape() == b->event_shape();
-      for (size_t i = 0; same && i < a->transforms().size(); ++i) same = a->transforms()[i]->equals(*b->transforms()[i]);
-      TD_CHECK(same, "kl_divergence: between TransformedDistributions only through the same transforms");
-      return kl_divergence(a->base_dist(), b->base_dist());
+  // Through the same invertible transforms, KL is the bases'. A LogNormal is a Normal through exp,
+  // as PyTorch defines it, so that it meets TransformedDistribution(Normal, {exp}) here.
+  if (const auto a = transformed_form(p)) {
+    if (const auto b = transformed_form(q)) {
+      bool same = a->transforms.size() == b->transforms.size() && p.event_shape() == q.event_shape();
+      for (size_t i = 0; same && i < a->transforms.size(); ++i) same = a->transforms[i]->equals(*b->transforms[i]);
+      TD_CHECK(same, "kl_divergence: between ", p.name(), " and ", q.name(),
+               " (transformed distributions) only through the same transforms");
+      return kl_divergence(*a->base, *b->base);
     }
   }
   if (const auto* a = as<Independent>(p)) {

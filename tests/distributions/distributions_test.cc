@@ -298,6 +298,22 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
   const D::TransformedDistribution a3(wider, {std::make_shared<D::AffineTransform>(0.5, 3.0)});
   check_close(D::kl_divergence(a1, a2), values(D::kl_divergence(*normal, *wider)), 0, 0);
   check_error([&] { D::kl_divergence(a1, a3); }, {"kl_divergence", "same transforms"});
+  // A LogNormal is a Normal through exp, as in PyTorch: KL against TransformedDistribution(Normal,
+  // {exp}) either way is the Normals'.
+  const auto exp = std::make_shared<D::ExpTransform>();
+  const Tensor loc = td::tensor(std::vector<double>{0.3, -0.2}, td::kFloat64);
+  const Tensor scale = td::tensor(std::vector<double>{0.8, 1.5}, td::kFloat64);
+  const D::LogNormal log_normal(loc, scale);
+  const D::TransformedDistribution through_exp(wider, {exp});
+  const D::Normal normal_pair(loc, scale);
+  check_close(D::kl_divergence(log_normal, through_exp), values(D::kl_divergence(normal_pair, *wider)), 0, 0,
+              "LogNormal to a Normal through exp");
+  check_close(D::kl_divergence(through_exp, log_normal), values(D::kl_divergence(*wider, normal_pair)), 0, 0,
+              "a Normal through exp to LogNormal");
+  check_close(D::kl_divergence(log_normal, D::LogNormal(0.5, 2.0)), values(D::kl_divergence(normal_pair, *wider)), 0,
+              0, "LogNormal to LogNormal");
+  check_error([&] { D::kl_divergence(log_normal, other); }, {"kl_divergence", "LogNormal", "same transforms"});
+  check_error([&] { D::kl_divergence(log_normal, D::Gamma(1.0, 1.0)); }, {"kl_divergence", "LogNormal", "Gamma"});
 }
 
 TEST_CASE("inverse and composed transforms: the logistic distribution, and a log-normal", "[cpu]") {
