@@ -1012,19 +1012,37 @@ std::shared_ptr<Distribution> Multinomial::expand(const Shape& batch_shape) cons
                                        validates());
 }
 
-// total_count categories drawn from the Categorical, counted into their slots.
+// Up to K trials: total_count categories drawn from the Categorical, counted into their slots.
+// Beyond: one binomial per category, n_i ~ Binomial(what the ones before left, p_i / (p_i + ... +
+// p_K)), the last taking the rest; O(K) draws per sample at any total_count, counted in float64
+// (whole up to 2^53).
 Tensor Multinomial::sample(IntList sample_shape) const {
   NoGradGuard no_grad;
-  Tensor counts = zeros(extended_shape(sample_shape), TensorOptions(kInt64).device(probs().device()));
-  if (total_count_ > 0 && counts.numel() > 0) {
+  const Shape shape = extended_shape(sample_shape);
+  const int64_t categories = shape.back();
+  if (total_count_ == 0 || numel_of(shape) == 0) return zeros(shape, probs().options());
+  if (total_count_ <= categories) {
+    Tensor counts = zeros(shape, TensorOptions(kInt64).device(probs().device()));
     const Tensor picks = categorical_.sample(joined({total_count_}, sample_shape));  // [n] + sample + batch
     std::vector<int64_t> order;  // the draws' dim moved last
     for (int64_t d = 1; d < picks.dim(); ++d) order.push_back(d);
     order.push_back(0);
     const Tensor index = picks.permute(order);
     scatter_add_(counts, -1, index, ones_like(index));
+    return counts.to(probs().dtype());
   }
-  return counts.to(probs().dtype());
+  const Tensor p = probs().to(kFloat64).expand(shape);
+  const Tensor tail = p.flip({-1}).cumsum(-1).flip({-1});  // p_i + ... + p_K
+  // Where the tail is 0 so is every count from there on; the last positive p_i gets ratio 1.
+  const Tensor ratio = where(tail > 0, (p / tail).clamp(0.0, 1.0), 0.0);
+  Tensor left = full(Shape(shape.begin(), shape.end() - 1), static_cast<double>(total_count_), p.options());
+  std::vector<Tensor> counts;
+  for (int64_t i = 0; i + 1 < categories; ++i) {
+    counts.push_back(binomial(left, ratio.select(-1, i).contiguous()));
+    left = left - counts.back();
+  }
+  counts.push_back(left);
+  return stack(counts, -1).to(probs().dtype());
 }
 
 Tensor Multinomial::log_prob(const Tensor& value) const {

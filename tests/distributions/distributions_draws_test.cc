@@ -331,6 +331,26 @@ TEST_CASE("Multinomial draws count total_count categories; entropy is the enumer
   const Tensor log_p = small.log_prob(all);
   check_close(log_p.exp().sum(0), {1.0, 1.0}, 1e-13, 1e-13, "the compositions' probabilities sum to 1");
   check_close(small.entropy(), values(-(log_p.exp() * log_p).sum(0)), 1e-12, 1e-12, "entropy");
+  // The draws' distribution, both ways of drawing: up to K = 3 trials category by category, beyond
+  // that one binomial per category. Each composition of n comes as often as its probability.
+  for (int n : {2, 4}) {
+    INFO("total_count " << n);
+    std::vector<double> compositions_of_n;
+    for (int a = 0; a <= n; ++a) {
+      for (int b = 0; a + b <= n; ++b) compositions_of_n.insert(compositions_of_n.end(), {double(a), double(b), double(n - a - b)});
+    }
+    const Tensor each = f64(compositions_of_n).view({1, -1, 1, 3});
+    const D::Multinomial multinomial(n, probs);
+    const Tensor hits = (multinomial.sample({kDraws}).unsqueeze(1) == each).all(-1).to(td::kFloat64);  // [N, C, 2]
+    check_mean(hits.reshape({kDraws, -1}), values(multinomial.log_prob(each.squeeze(0)).exp()), "frequencies");
+  }
+  // A trillion trials cost K binomial draws: whole counts that add up, mean n p, none where p is 0.
+  const D::Multinomial trillion(1000000000000, f64({0.25, 0.0, 0.75}));
+  const Tensor big = trillion.sample({1000});
+  CHECK((big.sum(-1) == 1e12).all().item<bool>());
+  CHECK((big == big.floor()).all().item<bool>());
+  CHECK((big.select(-1, 1) == 0).all().item<bool>());
+  check_mean(big, {2.5e11, 0, 7.5e11}, "n p at n = 1e12");
   CHECK(D::Multinomial(0, probs).sample({2}).sum().item<double>() == 0);
   check_close(D::Multinomial(0, probs).entropy(), {0.0, 0.0}, 1e-15, 1e-15, "no trials");
   CHECK(!m.has_rsample());
