@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/grad_mode.h"
+#include "autograd/linalg.h"
 #include "autograd/ops.h"
 #include "kernels/factory.h"
 
@@ -24,7 +25,7 @@ namespace {
 
 // The norm of order norm_type of `tensors` as one vector (see get_total_norm), checked as `op`.
 Tensor total_norm(const char* op, const std::vector<Tensor>& tensors, double norm_type, bool error_if_nonfinite) {
-  TD_CHECK(norm_type >= 0, op, ": norm_type must not be negative (or NaN), got ", norm_type);
+  TD_CHECK(!std::isnan(norm_type), op, ": norm_type is NaN");
   NoGradGuard no_grad;
   std::vector<Tensor> given;
   for (const Tensor& t : tensors) {
@@ -40,8 +41,8 @@ Tensor total_norm(const char* op, const std::vector<Tensor>& tensors, double nor
     dtype = promote_types(dtype, t.dtype());
   }
   std::vector<Tensor> norms;
-  for (const Tensor& t : given) norms.push_back(to(norm(t, norm_type), device, dtype));
-  const Tensor total = norm(stack(norms), norm_type);
+  for (const Tensor& t : given) norms.push_back(to(linalg::vector_norm(t, norm_type), device, dtype));
+  const Tensor total = linalg::vector_norm(stack(norms), norm_type);
   if (error_if_nonfinite) {
     const double value = total.item<double>();
     TD_CHECK(std::isfinite(value), op, ": the total norm of order ", norm_type, " of the gradients is ", value,

@@ -9,8 +9,8 @@
 namespace tandem::nn::utils {
 
 // Scales every defined gradient of `parameters` in place by max_norm / (total + 1e-6) where that
-// is below 1, total being the norm of order norm_type (0 or more, or infinity) of all the
-// gradients as one vector; returns total, from before the scaling, as a 0-dim tensor on the first
+// is below 1, total being the norm of order norm_type (any order but NaN, negative and -inf too, as
+// linalg::vector_norm's) of all the gradients as one vector; returns total, from before the scaling, as a 0-dim tensor on the first
 // gradient's device in the widest of their dtypes (0 where no parameter has a gradient).
 // error_if_nonfinite: a total that is NaN or infinite is an error and no gradient changes (else
 // they are scaled by NaN, as in PyTorch).

@@ -70,13 +70,27 @@ TEST_CASE("clip_grad_norm_ of order 1 and infinity", "[cpu]") {
   CHECK(utils::clip_grad_norm_({}, 1.0).item<double>() == 0);  // nothing to clip
 }
 
+TEST_CASE("get_total_norm and clip_grad_norm_ of negative orders and -infinity, as PyTorch's", "[cpu]") {
+  // Over |x| = 1, 2, 3, 0.5, 4: order -1 is 1 / sum(1 / |x|) = 12 / 49, order -2 the root of
+  // 1 / sum(1 / x^2), -infinity the smallest |x| (PyTorch 2.15: 0.2449, 0.4294, 0.5).
+  const std::vector<Tensor> grads = {td::tensor(std::vector<double>{1, -2, 3}, td::kFloat64),
+                                     td::tensor(std::vector<double>{0.5, 4}, td::kFloat64)};
+  check_close(utils::get_total_norm(grads, -1), {12.0 / 49}, 1e-15, 0, "order -1");
+  check_close(utils::get_total_norm(grads, -2), {1 / std::sqrt(1 + 0.25 + 1.0 / 9 + 4 + 1.0 / 16)}, 1e-15, 0,
+              "order -2");
+  CHECK(utils::get_total_norm(grads, -std::numeric_limits<double>::infinity()).item<double>() == 0.5);
+  // clip_grad_norm_ scales by max_norm / (total + 1e-6) below 1: 0.1 / (12 / 49 + 1e-6) here.
+  auto params = with_grads({{1, -2, 3}, {0.5, 4}});
+  check_close(utils::clip_grad_norm_(params, 0.1, -1), {12.0 / 49}, 1e-15, 0, "the total");
+  check_close(params[1].grad(), {0.5 * 0.1 / (12.0 / 49 + 1e-6), 4 * 0.1 / (12.0 / 49 + 1e-6)}, 1e-15, 0, "clipped");
+}
+
 TEST_CASE("clip_grad_norm_ errors name the problem and leave the gradients as they were", "[cpu]") {
   auto params = with_grads({{1, std::nan("")}, {2}});
   check_error([&] { utils::clip_grad_norm_(params, 1.0, 2.0, true); },
               {"clip_grad_norm_", "total norm of order 2", "nan", "error_if_nonfinite"});
   CHECK(values(params[1].grad()) == std::vector<double>{2});
-  check_error([&] { utils::clip_grad_norm_(params, 1.0, -2.0); }, {"clip_grad_norm_", "norm_type", "got -2"});
-  check_error([&] { utils::clip_grad_norm_(params, 1.0, std::nan("")); }, {"norm_type", "got nan"});
+  check_error([&] { utils::clip_grad_norm_(params, 1.0, std::nan("")); }, {"clip_grad_norm_", "norm_type is NaN"});
   check_error([&] { utils::clip_grad_norm_(params, std::nan("")); }, {"clip_grad_norm_", "max_norm is NaN"});
   CHECK(values(params[1].grad()) == std::vector<double>{2});
   // Without the check, a NaN total scales every gradient by NaN, as in PyTorch.
@@ -166,7 +180,7 @@ TEST_CASE("get_total_norm and clip_grads_with_norm_ are clip_grad_norm_'s two ha
   const td::testing::Snapshot before(params[0].grad());
   check_error([&] { utils::get_total_norm({td::tensor(std::vector<double>{INFINITY})}, 2, true); },
               {"get_total_norm", "inf", "error_if_nonfinite"});
-  check_error([&] { utils::get_total_norm(just_grads, -1); }, {"get_total_norm", "norm_type", "-1"});
+  check_error([&] { utils::get_total_norm(just_grads, std::nan("")); }, {"get_total_norm", "norm_type is NaN"});
   check_error([&] { utils::clip_grads_with_norm_(params, 1.0, td::ones({2}, td::kFloat64)); },
               {"clip_grads_with_norm_", "one element", "[2]"});
   check_error([&] { utils::clip_grads_with_norm_(params, std::nan(""), total); },
