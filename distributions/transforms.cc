@@ -68,12 +68,13 @@ Tensor ExpTransform::inverse(const Tensor& y) const { return y.log(); }
 Tensor ExpTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const { return x; }
 Tensor ExpTransform::in_codomain(const Tensor& y) const { return y > 0; }
 
-AffineTransform::AffineTransform(Param loc, Param scale, int cache_size)
-    : Transform(cache_size), loc_(std::move(loc)), scale_(std::move(scale)) {
+AffineTransform::AffineTransform(Param loc, Param scale, int64_t event_dim, int cache_size)
+    : Transform(cache_size), loc_(std::move(loc)), scale_(std::move(scale)), event_dim_(event_dim) {
   for (const Param* p : {&loc_, &scale_}) {
     TD_CHECK(!p->is_tensor() || (p->tensor().defined() && is_floating(p->tensor().dtype())),
              "AffineTransform: loc and scale must be floating tensors or numbers");
   }
+  TD_CHECK(event_dim_ >= 0, "AffineTransform: event_dim must be >= 0, got ", event_dim_);
 }
 
 Tensor AffineTransform::as_tensor(const Param& p, const Tensor& like) const {
@@ -85,7 +86,10 @@ Tensor AffineTransform::inverse(const Tensor& y) const { return (y - as_tensor(l
 
 Tensor AffineTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const {
   const Tensor result = as_tensor(scale_, x).abs().log();
-  return result.expand(broadcast_shapes(result.sizes(), x.sizes(), "AffineTransform"));
+  const Shape shape = broadcast_shapes(result.sizes(), x.sizes(), "AffineTransform");
+  TD_CHECK(static_cast<int64_t>(shape.size()) >= event_dim_, "AffineTransform: events of ", event_dim_,
+           " dims, but x has shape ", shape_str(x.sizes()));
+  return sum_rightmost(result.expand(shape), event_dim_);
 }
 
 std::optional<Param> AffineTransform::sign() const {
@@ -120,7 +124,7 @@ bool AffineTransform::equals(const Transform& other) const {
     }
     return (ta.to(tb.device()) == tb).all().item<bool>();
   };
-  return same(loc_, o->loc_) && same(scale_, o->scale_);
+  return o->event_dim_ == event_dim_ && same(loc_, o->loc_) && same(scale_, o->scale_);
 }
 
 Tensor SigmoidTransform::forward(const Tensor& x) const {

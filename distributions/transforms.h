@@ -92,15 +92,20 @@ class ExpTransform : public Transform {
   Tensor inverse(const Tensor& y) const override;
 };
 
-// y = loc + scale x, loc and scale tensors or numbers (which take x's dtype and device).
+// y = loc + scale x, loc and scale tensors or numbers (which take x's dtype and device), over
+// events of x's `event_dim` rightmost dims: log |dy/dx| sums log |scale| over each event, scale
+// broadcast to x first (PyTorch sums a tensor scale over its own dims, so a 0-dim scale counts
+// once per event, not once per element).
 class AffineTransform : public Transform {
  public:
-  AffineTransform(Param loc, Param scale, int cache_size = 0);
+  AffineTransform(Param loc, Param scale, int64_t event_dim = 0, int cache_size = 0);
   std::string name() const override { return "AffineTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
   std::optional<Param> sign() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
+  int64_t domain_event_dim() const override { return event_dim_; }
+  int64_t codomain_event_dim() const override { return event_dim_; }
   bool equals(const Transform& other) const override;
 
  protected:
@@ -110,6 +115,7 @@ class AffineTransform : public Transform {
  private:
   Tensor as_tensor(const Param& p, const Tensor& like) const;
   Param loc_, scale_;
+  int64_t event_dim_;
 };
 
 // y = sigmoid(x), kept within [tiny, 1 - eps] as PyTorch's so that its inverse stays finite.

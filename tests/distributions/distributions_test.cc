@@ -234,7 +234,10 @@ std::vector<std::shared_ptr<const D::Transform>> transforms_of(const json& spec)
   for (const json& t : spec) {
     const std::string name = t["name"].get<std::string>();
     if (name == "exp") out.push_back(std::make_shared<D::ExpTransform>());
-    if (name == "affine") out.push_back(std::make_shared<D::AffineTransform>(param(t["loc"]), param(t["scale"])));
+    if (name == "affine") {
+      out.push_back(std::make_shared<D::AffineTransform>(param(t["loc"]), param(t["scale"]),
+                                                         t.value("event_dim", int64_t{0})));
+    }
     if (name == "sigmoid") out.push_back(std::make_shared<D::SigmoidTransform>());
     if (name == "tanh") out.push_back(std::make_shared<D::TanhTransform>());
     if (name == "softplus") out.push_back(std::make_shared<D::SoftplusTransform>());
@@ -278,7 +281,7 @@ TEST_CASE("TransformedDistribution's log_prob, gradients, cdf and icdf are PyTor
     check_scores(dist, c, leaves, name);
     ++checked;
   }
-  CHECK(checked == 17);
+  CHECK(checked == 19);
   const json& k = fixture()["transformed_kl"];
   std::map<std::string, Tensor> leaves;
   json p_spec = json::object(), q_spec = json::object();

@@ -269,7 +269,7 @@ def make_transforms(spec):
         if name == "exp":
             out.append(D.ExpTransform())
         elif name == "affine":
-            out.append(D.AffineTransform(t["loc"], t["scale"]))
+            out.append(D.AffineTransform(t["loc"], t["scale"], t.get("event_dim", 0)))
         elif name == "sigmoid":
             out.append(D.SigmoidTransform())
         elif name == "tanh":
@@ -675,6 +675,12 @@ def main():
                                      {"name": "independent", "base": {"name": "affine", "loc": 0.5, "scale": 2.0},
                                       "ndims": 1}]}],
                          ramp([4, 3], 0.9, 1.5)),
+        # An affine map of events of 3, with a number and with a tensor for scale.
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "affine", "loc": 0.5, "scale": -2.0, "event_dim": 1}], ramp([2, 3], 0.9)),
+        transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
+                         [{"name": "affine", "loc": ramp([3], 0.2), "scale": ramp([3], 0.4, 1.1), "event_dim": 1}],
+                         ramp([2, 3], 0.9)),
         transformed_case("Normal", {"loc": ramp([2, 3], 0.7), "scale": ramp([3], 0.5, 1.2)},
                          [{"name": "stack", "dim": 0,
                            "parts": [{"name": "exp"}, {"name": "affine", "loc": 0.0, "scale": -3.0}]}],

@@ -145,6 +145,17 @@ TEST_CASE("Event dims: composed and inverted transforms, IndependentTransform, R
   check_error([] { D::IndependentTransform(nullptr, 1); }, {"IndependentTransform", "null"});
   check_error([&] { D::IndependentTransform(exp, -1); }, {"IndependentTransform", "reinterpreted_batch_ndims", "-1"});
   check_error([&] { independent.log_abs_det_jacobian(f64({1}), f64({1})); }, {"IndependentTransform", "2 batch dims"});
+  // AffineTransform over events of 2 dims: log |scale| summed over each event's 6 elements, a
+  // 0-dim tensor scale counted once per element (PyTorch's counts it once per event).
+  const D::AffineTransform affine(0.5, td::full({}, -2.0, td::kFloat64), 2);
+  CHECK(affine.domain_event_dim() == 2);
+  CHECK(affine.codomain_event_dim() == 2);
+  check_close(affine.log_abs_det_jacobian(w, affine(w)), std::vector<double>(4, 6 * std::log(2.0)), 1e-14, 0,
+              "affine's log |det| per event");
+  CHECK_FALSE(affine.equals(D::AffineTransform(0.5, -2.0)));
+  CHECK(affine.equals(D::AffineTransform(0.5, -2.0, 2)));
+  check_error([] { D::AffineTransform(0.0, 1.0, -1); }, {"AffineTransform", "event_dim", "-1"});
+  check_error([&] { affine.log_abs_det_jacobian(f64({1}), f64({1})); }, {"AffineTransform", "events of 2", "[1]"});
   // ReshapeTransform's shapes.
   CHECK(reshape->forward_shape({5, 6}) == Shape{5, 2, 3});
   CHECK(reshape->inverse_shape({5, 2, 3}) == Shape{5, 6});
