@@ -1,6 +1,7 @@
 """cuda_library: .cu files compiled by nvcc (C++20) and linked like any cc_library."""
 
 load("@bazel_skylib//rules:common_settings.bzl", "BuildSettingInfo")
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 load("@local_cuda//:defs.bzl", "CUDA_ENABLED", "CUDA_PATH")
 
 def _gencode_flags(archs):
@@ -26,6 +27,8 @@ def _nvcc_objects_impl(ctx):
     common = ["-std=c++20", "-O3", "-Xcompiler", "-fPIC", "-Xcompiler", "-Wall,-Wextra,-Werror",
               "-Xcompiler", "-march=x86-64-v3", "--expt-relaxed-constexpr", "-Werror", "all-warnings"]
     common += _gencode_flags(ctx.attr._archs[BuildSettingInfo].value)
+    # The host compiler is the C++ toolchain's, not whichever gcc the actions' fixed PATH finds.
+    common += ["-ccbin", find_cpp_toolchain(ctx).compiler_executable]
     for d in compilation.defines.to_list():
         common.append("-D" + d)
     for i in compilation.quote_includes.to_list() + compilation.includes.to_list():
@@ -54,6 +57,7 @@ _nvcc_objects = rule(
         "hdrs": attr.label_list(allow_files = True),
         "deps": attr.label_list(providers = [CcInfo]),
         "_archs": attr.label(default = "//third_party/cuda:archs"),
+        "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
 )
 
