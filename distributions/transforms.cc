@@ -17,6 +17,19 @@ using internal::joined;
 using internal::softplus;
 using internal::sum_rightmost;
 
+namespace {
+
+// Whether all of each event's `n` rightmost dims of `mask` hold (a mask of fewer dims: all of it).
+Tensor all_rightmost(const Tensor& mask, int64_t n) {
+  if (n == 0) return mask;
+  if (mask.dim() < n) return mask.all();
+  Shape shape(mask.sizes().begin(), mask.sizes().end() - n);
+  shape.push_back(-1);
+  return mask.reshape(shape).all(-1);
+}
+
+}  // namespace
+
 // ---- Transform ----
 
 Transform::Transform(int cache_size) : cache_size_(cache_size) {
@@ -107,6 +120,12 @@ Shape AffineTransform::forward_shape(const Shape& shape) const {
 
 Shape AffineTransform::inverse_shape(const Shape& shape) const { return forward_shape(shape); }
 
+Tensor AffineTransform::in_domain(const Tensor& x) const { return all_rightmost(x == x, event_dim_); }
+Tensor AffineTransform::in_codomain(const Tensor& y) const { return all_rightmost(y == y, event_dim_); }
+std::string AffineTransform::domain() const {
+  return event_dim_ == 0 ? "Real()" : "IndependentConstraint(Real(), " + std::to_string(event_dim_) + ")";
+}
+
 bool AffineTransform::equals(const Transform& other) const {
   const auto* o = dynamic_cast<const AffineTransform*>(&other);
   if (!o) return false;
@@ -174,15 +193,6 @@ Tensor AbsTransform::log_abs_det_jacobian(const Tensor&, const Tensor&) const {
 Tensor AbsTransform::in_codomain(const Tensor& y) const { return y >= 0; }
 
 namespace {
-
-// Whether all of each event's `n` rightmost dims of `mask` hold (a mask of fewer dims: all of it).
-Tensor all_rightmost(const Tensor& mask, int64_t n) {
-  if (n == 0) return mask;
-  if (mask.dim() < n) return mask.all();
-  Shape shape(mask.sizes().begin(), mask.sizes().end() - n);
-  shape.push_back(-1);
-  return mask.reshape(shape).all(-1);
-}
 
 void check_vectors(const Tensor& t, const char* transform, const char* what) {
   TD_CHECK(t.dim() >= 1, transform, ": the ", what, " must have a dim of vectors, got shape ", shape_str(t.sizes()));
@@ -709,12 +719,17 @@ StackTransform::StackTransform(std::vector<std::shared_ptr<const Transform>> par
 
 int64_t StackTransform::dim_in(const Shape& shape, int64_t event_dim, const char* what) const {
   const auto rank = static_cast<int64_t>(shape.size());
-  TD_CHECK(dim_ >= -rank && dim_ < rank, "StackTransform: dim ", dim_, " is out of range for the ", what,
+  const int64_t batch_rank = rank - event_dim;
+  // A negative dim counts from the right of x, the domain, and so names the same batch dim of y
+  // when the parts change the number of event dims (vectors to matrices).
+  const int64_t from_right = dim_ < 0 ? dim_ + domain_event_dim() : 0;
+  const int64_t dim = dim_ < 0 ? batch_rank + from_right : dim_;
+  const bool in_event = dim_ < 0 ? from_right >= 0 : dim_ >= batch_rank && dim_ < rank;
+  TD_CHECK(!in_event, "StackTransform: dim ", dim_, " of the ", what, " of shape ", shape_str(shape), " lies in the parts' event (",
+           "its ", event_dim, " rightmost dims); stack along a batch dim, and wrap the transform in ",
+           "IndependentTransform to take it as one event");
+  TD_CHECK(dim >= 0 && dim < batch_rank, "StackTransform: dim ", dim_, " is out of range for the ", what,
            " of shape ", shape_str(shape));
-  const int64_t dim = dim_ < 0 ? dim_ + rank : dim_;
-  TD_CHECK(dim < rank - event_dim, "StackTransform: dim ", dim_, " of the ", what, " of shape ", shape_str(shape),
-           " lies in the parts' event (its ", event_dim, " rightmost dims); stack along a batch dim, and wrap the ",
-           "transform in IndependentTransform to take it as one event");
   TD_CHECK(shape[dim] == static_cast<int64_t>(parts_.size()), "StackTransform: the ", what, " of shape ",
            shape_str(shape), " has ", shape[dim], " slices along dim ", dim_, " for ", parts_.size(), " transforms");
   return dim;

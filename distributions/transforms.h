@@ -104,6 +104,10 @@ class AffineTransform : public Transform {
   std::optional<Param> sign() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
+  Tensor in_domain(const Tensor& x) const override;
+  std::string domain() const override;
+  Tensor in_codomain(const Tensor& y) const override;
+  std::string codomain() const override { return domain(); }
   int64_t domain_event_dim() const override { return event_dim_; }
   int64_t codomain_event_dim() const override { return event_dim_; }
   bool equals(const Transform& other) const override;
@@ -395,11 +399,11 @@ class ReshapeTransform : public Transform {
 
 // Transforms applied to consecutive slices of x along `dim`, part i to lengths[i] of them (1 each
 // by default), the results concatenated (PyTorch's CatTransform). The event has the most dims of
-// any part's. Where dim lies left of it, a batch dim, the parts may change their event dims
-// alike (stick-breaking rows) and their log |dy/dx| are concatenated along dim; where dim lies
-// inside it, a part may change its slice's length along dim only (stick-breaking, with dim the
-// last; PyTorch's keeps every length) and the parts' log |dy/dx| add up. The sign is the parts'
-// where they all have the same number.
+// any part's. Where dim lies left of it, a batch dim, the parts may change the sizes of their
+// event dims alike but not their number (stick-breaking rows, not vectors to matrices), and their
+// log |dy/dx| are concatenated along dim; where dim lies inside it, a part may change its slice's
+// length along dim only (stick-breaking, with dim the last; PyTorch's keeps every length) and the
+// parts' log |dy/dx| add up. The sign is the parts' where they all have the same number.
 class CatTransform : public Transform {
  public:
   CatTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim = 0, std::vector<int64_t> lengths = {},
@@ -441,6 +445,8 @@ class CatTransform : public Transform {
 // Transforms applied to the slices x.select(dim, i), part i to slice i, the results stacked
 // along dim (PyTorch's StackTransform). dim must be a batch dim: left of the parts' event dims.
 // So the event is the parts' (the most dims of any), and log |dy/dx| is theirs stacked along dim.
+// A negative dim counts from the right of x, and names the same batch dim of y where the parts
+// change the number of event dims.
 // PyTorch counts a negative dim as an event dim, and its log_prob then fails (stacking along -1
 // of element-wise parts); here that dim stays a batch dim: wrap the transform in
 // IndependentTransform to make it one event.

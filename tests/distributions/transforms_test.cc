@@ -154,6 +154,8 @@ TEST_CASE("Event dims: composed and inverted transforms, IndependentTransform, R
               "affine's log |det| per event");
   CHECK_FALSE(affine.equals(D::AffineTransform(0.5, -2.0)));
   CHECK(affine.equals(D::AffineTransform(0.5, -2.0, 2)));
+  CHECK(affine.in_codomain(w).sizes() == Shape{4});
+  CHECK(affine.domain() == "IndependentConstraint(Real(), 2)");
   check_error([] { D::AffineTransform(0.0, 1.0, -1); }, {"AffineTransform", "event_dim", "-1"});
   check_error([&] { affine.log_abs_det_jacobian(f64({1}), f64({1})); }, {"AffineTransform", "events of 2", "[1]"});
   // ReshapeTransform's shapes.
@@ -376,6 +378,10 @@ TEST_CASE("CatTransform: slices along dim through transforms of their own, conca
   check_gradients([&](const std::vector<Tensor>& in) { return onto_simplex.log_abs_det_jacobian(in[0], onto_simplex(in[0])); },
                   {u.clone().requires_grad_()}, "log |det|");
 
+  // With an affine map of vectors in place of exp: its membership checks reduce over the vectors too.
+  const D::CatTransform affine_simplex({std::make_shared<D::AffineTransform>(0.0, 2.0, 1), stick}, -1, {2, 3});
+  CHECK(affine_simplex.in_codomain(affine_simplex(u)).sizes() == Shape{4});
+  CHECK(affine_simplex.in_domain(u).sizes() == Shape{4});
   // A Normal through it: events of 6, log_prob the base's over the 5 numbers less log |det|.
   const auto normal = std::make_shared<D::Normal>(td::zeros({4, 5}, td::kFloat64), 1.0);
   const D::TransformedDistribution pushed(normal, {onto_simplex_ptr});
@@ -467,6 +473,21 @@ TEST_CASE("StackTransform: slices along a batch dim through transforms of their 
   check_gradients([&](const std::vector<Tensor>& in) { return sticks.log_abs_det_jacobian(in[0], sticks(in[0])); },
                   {u.clone().requires_grad_()}, "log |det|");
   CHECK(sticks.equals(D::StackTransform({std::make_shared<D::StickBreakingTransform>(), stick}, 0)));
+  // Parts from vectors to matrices, a negative dim: -2 is x's dim 1 (left of its vectors) and
+  // y's dim 1 too (left of its matrices), both ways.
+  const auto corr = std::make_shared<D::CorrCholeskyTransform>();
+  const auto scaled = std::make_shared<D::ComposeTransform>(
+      std::vector<std::shared_ptr<const D::Transform>>{std::make_shared<D::AffineTransform>(0.0, 0.5, 1), corr});
+  const D::StackTransform factors({corr, scaled}, -2);
+  const Tensor z = td::randn({2, 2, 3}, td::kFloat64);
+  const Tensor l = factors(z);
+  REQUIRE(l.sizes() == Shape{2, 2, 3, 3});
+  check_close(l.select(1, 0), (*corr)(z.select(1, 0)), 0, 0, "slice 0");
+  check_close(l.select(1, 1), (*scaled)(z.select(1, 1)), 0, 0, "slice 1");
+  check_close(factors.inv(l), z, 1e-12, 1e-12, "back");
+  check_close(factors.log_abs_det_jacobian(z, l).select(1, 1),
+              scaled->log_abs_det_jacobian(z.select(1, 1), l.select(1, 1)), 0, 0, "log |det| of slice 1");
+  CHECK(factors.inverse_shape({2, 2, 3, 3}) == Shape{2, 2, 3});
   CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick}, 1)));
 
   const Tensor u_before = u.clone();
