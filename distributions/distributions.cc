@@ -1015,7 +1015,8 @@ std::shared_ptr<Distribution> Multinomial::expand(const Shape& batch_shape) cons
 // Up to K trials: total_count categories drawn from the Categorical, counted into their slots.
 // Beyond: one binomial per category, n_i ~ Binomial(what the ones before left, p_i / (p_i + ... +
 // p_K)), the last taking the rest; O(K) draws per sample at any total_count, counted in float64
-// (whole up to 2^53).
+// (whole up to 2^53) and returned in the probabilities' dtype (float32 counts round above 2^24,
+// as PyTorch's).
 Tensor Multinomial::sample(IntList sample_shape) const {
   NoGradGuard no_grad;
   const Shape shape = extended_shape(sample_shape);
