@@ -509,8 +509,9 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
     if (const auto* b = as<Gamma>(q)) return kl(*a, *b);
     if (const auto* b = as<Pareto>(q)) return kl(*a, *b);
   }
-  // Through the same invertible transforms, KL is the bases'. A LogNormal is a Normal through exp,
-  // as PyTorch defines it, so that it meets TransformedDistribution(Normal, {exp}) here.
+  // Through the same transforms, the bases' KL, as PyTorch's: exact for invertible maps, an upper
+  // bound for a folding one such as abs. A LogNormal is a Normal through exp, as PyTorch defines
+  // it, so that it meets TransformedDistribution(Normal, {exp}) here.
   if (const auto a = transformed_form(p)) {
     if (const auto b = transformed_form(q)) {
       bool same = a->transforms.size() == b->transforms.size() && p.event_shape() == q.event_shape();
