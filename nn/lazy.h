@@ -3,6 +3,8 @@
 // in_channels, num_features) comes from its first input.
 #pragma once
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +19,9 @@ namespace tandem::nn {
 // first input gives the size: the tensors are materialized in place (the same handles, so an
 // optimizer made from parameters() before keeps them) and initialized as the eager layer
 // initializes its own, drawing from the generator then and not at construction; from then on the
-// layer is the eager one and prints as it. Unlike PyTorch's, a norm layer without parameters or
-// statistics takes its size too; and load_state_dict needs the sizes, so load a checkpoint after
-// the first forward (PyTorch's lazy layers take them from the checkpoint).
+// layer is the eager one and prints as it. A checkpoint loaded before the first forward gives
+// the size too (Module::load_state_dict). Unlike PyTorch's, a norm layer without parameters or
+// statistics takes its size too.
 template <typename Derived, typename Eager>
 class Lazy : public Cloneable<Derived, Eager> {
  public:
@@ -29,26 +31,23 @@ class Lazy : public Cloneable<Derived, Eager> {
   // divide) before changing anything.
   void initialize_parameters(const Tensor& x) {
     if (materialized_) return;
-    Derived& self = static_cast<Derived&>(*this);
-    const int64_t size = self.input_size_of(x);
-    std::vector<Tensor> kept;
-    for (Tensor* t : self.lazy_tensors()) kept.push_back(*t);
-    self.set_input_size(size);
-    this->clear_registrations();
-    Eager::reset();  // registers and initializes as the eager layer's constructor
-    // On the device and in the dtype the layer was moved to before.
-    for (const Tensor& t : kept) {
-      if (t.defined()) {
-        this->to(t.device(), t.dtype());
-        break;
-      }
-    }
-    const std::vector<Tensor*> fresh = self.lazy_tensors();
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      if (kept[i].defined() && fresh[i]->defined()) this->adopt(*fresh[i], kept[i]);
-    }
-    materialized_ = true;
-    this->rename(eager_name_);
+    materialize(static_cast<const Derived&>(*this).input_size_of(x));
+  }
+  // The size from the checkpoint's weight (or a norm's statistics). The values a checkpoint holds
+  // replace the initial ones: where it holds all of them, none is drawn, as in PyTorch.
+  bool materialize_from(const StateDict& state, const std::string& prefix) override {
+    if (materialized_) return false;
+    const std::optional<int64_t> size = static_cast<const Derived&>(*this).input_size_in(state, prefix);
+    if (!size) return false;
+    std::vector<std::pair<std::string, Tensor>> own = this->named_parameters(false);
+    for (const auto& named : this->named_buffers(false)) own.push_back(named);
+    const bool holds_all = std::all_of(own.begin(), own.end(), [&](const auto& named) {
+      return !named.second.defined() || state.find(prefix + named.first) != nullptr;
+    });
+    std::optional<DiscardRandomDraws> discard;
+    if (holds_all) discard.emplace();
+    materialize(*size);
+    return true;
   }
   Tensor forward(const Tensor& x) override {
     initialize_parameters(x);
@@ -79,8 +78,36 @@ class Lazy : public Cloneable<Derived, Eager> {
       if (t->defined() && is_floating(t->dtype())) Module::make_uninitialized(*t);
     }
   }
+  // The size of `name` (a registered tensor's name) in the checkpoint along `dim`, if it holds
+  // a tensor of `dims` dims there.
+  static std::optional<int64_t> size_in(const StateDict& state, const std::string& name, int64_t dims, int64_t dim) {
+    const Tensor* t = state.find(name);
+    if (t == nullptr || !t->defined() || t->dim() != dims) return std::nullopt;
+    return t->size(dim);
+  }
 
  private:
+  void materialize(int64_t size) {
+    Derived& self = static_cast<Derived&>(*this);
+    std::vector<Tensor> kept;
+    for (Tensor* t : self.lazy_tensors()) kept.push_back(*t);
+    self.set_input_size(size);
+    this->clear_registrations();
+    Eager::reset();  // registers and initializes as the eager layer's constructor
+    // On the device and in the dtype the layer was moved to before.
+    for (const Tensor& t : kept) {
+      if (t.defined()) {
+        this->to(t.device(), t.dtype());
+        break;
+      }
+    }
+    const std::vector<Tensor*> fresh = self.lazy_tensors();
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      if (kept[i].defined() && fresh[i]->defined()) this->adopt(*fresh[i], kept[i]);
+    }
+    materialized_ = true;
+    this->rename(eager_name_);
+  }
   // The guard lives until the end of the full expression: the eager layer's construction.
   template <typename Options>
   static const Options& without_draws(const Options& options, DiscardRandomDraws&& = DiscardRandomDraws()) {
@@ -104,6 +131,10 @@ class LazyLinearImpl : public Lazy<LazyLinearImpl, LinearImpl> {
   static constexpr int64_t kPlaceholder = 1;
   int64_t placeholder_size() const { return kPlaceholder; }
   std::vector<Tensor*> lazy_tensors() { return {&weight, &bias}; }
+  // A checkpoint's weight [out_features, in_features].
+  std::optional<int64_t> input_size_in(const StateDict& state, const std::string& prefix) const {
+    return size_in(state, prefix + "weight", 2, 1);
+  }
 };
 
 // A lazy convolution: Eager's options without their in_channels (any value given is replaced).
@@ -119,6 +150,13 @@ class LazyConvolution : public Lazy<Derived, Eager> {
   void set_input_size(int64_t size) { this->options.in_channels_ = size; }
   int64_t placeholder_size() const { return this->options.groups_; }
   std::vector<Tensor*> lazy_tensors() { return {&this->weight, &this->bias}; }
+  // A checkpoint's weight: [out, in / groups, kernel...], transposed [in, out / groups, kernel...].
+  std::optional<int64_t> input_size_in(const StateDict& state, const std::string& prefix) const {
+    constexpr bool transposed = requires(const Options& o) { o.output_padding_; };
+    const std::optional<int64_t> size = this->size_in(state, prefix + "weight", SpatialDims + 2, transposed ? 0 : 1);
+    if (!size || transposed) return size;
+    return *size * this->options.groups_;
+  }
 
  protected:
   LazyConvolution(std::string eager_name, Options options)
@@ -201,6 +239,17 @@ class LazyNorm : public Lazy<Derived, Eager> {
   int64_t placeholder_size() const { return 1; }
   std::vector<Tensor*> lazy_tensors() {
     return {&this->weight, &this->bias, &this->running_mean, &this->running_var, &this->num_batches_tracked};
+  }
+  // The length of the checkpoint's first per-channel tensor of those the layer has.
+  std::optional<int64_t> input_size_in(const StateDict& state, const std::string& prefix) const {
+    std::vector<std::pair<std::string, Tensor>> own = this->named_parameters(false);
+    for (const auto& named : this->named_buffers(false)) own.push_back(named);
+    for (const auto& [name, t] : own) {
+      if (!is_floating(t.dtype())) continue;
+      const std::optional<int64_t> size = this->size_in(state, prefix + name, 1, 0);
+      if (size && *size > 0) return size;
+    }
+    return std::nullopt;
   }
 
  protected:

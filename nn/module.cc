@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
@@ -392,17 +393,57 @@ StateDict Module::state_dict() const {
   return out;
 }
 
+void Module::collect_lazy(const std::string& prefix, std::vector<std::pair<std::string, Module*>>& out,
+                          std::unordered_set<const Module*>& seen) {
+  if (!seen.insert(this).second) return;
+  if (has_uninitialized_params()) out.emplace_back(prefix, this);
+  for (auto& [name, child] : children_) child->collect_lazy(prefix + name + ".", out, seen);
+}
+
 Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
+  // Lazy layers the checkpoint gives sizes to are checked against the shapes a materialized copy
+  // of each has, and materialized themselves only once every check has passed.
+  std::vector<std::pair<std::string, Module*>> lazy;
+  {
+    std::unordered_set<const Module*> seen;
+    collect_lazy("", lazy, seen);
+  }
+  std::unordered_map<const TensorImpl*, Shape> planned;
+  std::erase_if(lazy, [&](const std::pair<std::string, Module*>& entry) {
+    const auto& [prefix, module] = entry;
+    std::shared_ptr<Module> copy = module->clone();
+    try {
+      DiscardRandomDraws discard;
+      if (!copy->materialize_from(state, prefix)) return true;
+    } catch (const Error& e) {
+      const std::string layer = prefix.empty() ? module->name()
+                                               : "'" + prefix.substr(0, prefix.size() - 1) + "' (" + module->name() + ")";
+      detail::throw_error(
+          detail::str_cat("load_state_dict: ", layer, " cannot take the sizes of the checkpoint's tensors: ", e.what()));
+    }
+    std::vector<std::pair<std::string, Tensor>> mine, materialized;
+    module->collect_state("", mine);
+    copy->collect_state("", materialized);
+    for (const auto& [name, t] : mine) {
+      for (const auto& [copy_name, copy_t] : materialized) {
+        if (copy_name == name) planned[&t.impl()] = copy_t.sizes();
+      }
+    }
+    return false;
+  });
+
   std::vector<std::pair<std::string, Tensor>> expected;
   collect_state("", expected);
   LoadResult result;
   std::vector<std::string> mismatches;
   for (const auto& [name, t] : expected) {
     const Tensor* v = state.find(name);
+    const auto plan = planned.find(&t.impl());
+    const Shape& sizes = plan != planned.end() ? plan->second : t.sizes();
     if (!v) {
       result.missing_keys.push_back(name);
-    } else if (v->sizes() != t.sizes()) {
-      mismatches.push_back(name + " (checkpoint " + shape_str(v->sizes()) + ", model " + shape_str(t.sizes()) + ")");
+    } else if (v->sizes() != sizes) {
+      mismatches.push_back(name + " (checkpoint " + shape_str(v->sizes()) + ", model " + shape_str(sizes) + ")");
     }
   }
   for (const auto& [name, t] : state) {
@@ -420,6 +461,7 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
            !result.missing_keys.empty() && !result.unexpected_keys.empty() ? "; " : "",
            result.unexpected_keys.empty() ? "" : "unexpected keys: " + join(result.unexpected_keys),
            " (pass strict=false to load the matching keys only)");
+  for (const auto& [prefix, module] : lazy) module->materialize_from(state, prefix);
   NoGradGuard no_grad;
   for (auto& [name, t] : expected) {
     if (const Tensor* v = state.find(name)) {

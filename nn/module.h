@@ -88,6 +88,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // A lazy layer before its first forward (nn/lazy.h): parameters without their sizes yet.
   virtual bool has_uninitialized_params() const { return false; }
+  // What load_state_dict calls on such a layer: where the checkpoint's tensors under `prefix`
+  // ("encoder.0.") give its input size, it materializes as a first input of that size would and
+  // returns true; otherwise it changes nothing and returns false.
+  virtual bool materialize_from(const StateDict& /*state*/, const std::string& /*prefix*/) { return false; }
 
   // ---- replicas (td::parallel::replicate marks every module of a replica) ----
   // A replica's parameters are broadcasts of the original module's; their gradients flow back
@@ -102,7 +106,10 @@ class Module : public std::enable_shared_from_this<Module> {
     std::vector<std::string> missing_keys, unexpected_keys;
   };
   // Copies values by name (converting dtype/device to the module's). strict: missing or
-  // unexpected keys are an error listing them; shape mismatches are always an error.
+  // unexpected keys are an error listing them; shape mismatches are always an error, and an
+  // error changes nothing. Lazy layers not run yet take their sizes from the checkpoint, as
+  // PyTorch's do (and their in_features or in_channels too, which PyTorch's leave at 0); a
+  // layer the checkpoint holds every tensor of draws nothing from the random stream.
   LoadResult load_state_dict(const StateDict& state, bool strict = true);
 
   // ---- printing, as PyTorch prints a module tree ----
@@ -138,6 +145,9 @@ class Module : public std::enable_shared_from_this<Module> {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void move_tensors(std::optional<Device> device, std::optional<DType> dtype);  // none: as they are
+  // Every lazy layer not materialized yet, each once, under the prefix of its state_dict keys.
+  void collect_lazy(const std::string& prefix, std::vector<std::pair<std::string, Module*>>& out,
+                    std::unordered_set<const Module*>& seen);
   void collect_modules(const std::string& prefix,
                        std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
                        std::unordered_set<const Module*>& seen);

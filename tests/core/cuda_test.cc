@@ -51,6 +51,9 @@ TEST_CASE("every visible CUDA device reports a name, memory and compute capabili
 #ifdef TD_TEST_HAS_CUDART
 TEST_CASE("device guard selects the GPU behind a logical device and restores the previous one", "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
+  // The guard goes back only to a GPU whose context exists (it makes none on a GPU the thread
+  // never used): the thread's GPU gets its context first, as any work there would give it.
+  REQUIRE(cudaFree(nullptr) == cudaSuccess);
   int before = -1;
   REQUIRE(cudaGetDevice(&before) == cudaSuccess);
   const int last = td::cuda::device_count() - 1;

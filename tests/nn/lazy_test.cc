@@ -234,3 +234,107 @@ TEST_CASE("lazy layers clone before and after their first forward; refused input
   linear->initialize_parameters(td::zeros({9}));
   CHECK(values(linear->weight) == weight);
 }
+
+TEST_CASE("a checkpoint loads into lazy layers not run yet: their sizes from its tensors, no draws", "[cpu]") {
+  struct Case {
+    std::string name;
+    std::function<std::shared_ptr<nn::Module>()> lazy, eager;
+    Tensor input;
+  };
+  const std::vector<Case> cases = {
+      {"Linear", [] { return nn::LazyLinear(5).ptr(); }, [] { return nn::Linear(3, 5).ptr(); },
+       td::testing::sine_ramp({2, 3}, 0.37, td::kFloat32)},
+      {"Conv2d with groups", [] { return nn::LazyConv2d(nn::Conv2dOptions(0, 4, 3).groups(2)).ptr(); },
+       [] { return nn::Conv2d(nn::Conv2dOptions(6, 4, 3).groups(2)).ptr(); },
+       td::testing::sine_ramp({1, 6, 5, 5}, 0.37, td::kFloat32)},
+      {"ConvTranspose2d with groups",
+       [] { return nn::LazyConvTranspose2d(nn::ConvTranspose2dOptions(0, 4, 3).groups(2)).ptr(); },
+       [] { return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(6, 4, 3).groups(2)).ptr(); },
+       td::testing::sine_ramp({1, 6, 3, 3}, 0.37, td::kFloat32)},
+      {"ConvTranspose1d", [] { return nn::LazyConvTranspose1d(3, 2).ptr(); },
+       [] { return nn::ConvTranspose1d(5, 3, 2).ptr(); }, td::testing::sine_ramp({2, 5, 4}, 0.37, td::kFloat32)},
+      {"BatchNorm1d", [] { return nn::LazyBatchNorm1d().ptr(); },
+       [] { return nn::BatchNorm1d(nn::BatchNormOptions(4)).ptr(); },
+       td::testing::sine_ramp({5, 4}, 0.37, td::kFloat32)},
+      {"BatchNorm2d without affine", [] { return nn::LazyBatchNorm2d(nn::BatchNormOptions(0).affine(false)).ptr(); },
+       [] { return nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false)).ptr(); },
+       td::testing::sine_ramp({2, 3, 2, 2}, 0.37, td::kFloat32)},
+      {"InstanceNorm2d", [] { return nn::LazyInstanceNorm2d().ptr(); },
+       [] { return nn::InstanceNorm2d(nn::InstanceNormOptions(3).affine(true).track_running_stats(true)).ptr(); },
+       td::testing::sine_ramp({2, 3, 4, 4}, 0.37, td::kFloat32)},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    td::manual_seed(31);
+    const auto eager = c.eager();
+    eager->forward(c.input);  // running statistics and a count that are not the initial ones
+    eager->eval();
+    const auto lazy = c.lazy();
+    lazy->eval();
+    const std::vector<Tensor> handles = lazy->parameters();
+    td::manual_seed(32);
+    const auto result = lazy->load_state_dict(eager->state_dict());
+    CHECK(result.missing_keys.empty());
+    CHECK(result.unexpected_keys.empty());
+    const Tensor next = td::rand({4});
+    td::manual_seed(32);
+    CHECK(values(next) == values(td::rand({4})));  // every value came from the checkpoint: nothing drawn
+    CHECK(!lazy->has_uninitialized_params());
+    const std::vector<Tensor> loaded = lazy->parameters();
+    REQUIRE(loaded.size() == handles.size());
+    for (size_t i = 0; i < loaded.size(); ++i) CHECK(loaded[i].is_same(handles[i]));
+    check_same_as_eager(*lazy, *eager, lazy->forward(c.input), eager->forward(c.input), c.name);
+  }
+}
+
+TEST_CASE("a checkpoint into lazy layers in a model: prefixes, part of the tensors, and refusals that change nothing",
+          "[cpu]") {
+  td::manual_seed(41);
+  nn::Sequential eager(nn::Linear(3, 4), nn::ReLU(), nn::Linear(4, 2));
+  const Tensor x = td::testing::sine_ramp({5, 3}, 0.37, td::kFloat32);
+  nn::Sequential lazy(nn::LazyLinear(4), nn::ReLU(), nn::LazyLinear(2));
+  lazy->load_state_dict(eager->state_dict());
+  CHECK(lazy->str() == eager->str());
+  CHECK(values(lazy(x)) == values(eager(x)));
+
+  // Only the weight (strict=false): the bias is drawn as the eager layer's constructor draws it.
+  td::manual_seed(42);
+  nn::Linear drawn(3, 4);
+  nn::LazyLinear part(4);
+  td::StateDict weight_only;
+  weight_only.insert("weight", eager->state_dict().at("0.weight"));
+  td::manual_seed(42);
+  const auto result = part->load_state_dict(weight_only, false);
+  CHECK(result.missing_keys == std::vector<std::string>{"bias"});
+  CHECK(values(part->weight) == values(eager->state_dict().at("0.weight")));
+  CHECK(values(part->bias) == values(drawn->bias));
+
+  // A second layer's shape that does not fit: refused with the materialized shape, and the first
+  // layer, whose size was fine, is still lazy.
+  nn::Sequential refused(nn::LazyLinear(4), nn::ReLU(), nn::LazyLinear(3));
+  check_error([&] { refused->load_state_dict(eager->state_dict()); },
+              {"load_state_dict: shape mismatch for 2.weight (checkpoint [2, 4], model [3, 4])", "2.bias"});
+  for (const auto& m : refused->children()) CHECK(!m->has_uninitialized_params() == (m->name() == "ReLU"));
+  CHECK(refused->parameters()[0].sizes() == Shape{0});
+  // A missing key under strict: refused, nothing materialized.
+  nn::LazyLinear strict(4);
+  check_error([&] { strict->load_state_dict(weight_only); }, {"load_state_dict: missing keys: bias"});
+  CHECK(strict->has_uninitialized_params());
+  CHECK(strict->str() == "LazyLinear(in_features=0, out_features=4, bias=True)");
+  // A size the layer cannot take: a transposed weight of 3 input channels under 2 groups.
+  nn::LazyConvTranspose2d odd(nn::ConvTranspose2dOptions(0, 4, 3).groups(2));
+  td::StateDict three;
+  three.insert("weight", td::zeros({3, 2, 3, 3}));
+  three.insert("bias", td::zeros({4}));
+  check_error([&] { odd->load_state_dict(three); },
+              {"load_state_dict: LazyConvTranspose2d cannot take the sizes of the checkpoint's tensors", "in_channels (3)"});
+  CHECK(odd->has_uninitialized_params());
+  CHECK(odd->weight.sizes() == Shape{0});
+
+  // A lazy layer's own checkpoint before its first forward holds no sizes: it stays lazy.
+  nn::LazyLinear unrun(4), other(4);
+  other->load_state_dict(unrun->state_dict());
+  CHECK(other->has_uninitialized_params());
+  other(x);
+  CHECK(other->weight.sizes() == Shape{4, 3});
+}
