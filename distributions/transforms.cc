@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 #include <numeric>
+#include <string_view>
+#include <typeinfo>
 
 #include "autograd/grad_mode.h"
 #include "autograd/linalg.h"
@@ -499,35 +501,10 @@ namespace {
 
 using Parts = std::vector<std::shared_ptr<const Transform>>;
 
-void check_parts(const Parts& parts, const char* transform) {
-  TD_CHECK(!parts.empty(), transform, ": needs at least one transform");
-  for (size_t i = 0; i < parts.size(); ++i) TD_CHECK(parts[i] != nullptr, transform, ": part ", i, " is null");
-}
-
-// The sign each part has, where all have the same number.
-std::optional<Param> common_sign(const Parts& parts) {
-  std::optional<double> common;
-  for (const auto& part : parts) {
-    const std::optional<Param> s = part->sign();
-    if (!s || s->is_tensor() || (common && *common != s->number())) return std::nullopt;
-    common = s->number();
-  }
-  return Param(*common);
-}
-
 int64_t most_event_dims(const Parts& parts, bool of_domain) {
   int64_t most = 0;
   for (const auto& part : parts) most = std::max(most, of_domain ? part->domain_event_dim() : part->codomain_event_dim());
   return most;
-}
-
-// "Cat([Real(), GreaterThan(lower_bound=0.0)], dim=-1, lengths=[2, 3])": the parts' domains or codomains.
-std::string parts_constraint(const char* kind, const Parts& parts, bool of_domain, const std::string& rest) {
-  std::string out = std::string(kind) + "([";
-  for (size_t i = 0; i < parts.size(); ++i) {
-    out += (i ? ", " : "") + (of_domain ? parts[i]->domain() : parts[i]->codomain());
-  }
-  return out + "], " + rest + ")";
 }
 
 // apply(i, slice i) for consecutive slices of t along dim, of the given lengths.
@@ -542,20 +519,56 @@ std::vector<Tensor> each_slice(const Tensor& t, int64_t dim, const std::vector<i
   return out;
 }
 
-bool same_parts(const Parts& a, const Parts& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i]->equals(*b[i])) return false;
+}  // namespace
+
+PartwiseTransform::PartwiseTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim, int cache_size,
+                                     const char* kind)
+    : Transform(cache_size), parts_(std::move(parts)), dim_(dim) {
+  TD_CHECK(!parts_.empty(), kind, ": needs at least one transform");
+  for (size_t i = 0; i < parts_.size(); ++i) TD_CHECK(parts_[i] != nullptr, kind, ": part ", i, " is null");
+}
+
+std::optional<Param> PartwiseTransform::sign() const {
+  std::optional<double> common;
+  for (const auto& part : parts_) {
+    const std::optional<Param> s = part->sign();
+    if (!s || s->is_tensor() || (common && *common != s->number())) return std::nullopt;
+    common = s->number();
+  }
+  return Param(*common);
+}
+
+int64_t PartwiseTransform::domain_event_dim() const { return most_event_dims(parts_, true); }
+int64_t PartwiseTransform::codomain_event_dim() const { return most_event_dims(parts_, false); }
+
+std::string PartwiseTransform::arguments() const { return "dim=" + std::to_string(dim_); }
+
+// "Cat([Real(), GreaterThan(lower_bound=0.0)], dim=-1, lengths=[2, 3])": the parts' domains or codomains.
+std::string PartwiseTransform::constraint(bool of_domain) const {
+  std::string kind = name();
+  if (kind.ends_with("Transform")) kind.resize(kind.size() - std::string_view("Transform").size());
+  std::string out = kind + "([";
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    out += (i ? ", " : "") + (of_domain ? parts_[i]->domain() : parts_[i]->codomain());
+  }
+  return out + "], " + arguments() + ")";
+}
+
+bool PartwiseTransform::equals(const Transform& other) const {
+  const auto* o = dynamic_cast<const PartwiseTransform*>(&other);
+  if (o == nullptr || typeid(*o) != typeid(*this) || o->arguments() != arguments() ||
+      o->parts_.size() != parts_.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (!parts_[i]->equals(*o->parts_[i])) return false;
   }
   return true;
 }
 
-}  // namespace
-
 CatTransform::CatTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim,
                            std::vector<int64_t> lengths, int cache_size)
-    : Transform(cache_size), parts_(std::move(parts)), dim_(dim), lengths_(std::move(lengths)) {
-  check_parts(parts_, "CatTransform");
+    : PartwiseTransform(std::move(parts), dim, cache_size, "CatTransform"), lengths_(std::move(lengths)) {
   if (lengths_.empty()) lengths_.assign(parts_.size(), 1);
   TD_CHECK(lengths_.size() == parts_.size(), "CatTransform: ", lengths_.size(), " lengths for ", parts_.size(),
            " transforms");
@@ -634,8 +647,6 @@ Shape CatTransform::inverse_shape(const Shape& shape) const {
   return x_shape;
 }
 
-int64_t CatTransform::domain_event_dim() const { return most_event_dims(parts_, true); }
-int64_t CatTransform::codomain_event_dim() const { return most_event_dims(parts_, false); }
 
 Tensor CatTransform::join(std::vector<Tensor> pieces, int64_t dim, int64_t rank, int64_t event_dim, bool add) const {
   // Where dim is left of the event, it is a dim of every piece: counted from the right, so that
@@ -676,7 +687,6 @@ Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) cons
               dim, x.dim(), event_dim, true);
 }
 
-std::optional<Param> CatTransform::sign() const { return common_sign(parts_); }
 
 Tensor CatTransform::in_domain(const Tensor& x) const {
   const int64_t dim = dim_in(x.dim(), "input");
@@ -701,21 +711,10 @@ Tensor CatTransform::in_codomain(const Tensor& y) const {
               dim, y.dim(), event_dim, false);
 }
 
-std::string CatTransform::constraint(bool of_domain) const {
-  return parts_constraint("Cat", parts_, of_domain, "dim=" + std::to_string(dim_) + ", lengths=" + shape_str(lengths_));
-}
-std::string CatTransform::domain() const { return constraint(true); }
-std::string CatTransform::codomain() const { return constraint(false); }
-
-bool CatTransform::equals(const Transform& other) const {
-  const auto* o = dynamic_cast<const CatTransform*>(&other);
-  return o && o->dim_ == dim_ && o->lengths_ == lengths_ && same_parts(parts_, o->parts_);
-}
+std::string CatTransform::arguments() const { return PartwiseTransform::arguments() + ", lengths=" + shape_str(lengths_); }
 
 StackTransform::StackTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim, int cache_size)
-    : Transform(cache_size), parts_(std::move(parts)), dim_(dim) {
-  check_parts(parts_, "StackTransform");
-}
+    : PartwiseTransform(std::move(parts), dim, cache_size, "StackTransform") {}
 
 int64_t StackTransform::dim_in(const Shape& shape, int64_t event_dim, const char* what) const {
   const auto rank = static_cast<int64_t>(shape.size());
@@ -766,7 +765,6 @@ Tensor StackTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) co
   });
 }
 
-std::optional<Param> StackTransform::sign() const { return common_sign(parts_); }
 
 Tensor StackTransform::in_domain(const Tensor& x) const {
   const int64_t event_dim = domain_event_dim();
@@ -799,19 +797,6 @@ Shape StackTransform::stacked_shape(const Shape& shape, bool forward) const {
 
 Shape StackTransform::forward_shape(const Shape& shape) const { return stacked_shape(shape, true); }
 Shape StackTransform::inverse_shape(const Shape& shape) const { return stacked_shape(shape, false); }
-int64_t StackTransform::domain_event_dim() const { return most_event_dims(parts_, true); }
-int64_t StackTransform::codomain_event_dim() const { return most_event_dims(parts_, false); }
-
-std::string StackTransform::constraint(bool of_domain) const {
-  return parts_constraint("Stack", parts_, of_domain, "dim=" + std::to_string(dim_));
-}
-std::string StackTransform::domain() const { return constraint(true); }
-std::string StackTransform::codomain() const { return constraint(false); }
-
-bool StackTransform::equals(const Transform& other) const {
-  const auto* o = dynamic_cast<const StackTransform*>(&other);
-  return o && o->dim_ == dim_ && same_parts(parts_, o->parts_);
-}
 
 // ---- InverseTransform and ComposeTransform ----
 

@@ -397,6 +397,32 @@ class ReshapeTransform : public Transform {
   Shape in_shape_, out_shape_;
 };
 
+// What CatTransform and StackTransform share: transforms (the parts) applied to slices of x along
+// `dim`. The event has the most dims of any part's; the sign is the parts' where they all have
+// the same number; the constraints list the parts' ("Cat([Real(), Positive()], dim=0, ...)"), and
+// two such transforms are equal where their kind, arguments and parts are.
+class PartwiseTransform : public Transform {
+ public:
+  std::optional<Param> sign() const override;
+  std::string domain() const override { return constraint(true); }
+  std::string codomain() const override { return constraint(false); }
+  int64_t domain_event_dim() const override;
+  int64_t codomain_event_dim() const override;
+  bool equals(const Transform& other) const override;
+
+ protected:
+  // Refuses no parts or a null one, naming the transform as `kind` ("CatTransform").
+  PartwiseTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim, int cache_size,
+                    const char* kind);
+  // What the constraints show after the parts: "dim=-1, lengths=[2, 3]".
+  virtual std::string arguments() const;
+  std::vector<std::shared_ptr<const Transform>> parts_;
+  int64_t dim_;
+
+ private:
+  std::string constraint(bool of_domain) const;
+};
+
 // Transforms applied to consecutive slices of x along `dim`, part i to lengths[i] of them (1 each
 // by default), the results concatenated (PyTorch's CatTransform). The event has the most dims of
 // any part's. Where dim lies left of it, a batch dim, the parts may change the sizes of their
@@ -404,26 +430,21 @@ class ReshapeTransform : public Transform {
 // log |dy/dx| are concatenated along dim; where dim lies inside it, a part may change its slice's
 // length along dim only (stick-breaking, with dim the last; PyTorch's keeps every length) and the
 // parts' log |dy/dx| add up. The sign is the parts' where they all have the same number.
-class CatTransform : public Transform {
+class CatTransform : public PartwiseTransform {
  public:
   CatTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim = 0, std::vector<int64_t> lengths = {},
                int cache_size = 0);
   std::string name() const override { return "CatTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
-  std::optional<Param> sign() const override;
   Tensor in_domain(const Tensor& x) const override;
-  std::string domain() const override;
   Tensor in_codomain(const Tensor& y) const override;
-  std::string codomain() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
-  int64_t domain_event_dim() const override;
-  int64_t codomain_event_dim() const override;
-  bool equals(const Transform& other) const override;
 
  protected:
   Tensor forward(const Tensor& x) const override;
   Tensor inverse(const Tensor& y) const override;
+  std::string arguments() const override;
 
  private:
   // dim as an index into a tensor of `rank` dims, checked.
@@ -436,9 +457,6 @@ class CatTransform : public Transform {
   // `event_dim` dims: concatenated along dim where it is left of the event, else combined (added,
   // or all true). rank: the dims of the tensor they came from.
   Tensor join(std::vector<Tensor> pieces, int64_t dim, int64_t rank, int64_t event_dim, bool add) const;
-  std::string constraint(bool of_domain) const;
-  std::vector<std::shared_ptr<const Transform>> parts_;
-  int64_t dim_;
   std::vector<int64_t> lengths_;
 };
 
@@ -450,21 +468,15 @@ class CatTransform : public Transform {
 // PyTorch counts a negative dim as an event dim, and its log_prob then fails (stacking along -1
 // of element-wise parts); here that dim stays a batch dim: wrap the transform in
 // IndependentTransform to make it one event.
-class StackTransform : public Transform {
+class StackTransform : public PartwiseTransform {
  public:
   explicit StackTransform(std::vector<std::shared_ptr<const Transform>> parts, int64_t dim = 0, int cache_size = 0);
   std::string name() const override { return "StackTransform"; }
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
-  std::optional<Param> sign() const override;
   Tensor in_domain(const Tensor& x) const override;
-  std::string domain() const override;
   Tensor in_codomain(const Tensor& y) const override;
-  std::string codomain() const override;
   Shape forward_shape(const Shape& shape) const override;
   Shape inverse_shape(const Shape& shape) const override;
-  int64_t domain_event_dim() const override;
-  int64_t codomain_event_dim() const override;
-  bool equals(const Transform& other) const override;
 
  protected:
   Tensor forward(const Tensor& x) const override;
@@ -478,9 +490,6 @@ class StackTransform : public Transform {
   Tensor stacked(const Tensor& t, int64_t event_dim, const char* what,
                  const std::function<Tensor(size_t, const Tensor&)>& apply) const;
   Shape stacked_shape(const Shape& shape, bool forward) const;
-  std::string constraint(bool of_domain) const;
-  std::vector<std::shared_ptr<const Transform>> parts_;
-  int64_t dim_;
 };
 
 // The inverse of a transform (Transform::inv()): its forward is the other's inverse, and its log

@@ -489,6 +489,10 @@ TEST_CASE("StackTransform: slices along a batch dim through transforms of their 
               scaled->log_abs_det_jacobian(z.select(1, 1), l.select(1, 1)), 0, 0, "log |det| of slice 1");
   CHECK(factors.inverse_shape({2, 2, 3, 3}) == Shape{2, 2, 3});
   CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick}, 1)));
+  CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick, stick}, 0)));
+  // A cat of the same parts along the same dim is another transform.
+  CHECK_FALSE(sticks.equals(D::CatTransform({stick, stick}, 0)));
+  CHECK_FALSE(D::CatTransform({stick, stick}, 0).equals(sticks));
 
   const Tensor u_before = u.clone();
   check_error([] { D::StackTransform({}); }, {"StackTransform", "at least one"});
