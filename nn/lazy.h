@@ -1,6 +1,6 @@
 // Lazy layers, as PyTorch's LazyLinear, LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d,
 // LazyBatchNorm1d/2d/3d and LazyInstanceNorm1d/2d/3d: the layer's input size (in_features,
-// in_channels, num_features) comes from its first input.
+// in_channels, num_features) comes from its first input, or from a checkpoint loaded before it.
 #pragma once
 
 #include <algorithm>
@@ -33,8 +33,9 @@ class Lazy : public Cloneable<Derived, Eager> {
     if (materialized_) return;
     materialize(static_cast<const Derived&>(*this).input_size_of(x));
   }
-  // The size from the checkpoint's weight (or a norm's statistics). The values a checkpoint holds
-  // replace the initial ones: where it holds all of them, none is drawn, as in PyTorch.
+  // The size from the checkpoint's weight (or a norm's statistics); a size the layer cannot take
+  // is refused before anything changes. The values a checkpoint holds replace the initial ones:
+  // where it holds all of them, none is drawn, as in PyTorch.
   bool materialize_from(const StateDict& state, const std::string& prefix) override {
     if (materialized_) return false;
     const std::optional<int64_t> size = static_cast<const Derived&>(*this).input_size_in(state, prefix);
@@ -151,11 +152,15 @@ class LazyConvolution : public Lazy<Derived, Eager> {
   int64_t placeholder_size() const { return this->options.groups_; }
   std::vector<Tensor*> lazy_tensors() { return {&this->weight, &this->bias}; }
   // A checkpoint's weight: [out, in / groups, kernel...], transposed [in, out / groups, kernel...].
+  // A transposed weight's channels are checked against groups here, before anything changes.
   std::optional<int64_t> input_size_in(const StateDict& state, const std::string& prefix) const {
     constexpr bool transposed = requires(const Options& o) { o.output_padding_; };
     const std::optional<int64_t> size = this->size_in(state, prefix + "weight", SpatialDims + 2, transposed ? 0 : 1);
-    if (!size || transposed) return size;
-    return *size * this->options.groups_;
+    if (!size) return size;
+    if (!transposed) return *size * this->options.groups_;
+    TD_CHECK(*size % this->options.groups_ == 0, this->name(), ": in_channels (", *size,
+             ") must be divisible by groups (", this->options.groups_, ")");
+    return size;
   }
 
  protected:

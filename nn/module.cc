@@ -409,20 +409,24 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
     collect_lazy("", lazy, seen);
   }
   std::unordered_map<const TensorImpl*, Shape> planned;
+  std::unordered_set<const TensorImpl*> unsized;  // the tensors of lazy layers the checkpoint gives no size
   std::erase_if(lazy, [&](const std::pair<std::string, Module*>& entry) {
     const auto& [prefix, module] = entry;
+    std::vector<std::pair<std::string, Tensor>> mine, materialized;
+    module->collect_state("", mine);
     std::shared_ptr<Module> copy = module->clone();
     try {
       DiscardRandomDraws discard;
-      if (!copy->materialize_from(state, prefix)) return true;
+      if (!copy->materialize_from(state, prefix)) {
+        for (const auto& [name, t] : mine) unsized.insert(&t.impl());
+        return true;
+      }
     } catch (const Error& e) {
       const std::string layer = prefix.empty() ? module->name()
                                                : "'" + prefix.substr(0, prefix.size() - 1) + "' (" + module->name() + ")";
       detail::throw_error(
           detail::str_cat("load_state_dict: ", layer, " cannot take the sizes of the checkpoint's tensors: ", e.what()));
     }
-    std::vector<std::pair<std::string, Tensor>> mine, materialized;
-    module->collect_state("", mine);
     copy->collect_state("", materialized);
     for (const auto& [name, t] : mine) {
       for (const auto& [copy_name, copy_t] : materialized) {
@@ -443,7 +447,10 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
     if (!v) {
       result.missing_keys.push_back(name);
     } else if (v->sizes() != sizes) {
-      mismatches.push_back(name + " (checkpoint " + shape_str(v->sizes()) + ", model " + shape_str(sizes) + ")");
+      mismatches.push_back(name + " (checkpoint " + shape_str(v->sizes()) + ", model " + shape_str(sizes) +
+                           (unsized.contains(&t.impl()) ? ": a lazy layer the checkpoint gives no size to; run a forward first"
+                                                        : "") +
+                           ")");
     }
   }
   for (const auto& [name, t] : state) {

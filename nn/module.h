@@ -106,10 +106,11 @@ class Module : public std::enable_shared_from_this<Module> {
     std::vector<std::string> missing_keys, unexpected_keys;
   };
   // Copies values by name (converting dtype/device to the module's). strict: missing or
-  // unexpected keys are an error listing them; shape mismatches are always an error, and an
-  // error changes nothing. Lazy layers not run yet take their sizes from the checkpoint, as
-  // PyTorch's do (and their in_features or in_channels too, which PyTorch's leave at 0); a
-  // layer the checkpoint holds every tensor of draws nothing from the random stream.
+  // unexpected keys are an error listing them; shape mismatches are always an error. Either
+  // error changes nothing. Lazy layers not run yet take their sizes from the checkpoint's
+  // weights (a norm's from any of its tensors), as PyTorch's do, and their in_features,
+  // in_channels or num_features too, which PyTorch's leave at 0; a layer the checkpoint holds
+  // every tensor of draws nothing from the random stream.
   LoadResult load_state_dict(const StateDict& state, bool strict = true);
 
   // ---- printing, as PyTorch prints a module tree ----

@@ -490,7 +490,7 @@ TEST_CASE("StackTransform: slices along a batch dim through transforms of their 
   CHECK(factors.inverse_shape({2, 2, 3, 3}) == Shape{2, 2, 3});
   CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick}, 1)));
   CHECK_FALSE(sticks.equals(D::StackTransform({stick, stick, stick}, 0)));
-  // A cat of the same parts along the same dim is another transform.
+  // A cat of the same parts along the same dim is another transform (one with lengths).
   CHECK_FALSE(sticks.equals(D::CatTransform({stick, stick}, 0)));
   CHECK_FALSE(D::CatTransform({stick, stick}, 0).equals(sticks));
 

@@ -36,6 +36,55 @@ void check_same_as_eager(nn::Module& lazy, nn::Module& eager, const Tensor& lazy
   CHECK(lazy.str() == eager.str());
 }
 
+// Each lazy layer beside the eager layer it becomes, and an input it takes.
+struct LazyCase {
+  std::string name;
+  std::function<std::shared_ptr<nn::Module>()> lazy, eager;
+  Tensor input;
+};
+std::vector<LazyCase> lazy_cases() {
+  return {
+    {"Linear", [] { return nn::LazyLinear(5).ptr(); }, [] { return nn::Linear(3, 5).ptr(); },
+     td::testing::sine_ramp({2, 3}, 0.37, td::kFloat32)},
+    {"Linear without bias", [] { return nn::LazyLinear(5, false).ptr(); },
+     [] { return nn::Linear(nn::LinearOptions(3, 5).bias(false)).ptr(); },
+     td::testing::sine_ramp({2, 4, 3}, 0.37, td::kFloat32)},
+    {"Conv1d", [] { return nn::LazyConv1d(nn::Conv1dOptions(0, 4, 3).groups(2).padding(1)).ptr(); },
+     [] { return nn::Conv1d(nn::Conv1dOptions(6, 4, 3).groups(2).padding(1)).ptr(); },
+     td::testing::sine_ramp({2, 6, 7}, 0.37, td::kFloat32)},
+    {"Conv2d", [] { return nn::LazyConv2d(4, 3).ptr(); }, [] { return nn::Conv2d(3, 4, 3).ptr(); },
+     td::testing::sine_ramp({2, 3, 5, 6}, 0.37, td::kFloat32)},
+    {"Conv3d", [] { return nn::LazyConv3d(2, 2).ptr(); }, [] { return nn::Conv3d(3, 2, 2).ptr(); },
+     td::testing::sine_ramp({3, 4, 3, 5}, 0.37, td::kFloat32)},
+    {"ConvTranspose1d", [] { return nn::LazyConvTranspose1d(3, 2).ptr(); },
+     [] { return nn::ConvTranspose1d(5, 3, 2).ptr(); }, td::testing::sine_ramp({2, 5, 4}, 0.37, td::kFloat32)},
+    {"ConvTranspose2d", [] { return nn::LazyConvTranspose2d(nn::ConvTranspose2dOptions(0, 4, 3).groups(2)).ptr(); },
+     [] { return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(6, 4, 3).groups(2)).ptr(); },
+     td::testing::sine_ramp({1, 6, 3, 3}, 0.37, td::kFloat32)},
+    {"ConvTranspose3d", [] { return nn::LazyConvTranspose3d(2, 2).ptr(); },
+     [] { return nn::ConvTranspose3d(3, 2, 2).ptr(); }, td::testing::sine_ramp({1, 3, 2, 3, 2}, 0.37, td::kFloat32)},
+    {"BatchNorm1d", [] { return nn::LazyBatchNorm1d().ptr(); },
+     [] { return nn::BatchNorm1d(nn::BatchNormOptions(4)).ptr(); },
+     td::testing::sine_ramp({5, 4, 3}, 0.37, td::kFloat32)},
+    {"BatchNorm2d", [] { return nn::LazyBatchNorm2d(nn::BatchNormOptions(0).affine(false)).ptr(); },
+     [] { return nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false)).ptr(); },
+     td::testing::sine_ramp({2, 3, 2, 2}, 0.37, td::kFloat32)},
+    {"BatchNorm1d without statistics",
+     [] { return nn::LazyBatchNorm1d(nn::BatchNormOptions(0).track_running_stats(false)).ptr(); },
+     [] { return nn::BatchNorm1d(nn::BatchNormOptions(4).track_running_stats(false)).ptr(); },
+     td::testing::sine_ramp({5, 4}, 0.37, td::kFloat32)},
+    {"BatchNorm3d", [] { return nn::LazyBatchNorm3d().ptr(); },
+     [] { return nn::BatchNorm3d(nn::BatchNormOptions(2)).ptr(); },
+     td::testing::sine_ramp({2, 2, 2, 2, 3}, 0.37, td::kFloat32)},
+    {"InstanceNorm2d", [] { return nn::LazyInstanceNorm2d().ptr(); },
+     [] { return nn::InstanceNorm2d(nn::InstanceNormOptions(3).affine(true).track_running_stats(true)).ptr(); },
+     td::testing::sine_ramp({2, 3, 4, 4}, 0.37, td::kFloat32)},
+    {"InstanceNorm3d", [] { return nn::LazyInstanceNorm3d(nn::InstanceNormOptions(0)).ptr(); },
+     [] { return nn::InstanceNorm3d(nn::InstanceNormOptions(2)).ptr(); },
+     td::testing::sine_ramp({2, 2, 2, 3, 2}, 0.37, td::kFloat32)},
+  };
+}
+
 }  // namespace
 
 TEST_CASE("lazy layers print as PyTorch's before the first forward and as the eager layer after", "[cpu]") {
@@ -79,48 +128,7 @@ TEST_CASE("lazy layers print as PyTorch's before the first forward and as the ea
 }
 
 TEST_CASE("a lazy layer draws nothing until its first forward, then what the eager layer draws", "[cpu]") {
-  struct Case {
-    std::string name;
-    std::function<std::shared_ptr<nn::Module>()> lazy, eager;
-    Tensor input;
-  };
-  const std::vector<Case> cases = {
-      {"Linear", [] { return nn::LazyLinear(5).ptr(); }, [] { return nn::Linear(3, 5).ptr(); },
-       td::testing::sine_ramp({2, 3}, 0.37, td::kFloat32)},
-      {"Linear without bias", [] { return nn::LazyLinear(5, false).ptr(); },
-       [] { return nn::Linear(nn::LinearOptions(3, 5).bias(false)).ptr(); },
-       td::testing::sine_ramp({2, 4, 3}, 0.37, td::kFloat32)},
-      {"Conv1d", [] { return nn::LazyConv1d(nn::Conv1dOptions(0, 4, 3).groups(2).padding(1)).ptr(); },
-       [] { return nn::Conv1d(nn::Conv1dOptions(6, 4, 3).groups(2).padding(1)).ptr(); },
-       td::testing::sine_ramp({2, 6, 7}, 0.37, td::kFloat32)},
-      {"Conv2d", [] { return nn::LazyConv2d(4, 3).ptr(); }, [] { return nn::Conv2d(3, 4, 3).ptr(); },
-       td::testing::sine_ramp({2, 3, 5, 6}, 0.37, td::kFloat32)},
-      {"Conv3d", [] { return nn::LazyConv3d(2, 2).ptr(); }, [] { return nn::Conv3d(3, 2, 2).ptr(); },
-       td::testing::sine_ramp({3, 4, 3, 5}, 0.37, td::kFloat32)},
-      {"ConvTranspose1d", [] { return nn::LazyConvTranspose1d(3, 2).ptr(); },
-       [] { return nn::ConvTranspose1d(5, 3, 2).ptr(); }, td::testing::sine_ramp({2, 5, 4}, 0.37, td::kFloat32)},
-      {"ConvTranspose2d", [] { return nn::LazyConvTranspose2d(nn::ConvTranspose2dOptions(0, 4, 3).groups(2)).ptr(); },
-       [] { return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(6, 4, 3).groups(2)).ptr(); },
-       td::testing::sine_ramp({1, 6, 3, 3}, 0.37, td::kFloat32)},
-      {"ConvTranspose3d", [] { return nn::LazyConvTranspose3d(2, 2).ptr(); },
-       [] { return nn::ConvTranspose3d(3, 2, 2).ptr(); }, td::testing::sine_ramp({1, 3, 2, 3, 2}, 0.37, td::kFloat32)},
-      {"BatchNorm1d", [] { return nn::LazyBatchNorm1d().ptr(); },
-       [] { return nn::BatchNorm1d(nn::BatchNormOptions(4)).ptr(); },
-       td::testing::sine_ramp({5, 4, 3}, 0.37, td::kFloat32)},
-      {"BatchNorm2d", [] { return nn::LazyBatchNorm2d(nn::BatchNormOptions(0).affine(false)).ptr(); },
-       [] { return nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false)).ptr(); },
-       td::testing::sine_ramp({2, 3, 2, 2}, 0.37, td::kFloat32)},
-      {"BatchNorm3d", [] { return nn::LazyBatchNorm3d().ptr(); },
-       [] { return nn::BatchNorm3d(nn::BatchNormOptions(2)).ptr(); },
-       td::testing::sine_ramp({2, 2, 2, 2, 3}, 0.37, td::kFloat32)},
-      {"InstanceNorm2d", [] { return nn::LazyInstanceNorm2d().ptr(); },
-       [] { return nn::InstanceNorm2d(nn::InstanceNormOptions(3).affine(true).track_running_stats(true)).ptr(); },
-       td::testing::sine_ramp({2, 3, 4, 4}, 0.37, td::kFloat32)},
-      {"InstanceNorm3d", [] { return nn::LazyInstanceNorm3d(nn::InstanceNormOptions(0)).ptr(); },
-       [] { return nn::InstanceNorm3d(nn::InstanceNormOptions(2)).ptr(); },
-       td::testing::sine_ramp({2, 2, 2, 3, 2}, 0.37, td::kFloat32)},
-  };
-  for (const Case& c : cases) {
+  for (const LazyCase& c : lazy_cases()) {
     INFO(c.name);
     td::manual_seed(21);
     const auto lazy = c.lazy();
@@ -236,34 +244,7 @@ TEST_CASE("lazy layers clone before and after their first forward; refused input
 }
 
 TEST_CASE("a checkpoint loads into lazy layers not run yet: their sizes from its tensors, no draws", "[cpu]") {
-  struct Case {
-    std::string name;
-    std::function<std::shared_ptr<nn::Module>()> lazy, eager;
-    Tensor input;
-  };
-  const std::vector<Case> cases = {
-      {"Linear", [] { return nn::LazyLinear(5).ptr(); }, [] { return nn::Linear(3, 5).ptr(); },
-       td::testing::sine_ramp({2, 3}, 0.37, td::kFloat32)},
-      {"Conv2d with groups", [] { return nn::LazyConv2d(nn::Conv2dOptions(0, 4, 3).groups(2)).ptr(); },
-       [] { return nn::Conv2d(nn::Conv2dOptions(6, 4, 3).groups(2)).ptr(); },
-       td::testing::sine_ramp({1, 6, 5, 5}, 0.37, td::kFloat32)},
-      {"ConvTranspose2d with groups",
-       [] { return nn::LazyConvTranspose2d(nn::ConvTranspose2dOptions(0, 4, 3).groups(2)).ptr(); },
-       [] { return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(6, 4, 3).groups(2)).ptr(); },
-       td::testing::sine_ramp({1, 6, 3, 3}, 0.37, td::kFloat32)},
-      {"ConvTranspose1d", [] { return nn::LazyConvTranspose1d(3, 2).ptr(); },
-       [] { return nn::ConvTranspose1d(5, 3, 2).ptr(); }, td::testing::sine_ramp({2, 5, 4}, 0.37, td::kFloat32)},
-      {"BatchNorm1d", [] { return nn::LazyBatchNorm1d().ptr(); },
-       [] { return nn::BatchNorm1d(nn::BatchNormOptions(4)).ptr(); },
-       td::testing::sine_ramp({5, 4}, 0.37, td::kFloat32)},
-      {"BatchNorm2d without affine", [] { return nn::LazyBatchNorm2d(nn::BatchNormOptions(0).affine(false)).ptr(); },
-       [] { return nn::BatchNorm2d(nn::BatchNormOptions(3).affine(false)).ptr(); },
-       td::testing::sine_ramp({2, 3, 2, 2}, 0.37, td::kFloat32)},
-      {"InstanceNorm2d", [] { return nn::LazyInstanceNorm2d().ptr(); },
-       [] { return nn::InstanceNorm2d(nn::InstanceNormOptions(3).affine(true).track_running_stats(true)).ptr(); },
-       td::testing::sine_ramp({2, 3, 4, 4}, 0.37, td::kFloat32)},
-  };
-  for (const Case& c : cases) {
+  for (const LazyCase& c : lazy_cases()) {
     INFO(c.name);
     td::manual_seed(31);
     const auto eager = c.eager();
@@ -272,14 +253,17 @@ TEST_CASE("a checkpoint loads into lazy layers not run yet: their sizes from its
     const auto lazy = c.lazy();
     lazy->eval();
     const std::vector<Tensor> handles = lazy->parameters();
+    const td::StateDict checkpoint = eager->state_dict();
     td::manual_seed(32);
-    const auto result = lazy->load_state_dict(eager->state_dict());
+    const auto result = lazy->load_state_dict(checkpoint);
     CHECK(result.missing_keys.empty());
     CHECK(result.unexpected_keys.empty());
     const Tensor next = td::rand({4});
     td::manual_seed(32);
     CHECK(values(next) == values(td::rand({4})));  // every value came from the checkpoint: nothing drawn
-    CHECK(!lazy->has_uninitialized_params());
+    // A norm without affine parameters or statistics has nothing in its checkpoint to give a size.
+    CHECK(lazy->has_uninitialized_params() == checkpoint.keys().empty());
+    if (checkpoint.keys().empty()) continue;
     const std::vector<Tensor> loaded = lazy->parameters();
     REQUIRE(loaded.size() == handles.size());
     for (size_t i = 0; i < loaded.size(); ++i) CHECK(loaded[i].is_same(handles[i]));
@@ -330,6 +314,36 @@ TEST_CASE("a checkpoint into lazy layers in a model: prefixes, part of the tenso
               {"load_state_dict: LazyConvTranspose2d cannot take the sizes of the checkpoint's tensors", "in_channels (3)"});
   CHECK(odd->has_uninitialized_params());
   CHECK(odd->weight.sizes() == Shape{0});
+  check_error([&] { odd->materialize_from(three, ""); }, {"LazyConvTranspose2d: in_channels (3) must be divisible"});
+  CHECK(odd->state_dict().keys() == std::vector<std::string>{"weight", "bias"});
+  CHECK(odd->str() == "LazyConvTranspose2d(0, 4, kernel_size=(3, 3), stride=(1, 1), groups=2)");
+  // A checkpoint without the weight gives no size: the bias cannot be loaded, and the error says why.
+  td::StateDict bias_only;
+  bias_only.insert("bias", td::zeros({4}));
+  nn::LazyLinear unsized(4);
+  check_error([&] { unsized->load_state_dict(bias_only, false); },
+              {"shape mismatch for bias (checkpoint [4], model [0]: a lazy layer the checkpoint gives no size to"});
+  CHECK(unsized->has_uninitialized_params());
+
+  // Moved and converted before the load: the checkpoint's float32 values land in float64.
+  nn::LazyLinear wide(4);
+  wide->to(td::kFloat64);
+  td::StateDict first_layer;
+  first_layer.insert("weight", eager->state_dict().at("0.weight"));
+  first_layer.insert("bias", eager->state_dict().at("0.bias"));
+  wide->load_state_dict(first_layer);
+  CHECK(wide->weight.dtype() == td::kFloat64);
+  CHECK(wide->weight.sizes() == td::Shape{4, 3});
+  CHECK(values(wide->weight) == values(eager->state_dict().at("0.weight")));
+
+  // Inside DataParallel, from a checkpoint with PyTorch's "module." prefix.
+  td::manual_seed(43);
+  nn::Sequential unrun_model(nn::LazyLinear(4), nn::ReLU(), nn::LazyLinear(2));
+  td::parallel::DataParallel dp(unrun_model.ptr(), td::parallel::DataParallelOptions({td::Device("cpu:0"), td::Device("cpu:1")}));
+  td::StateDict prefixed;
+  for (const auto& key : eager->state_dict().keys()) prefixed.insert("module." + key, eager->state_dict().at(key));
+  dp->load_state_dict(prefixed);
+  CHECK(values(dp(x)) == values(eager(x)));
 
   // A lazy layer's own checkpoint before its first forward holds no sizes: it stays lazy.
   nn::LazyLinear unrun(4), other(4);

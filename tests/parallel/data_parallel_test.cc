@@ -81,6 +81,39 @@ class BnNetImpl : public nn::Cloneable<BnNetImpl> {
   nn::BatchNorm1d bn{nullptr};
 };
 
+// Tokens through an embedding, a two-layer bidirectional LSTM and self-attention, scaled by a
+// ParameterList, decoded by the embedding's own weight (registered in two places) plus a
+// ParameterDict's bias, as PyTorch's DataParallel tests replicate RNNs and parameter containers.
+class SequenceModelImpl : public nn::Cloneable<SequenceModelImpl> {
+ public:
+  SequenceModelImpl() { reset(); }
+  void reset() override {
+    embed = register_module("embed", nn::Embedding(10, 6));
+    lstm = register_module("lstm", nn::LSTM(nn::LSTMOptions(6, 4).num_layers(2).batch_first(true).bidirectional(true)));
+    attention = register_module("attention", nn::MultiheadAttention(nn::MultiheadAttentionOptions(8, 2).batch_first(true)));
+    // The containers keep each tensor's requires_grad, as LibTorch's.
+    scales = register_module("scales", nn::ParameterList(std::vector<Tensor>{
+                                           td::randn({8}).requires_grad_(), td::randn({8}).requires_grad_(),
+                                           td::randn({6, 8}).requires_grad_()}));
+    named = register_module("named", nn::ParameterDict(std::vector<std::pair<std::string, Tensor>>{
+                                         {"bias", td::randn({10}).requires_grad_()}}));
+    decoder_weight = register_parameter("decoder_weight", embed->weight);  // tied: the same tensor
+  }
+  Tensor forward(const Tensor& tokens) override {
+    const auto [h, state] = lstm(embed(tokens));
+    const Tensor scaled = h * (*scales)[0] + (*scales)[1];
+    const auto [attended, weights] = attention(scaled, scaled, scaled);
+    const Tensor features = td::tanh(nn::functional::linear(attended, (*scales)[2]));
+    return nn::functional::linear(features, decoder_weight, (*named)["bias"]);
+  }
+  nn::Embedding embed{nullptr};
+  nn::LSTM lstm{nullptr};
+  nn::MultiheadAttention attention{nullptr};
+  nn::ParameterList scales{nullptr};
+  nn::ParameterDict named{nullptr};
+  Tensor decoder_weight;
+};
+
 template <typename Impl>
 std::shared_ptr<Impl> make_model(uint64_t seed, Device device) {
   td::manual_seed(seed);
@@ -163,6 +196,31 @@ TEST_CASE("DataParallel trains an MLP and a CNN (one with GroupNorm too) exactly
   check_training_matches<MlpImpl>({cpu1, cpu3}, std::vector<int64_t>{1, 9}, x, y, "mlp 1,9");
   check_training_matches<GroupNormCnnImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{1, 6, 3}, images, y,
                                            "GroupNorm cnn 1,6,3");
+}
+
+TEST_CASE("an LSTM, attention, parameter containers and a weight registered twice train as on one device",
+          "[cpu]") {
+  td::testing::reseed(22);
+  const Tensor tokens = td::randint(0, 10, {7, 5});
+  const Tensor y = td::testing::random_tensor({7, 5, 10}, td::kFloat64);
+  {
+    auto model = make_model<SequenceModelImpl>(7, cpu0);
+    REQUIRE(model->decoder_weight.is_same(model->embed->weight));
+    CHECK(model->parameters().size() == 1 + 16 + 4 + 3 + 1);  // the tied weight once
+    for (const Tensor& p : model->parameters()) CHECK(p.requires_grad());
+    par::DataParallel dp(model, par::DataParallelOptions({cpu0, cpu1}));
+    dp(tokens);
+    for (const auto& replica : dp->replicas()) {
+      const auto copy = std::dynamic_pointer_cast<SequenceModelImpl>(replica);
+      REQUIRE(copy != nullptr);
+      CHECK(copy->decoder_weight.is_same(copy->embed->weight));  // still one tensor in each replica
+      CHECK(copy->parameters().size() == model->parameters().size());
+    }
+  }
+  check_training_matches<SequenceModelImpl>({cpu0, cpu1}, std::nullopt, tokens, y, "sequence model 4,3");
+  check_training_matches<SequenceModelImpl>({cpu2, cpu0, cpu1}, std::nullopt, tokens, y, "sequence model 3,2,2");
+  check_training_matches<SequenceModelImpl>({cpu0, cpu1, cpu2}, std::vector<int64_t>{1, 4, 2}, tokens, y,
+                                            "sequence model 1,4,2");
 }
 
 TEST_CASE("the batch splits 4,3,3 over three devices, by chunk_sizes when given, and only over the rows there are",
