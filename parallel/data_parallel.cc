@@ -239,7 +239,7 @@ void DataParallelBase::begin_step() {
   // forward after it failed and is tried again.
   if (options_.chunking_ == Chunking::kBalanced && current_.devices.size() >= 2 && learned_step_ != current_.step) {
     for (const DeviceStepStats& d : stats().devices) {
-      if (d.rows == 0) continue;
+      if (d.rows == 0 || d.forward <= 0) continue;  // no rows, or a forward that did not finish (it threw)
       size_t i = static_cast<size_t>(std::find(device_ids_.begin(), device_ids_.end(), d.device) - device_ids_.begin());
       double per_row = (d.forward + d.loss + d.backward) / static_cast<double>(d.rows);
       seconds_per_row_[i] = seconds_per_row_[i] > 0 ? 0.5 * seconds_per_row_[i] + 0.5 * per_row : per_row;
@@ -273,17 +273,21 @@ void DataParallelBase::new_step(const std::vector<Device>& devices, const std::v
 void DataParallelBase::start_single_step(int64_t rows) { new_step({device_ids_.front()}, {rows}); }
 
 std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const ScatterPlan& plan, double scatter_seconds) {
-  new_step(plan.devices, plan.chunk_sizes);
-  current_.scatter = scatter_seconds;
+  // The replicas first: a forward that fails while they are made (a lazy layer not run yet, a
+  // clone that throws) leaves stats() on the last step, as one refused for its arguments does.
   const auto start = std::chrono::steady_clock::now();
   auto replicas = replicator_.refresh(replica_indices(plan));
+  std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_points;
+  if (options_.sync_batchnorm_) sync_points = sync_batchnorm(replicas, options_.sync_batchnorm_timeout_);
+  const double replicate_seconds = detail::elapsed_since(start);
+  new_step(plan.devices, plan.chunk_sizes);
+  current_.scatter = scatter_seconds;
+  current_.replicate = replicate_seconds;
   first_buffer_versions_.clear();
   if (plan.devices.front() != device_ids_.front()) {  // what keep_buffers_of_first() compares with
     for (const Tensor& b : replicas.front()->buffers()) first_buffer_versions_.push_back(b.defined() ? b.version() : 0);
   }
-  sync_points_.clear();
-  if (options_.sync_batchnorm_) sync_points_ = sync_batchnorm(replicas, options_.sync_batchnorm_timeout_);
-  current_.replicate = detail::elapsed_since(start);
+  sync_points_ = std::move(sync_points);
   return replicas;
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "autograd/grad_mode.h"
+#include "nn/layers.h"
 #include "parallel/comm.h"
 #include "parallel/functions.h"
 
@@ -38,6 +39,18 @@ void alias_across_cpus(const Tensor& replica, const Tensor& original, Device dev
   r.offset = o.offset;
   r.dtype = o.dtype;
   r.version = o.version;
+}
+
+// Whether a module of the tree writes its parameters in forward: an embedding with max_norm
+// renormalizes the rows it looks up, in place. Replicas on other CPU devices then get copies, as
+// on GPUs, and each renormalizes its own (sharing, they would write the same rows at once).
+bool writes_parameters_in_forward(nn::Module& module) {
+  for (const auto& m : module.modules()) {
+    const auto* embedding = dynamic_cast<const nn::EmbeddingImpl*>(m.get());
+    const auto* bag = dynamic_cast<const nn::EmbeddingBagImpl*>(m.get());
+    if ((embedding && embedding->options.max_norm_) || (bag && bag->options.max_norm_)) return true;
+  }
+  return false;
 }
 
 std::vector<Tensor> defined_only(const std::vector<Tensor>& tensors) {
@@ -180,6 +193,7 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
   const std::vector<Tensor> buffers = defined_only(module_->buffers());
   std::vector<Tensor> tensors = params;
   tensors.insert(tensors.end(), buffers.begin(), buffers.end());
+  const bool share_on_cpus = share_on_cpus_ && !writes_parameters_in_forward(*module_);
   std::vector<std::shared_ptr<nn::Module>> chosen;
   std::vector<std::vector<Tensor>> replica_tensors, copied_tensors, copied_buffers;
   std::vector<size_t> copied, buffers_copied;
@@ -197,7 +211,7 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
       if (home == devices_[r]) {
         // A replica on the device of the module's tensors uses them in place, no copy.
         for (size_t i = 0; i < tensors.size(); ++i) alias_into(rt[i], tensors[i]);
-      } else if (share_on_cpus_ && home.is_cpu() && devices_[r].is_cpu()) {
+      } else if (share_on_cpus && home.is_cpu() && devices_[r].is_cpu()) {
         // Another CPU device: the same memory, so the parameters, which forward and backward only
         // read, are shared too. The buffers are copied: a replica's BatchNorm writes its own.
         for (size_t i = 0; i < num_params; ++i) alias_across_cpus(rt[i], tensors[i], devices_[r]);

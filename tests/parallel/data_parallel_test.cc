@@ -1831,6 +1831,33 @@ TEST_CASE("a clone that fails while the replicas are built leaves none half-buil
   expected.sum().backward();
   td::testing::check_close(out, expected.detach(), 1e-14, 1e-14, "output");
   td::testing::check_close(model->fc->weight.grad(), reference->fc->weight.grad(), 1e-13, 1e-13, "gradient");
+  // The failed forward started no step: the stats count the one that ran.
+  CHECK(dp->stats().step == 1);
+}
+
+TEST_CASE("replicas that renormalize embedding rows in forward (max_norm) each write rows of their own", "[cpu]") {
+  struct RenormImpl : nn::Cloneable<RenormImpl> {
+    RenormImpl() { reset(); }
+    void reset() override { emb = register_module("emb", nn::Embedding(nn::EmbeddingOptions(10, 4).max_norm(1.0))); }
+    Tensor forward(const Tensor& tokens) override { return emb(tokens).sum(1); }
+    nn::Embedding emb{nullptr};
+  };
+  // Every chunk looks up row 3: on one device it is renormalized once, and so it is on the
+  // module through the replica on device_ids[0]; the other replicas renormalize copies (as
+  // PyTorch's replicas on other GPUs do), so no row is scaled twice.
+  const Tensor tokens = td::full({6, 5}, 3, td::kInt64);
+  for (uint64_t seed = 60; seed < 80; ++seed) {
+    auto model = make_model<RenormImpl>(seed, cpu0);
+    auto reference = make_model<RenormImpl>(seed, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+    const Tensor out = dp(tokens);
+    const Tensor expected = reference->forward(tokens);
+    td::testing::check_close(out, expected.detach(), 1e-14, 1e-14, "output");
+    CHECK(td::testing::values(model->emb->weight) == td::testing::values(reference->emb->weight));
+    const auto replica = std::dynamic_pointer_cast<RenormImpl>(dp->replicas()[1]);
+    REQUIRE(replica != nullptr);
+    CHECK(replica->emb->weight.data_ptr() != model->emb->weight.data_ptr());
+  }
 }
 
 TEST_CASE("a forward refused for its arguments leaves the last step's stats as they were", "[cpu]") {
