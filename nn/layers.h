@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "nn/functional.h"
@@ -376,6 +377,8 @@ class LocalResponseNormImpl : public Cloneable<LocalResponseNormImpl> {
   std::string extra_repr() const override;
   int64_t size;
   double alpha, beta, k;
+  // What a clone or a replica takes from its original (Module::copy_settings_from).
+  auto settings() { return std::tie(size, alpha, beta, k); }
 };
 class LocalResponseNorm : public ModuleHolder<LocalResponseNormImpl> {
  public:

@@ -40,11 +40,9 @@ class Lazy : public Cloneable<Derived, Eager> {
     if (materialized_) return false;
     const std::optional<int64_t> size = static_cast<const Derived&>(*this).input_size_in(state, prefix);
     if (!size) return false;
-    std::vector<std::pair<std::string, Tensor>> own = this->named_parameters(false);
-    for (const auto& named : this->named_buffers(false)) own.push_back(named);
-    const bool holds_all = std::all_of(own.begin(), own.end(), [&](const auto& named) {
-      return !named.second.defined() || state.find(prefix + named.first) != nullptr;
-    });
+    const auto own = own_tensors();
+    const bool holds_all = std::all_of(own.begin(), own.end(),
+                                       [&](const auto& named) { return state.find(prefix + named.first) != nullptr; });
     std::optional<DiscardRandomDraws> discard;
     if (holds_all) discard.emplace();
     materialize(*size);
@@ -53,6 +51,11 @@ class Lazy : public Cloneable<Derived, Eager> {
   Tensor forward(const Tensor& x) override {
     initialize_parameters(x);
     return Eager::forward(x);
+  }
+  // Only between layers both lazy or both materialized: a lazy layer's sizes are its own to learn.
+  void copy_settings_from(const Module& other) override {
+    const auto* lazy = dynamic_cast<const Lazy*>(&other);
+    if (lazy != nullptr && lazy->materialized_ == materialized_) Cloneable<Derived, Eager>::copy_settings_from(other);
   }
   // A clone's registration: the eager layer's once materialized, the empty tensors before.
   void reset() override {
@@ -66,6 +69,12 @@ class Lazy : public Cloneable<Derived, Eager> {
   }
 
  protected:
+  // The layer's own parameters, then its own buffers (those that are set: an unset one is not listed).
+  std::vector<std::pair<std::string, Tensor>> own_tensors() const {
+    std::vector<std::pair<std::string, Tensor>> own = this->named_parameters(false);
+    for (auto& named : this->named_buffers(false)) own.push_back(std::move(named));
+    return own;
+  }
   // Builds the eager layer from `options` (whose input size is a placeholder its checks take)
   // without drawing; each lazy layer's constructor then calls uninitialize().
   template <typename Options>
@@ -143,10 +152,7 @@ template <typename Derived, typename Eager, typename Options, int64_t SpatialDim
 class LazyConvolution : public Lazy<Derived, Eager> {
  public:
   int64_t input_size_of(const Tensor& x) const {
-    const int64_t channels = lazy_channels(this->name(), x, SpatialDims);
-    TD_CHECK(channels % this->options.groups_ == 0, this->name(), ": in_channels (", channels,
-             ") must be divisible by groups (", this->options.groups_, ")");
-    return channels;
+    return divisible_by_groups(lazy_channels(this->name(), x, SpatialDims));
   }
   void set_input_size(int64_t size) { this->options.in_channels_ = size; }
   int64_t placeholder_size() const { return this->options.groups_; }
@@ -157,10 +163,7 @@ class LazyConvolution : public Lazy<Derived, Eager> {
     constexpr bool transposed = requires(const Options& o) { o.output_padding_; };
     const std::optional<int64_t> size = this->size_in(state, prefix + "weight", SpatialDims + 2, transposed ? 0 : 1);
     if (!size) return size;
-    if (!transposed) return *size * this->options.groups_;
-    TD_CHECK(*size % this->options.groups_ == 0, this->name(), ": in_channels (", *size,
-             ") must be divisible by groups (", this->options.groups_, ")");
-    return size;
+    return transposed ? divisible_by_groups(*size) : *size * this->options.groups_;
   }
 
  protected:
@@ -168,6 +171,11 @@ class LazyConvolution : public Lazy<Derived, Eager> {
       : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {}
 
  private:
+  int64_t divisible_by_groups(int64_t channels) const {
+    TD_CHECK(channels % this->options.groups_ == 0, this->name(), ": in_channels (", channels,
+             ") must be divisible by groups (", this->options.groups_, ")");
+    return channels;
+  }
   static Options with_placeholder(Options options) {
     options.in_channels_ = options.groups_;
     return options;
@@ -247,9 +255,7 @@ class LazyNorm : public Lazy<Derived, Eager> {
   }
   // The length of the checkpoint's first per-channel tensor of those the layer has.
   std::optional<int64_t> input_size_in(const StateDict& state, const std::string& prefix) const {
-    std::vector<std::pair<std::string, Tensor>> own = this->named_parameters(false);
-    for (const auto& named : this->named_buffers(false)) own.push_back(named);
-    for (const auto& [name, t] : own) {
+    for (const auto& [name, t] : this->own_tensors()) {
       if (!is_floating(t.dtype())) continue;
       const std::optional<int64_t> size = this->size_in(state, prefix + name, 1, 0);
       if (size && *size > 0) return size;
@@ -263,8 +269,6 @@ class LazyNorm : public Lazy<Derived, Eager> {
     TD_CHECK(channels > 0, this->name(), ": expected an input with channels, got none");
     return channels;
   }
-
- protected:
   LazyNorm(std::string eager_name, Options options)
       : Lazy<Derived, Eager>(std::move(eager_name), with_placeholder(std::move(options))) {}
 

@@ -1,6 +1,8 @@
 // The loss modules of td::nn: module forms of the losses in nn/functional.h (forward(input, target)).
 #pragma once
 
+#include <tuple>
+
 #include "nn/functional.h"
 #include "nn/module.h"
 
@@ -13,6 +15,8 @@ class MSELossImpl : public Cloneable<MSELossImpl> {
     return functional::mse_loss(input, target, reduction);
   }
   Reduction reduction;
+  // What a clone or a replica takes from its original (Module::copy_settings_from).
+  auto settings() { return std::tie(reduction); }
 };
 
 class L1LossImpl : public Cloneable<L1LossImpl> {
@@ -22,6 +26,7 @@ class L1LossImpl : public Cloneable<L1LossImpl> {
     return functional::l1_loss(input, target, reduction);
   }
   Reduction reduction;
+  auto settings() { return std::tie(reduction); }
 };
 
 struct CrossEntropyLossOptions {
@@ -112,6 +117,7 @@ class SmoothL1LossImpl : public Cloneable<SmoothL1LossImpl> {
   }
   Reduction reduction;
   double beta;
+  auto settings() { return std::tie(reduction, beta); }
 };
 
 class HuberLossImpl : public Cloneable<HuberLossImpl> {
@@ -125,6 +131,7 @@ class HuberLossImpl : public Cloneable<HuberLossImpl> {
   }
   Reduction reduction;
   double delta;
+  auto settings() { return std::tie(reduction, delta); }
 };
 
 struct BCELossOptions {
@@ -220,6 +227,7 @@ class SoftMarginLossImpl : public Cloneable<SoftMarginLossImpl> {
     return functional::soft_margin_loss(input, target, reduction);
   }
   Reduction reduction;
+  auto settings() { return std::tie(reduction); }
 };
 
 struct TripletMarginLossOptions {
@@ -268,6 +276,8 @@ class TripletMarginWithDistanceLossImpl : public Cloneable<TripletMarginWithDist
   void reset() override;
   Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
   TripletMarginWithDistanceLossOptions options;
+  // Not the distance function: a clone or a replica keeps the one its own reset() made.
+  auto settings() { return std::tie(options.margin_, options.swap_, options.reduction_); }
 };
 
 struct PoissonNLLLossOptions {
@@ -368,6 +378,7 @@ class MultiLabelMarginLossImpl : public Cloneable<MultiLabelMarginLossImpl> {
     return functional::multilabel_margin_loss(input, target, reduction);
   }
   Reduction reduction;
+  auto settings() { return std::tie(reduction); }
 };
 
 struct PairwiseDistanceOptions {

@@ -318,28 +318,41 @@ void Module::clear_registrations() {
 
 void Module::copy_values_from(const Module& other) {
   NoGradGuard no_grad;
-  // The copy takes the original's values, dtypes and devices (reset() made default ones).
+  // The copy takes the original's values, dtypes and devices (reset() made default ones), each
+  // tensor by its name: reset() registers in its own order, which need not be the original's now
+  // (a ParameterDict key removed and inserted again).
   auto copy = [](const std::vector<std::pair<std::string, Tensor>>& to,
                  const std::vector<std::pair<std::string, Tensor>>& from, bool params) {
     TD_CHECK(to.size() == from.size(), "clone: the copy registered ", to.size(), params ? " parameters" : " buffers",
              " but the original has ", from.size(), "; reset() must register the same tensors as the constructor");
-    for (size_t i = 0; i < to.size(); ++i) {
-      Tensor dst = to[i].second;
-      const Tensor& src = from[i].second;
-      TD_CHECK(dst.sizes() == src.sizes(), "clone: ", to[i].first, " has shape ", shape_str(src.sizes()),
+    std::unordered_map<std::string, const Tensor*> by_name;
+    for (const auto& [name, t] : from) by_name.emplace(name, &t);
+    for (const auto& [name, dst] : to) {
+      auto it = by_name.find(name);
+      TD_CHECK(it != by_name.end(), "clone: the copy registered ", params ? "a parameter" : "a buffer", " '", name,
+               "' that the original does not have; reset() must register the same tensors as the constructor");
+      const Tensor& src = *it->second;
+      TD_CHECK(dst.sizes() == src.sizes(), "clone: ", name, " has shape ", shape_str(src.sizes()),
                " in the original but reset() made it ", shape_str(dst.sizes()));
       set_data(dst, src.detach().clone());
-      dst.requires_grad_(src.requires_grad());
+      Tensor(dst).requires_grad_(src.requires_grad());
     }
   };
   copy(named_parameters(), other.named_parameters(), true);
   copy(named_buffers(), other.named_buffers(), false);
 }
 
-void Module::copy_modes_from(const Module& other) {
+void Module::copy_modes_and_settings_from(const Module& other) {
   training_ = other.training_;
-  for (size_t i = 0; i < children_.size() && i < other.children_.size(); ++i) {
-    children_[i].second->copy_modes_from(*other.children_[i].second);
+  copy_settings_from(other);
+  // Children by name: each takes the mode and settings of the original's child of that name.
+  for (const auto& [name, child] : children_) {
+    for (const auto& [other_name, other_child] : other.children_) {
+      if (other_name == name) {
+        child->copy_modes_and_settings_from(*other_child);
+        break;
+      }
+    }
   }
 }
 

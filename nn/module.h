@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <typeinfo>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -82,6 +83,16 @@ class Module : public std::enable_shared_from_this<Module> {
   void apply(const std::function<void(Module&)>& fn);
   // A deep copy: new parameters, buffers and submodules with the same values (see Cloneable).
   virtual std::shared_ptr<Module> clone(std::optional<Device> device = std::nullopt) const;
+  // Takes this module's settings from `other`, a module of the same kind and sizes (the original
+  // of a clone or of a replica), not its tensors or submodules: what its settings() ties (a
+  // Dropout's p, a loss's reduction), or without settings() its `options`. So a clone, and a
+  // DataParallel replica at every step, follow a setting changed since the module was made.
+  // Cloneable modules do this (a module of your own lists its own:
+  // `auto settings() { return std::tie(scale, mode); }`); other modules copy nothing.
+  virtual void copy_settings_from(const Module& /*other*/) {}
+  // This module's and each descendant's train/eval mode and settings from the module of the same
+  // name in `other` (a clone's or a replica's original), children matched by name.
+  void copy_modes_and_settings_from(const Module& other);
 
   // The one-tensor forward that Sequential calls; layers define their own forward.
   virtual Tensor forward(const Tensor& input);
@@ -123,8 +134,6 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void reset() {}
   void clear_registrations();
   void copy_values_from(const Module& other);
-  // Each module's train/eval mode from the same place in other (a clone's original).
-  void copy_modes_from(const Module& other);
   // Every registered child in order, a child registered twice twice (children() lists it once):
   // what a container runs and indexes.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& registered_children() const { return children_; }
@@ -179,8 +188,9 @@ std::string python_tuple(const std::vector<int64_t>& v);
 // What makes a module clonable: `struct MyNetImpl : td::nn::Cloneable<MyNetImpl>` with a reset()
 // that registers everything (the constructor calls reset()). clone() copies the object, lets
 // reset() make fresh tensors and submodules, then copies the values and each module's
-// train/eval mode over. Base is the class Derived extends (a module class of its own, or Module),
-// so that a clone is a Derived too.
+// train/eval mode and settings (copy_settings_from) over: a submodule reset() made with the
+// options it was first given takes those its original has now. Base is the class Derived extends
+// (a module class of its own, or Module), so that a clone is a Derived too.
 template <typename Derived, typename Base = Module>
 class Cloneable : public Base {
  public:
@@ -196,9 +206,21 @@ class Cloneable : public Base {
       copy->reset();
     }
     copy->copy_values_from(*this);
-    copy->copy_modes_from(*this);
+    copy->copy_modes_and_settings_from(*this);
     if (device) copy->to(*device);
     return copy;
+  }
+  void copy_settings_from(const Module& other) override {
+    if (&other == this || typeid(other) != typeid(Derived)) return;
+    auto& self = static_cast<Derived&>(*this);
+    const auto& from = static_cast<const Derived&>(other);
+    // settings() is not const, so that one declaration serves: `from` is only read through it.
+    auto& source = const_cast<Derived&>(from);
+    if constexpr (requires { self.settings() = source.settings(); }) {
+      self.settings() = source.settings();
+    } else if constexpr (requires { self.options = from.options; }) {
+      self.options = from.options;
+    }
   }
 };
 

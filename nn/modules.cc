@@ -439,7 +439,7 @@ std::shared_ptr<Module> SequentialImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<SequentialImpl>();
   CloneOnce clone_once(device);
   for (const auto& m : modules_) copy->push_back(clone_once(m));
-  copy->copy_modes_from(*this);
+  copy->copy_modes_and_settings_from(*this);
   return copy;
 }
 
@@ -463,7 +463,7 @@ std::shared_ptr<Module> ModuleListImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<ModuleListImpl>();
   CloneOnce clone_once(device);
   for (const auto& m : modules_) copy->push_back(clone_once(m));
-  copy->copy_modes_from(*this);
+  copy->copy_modes_and_settings_from(*this);
   return copy;
 }
 
@@ -496,7 +496,7 @@ std::shared_ptr<Module> ModuleDictImpl::clone(std::optional<Device> device) cons
   auto copy = std::make_shared<ModuleDictImpl>();
   CloneOnce clone_once(device);
   for (const auto& [name, m] : registered_children()) copy->insert(name, clone_once(m));
-  copy->copy_modes_from(*this);
+  copy->copy_modes_and_settings_from(*this);
   return copy;
 }
 
@@ -549,7 +549,7 @@ std::shared_ptr<Module> ParameterListImpl::clone(std::optional<Device> device) c
     Tensor c = device ? p.to(*device).clone() : p.clone();
     copy->append(c.requires_grad_(p.requires_grad()));
   }
-  copy->copy_modes_from(*this);
+  copy->copy_modes_and_settings_from(*this);
   return copy;
 }
 
@@ -602,7 +602,7 @@ std::shared_ptr<Module> ParameterDictImpl::clone(std::optional<Device> device) c
     Tensor c = device ? p.to(*device).clone() : p.clone();
     copy->insert(name, c.requires_grad_(p.requires_grad()));
   }
-  copy->copy_modes_from(*this);
+  copy->copy_modes_and_settings_from(*this);
   return copy;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nn/functional.h"
@@ -226,6 +227,8 @@ class RReLUImpl : public Cloneable<RReLUImpl> {
   std::string extra_repr() const override;
   double lower, upper;
   bool inplace;
+  // What a clone or a replica takes from its original (Module::copy_settings_from).
+  auto settings() { return std::tie(lower, upper, inplace); }
 };
 // [..., C * r^2, H, W] <-> [..., C, H * r, W * r] (functional::pixel_shuffle, pixel_unshuffle).
 class PixelShuffleImpl : public Cloneable<PixelShuffleImpl, FunctionalImpl> {
@@ -279,6 +282,8 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
   std::string extra_repr() const override;
   double p;
   bool inplace;
+  // What a clone or a replica takes from its original (Module::copy_settings_from).
+  auto settings() { return std::tie(p, inplace); }
 
  protected:
   DropoutImpl(const char* name, double p, bool inplace);  // name: for the error

@@ -2,6 +2,7 @@
 // 2.15's repr()), moving, cloning, zeroing gradients, and state_dict round trips.
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "nn/optim/sgd.h"
 #include "nn/serialize/module_io.h"
@@ -258,6 +259,66 @@ TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") 
   td::manual_seed(9);
   net->clone();
   td::testing::check_close(td::rand({4}), expected, 0, 0, "the stream after a clone");
+}
+
+namespace {
+
+// A module with a setting of its own, listed in settings() for clones and replicas to take.
+struct ScaledImpl : nn::Cloneable<ScaledImpl> {
+  ScaledImpl() { reset(); }
+  Tensor forward(const Tensor& x) override { return x * scale; }
+  double scale = 1.0;
+  auto settings() { return std::tie(scale); }
+};
+
+// Submodules whose settings can change after reset() made them.
+struct SettingsImpl : nn::Cloneable<SettingsImpl> {
+  SettingsImpl() { reset(); }
+  void reset() override {
+    drop = register_module("drop", nn::Dropout(0.5));
+    embed = register_module("embed", nn::Embedding(10, 4));
+    norm = register_module("norm", nn::LocalResponseNorm(2));
+    loss = register_module("loss", nn::SmoothL1Loss());
+    scaled = register_module("scaled", std::make_shared<ScaledImpl>());
+  }
+  Tensor forward(const Tensor& tokens) override {
+    const Tensor h = scaled->forward(drop(embed(tokens)));
+    return loss(norm(h.unsqueeze(0)).squeeze(0), td::zeros_like(h));
+  }
+  nn::Dropout drop{nullptr};
+  nn::Embedding embed{nullptr};
+  nn::LocalResponseNorm norm{nullptr};
+  nn::SmoothL1Loss loss{nullptr};
+  std::shared_ptr<ScaledImpl> scaled;
+};
+
+}  // namespace
+
+TEST_CASE("a clone takes the settings its original's submodules have now, a module's own settings() too", "[cpu]") {
+  auto net = std::make_shared<SettingsImpl>();
+  net->drop->p = 0.0;
+  net->embed->options.max_norm(1.0);
+  net->norm->alpha = 0.5;
+  net->loss->beta = 0.25;
+  net->scaled->scale = 3.0;
+  td::manual_seed(12);
+  const Tensor expected_draw = td::rand({3});
+  td::manual_seed(12);
+  auto copy = std::dynamic_pointer_cast<SettingsImpl>(net->clone());
+  td::testing::check_close(td::rand({3}), expected_draw, 0, 0, "the stream after the clone");
+  REQUIRE(copy != nullptr);
+  CHECK(copy->drop->p == 0.0);
+  CHECK(copy->embed->options.max_norm_ == std::optional<double>(1.0));
+  CHECK(copy->norm->alpha == 0.5);
+  CHECK(copy->loss->beta == 0.25);
+  CHECK(copy->scaled->scale == 3.0);
+  CHECK(copy->str() == net->str());
+  CHECK_FALSE(copy->embed->weight.is_same(net->embed->weight));  // still tensors of its own
+  const Tensor tokens = td::tensor(std::vector<int64_t>{1, 3, 3, 7});
+  td::testing::check_close(copy->forward(tokens), net->forward(tokens), 0, 0, "the clone's loss");
+  // A clone's settings are its own from then on.
+  copy->drop->p = 0.3;
+  CHECK(net->drop->p == 0.0);
 }
 
 TEST_CASE("clone keeps each module's own train or eval mode, as PyTorch's deepcopy does", "[cpu]") {
