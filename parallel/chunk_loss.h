@@ -81,6 +81,32 @@ inline Tensor on_device_of(const Tensor& buffer, const Tensor& out) {
   return buffer.defined() ? buffer.to(out.device()) : buffer;
 }
 
+// Where a chunk lies in the batch: rows [start, start + length) of the batch's `total`, split
+// along `dim`.
+struct ChunkRows {
+  int64_t dim = 0;
+  int64_t start = 0, length = 0, total = 0;
+  // The chunk's rows over the batch's; an empty batch is one empty chunk, all of it.
+  double share() const { return total == 0 ? 1.0 : static_cast<double>(length) / static_cast<double>(total); }
+};
+
+// An element-wise loss module's weight for one chunk, on its device. A weight broadcast against
+// the batch's output that holds one entry per row along the split dim (BCELoss's weight per
+// sample) gives the chunk its own rows; any other (per class, one for all) is taken whole.
+inline Tensor chunk_weight(const Tensor& weight, const Tensor& out, const ChunkRows& rows) {
+  if (!weight.defined()) return weight;
+  Tensor w = weight;
+  if (out.dim() > 0 && rows.total > 1 && rows.length != rows.total) {
+    const int64_t dim = rows.dim < 0 ? rows.dim + out.dim() : rows.dim;
+    const int64_t axis = dim - (out.dim() - w.dim());  // broadcasting aligns the last dims
+    if (dim >= 0 && dim < out.dim() && out.size(dim) == rows.length && axis >= 0 && axis < w.dim() &&
+        w.size(axis) == rows.total) {
+      w = w.narrow(axis, rows.start, rows.length);
+    }
+  }
+  return w.to(out.device());
+}
+
 // Cross-entropy over one chunk, the module's weight on the chunk's device.
 inline ChunkLoss class_loss_sum(const nn::CrossEntropyLossImpl& criterion, const Tensor& out, const Tensor& target) {
   const auto& o = criterion.options;
@@ -129,37 +155,43 @@ inline ChunkLoss elementwise_part(const Tensor& losses, Reduction reduction, con
           losses.dtype()};
 }
 
-inline ChunkLoss elementwise_loss_sum(const nn::MSELossImpl& c, const Tensor& out, const Tensor& target) {
+inline ChunkLoss elementwise_loss_sum(const nn::MSELossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
   return elementwise_part(nn::functional::mse_loss(out, target, kNone), c.reduction, "MSELoss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::L1LossImpl& c, const Tensor& out, const Tensor& target) {
+inline ChunkLoss elementwise_loss_sum(const nn::L1LossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
   return elementwise_part(nn::functional::l1_loss(out, target, kNone), c.reduction, "L1Loss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::SmoothL1LossImpl& c, const Tensor& out, const Tensor& target) {
+inline ChunkLoss elementwise_loss_sum(const nn::SmoothL1LossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
   return elementwise_part(nn::functional::smooth_l1_loss(out, target, kNone, c.beta), c.reduction, "SmoothL1Loss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::HuberLossImpl& c, const Tensor& out, const Tensor& target) {
+inline ChunkLoss elementwise_loss_sum(const nn::HuberLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
   return elementwise_part(nn::functional::huber_loss(out, target, kNone, c.delta), c.reduction, "HuberLoss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::BCELossImpl& c, const Tensor& out, const Tensor& target) {
-  return elementwise_part(nn::functional::binary_cross_entropy(out, target, on_device_of(c.weight, out), kNone),
+inline ChunkLoss elementwise_loss_sum(const nn::BCELossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows& rows) {
+  return elementwise_part(nn::functional::binary_cross_entropy(out, target, chunk_weight(c.weight, out, rows), kNone),
                           c.options.reduction_, "BCELoss");
 }
-inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const Tensor& out, const Tensor& target) {
+inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows& rows) {
   const Tensor losses = nn::functional::binary_cross_entropy_with_logits(
-      out, target, on_device_of(c.weight, out), on_device_of(c.pos_weight, out), kNone);
+      out, target, chunk_weight(c.weight, out, rows), chunk_weight(c.pos_weight, out, rows), kNone);
   return elementwise_part(losses, c.options.reduction_, "BCEWithLogitsLoss");
 }
 // kl_div's batchmean divides the batch's sum by the batch's size(0). Split along dim 0, a chunk's
 // part of that is its own size(0); split along another dim, every chunk has the whole size(0),
 // and its part is size(0) times its share of the split rows. A 0-dim output is one sample.
 inline ChunkLoss elementwise_loss_sum(const nn::KLDivLossImpl& c, const Tensor& out, const Tensor& target,
-                                      int64_t split_dim, double share) {
+                                      const ChunkRows& rows) {
   const Tensor losses = nn::functional::kl_div(out, target, kNone, c.options.log_target_);
   if (c.options.reduction_ != kBatchMean) return elementwise_part(losses, c.options.reduction_, "KLDivLoss");
-  const bool split_along_0 = out.dim() > 0 && (split_dim == 0 || split_dim + out.dim() == 0);
+  const bool split_along_0 = out.dim() > 0 && (rows.dim == 0 || rows.dim + out.dim() == 0);
   const double batch = out.dim() == 0 ? 1.0 : static_cast<double>(out.size(0));
-  return elementwise_part(losses, kBatchMean, "KLDivLoss", split_along_0 ? batch : batch * share);
+  return elementwise_part(losses, kBatchMean, "KLDivLoss", split_along_0 ? batch : batch * rows.share());
 }
 
 }  // namespace detail

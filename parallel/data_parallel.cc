@@ -208,19 +208,16 @@ ScatterPlan DataParallelBase::plan(int64_t rows) const {
   return p;
 }
 
-void DataParallelBase::keep_buffers_of_first(const ScatterPlan& plan,
-                                             const std::vector<std::shared_ptr<nn::Module>>& replicas) {
+void DataParallelBase::keep_buffers_of_first(const ScatterPlan& plan) {
   if (plan.devices.front() == device_ids_.front()) return;  // the module's own buffers were used
   NoGradGuard no_grad;
   std::vector<Tensor> module_buffers = base_->buffers();
-  const std::vector<Tensor> replica_buffers = replicas.front()->buffers();
+  const std::vector<Tensor> replica_buffers = replicator_.buffers_of(replica_indices(plan).front());
   for (size_t i = 0; i < module_buffers.size() && i < replica_buffers.size(); ++i) {
     // Only what the forward wrote (in eval mode, nothing): a copy is an in-place write to the
     // module's buffer, which the next step would then have to broadcast again.
     const bool written = i >= first_buffer_versions_.size() || replica_buffers[i].version() != first_buffer_versions_[i];
-    if (module_buffers[i].defined() && replica_buffers[i].defined() && written) {
-      module_buffers[i].copy_(replica_buffers[i]);
-    }
+    if (written) module_buffers[i].copy_(replica_buffers[i]);
   }
 }
 
@@ -285,7 +282,9 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   current_.replicate = replicate_seconds;
   first_buffer_versions_.clear();
   if (plan.devices.front() != device_ids_.front()) {  // what keep_buffers_of_first() compares with
-    for (const Tensor& b : replicas.front()->buffers()) first_buffer_versions_.push_back(b.defined() ? b.version() : 0);
+    for (const Tensor& b : replicator_.buffers_of(replica_indices(plan).front())) {
+      first_buffer_versions_.push_back(b.version());
+    }
   }
   sync_points_ = std::move(sync_points);
   return replicas;

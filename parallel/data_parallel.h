@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -146,7 +147,7 @@ class DataParallelBase {
   std::vector<size_t> replica_indices(const ScatterPlan& plan) const;
   // Where device_ids[0] got no rows, its replica (whose buffers are the module's) did not run: the
   // first replica that ran gives its buffers (BatchNorm's running statistics) to the module.
-  void keep_buffers_of_first(const ScatterPlan& plan, const std::vector<std::shared_ptr<nn::Module>>& replicas);
+  void keep_buffers_of_first(const ScatterPlan& plan);
   // Starts a step's accounting; returns the replicas for the plan's devices, refreshed.
   std::vector<std::shared_ptr<nn::Module>> start_step(const ScatterPlan& plan, double scatter_seconds);
   // Marks where a step's accounting starts (never waiting for a device); new_step() makes it the
@@ -274,8 +275,10 @@ class DataParallelImpl : public DataParallelBase {
         },
         &forward, "forward", replica_indices(p));
     const auto gather_start = std::chrono::steady_clock::now();
-    keep_buffers_of_first(p, replicas);
-    Result out = gather_outputs(outputs, output_device(), dim());
+    keep_buffers_of_first(p);
+    // Copied even from a lone replica on output_device, as PyTorch's gather copies: the output
+    // does not share memory with the chunk a replica returned as it was.
+    Result out = gather_outputs(outputs, output_device(), dim(), /*always_copy=*/true);
     finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
     return out;
   }
@@ -291,8 +294,8 @@ class DataParallelImpl : public DataParallelBase {
   //   denominators (the targets' class weights, rows with ignore_index left out) are computed
   //   here, and the element-wise ones (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
   //   BCEWithLogitsLoss, KLDivLoss), as sums and element counts (rows for KLDivLoss's
-  //   batchmean); with reduction sum or mean, and their weight buffers on each chunk's device:
-  //   exact in every case.
+  //   batchmean); with reduction sum or mean, and their weight buffers on each chunk's device
+  //   (a weight with one entry per row of the batch, the chunk's rows of it): exact in every case.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();
@@ -313,7 +316,7 @@ class DataParallelImpl : public DataParallelBase {
       auto out = module_->forward(detail::move_to(detail::as_argument(args), home)...);
       forward[0].stop();
       loss_timer.emplace_back(home);
-      auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), 1.0, dim());
+      auto [part, dtype] = chunk_loss(criterion, out, detail::move_to(target, home), {dim(), 0, *rows, *rows});
       Tensor loss = part.denominator.defined() ? part.sum / part.denominator.detach() : part.sum;
       loss = loss.to(dtype);
       loss_timer[0].stop();
@@ -339,9 +342,9 @@ class DataParallelImpl : public DataParallelBase {
       trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
       auto t1 = std::chrono::steady_clock::now();
       loss_timers[i] = DeviceTimer(p.devices[i]);
-      // An empty batch is one empty chunk, all of the batch, as on one device.
-      const double share = p.rows == 0 ? 1.0 : static_cast<double>(p.chunk_sizes[i]) / static_cast<double>(p.rows);
-      ChunkLoss part = chunk_loss(criterion, out, targets[i], share, dim());
+      const int64_t start = std::accumulate(p.chunk_sizes.begin(),
+                                            p.chunk_sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
+      ChunkLoss part = chunk_loss(criterion, out, targets[i], {dim(), start, p.chunk_sizes[i], p.rows});
       loss_timers[i].stop();
       trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
       return part;
@@ -349,7 +352,7 @@ class DataParallelImpl : public DataParallelBase {
         },
         nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
     const auto gather_start = std::chrono::steady_clock::now();
-    keep_buffers_of_first(p, replicas);
+    keep_buffers_of_first(p);
     const DType dtype = parts[0].dtype;
     const bool divided = parts[0].part.denominator.defined();
     std::vector<Tensor> values;  // per replica: its sum, then its denominator if there is one
@@ -373,22 +376,15 @@ class DataParallelImpl : public DataParallelBase {
   }
 
  private:
-  // One chunk's part of the batch's loss (chunk_loss.h); `share`: the chunk's rows over the batch's,
-  // split along `split_dim`.
+  // One chunk's part of the batch's loss (chunk_loss.h); `rows`: where the chunk lies in the batch.
   using ChunkLoss = detail::ChunkLoss;
   template <typename Criterion, typename Output, typename Target>
-  static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target, double share,
-                              int64_t split_dim) {
+  static ChunkLoss chunk_loss(Criterion& criterion, const Output& out, const Target& target,
+                              const detail::ChunkRows& rows) {
     if constexpr (detail::is_class_loss_module<Criterion>) {
       return detail::class_loss_sum(detail::loss_impl(criterion), out, target);
     } else if constexpr (detail::is_elementwise_loss_module<Criterion>) {
-      const auto& impl = detail::loss_impl(criterion);
-      // KLDivLoss's batchmean needs to know how the batch was split.
-      if constexpr (requires { detail::elementwise_loss_sum(impl, out, target, split_dim, share); }) {
-        return detail::elementwise_loss_sum(impl, out, target, split_dim, share);
-      } else {
-        return detail::elementwise_loss_sum(impl, out, target);
-      }
+      return detail::elementwise_loss_sum(detail::loss_impl(criterion), out, target, rows);
     } else {
       auto result = criterion(out, target);
       if constexpr (std::is_same_v<decltype(result), LossSum>) {
@@ -402,6 +398,7 @@ class DataParallelImpl : public DataParallelBase {
         TD_CHECK(loss.defined() && loss.dim() == 0, "DataParallel::forward_with_loss: the criterion must return a "
                  "0-dim loss (the mean over the chunk) or a LossSum, but returned shape ",
                  loss.defined() ? shape_str(loss.sizes()) : std::string("undefined"));
+        const double share = rows.share();
         return {{share == 1.0 ? loss : loss * share, Tensor()}, loss.dtype()};
       }
     }

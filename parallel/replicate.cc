@@ -53,11 +53,15 @@ bool writes_parameters_in_forward(nn::Module& module) {
   return false;
 }
 
-std::vector<Tensor> defined_only(const std::vector<Tensor>& tensors) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : tensors) {
-    if (t.defined()) out.push_back(t);
-  }
+// A module's parameters, then its buffers (an unset one is not listed).
+struct NamedTensorList {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  size_t num_params;
+};
+NamedTensorList parameters_then_buffers(const nn::Module& module) {
+  NamedTensorList out{module.named_parameters(), 0};
+  out.num_params = out.tensors.size();
+  for (auto& named : module.named_buffers()) out.tensors.push_back(std::move(named));
   return out;
 }
 
@@ -81,64 +85,84 @@ bool Replicator::same_tree() const {
   return true;
 }
 
-bool Replicator::up_to_date() const {
-  if (replicas_.empty()) return false;
-  std::vector<Tensor> tensors = module_->parameters();
-  for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
-  if (tensors.size() != layout_.size() || !same_tree()) return false;
+bool Replicator::up_to_date(const NamedTensors& tensors, size_t num_params, bool share_on_cpus) const {
+  if (replicas_.empty() || share_on_cpus != built_sharing_ || tensors.size() != layout_.size() || !same_tree()) {
+    return false;
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].sizes() != layout_[i].first || tensors[i].dtype() != layout_[i].second ||
-        tensors[i].device() != layout_devices_[i]) {
+    const auto& [name, t] = tensors[i];
+    const Slot& slot = layout_[i];
+    if (name != slot.name || (i < num_params) != slot.parameter || t.sizes() != slot.sizes ||
+        t.dtype() != slot.dtype || t.device() != slot.device) {
       return false;
     }
   }
   return true;
 }
 
-void Replicator::build() {
+void Replicator::build(const NamedTensors& tensors, size_t num_params, bool share_on_cpus) {
   for (const auto& [name, m] : module_->named_modules()) {
     TD_CHECK(!m->has_uninitialized_params(), "replicate: ", name.empty() ? std::string("the module") : "'" + name + "'",
              " (", m->name(), ") has uninitialized parameters: run one forward on the module before replicating it ",
              "(each replica would take sizes and values of its own)");
   }
-  std::vector<Tensor> tensors = module_->parameters();
-  for (const Tensor& b : defined_only(module_->buffers())) tensors.push_back(b);
   check_one_device(tensors);
   // Cloned first and kept only once every clone is made: a clone that throws leaves the last
   // complete set (or none) in place, never a part of one taken for all.
   std::vector<std::shared_ptr<nn::Module>> replicas;
+  std::vector<std::vector<Tensor>> replica_tensors;
   {
     NoGradGuard no_grad;
     for (const Device& device : devices_) {
       std::shared_ptr<nn::Module> replica = module_->clone(device);
       for (const auto& m : replica->modules()) m->mark_as_replica();
+      const auto [own, own_params] = parameters_then_buffers(*replica);
+      TD_CHECK(own_params == num_params && own.size() == tensors.size(), "replicate: the replica on ", device, " has ",
+               own_params, " parameters and ", own.size() - own_params, " buffers but the module has ", num_params,
+               " and ", tensors.size() - num_params, "; a module's reset() must register the same tensors every time");
+      std::map<std::string, size_t> position;
+      for (size_t i = 0; i < own.size(); ++i) position.emplace(own[i].first, i);
+      std::vector<Tensor> in_module_order;
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        auto it = position.find(tensors[i].first);
+        TD_CHECK(it != position.end() && (it->second < num_params) == (i < num_params), "replicate: the replica on ",
+                 device, " has no ", i < num_params ? "parameter" : "buffer", " '", tensors[i].first,
+                 "'; a module's reset() must register the same tensors under the same names every time");
+        in_module_order.push_back(own[it->second].second);
+      }
       replicas.push_back(std::move(replica));
+      replica_tensors.push_back(std::move(in_module_order));
     }
   }
   replicas_ = std::move(replicas);
+  replica_tensors_ = std::move(replica_tensors);
+  built_sharing_ = share_on_cpus;
   const std::vector<std::shared_ptr<nn::Module>> modules = module_->modules();
   tree_.assign(modules.begin(), modules.end());
   layout_.clear();
-  layout_devices_.clear();
-  for (const Tensor& t : tensors) {
-    layout_.emplace_back(t.sizes(), t.dtype());
-    layout_devices_.push_back(t.device());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, t] = tensors[i];
+    layout_.push_back({name, i < num_params, t.sizes(), t.dtype(), t.device()});
   }
   stamps_.assign(devices_.size(), {});
 }
 
-void Replicator::check_one_device(const std::vector<Tensor>& tensors) const {
-  if (std::all_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.device() == tensors[0].device(); })) {
-    return;  // the common case, without names
+std::vector<Tensor> Replicator::buffers_of(size_t replica) const {
+  TD_CHECK(replica < replica_tensors_.size(), "replicate: replica ", replica, " asked of ", replica_tensors_.size(),
+           " built");
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < layout_.size(); ++i) {
+    if (!layout_[i].parameter) out.push_back(replica_tensors_[replica][i]);
   }
-  std::vector<std::pair<std::string, Tensor>> named = module_->named_parameters();
-  for (const auto& [name, t] : module_->named_buffers()) {
-    if (t.defined()) named.emplace_back(name, t);
-  }
-  for (const auto& [name, t] : named) {
-    TD_CHECK(t.device() == named[0].second.device(), "replicate: the module's tensors must be on one device, but '",
-             named[0].first, "' is on ", named[0].second.device(), " and '", name, "' on ", t.device(),
-             "; move the module to one device first: model->to(td::Device(\"", named[0].second.device().str(), "\"))");
+  return out;
+}
+
+void Replicator::check_one_device(const NamedTensors& tensors) {
+  for (const auto& [name, t] : tensors) {
+    TD_CHECK(t.device() == tensors[0].second.device(), "replicate: the module's tensors must be on one device, but '",
+             tensors[0].first, "' is on ", tensors[0].second.device(), " and '", name, "' on ", t.device(),
+             "; move the module to one device first: model->to(td::Device(\"", tensors[0].second.device().str(),
+             "\"))");
   }
 }
 
@@ -188,12 +212,19 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
   for (size_t r : which) {
     TD_CHECK(r < devices_.size(), "replicate: replica ", r, " asked of ", devices_.size(), " devices");
   }
-  if (!up_to_date()) build();
-  const std::vector<Tensor> params = module_->parameters();
-  const std::vector<Tensor> buffers = defined_only(module_->buffers());
-  std::vector<Tensor> tensors = params;
-  tensors.insert(tensors.end(), buffers.begin(), buffers.end());
-  const bool share_on_cpus = share_on_cpus_ && !writes_parameters_in_forward(*module_);
+  const auto [named, num_params] = parameters_then_buffers(*module_);
+  // Sharing is decided at every step: max_norm may be set on an embedding after the replicas were
+  // built, and replicas that viewed the module's memory must then be built again with their own.
+  // It matters only where a replica is on a CPU device other than the module's.
+  const Device home = !named.empty() ? named[0].second.device() : devices_[0];
+  const bool other_cpus = home.is_cpu() && std::any_of(devices_.begin(), devices_.end(), [&](const Device& d) {
+                            return d.is_cpu() && d != home;
+                          });
+  const bool share_on_cpus = share_on_cpus_ && other_cpus && !writes_parameters_in_forward(*module_);
+  if (!up_to_date(named, num_params, share_on_cpus)) build(named, num_params, share_on_cpus);
+  std::vector<Tensor> tensors;
+  for (const auto& [name, t] : named) tensors.push_back(t);
+  const std::vector<Tensor> buffers(tensors.begin() + static_cast<std::ptrdiff_t>(num_params), tensors.end());
   std::vector<std::shared_ptr<nn::Module>> chosen;
   std::vector<std::vector<Tensor>> replica_tensors, copied_tensors, copied_buffers;
   std::vector<size_t> copied, buffers_copied;
@@ -201,17 +232,11 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
     NoGradGuard no_grad;
     for (size_t r : which) {
       chosen.push_back(replicas_[r]);
-      std::vector<Tensor> rt = replicas_[r]->parameters();
-      const size_t num_params = rt.size();
-      for (const Tensor& b : defined_only(replicas_[r]->buffers())) rt.push_back(b);
-      TD_CHECK(num_params == params.size() && rt.size() == tensors.size(), "replicate: the replica on ", devices_[r],
-               " has ", num_params, " parameters and ", rt.size() - num_params, " buffers but the module has ",
-               params.size(), " and ", buffers.size(), "; a module's reset() must register the same tensors every time");
-      const Device home = !tensors.empty() ? tensors[0].device() : devices_[r];
-      if (home == devices_[r]) {
+      const std::vector<Tensor>& rt = replica_tensors_[r];
+      if (tensors.empty() || home == devices_[r]) {
         // A replica on the device of the module's tensors uses them in place, no copy.
         for (size_t i = 0; i < tensors.size(); ++i) alias_into(rt[i], tensors[i]);
-      } else if (share_on_cpus && home.is_cpu() && devices_[r].is_cpu()) {
+      } else if (share_on_cpus && devices_[r].is_cpu()) {
         // Another CPU device: the same memory, so the parameters, which forward and backward only
         // read, are shared too. The buffers are copied: a replica's BatchNorm writes its own.
         for (size_t i = 0; i < num_params; ++i) alias_across_cpus(rt[i], tensors[i], devices_[r]);
@@ -221,20 +246,17 @@ std::vector<std::shared_ptr<nn::Module>> Replicator::refresh(const std::vector<s
         copied.push_back(r);
         copied_tensors.push_back(rt);
       }
-      replica_tensors.push_back(std::move(rt));
+      replica_tensors.push_back(rt);
     }
-    copy_stale(tensors, copied, copied_tensors, params.size());
+    copy_stale(tensors, copied, copied_tensors, num_params);
     copy_stale(buffers, buffers_copied, copied_buffers, 0);
   }
   // Buffers that require grad (PyTorch allows them) reduce their gradients onto the module's as
   // parameters do; the rest, running statistics say, stay out of the graph.
   Broadcast::connect(tensors, replica_tensors);
-  // Modes follow the module, module by module (modules() lists both trees in the same order).
-  auto originals = module_->modules();
-  for (const auto& replica : chosen) {
-    auto copies = replica->modules();
-    for (size_t m = 0; m < copies.size() && m < originals.size(); ++m) copies[m]->train(originals[m]->is_training());
-  }
+  // Modes and settings (a Dropout's p changed since the build, say) follow the module, module by
+  // module, each submodule matched by name.
+  for (const auto& replica : chosen) replica->copy_modes_and_settings_from(*module_);
   return chosen;
 }
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -15,10 +17,12 @@ namespace tandem::parallel {
 
 // Replicas kept from step to step: the module tree is cloned once per device; refresh() only
 // moves the current values in and reconnects autograd (PyTorch and LibTorch rebuild them on every
-// forward). Rebuilt when the module's tensors change shape, dtype or device, or a submodule is
-// replaced (Module::replace_module). A value the replica already holds is not copied again: the
-// graph of an earlier forward may still hold the replica's tensor for its backward (two forwards,
-// then one backward), and a copy would count as an in-place write to it.
+// forward). Rebuilt when the module's tensors change name, order, shape, dtype or device, when a
+// submodule is replaced (Module::replace_module), and when sharing is turned on or off (below).
+// Modes and settings (Module::copy_settings_from) follow the module at every refresh. A value
+// the replica already holds is not copied again: the graph of an earlier forward may still hold
+// the replica's tensor for its backward (two forwards, then one backward), and a copy would count
+// as an in-place write to it.
 class Replicator {
  public:
   // share_on_cpus: replicas on CPU devices other than the module's view its parameters' memory
@@ -32,14 +36,20 @@ class Replicator {
   // module's. Returns them, in the order of `which`.
   std::vector<std::shared_ptr<nn::Module>> refresh(const std::vector<size_t>& which);
   const std::vector<std::shared_ptr<nn::Module>>& replicas() const { return replicas_; }
+  // Replica r's buffers in the order of the module's buffers() (found by name), as last refreshed.
+  std::vector<Tensor> buffers_of(size_t replica) const;
   const std::vector<Device>& devices() const { return devices_; }
 
  private:
-  bool up_to_date() const;
-  void build();
+  using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+  // Whether the replicas were built from the module's tensors as they are now (parameters, then
+  // buffers): the same names in the same order, kinds, shapes, dtypes and devices, the same
+  // modules, and the same choice of sharing.
+  bool up_to_date(const NamedTensors& tensors, size_t num_params, bool share_on_cpus) const;
+  void build(const NamedTensors& tensors, size_t num_params, bool share_on_cpus);
   bool same_tree() const;  // the module and its descendants are those of the last build
   // Fails, naming two of them, unless the module's parameters and buffers share one device.
-  void check_one_device(const std::vector<Tensor>& tensors) const;
+  static void check_one_device(const NamedTensors& tensors);
 
   // What a replica's tensor was last copied from, and its version just after the copy.
   struct CopyStamp {
@@ -54,12 +64,24 @@ class Replicator {
   void copy_stale(const std::vector<Tensor>& sources, const std::vector<size_t>& which,
                   const std::vector<std::vector<Tensor>>& replica_tensors, size_t num_params);
 
+  // A module tensor as the replicas were built from it.
+  struct Slot {
+    std::string name;
+    bool parameter;
+    Shape sizes;
+    DType dtype;
+    Device device;
+  };
+
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
   bool share_on_cpus_;
+  bool built_sharing_ = false;  // whether the replicas were built to share the module's parameters
   std::vector<std::shared_ptr<nn::Module>> replicas_;
-  std::vector<std::pair<Shape, DType>> layout_;  // of the module's parameters then buffers, when built
-  std::vector<Device> layout_devices_;
+  std::vector<Slot> layout_;  // the module's parameters then buffers, when built
+  // [replica][slot]: each replica's tensors, found by name: a clone registers them in reset()'s
+  // order, which need not be the module's (a ParameterDict key removed and inserted again).
+  std::vector<std::vector<Tensor>> replica_tensors_;
   std::vector<std::weak_ptr<nn::Module>> tree_;  // the module and its descendants, when built
   std::vector<std::vector<CopyStamp>> stamps_;   // [replica][tensor], parameters then buffers
 };

@@ -167,9 +167,10 @@ std::vector<T> scatter_value(const T& v, const ScatterPlan& plan) {
 
 // The replicas' values joined into one: tensors along dim on destination, containers element
 // by element (every replica's of the same length, keys or alternative); plain values (numbers,
-// strings) are taken from the first replica.
+// strings) are taken from the first replica. A lone tensor already on destination is returned as
+// it is unless always_copy (as PyTorch's DataParallel returns the module's own output on one device).
 template <typename T>
-T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
+T gather_value(const std::vector<T>& outs, Device destination, int64_t dim, bool always_copy) {
   using U = std::decay_t<T>;
   if constexpr (std::is_same_v<U, Tensor>) {
     size_t defined = 0;
@@ -182,7 +183,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
     if (defined == 0) return Tensor();  // None from every replica
     TD_CHECK(defined == outs.size(), "DataParallel: ", outs.size() - defined, " of ", outs.size(),
              " replicas returned an undefined tensor where the others returned one");
-    if (outs.size() == 1 && outs[0].device() == destination) {  // one replica, already there: no copy
+    if (outs.size() == 1 && outs[0].device() == destination && !always_copy) {
       if (all_scalars) return outs[0].unsqueeze(0);
       wrap_dim(dim, outs[0].dim(), "gather");  // the check a gather of several makes
       return outs[0];
@@ -200,7 +201,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
     for (size_t k = 0; k < outs[0].size(); ++k) {
       std::vector<std::decay_t<decltype(outs[0][k])>> column;
       for (const T& o : outs) column.push_back(o[k]);
-      out[k] = gather_value(column, destination, dim);
+      out[k] = gather_value(column, destination, dim, always_copy);
     }
     return out;
   } else if constexpr (is_map<U>::value) {
@@ -216,7 +217,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
         TD_CHECK(it != o.end(), "DataParallel: replicas returned maps with different keys");
         column.push_back(it->second);
       }
-      out.emplace(key, gather_value(column, destination, dim));
+      out.emplace(key, gather_value(column, destination, dim, always_copy));
     }
     return out;
   } else if constexpr (is_tuple_like<U>::value) {
@@ -224,7 +225,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
       auto column = [&]<size_t K>() {
         std::vector<std::decay_t<std::tuple_element_t<K, U>>> c;
         for (const T& o : outs) c.push_back(std::get<K>(o));
-        return gather_value(c, destination, dim);
+        return gather_value(c, destination, dim, always_copy);
       };
       return T{column.template operator()<I>()...};
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
@@ -235,7 +236,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
       if (o) column.push_back(*o);
     }
     if (column.empty()) return T{};
-    return gather_value(column, destination, dim);
+    return gather_value(column, destination, dim, always_copy);
   } else if constexpr (is_variant<U>::value) {
     for (const T& o : outs) {
       TD_CHECK(o.index() == outs[0].index(), "DataParallel: replicas returned different alternatives of a variant (",
@@ -246,7 +247,7 @@ T gather_value(const std::vector<T>& outs, Device destination, int64_t dim) {
           using E = std::decay_t<decltype(first)>;
           std::vector<E> column;
           for (const T& o : outs) column.push_back(std::get<E>(o));
-          return gather_value(column, destination, dim);
+          return gather_value(column, destination, dim, always_copy);
         },
         outs[0]);
   } else {
@@ -299,10 +300,12 @@ std::vector<std::tuple<detail::argument_t<Args>...>> scatter_arguments(const Sca
   return out;
 }
 
+// always_copy: a lone replica's tensors are copied too, so that the output never shares memory
+// with the replica's (an input a module returns as it is, say).
 template <typename T>
-T gather_outputs(const std::vector<T>& outputs, Device destination, int64_t dim = 0) {
+T gather_outputs(const std::vector<T>& outputs, Device destination, int64_t dim = 0, bool always_copy = false) {
   TD_CHECK(!outputs.empty(), "gather: no outputs to gather");
-  return detail::gather_value(outputs, destination, dim);
+  return detail::gather_value(outputs, destination, dim, always_copy);
 }
 
 }  // namespace tandem::parallel

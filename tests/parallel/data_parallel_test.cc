@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <variant>
 
@@ -242,6 +243,30 @@ TEST_CASE("the batch splits 4,3,3 over three devices, by chunk_sizes when given,
   sized(td::ones({10, 5}, td::kFloat64));
   CHECK(rows_of(sized->stats()) == std::vector<int64_t>{2, 4, 4});
   td::testing::check_error([&] { sized(td::ones({9, 5}, td::kFloat64)); }, {"chunk_sizes add up to 10", "9 rows"});
+}
+
+TEST_CASE("the output of a lone replica is a copy, as with several; one device returns the module's own", "[cpu]") {
+  struct PassThroughImpl : nn::Cloneable<PassThroughImpl> {
+    PassThroughImpl() { reset(); }
+    void reset() override {}
+    Tensor forward(const Tensor& x) override { return x; }
+  };
+  auto model = std::make_shared<PassThroughImpl>();
+  const Tensor one_row = td::testing::random_tensor({1, 4}, td::kFloat64).requires_grad_();
+  for (const auto& options : {par::DataParallelOptions(first_devices(3)),
+                              par::DataParallelOptions(first_devices(2)).chunk_sizes({1, 0})}) {
+    par::DataParallel dp(model, options);
+    const Tensor out = dp(one_row);
+    REQUIRE(dp->stats().devices.size() == 1);  // one replica ran
+    CHECK(out.data_ptr() != one_row.data_ptr());
+    CHECK(td::testing::values(out) == td::testing::values(one_row));
+    out.sum().backward();
+    td::testing::check_close(one_row.grad(), td::ones({1, 4}, td::kFloat64), 0, 0, "gradient");
+    one_row.grad().zero_();
+  }
+  // One device runs the module itself, as PyTorch's DataParallel does: its output as it is.
+  par::DataParallel single(model, par::DataParallelOptions({cpu0}));
+  CHECK(single(one_row).data_ptr() == one_row.data_ptr());
 }
 
 namespace {
@@ -1496,6 +1521,11 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
   check(nn::BCEWithLogitsLoss(LogitsOptions().weight(weight).pos_weight(pos_weight).reduction(td::kSum)),
         "BCEWithLogitsLoss weights, sum");
   check(nn::BCEWithLogitsLoss(LogitsOptions().pos_weight(pos_weight)), "BCEWithLogitsLoss pos_weight, mean");
+  // A weight per row of the batch: each chunk takes its own rows of it (whole, it would not fit).
+  const Tensor per_row = td::rand({10, 1}, td::kFloat64), per_element = td::rand({10, 3}, td::kFloat64);
+  check(nn::BCELoss(nn::BCELossOptions().weight(per_row)), "BCELoss weight per row, mean");
+  check(nn::BCEWithLogitsLoss(LogitsOptions().weight(per_element).pos_weight(per_element * 2).reduction(td::kSum)),
+        "BCEWithLogitsLoss weights per element, sum");
   // kl_div's input as the model gives it (any numbers do): batchmean divides the sum by the 10 rows.
   check(nn::KLDivLoss(nn::KLDivLossOptions().reduction(td::kBatchMean)), "KLDivLoss batchmean");
   check(nn::KLDivLoss(), "KLDivLoss mean");
@@ -1537,6 +1567,35 @@ TEST_CASE("KLDivLoss's batchmean in the replicas divides by the batch's size(0),
     par::DataParallel dp(model, par::DataParallelOptions(first_devices(n)).dim(1));
     Tensor loss = dp->forward_with_loss(criterion, target, x);
     Tensor expected = nn::functional::kl_div(reference->forward(x), target, td::kBatchMean);
+    td::testing::check_close(loss, expected.detach(), 1e-13, 1e-14, "loss");
+    loss.backward();
+    expected.backward();
+    auto g = model->parameters(), rg = reference->parameters();
+    for (size_t i = 0; i < g.size(); ++i) td::testing::check_close(g[i].grad(), rg[i].grad(), 1e-12, 1e-13, "grad");
+  }
+}
+
+TEST_CASE("a loss weight per row of a batch split along dim 1 gives each replica its own rows", "[cpu]") {
+  // [time, batch, features] split along dim 1; a weight of [batch, 1] broadcasts against it.
+  class TimeMajorImpl : public nn::Cloneable<TimeMajorImpl> {
+   public:
+    TimeMajorImpl() { reset(); }
+    void reset() override { fc = register_module("fc", nn::Linear(5, 3)); }
+    Tensor forward(const Tensor& x) override { return fc(x); }
+    nn::Linear fc{nullptr};
+  };
+  td::testing::reseed(52);
+  const Tensor x = td::testing::random_tensor({4, 8, 5}, td::kFloat64);
+  const Tensor target = td::rand({4, 8, 3}, td::kFloat64);
+  const Tensor per_sample = td::rand({8, 1}, td::kFloat64);
+  const nn::BCEWithLogitsLoss criterion(nn::BCEWithLogitsLossOptions().weight(per_sample));
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{{3, 3, 2}, {5, 0, 3}}) {
+    INFO(sizes[0] << "," << sizes[1] << "," << sizes[2]);
+    auto model = make_model<TimeMajorImpl>(53, cpu0);
+    auto reference = make_model<TimeMajorImpl>(53, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)).dim(1).chunk_sizes(sizes));
+    Tensor loss = dp->forward_with_loss(criterion, target, x);
+    Tensor expected = nn::functional::binary_cross_entropy_with_logits(reference->forward(x), target, per_sample);
     td::testing::check_close(loss, expected.detach(), 1e-13, 1e-14, "loss");
     loss.backward();
     expected.backward();
@@ -1858,6 +1917,97 @@ TEST_CASE("replicas that renormalize embedding rows in forward (max_norm) each w
     REQUIRE(replica != nullptr);
     CHECK(replica->emb->weight.data_ptr() != model->emb->weight.data_ptr());
   }
+}
+
+TEST_CASE("max_norm set on an embedding after the replicas were built gives them rows of their own", "[cpu]") {
+  struct LookupImpl : nn::Cloneable<LookupImpl> {
+    LookupImpl() { reset(); }
+    void reset() override { emb = register_module("emb", nn::Embedding(10, 4)); }
+    Tensor forward(const Tensor& tokens) override { return emb(tokens).sum(1); }
+    nn::Embedding emb{nullptr};
+  };
+  const Tensor tokens = td::full({6, 5}, 3, td::kInt64);
+  auto model = make_model<LookupImpl>(81, cpu0);
+  auto reference = make_model<LookupImpl>(81, cpu0);
+  {
+    td::NoGradGuard no_grad;  // rows well past the max_norm set below
+    model->emb->weight.mul_(4);
+    reference->emb->weight.mul_(4);
+  }
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  dp(tokens);  // built sharing the module's parameters
+  CHECK(dp->replicas()[1]->parameters()[0].data_ptr() == model->emb->weight.data_ptr());
+  model->emb->options.max_norm(1.0);
+  reference->emb->options.max_norm(1.0);
+  const Tensor out = dp(tokens);
+  td::testing::check_close(out, reference->forward(tokens).detach(), 1e-14, 1e-14, "output");
+  CHECK(td::testing::values(model->emb->weight) == td::testing::values(reference->emb->weight));
+  CHECK(dp->replicas()[1]->parameters()[0].data_ptr() != model->emb->weight.data_ptr());
+  // Without max_norm again, the replicas share once more.
+  model->emb->options.max_norm_ = std::nullopt;
+  dp(tokens);
+  CHECK(dp->replicas()[1]->parameters()[0].data_ptr() == model->emb->weight.data_ptr());
+}
+
+TEST_CASE("a setting changed after the replicas were built (Dropout's p, a module's own) reaches every replica",
+          "[cpu]") {
+  struct ScaledDropoutImpl : nn::Cloneable<ScaledDropoutImpl> {
+    ScaledDropoutImpl() { reset(); }
+    void reset() override {
+      fc = register_module("fc", nn::Linear(5, 3));
+      drop = register_module("drop", nn::Dropout(0.0));
+    }
+    Tensor forward(const Tensor& x) override { return drop(fc(x)) * scale; }
+    auto settings() { return std::tie(scale); }
+    nn::Linear fc{nullptr};
+    nn::Dropout drop{nullptr};
+    double scale = 1.0;
+  };
+  const Tensor x = td::testing::random_tensor({7, 5}, td::kFloat64);
+  auto model = make_model<ScaledDropoutImpl>(83, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  td::testing::check_close(dp(x), model->forward(x).detach(), 1e-14, 1e-14, "built");
+  model->scale = 2.5;
+  td::testing::check_close(dp(x), model->forward(x).detach(), 1e-14, 1e-14, "scale 2.5");
+  model->drop->p = 1.0;  // drops every unit, in every replica
+  CHECK(td::testing::values(dp(x)) == std::vector<double>(21, 0.0));
+  model->drop->p = 0.0;
+  model->eval();
+  td::testing::check_close(dp(x), model->forward(x).detach(), 1e-14, 1e-14, "p 0 again, eval");
+}
+
+TEST_CASE("a parameter that changes places in the module reaches the replicas under its own name", "[cpu]") {
+  // A ParameterDict's weight and bias; removing a key and inserting it again moves it to the end,
+  // where a clone's reset() registers it first: replicas and clones must match them by name.
+  struct DictLinearImpl : nn::Cloneable<DictLinearImpl> {
+    DictLinearImpl() { reset(); }
+    void reset() override {
+      named = register_module("named", nn::ParameterDict(std::vector<std::pair<std::string, Tensor>>{
+                                           {"weight", td::randn({3, 4}).requires_grad_()},
+                                           {"bias", td::randn({3}).requires_grad_()}}));
+    }
+    Tensor forward(const Tensor& x) override {
+      return nn::functional::linear(x, (*named)["weight"], (*named)["bias"]);
+    }
+    nn::ParameterDict named{nullptr};
+  };
+  const Tensor x = td::testing::random_tensor({6, 4}, td::kFloat64);
+  auto model = make_model<DictLinearImpl>(82, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  td::testing::check_close(dp(x), model->forward(x).detach(), 1e-14, 1e-14, "before");
+  const Tensor weight = model->named->pop("weight");
+  model->named->insert("weight", weight);
+  REQUIRE(model->named->keys() == std::vector<std::string>{"bias", "weight"});
+  const auto clone = std::dynamic_pointer_cast<DictLinearImpl>(model->clone());
+  REQUIRE(clone != nullptr);
+  CHECK(td::testing::values((*clone->named)["weight"]) == td::testing::values(weight));
+  const Tensor out = dp(x);
+  td::testing::check_close(out, model->forward(x).detach(), 1e-14, 1e-14, "after the key moved");
+  out.sum().backward();
+  td::testing::check_close(weight.grad(), td::ones({6, 3}, td::kFloat64).t().mm(x), 1e-12, 1e-12,
+                           "the weight's gradient");
+  td::testing::check_close((*model->named)["bias"].grad(), td::full({3}, 6.0, td::kFloat64), 1e-12, 1e-12,
+                           "the bias's gradient");
 }
 
 TEST_CASE("a forward refused for its arguments leaves the last step's stats as they were", "[cpu]") {
