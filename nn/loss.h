@@ -276,7 +276,8 @@ class TripletMarginWithDistanceLossImpl : public Cloneable<TripletMarginWithDist
   void reset() override;
   Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
   TripletMarginWithDistanceLossOptions options;
-  // Not the distance function: a clone or a replica keeps the one its own reset() made.
+  // Not the distance function: a clone or a replica keeps the one it was copied with (the
+  // original's when it was cloned or the replicas were built).
   auto settings() { return std::tie(options.margin_, options.swap_, options.reduction_); }
 };
 

@@ -345,15 +345,26 @@ void Module::copy_values_from(const Module& other) {
 void Module::copy_modes_and_settings_from(const Module& other) {
   training_ = other.training_;
   copy_settings_from(other);
-  // Children by name: each takes the mode and settings of the original's child of that name.
-  for (const auto& [name, child] : children_) {
-    for (const auto& [other_name, other_child] : other.children_) {
-      if (other_name == name) {
-        child->copy_modes_and_settings_from(*other_child);
-        break;
-      }
-    }
+  // Children by name: each takes the mode and settings of the original's child of that name,
+  // looked for where it usually is, at the same place, first (DataParallel does this every step).
+  const auto& theirs = other.children_;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const std::string& name = children_[i].first;
+    auto same_name = [&](const auto& named) { return named.first == name; };
+    auto it = i < theirs.size() && same_name(theirs[i]) ? theirs.begin() + static_cast<std::ptrdiff_t>(i)
+                                                        : std::find_if(theirs.begin(), theirs.end(), same_name);
+    if (it != theirs.end()) children_[i].second->copy_modes_and_settings_from(*it->second);
   }
+}
+
+void Module::materialize_lazy_like(const Module& original) {
+  std::vector<std::pair<std::string, Module*>> lazy;
+  std::unordered_set<const Module*> seen;
+  collect_lazy("", lazy, seen);
+  if (lazy.empty()) return;
+  // The original's tensors give the sizes, as a checkpoint's would; one still lazy gives none.
+  const StateDict state = original.state_dict();
+  for (const auto& [prefix, module] : lazy) module->materialize_from(state, prefix);
 }
 
 std::string python_bool(bool b) { return b ? "True" : "False"; }

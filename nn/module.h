@@ -133,6 +133,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // Called by Cloneable::clone on the copy: registers fresh parameters, buffers and submodules.
   virtual void reset() {}
   void clear_registrations();
+  // Each lazy layer here that `original` (this clone's) has materialized, materialized with its
+  // sizes: a parent's reset() makes its lazy children afresh, without sizes.
+  void materialize_lazy_like(const Module& original);
   void copy_values_from(const Module& other);
   // Every registered child in order, a child registered twice twice (children() lists it once):
   // what a container runs and indexes.
@@ -187,9 +190,10 @@ std::string python_tuple(const std::vector<int64_t>& v);
 
 // What makes a module clonable: `struct MyNetImpl : td::nn::Cloneable<MyNetImpl>` with a reset()
 // that registers everything (the constructor calls reset()). clone() copies the object, lets
-// reset() make fresh tensors and submodules, then copies the values and each module's
-// train/eval mode and settings (copy_settings_from) over: a submodule reset() made with the
-// options it was first given takes those its original has now. Base is the class Derived extends
+// reset() make fresh tensors and submodules (a lazy one with the sizes its original has taken),
+// then copies the values and each module's train/eval mode and settings (copy_settings_from)
+// over: a submodule reset() made with the options it was first given takes those its original
+// has now. Base is the class Derived extends
 // (a module class of its own, or Module), so that a clone is a Derived too.
 template <typename Derived, typename Base = Module>
 class Cloneable : public Base {
@@ -204,6 +208,7 @@ class Cloneable : public Base {
       // random streams where they were.
       DiscardRandomDraws discard;
       copy->reset();
+      copy->materialize_lazy_like(*this);
     }
     copy->copy_values_from(*this);
     copy->copy_modes_and_settings_from(*this);
@@ -214,10 +219,17 @@ class Cloneable : public Base {
     if (&other == this || typeid(other) != typeid(Derived)) return;
     auto& self = static_cast<Derived&>(*this);
     const auto& from = static_cast<const Derived&>(other);
-    // settings() is not const, so that one declaration serves: `from` is only read through it.
-    auto& source = const_cast<Derived&>(from);
-    if constexpr (requires { self.settings() = source.settings(); }) {
-      self.settings() = source.settings();
+    if constexpr (requires { self.settings(); }) {
+      // A const settings() ties const members, which nothing can assign: it would copy nothing.
+      static_assert(requires { self.settings() = self.settings(); },
+                    "settings() must tie members a clone can assign: declare it without const, "
+                    "auto settings() { return std::tie(a, b); }");
+      if constexpr (requires { self.settings() = from.settings(); }) {
+        self.settings() = from.settings();  // a const overload as well reads the original
+      } else {
+        // One non-const declaration serves both: it only ties, so `from` is only read through it.
+        self.settings() = const_cast<Derived&>(from).settings();
+      }
     } else if constexpr (requires { self.options = from.options; }) {
       self.options = from.options;
     }

@@ -206,6 +206,8 @@ class MaxUnpoolImpl : public Module {
   Tensor forward(const Tensor& x, const Tensor& indices, IntList output_size = {});
   std::string extra_repr() const override;
   std::vector<int64_t> kernel_size, stride, padding;
+  // What a clone or a replica takes from its original (Module::copy_settings_from).
+  auto settings() { return std::tie(kernel_size, stride, padding); }
 };
 class MaxUnpool1dImpl : public Cloneable<MaxUnpool1dImpl, MaxUnpoolImpl<1>> {
  public:

@@ -250,7 +250,9 @@ class DataParallelImpl : public DataParallelBase {
     std::optional<int64_t> rows = batch_rows(dim(), args...);
     if (!rows || device_ids().size() == 1) {
       // No batch to split, or one device: the module itself runs, as PyTorch does, on its
-      // arguments moved to device_ids[0], and its output is gathered as one replica's would be.
+      // arguments moved to device_ids[0]; its output goes to output_device, and is the module's
+      // own output where it is there already (PyTorch's too). Several devices copy even the
+      // output of a lone replica, as a gather does.
       start_single_step(rows.value_or(0));
       std::vector<DeviceTimer> forward;
       forward.emplace_back(device_ids().front());

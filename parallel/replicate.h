@@ -32,7 +32,7 @@ class Replicator {
   Replicator(std::shared_ptr<nn::Module> module, std::vector<Device> devices, bool share_on_cpus = false);
 
   // Brings the replicas on devices()[i], i in `which`, up to date with the module: values,
-  // training mode, and (with grad mode on) one broadcast node joining their parameters to the
+  // training modes, settings, and (with grad mode on) one broadcast node joining their parameters to the
   // module's. Returns them, in the order of `which`.
   std::vector<std::shared_ptr<nn::Module>> refresh(const std::vector<size_t>& which);
   const std::vector<std::shared_ptr<nn::Module>>& replicas() const { return replicas_; }

@@ -280,6 +280,7 @@ struct SettingsImpl : nn::Cloneable<SettingsImpl> {
     norm = register_module("norm", nn::LocalResponseNorm(2));
     loss = register_module("loss", nn::SmoothL1Loss());
     scaled = register_module("scaled", std::make_shared<ScaledImpl>());
+    unpool = register_module("unpool", nn::MaxUnpool2d(2));
   }
   Tensor forward(const Tensor& tokens) override {
     const Tensor h = scaled->forward(drop(embed(tokens)));
@@ -290,6 +291,32 @@ struct SettingsImpl : nn::Cloneable<SettingsImpl> {
   nn::LocalResponseNorm norm{nullptr};
   nn::SmoothL1Loss loss{nullptr};
   std::shared_ptr<ScaledImpl> scaled;
+  nn::MaxUnpool2d unpool{nullptr};
+};
+
+// Submodules that reset() registers in an order of its member's choosing, so that a clone's
+// order can differ from its original's.
+struct ReorderedImpl : nn::Cloneable<ReorderedImpl> {
+  ReorderedImpl() { reset(); }
+  void reset() override {
+    if (second_first) second = register_module("second", nn::Dropout(0.5));
+    first = register_module("first", nn::Dropout(0.5));
+    if (!second_first) second = register_module("second", nn::Dropout(0.5));
+  }
+  bool second_first = false;
+  nn::Dropout first{nullptr}, second{nullptr};
+};
+
+// A parent whose reset() makes a lazy child: the child takes its sizes from the first input.
+struct LazyParentImpl : nn::Cloneable<LazyParentImpl> {
+  LazyParentImpl() { reset(); }
+  void reset() override {
+    fc = register_module("fc", nn::LazyLinear(3));
+    norm = register_module("norm", nn::LazyBatchNorm1d());
+  }
+  Tensor forward(const Tensor& x) override { return norm(fc(x)); }
+  nn::LazyLinear fc{nullptr};
+  nn::LazyBatchNorm1d norm{nullptr};
 };
 
 }  // namespace
@@ -301,6 +328,8 @@ TEST_CASE("a clone takes the settings its original's submodules have now, a modu
   net->norm->alpha = 0.5;
   net->loss->beta = 0.25;
   net->scaled->scale = 3.0;
+  net->unpool->kernel_size = {3, 3};
+  net->unpool->stride = {3, 3};
   td::manual_seed(12);
   const Tensor expected_draw = td::rand({3});
   td::manual_seed(12);
@@ -312,6 +341,8 @@ TEST_CASE("a clone takes the settings its original's submodules have now, a modu
   CHECK(copy->norm->alpha == 0.5);
   CHECK(copy->loss->beta == 0.25);
   CHECK(copy->scaled->scale == 3.0);
+  CHECK(copy->unpool->kernel_size == std::vector<int64_t>{3, 3});
+  CHECK(copy->unpool->stride == std::vector<int64_t>{3, 3});
   CHECK(copy->str() == net->str());
   CHECK_FALSE(copy->embed->weight.is_same(net->embed->weight));  // still tensors of its own
   const Tensor tokens = td::tensor(std::vector<int64_t>{1, 3, 3, 7});
@@ -319,6 +350,51 @@ TEST_CASE("a clone takes the settings its original's submodules have now, a modu
   // A clone's settings are its own from then on.
   copy->drop->p = 0.3;
   CHECK(net->drop->p == 0.0);
+}
+
+TEST_CASE("a clone's submodules take the settings of the original's of the same name, wherever reset() puts them",
+          "[cpu]") {
+  auto net = std::make_shared<ReorderedImpl>();
+  net->first->p = 0.25;
+  net->second->p = 0.75;
+  net->second->eval();
+  net->second_first = true;  // the clone's reset() registers "second" first
+  auto copy = std::dynamic_pointer_cast<ReorderedImpl>(net->clone());
+  REQUIRE(copy != nullptr);
+  REQUIRE(copy->named_children().front().first == "second");
+  CHECK(copy->first->p == 0.25);
+  CHECK(copy->second->p == 0.75);
+  CHECK(copy->first->is_training());
+  CHECK_FALSE(copy->second->is_training());
+}
+
+TEST_CASE("a module whose reset() makes a lazy child clones once the child has its sizes", "[cpu]") {
+  td::manual_seed(4);
+  auto net = std::make_shared<LazyParentImpl>();
+  const Tensor x = td::randn({6, 5});
+  const Tensor y = net->forward(x);  // fc takes in_features 5, norm 3 features
+  net->eval();
+  td::manual_seed(13);
+  const Tensor expected_draw = td::rand({3});
+  td::manual_seed(13);
+  auto copy = std::dynamic_pointer_cast<LazyParentImpl>(net->clone());
+  td::testing::check_close(td::rand({3}), expected_draw, 0, 0, "the stream after the clone");
+  REQUIRE(copy != nullptr);
+  CHECK_FALSE(copy->fc->has_uninitialized_params());
+  CHECK_FALSE(copy->norm->has_uninitialized_params());
+  CHECK(copy->fc->options.in_features_ == 5);
+  CHECK(copy->str() == net->str());
+  CHECK_FALSE(copy->fc->weight.is_same(net->fc->weight));
+  td::testing::check_close(copy->fc->weight, net->fc->weight, 0, 0, "the clone's weight");
+  td::testing::check_close(copy->norm->running_mean, net->norm->running_mean, 0, 0, "the clone's running mean");
+  td::testing::check_close(copy->forward(x), net->forward(x), 0, 0, "the clone's output");
+  // Still lazy, the child stays lazy in a clone, and takes its sizes from its own first input.
+  auto fresh = std::make_shared<LazyParentImpl>();
+  auto lazy_copy = std::dynamic_pointer_cast<LazyParentImpl>(fresh->clone());
+  REQUIRE(lazy_copy != nullptr);
+  CHECK(lazy_copy->fc->has_uninitialized_params());
+  CHECK(lazy_copy->forward(td::randn({2, 7})).sizes() == td::Shape{2, 3});
+  CHECK(fresh->fc->has_uninitialized_params());
 }
 
 TEST_CASE("clone keeps each module's own train or eval mode, as PyTorch's deepcopy does", "[cpu]") {
