@@ -616,6 +616,18 @@ TEST_CASE("DataParallel's errors say what is wrong and change nothing", "[cpu]")
   weight.check_unchanged(model->fc1->weight);
 }
 
+namespace {
+
+// A model whose reset() makes its lazy layer: each replica's is made afresh, without sizes.
+struct LazyHeadImpl : nn::Cloneable<LazyHeadImpl> {
+  LazyHeadImpl() { reset(); }
+  void reset() override { head = register_module("head", nn::LazyLinear(2)); }
+  Tensor forward(const Tensor& x) override { return head(x).tanh(); }
+  nn::LazyLinear head{nullptr};
+};
+
+}  // namespace
+
 TEST_CASE("a lazy layer is replicated only once it has its sizes, as PyTorch's", "[cpu]") {
   nn::Sequential model(nn::LazyLinear(3), nn::ReLU(), nn::LazyLinear(2));
   model->to(td::kFloat64);
@@ -626,6 +638,19 @@ TEST_CASE("a lazy layer is replicated only once it has its sizes, as PyTorch's",
   CHECK(model->parameters()[0].numel() == 0);  // nothing materialized on the way
   const Tensor once = model->forward(x);  // one forward on the module gives every layer its sizes
   td::testing::check_close(dp(x), td::testing::values(once), 1e-15, 1e-15);
+
+  // A lazy layer the model's reset() makes: each replica's takes the sizes the model's has.
+  auto head = std::make_shared<LazyHeadImpl>();
+  head->to(td::kFloat64);
+  par::DataParallel head_dp(head, par::DataParallelOptions({cpu0, cpu1, cpu2}));
+  Tensor expected = head->forward(x);
+  expected.sum().backward();
+  const Tensor expected_grad = head->head->weight.grad().clone();
+  head->zero_grad();
+  Tensor split = head_dp(x);
+  td::testing::check_close(split, td::testing::values(expected), 1e-15, 1e-15);
+  split.sum().backward();
+  td::testing::check_close(head->head->weight.grad(), expected_grad, 1e-14, 1e-14);
 }
 
 TEST_CASE("DataParallel prints as PyTorch prints it, and reports each step's phases", "[cpu]") {
