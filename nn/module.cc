@@ -358,9 +358,7 @@ void Module::copy_modes_and_settings_from(const Module& other) {
 }
 
 void Module::materialize_lazy_like(const Module& original) {
-  std::vector<std::pair<std::string, Module*>> lazy;
-  std::unordered_set<const Module*> seen;
-  collect_lazy("", lazy, seen);
+  const std::vector<std::pair<std::string, Module*>> lazy = lazy_layers();
   if (lazy.empty()) return;
   // The original's tensors give the sizes, as a checkpoint's would; one still lazy gives none.
   const StateDict state = original.state_dict();
@@ -417,48 +415,60 @@ StateDict Module::state_dict() const {
   return out;
 }
 
+std::vector<std::pair<std::string, Module*>> Module::lazy_layers() {
+  std::vector<std::pair<std::string, Module*>> out;
+  std::unordered_set<const Module*> on_path;
+  collect_lazy("", out, on_path);
+  return out;
+}
+
 void Module::collect_lazy(const std::string& prefix, std::vector<std::pair<std::string, Module*>>& out,
-                          std::unordered_set<const Module*>& seen) {
-  if (!seen.insert(this).second) return;
+                          std::unordered_set<const Module*>& on_path) {
+  if (!on_path.insert(this).second) return;  // a module registered inside itself
   if (has_uninitialized_params()) out.emplace_back(prefix, this);
-  for (auto& [name, child] : children_) child->collect_lazy(prefix + name + ".", out, seen);
+  for (auto& [name, child] : children_) child->collect_lazy(prefix + name + ".", out, on_path);
+  on_path.erase(this);
 }
 
 Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   // Lazy layers the checkpoint gives sizes to are checked against the shapes a materialized copy
-  // of each has, and materialized themselves only once every check has passed.
-  std::vector<std::pair<std::string, Module*>> lazy;
-  {
-    std::unordered_set<const Module*> seen;
-    collect_lazy("", lazy, seen);
-  }
+  // of each has, and materialized themselves only once every check has passed. A layer
+  // registered under several names takes its sizes under the first that the checkpoint has.
+  const std::vector<std::pair<std::string, Module*>> lazy = lazy_layers();
+  std::vector<std::pair<std::string, Module*>> sized;  // each once, under the name that sizes it
   std::unordered_map<const TensorImpl*, Shape> planned;
-  std::unordered_set<const TensorImpl*> unsized;  // the tensors of lazy layers the checkpoint gives no size
-  std::erase_if(lazy, [&](const std::pair<std::string, Module*>& entry) {
-    const auto& [prefix, module] = entry;
-    std::vector<std::pair<std::string, Tensor>> mine, materialized;
-    module->collect_state("", mine);
+  auto is_sized = [&](const Module* module) {
+    return std::any_of(sized.begin(), sized.end(), [&](const auto& entry) { return entry.second == module; });
+  };
+  for (const auto& [prefix, module] : lazy) {
+    if (is_sized(module)) continue;
     std::shared_ptr<Module> copy = module->clone();
     try {
       DiscardRandomDraws discard;
-      if (!copy->materialize_from(state, prefix)) {
-        for (const auto& [name, t] : mine) unsized.insert(&t.impl());
-        return true;
-      }
+      if (!copy->materialize_from(state, prefix)) continue;
     } catch (const Error& e) {
       const std::string layer = prefix.empty() ? module->name()
                                                : "'" + prefix.substr(0, prefix.size() - 1) + "' (" + module->name() + ")";
       detail::throw_error(
           detail::str_cat("load_state_dict: ", layer, " cannot take the sizes of the checkpoint's tensors: ", e.what()));
     }
+    std::vector<std::pair<std::string, Tensor>> mine, materialized;
+    module->collect_state("", mine);
     copy->collect_state("", materialized);
     for (const auto& [name, t] : mine) {
       for (const auto& [copy_name, copy_t] : materialized) {
         if (copy_name == name) planned[&t.impl()] = copy_t.sizes();
       }
     }
-    return false;
-  });
+    sized.emplace_back(prefix, module);
+  }
+  std::unordered_set<const TensorImpl*> unsized;  // the tensors of lazy layers the checkpoint gives no size
+  for (const auto& [prefix, module] : lazy) {
+    if (is_sized(module)) continue;
+    std::vector<std::pair<std::string, Tensor>> mine;
+    module->collect_state("", mine);
+    for (const auto& [name, t] : mine) unsized.insert(&t.impl());
+  }
 
   std::vector<std::pair<std::string, Tensor>> expected;
   collect_state("", expected);
@@ -492,7 +502,7 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
            !result.missing_keys.empty() && !result.unexpected_keys.empty() ? "; " : "",
            result.unexpected_keys.empty() ? "" : "unexpected keys: " + join(result.unexpected_keys),
            " (pass strict=false to load the matching keys only)");
-  for (const auto& [prefix, module] : lazy) module->materialize_from(state, prefix);
+  for (const auto& [prefix, module] : sized) module->materialize_from(state, prefix);
   NoGradGuard no_grad;
   for (auto& [name, t] : expected) {
     if (const Tensor* v = state.find(name)) {

@@ -158,9 +158,11 @@ class Module : public std::enable_shared_from_this<Module> {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void move_tensors(std::optional<Device> device, std::optional<DType> dtype);  // none: as they are
-  // Every lazy layer not materialized yet, each once, under the prefix of its state_dict keys.
+  // Every lazy layer not materialized yet under the prefix of its state_dict keys, under each
+  // one where it is registered more than once.
+  std::vector<std::pair<std::string, Module*>> lazy_layers();
   void collect_lazy(const std::string& prefix, std::vector<std::pair<std::string, Module*>>& out,
-                    std::unordered_set<const Module*>& seen);
+                    std::unordered_set<const Module*>& on_path);
   void collect_modules(const std::string& prefix,
                        std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
                        std::unordered_set<const Module*>& seen);

@@ -325,6 +325,31 @@ TEST_CASE("a checkpoint into lazy layers in a model: prefixes, part of the tenso
               {"shape mismatch for bias (checkpoint [4], model [0]: a lazy layer the checkpoint gives no size to"});
   CHECK(unsized->has_uninitialized_params());
 
+  // A layer registered under two names takes its sizes from the one the checkpoint holds, here
+  // only the second (strict=false: the first's keys are missing).
+  nn::LazyLinear shared(4);
+  nn::Sequential twice(shared, shared);
+  td::StateDict second_only;
+  second_only.insert("1.weight", eager->state_dict().at("0.weight"));
+  second_only.insert("1.bias", eager->state_dict().at("0.bias"));
+  const auto twice_result = twice->load_state_dict(second_only, false);
+  CHECK(twice_result.missing_keys == std::vector<std::string>{"0.weight", "0.bias"});
+  CHECK(twice_result.unexpected_keys.empty());
+  CHECK_FALSE(shared->has_uninitialized_params());
+  CHECK(values(shared->weight) == values(eager->state_dict().at("0.weight")));
+  CHECK(values(shared->bias) == values(eager->state_dict().at("0.bias")));
+  // Under both names with different sizes: the first name sizes it, and the second is refused.
+  nn::LazyLinear shared_again(4);
+  nn::Sequential twice_again(shared_again, shared_again);
+  td::StateDict both;
+  both.insert("0.weight", td::zeros({4, 3}));
+  both.insert("0.bias", td::zeros({4}));
+  both.insert("1.weight", td::zeros({4, 5}));
+  both.insert("1.bias", td::zeros({4}));
+  check_error([&] { twice_again->load_state_dict(both); },
+              {"shape mismatch for 1.weight (checkpoint [4, 5], model [4, 3])"});
+  CHECK(shared_again->has_uninitialized_params());
+
   // Moved and converted before the load: the checkpoint's float32 values land in float64.
   nn::LazyLinear wide(4);
   wide->to(td::kFloat64);
