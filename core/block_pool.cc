@@ -82,7 +82,9 @@ void* BlockPool::allocate_locked(size_t nbytes, void* stream, bool throw_if_out)
   if (!block) {
     const size_t segment = segment_size(size);
     block = new_segment(segment, stream, small);
-    if (!block) {  // the cache may be what fills the device: give it back and try once more
+    if (!block) {  // the cache may be what fills the device: give it back and try once more,
+      // with the blocks that other streams were still using once those streams are done with them
+      wait_for_pending();
       release_free_segments();
       block = new_segment(segment, stream, small);
     }
@@ -183,6 +185,11 @@ void BlockPool::process_events() {
   }
 }
 
+void BlockPool::wait_for_pending() {
+  for (const auto& [event, block] : pending_) backend_.wait_event(event);
+  process_events();
+}
+
 int64_t BlockPool::release_free_segments() {
   const int64_t before = stats_.reserved;
   for (FreeSet* set : {&free_small_, &free_large_}) {
@@ -204,7 +211,7 @@ int64_t BlockPool::release_free_segments() {
 
 int64_t BlockPool::empty_cache() {
   std::lock_guard lock(mutex_);
-  process_events();
+  wait_for_pending();
   return release_free_segments();
 }
 

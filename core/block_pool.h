@@ -29,6 +29,7 @@ class PoolBackend {
   virtual void raw_free(void* ptr) = 0;
   virtual void* record_event(void* stream) = 0;  // marks the work queued on `stream` so far
   virtual bool event_done(void* event) = 0;
+  virtual void wait_event(void* event) = 0;  // returns once the work the event marks is done
   virtual void release_event(void* event) = 0;
 };
 
@@ -65,7 +66,8 @@ class BlockPool {
   void free(void* ptr);
   // `ptr`, from allocate(), is also used by work on `stream`: its reuse waits for that work.
   void record_stream(void* ptr, void* stream);
-  // Returns every segment whose memory is all free to the device; the bytes it gave back.
+  // Returns every segment whose memory is all free to the device, once the work of other streams
+  // on freed blocks has finished (it waits for that); the bytes it gave back.
   int64_t empty_cache();
   PoolStats stats() const;
   void reset_peak();
@@ -99,6 +101,7 @@ class BlockPool {
   int64_t release_free_segments();  // the bytes given back
   void return_block(Block* block);
   void process_events();
+  void wait_for_pending();  // every freed block other streams were using comes back once they are done
   FreeSet& set_of(const Block* block) { return block->small ? free_small_ : free_large_; }
   void* allocate_locked(size_t nbytes, void* stream, bool throw_if_out);
 

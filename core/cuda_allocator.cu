@@ -66,6 +66,9 @@ class EventBackend : public PoolBackend {
     TD_CUDA_CHECK(err, "memory pool: event query");
     return true;
   }
+  void wait_event(void* event) override {
+    TD_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "memory pool: waiting for an event");
+  }
   void release_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 };
 

@@ -42,6 +42,10 @@ class FakeDevice : public td::PoolBackend {
     return reinterpret_cast<void*>(events.size());  // 1-based ids
   }
   bool event_done(void* event) override { return events[reinterpret_cast<size_t>(event) - 1].done; }
+  void wait_event(void* event) override {
+    events[reinterpret_cast<size_t>(event) - 1].done = true;  // the stream's work, finished
+    ++waits;
+  }
   void release_event(void* event) override { released.insert(reinterpret_cast<size_t>(event)); }
   void finish_all() {
     for (auto& e : events) e.done = true;
@@ -52,7 +56,7 @@ class FakeDevice : public td::PoolBackend {
     bool done;
   };
   size_t capacity, used = 0;
-  int raw_allocs = 0, raw_frees = 0;
+  int raw_allocs = 0, raw_frees = 0, waits = 0;
   std::map<void*, size_t> live;
   std::vector<Event> events;
   std::set<size_t> released;
@@ -171,6 +175,29 @@ TEST_CASE("block pool: out of memory releases the cache, then fails with the fac
   CHECK(after.allocated == before.allocated);
   CHECK(after.reserved == before.reserved);
   pool.free(big);
+}
+
+TEST_CASE("block pool: out of memory waits for the streams still using freed blocks, then reuses them", "[cpu]") {
+  FakeDevice device(24 * kMiB);
+  td::BlockPool pool(device, "fake:2");
+  void* a = pool.allocate(12 * kMiB, kStreamA);
+  pool.record_stream(a, kStreamB);
+  pool.free(a);  // stream B's work on it has not finished
+  void* small = pool.allocate(4096, kStreamA);  // nothing is waited for while memory lasts
+  CHECK(device.waits == 0);
+  pool.free(small);
+  void* big = pool.allocate(16 * kMiB, kStreamA);  // fits only once a's segment is given back
+  CHECK(device.waits == 1);
+  CHECK(device.released.count(1) == 1);
+  CHECK(pool.stats().reserved == static_cast<int64_t>(16 * kMiB));
+  pool.free(big);
+  // empty_cache waits too: a block freed while another stream uses it is given back.
+  void* c = pool.allocate(4 * kMiB, kStreamA);
+  pool.record_stream(c, kStreamB);
+  pool.free(c);
+  pool.empty_cache();
+  CHECK(device.waits == 2);
+  CHECK(device.live.empty());
 }
 
 TEST_CASE("block pool: try_allocate returns null when out of memory, and succeeds once another pool's cache is freed",
