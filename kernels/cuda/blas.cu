@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/convert.h"
@@ -134,6 +136,32 @@ bool lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
 
 std::atomic<int64_t> lt_addmm_calls{0};
 
+// This thread's cuBLAS workspace for work on `stream` of the device. cublasSetStream puts a handle
+// back on the one workspace it has for every stream, so products this thread queues on two streams
+// at once would share it. Each stream gets one of its own, made on first use and kept as the
+// handles are (cuBLAS may still be using it when the thread ends). Without memory for one, none:
+// cuBLAS then picks kernels that need no workspace.
+struct Workspace {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+Workspace stream_workspace(Device device, cudaStream_t stream) {
+  thread_local std::map<std::pair<int, cudaStream_t>, Workspace> workspaces;
+  const auto key = std::make_pair(device.index(), stream);
+  if (auto it = workspaces.find(key); it != workspaces.end()) return it->second;
+  Workspace w;
+  w.bytes = lt_workspace_limit(device);
+  tandem::cuda::DeviceGuard guard(device.index());
+  if (const cudaError_t err = cudaMalloc(&w.data, w.bytes); err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // leaves no error behind for the next launch
+    return Workspace{};       // and is tried again next time
+  } else {
+    TD_CUDA_CHECK(err, "matmul on ", device, ": allocating the cuBLAS workspace");
+  }
+  workspaces.emplace(key, w);
+  return w;
+}
+
 }  // namespace
 
 cublasHandle_t cublas_handle(Device device) {
@@ -147,7 +175,11 @@ cublasHandle_t cublas_handle(Device device) {
                     "matmul on ", device, ": setting the cuBLAS math mode");
     return h;
   });
-  TD_CUBLAS_CHECK(cublasSetStream(handle, stream_of(device)), "matmul on ", device);
+  const cudaStream_t stream = stream_of(device);
+  TD_CUBLAS_CHECK(cublasSetStream(handle, stream), "matmul on ", device);
+  const Workspace workspace = stream_workspace(device, stream);
+  TD_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.data, workspace.bytes), "matmul on ", device,
+                  ": setting the cuBLAS workspace");
   return handle;
 }
 
