@@ -82,11 +82,16 @@ void* BlockPool::allocate_locked(size_t nbytes, void* stream, bool throw_if_out)
   if (!block) {
     const size_t segment = segment_size(size);
     block = new_segment(segment, stream, small);
-    if (!block) {  // the cache may be what fills the device: give it back and try once more,
-      // with the blocks that other streams were still using once those streams are done with them
+    if (!block) {
+      // Blocks other streams were still using come back once those streams are done with them,
+      // and may serve the request; else the cache may be what fills the device: give it back
+      // and try once more.
       wait_for_pending();
-      release_free_segments();
-      block = new_segment(segment, stream, small);
+      block = find_free(set, stream, size);
+      if (!block) {
+        release_free_segments();
+        block = new_segment(segment, stream, small);
+      }
     }
     if (!block && !throw_if_out) return nullptr;
     TD_CHECK(block, device_, " is out of memory: tried to allocate ", mib(static_cast<int64_t>(nbytes)),

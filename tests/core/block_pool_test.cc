@@ -200,6 +200,23 @@ TEST_CASE("block pool: out of memory waits for the streams still using freed blo
   CHECK(device.live.empty());
 }
 
+TEST_CASE("block pool: out of memory, a block other streams were using serves the request within its segment",
+          "[cpu]") {
+  FakeDevice device(24 * kMiB);
+  td::BlockPool pool(device, "fake:4");
+  void* x = pool.allocate(4 * kMiB, kStreamA);  // a 20 MiB segment: x, then 16 MiB free
+  void* y = pool.allocate(4 * kMiB, kStreamA);  // y, then 12 MiB free
+  pool.record_stream(y, kStreamB);
+  pool.free(y);  // pending: its 4 MiB and the 12 behind it make 16 once stream B is done
+  // 14 MiB: no free block fits, no new segment fits, and x keeps the segment from being given back.
+  void* big = pool.allocate(14 * kMiB, kStreamA);
+  CHECK(big == y);
+  CHECK(device.waits == 1);
+  CHECK(device.raw_allocs == 1);
+  pool.free(big);
+  pool.free(x);
+}
+
 TEST_CASE("block pool: try_allocate returns null when out of memory, and succeeds once another pool's cache is freed",
           "[cpu]") {
   // Two pools on one device, as two logical devices share one GPU.
