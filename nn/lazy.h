@@ -52,6 +52,13 @@ class Lazy : public Cloneable<Derived, Eager> {
     initialize_parameters(x);
     return Eager::forward(x);
   }
+  // The size of the original's layer, where it has one (a clone's, made afresh by its parent's
+  // reset()); the draws are the clone's to discard.
+  void materialize_like(const Module& original) override {
+    const auto* other = dynamic_cast<const Derived*>(&original);
+    if (materialized_ || other == nullptr || !static_cast<const Lazy*>(other)->materialized_) return;
+    materialize(other->input_size());
+  }
   // Only between layers both lazy or both materialized: a lazy layer's sizes are its own to learn.
   void copy_settings_from(const Module& other) override {
     const auto* lazy = dynamic_cast<const Lazy*>(&other);
@@ -138,6 +145,7 @@ class LazyLinearImpl : public Lazy<LazyLinearImpl, LinearImpl> {
   explicit LazyLinearImpl(int64_t out_features, bool bias = true);
   int64_t input_size_of(const Tensor& x) const;
   void set_input_size(int64_t size) { options.in_features_ = size; }
+  int64_t input_size() const { return options.in_features_; }
   static constexpr int64_t kPlaceholder = 1;
   int64_t placeholder_size() const { return kPlaceholder; }
   std::vector<Tensor*> lazy_tensors() { return {&weight, &bias}; }
@@ -155,6 +163,7 @@ class LazyConvolution : public Lazy<Derived, Eager> {
     return divisible_by_groups(lazy_channels(this->name(), x, SpatialDims));
   }
   void set_input_size(int64_t size) { this->options.in_channels_ = size; }
+  int64_t input_size() const { return this->options.in_channels_; }
   int64_t placeholder_size() const { return this->options.groups_; }
   std::vector<Tensor*> lazy_tensors() { return {&this->weight, &this->bias}; }
   // A checkpoint's weight: [out, in / groups, kernel...], transposed [in, out / groups, kernel...].
@@ -249,6 +258,7 @@ class LazyNorm : public Lazy<Derived, Eager> {
     return positive_channels(lazy_channels(this->name(), x, SpatialDims));
   }
   void set_input_size(int64_t size) { this->options.num_features_ = size; }
+  int64_t input_size() const { return this->options.num_features_; }
   int64_t placeholder_size() const { return 1; }
   std::vector<Tensor*> lazy_tensors() {
     return {&this->weight, &this->bias, &this->running_mean, &this->running_var, &this->num_batches_tracked};

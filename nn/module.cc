@@ -345,24 +345,28 @@ void Module::copy_values_from(const Module& other) {
 void Module::copy_modes_and_settings_from(const Module& other) {
   training_ = other.training_;
   copy_settings_from(other);
-  // Children by name: each takes the mode and settings of the original's child of that name,
-  // looked for where it usually is, at the same place, first (DataParallel does this every step).
-  const auto& theirs = other.children_;
+  // Children by name: each takes the mode and settings of the original's child of that name.
   for (size_t i = 0; i < children_.size(); ++i) {
-    const std::string& name = children_[i].first;
-    auto same_name = [&](const auto& named) { return named.first == name; };
-    auto it = i < theirs.size() && same_name(theirs[i]) ? theirs.begin() + static_cast<std::ptrdiff_t>(i)
-                                                        : std::find_if(theirs.begin(), theirs.end(), same_name);
-    if (it != theirs.end()) children_[i].second->copy_modes_and_settings_from(*it->second);
+    if (const Module* theirs = counterpart_of_child(i, other)) children_[i].second->copy_modes_and_settings_from(*theirs);
   }
 }
 
+const Module* Module::counterpart_of_child(size_t i, const Module& other) const {
+  // Where it usually is, at the same place, first: DataParallel matches every module every step.
+  const std::string& name = children_[i].first;
+  const auto& theirs = other.children_;
+  if (i < theirs.size() && theirs[i].first == name) return theirs[i].second.get();
+  for (const auto& [their_name, child] : theirs) {
+    if (their_name == name) return child.get();
+  }
+  return nullptr;
+}
+
 void Module::materialize_lazy_like(const Module& original) {
-  const std::vector<std::pair<std::string, Module*>> lazy = lazy_layers();
-  if (lazy.empty()) return;
-  // The original's tensors give the sizes, as a checkpoint's would; one still lazy gives none.
-  const StateDict state = original.state_dict();
-  for (const auto& [prefix, module] : lazy) module->materialize_from(state, prefix);
+  if (has_uninitialized_params()) materialize_like(original);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (const Module* theirs = counterpart_of_child(i, original)) children_[i].second->materialize_lazy_like(*theirs);
+  }
 }
 
 std::string python_bool(bool b) { return b ? "True" : "False"; }

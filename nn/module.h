@@ -133,9 +133,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // Called by Cloneable::clone on the copy: registers fresh parameters, buffers and submodules.
   virtual void reset() {}
   void clear_registrations();
-  // Each lazy layer here that `original` (this clone's) has materialized, materialized with its
-  // sizes: a parent's reset() makes its lazy children afresh, without sizes.
+  // Each lazy layer here whose counterpart in `original` (this clone's, matched by name) has
+  // materialized, materialized with its sizes: a parent's reset() makes its lazy children afresh.
   void materialize_lazy_like(const Module& original);
+  // A lazy layer's part of that: takes the input size of `original`, the same layer of the
+  // original, where that one has it. Other modules do nothing.
+  virtual void materialize_like(const Module& /*original*/) {}
   void copy_values_from(const Module& other);
   // Every registered child in order, a child registered twice twice (children() lists it once):
   // what a container runs and indexes.
@@ -157,6 +160,8 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  // other's child of the name of this module's i-th, looked for at the same place first, or null.
+  const Module* counterpart_of_child(size_t i, const Module& other) const;
   void move_tensors(std::optional<Device> device, std::optional<DType> dtype);  // none: as they are
   // Every lazy layer not materialized yet under the prefix of its state_dict keys, under each
   // one where it is registered more than once.

@@ -271,6 +271,18 @@ struct ScaledImpl : nn::Cloneable<ScaledImpl> {
   auto settings() { return std::tie(scale); }
 };
 
+// settings() in two overloads: a clone reads its original through the const one.
+struct TwoWaySettingsImpl : nn::Cloneable<TwoWaySettingsImpl> {
+  TwoWaySettingsImpl() { reset(); }
+  double scale = 1.0;
+  mutable int const_reads = 0;
+  auto settings() { return std::tie(scale); }
+  auto settings() const {
+    ++const_reads;
+    return std::tie(scale);
+  }
+};
+
 // Submodules whose settings can change after reset() made them.
 struct SettingsImpl : nn::Cloneable<SettingsImpl> {
   SettingsImpl() { reset(); }
@@ -313,10 +325,15 @@ struct LazyParentImpl : nn::Cloneable<LazyParentImpl> {
   void reset() override {
     fc = register_module("fc", nn::LazyLinear(3));
     norm = register_module("norm", nn::LazyBatchNorm1d());
+    bare = register_module("bare", nn::LazyInstanceNorm1d());  // no tensors: its size is all it learns
   }
-  Tensor forward(const Tensor& x) override { return norm(fc(x)); }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = norm(fc(x));
+    return h + bare(h.unsqueeze(0)).squeeze(0);
+  }
   nn::LazyLinear fc{nullptr};
   nn::LazyBatchNorm1d norm{nullptr};
+  nn::LazyInstanceNorm1d bare{nullptr};
 };
 
 }  // namespace
@@ -350,6 +367,13 @@ TEST_CASE("a clone takes the settings its original's submodules have now, a modu
   // A clone's settings are its own from then on.
   copy->drop->p = 0.3;
   CHECK(net->drop->p == 0.0);
+  // Where settings() has a const overload too, the original is read through it.
+  auto two_way = std::make_shared<TwoWaySettingsImpl>();
+  two_way->scale = 4.0;
+  auto two_way_copy = std::dynamic_pointer_cast<TwoWaySettingsImpl>(two_way->clone());
+  REQUIRE(two_way_copy != nullptr);
+  CHECK(two_way_copy->scale == 4.0);
+  CHECK(two_way->const_reads == 1);
 }
 
 TEST_CASE("a clone's submodules take the settings of the original's of the same name, wherever reset() puts them",
@@ -382,7 +406,9 @@ TEST_CASE("a module whose reset() makes a lazy child clones once the child has i
   REQUIRE(copy != nullptr);
   CHECK_FALSE(copy->fc->has_uninitialized_params());
   CHECK_FALSE(copy->norm->has_uninitialized_params());
+  CHECK_FALSE(copy->bare->has_uninitialized_params());
   CHECK(copy->fc->options.in_features_ == 5);
+  CHECK(copy->bare->options.num_features_ == 6);
   CHECK(copy->str() == net->str());
   CHECK_FALSE(copy->fc->weight.is_same(net->fc->weight));
   td::testing::check_close(copy->fc->weight, net->fc->weight, 0, 0, "the clone's weight");
