@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -136,28 +137,34 @@ bool lt_set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
 
 std::atomic<int64_t> lt_addmm_calls{0};
 
-// This thread's cuBLAS workspace for work on `stream` of the device. cublasSetStream puts a handle
-// back on the one workspace it has for every stream, so products this thread queues on two streams
-// at once would share it. Each stream gets one of its own, made on first use and kept as the
-// handles are (cuBLAS may still be using it when the thread ends). Without memory for one, none:
-// cuBLAS then picks kernels that need no workspace.
+// This thread's cuBLAS workspace for work on `stream` of the device. With the workspace pool
+// cublasSetStream gives a handle, products on streams that run at once may be computed by other
+// kernels than on one stream alone, so their bits would depend on what else runs; with a
+// workspace of its own per stream they do not (cuBLAS's reproducibility rule). One is made on
+// first use and kept as the handles are (cuBLAS may still use it when the thread ends). Without
+// memory for one, even after the pools' caches are given back, none: the handle keeps the pool.
 struct Workspace {
   void* data = nullptr;
   size_t bytes = 0;
 };
-Workspace stream_workspace(Device device, cudaStream_t stream) {
+std::optional<Workspace> stream_workspace(Device device, cudaStream_t stream) {
   thread_local std::map<std::pair<int, cudaStream_t>, Workspace> workspaces;
   const auto key = std::make_pair(device.index(), stream);
   if (auto it = workspaces.find(key); it != workspaces.end()) return it->second;
   Workspace w;
   w.bytes = lt_workspace_limit(device);
   tandem::cuda::DeviceGuard guard(device.index());
-  if (const cudaError_t err = cudaMalloc(&w.data, w.bytes); err == cudaErrorMemoryAllocation) {
+  cudaError_t err = cudaMalloc(&w.data, w.bytes);
+  if (err == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();  // leaves no error behind for the next launch
-    return Workspace{};       // and is tried again next time
-  } else {
-    TD_CUDA_CHECK(err, "matmul on ", device, ": allocating the cuBLAS workspace");
+    tandem::empty_cache(kCUDA);  // the pools may hold what is missing
+    err = cudaMalloc(&w.data, w.bytes);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return std::nullopt;  // tried again next time
+    }
   }
+  TD_CUDA_CHECK(err, "matmul on ", device, ": allocating the cuBLAS workspace");
   workspaces.emplace(key, w);
   return w;
 }
@@ -177,9 +184,10 @@ cublasHandle_t cublas_handle(Device device) {
   });
   const cudaStream_t stream = stream_of(device);
   TD_CUBLAS_CHECK(cublasSetStream(handle, stream), "matmul on ", device);
-  const Workspace workspace = stream_workspace(device, stream);
-  TD_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.data, workspace.bytes), "matmul on ", device,
-                  ": setting the cuBLAS workspace");
+  if (const std::optional<Workspace> workspace = stream_workspace(device, stream)) {
+    TD_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace->data, workspace->bytes), "matmul on ", device,
+                    ": setting the cuBLAS workspace");
+  }
   return handle;
 }
 

@@ -1838,27 +1838,34 @@ TEST_CASE("mm and addmm match the CPU for every operand layout and larger matric
   mm_sweep(true);
 }
 
-TEST_CASE("products one thread queues on two streams at once match the CPU: each stream has a cuBLAS workspace",
+TEST_CASE("products one thread queues on two streams at once have the bits of the same products run alone",
           "[cuda]") {
   TD_SKIP_UNLESS_CUDA();
   tt::reseed(125);
-  // Long sums, which cuBLAS may split over its workspace, on two streams without a wait between.
-  const td::cuda::Stream streams[2] = {td::cuda::new_stream(0), td::cuda::new_stream(0)};
+  // Long sums, which cuBLAS may split over its workspace: first one at a time on the default
+  // stream, then three times over on two streams without a wait between.
   std::vector<Pair> as, bs;
-  std::vector<Tensor> outs;
+  std::vector<Tensor> alone;
   for (int i = 0; i < 8; ++i) {
     as.push_back(ct::random_pair({16, 65536}, td::kFloat32));
     bs.push_back(ct::random_pair({65536, 16}, td::kFloat32, i % 3 == 0 ? Layout::Strided : Layout::Contiguous));
+    alone.push_back(td::mm(as[i].dev, bs[i].dev));
+    td::cuda::synchronize();
+    compare_product(alone[i], td::mm(as[i].cpu, bs[i].cpu), td::mm(ct::abs64(as[i].cpu), ct::abs64(bs[i].cpu)),
+                    "product " + std::to_string(i));
   }
-  td::cuda::synchronize();  // the operands are written before either stream reads them
-  for (int i = 0; i < 8; ++i) {
-    td::cuda::StreamGuard on(streams[i % 2]);
-    outs.push_back(td::mm(as[i].dev, bs[i].dev));
-  }
-  td::cuda::synchronize();
-  for (int i = 0; i < 8; ++i) {
-    compare_product(outs[i], td::mm(as[i].cpu, bs[i].cpu), td::mm(ct::abs64(as[i].cpu), ct::abs64(bs[i].cpu)),
-                    "product " + std::to_string(i) + " on stream " + std::to_string(i % 2));
+  const td::cuda::Stream streams[2] = {td::cuda::new_stream(0), td::cuda::new_stream(0)};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Tensor> together;
+    for (int i = 0; i < 8; ++i) {
+      td::cuda::StreamGuard on(streams[i % 2]);
+      together.push_back(td::mm(as[i].dev, bs[i].dev));
+    }
+    td::cuda::synchronize();
+    for (int i = 0; i < 8; ++i) {
+      check_equal(together[i], alone[i].cpu(), "product " + std::to_string(i) + " on stream " +
+                                                   std::to_string(i % 2) + ", round " + std::to_string(round));
+    }
   }
 }
 
