@@ -434,6 +434,30 @@ void Module::collect_lazy(const std::string& prefix, std::vector<std::pair<std::
   on_path.erase(this);
 }
 
+namespace {
+
+// The checkpoint's tensors of a lazy layer registered under several names, all under the name
+// that sizes it (`prefix`): one that the checkpoint holds under another of its names too, so that
+// the layer draws no initial values where the checkpoint gives every one under some name.
+StateDict held_under(const std::string& prefix, const Module* layer,
+                     const std::vector<std::pair<std::string, Module*>>& lazy, const StateDict& state) {
+  StateDict held;
+  auto add_under = [&](const std::string& name) {
+    for (const auto& [key, t] : state) {
+      if (!key.starts_with(name)) continue;
+      const std::string renamed = prefix + key.substr(name.size());
+      if (!held.contains(renamed)) held.insert(renamed, t);
+    }
+  };
+  add_under(prefix);
+  for (const auto& [name, module] : lazy) {
+    if (module == layer && name != prefix) add_under(name);
+  }
+  return held;
+}
+
+}  // namespace
+
 Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   // Lazy layers the checkpoint gives sizes to are checked against the shapes a materialized copy
   // of each has, and materialized themselves only once every check has passed. A layer
@@ -506,7 +530,7 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
            !result.missing_keys.empty() && !result.unexpected_keys.empty() ? "; " : "",
            result.unexpected_keys.empty() ? "" : "unexpected keys: " + join(result.unexpected_keys),
            " (pass strict=false to load the matching keys only)");
-  for (const auto& [prefix, module] : sized) module->materialize_from(state, prefix);
+  for (const auto& [prefix, module] : sized) module->materialize_from(held_under(prefix, module, lazy, state), prefix);
   NoGradGuard no_grad;
   for (auto& [name, t] : expected) {
     if (const Tensor* v = state.find(name)) {

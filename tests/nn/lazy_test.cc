@@ -338,6 +338,21 @@ TEST_CASE("a checkpoint into lazy layers in a model: prefixes, part of the tenso
   CHECK_FALSE(shared->has_uninitialized_params());
   CHECK(values(shared->weight) == values(eager->state_dict().at("0.weight")));
   CHECK(values(shared->bias) == values(eager->state_dict().at("0.bias")));
+  // The weight under one name and the bias under the other: every value comes from the
+  // checkpoint, so nothing is drawn.
+  nn::LazyLinear split(4);
+  nn::Sequential split_twice(split, split);
+  td::StateDict split_halves;
+  split_halves.insert("0.weight", eager->state_dict().at("0.weight"));
+  split_halves.insert("1.bias", eager->state_dict().at("0.bias"));
+  td::manual_seed(43);
+  const auto split_result = split_twice->load_state_dict(split_halves, false);
+  const Tensor next_draw = td::rand({4});
+  td::manual_seed(43);
+  CHECK(values(next_draw) == values(td::rand({4})));
+  CHECK(split_result.missing_keys == std::vector<std::string>{"0.bias", "1.weight"});
+  CHECK(values(split->weight) == values(eager->state_dict().at("0.weight")));
+  CHECK(values(split->bias) == values(eager->state_dict().at("0.bias")));
   // Under both names with different sizes: the first name sizes it, and the second is refused.
   nn::LazyLinear shared_again(4);
   nn::Sequential twice_again(shared_again, shared_again);
