@@ -34,6 +34,19 @@ struct Net : nn::ModuleHolder<NetImpl> {
   using ModuleHolder::ModuleHolder;
 };
 
+// A clone of `net`, checked to leave the random stream where it was: the clone's reset() draws
+// initial values that the copy then overwrites.
+template <typename Impl>
+std::shared_ptr<Impl> clone_without_draws(const std::shared_ptr<Impl>& net) {
+  td::manual_seed(9);
+  const Tensor expected = td::rand({4});
+  td::manual_seed(9);
+  auto copy = std::dynamic_pointer_cast<Impl>(net->clone());
+  td::testing::check_close(td::rand({4}), expected, 0, 0, "the stream after a clone");
+  REQUIRE(copy != nullptr);
+  return copy;
+}
+
 }  // namespace
 
 TEST_CASE("modules print exactly as PyTorch prints them", "[cpu]") {
@@ -252,13 +265,7 @@ TEST_CASE("clone makes an independent deep copy with the same values", "[cpu]") 
   CHECK(td::amax(net->named_parameters()[5].second.abs()).item<float>() > 0);
   CHECK(copy->str() == net->str());
   check_error([] { nn::Module plain; plain.clone(); }, {"clone", "Cloneable"});
-  // The copy's reset() initialises parameters that the copy then overwrites: cloning leaves the
-  // random stream where it was.
-  td::manual_seed(9);
-  const Tensor expected = td::rand({4});
-  td::manual_seed(9);
-  net->clone();
-  td::testing::check_close(td::rand({4}), expected, 0, 0, "the stream after a clone");
+  clone_without_draws(net.ptr());
 }
 
 namespace {
@@ -347,12 +354,7 @@ TEST_CASE("a clone takes the settings its original's submodules have now, a modu
   net->scaled->scale = 3.0;
   net->unpool->kernel_size = {3, 3};
   net->unpool->stride = {3, 3};
-  td::manual_seed(12);
-  const Tensor expected_draw = td::rand({3});
-  td::manual_seed(12);
-  auto copy = std::dynamic_pointer_cast<SettingsImpl>(net->clone());
-  td::testing::check_close(td::rand({3}), expected_draw, 0, 0, "the stream after the clone");
-  REQUIRE(copy != nullptr);
+  auto copy = clone_without_draws(net);
   CHECK(copy->drop->p == 0.0);
   CHECK(copy->embed->options.max_norm_ == std::optional<double>(1.0));
   CHECK(copy->norm->alpha == 0.5);
@@ -398,12 +400,7 @@ TEST_CASE("a module whose reset() makes a lazy child clones once the child has i
   const Tensor x = td::randn({6, 5});
   const Tensor y = net->forward(x);  // fc takes in_features 5, norm 3 features
   net->eval();
-  td::manual_seed(13);
-  const Tensor expected_draw = td::rand({3});
-  td::manual_seed(13);
-  auto copy = std::dynamic_pointer_cast<LazyParentImpl>(net->clone());
-  td::testing::check_close(td::rand({3}), expected_draw, 0, 0, "the stream after the clone");
-  REQUIRE(copy != nullptr);
+  auto copy = clone_without_draws(net);
   CHECK_FALSE(copy->fc->has_uninitialized_params());
   CHECK_FALSE(copy->norm->has_uninitialized_params());
   CHECK_FALSE(copy->bare->has_uninitialized_params());
