@@ -134,14 +134,18 @@ inline ChunkLoss class_loss_sum(const nn::NLLLossImpl& criterion, const Tensor& 
   return {{sum, target_weight_sum(target, weight, o.ignore_index_, sum.dtype())}, losses.dtype()};
 }
 
-// Whether forward_with_loss computes this criterion's chunk sums itself: the element-wise losses,
-// a mean over elements or their sum. A chunk's 0-dim result alone cannot say which: weighting it
-// by the chunk's rows, right for a mean, would scale a sum down.
+// Whether forward_with_loss computes this criterion's chunk sums itself: every other loss module
+// of tandem's that takes an output and a target, whose reduction none gives a loss per element
+// (or per sample), and whose mean is over those. A chunk's 0-dim result alone cannot say whether
+// it is a mean or a sum: weighting it by the chunk's rows, right for a mean, would scale a sum down.
 template <typename C>
 constexpr bool is_elementwise_loss_module =
     is_one_of<C, nn::MSELoss, nn::MSELossImpl, nn::L1Loss, nn::L1LossImpl, nn::SmoothL1Loss, nn::SmoothL1LossImpl,
               nn::HuberLoss, nn::HuberLossImpl, nn::BCELoss, nn::BCELossImpl, nn::BCEWithLogitsLoss,
-              nn::BCEWithLogitsLossImpl, nn::KLDivLoss, nn::KLDivLossImpl>;
+              nn::BCEWithLogitsLossImpl, nn::KLDivLoss, nn::KLDivLossImpl, nn::SoftMarginLoss, nn::SoftMarginLossImpl,
+              nn::HingeEmbeddingLoss, nn::HingeEmbeddingLossImpl, nn::PoissonNLLLoss, nn::PoissonNLLLossImpl,
+              nn::MultiLabelSoftMarginLoss, nn::MultiLabelSoftMarginLossImpl, nn::MultiMarginLoss,
+              nn::MultiMarginLossImpl, nn::MultiLabelMarginLoss, nn::MultiLabelMarginLossImpl>;
 
 // A chunk's losses per element as a sum and, for a mean, their count (`count`, for kl_div's
 // batchmean: the chunk's part of the batch's size).
@@ -181,6 +185,39 @@ inline ChunkLoss elementwise_loss_sum(const nn::BCEWithLogitsLossImpl& c, const 
   const Tensor losses = nn::functional::binary_cross_entropy_with_logits(
       out, target, chunk_weight(c.weight, out, rows), chunk_weight(c.pos_weight, out, rows), kNone);
   return elementwise_part(losses, c.options.reduction_, "BCEWithLogitsLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::SoftMarginLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
+  return elementwise_part(nn::functional::soft_margin_loss(out, target, kNone), c.reduction, "SoftMarginLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::HingeEmbeddingLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
+  return elementwise_part(nn::functional::hinge_embedding_loss(out, target, c.options.margin_, kNone),
+                          c.options.reduction_, "HingeEmbeddingLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::PoissonNLLLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
+  const auto& o = c.options;
+  return elementwise_part(nn::functional::poisson_nll_loss(out, target, o.log_input_, o.full_, o.eps_, kNone),
+                          o.reduction_, "PoissonNLLLoss");
+}
+// The three below give a loss per sample, whose mean is over the samples; their weights are per class.
+inline ChunkLoss elementwise_loss_sum(const nn::MultiLabelSoftMarginLossImpl& c, const Tensor& out,
+                                      const Tensor& target, const ChunkRows&) {
+  return elementwise_part(nn::functional::multilabel_soft_margin_loss(out, target, on_device_of(c.weight, out), kNone),
+                          c.options.reduction_, "MultiLabelSoftMarginLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::MultiMarginLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
+  const auto& o = c.options;
+  return elementwise_part(
+      nn::functional::multi_margin_loss(out, target, o.p_, o.margin_, on_device_of(c.weight, out), kNone),
+      o.reduction_, "MultiMarginLoss");
+}
+inline ChunkLoss elementwise_loss_sum(const nn::MultiLabelMarginLossImpl& c, const Tensor& out, const Tensor& target,
+                                      const ChunkRows&) {
+  return elementwise_part(nn::functional::multilabel_margin_loss(out, target, kNone), c.reduction,
+                          "MultiLabelMarginLoss");
 }
 // kl_div's batchmean divides the batch's sum by the batch's size(0). Split along dim 0, a chunk's
 // part of that is its own size(0); split along another dim, every chunk has the whole size(0),

@@ -294,10 +294,12 @@ class DataParallelImpl : public DataParallelBase {
   // - a LossSum (chunk_loss.h): the sum of the chunk's losses and the denominator of its mean;
   // - or it is one of tandem's loss modules: CrossEntropyLoss and NLLLoss, whose sums and
   //   denominators (the targets' class weights, rows with ignore_index left out) are computed
-  //   here, and the element-wise ones (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
-  //   BCEWithLogitsLoss, KLDivLoss), as sums and element counts (rows for KLDivLoss's
-  //   batchmean); with reduction sum or mean, and their weight buffers on each chunk's device
-  //   (a weight with one entry per row of the batch, the chunk's rows of it): exact in every case.
+  //   here, and the others that take an output and a target (MSELoss, L1Loss, SmoothL1Loss,
+  //   HuberLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, SoftMarginLoss, HingeEmbeddingLoss,
+  //   PoissonNLLLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, MultiLabelMarginLoss), as sums
+  //   and counts of elements or samples (rows for KLDivLoss's batchmean); with reduction sum or
+  //   mean, and their weight buffers on each chunk's device (a weight with one entry per row of
+  //   the batch, the chunk's rows of it): exact in every case.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();

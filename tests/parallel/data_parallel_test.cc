@@ -1511,7 +1511,8 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
   const Tensor target = td::rand({10, 3}, td::kFloat64);
   const Tensor weight = td::tensor(std::vector<double>{0.2, 1.5, 3.0});
   const Tensor pos_weight = td::tensor(std::vector<double>{2.0, 0.5, 1.0});
-  auto check = [&](auto&& criterion, const std::string& what) {
+  auto check = [&](auto&& criterion, const std::string& what, const Tensor& other_target = Tensor()) {
+    const Tensor& y = other_target.defined() ? other_target : target;
     for (int n : {1, 3}) {
       INFO(what << " over " << n << " devices");
       auto model = make_model<ProbabilitiesImpl>(44, cpu0);
@@ -1519,12 +1520,12 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
       par::DataParallelOptions options(first_devices(n));
       if (n == 3) options.chunk_sizes({4, 3, 3});
       par::DataParallel dp(model, options);
-      Tensor loss = dp->forward_with_loss(criterion, target, x);
+      Tensor loss = dp->forward_with_loss(criterion, y, x);
       Tensor expected;
-      if constexpr (requires { criterion.forward(x, target); }) {
-        expected = criterion.forward(reference->forward(x), target);
+      if constexpr (requires { criterion.forward(x, y); }) {
+        expected = criterion.forward(reference->forward(x), y);
       } else {
-        expected = criterion(reference->forward(x), target);
+        expected = criterion(reference->forward(x), y);
       }
       CHECK(loss.dim() == 0);
       CHECK(loss.device() == cpu0);
@@ -1557,6 +1558,30 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
   check(nn::KLDivLoss(nn::KLDivLossOptions().reduction(td::kSum).log_target(true)), "KLDivLoss log target, sum");
   nn::MSELossImpl by_reference(td::kSum);
   check(by_reference, "a module by reference");
+  // The margin and count losses, and those with a loss per sample and weights per class.
+  const Tensor signs = td::where(td::rand({10, 3}, td::kFloat64) > 0.5, 1.0, -1.0).to(td::kFloat64);
+  check(nn::SoftMarginLoss(td::kSum), "SoftMarginLoss sum", signs);
+  check(nn::SoftMarginLoss(), "SoftMarginLoss mean", signs);
+  check(nn::HingeEmbeddingLoss(nn::HingeEmbeddingLossOptions().margin(0.7).reduction(td::kSum)),
+        "HingeEmbeddingLoss sum", signs);
+  const Tensor counts = td::floor(td::rand({10, 3}, td::kFloat64) * 4);
+  check(nn::PoissonNLLLoss(nn::PoissonNLLLossOptions().log_input(false).full(true).reduction(td::kSum)),
+        "PoissonNLLLoss sum", counts);
+  check(nn::PoissonNLLLoss(), "PoissonNLLLoss mean", counts);
+  const Tensor labels = td::where(td::rand({10, 3}, td::kFloat64) > 0.5, 1.0, 0.0).to(td::kFloat64);
+  check(nn::MultiLabelSoftMarginLoss(nn::MultiLabelSoftMarginLossOptions().weight(weight).reduction(td::kSum)),
+        "MultiLabelSoftMarginLoss weight, sum", labels);
+  check(nn::MultiLabelSoftMarginLoss(nn::MultiLabelSoftMarginLossOptions().weight(weight)),
+        "MultiLabelSoftMarginLoss weight, mean", labels);
+  const Tensor classes = td::randint(0, 3, {10});
+  check(nn::MultiMarginLoss(nn::MultiMarginLossOptions().p(2).margin(0.9).weight(weight).reduction(td::kSum)),
+        "MultiMarginLoss weight, sum", classes);
+  check(nn::MultiMarginLoss(nn::MultiMarginLossOptions().weight(weight)), "MultiMarginLoss weight, mean", classes);
+  const Tensor label_lists = td::tensor(std::vector<int64_t>{2, 0, -1, 1, -1, 0, 0, 1, 2, 2, -1, -1, 1, 2, -1,
+                                                             0, -1, -1, 2, 1, 0, 1, 0, -1, 0, 2, -1, 2, -1, 1})
+                                 .view({10, 3});
+  check(nn::MultiLabelMarginLoss(td::kSum), "MultiLabelMarginLoss sum", label_lists);
+  check(nn::MultiLabelMarginLoss(), "MultiLabelMarginLoss mean", label_lists);
 
   // A loss per element cannot be added up over replicas: an error, before anything runs.
   for (int n : {1, 3}) {
