@@ -145,6 +145,33 @@ limited() {
   running="" running_log=""
   printf '\nexit status: %d\n' "$status" >>"$log"  # on a line of its own, also after a cut-off line
 }
+# Runs the test cases SPEC matches, as `limited` runs a command: PREFIX (env VAR=..., a sanitizer)
+# then the test binary, under LIMIT seconds, the output in LOG. A case after which the GPU's
+# context is lost (a kernel faulted) ends its process (tests/test_main.cc) and would fail every
+# case after it: those cases run on in a new process, their output added to LOG, while the limit
+# lasts. The list of cases is the binary's own, in the order it runs them.
+cases() {
+  local limit=$1 log=$2 spec=$3
+  shift 3
+  local end=$((SECONDS + limit)) list="$work/cases.txt" rest="$work/rest.txt" part="$work/part.log"
+  "$bin/cuda_tests" --list-test-names-only "$spec" 2>/dev/null | grep -v '^tandem-tests:' >"$list"
+  local selection=("$spec") culprit
+  : >"$log"
+  while :; do
+    limited $((end - SECONDS > 1 ? end - SECONDS : 1)) "$part" "$@" "$bin/cuda_tests" -d yes "${selection[@]}"
+    cat "$part" >>"$log"
+    culprit=$(sed -n 's/^tandem-tests: lost the GPU context in: //p' "$part" | tail -n 1)
+    [ -n "$culprit" ] && [ $((end - SECONDS)) -gt 1 ] || break
+    culprit=$culprit awk 'after { print } $0 == ENVIRON["culprit"] { after = 1 }' "$list" >"$rest"
+    [ -s "$rest" ] || break
+    mv "$rest" "$list"
+    # Catch2 reads each line of the file as a test spec: a name's commas, brackets, stars, quotes
+    # and backslashes are escaped.
+    sed 's/[][\\,*"]/\\&/g' "$list" >"$work/selection.txt"
+    selection=(-f "$work/selection.txt")
+    printf 'run.sh: the cases after "%s" run on in a new process\n' "$culprit" >>"$log"
+  done
+}
 # The end of a test log without the per-case durations ("0.123 s: name").
 show() { grep -v -E '^[0-9]+\.[0-9]+ s: ' "$1" | grep -v '^\s*$' | tail -n "$2"; }
 
@@ -160,7 +187,7 @@ fi
 
 if want tests; then
   stage "tests: ${SUITE_TESTS:-every [cuda] case but the [large] ones}"
-  limited 85 "$results/tests.log" "$bin/cuda_tests" -d yes "${SUITE_TESTS:-[cuda]~[large]}"
+  cases 85 "$results/tests.log" "${SUITE_TESTS:-[cuda]~[large]}"
   show "$results/tests.log" 60
 fi
 
@@ -171,22 +198,22 @@ if want logical; then
   # (TANDEM_COMM=nccl), which must fall back to the kernels on logical devices of one GPU.
   limit=32
   [ "$gpus" -ge 2 ] && limit=20
-  limited $limit "$results/tests_logical.log" env TANDEM_VISIBLE_DEVICES=0,0 "$bin/cuda_tests" -d yes "[devices]"
+  cases $limit "$results/tests_logical.log" "[devices]" env TANDEM_VISIBLE_DEVICES=0,0
   show "$results/tests_logical.log" 30
   if [ "$gpus" -ge 2 ]; then
     stage "tests: the [devices] cases over distinct GPUs, collectives through NCCL (TANDEM_COMM=nccl)"
-    limited 20 "$results/tests_nccl.log" env TANDEM_COMM=nccl "$bin/cuda_tests" -d yes "[devices]"
+    cases 20 "$results/tests_nccl.log" "[devices]" env TANDEM_COMM=nccl
   else
     stage "tests: TANDEM_COMM=nccl on two logical devices of GPU 0 (NCCL cannot serve them: the kernels do)"
-    limited 8 "$results/tests_nccl.log" env TANDEM_VISIBLE_DEVICES=0,0 TANDEM_COMM=nccl "$bin/cuda_tests" -d yes \
-      "DataParallel over CUDA devices trains as one device does*"
+    cases 8 "$results/tests_nccl.log" "DataParallel over CUDA devices trains as one device does*" \
+      env TANDEM_VISIBLE_DEVICES=0,0 TANDEM_COMM=nccl
   fi
   show "$results/tests_nccl.log" 30
 fi
 
 if want large; then
   stage "tests: the [large] cases"
-  limited 60 "$results/tests_large.log" "$bin/cuda_tests" -d yes "[cuda][large]"
+  cases 60 "$results/tests_large.log" "[cuda][large]"
   show "$results/tests_large.log" 40
 fi
 
@@ -208,8 +235,9 @@ fi
 # compute-sanitizer comes from the machine's CUDA toolkit (NVIDIA's PyPI package lacks the helper
 # programs it starts its target with). A candidate is taken only once memcheck has run one small
 # case (it allocates, launches and copies) to the end with the case passed: in some sandboxes the
-# tool refuses the device, which a program that only asks for the devices would not show. All the
-# candidates share 15 s.
+# tool refuses the device, which a program that only asks for the devices would not show (run as
+# the stages run it: a failed API call the program handles is not an error). All the candidates
+# share 15 s.
 probe_case="item() reads one element of every dtype back from the device"
 sanitizer="" sanitizer_why="compute-sanitizer is not installed"
 if want memcheck || want racecheck; then
@@ -227,7 +255,8 @@ if want memcheck || want racecheck; then
       break
     fi
     probe_log="$results/sanitizer_probe.log"
-    if timeout "$left" "$candidate" --tool memcheck "$bin/cuda_tests" "$probe_case" >"$probe_log" 2>&1 &&
+    if timeout "$left" "$candidate" --tool memcheck --report-api-errors no "$bin/cuda_tests" "$probe_case" \
+      >"$probe_log" 2>&1 &&
       grep -q 'ERROR SUMMARY: 0 errors' "$probe_log" && grep -q 'tandem-tests: 1 passed' "$probe_log" &&
       ! grep -q 'Device not supported' "$probe_log"; then
       sanitizer=$candidate
@@ -247,8 +276,7 @@ sanitize() {
     return
   fi
   "$sanitizer" --version 2>&1 | grep -i '^version'
-  limited "$limit" "$log" env "$@" "$sanitizer" --tool "$tool" --report-api-errors no --print-limit 20 \
-    "$bin/cuda_tests" "$spec"
+  cases "$limit" "$log" "$spec" env "$@" "$sanitizer" --tool "$tool" --report-api-errors no --print-limit 20
   grep -E "^========= (ERROR|RACECHECK) SUMMARY|tandem-tests:|exit status" "$log" | tail -n 5
 }
 want memcheck && sanitize memcheck 60 "[cuda]~[large]~[heavy]~[devices]" TANDEM_NO_CUDA_MEMORY_CACHING=1

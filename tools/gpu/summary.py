@@ -42,13 +42,27 @@ def problem(status):
     return None
 
 
+COUNTS = r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped"
+
+
+def added_counts(counts):
+    """The counts of a log's processes added up: after a case that lost the GPU's context, run.sh
+    runs the cases after it in a new process, whose counts follow in the same log."""
+    return dict(zip(("passed", "failed", "skipped"), (sum(int(c[i]) for c in counts) for i in range(3))))
+
+
+def lost_contexts(log):
+    return [f"the GPU context was lost in '{name}' (a kernel faulted); the cases after it ran in a new process"
+            for name in re.findall(r"^tandem-tests: lost the GPU context in: (.+)$", log, re.M)]
+
+
 def test_result(log):
     if not log:
         return None
     result = {"exit_status": exit_status(log)}
-    counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
+    counts = re.findall(COUNTS, log)
     if counts:
-        result.update(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
+        result.update(added_counts(counts))
     result["failed_cases"] = re.findall(r"^tandem-tests: failed: (.+)$", log, re.M)
     durations = [(float(s), name) for s, name in re.findall(r"^(\d+\.\d+) s: (.+)$", log, re.M)]
     result["slowest"] = [f"{s:.2f} s: {name}" for s, name in sorted(durations, reverse=True)[:5]]
@@ -61,6 +75,7 @@ def test_result(log):
         warnings.append("every case skipped itself (no GPU seen? see gpu.txt)")
     if problem(result["exit_status"]):
         warnings.append(problem(result["exit_status"]))
+    warnings += lost_contexts(log)
     if STOPPED in log:
         warnings.append("the run was stopped (TERM or INT) during this stage")
     result["warnings"] = warnings
@@ -110,10 +125,11 @@ def sanitizer(log):
     error_total = re.findall(r"ERROR SUMMARY: (\d+) error", log)
     race_total = re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", log)
     error_count, warning_count = len(errors), len(warnings)
+    # One total per process (after a lost GPU context the cases after it run in another).
     if error_total:
-        error_count = int(error_total[-1])
+        error_count = sum(map(int, error_total))
     if race_total:
-        error_count, warning_count = map(int, race_total[-1])
+        error_count, warning_count = (sum(int(t[i]) for t in race_total) for i in range(2))
     result = {"ran": True, "exit_status": status, "errors": error_count, "warnings": warning_count,
               "first": (errors or warnings)[:3], "note": problem(status)}
     # No error found in the code: none counted, or no totals at all (the tool's own complaints are
@@ -125,11 +141,14 @@ def sanitizer(log):
         result.update(ran=False, why="compute-sanitizer could not start the test program (see its log)")
     if STOPPED in log:
         result["note"] = "the run was stopped (TERM or INT) during this stage"
-    counts = re.findall(r"tandem-tests: (\d+) passed, (\d+) failed, (\d+) skipped", log)
+    counts = re.findall(COUNTS, log)
     if counts:
-        result["tests"] = dict(zip(("passed", "failed", "skipped"), map(int, counts[-1])))
+        result["tests"] = added_counts(counts)
     elif result["ran"] and not result["note"]:
         result["note"] = "the test program reported no counts: it did not finish"
+    lost = lost_contexts(log)
+    if lost:
+        result["note"] = "; ".join(([result["note"]] if result["note"] else []) + lost)
     return result
 
 
