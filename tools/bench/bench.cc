@@ -172,7 +172,11 @@ int run(const Options& options, const char* argv0) {
                                               shell_quote(python), shell_quote(script), threads,
                                               shell_quote(options.filter), options.min_time, options.repetitions));
     try {
-      auto j = nlohmann::json::parse(out);
+      // The script's last line: a library the script loads may print lines of its own before it
+      // (NCCL's warnings go to standard output).
+      const size_t end = out.find_last_not_of("\n");
+      const size_t start = end == std::string::npos ? 0 : out.rfind('\n', end);
+      auto j = nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
       torch_version = j["torch"].get<std::string>();
       for (auto& [name, value] : j["results"].items()) theirs[name] = value.get<double>();
       if (j.contains("errors")) {
