@@ -281,17 +281,32 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   current_.scatter = scatter_seconds;
   current_.replicate = replicate_seconds;
   first_buffer_versions_.clear();
+  saved_buffers_.clear();
   if (plan.devices.front() != device_ids_.front()) {  // what keep_buffers_of_first() compares with
     for (const Tensor& b : replicator_.buffers_of(replica_indices(plan).front())) {
       first_buffer_versions_.push_back(b.version());
+    }
+  } else {  // the replica shares the module's buffers: kept for a step that fails
+    NoGradGuard no_grad;
+    for (const Tensor& b : base_->buffers()) {
+      if (b.defined()) saved_buffers_.push_back({b, b.clone(), b.version()});
     }
   }
   sync_points_ = std::move(sync_points);
   return replicas;
 }
 
+void DataParallelBase::restore_buffers() {
+  NoGradGuard no_grad;
+  for (SavedBuffer& saved : saved_buffers_) {
+    if (saved.buffer.version() != saved.version) saved.buffer.copy_(saved.value);
+  }
+  saved_buffers_.clear();
+}
+
 void DataParallelBase::finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss,
                                       double gather_seconds) {
+  saved_buffers_.clear();
   forward_timers_ = std::move(forward);
   loss_timers_ = std::move(loss);
   current_.gather = gather_seconds;

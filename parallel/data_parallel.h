@@ -158,6 +158,20 @@ class DataParallelBase {
   void start_single_step(int64_t rows);
   // Each replica's forward and loss timers (loss: none, or one per replica).
   void finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss, double gather_seconds);
+  // After a multi-device forward that failed: the module's buffers that device_ids[0]'s replica
+  // wrote (BatchNorm's running statistics, its own since that replica shares them) get back the
+  // values they had before the step, as if the step had not run.
+  void restore_buffers();
+  // Runs the rest of a multi-device forward, restoring the buffers where it throws.
+  template <typename F>
+  auto restoring_buffers(F&& f) {
+    try {
+      return f();
+    } catch (...) {
+      restore_buffers();
+      throw;
+    }
+  }
   // Runs one replica's part of a step; if it fails, replicas waiting for it (sync_batchnorm)
   // are released.
   template <typename F>
@@ -193,6 +207,11 @@ class DataParallelBase {
   int64_t learned_step_ = 0;  // the last step balanced chunking learned from
   std::vector<uint32_t> first_buffer_versions_;  // of the first replica's buffers, before its forward
   std::vector<double> seconds_per_row_;  // per device_ids entry, smoothed; 0: not measured yet
+  struct SavedBuffer {
+    Tensor buffer, value;
+    uint32_t version;
+  };
+  std::vector<SavedBuffer> saved_buffers_;  // the module's, before this step (what restore_buffers() puts back)
 
  protected:
   std::vector<std::shared_ptr<BatchNormSyncPoint>> sync_points_;  // this step's, with sync_batchnorm
@@ -267,22 +286,24 @@ class DataParallelImpl : public DataParallelBase {
     const ScatterPlan p = plan(*rows);
     auto inputs = scatter_arguments(p, args...);
     auto replicas = start_step(p, detail::elapsed_since(start));
-    std::vector<DeviceTimer> forward;
-    std::vector<Result> outputs = parallel_apply(
-        p.devices,
-        [&](size_t i) {
-          return in_replica([&] {
-            return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
-          });
-        },
-        &forward, "forward", replica_indices(p));
-    const auto gather_start = std::chrono::steady_clock::now();
-    keep_buffers_of_first(p);
-    // Copied even from a lone replica on output_device, as PyTorch's gather copies: the output
-    // does not share memory with the chunk a replica returned as it was.
-    Result out = gather_outputs(outputs, output_device(), dim(), /*always_copy=*/true);
-    finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
-    return out;
+    return restoring_buffers([&] {
+      std::vector<DeviceTimer> forward;
+      std::vector<Result> outputs = parallel_apply(
+          p.devices,
+          [&](size_t i) {
+            return in_replica([&] {
+              return std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+            });
+          },
+          &forward, "forward", replica_indices(p));
+      const auto gather_start = std::chrono::steady_clock::now();
+      keep_buffers_of_first(p);
+      // Copied even from a lone replica on output_device, as PyTorch's gather copies: the output
+      // does not share memory with the chunk a replica returned as it was.
+      Result out = gather_outputs(outputs, output_device(), dim(), /*always_copy=*/true);
+      finish_forward(std::move(forward), {}, detail::elapsed_since(gather_start));
+      return out;
+    });
   }
 
   // The loss computed inside the replicas: replica i runs criterion(forward(chunk i), target
@@ -334,49 +355,51 @@ class DataParallelImpl : public DataParallelBase {
     auto inputs = scatter_arguments(p, args...);
     auto targets = detail::scatter_value(target, p);
     auto replicas = start_step(p, detail::elapsed_since(start));
-    std::vector<DeviceTimer> forward(p.devices.size()), loss_timers(p.devices.size());
-    std::vector<ChunkLoss> parts = parallel_apply(
-        p.devices,
-        [&](size_t i) {
-      return in_replica([&] {
-      auto t0 = std::chrono::steady_clock::now();
-      forward[i] = DeviceTimer(p.devices[i]);
-      auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
-      forward[i].stop();
-      trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
-      auto t1 = std::chrono::steady_clock::now();
-      loss_timers[i] = DeviceTimer(p.devices[i]);
-      const int64_t start = std::accumulate(p.chunk_sizes.begin(),
-                                            p.chunk_sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
-      ChunkLoss part = chunk_loss(criterion, out, targets[i], {dim(), start, p.chunk_sizes[i], p.rows});
-      loss_timers[i].stop();
-      trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
-      return part;
-      });
-        },
-        nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
-    const auto gather_start = std::chrono::steady_clock::now();
-    keep_buffers_of_first(p);
-    const DType dtype = parts[0].dtype;
-    const bool divided = parts[0].part.denominator.defined();
-    std::vector<Tensor> values;  // per replica: its sum, then its denominator if there is one
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const LossSum& part = parts[i].part;
-      TD_CHECK(part.denominator.defined() == divided && parts[i].dtype == dtype,
-               "DataParallel::forward_with_loss: the criterion's results disagree between replicas: replica 0 on ",
-               p.devices[0].str(), " returned a ", dtype_name(dtype), " loss ", divided ? "with" : "without",
-               " a denominator, replica ", i, " on ", p.devices[i].str(), " a ", dtype_name(parts[i].dtype), " loss ",
-               part.denominator.defined() ? "with" : "without", " one");
-      // 16-bit sums of many rows could overflow: they travel and add up in float32.
-      Tensor sum = part.sum.to(detail::wide(dtype));
-      values.push_back(divided ? stack({sum, part.denominator.detach().to(sum.dtype())}) : sum);
-    }
-    Tensor gathered = gather_outputs(values, output_device(), 0);
-    Tensor loss = divided ? gathered.view({-1, 2}).select(1, 0).sum() / gathered.view({-1, 2}).select(1, 1).sum()
-                          : gathered.sum();
-    loss = loss.to(dtype);
-    finish_forward(std::move(forward), std::move(loss_timers), detail::elapsed_since(gather_start));
-    return loss;
+    return restoring_buffers([&] {
+      std::vector<DeviceTimer> forward(p.devices.size()), loss_timers(p.devices.size());
+      std::vector<ChunkLoss> parts = parallel_apply(
+          p.devices,
+          [&](size_t i) {
+            return in_replica([&] {
+              auto t0 = std::chrono::steady_clock::now();
+              forward[i] = DeviceTimer(p.devices[i]);
+              auto out = std::apply([&](const auto&... a) { return replica(replicas[i])->forward(a...); }, inputs[i]);
+              forward[i].stop();
+              trace::record("forward", p.devices[i].str(), t0, std::chrono::steady_clock::now());
+              auto t1 = std::chrono::steady_clock::now();
+              loss_timers[i] = DeviceTimer(p.devices[i]);
+              const int64_t start = std::accumulate(
+                  p.chunk_sizes.begin(), p.chunk_sizes.begin() + static_cast<std::ptrdiff_t>(i), int64_t{0});
+              ChunkLoss part = chunk_loss(criterion, out, targets[i], {dim(), start, p.chunk_sizes[i], p.rows});
+              loss_timers[i].stop();
+              trace::record("loss", p.devices[i].str(), t1, std::chrono::steady_clock::now());
+              return part;
+            });
+          },
+          nullptr, nullptr, replica_indices(p));  // traced as forward and loss above
+      const auto gather_start = std::chrono::steady_clock::now();
+      keep_buffers_of_first(p);
+      const DType dtype = parts[0].dtype;
+      const bool divided = parts[0].part.denominator.defined();
+      std::vector<Tensor> values;  // per replica: its sum, then its denominator if there is one
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const LossSum& part = parts[i].part;
+        TD_CHECK(part.denominator.defined() == divided && parts[i].dtype == dtype,
+                 "DataParallel::forward_with_loss: the criterion's results disagree between replicas: replica 0 on ",
+                 p.devices[0].str(), " returned a ", dtype_name(dtype), " loss ", divided ? "with" : "without",
+                 " a denominator, replica ", i, " on ", p.devices[i].str(), " a ", dtype_name(parts[i].dtype), " loss ",
+                 part.denominator.defined() ? "with" : "without", " one");
+        // 16-bit sums of many rows could overflow: they travel and add up in float32.
+        Tensor sum = part.sum.to(detail::wide(dtype));
+        values.push_back(divided ? stack({sum, part.denominator.detach().to(sum.dtype())}) : sum);
+      }
+      Tensor gathered = gather_outputs(values, output_device(), 0);
+      Tensor loss = divided ? gathered.view({-1, 2}).select(1, 0).sum() / gathered.view({-1, 2}).select(1, 1).sum()
+                            : gathered.sum();
+      loss = loss.to(dtype);
+      finish_forward(std::move(forward), std::move(loss_timers), detail::elapsed_since(gather_start));
+      return loss;
+    });
   }
 
  private:

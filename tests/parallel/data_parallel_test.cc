@@ -384,6 +384,44 @@ TEST_CASE("replicas run on persistent per-device threads, with the caller's grad
   CHECK(dp->replicas()[1] == replica);  // built once, refreshed each step
 }
 
+TEST_CASE("a step that fails in a replica leaves the module's buffers as they were", "[cpu]") {
+  // 4 rows over 3 devices are split 2, 1, 1: BatchNorm in training mode refuses the one-row chunks
+  // on cpu:1 and cpu:2, while the replica on cpu:0, whose running statistics are the module's
+  // own, updates them.
+  auto model = make_model<BnNetImpl>(5, cpu0);
+  par::DataParallel dp(model, par::DataParallelOptions(first_devices(3)));
+  dp(td::testing::random_tensor({9, 4}, td::kFloat64));  // statistics that are not the initial ones
+  const std::vector<Tensor> before = [&] {
+    std::vector<Tensor> values;
+    for (const Tensor& b : model->buffers()) values.push_back(b.clone());
+    return values;
+  }();
+  auto check_unchanged = [&](const std::string& what) {
+    const std::vector<Tensor> now = model->buffers();
+    REQUIRE(now.size() == before.size());
+    for (size_t i = 0; i < now.size(); ++i) td::testing::check_close(now[i], before[i], 0, 0, what);
+  };
+  const Tensor x = td::testing::random_tensor({4, 4}, td::kFloat64);
+  td::testing::check_error([&] { dp(x); }, {"in replica 1 on device cpu:1", "more than 1 value per channel"});
+  check_unchanged("after a failed forward");
+  const Tensor target = td::testing::random_tensor({4, 6}, td::kFloat64);
+  td::testing::check_error([&] { dp->forward_with_loss(nn::MSELoss(), target, x); },
+                           {"in replica 1 on device cpu:1", "more than 1 value per channel"});
+  check_unchanged("after a failed forward_with_loss");
+  // A step after them runs as it would have without them: as a model with the same values does.
+  auto reference = make_model<BnNetImpl>(5, cpu0);
+  {
+    td::NoGradGuard no_grad;
+    for (size_t i = 0; i < before.size(); ++i) reference->buffers()[i].copy_(before[i]);
+  }
+  par::DataParallel reference_dp(reference, par::DataParallelOptions(first_devices(3)));
+  const Tensor next = td::testing::random_tensor({6, 4}, td::kFloat64);
+  td::testing::check_close(dp(next), reference_dp(next), 0, 0, "the next step's output");
+  for (size_t i = 0; i < before.size(); ++i) {
+    td::testing::check_close(model->buffers()[i], reference->buffers()[i], 0, 0, "the next step's statistics");
+  }
+}
+
 TEST_CASE("an exception in a replica is re-raised naming the replica and its device", "[cpu]") {
   auto model = std::make_shared<ProbeImpl>();
   *model->fail_on = cpu1;
