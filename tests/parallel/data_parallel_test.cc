@@ -2007,6 +2007,30 @@ TEST_CASE("replicas that renormalize embedding rows in forward (max_norm) each w
   }
 }
 
+TEST_CASE("replicas sharing a table that functional::embedding renormalizes scale each row once", "[cpu]") {
+  // The module's own parameter, looked up through the functional form: the replicas on CPU
+  // devices share it (nothing marks the module as one that writes its parameters), and every
+  // chunk renormalizes row 3 of the one table.
+  struct TableImpl : nn::Cloneable<TableImpl> {
+    TableImpl() { reset(); }
+    void reset() override { table = register_parameter("table", td::randn({10, 4}) * 4); }
+    Tensor forward(const Tensor& tokens) override {
+      return nn::functional::embedding(tokens, table, std::nullopt, 1.0).sum(1);
+    }
+    Tensor table;
+  };
+  const Tensor tokens = td::full({8, 5}, 3, td::kInt64);
+  for (uint64_t seed = 60; seed < 100; ++seed) {
+    INFO("seed " << seed);
+    auto model = make_model<TableImpl>(seed, cpu0);
+    auto reference = make_model<TableImpl>(seed, cpu0);
+    par::DataParallel dp(model, par::DataParallelOptions(first_devices(4)));
+    const Tensor out = dp(tokens);
+    td::testing::check_close(out, reference->forward(tokens).detach(), 1e-14, 1e-14, "output");
+    CHECK(td::testing::values(model->table) == td::testing::values(reference->table));
+  }
+}
+
 TEST_CASE("max_norm set on an embedding after the replicas were built gives them rows of their own", "[cpu]") {
   struct LookupImpl : nn::Cloneable<LookupImpl> {
     LookupImpl() { reset(); }
