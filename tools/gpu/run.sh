@@ -135,10 +135,15 @@ stage() { echo; echo "=== $* ==="; }
 # Runs a command under a limit (killed 10 s after the limit if it ignores the first signal), its
 # output in LOG, and appends "exit status: N" to LOG (124 or 137: the limit was reached).
 limited() {
+  : >"$2"
+  limited_adding "$@"
+}
+# As limited, the output added to what LOG holds already.
+limited_adding() {
   local limit=$1 log=$2
   shift 2
   # In the background and waited for, so that a TERM or INT reaches the traps at once.
-  timeout -k 10 "$limit" "$@" >"$log" 2>&1 &
+  timeout -k 10 "$limit" "$@" >>"$log" 2>&1 &
   running=$! running_log=$log
   wait "$running"
   local status=$?
@@ -153,14 +158,14 @@ limited() {
 cases() {
   local limit=$1 log=$2 spec=$3
   shift 3
-  local end=$((SECONDS + limit)) list="$work/cases.txt" rest="$work/rest.txt" part="$work/part.log"
-  "$bin/cuda_tests" --list-test-names-only "$spec" 2>/dev/null | grep -v '^tandem-tests:' >"$list"
-  local selection=("$spec") culprit
+  local end=$((SECONDS + limit)) list="$work/cases.txt" rest="$work/rest.txt"
   : >"$log"
+  timeout 20 "$bin/cuda_tests" --list-test-names-only "$spec" 2>/dev/null | grep -v '^tandem-tests:' >"$list"
+  local selection=("$spec") culprit from
   while :; do
-    limited $((end - SECONDS > 1 ? end - SECONDS : 1)) "$part" "$@" "$bin/cuda_tests" -d yes "${selection[@]}"
-    cat "$part" >>"$log"
-    culprit=$(sed -n 's/^tandem-tests: lost the GPU context in: //p' "$part" | tail -n 1)
+    from=$(wc -l <"$log")
+    limited_adding $((end - SECONDS > 1 ? end - SECONDS : 1)) "$log" "$@" "$bin/cuda_tests" -d yes "${selection[@]}"
+    culprit=$(tail -n +$((from + 1)) "$log" | sed -n 's/^tandem-tests: lost the GPU context in: //p' | tail -n 1)
     [ -n "$culprit" ] && [ $((end - SECONDS)) -gt 1 ] || break
     culprit=$culprit awk 'after { print } $0 == ENVIRON["culprit"] { after = 1 }' "$list" >"$rest"
     [ -s "$rest" ] || break

@@ -52,8 +52,14 @@ def added_counts(counts):
 
 
 def lost_contexts(log):
-    return [f"the GPU context was lost in '{name}' (a kernel faulted); the cases after it ran in a new process"
-            for name in re.findall(r"^tandem-tests: lost the GPU context in: (.+)$", log, re.M)]
+    """A warning for each case after which the GPU's context was lost, saying whether run.sh ran the
+    cases after it (it does not where the stage's time is up, or none is left)."""
+    warnings = []
+    for name in re.findall(r"^tandem-tests: lost the GPU context in: (.+)$", log, re.M):
+        went_on = f'run.sh: the cases after "{name}" run on in a new process' in log
+        warnings.append(f"the GPU context was lost in '{name}' (a kernel faulted); the cases after it "
+                        + ("ran in a new process" if went_on else "did not run"))
+    return warnings
 
 
 def test_result(log):
