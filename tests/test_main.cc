@@ -4,6 +4,7 @@
 // GPU's context is lost (a kernel faulted: an illegal address, a trap) ends the process there, as
 // every later case would fail with that error: "tandem-tests: lost the GPU context in: NAME",
 // the counts so far, and exit status 3 (the GPU suite runs the cases after it in a new process).
+// An error the GPU reports only after a case has ended fails that case too.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -30,19 +31,26 @@ void print_counts() {
   std::fflush(stdout);
 }
 
-// The error that a kernel's fault leaves in the GPU's context, where there is one: every CUDA call
-// of the process fails with it from then on. An error that a second synchronize no longer reports
-// was another kind (cleared once reported).
-std::string lost_gpu_context() {
-  if (!tandem::cuda::is_available()) return "";
-  for (int attempt = 0;; ++attempt) {
+// What the GPUs report once a case has ended: an error of the work it queued (empty if none),
+// and whether the error stays in the context (a kernel's fault: every later CUDA call of the
+// process fails with it), which an error that a second synchronize no longer reports does not.
+struct GpuState {
+  std::string error;
+  bool lost = false;
+};
+GpuState gpu_state_after_case() {
+  GpuState state;
+  if (!tandem::cuda::is_available()) return state;
+  for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       tandem::cuda::synchronize();
-      return "";
+      return state;
     } catch (const tandem::Error& e) {
-      if (attempt == 1) return e.what();
+      state.error = e.what();
+      state.lost = attempt == 1;
     }
   }
+  return state;
 }
 
 class SummaryListener : public Catch::TestEventListenerBase {
@@ -50,9 +58,11 @@ class SummaryListener : public Catch::TestEventListenerBase {
   using TestEventListenerBase::TestEventListenerBase;
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
-    const std::string lost = lost_gpu_context();
+    const GpuState gpu = gpu_state_after_case();
     const char* name = stats.testInfo.name.c_str();
-    if (stats.totals.testCases.failed > 0 || stats.totals.assertions.failed > 0 || !lost.empty()) {
+    std::cout.flush();
+    if (!gpu.error.empty()) std::printf("tandem-tests: after the case, the GPU reported: %s\n", gpu.error.c_str());
+    if (stats.totals.testCases.failed > 0 || stats.totals.assertions.failed > 0 || !gpu.error.empty()) {
       ++counts.failed;
       // One line per failed case, in one piece (Catch2 wraps long names), for scripts to list.
       std::printf("tandem-tests: failed: %s\n", name);
@@ -62,9 +72,8 @@ class SummaryListener : public Catch::TestEventListenerBase {
     } else {
       ++counts.passed;
     }
-    if (!lost.empty()) {
-      std::cout.flush();
-      std::printf("tandem-tests: %s\ntandem-tests: lost the GPU context in: %s\n", lost.c_str(), name);
+    if (gpu.lost) {
+      std::printf("tandem-tests: lost the GPU context in: %s\n", name);
       print_counts();
       std::_Exit(3);
     }
