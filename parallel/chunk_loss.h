@@ -201,21 +201,32 @@ inline ChunkLoss elementwise_loss_sum(const nn::PoissonNLLLossImpl& c, const Ten
   return elementwise_part(nn::functional::poisson_nll_loss(out, target, o.log_input_, o.full_, o.eps_, kNone),
                           o.reduction_, "PoissonNLLLoss");
 }
-// The three below give a loss per sample, whose mean is over the samples; their weights are per class.
+// The three below give a loss per sample (a row of the output, over its classes), whose mean is
+// over the samples; their weights are per class. A batch split along another dim than 0 would
+// give each chunk some of every sample's classes: refused.
+inline void check_split_into_samples(const Tensor& out, const ChunkRows& rows, const char* name) {
+  const int64_t dim = rows.dim < 0 ? rows.dim + out.dim() : rows.dim;
+  TD_CHECK(rows.length == rows.total || dim == 0, "DataParallel::forward_with_loss: ", name,
+           " has a loss per sample (a row of the output), but the batch is split along dim ", rows.dim,
+           ", which would give each replica some of every sample's classes; split along dim 0");
+}
 inline ChunkLoss elementwise_loss_sum(const nn::MultiLabelSoftMarginLossImpl& c, const Tensor& out,
-                                      const Tensor& target, const ChunkRows&) {
+                                      const Tensor& target, const ChunkRows& rows) {
+  check_split_into_samples(out, rows, "MultiLabelSoftMarginLoss");
   return elementwise_part(nn::functional::multilabel_soft_margin_loss(out, target, on_device_of(c.weight, out), kNone),
                           c.options.reduction_, "MultiLabelSoftMarginLoss");
 }
 inline ChunkLoss elementwise_loss_sum(const nn::MultiMarginLossImpl& c, const Tensor& out, const Tensor& target,
-                                      const ChunkRows&) {
+                                      const ChunkRows& rows) {
+  check_split_into_samples(out, rows, "MultiMarginLoss");
   const auto& o = c.options;
   return elementwise_part(
       nn::functional::multi_margin_loss(out, target, o.p_, o.margin_, on_device_of(c.weight, out), kNone),
       o.reduction_, "MultiMarginLoss");
 }
 inline ChunkLoss elementwise_loss_sum(const nn::MultiLabelMarginLossImpl& c, const Tensor& out, const Tensor& target,
-                                      const ChunkRows&) {
+                                      const ChunkRows& rows) {
+  check_split_into_samples(out, rows, "MultiLabelMarginLoss");
   return elementwise_part(nn::functional::multilabel_margin_loss(out, target, kNone), c.reduction,
                           "MultiLabelMarginLoss");
 }

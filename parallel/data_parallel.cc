@@ -281,14 +281,19 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   current_.scatter = scatter_seconds;
   current_.replicate = replicate_seconds;
   first_buffer_versions_.clear();
-  saved_buffers_.clear();
   if (plan.devices.front() != device_ids_.front()) {  // what keep_buffers_of_first() compares with
     for (const Tensor& b : replicator_.buffers_of(replica_indices(plan).front())) {
       first_buffer_versions_.push_back(b.version());
     }
-  } else {  // the replica shares the module's buffers: kept for a step that fails
-    NoGradGuard no_grad;
-    for (const Tensor& b : base_->buffers()) {
+  }
+  // The module's buffers this step may write, kept for a step that fails: the replica on
+  // device_ids[0] shares them, and keep_buffers_of_first() copies into them. Only those of
+  // modules in training mode (BatchNorm writes its statistics then): an eval step copies nothing.
+  saved_buffers_.clear();
+  NoGradGuard no_grad;
+  for (const auto& module : base_->modules()) {
+    if (!module->is_training()) continue;
+    for (const Tensor& b : module->buffers(/*recurse=*/false)) {
       if (b.defined()) saved_buffers_.push_back({b, b.clone(), b.version()});
     }
   }
@@ -296,12 +301,21 @@ std::vector<std::shared_ptr<nn::Module>> DataParallelBase::start_step(const Scat
   return replicas;
 }
 
-void DataParallelBase::restore_buffers() {
-  NoGradGuard no_grad;
-  for (SavedBuffer& saved : saved_buffers_) {
-    if (saved.buffer.version() != saved.version) saved.buffer.copy_(saved.value);
-  }
+void DataParallelBase::restore_buffers() noexcept {
+  const std::vector<SavedBuffer> saved = std::move(saved_buffers_);
   saved_buffers_.clear();
+  try {
+    NoGradGuard no_grad;
+    for (const SavedBuffer& s : saved) {
+      if (s.buffer.version() != s.version) {
+        Tensor buffer = s.buffer;
+        buffer.copy_(s.value);
+      }
+    }
+  } catch (...) {
+    // The step's own error is the one to report: a device that cannot take the copy back (its
+    // context lost to a kernel's fault, say) has failed the step already.
+  }
 }
 
 void DataParallelBase::finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss,

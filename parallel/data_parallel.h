@@ -158,10 +158,10 @@ class DataParallelBase {
   void start_single_step(int64_t rows);
   // Each replica's forward and loss timers (loss: none, or one per replica).
   void finish_forward(std::vector<DeviceTimer> forward, std::vector<DeviceTimer> loss, double gather_seconds);
-  // After a multi-device forward that failed: the module's buffers that device_ids[0]'s replica
-  // wrote (BatchNorm's running statistics, its own since that replica shares them) get back the
-  // values they had before the step, as if the step had not run.
-  void restore_buffers();
+  // After a multi-device forward that failed: the module's buffers that the step wrote
+  // (BatchNorm's running statistics, which device_ids[0]'s replica shares) get back the values
+  // they had before it, as if it had not run. Those of modules in training mode are kept.
+  void restore_buffers() noexcept;
   // Runs the rest of a multi-device forward, restoring the buffers where it throws.
   template <typename F>
   auto restoring_buffers(F&& f) {
@@ -320,7 +320,8 @@ class DataParallelImpl : public DataParallelBase {
   //   PoissonNLLLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, MultiLabelMarginLoss), as sums
   //   and counts of elements or samples (rows for KLDivLoss's batchmean); with reduction sum or
   //   mean, and their weight buffers on each chunk's device (a weight with one entry per row of
-  //   the batch, the chunk's rows of it): exact in every case.
+  //   the batch, the chunk's rows of it): exact in every case. The last three, a loss per sample
+  //   over its classes, take a batch split along dim 0 only.
   template <typename Criterion, typename Target, typename... Args>
   Tensor forward_with_loss(Criterion&& criterion, const Target& target, const Args&... args) {
     begin_step();

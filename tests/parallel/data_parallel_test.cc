@@ -408,6 +408,27 @@ TEST_CASE("a step that fails in a replica leaves the module's buffers as they we
   td::testing::check_error([&] { dp->forward_with_loss(nn::MSELoss(), target, x); },
                            {"in replica 1 on device cpu:1", "more than 1 value per channel"});
   check_unchanged("after a failed forward_with_loss");
+  // device_ids[0] given no rows: the first replica that ran gives the module its statistics, and
+  // the gather after that fails (cpu:2's replica returns fewer columns).
+  struct NarrowedImpl : nn::Cloneable<NarrowedImpl> {
+    NarrowedImpl() { reset(); }
+    void reset() override {
+      fc = register_module("fc", nn::Linear(4, 6));
+      bn = register_module("bn", nn::BatchNorm1d(6));
+    }
+    Tensor forward(const Tensor& x) override {
+      const Tensor h = bn(fc(x));
+      return x.device().index() == 2 ? h.narrow(1, 0, 3) : h;
+    }
+    nn::Linear fc{nullptr};
+    nn::BatchNorm1d bn{nullptr};
+  };
+  auto narrowed = make_model<NarrowedImpl>(6, cpu0);
+  const Tensor mean = narrowed->bn->running_mean.clone(), count = narrowed->bn->num_batches_tracked.clone();
+  par::DataParallel skewed(narrowed, par::DataParallelOptions(first_devices(3)).chunk_sizes({0, 3, 3}));
+  td::testing::check_error([&] { skewed(td::testing::random_tensor({6, 4}, td::kFloat64)); }, {"gather"});
+  td::testing::check_close(narrowed->bn->running_mean, mean, 0, 0, "after a gather that failed");
+  CHECK(narrowed->bn->num_batches_tracked.item<int64_t>() == count.item<int64_t>());
   // A step after them runs as it would have without them: as a model with the same values does.
   auto reference = make_model<BnNetImpl>(5, cpu0);
   {
@@ -1620,6 +1641,19 @@ TEST_CASE("element-wise loss modules in the replicas give the batch's loss: sums
                                  .view({10, 3});
   check(nn::MultiLabelMarginLoss(td::kSum), "MultiLabelMarginLoss sum", label_lists);
   check(nn::MultiLabelMarginLoss(), "MultiLabelMarginLoss mean", label_lists);
+  {
+    // Split along dim 1, each replica would hold some of every sample's classes.
+    struct ScaleImpl : nn::Cloneable<ScaleImpl> {
+      ScaleImpl() { reset(); }
+      void reset() override { scale = register_parameter("scale", td::ones({}, td::kFloat64)); }
+      Tensor forward(const Tensor& x) override { return x * scale; }
+      Tensor scale;
+    };
+    par::DataParallel dp(std::make_shared<ScaleImpl>(), par::DataParallelOptions(first_devices(3)).dim(1));
+    CHECK_THROWS_WITH(dp->forward_with_loss(nn::MultiLabelSoftMarginLoss(), labels, x.narrow(1, 0, 3)),
+                      Catch::Contains("MultiLabelSoftMarginLoss has a loss per sample") &&
+                          Catch::Contains("split along dim 1"));
+  }
 
   // A loss per element cannot be added up over replicas: an error, before anything runs.
   for (int n : {1, 3}) {
