@@ -1304,10 +1304,12 @@ Tensor embedding_renorm_(const Tensor& weight, const Tensor& indices, double max
   if (ids.empty()) return weight;
   NoGradGuard no_grad;
   // Replicas on CPU devices share their parameters, and each looks up its chunk's rows at once:
-  // calls take turns, so that a row one call scaled is within max_norm when the next measures
-  // it, and is scaled once, as one call over every chunk would scale it.
+  // calls on CPU tables take turns, so that a row one call scaled is within max_norm when the
+  // next measures it, and is scaled once, as one call over every chunk would scale it. (Replicas
+  // on GPUs have copies of their own, and need not wait for each other's norms.)
   static std::mutex renorm_mutex;
-  std::lock_guard lock(renorm_mutex);
+  std::unique_lock lock(renorm_mutex, std::defer_lock);
+  if (weight.device().is_cpu()) lock.lock();
   // Every named row's norm at once, then the rows above max_norm scaled one by one.
   const std::vector<double> norms =
       values_as_doubles(weight.index_select(0, tensor(ids).to(weight.device())).norm(norm_type, {1}));

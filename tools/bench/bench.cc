@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -172,11 +173,16 @@ int run(const Options& options, const char* argv0) {
                                               shell_quote(python), shell_quote(script), threads,
                                               shell_quote(options.filter), options.min_time, options.repetitions));
     try {
-      // The script's last line: a library the script loads may print lines of its own before it
-      // (NCCL's warnings go to standard output).
-      const size_t end = out.find_last_not_of("\n");
-      const size_t start = end == std::string::npos ? 0 : out.rfind('\n', end);
-      auto j = nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
+      // The last line that is JSON: a library the script loads may print lines of its own before
+      // and after it (NCCL's warnings go to standard output).
+      nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+      for (size_t end = out.size(); j.is_discarded() && end > 0;) {
+        const size_t start = end >= 2 ? out.rfind('\n', end - 2) : std::string::npos;
+        const size_t from = start == std::string::npos ? 0 : start + 1;
+        j = nlohmann::json::parse(out.substr(from, end - from), nullptr, /*allow_exceptions=*/false);
+        end = from;
+      }
+      if (j.is_discarded()) throw std::runtime_error("no line of JSON");
       torch_version = j["torch"].get<std::string>();
       for (auto& [name, value] : j["results"].items()) theirs[name] = value.get<double>();
       if (j.contains("errors")) {
