@@ -1,10 +1,10 @@
 #include "nn/functional.h"
 
 #include <algorithm>
-#include <mutex>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 #include "autograd/autocast.h"
