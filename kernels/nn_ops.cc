@@ -415,7 +415,7 @@ Tensor conv2d_cpu_backward_input(const Tensor& grad, const Tensor& weight, IntLi
   const ConvShape s = conv_shape(input_size.vec(), weight.sizes(), groups, stride, padding, dilation, op);
   TD_CHECK(grad.sizes() == s.out, op, ": grad has shape ", shape_str(grad.sizes()), ", the output's is ",
            shape_str(s.out));
-  Tensor grad_x = zeros(input_size, TensorOptions(grad.dtype()));
+  Tensor grad_x = zeros(input_size, grad.options());
   if (grad.numel() > 0 && weight.numel() > 0 && grad_x.numel() > 0) {
     const Tensor g = gradient_matrix(grad);
     cpu::conv2d_backward_input(grad_x, g, g.strides()[0], contiguous(weight), s.p, groups);
