@@ -325,7 +325,10 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
     td::optim::SGD ascend_gpu(gpu, td::optim::SGDOptions(0.02).momentum(0.5).dampening(0.3).maximize(true));
     td::optim::Adam adam_ascend_cpu(cpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true).fused(false));
     td::optim::Adam adam_ascend_gpu(gpu, td::optim::AdamOptions(0.01).weight_decay(0.1).maximize(true));
-    step_in_turns(gpu, {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu}, cpu,
-                  {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu}, shapes, dtype, 10);
+    // No momentum: the kernel is given no buffers.
+    td::optim::SGD plain_cpu(cpu, td::optim::SGDOptions(0.03).weight_decay(0.02).fused(false));
+    td::optim::SGD plain_gpu(gpu, td::optim::SGDOptions(0.03).weight_decay(0.02));
+    step_in_turns(gpu, {&sgd_gpu, &damped_gpu, &adam_gpu, &ascend_gpu, &adam_ascend_gpu, &plain_gpu}, cpu,
+                  {&sgd_cpu, &damped_cpu, &adam_cpu, &ascend_cpu, &adam_ascend_cpu, &plain_cpu}, shapes, dtype, 12);
   }
 }
