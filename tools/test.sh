@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test twice: optimised, then under AddressSanitizer and
-# UndefinedBehaviorSanitizer (--config=asan). Prints one line per run and, last, one line counting
-# test cases over all test binaries of both runs: "N passed, N failed, N skipped".
+# UndefinedBehaviorSanitizer (--config=asan); the dry run of the [cuda] cases optimised only.
+# Prints one line per run and, last, one line counting test cases over all test binaries of both
+# runs: "N passed, N failed, N skipped".
 #   tools/test.sh            both runs (what CI runs)
 #   tools/test.sh --quick    the optimised run only
 # Exits non-zero if anything failed.
@@ -49,7 +50,8 @@ for config in "${configs[@]}"; do
   # Before each run: the sanitizer run's objects alone add gigabytes to the cache, and a full disk
   # fails the tests that write after it.
   tools/prune_disk_cache.sh || echo "tools/test.sh: could not prune the disk cache; going on"
-  if [ -n "$config" ]; then run "$config"; else run; fi
+  # The dry run of the [cuda] cases (tests/cuda/BUILD) is their test code again: optimised only.
+  if [ -n "$config" ]; then run "$config" --test_tag_filters=-dry_run; else run; fi
 done
 
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"

@@ -1,12 +1,33 @@
 #include "tests/cuda/cuda_testing.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 
 namespace tandem::cuda_testing {
 
+namespace {
+
+// TANDEM_TEST_DEVICE, which must name a CPU device other than cpu:0 (the references' device).
+std::optional<Device> dry_run_device() {
+  const char* name = std::getenv("TANDEM_TEST_DEVICE");
+  if (name == nullptr || *name == '\0') return std::nullopt;
+  const Device d(name);
+  TD_CHECK(d.is_cpu() && d.index() != 0, "TANDEM_TEST_DEVICE: a dry run of the [cuda] tests takes a CPU device "
+           "other than cpu:0 (cpu:1, say), got ", name);
+  return d;
+}
+
+}  // namespace
+
+bool dry_run() {
+  static const bool dry = dry_run_device().has_value();
+  return dry;
+}
+
 const Device& device() {
-  static const Device d(kCUDA, 0);
+  static const Device d = dry_run_device().value_or(Device(kCUDA, 0));
   return d;
 }
 

@@ -10,8 +10,19 @@
 
 namespace tandem::cuda_testing {
 
-// The device under test.
+// The device under test: cuda:0, or in a dry run the CPU device TANDEM_TEST_DEVICE names.
 const Device& device();
+
+// A dry run (TANDEM_TEST_DEVICE=cpu:1, say) proves the [cuda] cases themselves on a machine
+// without a GPU: their inputs, CPU references and checks run, each "device" result being the CPU
+// kernels' own on that device, so every comparison must hold. It proves the tests, not the kernels.
+bool dry_run();
+
+// Skips a case that needs a GPU, unless this is a dry run (for cases that need no CUDA API of their own).
+#define TD_SKIP_UNLESS_DEVICE_UNDER_TEST()                                      \
+  do {                                                                          \
+    if (!::tandem::cuda_testing::dry_run()) TD_SKIP_UNLESS_CUDA();               \
+  } while (0)
 
 // td::manual_seed(seed), then the device under test keyed as cpu:0 is (devices have keys of their
 // own): its random kernels then draw the words the CPU's draw, which the tests compare.

@@ -87,28 +87,28 @@ void gradcheck_cases(size_t stride, const std::vector<tt::Layout>& layouts, uint
 
 // First: they need no gradcheck, whose failures could stop the run.
 TEST_CASE("values and gradients on the device equal the CPU's for every differentiable op", "[cuda][heavy]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   same_as_cpu(false);
 }
 
 TEST_CASE("values and gradients on the device equal the CPU's for every differentiable op and layout",
           "[cuda][large]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   same_as_cpu(true);
 }
 
 TEST_CASE("gradcheck in float64 on the device, every sixth differentiable op", "[cuda][heavy]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   gradcheck_cases(6, {tt::Layout::Strided}, 104);
 }
 
 TEST_CASE("every differentiable op passes gradcheck in float64 on the device", "[cuda][large]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   gradcheck_cases(1, {tt::Layout::Contiguous, tt::Layout::Strided}, 100);
 }
 
 TEST_CASE("ops with second derivatives pass gradgradcheck on the device", "[cuda][large]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   ct::PoisonGuard poison;
   tt::reseed(101);
   for (const tt::GradcheckCase& c : cases()) {
@@ -120,7 +120,7 @@ TEST_CASE("ops with second derivatives pass gradgradcheck on the device", "[cuda
 }
 
 TEST_CASE("gradcheck on the device catches a wrong gradient and names the element", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(103);
   Tensor x = td::randn({3}, td::TensorOptions(td::kFloat64).device(ct::device())).requires_grad_(true);
   auto wrong = [](const std::vector<Tensor>& in) {
@@ -140,7 +140,7 @@ TEST_CASE("gradcheck on the device catches a wrong gradient and names the elemen
 }
 
 TEST_CASE("autograd::functional's Jacobians, Hessians and products on the device equal the CPU's", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(104);
   namespace AF = td::autograd::functional;
   const Tensor x_cpu = td::randn({5}, td::kFloat64), v_cpu = td::randn({5}, td::kFloat64);
@@ -160,7 +160,7 @@ TEST_CASE("autograd::functional's Jacobians, Hessians and products on the device
 }
 
 TEST_CASE("gradcheck of a computation that crosses two CUDA devices", "[cuda][devices]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   if (td::cuda::device_count() < 2) {
     tt::mark_skipped("needs two CUDA devices (TANDEM_VISIBLE_DEVICES=0,0 makes two of one GPU)");
     return;

@@ -146,20 +146,20 @@ void check_same_training(const std::shared_ptr<nn::Module>& model, DType dtype, 
 
 TEST_CASE("an MLP trains on the device to the CPU's losses and weights in float32, with SGD and Adam",
           "[cuda][heavy]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(200);
   check_same_training(std::make_shared<SmoothMlpImpl>(3 * 12 * 12, kClasses), td::kFloat32, {3, 12, 12}, 1e-4, "MLP");
 }
 
 TEST_CASE("a CNN trains on the device to the CPU's losses and weights in float32, with SGD and Adam", "[cuda][large]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(201);
   check_same_training(std::make_shared<SmoothCnnImpl>(3, 12, 12, kClasses), td::kFloat32, {3, 12, 12}, 1e-4, "CNN");
 }
 
 TEST_CASE("the example MLP and CNN (ReLU, max-pool) train on the device to the CPU's weights in float64",
           "[cuda][large]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(202);
   check_same_training(td::examples::Mlp(1 * 12 * 12, kClasses, 64).ptr(), td::kFloat64, {1, 12, 12}, 1e-10,
                       "example MLP");
@@ -167,7 +167,7 @@ TEST_CASE("the example MLP and CNN (ReLU, max-pool) train on the device to the C
 }
 
 TEST_CASE("LBFGS with the line search trains the smooth MLP on the device to the CPU's weights in float64", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   tt::reseed(203);
   auto model = std::make_shared<SmoothMlpImpl>(3 * 4 * 4, kClasses);
   model->to(td::kFloat64);
@@ -204,7 +204,7 @@ TEST_CASE("LBFGS with the line search trains the smooth MLP on the device to the
 }
 
 TEST_CASE("a lazy layer moved to the device before its first forward materializes there, as on the CPU", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   std::vector<Tensor> outputs, weights;
   for (const Device& device : {Device(td::kCPU), ct::device()}) {
     td::manual_seed(31);
