@@ -50,7 +50,8 @@ void set_fixture_grads(std::vector<td::Tensor>& params, size_t t) {
   for (size_t i = 0; i < params.size(); ++i) {
     params[i].mutable_grad() = grads[i].is_null() ? td::Tensor()
                                                   : from_values(grads[i].get<std::vector<double>>(), shape_of(i),
-                                                                params[i].dtype());
+                                                                params[i].dtype())
+                                                        .to(params[i].device());
   }
 }
 
@@ -374,6 +375,36 @@ TEST_CASE("every optimizer configuration gives PyTorch's parameters after every 
     for (size_t i = 0; i < run.params.size(); ++i) {
       check_close(asgd.averaged(run.params[i]), config["averaged"][i].get<std::vector<double>>(), 1e-12, 1e-15,
                   config["name"].get<std::string>() + " averaged parameter " + std::to_string(i));
+    }
+  }
+}
+
+TEST_CASE("every optimizer configuration steps on another CPU device as on cpu:0, keeping its state there", "[cpu]") {
+  // A replica's parameters, or a model moved to cpu:1: the steps give the same values there, and
+  // the state made at the first step (momentum buffers, moments) lives there too.
+  const td::Device other("cpu:1");
+  for (const json& config : fixture()["optimizers"]) {
+    const std::string name = config["name"];
+    std::vector<td::Tensor> start;
+    for (const td::Tensor& p : fixture_params()) start.push_back(p.detach().to(other).requires_grad_());
+    Run run(config, start);
+    for (size_t t = 0; t < config["steps"].get<size_t>(); ++t) run.step();
+    for (size_t i = 0; i < run.params.size(); ++i) {
+      CHECK(run.params[i].device() == other);
+      check_close(run.params[i].to(td::Device("cpu:0")), config["expected"].back()[i].get<std::vector<double>>(),
+                  1e-12, 1e-15, name + " parameter " + std::to_string(i));
+    }
+    for (const auto& [param, state] : run.optimizer->state()) {
+      (void)param;
+      td::StateDict saved;
+      state->save(saved, "");
+      for (const auto& key : saved.keys()) {
+        // Counters and scalars (step, ASGD's eta and mu, NAdam's mu_product) are numbers on the
+        // host, saved as 0-dim CPU tensors (PyTorch keeps step on the CPU too).
+        if (saved.at(key).dim() == 0) continue;
+        INFO(name << " state " << key);
+        CHECK(saved.at(key).device() == other);
+      }
     }
   }
 }
