@@ -3,6 +3,10 @@
 // defines a transposed convolution, PyTorch's output_size rule, printing, and
 // the errors (operands unchanged).
 #include <cmath>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "tests/nn/pytorch_reference.h"
 #include "tests/testing.h"
@@ -396,4 +400,36 @@ TEST_CASE("ConvTranspose1d gives PyTorch's output and gradients, prints as PyTor
   check_error([&] { F::conv_transpose1d(x, layer->weight, Tensor(), 2, 0, 2); },
               {"conv_transpose1d", "output_padding (2)", "stride (2)"});
   check_error([&] { F::conv_transpose1d(x.unsqueeze(0), layer->weight); }, {"conv_transpose1d", "2-D", "3-D"});
+}
+
+TEST_CASE("convolutions on another CPU device give their gradients there, equal to cpu:0's", "[cpu]") {
+  // A replica of DataParallel runs on cpu:1: every gradient its layers pass back must be there.
+  td::testing::reseed(61);
+  const td::Device other("cpu:1");
+  using Conv = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::tuple<std::string, Shape, Shape, Conv>> convs = {
+      {"conv2d", {2, 4, 7, 6}, {6, 2, 3, 2},
+       [](const Tensor& x, const Tensor& w) { return F::conv2d(x, w, Tensor(), {2, 1}, {1, 0}, {1, 2}, 2); }},
+      {"conv_transpose2d", {2, 4, 5, 6}, {4, 3, 3, 2},
+       [](const Tensor& x, const Tensor& w) { return F::conv_transpose2d(x, w, Tensor(), {2, 1}, {1, 0}); }},
+      {"conv3d", {2, 4, 5, 6, 7}, {6, 2, 3, 2, 3},
+       [](const Tensor& x, const Tensor& w) { return F::conv3d(x, w, Tensor(), {2, 1, 1}, {1, 0, 1}, {1, 2, 1}, 2); }},
+  };
+  for (const auto& [name, x_shape, w_shape, conv] : convs) {
+    INFO(name);
+    const Tensor x = td::testing::random_tensor(x_shape, td::kFloat64), w = td::testing::random_tensor(w_shape, td::kFloat64);
+    std::vector<Tensor> grads[2];
+    for (int on_other : {0, 1}) {
+      const td::Device device = on_other ? other : td::Device("cpu:0");
+      Tensor xl = x.to(device).detach().requires_grad_(), wl = w.to(device).detach().requires_grad_();
+      const Tensor y = conv(xl, wl);
+      CHECK(y.device() == device);
+      y.pow(2.0).sum().backward();
+      CHECK(xl.grad().device() == device);
+      CHECK(wl.grad().device() == device);
+      grads[on_other] = {xl.grad().to(td::Device("cpu:0")), wl.grad().to(td::Device("cpu:0"))};
+    }
+    check_close(grads[1][0], grads[0][0], 0, 0);
+    check_close(grads[1][1], grads[0][1], 0, 0);
+  }
 }
