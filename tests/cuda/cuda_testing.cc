@@ -1,6 +1,7 @@
 #include "tests/cuda/cuda_testing.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,8 @@ std::optional<Device> dry_run_device() {
   const Device d(name);
   TD_CHECK(d.is_cpu() && d.index() != 0, "TANDEM_TEST_DEVICE: a dry run of the [cuda] tests takes a CPU device "
            "other than cpu:0 (cpu:1, say), got ", name);
+  static const bool said = (std::fprintf(stderr, "tandem-tests: a dry run, the device under test is %s\n", name), true);
+  (void)said;
   return d;
 }
 

@@ -24,6 +24,17 @@ bool dry_run();
     if (!::tandem::cuda_testing::dry_run()) TD_SKIP_UNLESS_CUDA();               \
   } while (0)
 
+// Skips a case that needs CUDA itself (streams, pinned memory, cuDNN, cuBLASLt): without a GPU, and
+// in a dry run also where there is one (its device under test is a CPU then).
+#define TD_SKIP_UNLESS_CUDA_ITSELF()                                                                \
+  do {                                                                                             \
+    if (::tandem::cuda_testing::dry_run()) {                                                        \
+      ::tandem::testing::mark_skipped("needs CUDA itself, and this is a dry run on a CPU device"); \
+      return;                                                                                      \
+    }                                                                                              \
+    TD_SKIP_UNLESS_CUDA();                                                                         \
+  } while (0)
+
 // td::manual_seed(seed), then the device under test keyed as cpu:0 is (devices have keys of their
 // own): its random kernels then draw the words the CPU's draw, which the tests compare.
 void manual_seed_as_cpu(uint64_t seed);

@@ -30,6 +30,8 @@ stages=${2:-gpu,tests,logical,large,train,memcheck,racecheck,bench}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 export PYTHONUNBUFFERED=1
+# Set, it would make the [cuda] cases a dry run on a CPU device (tests/cuda/cuda_testing.h).
+unset TANDEM_TEST_DEVICE
 # NCCL says why it failed (a socket, a sysfs file) only with its warnings on.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # The summary reports these stages only: logs of other stages may be an earlier run's.
