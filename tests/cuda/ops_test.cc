@@ -989,7 +989,7 @@ void random_sweep(bool large) {
       Tensor bd = td::bernoulli(pd);
       check_equal(bd, bc, "bernoulli(p) " + what);
     }
-    for (DType dtype : {td::kInt64, td::kInt32, td::kUInt8, td::kFloat32, td::kBool}) {
+    for (DType dtype : kAll) {
       const std::string what = std::string(td::dtype_name(dtype)) + " " + s;
       const bool narrow = dtype == td::kUInt8 || dtype == td::kBool;  // no negatives; bool only 0 and 1
       const int64_t low = narrow ? 0 : -5, high = narrow ? 2 : 1000;
@@ -1025,7 +1025,7 @@ TEST_CASE("random fills of a million elements are bit-identical to the CPU's for
   random_sweep(true);
 }
 
-TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every regime, views, three dtypes",
+TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every regime, views, four dtypes",
           "[cuda]") {
   // Each element's draws come from its own Philox stream on both devices, through the same code. The
   // acceptance tests compare logs and lgamma, which may differ by an ulp between host and device; a
@@ -1034,7 +1034,7 @@ TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every 
   ct::PoisonGuard poison;
   tt::reseed(79);
   const uint64_t seed = tt::test_seed() ^ 0x9015;
-  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+  for (DType dtype : kFloating) {
     const double top = dtype == td::kFloat16 ? 3 : 6;  // rates 10^[-1, top): both samplers
     for (const Shape& shape : std::vector<Shape>{{1}, {7}, {3, 11}, {1000003}}) {
       const std::vector<Layout> layouts = is_big(shape) ? std::vector<Layout>{Layout::Strided} : ct::all_layouts();
@@ -1062,7 +1062,7 @@ TEST_CASE("poisson and binomial draw the CPU's variates for the same key: every 
   }
 }
 
-TEST_CASE("standard_gamma and standard_gamma_grad on the device equal the CPU's, all layouts, three dtypes", "[cuda]") {
+TEST_CASE("standard_gamma and standard_gamma_grad on the device equal the CPU's, all layouts, four dtypes", "[cuda]") {
   // Each element's draws come from its own Philox stream on both devices, through the same code
   // (kernels/sampling.h). The accepted variate is d (1 + c z)^3 u^(1/alpha) from the GPU's own log,
   // cos, sqrt and exp, an ulp or a few from glibc's: equal within the dtype's tolerance (an acceptance
@@ -1073,7 +1073,7 @@ TEST_CASE("standard_gamma and standard_gamma_grad on the device equal the CPU's,
   ct::PoisonGuard poison;
   tt::reseed(81);
   const uint64_t seed = tt::test_seed() ^ 0x6a33;
-  for (DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16}) {
+  for (DType dtype : kFloating) {
     const double r = dtype == td::kFloat64 ? 1e-11 : rtol_for(dtype);
     const double top = dtype == td::kFloat16 ? 3 : 5;  // alpha 10^[-2, top): both regimes
     for (const Shape& shape : std::vector<Shape>{{1}, {7}, {3, 11}, {1000003}}) {
@@ -2232,6 +2232,37 @@ TEST_CASE("softmax and log_softmax along each dim match the CPU, rows of -inf in
 TEST_CASE("softmax and log_softmax along each dim match the CPU, every layout and long rows", "[cuda][large]") {
   TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   softmax_sweep(true);
+}
+
+TEST_CASE("row kernels whose grids wrap around: softmax, log_softmax, cumsum and cumprod of many rows", "[cuda][large]") {
+  // A grid holds at most 65536 blocks: past 524288 rows of up to 1024 (a warp a row), 65536 longer
+  // rows (a block a row) and 65536 scanned lines of 32 or more, each block takes a second row.
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
+  ct::PoisonGuard poison;
+  tt::reseed(130);
+  for (const Shape& shape : std::vector<Shape>{{600000, 3}, {65600, 1025}}) {
+    for (DType dtype : {td::kFloat32, td::kFloat16}) {
+      Pair x = ct::random_pair(shape, dtype, Layout::Contiguous, -5, 5);
+      const double r = 2 * rtol_for(dtype);
+      const std::string what = describe("along the rows", dtype, shape, Layout::Contiguous);
+      check_close(td::softmax(x.dev, 1), td::softmax(x.cpu, 1), r, r, "softmax " + what);
+      check_close(td::log_softmax(x.dev, 1), td::log_softmax(x.cpu, 1), r, r, "log_softmax " + what);
+    }
+  }
+  for (DType dtype : {td::kFloat32, td::kInt64}) {
+    // Factors near 1 (integers in {-1, 0, 1}) keep 40-long products in range.
+    const bool floating = td::is_floating(dtype);
+    Pair x = ct::random_pair({70000, 40}, dtype, Layout::Contiguous, floating ? 0.9 : -1.9, floating ? 1.1 : 1.9);
+    const std::string what = describe("along the rows", dtype, {70000, 40}, Layout::Contiguous);
+    if (floating) {
+      const double r = rtol_for(dtype);
+      check_close(td::cumsum(x.dev, 1), td::cumsum(x.cpu, 1), r, r, "cumsum " + what, td::cumsum(ct::abs64(x.cpu), 1));
+      check_close(td::cumprod(x.dev, 1), td::cumprod(x.cpu, 1), r, r, "cumprod " + what);
+    } else {
+      check_equal(td::cumsum(x.dev, 1), td::cumsum(x.cpu, 1), "cumsum " + what);
+      check_equal(td::cumprod(x.dev, 1), td::cumprod(x.cpu, 1), "cumprod " + what);
+    }
+  }
 }
 
 struct PoolParams {
@@ -3409,31 +3440,38 @@ TEST_CASE("sort, topk, kthvalue and median match the CPU: ties, NaN, every dtype
   for (DType dtype : kAll) {
     for (const Shape& shape : shapes) {
       for (Layout layout : layouts_for(shape)) {
-        // Whole numbers: ties everywhere; a stable sort has one answer.
-        const double lo = dtype == td::kUInt8 ? 0 : -20;
-        Tensor cpu = td::round(tt::random_tensor(shape, td::kFloat64, layout, lo, 20)).to(dtype);
-        if (td::is_floating(dtype) && cpu.numel() > 3) {
-          cpu = td::where(td::remainder(td::arange(static_cast<double>(cpu.numel())).view(shape), 11) == 0, kNaN,
-                          cpu.to(td::kFloat64))
-                    .to(dtype);
+        // Whole numbers: ties everywhere; a stable sort has one answer. The input keeps its layout
+        // on the device (the values are rounded in its storage).
+        Tensor cpu = ct::random_input(shape, dtype, layout, -20, 20);
+        if (td::is_floating(dtype)) {
+          whole(cpu).copy_(td::round(whole(cpu)));
+          sprinkle(cpu, 0.09, kNaN);
         }
-        Tensor dev = cpu.to(ct::device());
+        const Tensor dev = ct::twin(cpu);
         const std::string what = describe("sort", dtype, shape, layout);
-        for (bool descending : {false, true}) {
-          auto [cv, ci] = td::sort(cpu, -1, descending);
-          auto [dv, di] = td::sort(dev, -1, descending);
-          check_equal(dv, cv, what + (descending ? " descending values" : " values"));
-          check_equal(di, ci, what + (descending ? " descending indices" : " indices"));
+        for (int64_t dim = shape.size() >= 2 ? 0 : -1; dim < 0 || dim + 1 < static_cast<int64_t>(shape.size());) {
+          for (bool descending : {false, true}) {
+            const std::string how = std::string(" along ") + std::to_string(dim) + (descending ? " descending" : "");
+            auto [cv, ci] = td::sort(cpu, dim, descending);
+            auto [dv, di] = td::sort(dev, dim, descending);
+            check_equal(dv, cv, what + how + " values");
+            check_equal(di, ci, what + how + " indices");
+          }
+          if (dim < 0) break;
+          dim = -1;  // after dim 0 of a matrix, the last dim
         }
         if (shape.empty() || shape.back() < 3) continue;
         auto [tv, ti] = td::topk(dev, 3, -1);
         check_equal(tv, std::get<0>(td::topk(cpu, 3, -1)), what + " topk");
         check_equal(ti, std::get<1>(td::topk(cpu, 3, -1)), what + " topk indices");
-        check_equal(std::get<1>(td::kthvalue(dev, 2, -1)), std::get<1>(td::kthvalue(cpu, 2, -1)), what + " kthvalue");
-        check_equal(std::get<1>(td::median(dev, -1)), std::get<1>(td::median(cpu, -1)), what + " median");
-        if (td::is_floating(dtype)) {
-          check_equal(std::get<1>(td::nanmedian(dev, -1)), std::get<1>(td::nanmedian(cpu, -1)), what + " nanmedian");
-        }
+        const auto check_both = [&](const std::tuple<Tensor, Tensor>& d, const std::tuple<Tensor, Tensor>& c,
+                                    const std::string& name) {
+          check_equal(std::get<0>(d), std::get<0>(c), what + " " + name + " values");
+          check_equal(std::get<1>(d), std::get<1>(c), what + " " + name + " indices");
+        };
+        check_both(td::kthvalue(dev, 2, -1), td::kthvalue(cpu, 2, -1), "kthvalue");
+        check_both(td::median(dev, -1), td::median(cpu, -1), "median");
+        if (td::is_floating(dtype)) check_both(td::nanmedian(dev, -1), td::nanmedian(cpu, -1), "nanmedian");
       }
     }
   }
@@ -3581,21 +3619,23 @@ TEST_CASE("cummax, cummin and logcumsumexp match the CPU along every dim, ties a
   tt::reseed(75);
   for (DType dtype : kAll) {
     for (const Shape& shape : std::vector<Shape>{{7, 33}, {3, 100003}, {4, 5, 6}, {1}}) {
-      const double lo = dtype == td::kUInt8 ? 0 : -5;
-      Tensor cpu = td::round(tt::random_tensor(shape, td::kFloat64, Layout::Permuted, lo, 5)).to(dtype);
-      if (td::is_floating(dtype) && cpu.numel() > 3) {
-        cpu = td::where(td::remainder(td::arange(static_cast<double>(cpu.numel())).view(shape), 13) == 0, kNaN,
-                        cpu.to(td::kFloat64))
-                  .to(dtype);
+      // Whole numbers (ties), rounded in the storage so that the device's twin keeps the layout.
+      Tensor cpu = ct::random_input(shape, dtype, Layout::Permuted, -5, 5);
+      if (td::is_floating(dtype)) {
+        whole(cpu).copy_(td::round(whole(cpu)));
+        sprinkle(cpu, 0.08, kNaN);
       }
-      const Tensor dev = cpu.to(ct::device());
+      const Tensor dev = ct::twin(cpu);
       for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
         const std::string what = describe("scan", dtype, shape, Layout::Permuted) + " along " + std::to_string(dim);
         auto [cv, ci] = td::cummax(cpu, dim);
         auto [dv, di] = td::cummax(dev, dim);
         check_equal(dv, cv, what + " cummax");
         check_equal(di, ci, what + " cummax indices");
-        check_equal(std::get<1>(td::cummin(dev, dim)), std::get<1>(td::cummin(cpu, dim)), what + " cummin indices");
+        auto [cmin_v, cmin_i] = td::cummin(cpu, dim);
+        auto [dmin_v, dmin_i] = td::cummin(dev, dim);
+        check_equal(dmin_v, cmin_v, what + " cummin");
+        check_equal(dmin_i, cmin_i, what + " cummin indices");
         if (td::is_floating(dtype)) {
           const double r = rtol_for(dtype) * 4;
           check_close(td::logcumsumexp(dev, dim), td::logcumsumexp(cpu, dim), r, r, what + " logcumsumexp");
