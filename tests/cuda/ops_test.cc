@@ -1886,6 +1886,34 @@ TEST_CASE("mm and addmm match the CPU for transposed and strided operands, every
   mm_sweep(false);
 }
 
+TEST_CASE("with TF32 allowed, float32 products and convolutions stay within TF32's rounding of the CPU's", "[cuda]") {
+  // TF32 keeps 10 of float32's 23 mantissa bits of each operand: truncated, each moves by under
+  // 2^-10, a term a b by under 2^-9 of |a| |b|, a sum of them by under 2^-9 of the sum of |a| |b|.
+  // The check allows twice that: far less than any wrong result.
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
+  ct::PoisonGuard poison;
+  tt::reseed(125);
+  struct AllowTf32 {
+    AllowTf32() { td::cuda::set_allow_tf32(true); }
+    ~AllowTf32() { td::cuda::set_allow_tf32(false); }
+  } allow;
+  REQUIRE(td::cuda::allow_tf32());
+  const double tol = std::ldexp(1.0, -8);
+  for (const auto& [n, k, m] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{33, 257, 7}, {300, 129, 64}}) {
+    Pair a = ct::random_pair({n, k}, td::kFloat32, Layout::Permuted);
+    Pair b = ct::random_pair({k, m}, td::kFloat32, Layout::Strided);
+    const std::string what = "mm " + td::shape_str({n, k}) + " x " + td::shape_str({k, m});
+    check_close(td::mm(a.dev, b.dev), td::mm(a.cpu, b.cpu), tol, 0, what, td::mm(ct::abs64(a.cpu), ct::abs64(b.cpu)));
+    Pair bias = ct::random_pair({m}, td::kFloat32);
+    check_close(td::addmm(bias.dev, a.dev, b.dev), td::addmm(bias.cpu, a.cpu, b.cpu), tol, 0, "addmm, " + what,
+                td::mm(ct::abs64(a.cpu), ct::abs64(b.cpu)) + ct::abs64(bias.cpu));
+  }
+  Pair x = ct::random_pair({2, 6, 11, 9}, td::kFloat32, Layout::Permuted);
+  Pair w = ct::random_pair({8, 3, 3, 2}, td::kFloat32);
+  auto conv = [](const Tensor& xi, const Tensor& wi) { return F::conv2d(xi, wi, Tensor(), {1, 2}, {1, 0}, {2, 1}, 2); };
+  check_close(conv(x.dev, w.dev), conv(x.cpu, w.cpu), tol, 0, "conv2d", conv(ct::abs64(x.cpu), ct::abs64(w.cpu)));
+}
+
 TEST_CASE("mm and addmm match the CPU for every operand layout and larger matrices", "[cuda][large]") {
   TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   mm_sweep(true);
