@@ -60,7 +60,7 @@ void check_add_n(const std::vector<int64_t>& sizes) {
   td::testing::PoisonGuard poison;  // an element add_n leaves unwritten reads back as NaN or -1
   for (td::DType dtype : {td::kFloat32, td::kFloat64, td::kFloat16, td::kBFloat16, td::kInt64, td::kInt32, td::kUInt8}) {
     for (int64_t n : sizes) {
-      for (int count : {1, 2, 5, 17}) {
+      for (int count : {1, 2, 5, 17, 40}) {
         std::vector<Tensor> cpu, cuda;
         for (int k = 0; k < count; ++k) {
           cpu.push_back(td::testing::random_tensor({n}, dtype));
@@ -69,8 +69,9 @@ void check_add_n(const std::vector<int64_t>& sizes) {
         Tensor expected = td::empty({n}, dtype), actual = td::empty({n}, td::TensorOptions(dtype).device(cuda0));
         td::kernels::add_n_into(expected, cpu);
         td::kernels::add_n_into(actual, cuda);
-        // The same additions in the same order, rounded once (17 inputs take two launches, the
-        // running sum kept in float32 between them for 16-bit floats).
+        // The same additions in the same order, rounded once (17 inputs take two launches, 40
+        // three, whose middle one reads and writes the running sum, kept in float32 between them
+        // for 16-bit floats).
         td::testing::check_close(actual.cpu(), expected, 1e-6, 1e-6,
                                  td::detail::str_cat("add_n ", dtype, " n=", n, " inputs=", count));
       }
