@@ -24,3 +24,18 @@ def td_test(name, srcs = None, size = "small", deps = [], **kwargs):
         deps = [":" + name + "_cases"],
         **kwargs
     )
+
+def td_dry_run(name):
+    """The dry run of td_test `name`'s [cuda] cases on a machine without a GPU: the device under
+    test is cpu:1 (tests/cuda/cuda_testing.h), so each case's inputs, CPU references and checks run,
+    every "device" result being the CPU kernels' own. It proves the tests, and that ops keep their
+    results and gradients on their operands' device. tools/test.sh runs it optimised only."""
+    native.cc_test(
+        name = name + "_dry_run",
+        size = "large",
+        args = ["[cuda]"],
+        env = {"TANDEM_TEST_DEVICE": "cpu:1"},
+        linkstatic = False,
+        tags = ["dry_run"],
+        deps = [":" + name + "_cases"],
+    )

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/optim.h"
+#include "tests/cuda/cuda_testing.h"
 #include "tests/testing.h"
 
 namespace td = tandem;
@@ -223,12 +224,12 @@ TEST_CASE("fused steps check their lists and change nothing when they refuse", "
 }
 
 TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-by-op steps do", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   td::testing::reseed(33);
   for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
     auto steps = problem(dtype, 5);
     std::vector<Tensor> cpu = leaves(steps[0].values, td::Device("cpu"));
-    std::vector<Tensor> gpu = leaves(steps[0].values, td::Device("cuda:0"));
+    std::vector<Tensor> gpu = leaves(steps[0].values, td::cuda_testing::device());
     td::optim::SGD sgd_cpu(cpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01).fused(false));
     td::optim::SGD sgd_gpu(gpu, td::optim::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
     td::optim::AdamW adam_cpu(cpu, td::optim::AdamWOptions(0.01).amsgrad(true).fused(false));
@@ -241,7 +242,7 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
       (k % 2 ? static_cast<td::optim::Optimizer&>(adam_gpu) : sgd_gpu).step();
       CHECK(gpu[0].version() > version);
       for (size_t i = 0; i < gpu.size(); ++i) {
-        CHECK(gpu[i].device() == td::Device("cuda:0"));
+        CHECK(gpu[i].device() == td::cuda_testing::device());
         check_same_bits(gpu[i].detach().cpu(), cpu[i].detach(), td::detail::str_cat(dtype, " step ", k, " param ", i));
       }
     }
@@ -251,9 +252,9 @@ TEST_CASE("SGD and Adam on a GPU take the fused step and end where the CPU's op-
 TEST_CASE("the fused steps on a GPU give the CPU's fused steps bit for bit", "[cuda]") {
   // One functor on both (kernels/functors.h), every multiply-add an explicit fma, the scalars
   // computed once on the host: nothing is left to either compiler's choice of fusing.
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   td::testing::reseed(35);
-  const td::Device gpu_device("cuda:0");
+  const td::Device gpu_device = td::cuda_testing::device();
   auto on_gpu = [&](const std::vector<Tensor>& ts) {
     std::vector<Tensor> out;
     for (const Tensor& t : ts) out.push_back(t.to(gpu_device));
@@ -300,7 +301,7 @@ TEST_CASE("the fused steps on a GPU give the CPU's fused steps bit for bit", "[c
 }
 
 TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward and large sizes", "[cuda]") {
-  TD_SKIP_UNLESS_CUDA();
+  TD_SKIP_UNLESS_DEVICE_UNDER_TEST();
   td::testing::reseed(34);
   // 20 tensors: two launches (16 a launch); fresh GPU memory poisoned, so a momentum buffer or
   // moment the first step fails to write reads back as NaN.
@@ -311,7 +312,7 @@ TEST_CASE("fused GPU steps over more tensors than one launch takes, of awkward a
   for (td::DType dtype : {td::kFloat32, td::kFloat64}) {
     std::vector<Tensor> start;
     for (const auto& s : shapes) start.push_back(td::testing::random_tensor(s, dtype));
-    std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::Device("cuda:0"));
+    std::vector<Tensor> cpu = leaves(start, td::Device("cpu")), gpu = leaves(start, td::cuda_testing::device());
     // The CPU's op-by-op steps against the GPU's fused ones.
     td::optim::SGD sgd_cpu(cpu,
                            td::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01).fused(false));
