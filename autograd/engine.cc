@@ -71,6 +71,17 @@ void check_for_nan(const Node& node, const std::vector<Tensor>& outputs) {
   }
 }
 
+// A gradient goes where its input is: a backward that made one on another device (an op's
+// bug) is named here, before the gradient reaches a .grad() or an op that would take it.
+void check_devices(const Node& node, const std::vector<Tensor>& outputs) {
+  for (size_t i = 0; i < outputs.size() && i < node.next_edges.size(); ++i) {
+    const Edge& e = node.next_edges[i];
+    if (!e.node || !outputs[i].defined()) continue;
+    TD_CHECK(outputs[i].device() == e.device, "Function '", node.name(), "' returned the gradient of its input ", i,
+             " on ", outputs[i].device(), ", but that input is on ", e.device);
+  }
+}
+
 Tensor add_gradients(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
@@ -303,7 +314,8 @@ void execute(Run& run) {
                                       : (run.create_graph ? clone(grads[i]) : grads[i].detach().clone());
           }
           outputs = node->apply(grads);
-          if (!run.keep_graph) node->release();  // before the check, which may stop the run, as PyTorch's
+          if (!run.keep_graph) node->release();  // before the checks, which may stop the run, as PyTorch's
+          check_devices(*node, outputs);
           if (run.check_nan) check_for_nan(*node, outputs);
           const auto end = std::chrono::steady_clock::now();
           if (device && trace::enabled()) trace::record(node->name(), device->str(), start, end);

@@ -132,8 +132,8 @@ AutogradMeta* current_meta(const Tensor& t) {
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = current_meta(t);
   if (!m) return {};
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  if (m->requires_grad) return {grad_accumulator(t), 0};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr, t.device()};
+  if (m->requires_grad) return {grad_accumulator(t), 0, t.device()};
   return {};
 }
 

@@ -19,6 +19,7 @@ struct Node;
 struct Edge {
   std::shared_ptr<Node> node;  // null: the input needs no gradient
   uint32_t input_nr = 0;       // which of node's gradient inputs (= which output of its op)
+  Device device = Device(kCPU);  // the input's: its gradient must be there too
 };
 
 using TensorHook = std::function<Tensor(const Tensor&)>;

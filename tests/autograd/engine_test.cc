@@ -792,6 +792,20 @@ TEST_CASE("a failure while gradients from several devices are added is an error,
   check_close(x.grad(), std::vector<double>(4, 3.0), 0, 0);
 }
 
+TEST_CASE("a backward that returns a gradient on another device than its input's is an error naming it", "[cpu]") {
+  // As conv2d's CPU backward once did: its input on cpu:1, the input's gradient made on cpu:0.
+  td::Tensor x = td::testing::random_tensor({4}, td::kFloat64).to(td::Device("cpu:1")).requires_grad_();
+  x.mutable_grad() = td::full({4}, 5.0, td::TensorOptions(td::kFloat64).device(td::Device("cpu:1")));
+  td::Tensor y = (x * 2.0).detach();
+  td::autograd::record("StrayBackward", {&x}, {&y}, [](const std::vector<td::Tensor>& g) {
+    return std::vector<td::Tensor>{g[0].to(td::Device("cpu:0"))};
+  });
+  check_error([&] { y.sum().backward(); }, {"StrayBackward", "input 0", "cpu:0", "cpu:1"});
+  // Nothing reached the leaf's gradient.
+  CHECK(x.grad().device() == td::Device("cpu:1"));
+  check_close(x.grad().to(td::Device("cpu:0")), std::vector<double>(4, 5.0), 0, 0);
+}
+
 TEST_CASE("a leaf's first gradient is taken without a copy only when nothing else can see it", "[cpu]") {
   td::Tensor x = td::ones({3}, td::kFloat64).requires_grad_(), y = td::ones({3}, td::kFloat64).requires_grad_();
   (x + y).sum().backward();  // add's backward hands the same gradient to both
