@@ -21,6 +21,10 @@ Tensor AccumulateGrad::hooked(Tensor grad) const {
 std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_outputs) {
   const Tensor& incoming = grad_outputs.at(0);
   if (!incoming.defined()) return {};
+  // The engine has checked the gradient against the leaf's device when the graph was recorded.
+  TD_CHECK(incoming.device() == variable.device(), "backward: the gradient of a leaf tensor on ", variable.device(),
+           " arrived on ", incoming.device(), ": the tensor moved after the graph that uses it was recorded (",
+           "run the forward again after moving a module)");
   AutogradMeta& m = autograd::ensure_meta(variable);
   Tensor grad = hooked(incoming);
   if (!m.grad.defined()) {

@@ -806,6 +806,15 @@ TEST_CASE("a backward that returns a gradient on another device than its input's
   check_close(x.grad().to(td::Device("cpu:0")), std::vector<double>(4, 5.0), 0, 0);
 }
 
+TEST_CASE("a backward through a graph recorded before its leaves moved to another device is an error", "[cpu]") {
+  td::nn::Linear model(3, 2);
+  const td::Tensor loss = model(td::testing::random_tensor({4, 3}, td::kFloat64).to(td::kFloat32)).sum();
+  model->to(td::Device("cpu:1"));
+  check_error([&] { loss.backward(); }, {"leaf tensor on cpu:1", "arrived on cpu:0", "moved"});
+  CHECK_FALSE(model->weight.grad().defined());
+  CHECK_FALSE(model->bias.grad().defined());
+}
+
 TEST_CASE("a leaf's first gradient is taken without a copy only when nothing else can see it", "[cpu]") {
   td::Tensor x = td::ones({3}, td::kFloat64).requires_grad_(), y = td::ones({3}, td::kFloat64).requires_grad_();
   (x + y).sum().backward();  // add's backward hands the same gradient to both
