@@ -50,8 +50,8 @@ for config in "${configs[@]}"; do
   # Before each run: the sanitizer run's objects alone add gigabytes to the cache, and a full disk
   # fails the tests that write after it.
   tools/prune_disk_cache.sh || echo "tools/test.sh: could not prune the disk cache; going on"
-  # The dry run of the [cuda] cases (tests/cuda/BUILD) runs optimised only: under the sanitizers
-  # its 160 s would take several times as long, and one case holds 6 GiB.
+  # The dry runs of the [cuda] cases (td_dry_run, tests/defs.bzl) run optimised only: under the
+  # sanitizers their 160 s would take several times as long, and one case holds 6 GiB.
   if [ -n "$config" ]; then run "$config" --build_tag_filters=-dry_run --test_tag_filters=-dry_run; else run; fi
 done
 

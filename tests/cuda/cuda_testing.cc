@@ -3,36 +3,31 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <sstream>
 
 namespace tandem::cuda_testing {
 
 namespace {
 
-// TANDEM_TEST_DEVICE, which must name a CPU device other than cpu:0 (the references' device).
-std::optional<Device> dry_run_device() {
+// The CPU device TANDEM_TEST_DEVICE names for a dry run (not cpu:0, the references' device), or cuda:0.
+Device device_under_test() {
   const char* name = std::getenv("TANDEM_TEST_DEVICE");
-  if (name == nullptr || *name == '\0') return std::nullopt;
+  if (name == nullptr || *name == '\0') return Device(kCUDA, 0);
   const Device d(name);
   TD_CHECK(d.is_cpu() && d.index() != 0, "TANDEM_TEST_DEVICE: a dry run of the [cuda] tests takes a CPU device "
            "other than cpu:0 (cpu:1, say), got ", name);
-  static const bool said = (std::fprintf(stderr, "tandem-tests: a dry run, the device under test is %s\n", name), true);
-  (void)said;
+  std::fprintf(stderr, "tandem-tests: a dry run, the device under test is %s\n", name);
   return d;
 }
 
 }  // namespace
 
-bool dry_run() {
-  static const bool dry = dry_run_device().has_value();
-  return dry;
-}
-
 const Device& device() {
-  static const Device d = dry_run_device().value_or(Device(kCUDA, 0));
+  static const Device d = device_under_test();
   return d;
 }
+
+bool dry_run() { return device().is_cpu(); }
 
 void manual_seed_as_cpu(uint64_t seed) {
   manual_seed(seed);
